@@ -1,0 +1,96 @@
+"""How much does tdebench's harness add to what it measures?
+
+Side by side in one run, on the same DuckDB database file and the same connection:
+  A. tdebench's power test (per-query clock + process counters, answer checks, an append of
+     every measurement to results.jsonl);
+  B. the same 22 queries in the same order timed by a bare Python loop.
+A and B alternate for --rounds rounds, so drift of this noisy machine hits both alike.
+Two ratios of medians are printed, each with a bootstrap CI:
+  - measured: the sum of the 22 query times tdebench records vs the bare loop's sum — how far
+    the harness distorts the numbers it reports (target: under 2%);
+  - wall clock: the whole power test vs the bare loop — what checking answers and storing
+    results costs in time between queries (never inside a measured query).
+
+    .venv/bin/python bench/harness_overhead.py [--scale 0.1] [--rounds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from tdebench.engines import NONE, get_engine
+from tdebench.measure.clock import MonotonicClock
+from tdebench.measure.recorder import Recorder
+from tdebench.stats import overhead
+from tdebench.store import ResultStore, TrialKey, read_run
+from tdebench.workloads.base import RunContext
+from tdebench.workloads.tpch import TpchWorkload, streams
+from tdebench.workloads.tpch.queries import query
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=0.1)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "tdebench" / "data")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="tdebench-bench-") as tmp:
+        root = Path(tmp)
+        engine = get_engine("duckdb")
+        workload = TpchWorkload()
+        workload.prepare(args.scale, args.data_dir)
+        database = engine.provision(root / "db", NONE, None)
+        (root / "db").mkdir()
+        database.create()
+        store = ResultStore(root / "out")
+        store.start("name = 'bench'\n", {})
+        recorder = Recorder(store, TrialKey("duckdb", "none", "tpch", args.scale, 1), MonotonicClock())
+        ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder,
+                         scale=args.scale, streams=1, data_dir=args.data_dir)
+        conn = database.connect()
+        workload.load(ctx, conn)
+        sqls = [query(q, engine.dialect) for q in streams.POWER_ORDER]
+
+        def harness() -> float:
+            """The power test as tdebench runs it; returns the sum of the query times it recorded."""
+            before = len(read_run(root / "out").measurements)
+            workload.run("power", ctx, conn, warmup=False)
+            recorded = read_run(root / "out").measurements[before:]
+            return sum(m.metrics["elapsed_s"] for m in recorded if m.step.startswith("q"))
+
+        def bare() -> float:
+            total = 0.0
+            for sql in sqls:
+                start = time.perf_counter_ns()
+                conn.execute(sql)
+                total += (time.perf_counter_ns() - start) / 1e9
+            return total
+
+        harness(), bare()  # warm both paths once
+        measured: dict[str, list[float]] = {"tdebench": [], "bare loop": []}
+        wall: dict[str, list[float]] = {"tdebench": [], "bare loop": []}
+        for _ in range(args.rounds):
+            for name, work in (("tdebench", harness), ("bare loop", bare)):
+                start = time.perf_counter()
+                measured[name].append(work())
+                wall[name].append(time.perf_counter() - start)
+        conn.close()
+        database.close()
+
+    print(f"TPC-H power test on DuckDB, scale {args.scale:g}, {args.rounds} interleaved rounds")
+    for label, times in (("measured", measured), ("wall clock", wall)):
+        result = overhead(times["bare loop"], times["tdebench"])
+        print(f"{label:10s}: tdebench {statistics.median(times['tdebench']) * 1000:8.1f} ms, "
+              f"bare loop {statistics.median(times['bare loop']) * 1000:8.1f} ms, "
+              f"ratio {1 + result.pct / 100:.4f} ({result.pct:+.2f}% [{result.ci_low:+.2f}, {result.ci_high:+.2f}], "
+              f"p={result.p_value:.3g})")
+    print("target: measured ratio under 1.02")
+
+
+if __name__ == "__main__":
+    main()

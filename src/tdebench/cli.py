@@ -1,0 +1,284 @@
+"""The `tdebench` command: run, report, engines, verify, ciphers.
+
+Exit codes: 0 success; 1 the run finished but something is wrong (a failed trial, a wrong
+answer, an unexpected verdict) or `verify` found plaintext; 2 bad input (plan, options,
+output directory, unusable engine); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import NoReturn
+
+import click
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.table import Table
+
+from tdebench.engines import ENGINES, get_engine
+from tdebench.keys import KeyFileError, KeySource
+from tdebench.plan import Plan, PlanError, TrialSpec, load_plan
+from tdebench.store import RAW_FILES, RESULTS, ResultStore, TrialOutcome, Verdict, read_run
+
+err = Console(stderr=True)
+out = Console()
+DERIVED_FILES = ("summary.csv", "queries.csv", "verdicts.csv", "report.md", "report.html")
+
+
+def usage_error(message: str) -> NoReturn:
+    """Bad input: say what and how to fix it, exit 2."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    sys.exit(2)
+
+
+def default_plan() -> Path:
+    return Path(str(resources.files("tdebench") / "plans" / "quick.toml"))
+
+
+def default_data_dir() -> Path:
+    return Path.home() / ".cache" / "tdebench" / "data"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="tdebench")
+def main() -> None:
+    """What does encryption at rest cost on my engine and workload, and is my data really encrypted?
+
+    \b
+    Typical use:
+      tdebench engines                      # what can run here, with every encryption
+      tdebench run --out results/quick      # the default plan (embedded engines, TPC-H SF 0.01)
+      tdebench report results/quick         # rebuild every derived file from results.jsonl
+      tdebench verify DIR --canary SECRET   # is SECRET anywhere in the bytes under DIR?
+    """
+
+
+@main.command()
+@click.argument("plan", required=False, type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
+              help="Run directory for results.jsonl, the CSVs and the reports.")
+@click.option("--key-file", type=click.Path(path_type=Path),
+              help="Secret (16+ bytes, mode 0600) from which every trial's key is derived (HKDF). "
+                   "Without it, keys are random per trial.")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+              help="Cache of generated benchmark data. [default: ~/.cache/tdebench/data]")
+@click.option("--quiet", is_flag=True, help="No progress bar; only the final summary.")
+@click.option("--force", is_flag=True, help="Replace a run already in --out.")
+def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path | None,
+        quiet: bool, force: bool) -> None:
+    """Run PLAN (a TOML file; default: the built-in quick plan) and write its report to --out.
+
+    Every trial provisions a fresh database with one encryption, loads the data, runs the
+    workload's tests (with warm-ups), checks every answer, closes the database and scans its
+    files for the trial's canary strings. Raw numbers go to OUT/results.jsonl as they are
+    taken; summary.csv, queries.csv, verdicts.csv, report.md and report.html follow.
+    """
+    from tdebench import report
+    from tdebench.measure.ciphers import measure_ciphers
+    from tdebench.measure.environment import snapshot
+    from tdebench.runner import Runner
+
+    the_plan = _plan_or_exit(plan or default_plan())
+    try:
+        keys = KeySource(key_file)
+    except KeyFileError as exc:
+        usage_error(str(exc))
+    engines = _usable_engines_or_exit(the_plan)
+    _prepare_out_dir(out_dir, force)
+    store = ResultStore(out_dir)
+    store.start(the_plan.text, snapshot({name: engine.version() for name, engine in engines.items()}))
+    signal.signal(signal.SIGTERM, _interrupt)
+    progress = _ProgressBar(quiet)
+    try:
+        with progress:
+            progress.phase("measuring this machine's raw cipher throughput")
+            for speed in measure_ciphers():
+                store.append(speed)
+            runner = Runner(plan=the_plan, store=store, data_dir=data_dir or default_data_dir(),
+                            keys=keys, progress=progress)
+            summary = runner.run()
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted:[/] servers, mounts and workspaces were cleaned up; "
+                  f"the report covers the trials that finished ({out_dir}/report.html)")
+        report.build(out_dir)
+        sys.exit(130)
+    written = report.build(out_dir)
+    _print_summary(summary, written)
+    sys.exit(0 if summary.ok else 1)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _plan_or_exit(path: Path) -> Plan:
+    try:
+        return load_plan(path)
+    except PlanError as exc:
+        usage_error(str(exc))
+
+
+def _usable_engines_or_exit(plan: Plan) -> dict:
+    engines = {}
+    for choice in plan.engines:
+        engine = get_engine(choice.name)
+        available = engine.availability()
+        if not available.usable:
+            usage_error(f"engine {choice.name} cannot run here: {available.reason}\n  fix: {available.fix}")
+        engines[choice.name] = engine
+    return engines
+
+
+def _prepare_out_dir(out_dir: Path, force: bool) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        usage_error(f"--out {out_dir} exists and is not a directory")
+    if (out_dir / RESULTS).exists():
+        if not force:
+            usage_error(f"--out {out_dir} already holds a run; choose another directory or pass --force "
+                        "to replace it")
+        for name in RAW_FILES + DERIVED_FILES:
+            (out_dir / name).unlink(missing_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".tdebench-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        usage_error(f"--out {out_dir} is not writable: {exc.strerror}")
+
+
+def _print_summary(summary, written: list[Path]) -> None:
+    for outcome in summary.failed:
+        err.print(f"[bold red]FAILED[/] {outcome.trial.id}: {outcome.error}", highlight=False)
+    for verdict in summary.unexpected_verdicts:
+        err.print(f"[bold red]VERDICT[/] {verdict.trial.id}: {verdict.verdict} (expected {verdict.expected}) "
+                  f"{verdict.detail}", highlight=False)
+    status = "[green]all trials ok[/]" if summary.ok else "[red]problems above[/]"
+    err.print(f"{summary.trials} trials, {status}; wrote {', '.join(p.name for p in written)} "
+              f"in {written[0].parent if written else '?'}", highlight=False)
+
+
+class _ProgressBar:
+    """A rich progress bar over trials with ETA; prints nothing when quiet."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                            MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
+                            TimeRemainingColumn(), console=err, disable=quiet)
+        self.task = self.bar.add_task("starting", total=None)
+
+    def __enter__(self) -> "_ProgressBar":
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)
+
+    def phase(self, text: str) -> None:
+        self.bar.update(self.task, description=text)
+
+    def trial_started(self, index: int, total: int, spec: TrialSpec) -> None:
+        self.bar.update(self.task, total=total, completed=index - 1, description=spec.key.id)
+
+    def trial_finished(self, outcome: TrialOutcome, verdict: Verdict | None) -> None:
+        self.bar.advance(self.task)
+        if outcome.status != "ok":
+            self.bar.console.print(f"[red]failed[/] {outcome.trial.id}: {outcome.error}", highlight=False)
+
+
+@main.command("report")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+def report_command(run_dir: Path) -> None:
+    """Rebuild every derived file of RUN_DIR from its raw results.jsonl, plan.toml and environment.json."""
+    from tdebench import report
+
+    try:
+        read_run(run_dir)
+    except (FileNotFoundError, ValueError) as exc:
+        usage_error(str(exc))
+    for path in report.build(run_dir):
+        out.print(str(path), highlight=False)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def engines(as_json: bool) -> None:
+    """List every engine: version, whether it can run here (and if not, why and the fix), and
+    each encryption with its algorithm, key bits, mode, layer and what it covers."""
+    rows = []
+    for name in ENGINES:
+        engine = get_engine(name)
+        available = engine.availability()
+        rows.append({
+            "name": name,
+            "version": engine.version() if available.usable else None,
+            "usable": available.usable,
+            "reason": available.reason,
+            "fix": available.fix,
+            "embedded": engine.capabilities.embedded,
+            "encryptions": [e.to_dict() for e in engine.encryptions],
+        })
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    wide = Console(width=max(out.width, 150))
+    for row in rows:
+        state = "[green]usable[/]" if row["usable"] else f"[red]not usable[/]: {row['reason']} (fix: {row['fix']})"
+        wide.print(f"[bold]{row['name']}[/] {row['version'] or ''} — {state}", highlight=False)
+        table = Table(show_edge=False, pad_edge=False)
+        for column in ("encryption", "algorithm", "key bits", "mode", "layer", "covers", "notes"):
+            table.add_column(column)
+        for enc in row["encryptions"]:
+            table.add_row(enc["name"], enc["algorithm"], str(enc["key_bits"] or "-"), enc["mode"],
+                          enc["layer"], ", ".join(enc["covers"]) or "-", enc["notes"])
+        wide.print(table)
+        wide.print()
+
+
+@main.command("verify")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--canary", "canaries", multiple=True, required=True,
+              help="A string that must not appear on disk (repeatable). Searched as UTF-8, UTF-16LE and UTF-16BE.")
+def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
+    """Scan every file under PATHS for the canary strings; exit 1 if any is found in plaintext.
+
+    The same scan tdebench runs on every trial: byte search in three encodings and the
+    entropy of each 4 KiB block. Use it on a data directory, a backup, a dump.
+    """
+    from tdebench import verify
+
+    if any(len(c) < 4 for c in canaries):
+        usage_error("a canary needs at least 4 characters, or every file would match by chance")
+    try:
+        state, scans = verify.verify_paths(list(paths), list(canaries))
+    except FileNotFoundError as exc:
+        usage_error(str(exc))
+    for line in verify.describe(scans):
+        out.print(line, highlight=False)
+    messages = {"plaintext": "[red]PLAINTEXT FOUND[/]", "clean": "[green]no canary found[/]",
+                "empty": "[yellow]nothing to scan[/]"}
+    out.print(messages.get(state, state))
+    sys.exit(1 if state == "plaintext" else 0)
+
+
+@main.command()
+@click.option("--seconds", default=0.2, show_default=True, help="Time spent per cipher and chunk size.")
+def ciphers(seconds: float) -> None:
+    """This machine's raw cipher throughput (the physical limit of any encryption overhead)."""
+    from tdebench.measure.ciphers import measure_ciphers
+
+    table = Table("cipher", "chunk", "MiB/s")
+    for speed in measure_ciphers(seconds=seconds):
+        table.add_row(speed.cipher, f"{speed.chunk_bytes:,} B", f"{speed.mib_per_s:,.0f}")
+    out.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""The engine contract: what every database system must offer tdebench.
+
+An `Engine` describes one database system (its encryptions, version, whether it can run
+here). `Engine.provision` creates a `Database`: one instance of that engine with one
+encryption setting inside a trial's workspace. The runner and the workloads talk only to
+these two classes and never ask which engine they hold; differences are expressed as data
+(`Capabilities`, `Encryption.covers`, the SQL `dialect`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from tdebench.keys import Secret
+
+
+@dataclass(frozen=True)
+class Encryption:
+    """One at-rest setting of an engine; `none` is the baseline every overhead is measured against."""
+
+    name: str
+    algorithm: str  # e.g. "AES", "ChaCha20-Poly1305", "none"
+    key_bits: int  # 0 for none
+    mode: str  # e.g. "GCM", "CTR", "CBC", "AEAD", "stream", "none"
+    layer: str  # "none", "native", "fs" or "column"
+    covers: tuple[str, ...]  # what reaches the disk encrypted: "main file", "WAL", ...
+    notes: str = ""
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.name == "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "algorithm": self.algorithm,
+            "key_bits": self.key_bits,
+            "mode": self.mode,
+            "layer": self.layer,
+            "covers": list(self.covers),
+            "notes": self.notes,
+        }
+
+
+NONE = Encryption(
+    name="none", algorithm="none", key_bits=0, mode="none", layer="none", covers=(),
+    notes="baseline: nothing is encrypted",
+)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the driver may rely on, instead of asking which engine it holds."""
+
+    embedded: bool  # runs inside the tdebench process (CPU time of this process is the engine's)
+    concurrent_streams: bool  # several connections may query one database at once
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether an engine can run on this machine, and if not, why and what fixes it."""
+
+    usable: bool
+    reason: str = ""
+    fix: str = ""
+
+
+class Connection(Protocol):
+    """The small part of a DB-API connection that workloads use."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class Database(ABC):
+    """One engine instance with one encryption in one workspace directory.
+
+    Lifecycle: `create()` once (makes the empty database with its key), then any number of
+    `connect()` / `Connection.close()`, `close()` when the trial's measurements are done.
+    Between `close()` and the next `connect()` every file is at rest and may be scanned.
+    """
+
+    workspace: Path
+    encryption: Encryption
+    key: Secret | None = field(repr=False)
+
+    @abstractmethod
+    def create(self) -> None:
+        """Create the empty database with this encryption and key."""
+
+    @abstractmethod
+    def connect(self) -> Connection:
+        """Open a connection (key derivation, if any, happens here and is timed as `open`)."""
+
+    @abstractmethod
+    def files(self) -> list[Path]:
+        """Every file this database wrote that still exists: main file, WAL/journal, temp files."""
+
+    def size_bytes(self) -> int:
+        """Bytes on disk of every file the database wrote."""
+        return sum(p.stat().st_size for p in self.files() if p.is_file())
+
+    def plaintext_signature(self) -> tuple[int, bytes] | None:
+        """(offset, bytes) that only an unencrypted main file of this engine carries, if any."""
+        return None
+
+    # DuckDB type (prefix) -> type the rows are cast to before the default bulk_load binds them,
+    # for drivers that cannot bind e.g. Decimal or date values.
+    load_casts: ClassVar[dict[str, str]] = {}
+
+    def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
+        """Insert every row of a Parquet file into `table`. Engines override this with their
+        own fast path; the default streams batches read by an in-memory DuckDB."""
+        import duckdb
+
+        reader = duckdb.connect(":memory:")
+        try:
+            types = dict(reader.execute("SELECT column_name, column_type FROM "
+                                        "(DESCRIBE SELECT * FROM read_parquet(?))", [str(parquet)]).fetchall())
+            select = []
+            for column in columns:
+                cast = next((to for prefix, to in self.load_casts.items()
+                             if types[column].startswith(prefix)), None)
+                select.append(f"CAST({column} AS {cast})" if cast else column)
+            cursor = reader.execute(f"SELECT {', '.join(select)} FROM read_parquet(?)", [str(parquet)])
+            marks = ", ".join("?" for _ in columns)
+            insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+            while batch := cursor.fetchmany(50_000):
+                conn.executemany(insert, batch)
+        finally:
+            reader.close()
+
+    def close(self) -> None:
+        """Release anything the database holds outside its connections (servers: stop)."""
+
+
+class Engine(ABC):
+    """A database system tdebench can provision, load, run, measure and tear down."""
+
+    name: ClassVar[str]
+    dialect: ClassVar[str]  # sqlglot dialect name of its SQL
+    capabilities: ClassVar[Capabilities]
+    encryptions: ClassVar[tuple[Encryption, ...]]
+
+    @abstractmethod
+    def version(self) -> str:
+        """The engine's own version string (and its encryption library's, where separate)."""
+
+    @abstractmethod
+    def availability(self) -> Availability:
+        """Whether it can run here; never raises."""
+
+    @abstractmethod
+    def provision(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+        """A `Database` in `workspace` (not yet created) with this encryption and key."""
+
+    def encryption(self, name: str) -> Encryption:
+        for enc in self.encryptions:
+            if enc.name == name:
+                return enc
+        valid = ", ".join(e.name for e in self.encryptions)
+        raise KeyError(f"engine {self.name!r} has no encryption {name!r}; valid: {valid}")

@@ -1,0 +1,149 @@
+"""DuckDB: whole-database AES-256 encryption (GCM or CTR), main file, WAL and temp files.
+
+The database is ATTACHed to an in-memory DuckDB with ENCRYPTION_KEY/ENCRYPTION_CIPHER; the
+baseline is attached the same way without a key, so both paths differ only in encryption.
+Writing encrypted files needs OpenSSL, which DuckDB takes from its `httpfs` extension; the
+extension is loaded from its PyPI wheel (`duckdb-extension-httpfs`), never downloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
+                                   Encryption)
+from tdebench.keys import Secret
+
+_COVERS = ("main file", "WAL", "temp files")
+_CIPHERS = {"aes-256-gcm": "GCM", "aes-256-ctr": "CTR"}
+_ALIAS = "db"
+
+
+class DuckDBConnection:
+    """A cursor on the shared in-memory instance with the database attached and in use."""
+
+    def __init__(self, cursor: Any, owner: "DuckDBDatabase") -> None:
+        self._cursor = cursor
+        self._owner = owner
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self._cursor.execute(sql, list(params) if params else None)
+        return self._cursor.fetchall() if self._cursor.description else []
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._cursor.executemany(sql, [list(r) for r in rows])
+
+    def close(self) -> None:
+        self._cursor.close()
+        self._owner._release()
+
+
+@dataclass
+class DuckDBDatabase(Database):
+    path: Path = field(init=False)
+    _instance: Any = field(default=None, init=False, repr=False)
+    _open: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.path = self.workspace / "database.duckdb"
+
+    @property
+    def temp_directory(self) -> Path:
+        return self.workspace / "duckdb.tmp"
+
+    def create(self) -> None:
+        conn = self.connect()
+        conn.close()
+
+    def connect(self) -> Connection:
+        """The first connection opens the instance and attaches the file (key derivation happens
+        here); further ones are cursors on it, so concurrent streams share one database."""
+        if self._instance is None:
+            self._instance = self._open_instance()
+        self._open += 1
+        cursor = self._instance.cursor()
+        cursor.execute(f"USE {_ALIAS}")
+        return DuckDBConnection(cursor, self)
+
+    def _open_instance(self) -> Any:
+        import duckdb
+
+        from tdebench.workloads.tpch.extension import extension_path
+
+        self.temp_directory.mkdir(parents=True, exist_ok=True)
+        instance = duckdb.connect(":memory:", config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "temp_directory": str(self.temp_directory),
+        })
+        try:
+            instance.execute(f"LOAD '{extension_path('httpfs')}'")
+            options = ""
+            if not self.encryption.is_baseline:
+                assert self.key is not None, "an encrypted database needs a key"
+                cipher = _CIPHERS[self.encryption.name]
+                options = f" (ENCRYPTION_KEY '{self.key.hex()}', ENCRYPTION_CIPHER '{cipher}')"
+            quoted = str(self.path).replace("'", "''")
+            instance.execute(f"ATTACH '{quoted}' AS {_ALIAS}{options}")
+        except Exception as exc:
+            instance.close()
+            message = self.key.scrub(str(exc)) if self.key else str(exc)
+            raise RuntimeError(f"duckdb could not open {self.path.name}: {message}") from None
+        return instance
+
+    def _release(self) -> None:
+        self._open -= 1
+        if self._open == 0 and self._instance is not None:
+            self._instance.execute("DETACH " + _ALIAS)
+            self._instance.close()
+            self._instance = None
+
+    def files(self) -> list[Path]:
+        found = [p for p in (self.path, self.path.with_name(self.path.name + ".wal")) if p.exists()]
+        if self.temp_directory.exists():
+            found += sorted(p for p in self.temp_directory.rglob("*") if p.is_file())
+        return found
+
+    def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
+        conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) "
+                     f"SELECT {', '.join(columns)} FROM read_parquet(?)", [str(parquet)])
+
+    def close(self) -> None:
+        while self._instance is not None and self._open > 0:
+            self._release()
+
+
+class DuckDBEngine(Engine):
+    name = "duckdb"
+    dialect = "duckdb"
+    capabilities = Capabilities(embedded=True, concurrent_streams=True)
+    encryptions = (
+        NONE,
+        Encryption("aes-256-gcm", "AES", 256, "GCM", "native", _COVERS,
+                   "authenticated; DuckDB's default cipher"),
+        Encryption("aes-256-ctr", "AES", 256, "CTR", "native", _COVERS,
+                   "not authenticated; faster than GCM where there is no AES-GCM acceleration"),
+    )
+
+    def version(self) -> str:
+        import duckdb
+
+        return duckdb.__version__
+
+    def availability(self) -> Availability:
+        try:
+            import duckdb  # noqa: F401
+
+            from tdebench.workloads.tpch.extension import extension_path
+
+            extension_path("httpfs")
+            extension_path("tpch")
+        except Exception as exc:  # any failure means: not usable, say why
+            return Availability(False, str(exc), "pip install -e . (installs duckdb and its extension wheels)")
+        return Availability(True)
+
+    def provision(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+        return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key)

@@ -1,0 +1,234 @@
+"""Plans: the TOML matrix of engines × encryptions × workloads × scales, and its trials.
+
+A plan is checked completely before anything runs; every mistake is reported with the
+file and line it is on and the valid choices, because a typo found after an hour of
+benchmarking is an hour lost.
+"""
+
+from __future__ import annotations
+
+import random
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tdebench.engines import ENGINES, get_engine
+from tdebench.store import TrialKey
+from tdebench.workloads import WORKLOADS
+
+CACHE_MODES = ("warm", "cold")
+ORDERS = ("interleaved", "sequential")
+_TOP_KEYS = {"name", "description", "repetitions", "warmups", "cache", "order", "seed", "engines", "workloads"}
+_ENGINE_KEYS = {"name", "encryptions"}
+_WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams"}
+
+
+class PlanError(ValueError):
+    """A plan that cannot run, with where in the file the problem is."""
+
+    def __init__(self, message: str, source: str = "", line: int | None = None) -> None:
+        where = f"{source}:{line}: " if source and line else (f"{source}: " if source else "")
+        super().__init__(where + message)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    name: str
+    encryptions: tuple[str, ...]  # always starts with "none", the baseline
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    scales: tuple[float, ...]
+    tests: tuple[str, ...]
+    streams: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    repetitions: int
+    warmups: int
+    cache: str
+    order: str
+    seed: int
+    engines: tuple[EngineChoice, ...]
+    workloads: tuple[WorkloadSpec, ...]
+    text: str  # the file exactly as written, stored with the results
+
+    def cells(self) -> list[tuple[str, str, WorkloadSpec, float]]:
+        """Every configuration: (engine, encryption, workload, scale)."""
+        return [(e.name, enc, w, scale)
+                for e in self.engines for enc in e.encryptions
+                for w in self.workloads for scale in w.scales]
+
+    def workload(self, name: str) -> WorkloadSpec:
+        return next(w for w in self.workloads if w.name == name)
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    key: TrialKey
+    workload: WorkloadSpec
+
+
+def schedule(plan: Plan) -> list[TrialSpec]:
+    """The trials in the order they run.
+
+    `interleaved`: round r runs every configuration once, in an order shuffled by (seed, r),
+    before round r+1 starts, so slow drift of the machine hits every configuration alike.
+    `sequential`: all repetitions of a configuration back to back, in plan order.
+    """
+    cells = plan.cells()
+    trials: list[TrialSpec] = []
+    if plan.order == "sequential":
+        for engine, enc, workload, scale in cells:
+            for rep in range(1, plan.repetitions + 1):
+                trials.append(TrialSpec(TrialKey(engine, enc, workload.name, scale, rep), workload))
+        return trials
+    for rep in range(1, plan.repetitions + 1):
+        round_cells = list(cells)
+        random.Random(f"{plan.seed}/{rep}").shuffle(round_cells)
+        for engine, enc, workload, scale in round_cells:
+            trials.append(TrialSpec(TrialKey(engine, enc, workload.name, scale, rep), workload))
+    return trials
+
+
+def load_plan(path: Path) -> Plan:
+    """Read and check a plan file; PlanError (with file and line) on any mistake."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PlanError(f"cannot read plan: {exc.strerror}", str(path)) from None
+    return parse_plan(text, str(path))
+
+
+def parse_plan(text: str, source: str = "<plan>") -> Plan:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"not valid TOML: {exc}", source) from None
+    check = _Checker(text, source)
+    check.keys(data, _TOP_KEYS, "plan")
+    engines = data.get("engines")
+    workloads = data.get("workloads")
+    if not engines:
+        raise check.error("the plan has no [[engines]]; add e.g. [[engines]] name = \"duckdb\"", "[[engines]]")
+    if not workloads:
+        raise check.error("the plan has no [[workloads]]; add e.g. [[workloads]] name = \"tpch\"", "[[workloads]]")
+    return Plan(
+        name=check.string(data, "name", Path(source).stem),
+        repetitions=check.integer(data, "repetitions", 3, 1, 1000),
+        warmups=check.integer(data, "warmups", 1, 0, 100),
+        cache=check.choice(data, "cache", "warm", CACHE_MODES),
+        order=check.choice(data, "order", "interleaved", ORDERS),
+        seed=check.integer(data, "seed", 1, 0, 2**63 - 1),
+        engines=tuple(_engine(check, e) for e in check.tables(engines, "engines")),
+        workloads=tuple(_workload(check, w) for w in check.tables(workloads, "workloads")),
+        text=text,
+    )
+
+
+def _engine(check: "_Checker", table: dict[str, Any]) -> EngineChoice:
+    check.keys(table, _ENGINE_KEYS, "[[engines]]")
+    name = check.choice(table, "name", None, tuple(ENGINES))
+    engine = get_engine(name)
+    valid = tuple(e.name for e in engine.encryptions)
+    if table.get("encryptions") in ("all", ["all"]):
+        names = list(valid)
+    else:
+        names = check.string_list(table, "encryptions", list(valid))
+    for enc in names:
+        if enc not in valid:
+            raise check.error(f"engine {name!r} has no encryption {enc!r}; valid: {', '.join(valid)}", enc)
+    if len(set(names)) != len(names):
+        raise check.error(f"engine {name!r} lists an encryption twice", "encryptions")
+    ordered = ["none"] + [n for n in names if n != "none"]  # the baseline every overhead needs
+    return EngineChoice(name, tuple(ordered))
+
+
+def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
+    check.keys(table, _WORKLOAD_KEYS, "[[workloads]]")
+    name = check.choice(table, "name", None, tuple(WORKLOADS))
+    workload = WORKLOADS[name]
+    if "scale" in table and "scales" in table:
+        raise check.error("give either scale or scales, not both", "scales")
+    if "scales" in table:
+        raw = table["scales"]
+        if not isinstance(raw, list) or not raw:
+            raise check.error("scales must be a non-empty list of numbers, e.g. scales = [0.01, 0.1]", "scales")
+    else:
+        raw = [table.get("scale", workload.default_scale)]
+    scales = []
+    for value in raw:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise check.error(f"scale {value!r} is not a number", "scale")
+        if not workload.scale_min <= value <= workload.scale_max:
+            raise check.error(f"scale factor {value:g} is out of range for {name}: "
+                              f"{workload.scale_min:g} to {workload.scale_max:g}", "scale")
+        scales.append(float(value))
+    tests = check.string_list(table, "tests", list(workload.tests))
+    for test in tests:
+        if test not in workload.tests:
+            raise check.error(f"workload {name!r} has no test {test!r}; valid: {', '.join(workload.tests)}", test)
+    streams = check.integer(table, "streams", 2, 1, workload.max_streams)
+    return WorkloadSpec(name, tuple(scales), tuple(tests), streams)
+
+
+class _Checker:
+    """Typed reads from parsed TOML that fail with the line the key is on."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.lines = text.splitlines()
+        self.source = source
+
+    def line_of(self, needle: str) -> int | None:
+        for number, line in enumerate(self.lines, start=1):
+            code = line.split("#", 1)[0]
+            if needle in code:
+                return number
+        return None
+
+    def error(self, message: str, needle: str) -> PlanError:
+        return PlanError(message, self.source, self.line_of(needle))
+
+    def keys(self, table: dict[str, Any], valid: set[str], where: str) -> None:
+        for key in table:
+            if key not in valid:
+                raise self.error(f"unknown key {key!r} in {where}; valid: {', '.join(sorted(valid))}", key)
+
+    def tables(self, value: Any, name: str) -> list[dict[str, Any]]:
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self.error(f"{name} must be written as [[{name}]] tables", name)
+        return value
+
+    def string(self, table: dict[str, Any], key: str, default: str) -> str:
+        value = table.get(key, default)
+        if not isinstance(value, str):
+            raise self.error(f"{key} must be a string", key)
+        return value
+
+    def integer(self, table: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"{key} must be a whole number from {low} to {high}", key)
+        if not low <= value <= high:
+            raise self.error(f"{key} = {value} is out of range: {low} to {high}", key)
+        return value
+
+    def choice(self, table: dict[str, Any], key: str, default: str | None, valid: tuple[str, ...]) -> str:
+        value = table.get(key, default)
+        if value is None:
+            raise self.error(f"missing {key}; valid: {', '.join(valid)}", "[[")
+        if value not in valid:
+            raise self.error(f"unknown {key} {value!r}; valid: {', '.join(valid)}", str(value))
+        return value
+
+    def string_list(self, table: dict[str, Any], key: str, default: list[str]) -> list[str]:
+        value = table.get(key, default)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise self.error(f"{key} must be a non-empty list of names", key)
+        return value

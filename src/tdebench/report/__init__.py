@@ -1,0 +1,51 @@
+"""Reports: every derived file of a run directory, rebuilt from its raw records.
+
+`build` is a pure function of `results.jsonl`, `plan.toml` and `environment.json`: it can be
+re-run at any time (after a crash, after a fix to the statistics) and overwrites what it
+wrote before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tdebench.report import csvfiles, html, markdown, tables
+from tdebench.report.document import assemble
+from tdebench.report.plots import Figure
+from tdebench.report.records import summary_records
+from tdebench.store import read_run
+
+__all__ = ["build"]
+
+
+def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
+    """Plots for report.md; stale plots of an earlier build are removed first."""
+    plots_dir = report_dir / markdown.PLOTS_DIR
+    plots_dir.mkdir(exist_ok=True)
+    for old in plots_dir.glob("*.png"):
+        old.unlink()
+    written = []
+    for figure in figures:
+        path = plots_dir / figure.name
+        path.write_bytes(figure.png)
+        written.append(path)
+    return written
+
+
+def build(run_dir: Path) -> list[Path]:
+    """Read the run in `run_dir` and write summary.csv, queries.csv, verdicts.csv, report.md
+    (with plots/*.png) and a self-contained report.html into it. Returns the paths written."""
+    run = read_run(run_dir)
+    records = summary_records(run)
+    written = [
+        csvfiles.write(tables.summary_table(records), run_dir / "summary.csv"),
+        csvfiles.write(tables.queries_table(run), run_dir / "queries.csv"),
+        csvfiles.write(tables.verdicts_table(run), run_dir / "verdicts.csv"),
+    ]
+    report = assemble(run, records)
+    written += _write_plots(run_dir, report.figures)
+    for name, text in (("report.md", markdown.render(report)), ("report.html", html.render(report))):
+        path = run_dir / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

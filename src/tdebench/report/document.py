@@ -1,0 +1,55 @@
+"""The report's content, assembled once from the run and rendered as markdown and HTML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tdebench.report import findings, plots, tables
+from tdebench.report.records import SummaryRecord
+from tdebench.store import RunData
+
+
+@dataclass(frozen=True)
+class Report:
+    """Sections in reading order; every renderer walks them in this order."""
+
+    title: str
+    overview: findings.Overview
+    alerts: list[str]
+    findings: list[str]
+    verdict_summary: str
+    at_rest_ok: bool  # every verdict as expected, and there was at least one
+    failures: tables.Table
+    overhead: tables.Table
+    overhead_figures: list[plots.Figure]
+    query_figures: list[plots.Figure]
+    sizes: tables.Table
+    verdicts: tables.Table
+    ciphers: tables.Table
+    environment: tables.Table
+    noisy: tables.Table
+
+    @property
+    def figures(self) -> list[plots.Figure]:
+        return self.overhead_figures + self.query_figures
+
+
+def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
+    described = findings.overview(run)
+    return Report(
+        title=f"tdebench report: {described.plan_name}",
+        overview=described,
+        alerts=findings.alerts(run),
+        findings=findings.findings(records),
+        verdict_summary=findings.verdict_summary(run),
+        at_rest_ok=bool(run.verdicts) and all(v.as_expected for v in run.verdicts),
+        failures=tables.failures_table(run),
+        overhead=tables.overhead_table(records),
+        overhead_figures=plots.overhead_plots(records),
+        query_figures=plots.query_plots(records),
+        sizes=tables.size_table(records),
+        verdicts=tables.verdicts_table(run),
+        ciphers=tables.cipher_table(run),
+        environment=tables.environment_table(run),
+        noisy=tables.noisy_table(records),
+    )

@@ -1,0 +1,20 @@
+"""report.html: one self-contained file (inline CSS, plots as data URIs, no scripts) so it
+can be mailed, archived or opened offline and still show everything."""
+
+from __future__ import annotations
+
+import jinja2
+
+from tdebench.report.document import Report
+
+TEMPLATE = "report.html.j2"
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.PackageLoader("tdebench.report", "templates"),
+                              autoescape=True, undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True)
+
+
+def render(report: Report) -> str:
+    return _environment().get_template(TEMPLATE).render(report=report)

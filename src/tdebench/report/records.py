@@ -1,0 +1,167 @@
+"""Raw measurements grouped into cells, summarized, and compared with the `none` baseline.
+
+A cell is one configuration (engine, encryption, workload, scale) × test × step × metric;
+its values are that step's measurements over all repetitions (and, in the throughput
+test, over all streams). Warm-up runs and trials that failed are left out: a failed
+trial's measurements are partial and would bias the composite figures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tdebench.stats import Overhead, Summary, geomean, overhead, summarize
+from tdebench.store import Measurement, RunData, TrialKey
+
+BASELINE = "none"
+GEOMEAN_STEP = "geomean"
+QUERY_TESTS = ("power", "throughput")
+_QUERY_STEP = re.compile(r"q(\d+)")
+
+
+@dataclass(frozen=True, order=True)
+class CellKey:
+    engine: str
+    encryption: str
+    workload: str
+    scale: float
+    test: str
+    step: str
+    metric: str
+
+    @property
+    def comparison(self) -> tuple[str, str, float, str, str, str]:
+        """Everything but the encryption: cells with equal comparison keys are compared."""
+        return (self.engine, self.workload, self.scale, self.test, self.step, self.metric)
+
+    @property
+    def label(self) -> str:
+        return (f"{self.engine} {self.encryption} {self.workload} sf{self.scale:g} · "
+                f"{self.test} {self.step} {self.metric}")
+
+
+@dataclass(frozen=True)
+class SummaryRecord:
+    """One cell's statistics; `overhead` is None for the baseline or when it has no baseline."""
+
+    cell: CellKey
+    unit: str
+    summary: Summary
+    overhead: Overhead | None
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A figure the report leads with: what a reader asks about first."""
+
+    label: str  # short name for tables and plots
+    phrase: str  # how a sentence names it: "... costs +3% on the power test"
+    test: str
+    steps: tuple[str, ...]  # the first one present is used
+    metric: str
+
+
+HEADLINES = (
+    Headline("power geomean", "on the power test", "power", (GEOMEAN_STEP,), "elapsed_s"),
+    Headline("throughput total", "on the throughput test", "throughput", ("total",), "elapsed_s"),
+    Headline("load elapsed", "on the load", "load", ("total", "database"), "elapsed_s"),
+    Headline("database size", "in database size", "load", ("database",), "size_bytes"),
+)
+
+
+def is_query(step: str) -> bool:
+    return _QUERY_STEP.fullmatch(step) is not None
+
+
+def step_order(step: str) -> tuple[int, int, str]:
+    """Queries in numeric order (q2 before q10), then the other steps by name."""
+    match = _QUERY_STEP.fullmatch(step)
+    return (0, int(match.group(1)), "") if match else (1, 0, step)
+
+
+def cell_order(cell: CellKey) -> tuple:
+    """Report order: by configuration and step, the baseline first among encryptions."""
+    return (cell.engine, cell.workload, cell.scale, cell.test, step_order(cell.step),
+            cell.metric, cell.encryption != BASELINE, cell.encryption)
+
+
+def unit_of(metric: str) -> str:
+    """Metric names carry their unit as a suffix."""
+    if metric.endswith(("elapsed_s", "cpu_s")):
+        return "s"
+    if metric.endswith(("_bytes", "_chars")):
+        return "bytes"
+    return ""
+
+
+def failed_trials(run: RunData) -> set[TrialKey]:
+    return {outcome.trial for outcome in run.trials if outcome.status != "ok"}
+
+
+def measured(run: RunData) -> list[Measurement]:
+    """The measurements that enter statistics: no warm-ups, no failed trials."""
+    failed = failed_trials(run)
+    return [m for m in run.measurements if not m.warmup and m.trial not in failed]
+
+
+def _cell(trial: TrialKey, test: str, step: str, metric: str) -> CellKey:
+    return CellKey(trial.engine, trial.encryption, trial.workload, trial.scale, test, step, metric)
+
+
+def _geomean_values(measurements: Iterable[Measurement]) -> dict[CellKey, list[float]]:
+    """The derived `geomean` step: per trial and query test, the geometric mean of its
+    query times, so every query weighs alike whatever its length. A trial with a zero time
+    (a clock too coarse for the query) has no geometric mean and is left out."""
+    per_trial: dict[tuple[TrialKey, str], list[float]] = defaultdict(list)
+    for m in measurements:
+        if m.test in QUERY_TESTS and is_query(m.step) and "elapsed_s" in m.metrics:
+            per_trial[(m.trial, m.test)].append(m.metrics["elapsed_s"])
+    groups: dict[CellKey, list[float]] = defaultdict(list)
+    for (trial, test), times in sorted(per_trial.items()):
+        if min(times) > 0:
+            groups[_cell(trial, test, GEOMEAN_STEP, "elapsed_s")].append(geomean(times))
+    return groups
+
+
+def group_values(run: RunData) -> dict[CellKey, list[float]]:
+    """Every cell's values over repetitions, including the derived geomean step."""
+    kept = measured(run)
+    groups: dict[CellKey, list[float]] = defaultdict(list)
+    for m in sorted(kept, key=lambda m: (m.trial, m.test, m.stream or 0, step_order(m.step))):
+        for metric, value in m.metrics.items():
+            groups[_cell(m.trial, m.test, m.step, metric)].append(float(value))
+    groups.update(_geomean_values(kept))
+    return groups
+
+
+def summary_records(run: RunData) -> list[SummaryRecord]:
+    """All cells summarized, each encrypted cell with its overhead against `none`."""
+    groups = group_values(run)
+    baselines = {cell.comparison: values for cell, values in groups.items()
+                 if cell.encryption == BASELINE}
+    records = []
+    for cell in sorted(groups, key=cell_order):
+        baseline = baselines.get(cell.comparison)
+        compared = overhead(baseline, groups[cell]) if baseline and cell.encryption != BASELINE else None
+        records.append(SummaryRecord(cell=cell, unit=unit_of(cell.metric),
+                                     summary=summarize(groups[cell]), overhead=compared))
+    return records
+
+
+def headline_records(records: list[SummaryRecord]) -> list[tuple[Headline, SummaryRecord]]:
+    """The records behind the headline figures, for every configuration that has them."""
+    by_cell = {record.cell: record for record in records}
+    chosen = []
+    for headline in HEADLINES:
+        configs = sorted({(c.engine, c.encryption, c.workload, c.scale) for c in by_cell
+                          if c.test == headline.test and c.metric == headline.metric})
+        for engine, encryption, workload, scale in configs:
+            for step in headline.steps:
+                cell = CellKey(engine, encryption, workload, scale, headline.test, step, headline.metric)
+                if cell in by_cell:
+                    chosen.append((headline, by_cell[cell]))
+                    break
+    return chosen

@@ -1,0 +1,334 @@
+"""Every table of the report, built once and rendered by each format.
+
+A `Table` keeps raw values in its rows; a CSV writes them as they are (full precision,
+machine units), while markdown and HTML show them through each column's formatter
+(ms, MiB, rounded). So `verdicts.csv` and the report's verdict table cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tdebench.report.records import (BASELINE, HEADLINES, SummaryRecord, headline_records, is_query,
+                                     step_order)
+from tdebench.stats import noise_advice
+from tdebench.store import Measurement, RunData, TrialKey
+
+MIB = 1024 * 1024
+
+
+def text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return number(value)
+    return str(value)
+
+
+def number(value: float | None) -> str:
+    """Rounded for reading: enough digits to compare, no false precision."""
+    if value is None or math.isnan(value):
+        return "–"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:,.0f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:+.1f}%"
+
+
+def p_value(value: float | None) -> str:
+    """Two significant digits below 0.1, so 0.047 is not rounded up to a misleading 0.05."""
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:.2g}" if value < 0.1 else f"{value:.2f}"
+
+
+def ratio_percent(value: float | None) -> str:
+    """A fraction (e.g. a CV of 0.082) shown as a percentage (8.2%)."""
+    return "–" if value is None or math.isnan(value) else f"{value * 100:.1f}%"
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    fmt: Callable[[Any], str] = text
+    numeric: bool = False
+    prose: bool = False  # free text that may wrap; other cells keep to one line
+
+
+def _prose(key: str, header: str) -> Column:
+    return Column(key, header, prose=True)
+
+
+@dataclass
+class Table:
+    title: str
+    columns: tuple[Column, ...]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def keys(self) -> list[str]:
+        return [column.key for column in self.columns]
+
+    @property
+    def headers(self) -> list[str]:
+        return [column.header for column in self.columns]
+
+    def formatted(self) -> list[list[str]]:
+        return [[column.fmt(row.get(column.key)) for column in self.columns] for row in self.rows]
+
+
+def _num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
+    return Column(key, header, fmt, numeric=True)
+
+
+def _config_columns() -> tuple[Column, ...]:
+    return (Column("engine", "engine"), Column("encryption", "encryption"),
+            Column("workload", "workload"), _num("scale", "scale", lambda value: f"{value:g}"))
+
+
+def display_unit(unit: str) -> tuple[str, float]:
+    """The friendlier unit a table shows and the factor from the raw unit to it."""
+    if unit == "s":
+        return "ms", 1000.0
+    if unit == "bytes":
+        return "MiB", 1.0 / MIB
+    return unit, 1.0
+
+
+# --- summary.csv -----------------------------------------------------------------------
+
+
+def _summary_row(record: SummaryRecord) -> dict[str, Any]:
+    cell, summary, compared = record.cell, record.summary, record.overhead
+    return {
+        "engine": cell.engine, "encryption": cell.encryption, "workload": cell.workload,
+        "scale": cell.scale, "test": cell.test, "step": cell.step, "metric": cell.metric,
+        "unit": record.unit, "n": summary.n, "median": summary.median, "mean": summary.mean,
+        "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high,
+        "cv": summary.cv, "outliers": summary.outliers, "noisy": summary.noisy,
+        "overhead_pct": compared.pct if compared else None,
+        "overhead_ci_low": compared.ci_low if compared else None,
+        "overhead_ci_high": compared.ci_high if compared else None,
+        "p_value": compared.p_value if compared else None,
+    }
+
+
+def summary_table(records: list[SummaryRecord]) -> Table:
+    columns = _config_columns() + (
+        Column("test", "test"), Column("step", "step"), Column("metric", "metric"),
+        Column("unit", "unit"), _num("n", "n", text), _num("median", "median"), _num("mean", "mean"),
+        _num("stdev", "stdev"), _num("ci_low", "CI low"), _num("ci_high", "CI high"),
+        _num("cv", "CV", ratio_percent), _num("outliers", "outliers", text), Column("noisy", "noisy"),
+        _num("overhead_pct", "overhead", percent), _num("overhead_ci_low", "overhead CI low", percent),
+        _num("overhead_ci_high", "overhead CI high", percent), _num("p_value", "p", p_value))
+    return Table("Summary", columns, [_summary_row(record) for record in records])
+
+
+# --- queries.csv -----------------------------------------------------------------------
+
+
+def _answer(answers: Iterable[str | None]) -> str:
+    """`ok` only if every execution was checked and right; any wrong one makes it `failed`."""
+    answers = list(answers)
+    if "failed" in answers:
+        return "failed"
+    return "ok" if answers and all(answer == "ok" for answer in answers) else "unchecked"
+
+
+def _query_row(key: tuple, executions: dict[int, Measurement], repetitions: int) -> dict[str, Any]:
+    engine, encryption, workload, scale, test, stream, step = key
+    row: dict[str, Any] = {"engine": engine, "encryption": encryption, "workload": workload,
+                           "scale": scale, "test": test, "stream": stream, "query": step}
+    times = []
+    for repetition in range(1, repetitions + 1):
+        measurement = executions.get(repetition)
+        elapsed = measurement.metrics.get("elapsed_s") if measurement else None
+        row[f"exec_{repetition}"] = None if elapsed is None else round(elapsed * 1000.0, 3)
+        if elapsed is not None:
+            times.append(elapsed * 1000.0)
+    row["average_ms"] = round(sum(times) / len(times), 3) if times else None
+    row["stdev_ms"] = round(_sample_stdev(times), 3) if len(times) > 1 else None
+    row["answer"] = _answer(m.answer for m in executions.values())
+    return row
+
+
+def _sample_stdev(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def queries_table(run: RunData) -> Table:
+    """The seeds' spreadsheet: one row per query and stream, one column per execution.
+    Every execution is shown, failed trials included, so nothing measured is hidden."""
+    executions: dict[tuple, dict[int, Measurement]] = defaultdict(dict)
+    for m in run.measurements:
+        if not m.warmup and is_query(m.step):
+            t = m.trial
+            key = (t.engine, t.encryption, t.workload, t.scale, m.test, m.stream, m.step)
+            executions[key][t.repetition] = m
+    repetitions = max((rep for runs in executions.values() for rep in runs), default=0)
+    columns = (_config_columns() + (Column("test", "test"), _num("stream", "stream", text),
+                                    Column("query", "query"))
+               + tuple(_num(f"exec_{i}", f"exec {i} (ms)") for i in range(1, repetitions + 1))
+               + (_num("average_ms", "average (ms)"), _num("stdev_ms", "stdev (ms)"),
+                  Column("answer", "answer")))
+
+    def order(key: tuple) -> tuple:
+        engine, encryption, workload, scale, test, stream, step = key
+        return (engine, encryption != BASELINE, encryption, workload, scale, test,
+                stream or 0, step_order(step))
+
+    rows = [_query_row(key, executions[key], repetitions) for key in sorted(executions, key=order)]
+    return Table("Queries", columns, rows)
+
+
+def _baseline_first(trial: TrialKey) -> tuple:
+    return (trial.engine, trial.encryption != BASELINE, trial.encryption, trial.workload,
+            trial.scale, trial.repetition)
+
+
+# --- verdicts.csv ----------------------------------------------------------------------
+
+
+def verdicts_table(run: RunData) -> Table:
+    columns = _config_columns() + (
+        _num("repetition", "rep", text), Column("verdict", "verdict"), Column("expected", "expected"),
+        Column("as_expected", "as expected"), _num("files_scanned", "files", text),
+        _num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
+        _prose("first_hit", "first canary hit"), _prose("detail", "detail"))
+    rows = [{"engine": v.trial.engine, "encryption": v.trial.encryption,
+             "workload": v.trial.workload, "scale": v.trial.scale,
+             "repetition": v.trial.repetition, "verdict": v.verdict, "expected": v.expected,
+             "as_expected": v.as_expected, "files_scanned": v.files_scanned,
+             "bytes_scanned": v.bytes_scanned, "first_hit": v.first_hit, "detail": v.detail}
+            for v in sorted(run.verdicts, key=lambda v: _baseline_first(v.trial))]
+    return Table("Verdicts", columns, rows)
+
+
+# --- report-only tables ----------------------------------------------------------------
+
+
+def _ci(low: float | None, high: float | None, fmt: Callable[[Any], str] = number) -> str:
+    return "–" if low is None or math.isnan(low) else f"[{fmt(low)}, {fmt(high)}]"
+
+
+def overhead_table(records: list[SummaryRecord]) -> Table:
+    """The headline figures of every encryption against `none`, in friendly units."""
+    baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
+    rows = []
+    for headline, record in headline_records(records):
+        if record.overhead is None:
+            continue
+        unit, factor = display_unit(record.unit)
+        baseline = baselines[record.cell.comparison]
+        compared = record.overhead
+        rows.append({"engine": record.cell.engine, "encryption": record.cell.encryption,
+                     "workload": record.cell.workload, "scale": record.cell.scale,
+                     "figure": headline.label, "unit": unit,
+                     "baseline": baseline.summary.median * factor,
+                     "median": record.summary.median * factor,
+                     "overhead": compared.pct, "ci": _ci(compared.ci_low, compared.ci_high, percent),
+                     "p": compared.p_value, "n": f"{compared.n_treatment} vs {compared.n_baseline}",
+                     "noisy": record.summary.noisy or baseline.summary.noisy})
+    rows.sort(key=lambda row: (row["engine"], row["workload"], row["scale"],
+                               [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
+    columns = _config_columns() + (
+        Column("figure", "figure"), Column("unit", "unit"), _num("baseline", "none (median)"),
+        _num("median", "median"), _num("overhead", "overhead", percent), _num("ci", "95% CI", text),
+        _num("p", "p", p_value), _num("n", "n", text), Column("noisy", "noisy"))
+    return Table("Overhead against no encryption", columns, rows,
+                 note="Overhead = median / median of none − 1. CI: 95% bootstrap. "
+                      "p: two-sided Mann–Whitney U.")
+
+
+def size_table(records: list[SummaryRecord]) -> Table:
+    """Database size after the load (test `load`, step `database`) per encryption."""
+    rows = []
+    for record in records:
+        cell = record.cell
+        if (cell.test, cell.step, cell.metric) != ("load", "database", "size_bytes"):
+            continue
+        rows.append({"engine": cell.engine, "encryption": cell.encryption,
+                     "workload": cell.workload, "scale": cell.scale,
+                     "size": record.summary.median / MIB,
+                     "overhead": record.overhead.pct if record.overhead else None})
+    columns = _config_columns() + (_num("size", "size (MiB, median)"),
+                                   _num("overhead", "vs none", percent))
+    return Table("Database size", columns, rows)
+
+
+def cipher_table(run: RunData) -> Table:
+    rows = [{"cipher": c.cipher, "chunk": c.chunk_bytes, "mib_per_s": c.mib_per_s, "library": c.library}
+            for c in sorted(run.ciphers, key=lambda c: (c.cipher, c.chunk_bytes))]
+    columns = (Column("cipher", "cipher"), _num("chunk", "chunk (bytes)", lambda b: f"{b:,}"),
+               _num("mib_per_s", "MiB/s"), Column("library", "library"))
+    return Table("Raw cipher throughput", columns, rows,
+                 note="How fast this machine's CPU encrypts memory with each cipher, with no "
+                      "database and no disk involved: the physical limit. An engine cannot "
+                      "encrypt faster than this, and when its I/O rate is far below it, "
+                      "encryption should cost little.")
+
+
+def _flatten(value: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
+    if isinstance(value, dict):
+        for key in sorted(value):
+            yield from _flatten(value[key], f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, (list, tuple)):
+        yield prefix, ", ".join(str(item) for item in value)
+    elif prefix.endswith("_bytes") and isinstance(value, int):
+        yield prefix, f"{value:,} ({value / 1024 ** 3:.1f} GiB)"
+    else:
+        yield prefix, str(value)
+
+
+def environment_table(run: RunData) -> Table:
+    """The environment rendered generically: nested keys joined by dots, lists by commas."""
+    rows = [{"key": key, "value": value} for key, value in _flatten(run.environment)]
+    return Table("Environment", (Column("key", "key"), _prose("value", "value")), rows)
+
+
+def failures_table(run: RunData) -> Table:
+    """Failed trials and wrong query answers: results a reader must not trust."""
+    rows = [{"trial": o.trial.id, "what": "trial failed", "detail": o.error}
+            for o in sorted(run.trials, key=lambda o: o.trial) if o.status != "ok"]
+    rows += [{"trial": m.trial.id, "what": "wrong answer",
+              "detail": f"{m.test} stream {m.stream} {m.step}" if m.stream is not None else f"{m.test} {m.step}"}
+             for m in run.measurements if m.answer == "failed"]
+    rows += [{"trial": v.trial.id, "what": f"verdict {v.verdict}, expected {v.expected}",
+              "detail": "; ".join(part for part in (v.first_hit or "", v.detail) if part)}
+             for v in sorted(run.verdicts, key=lambda v: v.trial) if not v.as_expected]
+    columns = (Column("trial", "trial"), Column("what", "what"), _prose("detail", "detail"))
+    return Table("Failures", columns, rows)
+
+
+def noisy_table(records: list[SummaryRecord]) -> Table:
+    """Cells too noisy to trust, or with outliers, and what to do about them."""
+    flagged = [r for r in records if r.summary.noisy or r.summary.outliers]
+    flagged.sort(key=lambda r: not r.summary.noisy)  # noisy cells first, report order within
+    rows = []
+    for record in flagged:
+        summary = record.summary
+        unit, factor = display_unit(record.unit)
+        advice = (noise_advice(summary.cv) if summary.noisy else
+                  f"outliers kept, not dropped; CV {ratio_percent(summary.cv)} is within the noise limit")
+        rows.append({"cell": record.cell.label, "unit": unit, "n": summary.n,
+                     "median": summary.median * factor, "cv": summary.cv,
+                     "outliers": summary.outliers, "advice": advice})
+    columns = (_prose("cell", "cell"), Column("unit", "unit"), _num("n", "n", text),
+               _num("median", "median"), _num("cv", "CV", ratio_percent),
+               _num("outliers", "outliers", text), _prose("advice", "advice"))
+    return Table("Noisy cells and outliers", columns, rows)

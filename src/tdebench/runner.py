@@ -1,0 +1,194 @@
+"""The runner: executes a plan's trials, one at a time, storing every number as it is taken.
+
+A trial goes through fixed phases:
+  provision → load (+ canaries) → [cold: sync, drop OS cache] → open → warm-ups → measured tests
+  → close → at-rest scan (verdict) → remove the workspace.
+A failing trial is recorded with its error and the run goes on; the workspace is removed on
+success, failure and Ctrl-C alike.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from tdebench import verify
+from tdebench.engines import Engine, get_engine
+from tdebench.keys import KeySource
+from tdebench.measure.clock import Clock, MonotonicClock
+from tdebench.measure.recorder import Recorder
+from tdebench.plan import Plan, TrialSpec, schedule
+from tdebench.store import ResultStore, TrialOutcome, Verdict
+from tdebench.workloads import WORKLOADS, RunContext, Workload
+from tdebench.workloads.base import read_canaries, write_canaries
+
+CANARY_COUNT = 4
+
+
+class Progress(Protocol):
+    """What the runner tells whoever watches it (a progress bar, or nothing)."""
+
+    def phase(self, text: str) -> None: ...
+
+    def trial_started(self, index: int, total: int, spec: TrialSpec) -> None: ...
+
+    def trial_finished(self, outcome: TrialOutcome, verdict: Verdict | None) -> None: ...
+
+
+class SilentProgress:
+    def phase(self, text: str) -> None:
+        pass
+
+    def trial_started(self, index: int, total: int, spec: TrialSpec) -> None:
+        pass
+
+    def trial_finished(self, outcome: TrialOutcome, verdict: Verdict | None) -> None:
+        pass
+
+
+@dataclass
+class RunSummary:
+    trials: int = 0
+    failed: list[TrialOutcome] = field(default_factory=list)
+    unexpected_verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.unexpected_verdicts
+
+
+def drop_os_cache() -> bool:
+    """Write dirty pages and drop the OS page cache; True only if the kernel accepted it."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("3\n")
+    except OSError:
+        return False
+    return True
+
+
+def new_canaries(count: int = CANARY_COUNT) -> list[str]:
+    """Random strings that cannot appear on disk by chance, fresh for each trial."""
+    return [f"TDEBENCH-CANARY-{secrets.token_hex(12)}" for _ in range(count)]
+
+
+@dataclass
+class Runner:
+    plan: Plan
+    store: ResultStore
+    data_dir: Path
+    keys: KeySource = field(default_factory=KeySource)
+    clock: Clock = field(default_factory=MonotonicClock)
+    progress: Progress = field(default_factory=SilentProgress)
+    engine_factory: Callable[[str], Engine] = get_engine
+    workload_factory: Callable[[str], Workload] = lambda name: WORKLOADS[name]()
+    drop_cache: Callable[[], bool] = drop_os_cache
+    workspace_parent: Path | None = None
+
+    def run(self) -> RunSummary:
+        trials = schedule(self.plan)
+        summary = RunSummary(trials=len(trials))
+        self._prepare()
+        root = Path(tempfile.mkdtemp(prefix="tdebench-", dir=self.workspace_parent))
+        try:
+            for index, spec in enumerate(trials, start=1):
+                self.progress.trial_started(index, len(trials), spec)
+                outcome, verdict = self._trial(spec, root)
+                if outcome.status != "ok":
+                    summary.failed.append(outcome)
+                if verdict is not None and not verdict.as_expected:
+                    summary.unexpected_verdicts.append(verdict)
+                self.progress.trial_finished(outcome, verdict)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return summary
+
+    def _prepare(self) -> None:
+        for workload_spec in self.plan.workloads:
+            workload = self.workload_factory(workload_spec.name)
+            for scale in workload_spec.scales:
+                self.progress.phase(f"preparing {workload_spec.name} data at scale {scale:g}")
+                workload.prepare(scale, self.data_dir)
+
+    def _trial(self, spec: TrialSpec, root: Path) -> tuple[TrialOutcome, Verdict | None]:
+        key = spec.key
+        engine = self.engine_factory(key.engine)
+        encryption = engine.encryption(key.encryption)
+        workload = self.workload_factory(key.workload)
+        workspace = root / key.id.replace("/", "_")
+        workspace.mkdir(parents=True)
+        secret = None if encryption.is_baseline else self.keys.key_for(key.id)
+        database = engine.provision(workspace, encryption, secret)
+        recorder = Recorder(self.store, key, self.clock)
+        ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=key.scale,
+                         streams=spec.workload.streams, data_dir=self.data_dir)
+        canaries = new_canaries()
+        expected = "plaintext" if encryption.is_baseline else "encrypted"
+        start = self.clock.now_ns()
+        error, dropped, readable, verdict = "", False, False, None
+        try:
+            readable, dropped = self._phases(spec, workload, ctx, canaries)
+        except Exception as exc:  # the trial fails, the run goes on
+            error = f"{type(exc).__name__}: {exc}"
+            if secret is not None:
+                error = secret.scrub(error)
+        finally:
+            database.close()  # also on Ctrl-C; run() then removes every workspace
+        try:
+            verdict = self._verdict(key, expected, database, workspace, canaries, readable)
+        finally:
+            shutil.rmtree(workspace, ignore_errors=True)
+        outcome = TrialOutcome(trial=key, status="failed" if error else "ok", cache=self.plan.cache,
+                               cache_dropped=dropped, elapsed_s=(self.clock.now_ns() - start) / 1e9,
+                               error=error, key_derived=secret is not None and self.keys.derived)
+        self.store.append(outcome)
+        self.store.sync()
+        return outcome, verdict
+
+    def _phases(self, spec: TrialSpec, workload: Workload, ctx: RunContext,
+                canaries: list[str]) -> tuple[bool, bool]:
+        """Load, then run every test; returns (canaries readable, OS cache dropped)."""
+        database, recorder = ctx.database, ctx.recorder
+        with recorder.measure("open", "create"):
+            database.create()
+        conn = database.connect()
+        try:
+            workload.load(ctx, conn)
+            write_canaries(conn, canaries)
+            readable = read_canaries(conn) == set(canaries)
+        finally:
+            conn.close()
+        recorder.record("load", "database", {"size_bytes": float(database.size_bytes())})
+        dropped = self.plan.cache == "cold" and self.drop_cache()
+        with recorder.measure("open", "connect"):
+            conn = database.connect()
+        try:
+            for test in spec.workload.tests:
+                for _ in range(self.plan.warmups):
+                    workload.run(test, ctx, conn, warmup=True)
+                if self.plan.cache == "cold":
+                    conn.close()
+                    dropped = self.drop_cache() and dropped
+                    conn = database.connect()
+                workload.run(test, ctx, conn, warmup=False)
+        finally:
+            conn.close()
+        return readable, dropped
+
+    def _verdict(self, key, expected: str, database, workspace: Path, canaries: list[str],
+                 readable: bool) -> Verdict:
+        try:
+            scans = verify.scan([workspace], canaries, workspace, database.plaintext_signature())
+            label = verify.label_first_hit(scans, workspace, canaries)
+            verdict = verify.judge(key, expected, scans, readable, first_hit_label=label)
+        except Exception as exc:
+            verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
+        self.store.append(verdict)
+        return verdict

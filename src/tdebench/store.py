@@ -1,0 +1,211 @@
+"""The results store: raw records appended durably the moment they are taken.
+
+A run directory holds `results.jsonl` (one JSON object per line, each with a `kind`),
+`plan.toml` (the plan exactly as given) and `environment.json`. Everything else in the
+directory is derived from these three by `tdebench report`, so a crash loses at most the
+trial that was running.
+
+Record kinds:
+- `measurement`: one measured step of a trial (a query, a load, a whole test) with its metrics;
+- `verdict`: the at-rest check of a trial;
+- `trial`: how a trial ended (ok or failed, with the error) and its cache state;
+- `cipher`: the machine's raw cipher throughput, measured once per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+RESULTS = "results.jsonl"
+PLAN = "plan.toml"
+ENVIRONMENT = "environment.json"
+RAW_FILES = (RESULTS, PLAN, ENVIRONMENT)
+
+
+@dataclass(frozen=True, order=True)
+class TrialKey:
+    """Which cell of the matrix, and which repetition of it (1-based)."""
+
+    engine: str
+    encryption: str
+    workload: str
+    scale: float
+    repetition: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.engine}/{self.encryption}/{self.workload}/sf{self.scale:g}/r{self.repetition}"
+
+    @property
+    def config(self) -> tuple[str, str, str, float]:
+        """The cell without the repetition: what repetitions are grouped by."""
+        return (self.engine, self.encryption, self.workload, self.scale)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured step. Metric names carry their unit: `elapsed_s`, `cpu_s`, `read_bytes`,
+    `write_bytes`, `read_chars`, `write_chars`, `size_bytes`."""
+
+    trial: TrialKey
+    test: str  # "load", "open", "power", "throughput"
+    step: str  # "q1".."q22", "total", "database"
+    metrics: dict[str, float]
+    stream: int | None = None  # throughput test: stream number (1..S); power test: 0
+    warmup: bool = False  # warm-up runs are kept but never enter statistics
+    answer: str | None = None  # "ok", "failed" or "unchecked" for a query; None otherwise
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """What the at-rest scan found in one file."""
+
+    path: str  # relative to the trial's workspace
+    bytes: int
+    hits: int  # canary occurrences, all encodings
+    first_hit_offset: int | None
+    entropy_mean: float  # bits per byte, mean over blocks
+    low_entropy_blocks: int  # blocks below the plaintext threshold (zero blocks excluded)
+    blocks: int
+    plaintext_header: bool | None  # None: the engine has no plaintext signature to check
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The at-rest check of a trial, taken with the database closed."""
+
+    trial: TrialKey
+    verdict: str  # "encrypted", "plaintext", "inconclusive" or "error"
+    expected: str  # "plaintext" for the baseline, "encrypted" otherwise
+    files_scanned: int
+    bytes_scanned: int
+    first_hit: str | None  # "file@offset (encoding)" of the first canary found
+    detail: str = ""
+    files: tuple[FileScan, ...] = ()
+
+    @property
+    def as_expected(self) -> bool:
+        return self.verdict == self.expected
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    trial: TrialKey
+    status: str  # "ok" or "failed"
+    cache: str  # "warm" or "cold" as the plan asked
+    cache_dropped: bool  # cold only: whether the OS page cache was really dropped
+    elapsed_s: float
+    error: str = ""
+    key_derived: bool = False  # key from the user's key file (True) or random (False)
+
+
+@dataclass(frozen=True)
+class CipherSpeed:
+    cipher: str  # e.g. "aes-256-gcm"
+    chunk_bytes: int
+    mib_per_s: float
+    library: str = ""
+
+
+Record = Measurement | Verdict | TrialOutcome | CipherSpeed
+_KINDS: dict[type, str] = {Measurement: "measurement", Verdict: "verdict",
+                           TrialOutcome: "trial", CipherSpeed: "cipher"}
+
+
+def to_json(record: Record) -> dict[str, Any]:
+    data = asdict(record)
+    data["kind"] = _KINDS[type(record)]
+    return data
+
+
+def from_json(data: dict[str, Any]) -> Record:
+    data = dict(data)
+    kind = data.pop("kind")
+    if "trial" in data:
+        data["trial"] = TrialKey(**data["trial"])
+    if kind == "measurement":
+        return Measurement(**data)
+    if kind == "verdict":
+        data["files"] = tuple(FileScan(**f) for f in data.get("files", ()))
+        return Verdict(**data)
+    if kind == "trial":
+        return TrialOutcome(**data)
+    if kind == "cipher":
+        return CipherSpeed(**data)
+    raise ValueError(f"unknown record kind {kind!r}")
+
+
+@dataclass
+class RunData:
+    """Everything `report` needs, read back from a run directory."""
+
+    directory: Path
+    plan_text: str
+    environment: dict[str, Any]
+    measurements: list[Measurement] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    trials: list[TrialOutcome] = field(default_factory=list)
+    ciphers: list[CipherSpeed] = field(default_factory=list)
+
+
+class ResultStore:
+    """Appends records to `results.jsonl`, one line each, written out at once.
+
+    Each append reaches the operating system before `append` returns, so a crash of tdebench
+    loses nothing; `sync()` (called by the runner after every trial) fsyncs, so a crash of the
+    machine loses at most the running trial. Appends are serialised by a lock: throughput
+    streams record from several threads.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.path = directory / RESULTS
+        self._lock = threading.Lock()
+
+    def start(self, plan_text: str, environment: dict[str, Any]) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / PLAN).write_text(plan_text)
+        (self.directory / ENVIRONMENT).write_text(json.dumps(environment, indent=2, sort_keys=True) + "\n")
+        self.path.write_text("")
+
+    def append(self, record: Record) -> None:
+        line = json.dumps(to_json(record), sort_keys=True) + "\n"
+        with self._lock, self.path.open("a") as fh:
+            fh.write(line)
+
+    def sync(self) -> None:
+        with self._lock, self.path.open("a") as fh:
+            os.fsync(fh.fileno())
+
+
+def read_run(directory: Path) -> RunData:
+    """Read a run directory; a torn last line (a crash mid-write) is ignored."""
+    missing = [name for name in RAW_FILES if not (directory / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{directory} is not a tdebench run directory: missing {', '.join(missing)}")
+    run = RunData(directory=directory, plan_text=(directory / PLAN).read_text(),
+                  environment=json.loads((directory / ENVIRONMENT).read_text()))
+    lines = (directory / RESULTS).read_text().splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = from_json(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise ValueError(f"{directory / RESULTS}:{number}: not valid JSON") from None
+        if isinstance(record, Measurement):
+            run.measurements.append(record)
+        elif isinstance(record, Verdict):
+            run.verdicts.append(record)
+        elif isinstance(record, TrialOutcome):
+            run.trials.append(record)
+        else:
+            run.ciphers.append(record)
+    return run

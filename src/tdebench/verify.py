@@ -1,0 +1,277 @@
+"""The at-rest check: is the data that reached the disk really encrypted?
+
+With the database closed, every file it wrote is scanned for the canary strings the
+workload inserted, in every encoding an engine may store text in (UTF-8 for most engines,
+UTF-16 for some). A canary found on disk is proof of plaintext. A canary *not* found is only
+evidence of encryption when the same scan finds it in the unencrypted baseline (the
+positive control) and the canary could be read back through the engine (so it was really
+written). Entropy per block is reported as supporting evidence, never as the verdict:
+compressed plaintext has high entropy too, and encrypted files carry low-entropy headers.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from tdebench.store import FileScan, TrialKey, Verdict
+
+ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be")
+CHUNK_BYTES = 4 << 20  # read size: large for throughput, small enough to never hold a big file
+BLOCK_BYTES = 4096  # entropy block: a typical database page
+LOW_ENTROPY = 7.0  # bits/byte; ciphertext of a 4 KiB block measures ~7.95
+
+
+def canary_encodings(canary: str) -> dict[str, bytes]:
+    """The byte patterns `canary` may appear as on disk, by encoding name."""
+    if not canary:
+        raise ValueError("a canary must not be empty: it would match everywhere")
+    return {encoding: canary.encode(encoding) for encoding in ENCODINGS}
+
+
+def _patterns(canaries: Sequence[str]) -> list[tuple[str, bytes]]:
+    return [(encoding, pattern) for canary in canaries
+            for encoding, pattern in canary_encodings(canary).items()]
+
+
+class _Entropy:
+    """Running per-block entropy statistics of one file."""
+
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self.blocks = 0
+        self.nonzero = 0
+        self.low = 0
+        self.total = 0.0
+
+    def add(self, chunk: bytes) -> None:
+        """Account every whole block of `chunk` (which starts on a block border)."""
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        for start in range(0, len(data) - self.block_size + 1, self.block_size):
+            counts = np.bincount(data[start:start + self.block_size], minlength=256)
+            self.blocks += 1
+            if counts[0] == self.block_size:
+                continue  # a free page: neither plaintext nor ciphertext
+            p = counts[counts > 0] / self.block_size
+            bits = float(-(p * np.log2(p)).sum())
+            self.nonzero += 1
+            self.total += bits
+            if bits < LOW_ENTROPY:
+                self.low += 1
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.nonzero if self.nonzero else 0.0
+
+
+def _read_signature(fh: BinaryIO, signature: tuple[int, bytes] | None) -> bool | None:
+    if signature is None:
+        return None
+    offset, magic = signature
+    fh.seek(offset)
+    found = fh.read(len(magic)) == magic
+    fh.seek(0)
+    return found
+
+
+def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[int, bytes] | None,
+              block_size: int = BLOCK_BYTES, chunk_size: int = CHUNK_BYTES) -> FileScan:
+    """Scan one file in `chunk_size` reads, keeping (longest pattern - 1) bytes of overlap
+    so a canary split across two reads is still found, and counting it exactly once.
+
+    Entropy covers whole blocks only: a short trailing block cannot reach 8 bits/byte and
+    would look like plaintext. All-zero blocks (free pages) count in `blocks` but not in
+    the entropy mean or the low-entropy count. `plaintext_header` compares the bytes at the
+    signature's offset with the signature (None when there is no signature).
+
+    `hits` counts pattern matches: a UTF-16 canary next to a zero byte also matches the
+    other byte order and counts twice, which changes no verdict.
+    """
+    if chunk_size % block_size:
+        raise ValueError(f"chunk_size {chunk_size} must be a multiple of block_size {block_size}")
+    patterns = _patterns(canaries)
+    overlap = max((len(p) for _, p in patterns), default=1) - 1
+    entropy = _Entropy(block_size)
+    hits = 0
+    first: int | None = None
+    size = 0
+    tail = b""
+    with path.open("rb") as fh:
+        header = _read_signature(fh, signature)
+        while chunk := fh.read(chunk_size):
+            entropy.add(chunk)
+            buffer = tail + chunk
+            base = size - len(tail)  # file offset of buffer[0]
+            for _, pattern in patterns:
+                # Only hits that end past the tail: the others were counted in the last read.
+                start = max(0, len(tail) - len(pattern) + 1)
+                count = buffer.count(pattern, start)
+                if count:
+                    hits += count
+                    offset = base + buffer.find(pattern, start)
+                    first = offset if first is None else min(first, offset)
+            size += len(chunk)
+            tail = buffer[max(0, len(buffer) - overlap):] if overlap else b""
+    return FileScan(path=os.path.relpath(path, root), bytes=size, hits=hits, first_hit_offset=first,
+                    entropy_mean=round(entropy.mean, 4), low_entropy_blocks=entropy.low,
+                    blocks=entropy.blocks, plaintext_header=header)
+
+
+def _regular_files(path: Path) -> Iterable[Path]:
+    """Regular files under a directory, without following symlinks."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                yield from _regular_files(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                yield Path(entry.path)
+
+
+def _files(paths: Iterable[Path]) -> list[Path]:
+    found: set[Path] = set()
+    for path in paths:
+        mode = os.stat(path).st_mode  # raises FileNotFoundError naming the path
+        if stat.S_ISDIR(mode):
+            found.update(_regular_files(path))
+        elif stat.S_ISREG(mode):
+            found.add(path)
+    return sorted(found)
+
+
+def scan(paths: Iterable[Path], canaries: Sequence[str], root: Path,
+         signature: tuple[int, bytes] | None = None) -> tuple[FileScan, ...]:
+    """Scan every regular file under `paths` (directories recursively, symlinks inside them
+    not followed), sorted by path.
+
+    The signature is checked on every file: only the main file can match it, because a
+    WAL, journal or temp file never starts with the main file's magic bytes.
+    """
+    return tuple(scan_file(path, canaries, root, signature) for path in _files(paths))
+
+
+def label_first_hit(scans: Sequence[FileScan], root: Path, canaries: Sequence[str]) -> str | None:
+    """"path@offset (encoding)" of the first canary hit, in scan order.
+
+    `FileScan` keeps only the offset, so the encoding is recovered by reading the few
+    bytes at that offset again.
+    """
+    scanned = next((s for s in scans if s.hits and s.first_hit_offset is not None), None)
+    if scanned is None:
+        return None
+    patterns = _patterns(canaries)
+    with (root / scanned.path).open("rb") as fh:
+        fh.seek(scanned.first_hit_offset)
+        found = fh.read(max(len(p) for _, p in patterns))
+    encoding = next((enc for enc, pattern in patterns if found.startswith(pattern)), "unknown encoding")
+    return f"{scanned.path}@{scanned.first_hit_offset} ({encoding})"
+
+
+def _default_label(scans: Sequence[FileScan]) -> str | None:
+    for s in scans:
+        if s.hits:
+            return f"{s.path}@{s.first_hit_offset}"
+    for s in scans:
+        if s.plaintext_header:
+            return f"{s.path} (plaintext header)"
+    return None
+
+
+def _summary(scans: Sequence[FileScan]) -> str:
+    total = sum(s.bytes for s in scans)
+    measured = [s for s in scans if s.blocks]
+    weight = sum(s.bytes for s in measured)
+    mean = sum(s.entropy_mean * s.bytes for s in measured) / weight if weight else 0.0
+    low = sum(s.low_entropy_blocks for s in scans)
+    blocks = sum(s.blocks for s in scans)
+    return (f"scanned {len(scans)} file{'s' * (len(scans) != 1)}, {total:,} bytes, "
+            f"mean entropy {mean:.2f} bits/byte, {low} of {blocks} blocks below {LOW_ENTROPY:g}")
+
+
+def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_readable: bool,
+          first_hit_label: str | None = None) -> Verdict:
+    """The verdict of a trial's scans. Rules, in order:
+
+    1. no file, or 0 bytes scanned → "inconclusive" (nothing was looked at);
+    2. no canary hit in the `none` baseline (expected "plaintext") → "inconclusive": the
+       positive control failed, so the scan cannot be trusted to find plaintext anywhere (a
+       plaintext header alone does not prove that the canary search works);
+    3. any canary hit or any plaintext header → "plaintext" (proof needs one hit);
+    4. no hit, but the canary could not be read back through the engine → "inconclusive":
+       the data looked for may never have been written, so its absence proves nothing;
+    5. otherwise → "encrypted".
+
+    "error" is never produced here: the caller turns an exception into `error_verdict`.
+    `first_hit_label` is the caller's label of the first hit (see `label_first_hit`, which
+    adds the encoding); without it the label is built from the scans.
+    """
+    scans = tuple(scans)
+    total = sum(s.bytes for s in scans)
+
+    def verdict(word: str, detail: str, first_hit: str | None = None) -> Verdict:
+        return Verdict(trial=trial, verdict=word, expected=expected, files_scanned=len(scans),
+                       bytes_scanned=total, first_hit=first_hit, detail=detail, files=scans)
+
+    if total == 0:
+        return verdict("inconclusive", f"nothing to scan: {len(scans)} files, 0 bytes")
+    summary = _summary(scans)
+    hits = sum(s.hits for s in scans)
+    headers = sum(bool(s.plaintext_header) for s in scans)
+    if expected == "plaintext" and not hits:
+        return verdict("inconclusive", "positive control failed: the baseline's canaries were not "
+                       f"found, so the scan cannot prove anything; {summary}")
+    if hits or headers:
+        found = []
+        if hits:
+            found.append(f"canary found {hits} times in {sum(s.hits > 0 for s in scans)} files")
+        if headers:
+            found.append(f"plaintext header in {headers} files")
+        return verdict("plaintext", f"{'; '.join(found)}; {summary}",
+                       first_hit_label or _default_label(scans))
+    if not canary_readable:
+        return verdict("inconclusive", "no canary found, but the canary could not be read back "
+                       f"through the engine, so it may never have been written; {summary}")
+    return verdict("encrypted", f"no canary and no plaintext header found; {summary}")
+
+
+def error_verdict(trial: TrialKey, expected: str, exc_text: str) -> Verdict:
+    """The verdict of a check that raised: nothing is claimed about the files."""
+    return Verdict(trial=trial, verdict="error", expected=expected, files_scanned=0,
+                   bytes_scanned=0, first_hit=None, detail=exc_text)
+
+
+def _root(paths: Sequence[Path]) -> Path:
+    common = Path(os.path.commonpath([p.absolute() for p in paths]))
+    return common.parent if common.is_file() else common
+
+
+def verify_paths(paths: Sequence[Path], canaries: Sequence[str]) -> tuple[str, tuple[FileScan, ...]]:
+    """`tdebench verify`: scan files or directory trees for canaries.
+
+    Returns "plaintext" when a canary is found, "empty" when no byte was scanned, else
+    "clean". Paths in the scans are relative to the deepest directory holding every path.
+    A missing path raises FileNotFoundError naming it.
+    """
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("no path to verify")
+    scans = scan(paths, canaries, _root(paths))
+    if sum(s.bytes for s in scans) == 0:
+        return "empty", scans
+    return ("plaintext" if any(s.hits for s in scans) else "clean"), scans
+
+
+def describe(scans: Sequence[FileScan]) -> list[str]:
+    """One human line per scanned file."""
+    lines = []
+    for s in scans:
+        first = f" (first at byte {s.first_hit_offset:,})" if s.hits else ""
+        entropy = (f"entropy {s.entropy_mean:.2f} bits/byte, {s.low_entropy_blocks}/{s.blocks} blocks low"
+                   if s.blocks else "too small for entropy")
+        header = {True: ", plaintext header", False: ", no plaintext header", None: ""}[s.plaintext_header]
+        lines.append(f"{s.path}: {s.bytes:,} bytes, {s.hits} canary hits{first}, {entropy}{header}")
+    return lines

@@ -1,0 +1,12 @@
+"""Workloads by name."""
+
+from __future__ import annotations
+
+from tdebench.workloads.base import RunContext, Workload, WrongAnswer
+from tdebench.workloads.tpch import TpchWorkload
+
+WORKLOADS: dict[str, type[Workload]] = {
+    TpchWorkload.name: TpchWorkload,
+}
+
+__all__ = ["WORKLOADS", "RunContext", "Workload", "WrongAnswer"]

@@ -1,0 +1,55 @@
+"""The 22 TPC-H queries per SQL dialect.
+
+DuckDB's text (from its tpch extension, see sql/README.md) is the source. Other dialects get
+it transpiled by sqlglot at runtime, except where the transpiled text gives a wrong answer
+or no answer; those queries have a hand-written `sql/<dialect>/qNN.sql` override. Keeping
+overrides few and in files keeps every deviation from the reference text reviewable.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+import sqlglot
+from sqlglot.errors import ErrorLevel
+
+from tdebench.workloads.tpch.schema import DIALECTS
+
+SOURCE_DIALECT = "duckdb"
+
+
+def query(number: int, dialect: str) -> str:
+    """The text of TPC-H query `number` (1..22) for `dialect`."""
+    if not 1 <= number <= 22:
+        raise ValueError(f"TPC-H has queries 1..22, not {number}")
+    if dialect not in DIALECTS:
+        raise ValueError(f"no TPC-H queries for dialect {dialect!r}; known: {', '.join(DIALECTS)}")
+    return _query(number, dialect)
+
+
+def overridden(dialect: str) -> list[int]:
+    """The queries that `dialect` runs from a hand-written file instead of a transpilation."""
+    if dialect == SOURCE_DIALECT:
+        return []
+    return [n for n in range(1, 23) if _file(n, dialect) is not None]
+
+
+@functools.cache
+def _query(number: int, dialect: str) -> str:
+    text = _file(number, dialect)
+    if text is not None:
+        return text
+    source = _file(number, SOURCE_DIALECT)
+    if source is None:
+        raise FileNotFoundError(f"package data sql/{SOURCE_DIALECT}/q{number:02d}.sql is missing")
+    # RAISE, not the default WARN: a construct sqlglot cannot express in the target dialect
+    # must stop the run and get an override file, not silently become different SQL.
+    (transpiled,) = sqlglot.transpile(source, read=SOURCE_DIALECT, write=dialect, pretty=True,
+                                      unsupported_level=ErrorLevel.RAISE)
+    return transpiled
+
+
+def _file(number: int, dialect: str) -> str | None:
+    path = resources.files(__package__).joinpath("sql", dialect, f"q{number:02d}.sql")
+    return path.read_text(encoding="utf-8") if path.is_file() else None

@@ -1,0 +1,105 @@
+"""The engine contract, exercised on every engine and every encryption it offers, for real.
+
+Adding an engine means adding it to tdebench.engines.ENGINES; these tests then hold it to
+the same promises as the others.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tdebench import verify
+from tdebench.engines import ENGINES, get_engine
+from tdebench.keys import Secret
+from tdebench.store import TrialKey
+from tdebench.workloads.base import read_canaries, write_canaries
+
+CASES = [(name, enc.name) for name, cls in ENGINES.items() for enc in cls.encryptions]
+CANARY = "TDEBENCH-CANARY-contract-0123456789"
+
+
+def key_for(encryption: str) -> Secret | None:
+    return None if encryption == "none" else Secret(os.urandom(32))
+
+
+ENCRYPTED = [case for case in CASES if case[1] != "none"]
+
+
+def provisioned(case: tuple[str, str], tmp_path: Path):
+    engine_name, enc_name = case
+    engine = get_engine(engine_name)
+    assert engine.availability().usable, engine.availability().reason
+    db = engine.provision(tmp_path, engine.encryption(enc_name), key_for(enc_name))
+    db.create()
+    return db
+
+
+@pytest.fixture(params=CASES, ids=[f"{e}-{c}" for e, c in CASES])
+def database(request, tmp_path: Path):
+    db = provisioned(request.param, tmp_path)
+    yield db
+    db.close()
+
+
+@pytest.fixture(params=ENCRYPTED, ids=[f"{e}-{c}" for e, c in ENCRYPTED])
+def encrypted_database(request, tmp_path: Path):
+    db = provisioned(request.param, tmp_path)
+    yield db
+    db.close()
+
+
+def test_round_trip_files_size_and_at_rest_scan(database) -> None:
+    conn = database.connect()
+    write_canaries(conn, [CANARY])
+    conn.execute("CREATE TABLE t (id INTEGER, s VARCHAR(40))")
+    conn.executemany("INSERT INTO t (id, s) VALUES (?, ?)", [(i, f"row {i}") for i in range(1000)])
+    assert conn.execute("SELECT count(*) FROM t") == [(1000,)]
+    conn.close()
+    database.close()
+
+    files = database.files()
+    assert files and all(p.is_file() for p in files)
+    assert database.size_bytes() == sum(p.stat().st_size for p in files) > 0
+
+    reopened = database.connect()
+    assert read_canaries(reopened) == {CANARY}
+    reopened.close()
+    database.close()
+
+    scans = verify.scan([database.workspace], [CANARY], database.workspace, database.plaintext_signature())
+    trial = TrialKey(database.workspace.name, database.encryption.name, "contract", 0.0, 1)
+    verdict = verify.judge(trial, "plaintext" if database.encryption.is_baseline else "encrypted", scans, True)
+    assert verdict.as_expected, verdict.detail
+
+
+def test_wrong_key_cannot_open_and_error_does_not_leak_the_key(encrypted_database) -> None:
+    database = encrypted_database
+    conn = database.connect()
+    write_canaries(conn, [CANARY])
+    conn.close()
+    database.close()
+    right_key = database.key
+    database.key = Secret(os.urandom(32))
+    with pytest.raises(Exception) as info:
+        bad = database.connect()
+        read_canaries(bad)
+    assert right_key.hex() not in str(info.value) and database.key.hex() not in str(info.value)
+    database.key = right_key
+    good = database.connect()
+    assert read_canaries(good) == {CANARY}
+    good.close()
+
+
+@pytest.mark.parametrize("engine_name", list(ENGINES))
+def test_engine_describes_itself(engine_name: str) -> None:
+    engine = get_engine(engine_name)
+    assert engine.version()
+    names = [e.name for e in engine.encryptions]
+    assert names[0] == "none" and len(names) == len(set(names)) > 1
+    for enc in engine.encryptions[1:]:
+        assert enc.layer in ("native", "fs", "column") and enc.key_bits > 0 and enc.covers
+    with pytest.raises(KeyError, match="valid: none"):
+        engine.encryption("rot13")

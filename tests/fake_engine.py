@@ -1,0 +1,120 @@
+"""A fake engine and workload for testing the runner in milliseconds, with an exact clock.
+
+The fake database is one file. Unencrypted, it holds the canaries as they are (so the at-rest
+scan must find them); encrypted, it holds them XORed with the key stream, which the scan
+must not find. The fake workload advances the fake clock by a fixed time per query that
+depends on the encryption, so overheads are known exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Engine, Encryption
+from tdebench.keys import Secret
+from tdebench.measure.clock import FakeClock
+from tdebench.workloads.base import RunContext, Workload, WrongAnswer
+
+FAKE_ENC = Encryption("fake-256", "FAKE", 256, "XOR", "native", ("main file",))
+QUERY_NS = {"none": 100_000_000, "fake-256": 110_000_000}
+
+
+class FakeConnection:
+    def __init__(self, db: "FakeDatabase") -> None:
+        self.db = db
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if sql.startswith("SELECT canary"):
+            return [(c,) for c in self.db.rows]
+        return []
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.db.rows.extend(str(r[1]) for r in rows)
+        self.db.flush()
+
+    def close(self) -> None:
+        self.db.connections -= 1
+
+
+@dataclass
+class FakeDatabase(Database):
+    rows: list[str] = field(default_factory=list)
+    connections: int = 0
+    closed: bool = False
+
+    @property
+    def path(self) -> Path:
+        return self.workspace / "fake.db"
+
+    def create(self) -> None:
+        self.path.write_bytes(b"FAKEDB\x00" + bytes(64))
+
+    def connect(self) -> Connection:
+        self.connections += 1
+        return FakeConnection(self)
+
+    def flush(self) -> None:
+        data = "\n".join(self.rows).encode()
+        if self.key is not None:
+            stream = hashlib.shake_256(self.key.raw()).digest(len(data))
+            data = bytes(a ^ b for a, b in zip(data, stream))
+        self.path.write_bytes(b"FAKEDB\x00" + data)
+
+    def files(self) -> list[Path]:
+        return [self.path] if self.path.exists() else []
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeEngine(Engine):
+    name = "fake"
+    dialect = "duckdb"
+    capabilities = Capabilities(embedded=True, concurrent_streams=False)
+    encryptions = (NONE, FAKE_ENC)
+    provisioned: list[FakeDatabase] = []
+
+    def version(self) -> str:
+        return "fake 1.0"
+
+    def availability(self) -> Availability:
+        return Availability(True)
+
+    def provision(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+        db = FakeDatabase(workspace=workspace, encryption=encryption, key=key)
+        FakeEngine.provisioned.append(db)
+        return db
+
+
+class FakeWorkload(Workload):
+    name = "fakeload"
+    tests = ("power",)
+    default_scale = 1.0
+    scale_min = 1.0
+    scale_max = 1.0
+    max_streams = 1
+
+    def __init__(self, clock: FakeClock, fail_on: str | None = None) -> None:
+        self.clock = clock
+        self.fail_on = fail_on  # an encryption whose answers are "wrong"
+        self.prepared: list[float] = []
+
+    def prepare(self, scale: float, data_dir: Path) -> None:
+        self.prepared.append(scale)
+
+    def load(self, ctx: RunContext, conn: Connection) -> None:
+        with ctx.recorder.measure("load", "total", process=False):
+            self.clock.advance(50_000_000)
+
+    def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
+        enc = ctx.database.encryption.name
+        for q in (1, 2):
+            with ctx.recorder.measure(test, f"q{q}", stream=0, warmup=warmup, process=False) as step:
+                self.clock.advance(QUERY_NS[enc] * q)
+                step.answer = "failed" if enc == self.fail_on else "ok"
+        if enc == self.fail_on:
+            raise WrongAnswer("q1: expected 1, got 2")

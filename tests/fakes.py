@@ -1,0 +1,129 @@
+"""A fixed, hand-made run directory for testing statistics and reports without engines.
+
+The numbers are deterministic (noise is seeded from each record's identity), with a few
+features placed on purpose so tests can check them:
+- database size: duckdb none 10 MiB, aes-256-gcm 10.5 MiB in every repetition → +5.0%;
+- one failed trial (sqlite aes-256-cbc r3) that stopped in the power test with a wrong
+  answer on q5;
+- one slow repetition (duckdb none r3, power q9, +60%), which makes that cell noisy;
+- one warm-up run (duckdb none r1, power q1) 100x slower, which must never be counted;
+- an environment value with HTML in it, which must come out escaped.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from tdebench.store import CipherSpeed, FileScan, Measurement, ResultStore, TrialKey, TrialOutcome, Verdict
+
+MIB = 1024 * 1024
+WORKLOAD = "tpch"
+SCALE = 0.01
+REPETITIONS = 3
+QUERIES = [f"q{number}" for number in range(1, 23)]
+STREAMS = (1, 2)
+
+# encryption → (time factor, database size in MiB)
+SETTINGS = {
+    "duckdb": {"none": (1.00, 10.0), "aes-256-gcm": (1.03, 10.5), "aes-256-ctr": (1.02, 10.4)},
+    "sqlite": {"none": (1.00, 8.0), "aes-256-cbc": (1.10, 8.5), "chacha20-poly1305": (1.05, 8.25)},
+}
+FAILED = TrialKey("sqlite", "aes-256-cbc", WORKLOAD, SCALE, 3)
+FAILED_AT = "q5"
+NOISY = (TrialKey("duckdb", "none", WORKLOAD, SCALE, 3), "power", "q9")
+
+PLAN = """\
+name = "fake"
+engines = ["duckdb", "sqlite"]
+workloads = ["tpch"]
+scales = [0.01]
+repetitions = 3
+cache = "warm"
+order = "interleaved"
+"""
+
+ENVIRONMENT = {
+    "cpu": {"model": "Fake CPU 9000 @ 3.00GHz", "cores": 8, "flags": ["aes", "avx2", "sha_ni", "vaes"]},
+    "memory_bytes": 16 * 1024 * MIB,
+    "kernel": "6.1.0-fake-amd64",
+    "python": "3.11.2",
+    "engines": {"duckdb": "1.5.5", "sqlite": "3.54.0 (SQLite3 Multiple Ciphers 2.2)"},
+    "note": "<script>alert('not escaped')</script>",
+}
+
+
+def _base_seconds(step: str) -> float:
+    """A query's typical time: different per query so the per-query plot has shape."""
+    return 0.010 + 0.004 * (int(step[1:]) % 7)
+
+
+def _noise(*identity: object) -> float:
+    """±1% noise, the same every time for the same record."""
+    return 1.0 + random.Random("/".join(map(str, identity))).uniform(-0.01, 0.01)
+
+
+def _query(trial: TrialKey, factor: float, test: str, stream: int, step: str) -> Measurement:
+    seconds = _base_seconds(step) * factor * _noise(trial.id, test, stream, step)
+    if (trial, test, step) == NOISY:
+        seconds *= 1.6
+    answer = "ok" if test == "power" else "unchecked"
+    if trial == FAILED and step == FAILED_AT:
+        answer = "failed"
+    return Measurement(trial, test, step, {"elapsed_s": seconds, "cpu_s": seconds * 0.9},
+                       stream=stream, answer=answer)
+
+
+def _trial_measurements(trial: TrialKey, factor: float, size_mib: float) -> list[Measurement]:
+    records = [Measurement(trial, "load", "total", {"elapsed_s": 0.5 * factor * _noise(trial.id, "load")}),
+               Measurement(trial, "load", "database", {"size_bytes": size_mib * MIB})]
+    if trial.encryption == "none" and trial.engine == "duckdb" and trial.repetition == 1:
+        records.append(Measurement(trial, "power", "q1", {"elapsed_s": 100 * _base_seconds("q1")},
+                                   stream=0, warmup=True, answer="ok"))
+    for step in QUERIES:
+        records.append(_query(trial, factor, "power", 0, step))
+        if trial == FAILED and step == FAILED_AT:
+            return records
+    records.append(Measurement(trial, "power", "total", {"elapsed_s": sum(
+        r.metrics["elapsed_s"] for r in records if r.test == "power" and not r.warmup)}))
+    for stream in STREAMS:
+        records += [_query(trial, factor, "throughput", stream, step) for step in QUERIES]
+    records.append(Measurement(trial, "throughput", "total", {"elapsed_s": 0.6 * factor * _noise(trial.id, "tt")}))
+    return records
+
+
+def _verdict(trial: TrialKey) -> Verdict:
+    database = f"{trial.engine}.db"
+    if trial.encryption == "none":
+        scan = FileScan(database, 4 * MIB, hits=12, first_hit_offset=8192, entropy_mean=3.1,
+                        low_entropy_blocks=900, blocks=1024, plaintext_header=True)
+        return Verdict(trial, "plaintext", "plaintext", 1, scan.bytes, f"{database}@8192 (utf-8)",
+                       detail="canaries found: positive control", files=(scan,))
+    scan = FileScan(database, 4 * MIB, hits=0, first_hit_offset=None, entropy_mean=7.99,
+                    low_entropy_blocks=0, blocks=1024, plaintext_header=False)
+    return Verdict(trial, "encrypted", "encrypted", 1, scan.bytes, None, files=(scan,))
+
+
+def _trials() -> list[tuple[TrialKey, float, float]]:
+    return [(TrialKey(engine, encryption, WORKLOAD, SCALE, repetition), factor, size)
+            for repetition in range(1, REPETITIONS + 1)
+            for engine, settings in SETTINGS.items()
+            for encryption, (factor, size) in settings.items()]
+
+
+def write_fake_run(directory: Path) -> None:
+    """Write plan.toml, environment.json and results.jsonl of a small two-engine run."""
+    store = ResultStore(directory)
+    store.start(PLAN, ENVIRONMENT)
+    for cipher, chunk, speed in (("aes-256-gcm", 4096, 2900.0), ("aes-256-gcm", MIB, 4100.0),
+                                 ("aes-256-ctr", MIB, 5200.0), ("aes-256-cbc", MIB, 1100.0),
+                                 ("chacha20-poly1305", MIB, 1900.0)):
+        store.append(CipherSpeed(cipher, chunk, speed, library="OpenSSL 3.0.fake"))
+    for trial, factor, size in _trials():
+        for record in _trial_measurements(trial, factor, size):
+            store.append(record)
+        failed = trial == FAILED
+        if not failed:
+            store.append(_verdict(trial))
+        store.append(TrialOutcome(trial, "failed" if failed else "ok", cache="warm", cache_dropped=False,
+                                  elapsed_s=2.0, error="database disk image is malformed" if failed else ""))

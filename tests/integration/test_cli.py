@@ -1,0 +1,163 @@
+"""Every subcommand through the real command line, including its error paths (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tdebench.cli import main
+from tdebench.keys import KeySource
+from tdebench.store import read_run
+
+TINY = '''name = "tiny"
+repetitions = 1
+warmups = 0
+seed = 3
+
+[[engines]]
+name = "duckdb"
+encryptions = ["none", "aes-256-gcm"]
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power"]
+'''
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def write(path: Path, text: str, mode: int = 0o644) -> Path:
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> tuple[Path, Path]:
+    """One real run with a user key file, shared by the tests that read its outputs."""
+    base = tmp_path_factory.mktemp("cli")
+    key_file = write(base / "secret.key", "correct horse battery staple 0123456789\n", 0o600)
+    result = invoke("run", str(write(base / "tiny.toml", TINY)), "--out", str(base / "out"),
+                    "--key-file", str(key_file), "--quiet")
+    assert result.exit_code == 0, result.output
+    return base / "out", key_file
+
+
+def test_run_writes_every_file_and_report_rebuilds_them(tiny_run) -> None:
+    out, _ = tiny_run
+    for name in ("results.jsonl", "environment.json", "plan.toml", "summary.csv", "queries.csv",
+                 "verdicts.csv", "report.md", "report.html"):
+        assert (out / name).is_file(), name
+    assert (out / "plan.toml").read_text() == TINY
+    before = {name: (out / name).read_text() for name in ("summary.csv", "queries.csv", "verdicts.csv", "report.md")}
+    for name in before:
+        (out / name).unlink()
+    result = invoke("report", str(out))
+    assert result.exit_code == 0, result.output
+    assert {name: (out / name).read_text() for name in before} == before
+
+
+def test_keys_derived_from_the_key_file_never_reach_the_outputs(tiny_run) -> None:
+    out, key_file = tiny_run
+    run = read_run(out)
+    encrypted = [t for t in run.trials if t.trial.encryption != "none"]
+    assert encrypted and all(t.key_derived for t in encrypted)
+    keys = KeySource(key_file)
+    secrets = [keys.key_for(t.trial.id).hex() for t in encrypted] + [key_file.read_text().strip()]
+    for path in (p for p in out.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        for secret in secrets:
+            assert secret.encode() not in data and secret.upper().encode() not in data, path.name
+
+
+def test_run_refuses_an_existing_run_without_force(tiny_run, tmp_path: Path) -> None:
+    out, _ = tiny_run
+    result = invoke("run", str(write(tmp_path / "tiny.toml", TINY)), "--out", str(out))
+    assert result.exit_code == 2
+    assert "already holds a run" in result.output and "--force" in result.output
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ('name = "duckdb"', 'name = "oracle"', "tiny.toml:7: unknown name 'oracle'; valid: duckdb, sqlite"),
+    ('"aes-256-gcm"]', '"aes-999"]', "no encryption 'aes-999'; valid: none, aes-256-gcm, aes-256-ctr"),
+    ("scale = 0.01", "scale = 50", "scale factor 50 is out of range for tpch: 0.01 to 10"),
+    ("warmups = 0", "warmups = = 0", "not valid TOML"),
+])
+def test_bad_plans_exit_2_with_file_line_and_choices(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    plan = write(tmp_path / "tiny.toml", TINY.replace(old, new))
+    result = invoke("run", str(plan), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    assert expected in " ".join(result.output.split())
+    assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_output_directory_not_writable_exits_2(tmp_path: Path) -> None:
+    blocker = write(tmp_path / "a-file", "x")
+    result = invoke("run", str(write(tmp_path / "tiny.toml", TINY)), "--out", str(blocker / "out"))
+    assert result.exit_code == 2 and "not writable" in result.output
+
+
+def test_key_file_readable_by_others_exits_2(tmp_path: Path) -> None:
+    key = write(tmp_path / "k", "0123456789abcdef0123456789", 0o644)
+    result = invoke("run", str(write(tmp_path / "tiny.toml", TINY)), "--out", str(tmp_path / "o"),
+                    "--key-file", str(key))
+    assert result.exit_code == 2 and "chmod 600" in result.output
+
+
+def test_report_of_a_directory_that_is_no_run_exits_2(tmp_path: Path) -> None:
+    result = invoke("report", str(tmp_path))
+    assert result.exit_code == 2 and "not a tdebench run directory" in result.output
+
+
+def test_engines_lists_every_encryption(tmp_path: Path) -> None:
+    result = invoke("engines", "--json")
+    assert result.exit_code == 0
+    rows = {row["name"]: row for row in json.loads(result.output)}
+    assert [e["name"] for e in rows["duckdb"]["encryptions"]] == ["none", "aes-256-gcm", "aes-256-ctr"]
+    assert [e["name"] for e in rows["sqlite"]["encryptions"]] == [
+        "none", "aes-128-cbc", "aes-256-cbc", "chacha20-poly1305", "sqlcipher", "ascon-128", "aegis-256", "rc4"]
+    assert all(row["usable"] and row["version"] for row in rows.values())
+    gcm = rows["duckdb"]["encryptions"][1]
+    assert (gcm["algorithm"], gcm["key_bits"], gcm["mode"], gcm["layer"]) == ("AES", 256, "GCM", "native")
+    assert "WAL" in gcm["covers"]
+    text = invoke("engines")
+    assert text.exit_code == 0 and "chacha20-poly1305" in text.output
+
+
+def test_verify_finds_plaintext_exit_1_and_clean_exit_0(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "plain.sqlite")
+    db.execute("CREATE TABLE t (s TEXT)")
+    db.execute("INSERT INTO t VALUES ('my-secret-canary-42')")
+    db.commit()
+    db.close()
+    found = invoke("verify", str(tmp_path), "--canary", "my-secret-canary-42")
+    assert found.exit_code == 1 and "PLAINTEXT FOUND" in found.output and "plain.sqlite" in found.output
+    clean = invoke("verify", str(tmp_path), "--canary", "something-else-entirely")
+    assert clean.exit_code == 0 and "no canary found" in clean.output
+    missing = invoke("verify", str(tmp_path / "absent"), "--canary", "abcdef")
+    assert missing.exit_code == 2
+
+
+def test_ciphers_prints_throughput() -> None:
+    result = invoke("ciphers", "--seconds", "0.01")
+    assert result.exit_code == 0
+    assert "aes-256-gcm" in result.output and "chacha20-poly1305" in result.output
+
+
+def test_console_script_help_and_usage_errors_exit_codes() -> None:
+    exe = Path(sys.executable).with_name("tdebench")
+    helped = subprocess.run([exe, "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "tdebench run --out" in helped.stdout
+    missing_out = subprocess.run([exe, "run"], capture_output=True, text=True)
+    assert missing_out.returncode == 2 and "--out" in missing_out.stderr
+    assert os.access(exe, os.X_OK)

@@ -1,0 +1,107 @@
+"""Plan parsing, its errors (with file and line), and trial scheduling."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tdebench.plan import PlanError, load_plan, parse_plan, schedule
+
+ISSUE_PLAN = '''
+name = "quick"
+repetitions = 3
+warmups = 1
+cache = "warm"          # or "cold"
+order = "interleaved"   # or "sequential"
+seed = 1
+
+[[engines]]
+name = "duckdb"
+encryptions = ["none", "aes-256-gcm", "aes-256-ctr"]
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power", "throughput"]
+streams = 2
+'''
+
+
+def test_the_issue_plan_parses_as_written() -> None:
+    plan = parse_plan(ISSUE_PLAN)
+    assert (plan.name, plan.repetitions, plan.warmups, plan.cache, plan.order, plan.seed) == \
+        ("quick", 3, 1, "warm", "interleaved", 1)
+    assert plan.engines[0].encryptions == ("none", "aes-256-gcm", "aes-256-ctr")
+    assert plan.workloads[0].scales == (0.01,) and plan.workloads[0].streams == 2
+    assert plan.workloads[0].tests == ("power", "throughput")
+    assert plan.text == ISSUE_PLAN
+
+
+def test_shipped_plans_parse() -> None:
+    plans = Path(__file__).parents[2] / "src" / "tdebench" / "plans"
+    names = sorted(p.name for p in plans.glob("*.toml"))
+    assert "quick.toml" in names and "embedded.toml" in names
+    for path in plans.glob("*.toml"):
+        assert load_plan(path).cells()
+
+
+def test_baseline_is_added_and_all_expands() -> None:
+    plan = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '["aes-256-ctr"]'))
+    assert plan.engines[0].encryptions == ("none", "aes-256-ctr")
+    plan = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '"all"'))
+    assert plan.engines[0].encryptions == ("none", "aes-256-gcm", "aes-256-ctr")
+
+
+@pytest.mark.parametrize("old, new, message, line", [
+    ('name = "duckdb"', 'name = "oracle"', "unknown name 'oracle'; valid: duckdb, sqlite", 10),
+    ('"aes-256-ctr"]', '"aes-512-xts"]', "no encryption 'aes-512-xts'; valid: none, aes-256-gcm, aes-256-ctr", 11),
+    ("scale = 0.01", "scale = 100", "scale factor 100 is out of range for tpch: 0.01 to 10", 15),
+    ("scale = 0.01", "scale = 0.001", "out of range", 15),
+    ('cache = "warm"', 'cache = "lukewarm"', "unknown cache 'lukewarm'; valid: warm, cold", 5),
+    ('order = "interleaved"', 'order = "random"', "valid: interleaved, sequential", 6),
+    ("repetitions = 3", "repetitions = 0", "repetitions = 0 is out of range: 1 to 1000", 3),
+    ("streams = 2", "streams = 99", "streams = 99 is out of range: 1 to 10", 17),
+    ('tests = ["power", "throughput"]', 'tests = ["speed"]', "no test 'speed'; valid: power, throughput", 16),
+    ("seed = 1", "sed = 1", "unknown key 'sed' in plan", 7),
+])
+def test_errors_name_file_line_and_choices(old: str, new: str, message: str, line: int) -> None:
+    with pytest.raises(PlanError) as info:
+        parse_plan(ISSUE_PLAN.replace(old, new, 1), "my.toml")
+    assert message in str(info.value)
+    assert str(info.value).startswith(f"my.toml:{line}: ")
+
+
+def test_malformed_toml_reports_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "x"\nrepetitions = = 3\n')
+    with pytest.raises(PlanError, match=r"bad.toml: not valid TOML: .*line 2"):
+        load_plan(path)
+
+
+def test_missing_sections_and_file(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="no \\[\\[engines\\]\\]"):
+        parse_plan('name = "x"\n[[workloads]]\nname = "tpch"\n')
+    with pytest.raises(PlanError, match="cannot read plan"):
+        load_plan(tmp_path / "absent.toml")
+
+
+def test_interleaved_runs_every_configuration_each_round_in_seeded_order() -> None:
+    plan = parse_plan(ISSUE_PLAN)
+    trials = schedule(plan)
+    assert len(trials) == 3 * 3
+    rounds = [trials[i:i + 3] for i in range(0, 9, 3)]
+    for number, round_ in enumerate(rounds, start=1):
+        assert {t.key.repetition for t in round_} == {number}
+        assert sorted(t.key.encryption for t in round_) == sorted(plan.engines[0].encryptions)
+    assert [t.key for t in schedule(plan)] == [t.key for t in trials]  # same seed, same order
+    other = schedule(parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 2")))
+    assert [t.key for t in other] != [t.key for t in trials]
+
+
+def test_sequential_keeps_repetitions_together() -> None:
+    trials = schedule(parse_plan(ISSUE_PLAN.replace('"interleaved"', '"sequential"')))
+    assert [t.key.encryption for t in trials[:3]] == ["none"] * 3
+    assert [t.key.repetition for t in trials[:3]] == [1, 2, 3]
+    assert Counter(t.key.encryption for t in trials) == {"none": 3, "aes-256-gcm": 3, "aes-256-ctr": 3}

@@ -1,0 +1,162 @@
+"""Every derived file of the fake run, checked for content rather than just existence."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+
+
+from fakes import FAILED, MIB, REPETITIONS, write_fake_run  # noqa: E402
+
+from tdebench.report import build  # noqa: E402
+from tdebench.report.findings import overhead_sentence  # noqa: E402
+from tdebench.report.records import CellKey, SummaryRecord  # noqa: E402
+from tdebench.stats import overhead, summarize  # noqa: E402
+
+SUMMARY_COLUMNS = ["engine", "encryption", "workload", "scale", "test", "step", "metric", "unit", "n",
+                   "median", "mean", "stdev", "ci_low", "ci_high", "cv", "outliers", "noisy",
+                   "overhead_pct", "overhead_ci_low", "overhead_ci_high", "p_value"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """One build shared by the tests: building takes seconds (bootstrap, plots)."""
+    directory = tmp_path_factory.mktemp("run")
+    write_fake_run(directory)
+    return directory, build(directory)
+
+
+@pytest.fixture(scope="module")
+def run_dir(built: tuple[Path, list[Path]]) -> Path:
+    return built[0]
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def find(rows: list[dict[str, str]], **match: str) -> list[dict[str, str]]:
+    return [row for row in rows if all(row[key] == value for key, value in match.items())]
+
+
+def test_build_writes_every_file_and_rebuilds_identically(built: tuple[Path, list[Path]]) -> None:
+    directory, written = built
+    names = {path.name for path in written}
+    assert {"summary.csv", "queries.csv", "verdicts.csv", "report.md", "report.html"} <= names
+    assert sum(path.suffix == ".png" for path in written) == 6
+    first = {path: path.read_bytes() for path in written}
+    assert build(directory) == written
+    assert {path: path.read_bytes() for path in written} == first  # a pure function of the raw data
+
+
+def test_summary_csv_columns_and_database_size_overhead(run_dir: Path) -> None:
+    columns, rows = read_csv(run_dir / "summary.csv")
+    assert columns == SUMMARY_COLUMNS
+    size = find(rows, engine="duckdb", encryption="aes-256-gcm", test="load", step="database",
+                metric="size_bytes")
+    assert len(size) == 1
+    assert size[0]["unit"] == "bytes"
+    assert float(size[0]["median"]) == pytest.approx(10.5 * MIB)
+    assert float(size[0]["overhead_pct"]) == pytest.approx(5.0)
+    assert float(size[0]["overhead_ci_low"]) == pytest.approx(5.0)
+    baseline = find(rows, engine="duckdb", encryption="none", test="load", step="database")[0]
+    assert baseline["overhead_pct"] == baseline["p_value"] == ""
+
+
+def test_summary_csv_geomean_units_and_exclusions(run_dir: Path) -> None:
+    _, rows = read_csv(run_dir / "summary.csv")
+    geomeans = find(rows, engine="duckdb", encryption="aes-256-gcm", test="power", step="geomean")
+    assert len(geomeans) == 1 and geomeans[0]["unit"] == "s" and geomeans[0]["n"] == "3"
+    assert float(geomeans[0]["overhead_pct"]) == pytest.approx(3.0, abs=1.0)
+    assert float(geomeans[0]["p_value"]) == pytest.approx(0.1)
+    # the warm-up run (100x slower) never enters statistics
+    q1 = find(rows, engine="duckdb", encryption="none", test="power", step="q1", metric="elapsed_s")[0]
+    assert q1["n"] == "3" and float(q1["median"]) < 0.1
+    # the failed trial is left out: two repetitions remain
+    failed = find(rows, engine=FAILED.engine, encryption=FAILED.encryption, test="power", step="q1",
+                  metric="elapsed_s")[0]
+    assert failed["n"] == "2"
+    # throughput queries pool both streams over the repetitions
+    assert find(rows, engine="duckdb", encryption="none", test="throughput", step="q1",
+                metric="elapsed_s")[0]["n"] == "6"
+    noisy = find(rows, engine="duckdb", encryption="none", test="power", step="q9", metric="elapsed_s")[0]
+    assert noisy["noisy"] == "true" and float(noisy["cv"]) > 0.05
+
+
+def test_queries_csv_has_one_column_per_execution(run_dir: Path) -> None:
+    columns, rows = read_csv(run_dir / "queries.csv")
+    executions = [f"exec_{i}" for i in range(1, REPETITIONS + 1)]
+    assert columns == ["engine", "encryption", "workload", "scale", "test", "stream", "query",
+                       *executions, "average_ms", "stdev_ms", "answer"]
+    q3 = find(rows, engine="duckdb", encryption="none", test="power", query="q3")
+    assert len(q3) == 1
+    times = [float(q3[0][key]) for key in executions]
+    assert float(q3[0]["average_ms"]) == pytest.approx(sum(times) / len(times), abs=1e-3)
+    assert 10.0 < times[0] < 100.0  # milliseconds
+    assert q3[0]["answer"] == "ok"
+    stream = find(rows, engine="duckdb", encryption="none", test="throughput", stream="2", query="q3")
+    assert stream[0]["answer"] == "unchecked"
+    wrong = find(rows, engine=FAILED.engine, encryption=FAILED.encryption, test="power", query="q5")
+    assert wrong[0]["answer"] == "failed"
+    assert wrong[0]["exec_3"] != ""  # a failed trial's executions are still shown
+
+
+def test_verdicts_csv(run_dir: Path) -> None:
+    columns, rows = read_csv(run_dir / "verdicts.csv")
+    assert columns == ["engine", "encryption", "workload", "scale", "repetition", "verdict", "expected",
+                       "as_expected", "files_scanned", "bytes_scanned", "first_hit", "detail"]
+    baseline = find(rows, engine="duckdb", encryption="none", repetition="1")[0]
+    assert (baseline["verdict"], baseline["expected"], baseline["as_expected"]) == ("plaintext", "plaintext", "true")
+    assert baseline["first_hit"].startswith("duckdb.db@")
+    assert all(row["as_expected"] == "true" for row in rows)
+    assert len(rows) == 2 * 3 * REPETITIONS - 1  # the failed trial has no verdict
+
+
+def test_report_md_sections_in_order_and_failure_on_top(run_dir: Path) -> None:
+    text = (run_dir / "report.md").read_text()
+    headings = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
+    assert headings == ["Findings", "Failures", "Overhead", "Per-query", "Database size", "Verdicts",
+                        "Raw cipher throughput", "Environment", "Noisy cells and outliers"]
+    findings = text.split("## Failures")[0]
+    assert "FAILED: database disk image is malformed" in findings
+    assert "Wrong query answers in trial sqlite/aes-256-cbc" in findings
+    assert "duckdb aes-256-gcm costs +5.0% \\[5.0, 5.0\\] in database size" in findings
+    assert "duckdb aes-256-gcm: no significant difference on the power test" in findings
+    assert "Every encrypted trial clean; every baseline showed its canaries (positive control)." in findings
+    assert "Plan “fake”" in text and "3 repetitions" in text and "cache warm" in text
+    for image in re.findall(r"\]\((plots/[^)]+\.png)\)", text):
+        assert (run_dir / image).is_file()
+    assert "CV 28." in text  # the noisy q9 cell with its advice
+    assert "cell(s) are noisy, the worst duckdb none tpch sf0.01 · power q9" in findings
+
+
+def test_report_html_is_self_contained_and_escaped(run_dir: Path) -> None:
+    html = (run_dir / "report.html").read_text()
+    assert html.count('<img src="data:image/png;base64,') >= 6  # 2 overhead + 4 per-query plots
+    assert "http://" not in html and "https://" not in html
+    assert "<script" not in html and "<link" not in html
+    assert "&lt;script&gt;" in html  # the environment's HTML shown as text
+    assert "database disk image is malformed" in html
+    assert html.index("FAILED") < html.index("<h2>Overhead</h2>")
+    for heading in ("Findings", "Overhead", "Per-query", "Database size", "Verdicts",
+                    "Raw cipher throughput", "Environment", "Noisy cells and outliers"):
+        assert f"<h2>{heading}</h2>" in html
+    assert "Fake CPU 9000" in html and "aes, avx2, sha_ni, vaes" in html
+    assert "+5.0%" in html and "10.50" in html  # database size in MiB with its overhead
+    assert "physical limit" in html and "4,100" in html  # cipher table in MiB/s
+
+
+def test_a_significant_speed_up_is_called_suspect_not_a_gain() -> None:
+    cell = CellKey("duckdb", "aes-256-gcm", "tpch", 1.0, "power", "geomean", "elapsed_s")
+    baseline = [1.0 + i * 0.001 for i in range(10)]
+    faster = [0.9 + i * 0.001 for i in range(10)]
+    record = SummaryRecord(cell, "s", summarize(faster), overhead(baseline, faster))
+    sentence = overhead_sentence("on the power test", record,
+                                 SummaryRecord(cell, "s", summarize(baseline), None))
+    assert sentence.startswith("duckdb aes-256-gcm measures -10.0% [")
+    assert "suspect the baseline" in sentence and "n=10" in sentence

@@ -1,0 +1,125 @@
+"""The runner with a fake engine and an exact fake clock: phases, order, durability, verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload
+from tdebench.measure.clock import FakeClock
+from tdebench.plan import EngineChoice, Plan, WorkloadSpec
+from tdebench.runner import Runner
+from tdebench.store import Measurement, ResultStore, read_run
+
+
+def make_plan(**overrides) -> Plan:
+    values = dict(name="fake", repetitions=2, warmups=1, cache="warm", order="interleaved", seed=7,
+                  engines=(EngineChoice("fake", ("none", FAKE_ENC.name)),),
+                  workloads=(WorkloadSpec("fakeload", (1.0,), ("power",), 1),), text="name = 'fake'\n")
+    values.update(overrides)
+    return Plan(**values)
+
+
+def run(tmp_path: Path, plan: Plan, **kwargs):
+    clock = FakeClock()
+    workload = FakeWorkload(clock, **kwargs)
+    store = ResultStore(tmp_path / "out")
+    store.start(plan.text, {"cpu_model": "fake"})
+    FakeEngine.provisioned.clear()
+    runner = Runner(plan=plan, store=store, data_dir=tmp_path / "data", clock=clock,
+                    engine_factory=lambda name: FakeEngine(), workload_factory=lambda name: workload,
+                    drop_cache=lambda: True, workspace_parent=tmp_path)
+    summary = runner.run()
+    return summary, read_run(tmp_path / "out"), workload
+
+
+def test_exact_times_are_recorded_and_warmups_marked(tmp_path: Path) -> None:
+    summary, data, workload = run(tmp_path, make_plan())
+    assert summary.ok and summary.trials == 4
+    assert workload.prepared == [1.0]
+    q2 = [m for m in data.measurements if m.step == "q2" and not m.warmup]
+    assert sorted((m.trial.encryption, m.metrics["elapsed_s"]) for m in q2) == [
+        ("fake-256", 0.22), ("fake-256", 0.22), ("none", 0.2), ("none", 0.2)]
+    warm = [m for m in data.measurements if m.warmup]
+    assert len(warm) == 4 * 2 and {m.step for m in warm} == {"q1", "q2"}
+    sizes = [m for m in data.measurements if m.test == "load" and m.step == "database"]
+    assert len(sizes) == 4 and all(m.metrics["size_bytes"] > 0 for m in sizes)
+
+
+def test_verdicts_baseline_plaintext_and_encrypted_clean(tmp_path: Path) -> None:
+    summary, data, _ = run(tmp_path, make_plan())
+    by_enc = {(v.trial.encryption, v.verdict) for v in data.verdicts}
+    assert by_enc == {("none", "plaintext"), ("fake-256", "encrypted")}
+    baseline = next(v for v in data.verdicts if v.trial.encryption == "none")
+    assert baseline.first_hit and baseline.first_hit.startswith("fake.db@")
+    assert all(v.as_expected for v in data.verdicts) and summary.ok
+
+
+def test_interleaved_trial_order_is_round_by_round(tmp_path: Path) -> None:
+    _, data, _ = run(tmp_path, make_plan(repetitions=3))
+    order = [(t.trial.repetition, t.trial.encryption) for t in data.trials]
+    assert [rep for rep, _ in order] == [1, 1, 2, 2, 3, 3]
+    assert all({enc for rep, enc in order if rep == r} == {"none", "fake-256"} for r in (1, 2, 3))
+
+
+def test_wrong_answer_fails_the_trial_but_keeps_its_numbers_and_the_run_goes_on(tmp_path: Path) -> None:
+    summary, data, _ = run(tmp_path, make_plan(), fail_on="fake-256")
+    assert not summary.ok
+    assert {o.trial.encryption for o in summary.failed} == {"fake-256"}
+    assert all("WrongAnswer" in o.error for o in summary.failed)
+    failed_answers = [m for m in data.measurements if m.answer == "failed"]
+    assert failed_answers, "the measurements of a failed trial are kept"
+    assert len(data.trials) == 4 and len(data.verdicts) == 4
+
+
+def test_workspaces_removed_and_databases_closed(tmp_path: Path) -> None:
+    run(tmp_path, make_plan())
+    assert not list(tmp_path.glob("tdebench-*")), "the run's workspace root must be removed"
+    assert FakeEngine.provisioned and all(db.closed for db in FakeEngine.provisioned)
+
+
+def test_ctrl_c_cleans_up_and_keeps_finished_trials(tmp_path: Path) -> None:
+    class Interrupting(FakeWorkload):
+        calls = 0
+
+        def run(self, test, ctx, conn, *, warmup):
+            Interrupting.calls += 1
+            if Interrupting.calls == 5:  # inside the third trial
+                raise KeyboardInterrupt
+            super().run(test, ctx, conn, warmup=warmup)
+
+    clock = FakeClock()
+    store = ResultStore(tmp_path / "out")
+    plan = make_plan()
+    store.start(plan.text, {})
+    FakeEngine.provisioned.clear()
+    runner = Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
+                    engine_factory=lambda name: FakeEngine(),
+                    workload_factory=lambda name: Interrupting(clock), workspace_parent=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run()
+    assert not list(tmp_path.glob("tdebench-*"))
+    assert all(db.closed for db in FakeEngine.provisioned)
+    assert len(read_run(tmp_path / "out").trials) == 2
+
+
+def test_cold_cache_is_recorded_as_dropped_only_when_it_was(tmp_path: Path) -> None:
+    plan = make_plan(cache="cold")
+    clock = FakeClock()
+    for works in (True, False):
+        out = tmp_path / f"out{works}"
+        store = ResultStore(out)
+        store.start(plan.text, {})
+        Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
+               engine_factory=lambda name: FakeEngine(), workload_factory=lambda name: FakeWorkload(clock),
+               drop_cache=lambda: works, workspace_parent=tmp_path).run()
+        assert {t.cache_dropped for t in read_run(out).trials} == {works}
+        assert {t.cache for t in read_run(out).trials} == {"cold"}
+
+
+def test_results_are_durable_line_by_line(tmp_path: Path) -> None:
+    _, data, _ = run(tmp_path, make_plan())
+    lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == len(data.measurements) + len(data.verdicts) + len(data.trials)
+    assert all(isinstance(m, Measurement) for m in data.measurements)

@@ -1,0 +1,108 @@
+"""Statistics against distributions whose answers are known."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tdebench.stats import NOISY_CV, geomean, noise_advice, overhead, summarize
+
+
+def normal(n: int, mean: float = 100.0, sd: float = 2.0, seed: int = 7) -> np.ndarray:
+    return np.random.default_rng(seed).normal(mean, sd, n)
+
+
+def test_ci_of_median_of_large_normal_sample_contains_true_median() -> None:
+    summary = summarize(normal(2000, seed=11))
+    assert summary.ci_low < 100.0 < summary.ci_high
+    assert summary.ci_high - summary.ci_low < 0.5
+    assert summary.n == 2000
+    assert summary.median == pytest.approx(100.0, abs=0.2)
+    assert summary.cv == pytest.approx(0.02, rel=0.1)
+
+
+def test_ci_of_median_covers_the_true_median_about_95_percent_of_the_time() -> None:
+    """A single sample's interval misses 5% of the time by design; coverage is the real test."""
+    covered = 0
+    for seed in range(200):
+        summary = summarize(normal(40, seed=seed))
+        covered += summary.ci_low <= 100.0 <= summary.ci_high
+    assert 0.88 <= covered / 200 <= 0.99
+
+
+def test_summary_is_reproducible() -> None:
+    values = normal(30)
+    assert summarize(values) == summarize(values)
+
+
+def test_single_value_has_its_value_as_ci_and_unknown_spread() -> None:
+    summary = summarize([4.2])
+    assert (summary.n, summary.median, summary.ci_low, summary.ci_high) == (1, 4.2, 4.2, 4.2)
+    assert math.isnan(summary.stdev) and math.isnan(summary.cv)
+    assert not summary.noisy
+
+
+def test_empty_group_is_refused() -> None:
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_outliers_are_flagged_not_dropped() -> None:
+    values = [10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 30.0]
+    summary = summarize(values)
+    assert summary.outliers == 1
+    assert summary.n == 7
+    assert summary.mean == pytest.approx(sum(values) / 7)
+
+
+def test_no_outliers_in_a_tight_group() -> None:
+    assert summarize([10.0, 10.1, 9.9, 10.0]).outliers == 0
+
+
+def test_overhead_of_identical_groups_is_zero_and_not_significant() -> None:
+    values = normal(20)
+    compared = overhead(values, values.copy())
+    assert compared.pct == pytest.approx(0.0)
+    assert compared.ci_low < 0.0 < compared.ci_high
+    assert compared.p_value > 0.5
+    assert not compared.significant
+
+
+def test_overhead_of_groups_from_one_distribution_spans_zero() -> None:
+    compared = overhead(normal(20, seed=1), normal(20, seed=2))
+    assert compared.ci_low < 0.0 < compared.ci_high
+    assert not compared.significant
+
+
+def test_ten_percent_shift_is_found_and_significant() -> None:
+    baseline = normal(20, seed=3)
+    compared = overhead(baseline, normal(20, mean=110.0, sd=2.2, seed=4))
+    assert compared.pct == pytest.approx(10.0, abs=1.5)
+    assert compared.ci_low < compared.pct < compared.ci_high
+    assert 7.0 < compared.ci_low and compared.ci_high < 13.0
+    assert compared.p_value < 0.001
+    assert compared.significant
+    assert (compared.n_baseline, compared.n_treatment) == (20, 20)
+
+
+def test_three_against_three_cannot_reach_p_below_a_tenth() -> None:
+    """Documented limit of the exact Mann–Whitney U test: 2 / C(6, 3) = 0.1."""
+    compared = overhead([1.0, 1.1, 1.2], [2.0, 2.1, 2.2])
+    assert compared.p_value == pytest.approx(0.1)
+    assert not compared.significant
+
+
+def test_geomean() -> None:
+    assert geomean([1.0, 100.0]) == pytest.approx(10.0)
+    assert geomean([2.0, 8.0, 4.0]) == pytest.approx(4.0)
+    with pytest.raises(ValueError):
+        geomean([1.0, 0.0])
+
+
+def test_noise_flag_and_advice() -> None:
+    assert not summarize([100.0, 101.0, 99.0]).noisy
+    noisy = summarize([80.0, 100.0, 120.0])
+    assert noisy.cv > NOISY_CV and noisy.noisy
+    assert noise_advice(0.082) == 'CV 8.2% > 5%: raise repetitions, use cache = "cold" or quiet the machine'

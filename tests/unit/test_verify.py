@@ -1,0 +1,235 @@
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tdebench.store import FileScan, TrialKey
+from tdebench.verify import (
+    canary_encodings, describe, error_verdict, judge, label_first_hit, scan, scan_file, verify_paths,
+)
+
+CANARY = "TDEBENCH-CANARY-7f3a"
+TRIAL = TrialKey("sqlite", "aes-256-cbc", "crud", 0.01, 1)
+SQLITE_MAGIC = (0, b"SQLite format 3\x00")
+
+
+def _noise(n: int) -> bytes:
+    """Random bytes without zeros: a zero next to a UTF-16 canary would match the other byte order too."""
+    return os.urandom(n).replace(b"\x00", b"\x01")
+
+
+def _file(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def _scan(name="db", size=8192, hits=0, offset=None, header=None) -> FileScan:
+    return FileScan(path=name, bytes=size, hits=hits, first_hit_offset=offset, entropy_mean=7.9,
+                    low_entropy_blocks=0, blocks=size // 4096, plaintext_header=header)
+
+
+def test_canary_encodings():
+    enc = canary_encodings("ab")
+    assert enc == {"utf-8": b"ab", "utf-16-le": b"a\x00b\x00", "utf-16-be": b"\x00a\x00b"}
+    with pytest.raises(ValueError):
+        canary_encodings("")
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16-le", "utf-16-be"])
+def test_canary_found_in_every_encoding(tmp_path, encoding):
+    data = _noise(5000) + CANARY.encode(encoding) + _noise(3000)
+    path = _file(tmp_path, "db", data)
+    result = scan_file(path, [CANARY], tmp_path, None)
+    assert result.hits == 1
+    assert result.first_hit_offset == 5000
+    assert result.path == "db"
+    assert label_first_hit([result], tmp_path, [CANARY]) == f"db@5000 ({encoding})"
+
+
+@pytest.mark.parametrize("offset", range(4096 - 45, 4096 + 1))
+def test_canary_spanning_a_chunk_border_is_found_once(tmp_path, offset):
+    data = bytearray(_noise(3 * 4096))
+    pattern = CANARY.encode("utf-16-le")  # the longest pattern: 40 bytes
+    data[offset:offset + len(pattern)] = pattern
+    path = _file(tmp_path, "db", bytes(data))
+    result = scan_file(path, [CANARY], tmp_path, None, block_size=4096, chunk_size=4096)
+    assert (result.hits, result.first_hit_offset) == (1, offset)
+
+
+def test_short_pattern_in_overlap_counted_once(tmp_path):
+    # The UTF-8 pattern (20 bytes) fits inside the 39-byte overlap kept for UTF-16.
+    data = bytearray(_noise(2 * 1024))
+    data[1024 - 25:1024 - 5] = CANARY.encode()
+    path = _file(tmp_path, "db", bytes(data))
+    result = scan_file(path, [CANARY], tmp_path, None, block_size=512, chunk_size=1024)
+    assert (result.hits, result.first_hit_offset) == (1, 1024 - 25)
+
+
+def test_chunk_smaller_than_overlap(tmp_path):
+    data = b"x" * 100 + CANARY.encode("utf-16-be") + b"y" * 100
+    path = _file(tmp_path, "db", data)
+    result = scan_file(path, [CANARY], tmp_path, None, block_size=8, chunk_size=16)
+    assert (result.hits, result.first_hit_offset) == (1, 100)
+
+
+def test_many_hits_and_first_offset(tmp_path):
+    data = b"a" * 10 + CANARY.encode("utf-16-be") + b"b" * 5000 + CANARY.encode() * 3
+    result = scan_file(_file(tmp_path, "db", data), [CANARY, "other-canary"], tmp_path, None,
+                       block_size=64, chunk_size=1024)
+    assert (result.hits, result.first_hit_offset) == (4, 10)
+
+
+def test_random_bytes_no_hit_high_entropy(tmp_path):
+    result = scan_file(_file(tmp_path, "db", os.urandom(64 * 4096)), [CANARY], tmp_path, None)
+    assert result.hits == 0 and result.first_hit_offset is None
+    assert result.blocks == 64
+    assert 7.9 < result.entropy_mean <= 8.0
+    assert result.low_entropy_blocks == 0
+    assert result.plaintext_header is None
+
+
+def test_text_gives_low_entropy_blocks(tmp_path):
+    text = ("The quick brown fox jumps over the lazy dog. " * 1000).encode()[: 8 * 4096]
+    result = scan_file(_file(tmp_path, "db", text), [CANARY], tmp_path, None)
+    assert result.blocks == 8 and result.low_entropy_blocks == 8
+    assert result.entropy_mean < 5
+
+
+def test_zero_blocks_are_excluded(tmp_path):
+    data = os.urandom(2 * 4096) + bytes(3 * 4096)
+    result = scan_file(_file(tmp_path, "db", data), [CANARY], tmp_path, None)
+    assert result.blocks == 5
+    assert result.low_entropy_blocks == 0
+    assert result.entropy_mean > 7.9
+
+
+def test_partial_trailing_block_not_in_entropy(tmp_path):
+    result = scan_file(_file(tmp_path, "db", os.urandom(4096 + 100)), [CANARY], tmp_path, None)
+    assert result.bytes == 4196 and result.blocks == 1 and result.low_entropy_blocks == 0
+
+
+def test_signature(tmp_path):
+    plain = _file(tmp_path, "plain", b"SQLite format 3\x00" + os.urandom(4080))
+    cipher = _file(tmp_path, "cipher", os.urandom(4096))
+    tiny = _file(tmp_path, "tiny", b"SQL")
+    assert scan_file(plain, [CANARY], tmp_path, SQLITE_MAGIC).plaintext_header is True
+    assert scan_file(cipher, [CANARY], tmp_path, SQLITE_MAGIC).plaintext_header is False
+    assert scan_file(tiny, [CANARY], tmp_path, SQLITE_MAGIC).plaintext_header is False
+    offset_sig = scan_file(plain, [CANARY], tmp_path, (7, b"format"))
+    assert offset_sig.plaintext_header is True
+
+
+def test_chunk_size_must_be_whole_blocks(tmp_path):
+    with pytest.raises(ValueError):
+        scan_file(_file(tmp_path, "db", b"x"), [CANARY], tmp_path, None, block_size=4096, chunk_size=5000)
+
+
+def test_scan_walks_directories_sorted_without_following_symlinks(tmp_path):
+    _file(tmp_path, "data/b.db", os.urandom(100))
+    _file(tmp_path, "data/sub/a.wal", os.urandom(100))
+    outside = _file(tmp_path, "outside/secret", CANARY.encode())
+    (tmp_path / "data" / "link").symlink_to(outside)
+    (tmp_path / "data" / "linkdir").symlink_to(tmp_path / "outside")
+    single = _file(tmp_path, "single", b"x")
+    scans = scan([tmp_path / "data", single, tmp_path / "data" / "b.db"], [CANARY], tmp_path)
+    assert [s.path for s in scans] == ["data/b.db", "data/sub/a.wal", "single"]
+    assert all(s.hits == 0 for s in scans)
+
+
+def test_scan_missing_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope"):
+        scan([tmp_path / "nope"], [CANARY], tmp_path)
+
+
+# --- judge: one test per rule ---
+
+def test_judge_nothing_scanned_is_inconclusive():
+    assert judge(TRIAL, "encrypted", [], True).verdict == "inconclusive"
+    empty = judge(TRIAL, "encrypted", [_scan(size=0)], True)
+    assert empty.verdict == "inconclusive" and empty.files_scanned == 1 and empty.bytes_scanned == 0
+
+
+def test_judge_canary_hit_is_plaintext():
+    scans = [_scan("a"), _scan("b", hits=2, offset=40)]
+    v = judge(TRIAL, "encrypted", scans, canary_readable=False)
+    assert v.verdict == "plaintext" and not v.as_expected
+    assert v.first_hit == "b@40"
+    assert v.files == tuple(scans) and v.files_scanned == 2 and v.bytes_scanned == 16384
+    assert "canary found 2 times in 1 files" in v.detail
+    labelled = judge(TRIAL, "encrypted", scans, True, first_hit_label="b@40 (utf-8)")
+    assert labelled.first_hit == "b@40 (utf-8)"
+
+
+def test_judge_plaintext_header_is_plaintext():
+    v = judge(TRIAL, "encrypted", [_scan(header=False), _scan("wal", header=True)], True)
+    assert v.verdict == "plaintext" and v.first_hit == "wal (plaintext header)"
+    assert "plaintext header in 1 files" in v.detail
+
+
+def test_judge_unreadable_canary_is_inconclusive():
+    v = judge(TRIAL, "encrypted", [_scan()], canary_readable=False)
+    assert v.verdict == "inconclusive" and "read back" in v.detail
+
+
+def test_judge_baseline_without_hit_fails_positive_control():
+    v = judge(TRIAL, "plaintext", [_scan()], True)
+    assert v.verdict == "inconclusive"
+    assert v.detail.startswith("positive control failed: the baseline's canaries were not found, "
+                               "so the scan cannot prove anything")
+
+
+def test_judge_encrypted_and_baseline_plaintext():
+    v = judge(TRIAL, "encrypted", [_scan(header=False), _scan("wal", size=4096)], True)
+    assert v.verdict == "encrypted" and v.as_expected and v.first_hit is None
+    assert "scanned 2 files, 12,288 bytes, mean entropy 7.90 bits/byte" in v.detail
+    baseline = judge(TRIAL, "plaintext", [_scan(hits=1, offset=0)], True)
+    assert baseline.verdict == "plaintext" and baseline.as_expected
+
+
+def test_error_verdict():
+    v = error_verdict(TRIAL, "encrypted", "OSError: boom")
+    assert (v.verdict, v.detail, v.files_scanned, v.files) == ("error", "OSError: boom", 0, ())
+
+
+# --- verify_paths / describe ---
+
+def test_verify_paths_directory_tree(tmp_path):
+    _file(tmp_path, "db/main.db", os.urandom(8192))
+    _file(tmp_path, "db/logs/wal", _noise(100) + CANARY.encode("utf-16-le"))
+    result, scans = verify_paths([tmp_path / "db"], [CANARY])
+    assert result == "plaintext"
+    assert [s.path for s in scans] == ["logs/wal", "main.db"]
+    lines = describe(scans)
+    assert len(lines) == 2
+    assert lines[0].startswith("logs/wal: 140 bytes, 1 canary hits (first at byte 100)")
+    assert "entropy" in lines[1] and "0/2 blocks low" in lines[1]
+
+
+def test_verify_paths_clean_empty_missing(tmp_path):
+    enc = _file(tmp_path, "enc.db", os.urandom(4096))
+    assert verify_paths([enc], [CANARY])[0] == "clean"
+    assert verify_paths([enc], [CANARY])[1][0].path == "enc.db"
+    (tmp_path / "empty").mkdir()
+    assert verify_paths([tmp_path / "empty"], [CANARY]) == ("empty", ())
+    with pytest.raises(FileNotFoundError, match="missing"):
+        verify_paths([tmp_path / "missing"], [CANARY])
+
+
+def test_real_sqlite_file_is_plaintext(tmp_path):
+    db = tmp_path / "plain.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE persons (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.executemany("INSERT INTO persons (name) VALUES (?)", [(f"name {i}",) for i in range(2000)])
+    conn.execute("INSERT INTO persons (name) VALUES (?)", (CANARY,))
+    conn.commit()
+    assert conn.execute("SELECT count(*) FROM persons WHERE name = ?", (CANARY,)).fetchone() == (1,)
+    conn.close()
+    scans = scan([tmp_path], [CANARY], tmp_path, SQLITE_MAGIC)
+    assert [s.path for s in scans] == ["plain.db"]
+    assert scans[0].plaintext_header is True and scans[0].hits == 1
+    v = judge(TRIAL, "plaintext", scans, True, label_first_hit(scans, tmp_path, [CANARY]))
+    assert v.verdict == "plaintext" and v.as_expected
+    assert v.first_hit == f"plain.db@{scans[0].first_hit_offset} (utf-8)"
