@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 from tdebench.workloads.tpch import answers, data, schema
+from tdebench.workloads.tpch.extension import duckdb_with_tpch
 from tdebench.workloads.tpch.queries import query
 
 SCALE = 0.01
@@ -49,7 +50,8 @@ def sqlite_run(parquet: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
     reader = duckdb.connect(":memory:")
     with con:  # one transaction: SQLite commits per statement otherwise
         for table, columns in schema.TABLES.items():
-            cursor = reader.execute(schema.parquet_select(table, "sqlite"), [str(parquet[table])])
+            select = _bindable_select(reader, columns, parquet[table])
+            cursor = reader.execute(select, [str(parquet[table])])
             insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
             while batch := cursor.fetchmany(10_000):
                 con.executemany(insert, batch)
@@ -58,6 +60,17 @@ def sqlite_run(parquet: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
         con.execute(statement)
     yield lambda sql: con.execute(sql).fetchall()
     con.close()
+
+
+def _bindable_select(reader: duckdb.DuckDBPyConnection, columns: tuple[str, ...], path: Path) -> str:
+    """SELECT from Parquet with DECIMAL as DOUBLE and DATE as ISO text: apsw binds neither
+    Decimal nor datetime.date (the same casts the SQLite engine's loader makes)."""
+    types = dict(reader.execute("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))",
+                                [str(path)]).fetchall())
+    casts = {"DECIMAL": "DOUBLE", "DATE": "VARCHAR"}
+    select = [next((f"CAST({c} AS {to})" for prefix, to in casts.items() if types[c].startswith(prefix)), c)
+              for c in columns]
+    return f"SELECT {', '.join(select)} FROM read_parquet(?)"
 
 
 @pytest.mark.parametrize("number", range(1, 23), ids=lambda n: f"q{n:02d}")
@@ -77,3 +90,44 @@ def test_loaded_row_counts_match_parquet(dialect: str, parquet: dict[str, Path],
         (expected,) = reader.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone()
         assert run(f"SELECT count(*) FROM {table}") == [(expected,)], table
     reader.close()
+
+
+def test_duckdb_query_files_match_the_extension() -> None:
+    """The packaged DuckDB text is the extension's, so it can be reviewed and diffed."""
+    con = duckdb_with_tpch()
+    source = dict(con.execute("SELECT query_nr, query FROM tpch_queries()").fetchall())
+    con.close()
+    assert {n: query(n, "duckdb") for n in range(1, 23)} == {n: q.strip() + "\n" for n, q in source.items()}
+
+
+def test_generate_reuses_complete_files_and_leaves_no_scratch(parquet: dict[str, Path]) -> None:
+    directory = parquet["region"].parent
+    assert directory.name == "sf0.01"
+    assert sorted(p.name for p in directory.iterdir()) == sorted(f"{t}.parquet" for t in schema.TABLES)
+    stamps = {t: p.stat().st_mtime_ns for t, p in parquet.items()}
+    assert data.generate(SCALE, directory.parent) == parquet
+    assert {t: p.stat().st_mtime_ns for t, p in parquet.items()} == stamps
+
+
+def test_generate_remakes_a_missing_file(tmp_path: Path, parquet: dict[str, Path]) -> None:
+    target = tmp_path / "sf0.01"
+    target.mkdir()
+    for table, path in parquet.items():
+        if table != "nation":
+            (target / path.name).write_bytes(path.read_bytes())
+    files = data.generate(SCALE, tmp_path)
+    assert files["nation"].read_bytes() == parquet["nation"].read_bytes()  # dbgen is deterministic
+
+
+@pytest.mark.parametrize("scale", [0.001, 11])
+def test_generate_refuses_scales_out_of_range(scale: float, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="outside 0.01..10"):
+        data.generate(scale, tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+def test_unknown_dialect_is_refused() -> None:
+    with pytest.raises(ValueError, match="dialect 'oracle'; known: duckdb"):
+        query(1, "oracle")
+    with pytest.raises(ValueError, match="dialect 'oracle'; known: duckdb"):
+        schema.create_tables("oracle")

@@ -49,7 +49,8 @@ def _write(scale: float, target: Path, files: dict[str, Path]) -> None:
             con.execute("CALL dbgen(sf = ?)", [scale])
             for table, path in files.items():
                 partial = path.with_name(f".{path.name}.partial")
-                con.execute(f"COPY {table} TO '{partial}' (FORMAT parquet)")
+                quoted = str(partial).replace("'", "''")
+                con.execute(f"COPY {table} TO '{quoted}' (FORMAT parquet)")
                 os.replace(partial, path)
         finally:
             con.close()

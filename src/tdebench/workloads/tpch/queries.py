@@ -28,13 +28,6 @@ def query(number: int, dialect: str) -> str:
     return _query(number, dialect)
 
 
-def overridden(dialect: str) -> list[int]:
-    """The queries that `dialect` runs from a hand-written file instead of a transpilation."""
-    if dialect == SOURCE_DIALECT:
-        return []
-    return [n for n in range(1, 23) if _file(n, dialect) is not None]
-
-
 @functools.cache
 def _query(number: int, dialect: str) -> str:
     text = _file(number, dialect)
