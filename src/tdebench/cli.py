@@ -28,7 +28,6 @@ from tdebench.store import RAW_FILES, RESULTS, ResultStore, TrialOutcome, Verdic
 
 err = Console(stderr=True)
 out = Console()
-DERIVED_FILES = ("summary.csv", "queries.csv", "verdicts.csv", "report.md", "report.html")
 
 
 def usage_error(message: str) -> NoReturn:
@@ -142,8 +141,14 @@ def _prepare_out_dir(out_dir: Path, force: bool) -> None:
         if not force:
             usage_error(f"--out {out_dir} already holds a run; choose another directory or pass --force "
                         "to replace it")
-        for name in RAW_FILES + DERIVED_FILES:
-            (out_dir / name).unlink(missing_ok=True)
+        from tdebench.report import DERIVED
+
+        for name in RAW_FILES + DERIVED:
+            path = out_dir / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         probe = out_dir / ".tdebench-write-test"
@@ -247,7 +252,8 @@ def engines(as_json: bool) -> None:
 @click.option("--canary", "canaries", multiple=True, required=True,
               help="A string that must not appear on disk (repeatable). Searched as UTF-8, UTF-16LE and UTF-16BE.")
 def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
-    """Scan every file under PATHS for the canary strings; exit 1 if any is found in plaintext.
+    """Scan every file under PATHS for the canary strings; exit 1 if any is found in plaintext,
+    2 if there is nothing to scan.
 
     The same scan tdebench runs on every trial: byte search in three encodings and the
     entropy of each 4 KiB block. Use it on a data directory, a backup, a dump.
@@ -260,11 +266,11 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
         state, scans = verify.verify_paths(list(paths), list(canaries))
     except FileNotFoundError as exc:
         usage_error(str(exc))
+    if state == "empty":
+        usage_error(f"nothing to scan: no bytes in {', '.join(map(str, paths))}")
     for line in verify.describe(scans):
         out.print(line, highlight=False)
-    messages = {"plaintext": "[red]PLAINTEXT FOUND[/]", "clean": "[green]no canary found[/]",
-                "empty": "[yellow]nothing to scan[/]"}
-    out.print(messages.get(state, state))
+    out.print("[red]PLAINTEXT FOUND[/]" if state == "plaintext" else "[green]no canary found[/]")
     sys.exit(1 if state == "plaintext" else 0)
 
 

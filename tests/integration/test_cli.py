@@ -87,6 +87,18 @@ def test_run_refuses_an_existing_run_without_force(tiny_run, tmp_path: Path) -> 
     assert "already holds a run" in result.output and "--force" in result.output
 
 
+def test_force_replaces_a_run_and_its_derived_files(tmp_path: Path) -> None:
+    plan = write(tmp_path / "tiny.toml", TINY.replace('["none", "aes-256-gcm"]', '["none"]'))
+    out = tmp_path / "out"
+    assert invoke("run", str(plan), "--out", str(out), "--quiet").exit_code == 0
+    stale = out / "plots" / "stale.png"
+    stale.write_bytes(b"old")
+    result = invoke("run", str(plan), "--out", str(out), "--quiet", "--force")
+    assert result.exit_code == 0, result.output
+    assert not stale.exists() and (out / "report.html").is_file()
+    assert len(read_run(out).trials) == 1  # the old run's records are gone
+
+
 @pytest.mark.parametrize("old, new, expected", [
     ('name = "duckdb"', 'name = "oracle"', "tiny.toml:7: unknown name 'oracle'; valid: duckdb, sqlite"),
     ('"aes-256-gcm"]', '"aes-999"]', "no encryption 'aes-999'; valid: none, aes-256-gcm, aes-256-ctr"),
@@ -146,6 +158,9 @@ def test_verify_finds_plaintext_exit_1_and_clean_exit_0(tmp_path: Path) -> None:
     assert clean.exit_code == 0 and "no canary found" in clean.output
     missing = invoke("verify", str(tmp_path / "absent"), "--canary", "abcdef")
     assert missing.exit_code == 2
+    (tmp_path / "empty").mkdir()
+    empty = invoke("verify", str(tmp_path / "empty"), "--canary", "abcdef")
+    assert empty.exit_code == 2 and "nothing to scan" in empty.output
 
 
 def test_ciphers_prints_throughput() -> None:

@@ -11,9 +11,11 @@ import pytest
 
 from fakes import FAILED, MIB, REPETITIONS, write_fake_run  # noqa: E402
 
-from tdebench.report import build  # noqa: E402
-from tdebench.report.findings import overhead_sentence  # noqa: E402
+from tdebench.report import DERIVED, build  # noqa: E402
+from tdebench.report.findings import figure_text, overhead_sentence  # noqa: E402
+from tdebench.report.plots import needs_log_scale  # noqa: E402
 from tdebench.report.records import CellKey, SummaryRecord  # noqa: E402
+from tdebench.report.tables import NOT_MEASURED, cipher_of  # noqa: E402
 from tdebench.stats import overhead, summarize  # noqa: E402
 
 SUMMARY_COLUMNS = ["engine", "encryption", "workload", "scale", "test", "step", "metric", "unit", "n",
@@ -52,6 +54,14 @@ def test_build_writes_every_file_and_rebuilds_identically(built: tuple[Path, lis
     first = {path: path.read_bytes() for path in written}
     assert build(directory) == written
     assert {path: path.read_bytes() for path in written} == first  # a pure function of the raw data
+
+
+def test_derived_names_every_file_build_writes_at_the_top(built: tuple[Path, list[Path]]) -> None:
+    directory, written = built
+    top = {path.relative_to(directory).parts[0] for path in written}
+    assert top == set(DERIVED)
+    assert {"summary.csv", "report.html", "plots"} <= set(DERIVED)
+    assert not {"results.jsonl", "plan.toml", "environment.json"} & set(DERIVED)  # raw data stays
 
 
 def test_summary_csv_columns_and_database_size_overhead(run_dir: Path) -> None:
@@ -120,19 +130,58 @@ def test_verdicts_csv(run_dir: Path) -> None:
 def test_report_md_sections_in_order_and_failure_on_top(run_dir: Path) -> None:
     text = (run_dir / "report.md").read_text()
     headings = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
-    assert headings == ["Findings", "Failures", "Overhead", "Per-query", "Database size", "Verdicts",
-                        "Raw cipher throughput", "Environment", "Noisy cells and outliers"]
+    assert headings == ["Findings", "Failures", "Overhead", "Against the raw cipher", "Per-query",
+                        "Database size", "Verdicts", "Raw cipher throughput", "Environment",
+                        "Noisy cells and outliers"]
     findings = text.split("## Failures")[0]
     assert "FAILED: database disk image is malformed" in findings
     assert "Wrong query answers in trial sqlite/aes-256-cbc" in findings
-    assert "duckdb aes-256-gcm costs +5.0% \\[5.0, 5.0\\] in database size" in findings
-    assert "duckdb aes-256-gcm: no significant difference on the power test" in findings
-    assert "Every encrypted trial clean; every baseline showed its canaries (positive control)." in findings
     assert "Plan “fake”" in text and "3 repetitions" in text and "cache warm" in text
     for image in re.findall(r"\]\((plots/[^)]+\.png)\)", text):
         assert (run_dir / image).is_file()
-    assert "CV 28." in text  # the noisy q9 cell with its advice
-    assert "cell(s) are noisy, the worst duckdb none tpch sf0.01 · power q9" in findings
+    assert "CV 28." in text  # the noisy q9 cell with its advice in the noisy-cells table
+
+
+def test_findings_read_like_a_summary(run_dir: Path) -> None:
+    text = (run_dir / "report.md").read_text()
+    bullets = [line[2:] for line in text.split("## Failures")[0].splitlines() if line.startswith("- ")]
+    # per engine: a ranking by power-test overhead, then one bullet per encryption
+    assert bullets[0].startswith("duckdb, by power-test overhead, cheapest first: "
+                                 "aes-256-ctr +2.0%, aes-256-gcm +3.1%")
+    gcm = [b for b in bullets if b.startswith("duckdb aes-256-gcm")]
+    assert len(gcm) == 1
+    assert gcm[0].startswith("duckdb aes-256-gcm (n=3): power test +3.1% \\[")
+    assert "throughput +3.2%" in gcm[0] and "load +2.9%" in gcm[0]
+    # a deterministic size: just the change, no interval, no p, no suspicion
+    assert gcm[0].endswith("database size +5.0% (10.00 → 10.50 MiB).")
+    assert "(n=2 vs 3)" in next(b for b in bullets if b.startswith("sqlite aes-256-cbc"))
+    assert sum(b.startswith(("duckdb", "sqlite")) for b in bullets) == 2 + 4
+    # the noise advice once, at the end, with the worst cell named
+    assert text.split("## Failures")[0].count('use cache = "cold"') == 1
+    noise = next(b for b in bullets if "cell(s) are noisy" in b)
+    assert "worst: duckdb none tpch sf0.01 · power q9" in noise
+    assert "With n=3 repetitions the smallest possible p of the exact test is 0.10" in bullets[-1]
+    assert "Every encrypted trial clean; every baseline showed its canaries (positive control)." in text
+
+
+def test_raw_cipher_beside_the_overheads(run_dir: Path) -> None:
+    text = (run_dir / "report.md").read_text()
+    section = text.split("## Against the raw cipher")[1].split("## ")[0]
+    gcm = next(line for line in section.splitlines() if line.startswith("| duckdb | aes-256-gcm"))
+    cells = [cell.strip() for cell in gcm.strip("|").split("|")]
+    assert cells[2:7] == ["aes-256-gcm", "4,096", "2,900", "10.50", "3.62"]  # 10.5 MiB / 2900 MiB/s
+    chacha = next(line for line in section.splitlines() if "chacha20-poly1305" in line)
+    assert "1,048,576" in chacha  # no 4 KiB figure: the chunk it was measured at is shown
+    assert "Cipher time = database size ÷ raw throughput" in section
+    assert cipher_of("sqlite", "sqlcipher", []) == ("aes-256-cbc", "plus HMAC")
+    assert cipher_of("sqlite", "rc4", ["aes-256-cbc"]) == (None, "")
+    assert NOT_MEASURED.startswith("not measured")
+
+
+def test_log_scale_only_for_a_wide_span() -> None:
+    assert needs_log_scale([1.0, 5.0, 21.0])
+    assert not needs_log_scale([1.0, 5.0, 19.0])
+    assert not needs_log_scale([float("nan"), 0.0, 3.0])
 
 
 def test_report_html_is_self_contained_and_escaped(run_dir: Path) -> None:
@@ -156,7 +205,20 @@ def test_a_significant_speed_up_is_called_suspect_not_a_gain() -> None:
     baseline = [1.0 + i * 0.001 for i in range(10)]
     faster = [0.9 + i * 0.001 for i in range(10)]
     record = SummaryRecord(cell, "s", summarize(faster), overhead(baseline, faster))
-    sentence = overhead_sentence("on the power test", record,
+    sentence = overhead_sentence("power test", record,
                                  SummaryRecord(cell, "s", summarize(baseline), None))
-    assert sentence.startswith("duckdb aes-256-gcm measures -10.0% [")
-    assert "suspect the baseline" in sentence and "n=10" in sentence
+    assert sentence.startswith("duckdb aes-256-gcm power test -10.0% [")
+    assert "significant" in sentence and "suspect the baseline" in sentence and "n=10" in sentence
+
+
+def test_a_deterministic_figure_states_the_difference_only() -> None:
+    cell = CellKey("duckdb", "aes-256-gcm", "tpch", 1.0, "load", "database", "size_bytes")
+    baseline, smaller = [10.0 * MIB] * 3, [9.8 * MIB] * 3
+    record = SummaryRecord(cell, "bytes", summarize(smaller), overhead(baseline, smaller))
+    text = figure_text("database size", record, SummaryRecord(cell, "bytes", summarize(baseline), None))
+    assert text == "database size -2.0% (10.00 → 9.80 MiB)"
+    # zero spread on a timing is deterministic too: no interval, no p, no suspicion
+    timing = CellKey("duckdb", "aes-256-gcm", "tpch", 1.0, "power", "geomean", "elapsed_s")
+    record = SummaryRecord(timing, "s", summarize([0.9] * 3), overhead([1.0] * 3, [0.9] * 3))
+    text = figure_text("power test", record, SummaryRecord(timing, "s", summarize([1.0] * 3), None))
+    assert text == "power test -10.0% (1,000 → 900 ms)"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tdebench.stats import NOISY_CV, geomean, noise_advice, overhead, summarize
+from tdebench.stats import NOISY_CV, geomean, noise_advice, overhead, overheads, summarize, summarize_many
 
 
 def normal(n: int, mean: float = 100.0, sd: float = 2.0, seed: int = 7) -> np.ndarray:
@@ -106,3 +106,20 @@ def test_noise_flag_and_advice() -> None:
     noisy = summarize([80.0, 100.0, 120.0])
     assert noisy.cv > NOISY_CV and noisy.noisy
     assert noise_advice(0.082) == 'CV 8.2% > 5%: raise repetitions, use cache = "cold" or quiet the machine'
+
+
+def test_batched_statistics_equal_one_at_a_time() -> None:
+    """The vectorized batches a report uses give exactly what single calls give."""
+    rng = np.random.default_rng(5)
+    groups = [rng.normal(100, 5, size).round(digits) for size, digits in
+              ((1, 2), (3, 2), (3, 0), (6, 2), (3, 2), (12, 1), (2, 2))]
+    groups.append(np.array([5.0, 5.0, 5.0]))
+    assert summarize_many(groups) == [summarize(group) for group in groups]
+    pairs = [(groups[1], groups[2]), (groups[1], groups[4]), (groups[3], groups[5]),
+             (groups[7], groups[7] * 1.02), (groups[0], groups[6]), ([0.0, 0.0, 1.0], [1.0, 2.0, 3.0])]
+    batched = overheads(pairs)
+    for (baseline, treatment), compared in zip(pairs, batched):
+        single = overhead(baseline, treatment)
+        assert (compared.pct, compared.p_value, compared.n_baseline) == (single.pct, single.p_value, single.n_baseline)
+        assert np.allclose([compared.ci_low, compared.ci_high], [single.ci_low, single.ci_high],
+                           rtol=0, atol=0, equal_nan=True)

@@ -15,7 +15,13 @@ from tdebench.report.plots import Figure
 from tdebench.report.records import summary_records
 from tdebench.store import read_run
 
-__all__ = ["build"]
+__all__ = ["DERIVED", "build"]
+
+SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV = "summary.csv", "queries.csv", "verdicts.csv"
+REPORT_MD, REPORT_HTML = "report.md", "report.html"
+DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
+"""Every file and directory `build` writes at the top of a run directory: all derived, so
+they may be deleted (e.g. by `run --force`) and rebuilt from the raw records."""
 
 
 def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
@@ -38,13 +44,13 @@ def build(run_dir: Path) -> list[Path]:
     run = read_run(run_dir)
     records = summary_records(run)
     written = [
-        csvfiles.write(tables.summary_table(records), run_dir / "summary.csv"),
-        csvfiles.write(tables.queries_table(run), run_dir / "queries.csv"),
-        csvfiles.write(tables.verdicts_table(run), run_dir / "verdicts.csv"),
+        csvfiles.write(tables.summary_table(records), run_dir / SUMMARY_CSV),
+        csvfiles.write(tables.queries_table(run), run_dir / QUERIES_CSV),
+        csvfiles.write(tables.verdicts_table(run), run_dir / VERDICTS_CSV),
     ]
     report = assemble(run, records)
     written += _write_plots(run_dir, report.figures)
-    for name, text in (("report.md", markdown.render(report)), ("report.html", html.render(report))):
+    for name, text in ((REPORT_MD, markdown.render(report)), (REPORT_HTML, html.render(report))):
         path = run_dir / name
         path.write_text(text, encoding="utf-8")
         written.append(path)

@@ -22,6 +22,7 @@ class Report:
     failures: tables.Table
     overhead: tables.Table
     overhead_figures: list[plots.Figure]
+    cipher_context: tables.Table  # right after the overheads: the cost of the cipher itself
     query_figures: list[plots.Figure]
     sizes: tables.Table
     verdicts: tables.Table
@@ -46,6 +47,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         failures=tables.failures_table(run),
         overhead=tables.overhead_table(records),
         overhead_figures=plots.overhead_plots(records),
+        cipher_context=tables.cipher_context_table(run, records),
         query_figures=plots.query_plots(records),
         sizes=tables.size_table(records),
         verdicts=tables.verdicts_table(run),

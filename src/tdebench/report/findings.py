@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from tdebench.report.records import BASELINE, HEADLINES, SummaryRecord, headline_records
-from tdebench.report.tables import p_value, percent
-from tdebench.stats import SIGNIFICANCE, noise_advice
+from tdebench.report.records import (BASELINE, HEADLINES, Headline, SummaryRecord, deterministic,
+                                     headline_records)
+from tdebench.report.tables import display_unit, number, p_value, percent
+from tdebench.stats import NOISE_ADVICE, NOISY_CV, SIGNIFICANCE
 from tdebench.store import RunData, TrialKey
 
 
@@ -84,44 +86,132 @@ def _n_text(n_treatment: int, n_baseline: int) -> str:
     return f"n={n_treatment}" if n_treatment == n_baseline else f"n={n_treatment} vs {n_baseline}"
 
 
-def overhead_sentence(phrase: str, record: SummaryRecord, baseline: SummaryRecord) -> str:
-    """e.g. "duckdb aes-256-gcm costs +3.1% [1.2, 5.0] on the power test (p=0.01, n=20)"."""
+SHORT_NAMES = {"power geomean": "power test", "throughput total": "throughput",
+               "load elapsed": "load", "database size": "database size"}
+"""How a findings bullet names each headline figure."""
+
+
+def _exact_text(name: str, record: SummaryRecord, baseline: SummaryRecord) -> str:
+    """e.g. "database size +2.0% (13.73 → 14.01 MiB)"."""
     compared = record.overhead
     assert compared is not None
-    cell = record.cell
-    who = f"{cell.engine} {cell.encryption}"
-    where = f"{phrase} ({cell.workload} sf{cell.scale:g})"
-    interval = f"{percent(compared.pct)} [{compared.ci_low:.1f}, {compared.ci_high:.1f}]"
-    stats = f"p={p_value(compared.p_value)}, {_n_text(compared.n_treatment, compared.n_baseline)}"
-    if compared.significant and compared.pct > 0:
-        sentence = f"{who} costs {interval} {where} ({stats})."
-    elif compared.significant:
-        sentence = (f"{who} measures {interval} {where} ({stats}): lower than without encryption, "
-                    "which is unexpected; suspect the baseline (cache, order, noise).")
-    else:
-        sentence = f"{who}: no significant difference {where}: {interval} ({stats})."
+    unit, factor = display_unit(record.unit)
+    before, after = baseline.summary.median * factor, record.summary.median * factor
+    return f"{name} {percent(compared.pct)} ({number(before)} → {number(after)} {unit})".replace(" )", ")")
+
+
+def _noise_mark(record: SummaryRecord, baseline: SummaryRecord) -> str:
+    """"noisy, CV 29%" for the noisier of the two groups, or nothing."""
     noisy = [r for r in (record, baseline) if r.summary.noisy]
-    if noisy:
-        sentence += f" Noisy ({noisy[0].cell.encryption}): {noise_advice(noisy[0].summary.cv)}."
-    return sentence
+    if not noisy:
+        return ""
+    worst = max(noisy, key=lambda r: r.summary.cv)
+    whose = "noisy" if worst is record else "noisy baseline"
+    return f"{whose}, CV {worst.summary.cv * 100:.0f}%"
+
+
+def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_n: bool = True) -> str:
+    """One headline figure, compactly, e.g. "power test +3.1% [1.2, 5.0] (p=0.01, n=20,
+    significant)"; an interval spanning zero just says "no significant difference", and a
+    deterministic figure only states the change."""
+    if deterministic(record, baseline):
+        return _exact_text(name, record, baseline)
+    compared = record.overhead
+    assert compared is not None
+    interval = f"{percent(compared.pct)} [{compared.ci_low:.1f}, {compared.ci_high:.1f}]"
+    spans_zero = compared.ci_low <= 0.0 <= compared.ci_high
+    details = [] if spans_zero else [f"p={p_value(compared.p_value)}"]
+    if with_n:
+        details.append(_n_text(compared.n_treatment, compared.n_baseline))
+    if compared.significant:
+        details.append("significant")
+    elif spans_zero:
+        details.append("no significant difference")
+    inside = ", ".join(details)
+    mark = _noise_mark(record, baseline)
+    if mark:
+        inside = f"{inside}; {mark}" if inside else mark
+    text = f"{name} {interval} ({inside})"
+    if compared.significant and compared.pct < 0:
+        text += (": lower than without encryption, which is unexpected; suspect the baseline "
+                 "(cache, order, noise)")
+    return text
+
+
+def encryption_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryRecord]]) -> str:
+    """Every headline figure of one encryption in one bullet, e.g. "sqlite sqlcipher (n=3):
+    power test +190.6% [83.4, 421.7] (p=0.10, …), throughput …, database size +2.0% (…)."."""
+    timed = [record.overhead for _, record, baseline in figures
+             if record.overhead and not deterministic(record, baseline)]
+    sizes = {(o.n_treatment, o.n_baseline) for o in timed}
+    shared_n = len(sizes) == 1
+    parts = [figure_text(name, record, baseline, with_n=not shared_n)
+             for name, record, baseline in figures]
+    head = f"{who} ({_n_text(*sizes.pop())})" if shared_n else who
+    return f"{head}: {'; '.join(parts)}."
+
+
+def overhead_sentence(phrase: str, record: SummaryRecord, baseline: SummaryRecord) -> str:
+    """One figure as a sentence of its own, e.g.
+    "duckdb aes-256-gcm power test +3.1% [1.2, 5.0] (p=0.01, n=20)."."""
+    cell = record.cell
+    return f"{cell.engine} {cell.encryption} {figure_text(phrase, record, baseline)}."
+
+
+def ranking_sentence(engine: str, where: str, power: list[SummaryRecord]) -> str:
+    """The encryptions of one engine by power-test overhead, cheapest first."""
+    ranked = sorted(power, key=lambda r: (r.overhead.pct, r.cell.encryption))  # type: ignore[union-attr]
+    listed = ", ".join(f"{r.cell.encryption} {percent(r.overhead.pct)}"  # type: ignore[union-attr]
+                       for r in ranked)
+    significant = [r.cell.encryption for r in ranked if r.overhead.significant]  # type: ignore[union-attr]
+    if not significant:
+        verdict = "none of these differs significantly from no encryption"
+    elif len(significant) == len(ranked):
+        verdict = "every one differs significantly from no encryption"
+    else:
+        verdict = f"only {', '.join(significant)} differ(s) significantly from no encryption"
+    return f"{engine}{where}, by power-test overhead, cheapest first: {listed} ({verdict})."
+
+
+def noise_sentence(records: list[SummaryRecord], worst_shown: int = 3) -> str | None:
+    """The noise advice, once for the whole report, with the worst cells named."""
+    noisy = sorted((r for r in records if r.summary.noisy), key=lambda r: -r.summary.cv)
+    if not noisy:
+        return None
+    worst = "; ".join(f"{r.cell.label} (CV {r.summary.cv * 100:.0f}%)" for r in noisy[:worst_shown])
+    return (f"{len(noisy)} cell(s) are noisy (CV > {NOISY_CV * 100:g}%): {NOISE_ADVICE}; "
+            f"worst: {worst}. See “Noisy cells and outliers”.")
 
 
 def findings(records: list[SummaryRecord]) -> list[str]:
-    """Plain-language findings for every headline figure, then a word on statistical power."""
+    """An analyst's summary: per engine a ranking of its encryptions by power-test overhead,
+    then one bullet per encryption with its headline figures together; the noise advice
+    once at the end, and a word on statistical power."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
-    chosen = [(headline, record) for headline, record in headline_records(records) if record.overhead]
-    chosen.sort(key=lambda item: (item[1].cell.engine, item[1].cell.workload, item[1].cell.scale,
-                                  item[1].cell.encryption, HEADLINES.index(item[0])))
-    sentences = [overhead_sentence(headline.phrase, record, baselines[record.cell.comparison])
-                 for headline, record in chosen]
+    per_config: dict[tuple, dict[str, list[tuple[Headline, SummaryRecord]]]] = defaultdict(lambda: defaultdict(list))
+    for headline, record in headline_records(records):
+        if record.overhead:
+            cell = record.cell
+            per_config[(cell.engine, cell.workload, cell.scale)][cell.encryption].append((headline, record))
+    configs_per_engine = Counter(engine for engine, _, _ in per_config)
+    sentences = []
+    for (engine, workload, scale), by_encryption in sorted(per_config.items()):
+        where = f" ({workload} sf{scale:g})" if configs_per_engine[engine] > 1 else ""
+        power = [record for chosen in by_encryption.values() for headline, record in chosen
+                 if headline is HEADLINES[0]]
+        if len(power) > 1:
+            sentences.append(ranking_sentence(engine, where, power))
+        for encryption, chosen in sorted(by_encryption.items()):
+            chosen.sort(key=lambda item: HEADLINES.index(item[0]))
+            figures = [(SHORT_NAMES.get(headline.label, headline.label), record,
+                        baselines[record.cell.comparison]) for headline, record in chosen]
+            sentences.append(encryption_sentence(f"{engine} {encryption}{where}", figures))
     if not sentences:
         sentences.append("No overhead figures: no configuration was measured both with and "
                          f"without encryption (“{BASELINE}”).")
-    noisy = [r for r in records if r.summary.noisy]
-    if noisy:
-        worst = max(noisy, key=lambda r: r.summary.cv)
-        sentences.append(f"{len(noisy)} cell(s) are noisy, the worst {worst.cell.label}: "
-                         f"{noise_advice(worst.summary.cv)}. See “Noisy cells and outliers”.")
+    noise = noise_sentence(records)
+    if noise:
+        sentences.append(noise)
     sizes = {(r.overhead.n_treatment, r.overhead.n_baseline) for r in records if r.overhead}
     weak = sorted(size for size in sizes if smallest_p(*size) >= SIGNIFICANCE)
     if weak:

@@ -17,10 +17,11 @@ def escape(text: str) -> str:
 
 
 def table(block: Table) -> list[str]:
+    intro = [escape(block.intro), ""] if block.intro else []
     if not block.rows:
-        return ["_None._", ""]
+        return intro + ["_None._", ""]
     align = ["---:" if column.numeric else "---" for column in block.columns]
-    lines = ["| " + " | ".join(escape(header) for header in block.headers) + " |",
+    lines = intro + ["| " + " | ".join(escape(header) for header in block.headers) + " |",
              "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(escape(cell) for cell in row) + " |" for row in block.formatted()]
     if block.note:
@@ -49,6 +50,7 @@ def render(report: Report) -> str:
         lines += section(report.failures.title, table(report.failures))
     lines += section("Overhead", table(report.overhead)
                      + [line for plot in report.overhead_figures for line in figure(plot)])
+    lines += section(report.cipher_context.title, table(report.cipher_context))
     lines += section("Per-query", [line for plot in report.query_figures for line in figure(plot)]
                      or ["_No query tests._", ""])
     for block in (report.sizes, report.verdicts, report.ciphers, report.environment, report.noisy):

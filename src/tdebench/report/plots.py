@@ -1,6 +1,8 @@
 """Plots as PNG bytes: written beside report.md and embedded as data URIs in report.html.
 
 Matplotlib's Agg backend draws without a display, so reports build on headless machines.
+Figures are made with `matplotlib.figure.Figure` directly, not pyplot: no global figure
+manager to register with and close, so nothing leaks between plots and setup is cheaper.
 """
 
 from __future__ import annotations
@@ -11,17 +13,22 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-
-from tdebench.report.records import (BASELINE, HEADLINES, QUERY_TESTS, SummaryRecord,  # noqa: E402
+from tdebench.report.records import (BASELINE, HEADLINES, QUERY_TESTS, SummaryRecord,
                                      headline_records, is_query)
 
 WIDTH_INCHES = 11.0
 DPI = 100
+LOG_SPAN = 20.0
+"""A per-query plot whose medians span more than this factor gets a log y-axis, so the
+short queries do not shrink to invisible bars beside one long query."""
+ROTATE_LABELS_ABOVE = 24
+"""More groups than this and their labels are turned upright so they cannot overlap."""
 
 
 @dataclass(frozen=True)
@@ -39,15 +46,20 @@ def _file_name(*parts: object) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "_", "-".join(str(part) for part in parts)) + ".png"
 
 
-def _png(figure: plt.Figure) -> bytes:
+def _new_figure(height_inches: float) -> tuple[MplFigure, Axes]:
+    figure = MplFigure(figsize=(WIDTH_INCHES, height_inches), dpi=DPI)
+    FigureCanvasAgg(figure)
+    return figure, figure.add_subplot()
+
+
+def _png(figure: MplFigure) -> bytes:
     buffer = io.BytesIO()
     figure.tight_layout()
     figure.savefig(buffer, format="png", dpi=DPI)
-    plt.close(figure)
     return buffer.getvalue()
 
 
-def _grouped_bars(axes: plt.Axes, groups: list[str], series: dict[str, list[tuple[float, float, float]]]) -> None:
+def _grouped_bars(axes: Axes, groups: list[str], series: dict[str, list[tuple[float, float, float]]]) -> None:
     """One bar per series within each group; each value is (height, err_below, err_above).
     Missing values are NaN and simply not drawn."""
     width = 0.8 / max(len(series), 1)
@@ -56,7 +68,11 @@ def _grouped_bars(axes: plt.Axes, groups: list[str], series: dict[str, list[tupl
         heights, below, above = (np.array(column, dtype=float) for column in zip(*values))
         axes.bar(positions + (index - (len(series) - 1) / 2) * width, heights, width, label=name,
                  yerr=np.vstack([below, above]), capsize=2, error_kw={"linewidth": 0.8})
-    axes.set_xticks(positions, groups)
+    if len(groups) > ROTATE_LABELS_ABOVE:
+        axes.set_xticks(positions, groups, rotation=90, fontsize="small")
+    else:
+        axes.set_xticks(positions, groups)
+    axes.set_xlim(-0.6, len(groups) - 0.4)
     axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: never hides a bar
     axes.grid(axis="y", alpha=0.3)
 
@@ -77,7 +93,7 @@ def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
         missing = (np.nan, np.nan, np.nan)
         series = {enc: [values.get(label, missing) for label in labels]
                   for enc, values in sorted(by_encryption.items())}
-        figure, axes = plt.subplots(figsize=(WIDTH_INCHES, 3.6))
+        figure, axes = _new_figure(3.6)
         _grouped_bars(axes, labels, series)
         axes.axhline(0, color="black", linewidth=0.8)
         axes.set_ylabel("overhead vs none (%)")
@@ -85,6 +101,12 @@ def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
         axes.set_title(title)
         figures.append(Figure(title, _file_name("overhead", engine, workload, f"sf{scale:g}"), _png(figure)))
     return figures
+
+
+def needs_log_scale(medians: list[float]) -> bool:
+    """True when the positive medians of one plot span more than LOG_SPAN times."""
+    positive = [value for value in medians if value > 0 and np.isfinite(value)]
+    return bool(positive) and max(positive) > LOG_SPAN * min(positive)
 
 
 def query_plots(records: list[SummaryRecord]) -> list[Figure]:
@@ -102,9 +124,16 @@ def query_plots(records: list[SummaryRecord]) -> list[Figure]:
         missing = (np.nan, np.nan, np.nan)
         series = {enc: [values.get(query, missing) for query in queries]
                   for enc, values in by_encryption.items()}
-        figure, axes = plt.subplots(figsize=(WIDTH_INCHES, 3.8))
+        figure, axes = _new_figure(3.8 if len(queries) <= ROTATE_LABELS_ABOVE else 4.4)
         _grouped_bars(axes, queries, series)
-        axes.set_ylabel("median elapsed (ms)")
+        if needs_log_scale([height for values in series.values() for height, _, _ in values]):
+            axes.set_yscale("log")
+            # plain numbers (0.1, 1, 10, 100), not 10^x: easier to read, and no mathtext to typeset
+            axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.10g}"))
+            axes.yaxis.set_minor_formatter(NullFormatter())
+            axes.set_ylabel("median elapsed (ms, log scale)")
+        else:
+            axes.set_ylabel("median elapsed (ms)")
         title = f"{engine} · {workload} sf{scale:g} · {test} test: per query (95% CI)"
         axes.set_title(title)
         figures.append(Figure(title, _file_name("queries", engine, workload, f"sf{scale:g}", test), _png(figure)))

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tdebench.report.records import (BASELINE, HEADLINES, SummaryRecord, headline_records, is_query,
-                                     step_order)
+from tdebench.report.records import (BASELINE, HEADLINES, SummaryRecord, deterministic,
+                                     headline_records, is_query, step_order)
 from tdebench.stats import noise_advice
 from tdebench.store import Measurement, RunData, TrialKey
 
@@ -77,7 +77,8 @@ class Table:
     title: str
     columns: tuple[Column, ...]
     rows: list[dict[str, Any]] = field(default_factory=list)
-    note: str = ""
+    note: str = ""  # shown below the table
+    intro: str = ""  # shown above the table
 
     @property
     def keys(self) -> list[str]:
@@ -236,13 +237,16 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
         unit, factor = display_unit(record.unit)
         baseline = baselines[record.cell.comparison]
         compared = record.overhead
+        exact = deterministic(record, baseline)
         rows.append({"engine": record.cell.engine, "encryption": record.cell.encryption,
                      "workload": record.cell.workload, "scale": record.cell.scale,
                      "figure": headline.label, "unit": unit,
                      "baseline": baseline.summary.median * factor,
                      "median": record.summary.median * factor,
-                     "overhead": compared.pct, "ci": _ci(compared.ci_low, compared.ci_high, percent),
-                     "p": compared.p_value, "n": f"{compared.n_treatment} vs {compared.n_baseline}",
+                     "overhead": compared.pct,
+                     "ci": "exact" if exact else _ci(compared.ci_low, compared.ci_high, percent),
+                     "p": None if exact else compared.p_value,
+                     "n": f"{compared.n_treatment} vs {compared.n_baseline}",
                      "noisy": record.summary.noisy or baseline.summary.noisy})
     rows.sort(key=lambda row: (row["engine"], row["workload"], row["scale"],
                                [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
@@ -252,7 +256,8 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
         _num("p", "p", p_value), _num("n", "n", text), Column("noisy", "noisy"))
     return Table("Overhead against no encryption", columns, rows,
                  note="Overhead = median / median of none − 1. CI: 95% bootstrap. "
-                      "p: two-sided Mann–Whitney U.")
+                      "p: two-sided Mann–Whitney U. “exact”: a deterministic figure (a size, or "
+                      "no spread in either group), whose difference needs no interval or test.")
 
 
 def size_table(records: list[SummaryRecord]) -> Table:
@@ -281,6 +286,110 @@ def cipher_table(run: RunData) -> Table:
                       "database and no disk involved: the physical limit. An engine cannot "
                       "encrypt faster than this, and when its I/O rate is far below it, "
                       "encryption should cost little.")
+
+
+PAGE_CHUNK = 4096
+"""The chunk size a page-encrypting engine works in: the raw throughput compared with it."""
+NOT_MEASURED = "not measured (no cryptography-package implementation)"
+CIPHER_OF = {
+    ("duckdb", "aes-256-gcm"): ("aes-256-gcm", ""),
+    ("duckdb", "aes-256-ctr"): ("aes-256-ctr", ""),
+    ("sqlite", "aes-128-cbc"): ("aes-128-cbc", ""),
+    ("sqlite", "aes-256-cbc"): ("aes-256-cbc", ""),
+    ("sqlite", "chacha20-poly1305"): ("chacha20-poly1305", ""),
+    ("sqlite", "sqlcipher"): ("aes-256-cbc", "plus HMAC"),
+}
+"""(engine, encryption) → the raw cipher measured for it and what the engine adds on top.
+An encryption not listed is matched to a measured cipher of the same name, if any."""
+
+
+def _thousands(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def cipher_of(engine: str, encryption: str, measured: Iterable[str]) -> tuple[str | None, str]:
+    """The measured cipher behind an engine's encryption, and a remark; (None, "") if none."""
+    if (engine, encryption) in CIPHER_OF:
+        return CIPHER_OF[(engine, encryption)]
+    return (encryption, "") if encryption in set(measured) else (None, "")
+
+
+def _raw_speed(run: RunData, cipher: str) -> tuple[int, float] | None:
+    """(chunk, MiB/s) of `cipher`: at PAGE_CHUNK if measured there, else its smallest chunk."""
+    speeds = sorted((c.chunk_bytes != PAGE_CHUNK, c.chunk_bytes, c.mib_per_s)
+                    for c in run.ciphers if c.cipher == cipher)
+    return (speeds[0][1], speeds[0][2]) if speeds else None
+
+
+def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
+    """Each encryption's raw cipher speed beside its overhead: how long the cipher alone would
+    take to encrypt the whole database once, next to what the load really cost more."""
+    baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
+    figures: dict[tuple, dict[str, SummaryRecord]] = defaultdict(dict)
+    for headline, record in headline_records(records):
+        if record.overhead is not None:
+            cell = record.cell
+            figures[(cell.engine, cell.encryption, cell.workload, cell.scale)][headline.label] = record
+    measured = {c.cipher for c in run.ciphers}
+    rows = []
+    for (engine, encryption, workload, scale), chosen in sorted(figures.items()):
+        row: dict[str, Any] = {"engine": engine, "encryption": encryption, "workload": workload,
+                               "scale": scale}
+        cipher, remark = cipher_of(engine, encryption, measured)
+        speed = _raw_speed(run, cipher) if cipher else None
+        row["cipher"] = NOT_MEASURED if speed is None else " ".join(filter(None, (cipher, remark)))
+        size = chosen.get("database size")
+        load = chosen.get("load elapsed")
+        if size is not None:
+            row["size"] = size.summary.median / MIB
+        if speed is not None:
+            row["chunk"], row["mib_per_s"] = speed
+            if size is not None:
+                row["cipher_ms"] = size.summary.median / MIB / speed[1] * 1000.0
+        if load is not None:
+            base = baselines[load.cell.comparison]
+            row["load_ms"] = (load.summary.median - base.summary.median) * 1000.0
+            row["load_significant"] = bool(load.overhead and load.overhead.significant)
+        if row.get("cipher_ms") and row.get("load_ms") is not None and row["load_ms"] > 0:
+            row["times"] = row["load_ms"] / row["cipher_ms"]
+        rows.append(row)
+    configs = {(row["workload"], row["scale"]) for row in rows}
+    columns = _config_columns() if len(configs) > 1 else (Column("engine", "engine"),
+                                                          Column("encryption", "encryption"))
+    columns += (_prose("cipher", "raw cipher"), _num("chunk", "chunk (bytes)", _thousands),
+                _num("mib_per_s", "MiB/s"), _num("size", "database (MiB)"),
+                _num("cipher_ms", "cipher time (ms)"), _num("load_ms", "load overhead (ms)"),
+                _num("times", "÷ cipher time", _times))
+    return Table("Against the raw cipher", columns, rows, intro=_cipher_intro(rows),
+                 note="Cipher time = database size ÷ raw throughput: encrypting every byte "
+                      "of the database once, in memory, with no I/O. Load overhead = median "
+                      "load time with the encryption − median without. Raw throughput is taken "
+                      f"at {PAGE_CHUNK:,}-byte chunks (a database page) where measured.")
+
+
+def _times(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:.1f}×" if value < 10 else f"{value:,.0f}×"
+
+
+def _cipher_intro(rows: list[dict[str, Any]]) -> str:
+    text = ("How far is each engine from the cost of the cipher itself? Below, each "
+            "encryption's raw cipher throughput on this machine, the time that cipher alone "
+            "would need to encrypt the whole database once (cipher time), and the load's "
+            "measured overhead beside it.")
+    ratios = [row["times"] for row in rows if "times" in row]
+    if ratios:
+        span = _times(min(ratios)) if len(ratios) == 1 else f"{_times(min(ratios))} to {_times(max(ratios))}"
+        text += (f" Where both are known and the load got slower, its overhead is {span} the "
+                 "cipher time" + (": the cost lies mostly outside the cipher (page handling, key "
+                                  "derivation, extra I/O, noise), not in the encryption arithmetic."
+                                  if min(ratios) > 3 else "."))
+    timed = [row for row in rows if "load_ms" in row]
+    if timed and not any(row["load_significant"] for row in timed):
+        text += (" No load overhead here is statistically significant, so read these as orders "
+                 "of magnitude, not as measurements.")
+    return text
 
 
 def _flatten(value: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
