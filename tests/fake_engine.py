@@ -36,6 +36,9 @@ class FakeConnection:
         self.db.rows.extend(str(r[1]) for r in rows)
         self.db.flush()
 
+    def set_timeout(self, seconds: float | None) -> None:
+        self.timeout = seconds
+
     def close(self) -> None:
         self.db.connections -= 1
 
@@ -84,7 +87,7 @@ class FakeEngine(Engine):
     def availability(self) -> Availability:
         return Availability(True)
 
-    def provision(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         db = FakeDatabase(workspace=workspace, encryption=encryption, key=key)
         FakeEngine.provisioned.append(db)
         return db

@@ -126,7 +126,7 @@ class Runner:
         workspace.mkdir(parents=True)
         secret = None if encryption.is_baseline else self.keys.key_for(key.id)
         database = engine.provision(workspace, encryption, secret)
-        recorder = Recorder(self.store, key, self.clock)
+        recorder = Recorder(self.store, key, self.clock, processes=database.engine_processes)
         ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=key.scale,
                          streams=spec.workload.streams, data_dir=self.data_dir)
         canaries = new_canaries()

@@ -103,3 +103,23 @@ def test_engine_describes_itself(engine_name: str) -> None:
         assert enc.layer in ("native", "fs", "column") and enc.key_bits > 0 and enc.covers
     with pytest.raises(KeyError, match="valid: none"):
         engine.encryption("rot13")
+
+
+@pytest.mark.parametrize("engine_name", list(ENGINES))
+def test_statement_timeout_stops_a_long_query(engine_name: str, tmp_path: Path) -> None:
+    from tdebench.engines.base import QueryTimeout
+
+    db = provisioned((engine_name, "none"), tmp_path)
+    conn = db.connect()
+    try:
+        conn.set_timeout(0.3)
+        endless = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+                   "SELECT count(*) FROM r")
+        with pytest.raises(QueryTimeout, match="0.3 s timeout"):
+            conn.execute(endless)
+        assert conn.execute("SELECT 42") == [(42,)]  # the connection still works
+        conn.set_timeout(None)
+        assert conn.execute("SELECT 7") == [(7,)]
+    finally:
+        conn.close()
+        db.close()

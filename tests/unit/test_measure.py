@@ -11,7 +11,7 @@ METRICS = ["cpu_s", "read_bytes", "write_bytes", "read_chars", "write_chars"]
 def test_delta_names_and_cpu_work():
     before = process.take()
     total = 0
-    while process.take().cpu_s - before.cpu_s < 0.05:
+    while process.delta(before, process.take())["cpu_s"] < 0.05:
         total += sum(i * i for i in range(10_000))
     spent = process.delta(before, process.take())
     assert list(spent) == METRICS
@@ -30,11 +30,32 @@ def test_delta_after_writing_and_fsync(tmp_path):
     assert spent["write_bytes"] >= 0
 
 
-def test_delta_is_plain_subtraction():
+def test_delta_is_plain_subtraction_per_pid_summed():
     a = process.ProcessCounters(1.0, 10, 20, 30, 40)
     b = process.ProcessCounters(1.5, 15, 20, 130, 41)
-    assert process.delta(a, b) == {"cpu_s": 0.5, "read_bytes": 5.0, "write_bytes": 0.0,
-                                   "read_chars": 100.0, "write_chars": 1.0}
+    assert process.delta({1: a}, {1: b}) == {"cpu_s": 0.5, "read_bytes": 5.0, "write_bytes": 0.0,
+                                             "read_chars": 100.0, "write_chars": 1.0}
+    # pid 2 started in between (counts from zero); pid 3 ended in between (its interval is lost)
+    started = process.ProcessCounters(0.25, 1, 2, 3, 4)
+    assert process.delta({1: a, 3: a}, {1: b, 2: started}) == {
+        "cpu_s": 0.75, "read_bytes": 6.0, "write_bytes": 2.0, "read_chars": 103.0, "write_chars": 5.0}
+
+
+def test_take_of_a_process_tree():
+    import subprocess
+    import sys
+
+    import psutil
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; sum(range(3_000_000)); time.sleep(5)"])
+    try:
+        me = psutil.Process()
+        snapshot = process.take([me, *me.children()])
+        assert set(snapshot) >= {me.pid, child.pid}
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in process.take([psutil.Process(child.pid)] if psutil.pid_exists(child.pid) else [])
 
 
 def test_fake_clock():

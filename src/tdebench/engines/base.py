@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+import psutil
+
 from tdebench.keys import Secret
 
 
@@ -69,10 +71,20 @@ class Availability:
     fix: str = ""
 
 
+class QueryTimeout(RuntimeError):
+    """A statement ran past the connection's timeout and was stopped by the engine."""
+
+
 class Connection(Protocol):
     """The small part of a DB-API connection that workloads use."""
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement and return all its rows; QueryTimeout past the timeout."""
+        ...
+
+    def set_timeout(self, seconds: float | None) -> None:
+        """Stop any later statement that runs longer than `seconds` (None: no limit)."""
+        ...
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
 
@@ -107,6 +119,16 @@ class Database(ABC):
     def size_bytes(self) -> int:
         """Bytes on disk of every file the database wrote."""
         return sum(p.stat().st_size for p in self.files() if p.is_file())
+
+    def engine_processes(self) -> list[psutil.Process] | None:
+        """The processes whose CPU time and I/O are the engine's: a server's process tree.
+        None for embedded engines, which run inside the tdebench process."""
+        return None
+
+    def plaintext_view(self) -> Path | None:
+        """For layers that encrypt below the engine (gocryptfs): the decrypted view of the
+        files, scanned while mounted as the positive control. None for everything else."""
+        return None
 
     def plaintext_signature(self) -> tuple[int, bytes] | None:
         """(offset, bytes) that only an unencrypted main file of this engine carries, if any."""
@@ -143,12 +165,21 @@ class Database(ABC):
 
 
 class Engine(ABC):
-    """A database system tdebench can provision, load, run, measure and tear down."""
+    """A database system tdebench can provision, load, run, measure and tear down.
+
+    `encryptions` lists native ones (layer "native"/"column") and, for engines whose data
+    lives in a directory, the file-system layer's (layer "fs", see engines/fs.py), which
+    `provision` handles for every engine alike.
+    """
 
     name: ClassVar[str]
     dialect: ClassVar[str]  # sqlglot dialect name of its SQL
     capabilities: ClassVar[Capabilities]
     encryptions: ClassVar[tuple[Encryption, ...]]
+
+    def __init__(self, memory_mb: int | None = None) -> None:
+        # servers: buffer pool / shared_buffers; None: the engine's tdebench default
+        self.memory_mb = memory_mb
 
     @abstractmethod
     def version(self) -> str:
@@ -158,9 +189,26 @@ class Engine(ABC):
     def availability(self) -> Availability:
         """Whether it can run here; never raises."""
 
-    @abstractmethod
+    def encryption_availability(self, encryption: Encryption) -> Availability:
+        """Whether one encryption can run here: the engine's availability, and the layer's."""
+        available = self.availability()
+        if available.usable and encryption.layer == "fs":
+            from tdebench.engines.fs import fs_availability
+
+            return fs_availability()
+        return available
+
     def provision(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         """A `Database` in `workspace` (not yet created) with this encryption and key."""
+        if encryption.layer == "fs":
+            from tdebench.engines.fs import GocryptfsDatabase
+
+            return GocryptfsDatabase.wrapping(self, workspace, encryption, key)
+        return self.provision_native(workspace, encryption, key)
+
+    @abstractmethod
+    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+        """A `Database` of the engine's own (no file-system layer) in `workspace`."""
 
     def encryption(self, name: str) -> Encryption:
         for enc in self.encryptions:

@@ -15,6 +15,7 @@ from typing import Any
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
                                    Encryption)
+from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
 _COVERS = ("main file", "WAL", "temp files")
@@ -28,15 +29,21 @@ class DuckDBConnection:
     def __init__(self, cursor: Any, owner: "DuckDBDatabase") -> None:
         self._cursor = cursor
         self._owner = owner
+        self._watchdog = Watchdog(cursor.interrupt)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        self._cursor.execute(sql, list(params) if params else None)
-        return self._cursor.fetchall() if self._cursor.description else []
+        with self._watchdog.statement():
+            self._cursor.execute(sql, list(params) if params else None)
+            return self._cursor.fetchall() if self._cursor.description else []
+
+    def set_timeout(self, seconds: float | None) -> None:
+        self._watchdog.set_timeout(seconds)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         self._cursor.executemany(sql, [list(r) for r in rows])
 
     def close(self) -> None:
+        self._watchdog.close()
         self._cursor.close()
         self._owner._release()
 
@@ -145,5 +152,5 @@ class DuckDBEngine(Engine):
             return Availability(False, str(exc), "pip install -e . (installs duckdb and its extension wheels)")
         return Availability(True)
 
-    def provision(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key)

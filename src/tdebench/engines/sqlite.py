@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
                                    Encryption)
+from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
 _COVERS = ("main file", "WAL/journal")
@@ -35,15 +36,21 @@ _SIGNATURE = (0, b"SQLite format 3\x00")
 class SQLiteConnection:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
+        self._watchdog = Watchdog(conn.interrupt)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._conn.execute(sql, tuple(params)).fetchall()
+        with self._watchdog.statement():
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    def set_timeout(self, seconds: float | None) -> None:
+        self._watchdog.set_timeout(seconds)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         with self._conn:  # one transaction per batch, as a bulk load should be
             self._conn.executemany(sql, rows)
 
     def close(self) -> None:
+        self._watchdog.close()
         self._conn.close()
 
 
@@ -122,5 +129,5 @@ class SQLiteEngine(Engine):
                                 "pip uninstall -y apsw && pip install apsw-sqlite3mc")
         return Availability(True)
 
-    def provision(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return SQLiteDatabase(workspace=workspace, encryption=encryption, key=key)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
+
+import psutil
 
 from tdebench.measure.clock import Clock
 from tdebench.measure import process as counters
@@ -33,6 +35,8 @@ class Recorder:
     store: ResultStore
     trial: TrialKey
     clock: Clock
+    # the engine's processes whose CPU and I/O are measured; None: this process (embedded engines)
+    processes: Callable[[], Sequence[psutil.Process]] | None = None
 
     @contextmanager
     def measure(self, test: str, step: str, *, stream: int | None = None, warmup: bool = False,
@@ -52,16 +56,19 @@ class Recorder:
         return result, stop()
 
     def _start(self, process: bool) -> Callable[[], dict[str, float]]:
-        before = counters.take() if process else None
+        before = self._counters() if process else None
         start = self.clock.now_ns()
 
         def stop() -> dict[str, float]:
             metrics: dict[str, float] = {"elapsed_s": (self.clock.now_ns() - start) / 1e9}
             if before is not None:
-                metrics.update(counters.delta(before, counters.take()))
+                metrics.update(counters.delta(before, self._counters()))
             return metrics
 
         return stop
+
+    def _counters(self) -> counters.Snapshot:
+        return counters.take(self.processes() if self.processes is not None else None)
 
     def record(self, test: str, step: str, metrics: dict[str, float], *, stream: int | None = None,
                warmup: bool = False, answer: str | None = None) -> None:

@@ -1,0 +1,165 @@
+"""Managed server processes: tdebench starts its own database servers and always stops them.
+
+A `ServerProcess` runs one server binary in its own process group, with its output in a log
+file inside the trial's workspace, listening on 127.0.0.1 or a socket only. `start` waits
+until the server answers (`ready`), and reports a server that dies or never answers with the
+tail of its own log. `stop` sends SIGTERM to the group and SIGKILL after a grace period, so
+nothing is left behind on success, failure or Ctrl-C. Servers that refuse to run as root
+(PostgreSQL) run as their Debian system user (`run_as`).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+
+class ServerError(RuntimeError):
+    """A server that could not be set up, started or stopped; the message has its log's tail."""
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:]) or "(empty log)"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def user_ids(name: str) -> tuple[int, int]:
+    entry = pwd.getpwnam(name)
+    return entry.pw_uid, entry.pw_gid
+
+
+def chown_tree(path: Path, user: str) -> None:
+    """Give `path` and everything below it to `user` (a server running as that user writes there)."""
+    uid, gid = user_ids(user)
+    os.chown(path, uid, gid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+
+
+def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout: float = 300,
+             env: dict[str, str] | None = None) -> None:
+    """Run a setup tool (initdb, mariadb-install-db) to completion; ServerError with its output if it fails."""
+    with log.open("ab") as out:
+        try:
+            done = subprocess.run(list(argv), stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
+                                  env=env, user=run_as, group=_group(run_as), stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ServerError(f"{argv[0]} failed: {exc}\n{log_tail(log)}") from None
+    if done.returncode != 0:
+        raise ServerError(f"{Path(argv[0]).name} exited with {done.returncode}:\n{log_tail(log)}")
+
+
+def _group(user: str | None) -> int | None:
+    return user_ids(user)[1] if user else None
+
+
+@dataclass
+class ServerProcess:
+    """One running server. Create it, `start()` it, and `stop()` it in a finally block."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    ready: Callable[[], bool]
+    run_as: str | None = None
+    env: dict[str, str] | None = None
+    start_timeout: float = 60.0
+    stop_timeout: float = 60.0
+    _popen: subprocess.Popen | None = field(default=None, init=False, repr=False)
+
+    @property
+    def running(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None
+
+    @property
+    def pid(self) -> int:
+        if self._popen is None:
+            raise ServerError(f"{self.name} is not started")
+        return self._popen.pid
+
+    def processes(self) -> list[psutil.Process]:
+        """The server and every process it started (PostgreSQL forks one per connection)."""
+        try:
+            main = psutil.Process(self.pid)
+            return [main, *main.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def start(self) -> None:
+        out = self.log.open("ab")
+        try:
+            self._popen = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, env=self.env, user=self.run_as,
+                                           group=_group(self.run_as), start_new_session=True)
+        except OSError as exc:
+            raise ServerError(f"{self.name} could not start: {exc}") from None
+        finally:
+            out.close()
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self._popen.poll() is not None:
+                code = self._popen.returncode
+                self._popen = None
+                raise ServerError(f"{self.name} exited with {code} while starting; its log ends:\n"
+                                  f"{log_tail(self.log)}")
+            if self._ready():
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise ServerError(f"{self.name} did not answer within {self.start_timeout:.0f} s; its log ends:\n"
+                          f"{log_tail(self.log)}")
+
+    def _ready(self) -> bool:
+        try:
+            return self.ready()
+        except Exception:  # not accepting connections yet
+            return False
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group, SIGKILL after the grace period. Idempotent."""
+        popen, self._popen = self._popen, None
+        if popen is None or popen.poll() is not None:
+            return
+        self._signal(popen.pid, signal.SIGTERM)
+        try:
+            popen.wait(timeout=self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            self._signal(popen.pid, signal.SIGKILL)
+            popen.wait(timeout=10)
+
+    @staticmethod
+    def _signal(pid: int, sig: int) -> None:
+        try:
+            os.killpg(pid, sig)  # start_new_session made the server its group's leader
+        except ProcessLookupError:
+            pass
