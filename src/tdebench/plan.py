@@ -19,9 +19,10 @@ from tdebench.workloads import WORKLOADS
 
 CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "sequential")
-_TOP_KEYS = {"name", "description", "repetitions", "warmups", "cache", "order", "seed", "engines", "workloads"}
-_ENGINE_KEYS = {"name", "encryptions"}
-_WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams"}
+_TOP_KEYS = {"name", "description", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
+             "engines", "workloads"}
+_ENGINE_KEYS = {"name", "encryptions", "memory_mb"}
+_WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s"}
 
 
 class PlanError(ValueError):
@@ -37,6 +38,7 @@ class PlanError(ValueError):
 class EngineChoice:
     name: str
     encryptions: tuple[str, ...]  # always starts with "none", the baseline
+    memory_mb: int | None = None  # servers: buffer pool / shared_buffers; None: tdebench's default
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class WorkloadSpec:
     scales: tuple[float, ...]
     tests: tuple[str, ...]
     streams: int
+    query_timeout_s: float = 600.0  # a query running longer is stopped and recorded as "timeout"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Plan:
     engines: tuple[EngineChoice, ...]
     workloads: tuple[WorkloadSpec, ...]
     text: str  # the file exactly as written, stored with the results
+    sample_interval_s: float = 1.0  # the resource sampler's interval
 
     def cells(self) -> list[tuple[str, str, WorkloadSpec, float]]:
         """Every configuration: (engine, encryption, workload, scale)."""
@@ -67,6 +71,9 @@ class Plan:
 
     def workload(self, name: str) -> WorkloadSpec:
         return next(w for w in self.workloads if w.name == name)
+
+    def engine(self, name: str) -> EngineChoice:
+        return next(e for e in self.engines if e.name == name)
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         engines=tuple(_engine(check, e) for e in check.tables(engines, "engines")),
         workloads=tuple(_workload(check, w) for w in check.tables(workloads, "workloads")),
         text=text,
+        sample_interval_s=check.number(data, "sample_interval_s", 1.0, 0.1, 60.0),
     )
 
 
@@ -147,7 +155,8 @@ def _engine(check: "_Checker", table: dict[str, Any]) -> EngineChoice:
     if len(set(names)) != len(names):
         raise check.error(f"engine {name!r} lists an encryption twice", "encryptions")
     ordered = ["none"] + [n for n in names if n != "none"]  # the baseline every overhead needs
-    return EngineChoice(name, tuple(ordered))
+    memory = check.integer(table, "memory_mb", 0, 16, 1 << 20) if "memory_mb" in table else None
+    return EngineChoice(name, tuple(ordered), memory)
 
 
 def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
@@ -175,7 +184,8 @@ def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
         if test not in workload.tests:
             raise check.error(f"workload {name!r} has no test {test!r}; valid: {', '.join(workload.tests)}", test)
     streams = check.integer(table, "streams", 2, 1, workload.max_streams)
-    return WorkloadSpec(name, tuple(scales), tuple(tests), streams)
+    timeout = check.number(table, "query_timeout_s", 600.0, 0.001, 86400.0)
+    return WorkloadSpec(name, tuple(scales), tuple(tests), streams, timeout)
 
 
 class _Checker:
@@ -218,6 +228,12 @@ class _Checker:
         if not low <= value <= high:
             raise self.error(f"{key} = {value} is out of range: {low} to {high}", key)
         return value
+
+    def number(self, table: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise self.error(f"{key} must be a number from {low:g} to {high:g}", key)
+        return float(value)
 
     def choice(self, table: dict[str, Any], key: str, default: str | None, valid: tuple[str, ...]) -> str:
         value = table.get(key, default)

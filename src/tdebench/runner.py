@@ -23,6 +23,7 @@ from tdebench.engines import Engine, get_engine
 from tdebench.keys import KeySource
 from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.recorder import Recorder
+from tdebench.measure.sampler import Sampler
 from tdebench.plan import Plan, TrialSpec, schedule
 from tdebench.store import ResultStore, TrialOutcome, Verdict
 from tdebench.workloads import WORKLOADS, RunContext, Workload
@@ -80,6 +81,16 @@ def new_canaries(count: int = CANARY_COUNT) -> list[str]:
 
 
 @dataclass
+class _TrialFacts:
+    """What a trial's phases learn that its verdict and outcome record."""
+
+    canaries_readable: bool = False
+    cache_dropped: bool = False
+    engine_state: str = ""
+    view_hits: int | None = None
+
+
+@dataclass
 class Runner:
     plan: Plan
     store: ResultStore
@@ -87,7 +98,7 @@ class Runner:
     keys: KeySource = field(default_factory=KeySource)
     clock: Clock = field(default_factory=MonotonicClock)
     progress: Progress = field(default_factory=SilentProgress)
-    engine_factory: Callable[[str], Engine] = get_engine
+    engine_factory: Callable[..., Engine] = get_engine
     workload_factory: Callable[[str], Workload] = lambda name: WORKLOADS[name]()
     drop_cache: Callable[[], bool] = drop_os_cache
     workspace_parent: Path | None = None
@@ -119,7 +130,7 @@ class Runner:
 
     def _trial(self, spec: TrialSpec, root: Path) -> tuple[TrialOutcome, Verdict | None]:
         key = spec.key
-        engine = self.engine_factory(key.engine)
+        engine = self.engine_factory(key.engine, memory_mb=self.plan.engine(key.engine).memory_mb)
         encryption = engine.encryption(key.encryption)
         workload = self.workload_factory(key.workload)
         workspace = root / key.id.replace("/", "_")
@@ -128,13 +139,16 @@ class Runner:
         database = engine.provision(workspace, encryption, secret)
         recorder = Recorder(self.store, key, self.clock, processes=database.engine_processes)
         ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=key.scale,
-                         streams=spec.workload.streams, data_dir=self.data_dir)
+                         streams=spec.workload.streams, data_dir=self.data_dir,
+                         query_timeout_s=spec.workload.query_timeout_s)
         canaries = new_canaries()
         expected = "plaintext" if encryption.is_baseline else "encrypted"
         start = self.clock.now_ns()
-        error, dropped, readable, verdict = "", False, False, None
+        error, verdict = "", None
+        facts = _TrialFacts()
         try:
-            readable, dropped = self._phases(spec, workload, ctx, canaries)
+            with Sampler(self.store, key, self.plan.sample_interval_s, database.engine_processes):
+                self._phases(spec, workload, ctx, canaries, facts)
         except Exception as exc:  # the trial fails, the run goes on
             error = f"{type(exc).__name__}: {exc}"
             if secret is not None:
@@ -142,19 +156,19 @@ class Runner:
         finally:
             database.close()  # also on Ctrl-C; run() then removes every workspace
         try:
-            verdict = self._verdict(key, expected, database, workspace, canaries, readable)
+            verdict = self._verdict(key, expected, database, workspace, canaries, facts)
         finally:
             shutil.rmtree(workspace, ignore_errors=True)
         outcome = TrialOutcome(trial=key, status="failed" if error else "ok", cache=self.plan.cache,
-                               cache_dropped=dropped, elapsed_s=(self.clock.now_ns() - start) / 1e9,
+                               cache_dropped=facts.cache_dropped, elapsed_s=(self.clock.now_ns() - start) / 1e9,
                                error=error, key_derived=secret is not None and self.keys.derived)
         self.store.append(outcome)
         self.store.sync()
         return outcome, verdict
 
-    def _phases(self, spec: TrialSpec, workload: Workload, ctx: RunContext,
-                canaries: list[str]) -> tuple[bool, bool]:
-        """Load, then run every test; returns (canaries readable, OS cache dropped)."""
+    def _phases(self, spec: TrialSpec, workload: Workload, ctx: RunContext, canaries: list[str],
+                facts: "_TrialFacts") -> None:
+        """Load, then run every test, noting in `facts` what the verdict needs to know."""
         database, recorder = ctx.database, ctx.recorder
         with recorder.measure("open", "create"):
             database.create()
@@ -162,11 +176,12 @@ class Runner:
         try:
             workload.load(ctx, conn)
             write_canaries(conn, canaries)
-            readable = read_canaries(conn) == set(canaries)
+            facts.canaries_readable = read_canaries(conn) == set(canaries)
         finally:
             conn.close()
+        facts.engine_state = database.encryption_state()  # raises if the engine is not encrypted yet
         recorder.record("load", "database", {"size_bytes": float(database.size_bytes())})
-        dropped = self.plan.cache == "cold" and self.drop_cache()
+        facts.cache_dropped = self.plan.cache == "cold" and self.drop_cache()
         with recorder.measure("open", "connect"):
             conn = database.connect()
         try:
@@ -175,19 +190,22 @@ class Runner:
                     workload.run(test, ctx, conn, warmup=True)
                 if self.plan.cache == "cold":
                     conn.close()
-                    dropped = self.drop_cache() and dropped
+                    facts.cache_dropped = self.drop_cache() and facts.cache_dropped
                     conn = database.connect()
                 workload.run(test, ctx, conn, warmup=False)
         finally:
             conn.close()
-        return readable, dropped
+        view = database.plaintext_view()
+        if view is not None:  # the positive control of a layer below the engine, while mounted
+            facts.view_hits = sum(s.hits for s in verify.scan([view], canaries, view))
 
     def _verdict(self, key, expected: str, database, workspace: Path, canaries: list[str],
-                 readable: bool) -> Verdict:
+                 facts: "_TrialFacts") -> Verdict:
         try:
             scans = verify.scan([workspace], canaries, workspace, database.plaintext_signature())
             label = verify.label_first_hit(scans, workspace, canaries)
-            verdict = verify.judge(key, expected, scans, readable, first_hit_label=label)
+            verdict = verify.judge(key, expected, scans, facts.canaries_readable, first_hit_label=label,
+                                   view_hits=facts.view_hits, engine_state=facts.engine_state)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
         self.store.append(verdict)

@@ -9,7 +9,8 @@ Record kinds:
 - `measurement`: one measured step of a trial (a query, a load, a whole test) with its metrics;
 - `verdict`: the at-rest check of a trial;
 - `trial`: how a trial ended (ok or failed, with the error) and its cache state;
-- `cipher`: the machine's raw cipher throughput, measured once per run.
+- `cipher`: the machine's raw cipher throughput, measured once per run;
+- `sample`: one interval of the resource sampler (CPU %, memory, disk) during a trial.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class Verdict:
     first_hit: str | None  # "file@offset (encoding)" of the first canary found
     detail: str = ""
     files: tuple[FileScan, ...] = ()
+    engine_state: str = ""  # what the engine itself reports about its encryption (e.g. MariaDB)
+    view_hits: int | None = None  # fs layers: canary hits in the decrypted view (positive control)
 
     @property
     def as_expected(self) -> bool:
@@ -112,9 +115,23 @@ class CipherSpeed:
     library: str = ""
 
 
-Record = Measurement | Verdict | TrialOutcome | CipherSpeed
+@dataclass(frozen=True)
+class Sample:
+    """One interval of the resource sampler during a trial (seeds 001 and 004)."""
+
+    trial: TrialKey
+    t_s: float  # seconds since the trial's sampler started
+    cpu_pct: float  # whole machine, 100 = every core busy
+    mem_bytes: float  # resident memory of the engine's processes
+    mem_pct: float  # the same, as % of the machine's memory
+    disk_read_bytes: float  # all disks, during this interval
+    disk_write_bytes: float
+    disk_busy_pct: float  # the busiest disk's busy time / interval
+
+
+Record = Measurement | Verdict | TrialOutcome | CipherSpeed | Sample
 _KINDS: dict[type, str] = {Measurement: "measurement", Verdict: "verdict",
-                           TrialOutcome: "trial", CipherSpeed: "cipher"}
+                           TrialOutcome: "trial", CipherSpeed: "cipher", Sample: "sample"}
 
 
 def to_json(record: Record) -> dict[str, Any]:
@@ -137,6 +154,8 @@ def from_json(data: dict[str, Any]) -> Record:
         return TrialOutcome(**data)
     if kind == "cipher":
         return CipherSpeed(**data)
+    if kind == "sample":
+        return Sample(**data)
     raise ValueError(f"unknown record kind {kind!r}")
 
 
@@ -151,6 +170,7 @@ class RunData:
     verdicts: list[Verdict] = field(default_factory=list)
     trials: list[TrialOutcome] = field(default_factory=list)
     ciphers: list[CipherSpeed] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
 
 
 class ResultStore:
@@ -206,6 +226,8 @@ def read_run(directory: Path) -> RunData:
             run.verdicts.append(record)
         elif isinstance(record, TrialOutcome):
             run.trials.append(record)
+        elif isinstance(record, Sample):
+            run.samples.append(record)
         else:
             run.ciphers.append(record)
     return run

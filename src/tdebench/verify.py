@@ -193,7 +193,8 @@ def _summary(scans: Sequence[FileScan]) -> str:
 
 
 def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_readable: bool,
-          first_hit_label: str | None = None) -> Verdict:
+          first_hit_label: str | None = None, view_hits: int | None = None,
+          engine_state: str = "") -> Verdict:
     """The verdict of a trial's scans. Rules, in order:
 
     1. no file, or 0 bytes scanned → "inconclusive" (nothing was looked at);
@@ -203,7 +204,9 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
     3. any canary hit or any plaintext header → "plaintext" (proof needs one hit);
     4. no hit, but the canary could not be read back through the engine → "inconclusive":
        the data looked for may never have been written, so its absence proves nothing;
-    5. otherwise → "encrypted".
+    5. a file-system layer whose decrypted view (scanned while mounted, `view_hits`) did not
+       show the canaries → "inconclusive": that layer's positive control failed;
+    6. otherwise → "encrypted".
 
     "error" is never produced here: the caller turns an exception into `error_verdict`.
     `first_hit_label` is the caller's label of the first hit (see `label_first_hit`, which
@@ -214,7 +217,8 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
 
     def verdict(word: str, detail: str, first_hit: str | None = None) -> Verdict:
         return Verdict(trial=trial, verdict=word, expected=expected, files_scanned=len(scans),
-                       bytes_scanned=total, first_hit=first_hit, detail=detail, files=scans)
+                       bytes_scanned=total, first_hit=first_hit, detail=detail, files=scans,
+                       engine_state=engine_state, view_hits=view_hits)
 
     if total == 0:
         return verdict("inconclusive", f"nothing to scan: {len(scans)} files, 0 bytes")
@@ -235,7 +239,11 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
     if not canary_readable:
         return verdict("inconclusive", "no canary found, but the canary could not be read back "
                        f"through the engine, so it may never have been written; {summary}")
-    return verdict("encrypted", f"no canary and no plaintext header found; {summary}")
+    if view_hits == 0:
+        return verdict("inconclusive", "positive control failed: the decrypted view did not show the "
+                       f"canaries, so their absence below it proves nothing; {summary}")
+    shown = f"; the decrypted view showed them {view_hits} times" if view_hits else ""
+    return verdict("encrypted", f"no canary and no plaintext header found{shown}; {summary}")
 
 
 def error_verdict(trial: TrialKey, expected: str, exc_text: str) -> Verdict:

@@ -105,3 +105,18 @@ def test_sequential_keeps_repetitions_together() -> None:
     assert [t.key.encryption for t in trials[:3]] == ["none"] * 3
     assert [t.key.repetition for t in trials[:3]] == [1, 2, 3]
     assert Counter(t.key.encryption for t in trials) == {"none": 3, "aes-256-gcm": 3, "aes-256-ctr": 3}
+
+
+def test_server_and_sampler_settings() -> None:
+    text = ISSUE_PLAN.replace('name = "duckdb"\n', 'name = "duckdb"\nmemory_mb = 512\n')
+    text = text.replace("streams = 2", "streams = 2\nquery_timeout_s = 30")
+    text = text.replace("seed = 1", "seed = 1\nsample_interval_s = 0.5")
+    plan = parse_plan(text)
+    assert plan.engines[0].memory_mb == 512 and plan.engine("duckdb").memory_mb == 512
+    assert plan.workloads[0].query_timeout_s == 30.0 and plan.sample_interval_s == 0.5
+    defaults = parse_plan(ISSUE_PLAN)
+    assert defaults.engines[0].memory_mb is None and defaults.workloads[0].query_timeout_s == 600.0
+    with pytest.raises(PlanError, match="my.toml:18: query_timeout_s must be a number from 0.001 to 86400"):
+        parse_plan(ISSUE_PLAN.replace("streams = 2", "streams = 2\nquery_timeout_s = -1"), "my.toml")
+    with pytest.raises(PlanError, match="memory_mb = 1 is out of range"):
+        parse_plan(ISSUE_PLAN.replace('name = "duckdb"\n', 'name = "duckdb"\nmemory_mb = 1\n'))

@@ -28,7 +28,7 @@ def run(tmp_path: Path, plan: Plan, **kwargs):
     store.start(plan.text, {"cpu_model": "fake"})
     FakeEngine.provisioned.clear()
     runner = Runner(plan=plan, store=store, data_dir=tmp_path / "data", clock=clock,
-                    engine_factory=lambda name: FakeEngine(), workload_factory=lambda name: workload,
+                    engine_factory=lambda name, **settings: FakeEngine(**settings), workload_factory=lambda name: workload,
                     drop_cache=lambda: True, workspace_parent=tmp_path)
     summary = runner.run()
     return summary, read_run(tmp_path / "out"), workload
@@ -95,7 +95,7 @@ def test_ctrl_c_cleans_up_and_keeps_finished_trials(tmp_path: Path) -> None:
     store.start(plan.text, {})
     FakeEngine.provisioned.clear()
     runner = Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
-                    engine_factory=lambda name: FakeEngine(),
+                    engine_factory=lambda name, **settings: FakeEngine(**settings),
                     workload_factory=lambda name: Interrupting(clock), workspace_parent=tmp_path)
     with pytest.raises(KeyboardInterrupt):
         runner.run()
@@ -112,7 +112,7 @@ def test_cold_cache_is_recorded_as_dropped_only_when_it_was(tmp_path: Path) -> N
         store = ResultStore(out)
         store.start(plan.text, {})
         Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
-               engine_factory=lambda name: FakeEngine(), workload_factory=lambda name: FakeWorkload(clock),
+               engine_factory=lambda name, **settings: FakeEngine(**settings), workload_factory=lambda name: FakeWorkload(clock),
                drop_cache=lambda: works, workspace_parent=tmp_path).run()
         assert {t.cache_dropped for t in read_run(out).trials} == {works}
         assert {t.cache for t in read_run(out).trials} == {"cold"}
@@ -123,3 +123,42 @@ def test_results_are_durable_line_by_line(tmp_path: Path) -> None:
     lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
     assert len(lines) == len(data.measurements) + len(data.verdicts) + len(data.trials)
     assert all(isinstance(m, Measurement) for m in data.measurements)
+
+
+def test_engine_state_is_recorded_and_an_unencrypted_engine_fails_the_trial(tmp_path: Path) -> None:
+    from tdebench.engines.base import EncryptionNotActive
+
+    from fake_engine import FakeDatabase
+
+    def state(self) -> str:
+        if self.encryption.name == "none":
+            return ""
+        raise EncryptionNotActive("2 of 3 tablespaces encrypted, 1 rotating")
+
+    original = FakeDatabase.encryption_state
+    FakeDatabase.encryption_state = state
+    try:
+        summary, data, _ = run(tmp_path, make_plan(repetitions=1))
+    finally:
+        FakeDatabase.encryption_state = original
+    failed = {o.trial.encryption: o.error for o in summary.failed}
+    assert list(failed) == ["fake-256"] and "1 rotating" in failed["fake-256"]
+    assert not [m for m in data.measurements if m.trial.encryption == "fake-256" and m.test == "power"]
+
+
+def test_a_decrypted_view_is_scanned_as_the_positive_control(tmp_path: Path) -> None:
+    from fake_engine import FakeDatabase
+
+    def view(self) -> Path:
+        shown = self.workspace.parent / f"view-{self.workspace.name}"
+        shown.mkdir(exist_ok=True)
+        (shown / "plain.db").write_text("\n".join(self.rows))
+        return shown
+
+    FakeDatabase.plaintext_view = view
+    try:
+        _, data, _ = run(tmp_path, make_plan(repetitions=1))
+    finally:
+        del FakeDatabase.plaintext_view
+    encrypted = next(v for v in data.verdicts if v.trial.encryption == "fake-256")
+    assert encrypted.verdict == "encrypted" and encrypted.view_hits == 4  # CANARY_COUNT

@@ -233,3 +233,16 @@ def test_real_sqlite_file_is_plaintext(tmp_path):
     v = judge(TRIAL, "plaintext", scans, True, label_first_hit(scans, tmp_path, [CANARY]))
     assert v.verdict == "plaintext" and v.as_expected
     assert v.first_hit == f"plain.db@{scans[0].first_hit_offset} (utf-8)"
+
+
+def test_judge_baseline_with_only_a_plaintext_header_fails_positive_control():
+    v = judge(TRIAL, "plaintext", [_scan(header=True)], True)
+    assert v.verdict == "inconclusive" and "positive control failed" in v.detail
+
+
+def test_judge_fs_layer_needs_canaries_in_its_decrypted_view():
+    blind = judge(TRIAL, "encrypted", [_scan()], True, view_hits=0)
+    assert blind.verdict == "inconclusive" and "decrypted view" in blind.detail
+    seen = judge(TRIAL, "encrypted", [_scan()], True, view_hits=3, engine_state="12 of 12 encrypted")
+    assert seen.verdict == "encrypted" and "showed them 3 times" in seen.detail
+    assert (seen.view_hits, seen.engine_state) == (3, "12 of 12 encrypted")

@@ -13,12 +13,13 @@ ENGINES: dict[str, type[Engine]] = {
 }
 
 
-def get_engine(name: str) -> Engine:
+def get_engine(name: str, memory_mb: int | None = None) -> Engine:
     """The engine called `name`; KeyError listing the valid names otherwise."""
     try:
-        return ENGINES[name]()
+        engine_class = ENGINES[name]
     except KeyError:
         raise KeyError(f"unknown engine {name!r}; valid: {', '.join(ENGINES)}") from None
+    return engine_class(memory_mb=memory_mb)
 
 
 __all__ = ["ENGINES", "NONE", "Availability", "Capabilities", "Connection", "Database", "Engine",

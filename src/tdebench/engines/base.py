@@ -71,6 +71,10 @@ class Availability:
     fix: str = ""
 
 
+class EncryptionNotActive(RuntimeError):
+    """The engine reports that data which should be encrypted is not (yet)."""
+
+
 class QueryTimeout(RuntimeError):
     """A statement ran past the connection's timeout and was stopped by the engine."""
 
@@ -124,6 +128,13 @@ class Database(ABC):
         """The processes whose CPU time and I/O are the engine's: a server's process tree.
         None for embedded engines, which run inside the tdebench process."""
         return None
+
+    def encryption_state(self) -> str:
+        """What the engine itself says about its encryption, checked after the load and before
+        measuring (MariaDB: every tablespace encrypted, none rotating). Raises
+        EncryptionNotActive when the engine reports data that is not encrypted as it should
+        be; "" when the engine has nothing to report."""
+        return ""
 
     def plaintext_view(self) -> Path | None:
         """For layers that encrypt below the engine (gocryptfs): the decrypted view of the

@@ -10,10 +10,12 @@ nothing is left behind on success, failure or Ctrl-C. Servers that refuse to run
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import signal
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -66,6 +68,27 @@ def chown_tree(path: Path, user: str) -> None:
             os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
 
 
+def unreachable_by(path: Path, user: str) -> Path | None:
+    """The first directory on the way to `path` that `user` may not enter (no search
+    permission), or None. A server running as `user` needs every one of them."""
+    entry = pwd.getpwnam(user)
+    groups = {entry.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+    for directory in [*reversed(path.absolute().parents), path.absolute()]:
+        try:
+            info = directory.stat()
+        except FileNotFoundError:
+            return None  # what does not exist yet is created below reachable parents
+        if info.st_uid == entry.pw_uid:
+            allowed = info.st_mode & stat.S_IXUSR
+        elif info.st_gid in groups:
+            allowed = info.st_mode & stat.S_IXGRP
+        else:
+            allowed = info.st_mode & stat.S_IXOTH
+        if not allowed:
+            return directory
+    return None
+
+
 def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout: float = 300,
              env: dict[str, str] | None = None) -> None:
     """Run a setup tool (initdb, mariadb-install-db) to completion; ServerError with its output if it fails."""
@@ -95,6 +118,8 @@ class ServerProcess:
     env: dict[str, str] | None = None
     start_timeout: float = 60.0
     stop_timeout: float = 60.0
+    # what asks the server to shut down; SIGKILL follows after `stop_timeout`
+    stop_signal: int = signal.SIGTERM
     _popen: subprocess.Popen | None = field(default=None, init=False, repr=False)
 
     @property
@@ -146,11 +171,11 @@ class ServerProcess:
             return False
 
     def stop(self) -> None:
-        """SIGTERM to the server's process group, SIGKILL after the grace period. Idempotent."""
+        """`stop_signal` to the server's process group, SIGKILL after the grace period. Idempotent."""
         popen, self._popen = self._popen, None
         if popen is None or popen.poll() is not None:
             return
-        self._signal(popen.pid, signal.SIGTERM)
+        self._signal(popen.pid, self.stop_signal)
         try:
             popen.wait(timeout=self.stop_timeout)
         except subprocess.TimeoutExpired:

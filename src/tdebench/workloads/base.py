@@ -19,7 +19,8 @@ CANARY_TABLE = "tdebench_canary"
 
 
 class WrongAnswer(AssertionError):
-    """A query returned a result that differs from the reference answer: the trial fails."""
+    """A query returned a wrong result, or ran into the plan's timeout: the trial fails after
+    its measurements are stored."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class RunContext:
     scale: float
     streams: int
     data_dir: Path
+    query_timeout_s: float | None = None  # None: no limit
 
 
 class Workload(ABC):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tdebench.engines.base import Connection
+from tdebench.engines.base import Connection, QueryTimeout
 from tdebench.workloads.base import RunContext, Workload, WrongAnswer
 from tdebench.workloads.tpch import answers, data, schema, streams
 from tdebench.workloads.tpch.queries import query
@@ -49,7 +49,7 @@ class TpchWorkload(Workload):
         else:
             raise ValueError(f"tpch has no test {test!r}; valid: {', '.join(self.tests)}")
         if wrong:
-            raise WrongAnswer(f"tpch {test}: {len(wrong)} wrong answer(s): " + "; ".join(wrong))
+            raise WrongAnswer(f"tpch {test}: {len(wrong)} wrong or missing answer(s): " + "; ".join(wrong))
 
     def _throughput(self, ctx: RunContext, warmup: bool) -> list[str]:
         conns = [ctx.database.connect() for _ in range(ctx.streams)]
@@ -79,11 +79,22 @@ class TpchWorkload(Workload):
 
     def _stream(self, ctx: RunContext, conn: Connection, test: str, number: int, warmup: bool,
                 *, process: bool) -> list[str]:
-        """Run one stream's 22 queries; each is timed alone, then checked, then recorded."""
+        """Run one stream's 22 queries; each is timed alone, then checked, then recorded.
+        A query stopped by the timeout is recorded with answer "timeout" and the stream goes on."""
         wrong = []
+        conn.set_timeout(ctx.query_timeout_s)
         for q in streams.stream_order(number):
             sql = query(q, ctx.dialect)
-            rows, metrics = ctx.recorder.timed(lambda: conn.execute(sql), process=process)
+            started = ctx.recorder.clock.now_ns()
+            try:
+                rows, metrics = ctx.recorder.timed(lambda: conn.execute(sql), process=process)
+            except QueryTimeout:
+                # the time until the engine stopped it: a lower bound of the query's time
+                elapsed = (ctx.recorder.clock.now_ns() - started) / 1e9
+                wrong.append(f"q{q} stopped by the {ctx.query_timeout_s:g} s query timeout")
+                ctx.recorder.record(test, f"q{q}", {"elapsed_s": elapsed}, stream=number, warmup=warmup,
+                                    answer="timeout")
+                continue
             result = answers.check(q, ctx.scale, rows)
             if result.status == "failed":
                 wrong.append(result.message)

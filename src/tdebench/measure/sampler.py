@@ -1,0 +1,76 @@
+"""The resource sampler: system CPU, engine memory and disk activity over a trial's time.
+
+Seeds 001 and 004 report CPU %, memory % and disk-busy % beside their timings, to show
+whether the machine was in the same state for every configuration. A background thread takes
+one `Sample` per interval (default 1 s) and appends it to the store at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import psutil
+
+from tdebench.store import ResultStore, Sample, TrialKey
+
+
+def _busiest_disk_ms(counters: dict[str, object]) -> dict[str, int]:
+    return {name: getattr(c, "busy_time", 0) for name, c in counters.items()}
+
+
+class Sampler:
+    """Samples until stopped; use as a context manager around the work it watches."""
+
+    def __init__(self, store: ResultStore, trial: TrialKey, interval_s: float = 1.0,
+                 processes: Callable[[], Sequence[psutil.Process] | None] | None = None) -> None:
+        self.store = store
+        self.trial = trial
+        self.interval_s = interval_s
+        self.processes = processes
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tdebench-sampler", daemon=True)
+
+    def __enter__(self) -> "Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _engine(self) -> list[psutil.Process]:
+        found = self.processes() if self.processes is not None else None
+        return list(found) if found is not None else [psutil.Process()]
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        total_memory = psutil.virtual_memory().total
+        psutil.cpu_percent(interval=None)  # starts the system CPU measurement interval
+        disk = psutil.disk_io_counters(perdisk=False)
+        busy = _busiest_disk_ms(psutil.disk_io_counters(perdisk=True) or {})
+        last = time.monotonic()
+        while not self._stop.wait(self.interval_s):
+            now = time.monotonic()
+            new_disk = psutil.disk_io_counters(perdisk=False)
+            new_busy = _busiest_disk_ms(psutil.disk_io_counters(perdisk=True) or {})
+            interval_ms = (now - last) * 1000
+            busiest = max((new_busy[d] - busy.get(d, new_busy[d]) for d in new_busy), default=0)
+            rss = 0
+            for process in self._engine():
+                try:
+                    rss += process.memory_info().rss
+                except psutil.NoSuchProcess:
+                    continue
+            self.store.append(Sample(
+                trial=self.trial,
+                t_s=now - start,
+                cpu_pct=psutil.cpu_percent(interval=None),
+                mem_bytes=float(rss),
+                mem_pct=100.0 * rss / total_memory,
+                disk_read_bytes=float(new_disk.read_bytes - disk.read_bytes) if disk else 0.0,
+                disk_write_bytes=float(new_disk.write_bytes - disk.write_bytes) if disk else 0.0,
+                disk_busy_pct=min(100.0, 100.0 * busiest / interval_ms) if interval_ms else 0.0,
+            ))
+            disk, busy, last = new_disk, new_busy, now
