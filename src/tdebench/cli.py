@@ -126,10 +126,11 @@ def _plan_or_exit(path: Path) -> Plan:
 def _usable_engines_or_exit(plan: Plan) -> dict:
     engines = {}
     for choice in plan.engines:
-        engine = get_engine(choice.name)
-        available = engine.availability()
-        if not available.usable:
-            usage_error(f"engine {choice.name} cannot run here: {available.reason}\n  fix: {available.fix}")
+        engine = get_engine(choice.name, memory_mb=choice.memory_mb)
+        for name in choice.encryptions:
+            available = engine.encryption_availability(engine.encryption(name))
+            if not available.usable:
+                usage_error(f"{choice.name} {name} cannot run here: {available.reason}\n  fix: {available.fix}")
         engines[choice.name] = engine
     return engines
 
@@ -228,7 +229,7 @@ def engines(as_json: bool) -> None:
             "reason": available.reason,
             "fix": available.fix,
             "embedded": engine.capabilities.embedded,
-            "encryptions": [e.to_dict() for e in engine.encryptions],
+            "encryptions": [_encryption_row(engine, e) for e in engine.encryptions],
         })
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -238,13 +239,19 @@ def engines(as_json: bool) -> None:
         state = "[green]usable[/]" if row["usable"] else f"[red]not usable[/]: {row['reason']} (fix: {row['fix']})"
         wide.print(f"[bold]{row['name']}[/] {row['version'] or ''} — {state}", highlight=False)
         table = Table(show_edge=False, pad_edge=False)
-        for column in ("encryption", "algorithm", "key bits", "mode", "layer", "covers", "notes"):
+        for column in ("encryption", "algorithm", "key bits", "mode", "layer", "covers", "usable here", "notes"):
             table.add_column(column)
         for enc in row["encryptions"]:
+            here = "yes" if enc["usable"] else f"no: {enc['reason']} (fix: {enc['fix']})"
             table.add_row(enc["name"], enc["algorithm"], str(enc["key_bits"] or "-"), enc["mode"],
-                          enc["layer"], ", ".join(enc["covers"]) or "-", enc["notes"])
+                          enc["layer"], ", ".join(enc["covers"]) or "-", here, enc["notes"])
         wide.print(table)
         wide.print()
+
+
+def _encryption_row(engine, encryption) -> dict:
+    available = engine.encryption_availability(encryption)
+    return {**encryption.to_dict(), "usable": available.usable, "reason": available.reason, "fix": available.fix}
 
 
 @main.command("verify")

@@ -176,3 +176,18 @@ def test_console_script_help_and_usage_errors_exit_codes() -> None:
     missing_out = subprocess.run([exe, "run"], capture_output=True, text=True)
     assert missing_out.returncode == 2 and "--out" in missing_out.stderr
     assert os.access(exe, os.X_OK)
+
+
+def test_a_query_timeout_is_recorded_as_such_and_fails_the_trial(tmp_path: Path) -> None:
+    plan = write(tmp_path / "tiny.toml",
+                 TINY.replace('["none", "aes-256-gcm"]', '["none"]').replace('tests = ["power"]',
+                                                                             'tests = ["power"]\nquery_timeout_s = 0.001'))
+    result = invoke("run", str(plan), "--out", str(tmp_path / "out"), "--quiet")
+    assert result.exit_code == 1
+    run = read_run(tmp_path / "out")
+    answers = {m.answer for m in run.measurements if m.step.startswith("q")}
+    assert "timeout" in answers
+    timed_out = [m for m in run.measurements if m.answer == "timeout"]
+    assert all(m.metrics["elapsed_s"] >= 0.001 for m in timed_out)
+    assert [t.status for t in run.trials] == ["failed"]
+    assert "query timeout" in run.trials[0].error
