@@ -4,8 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
-out="${1:-results/quick}"
-status=0
-.venv/bin/tdebench run --out "$out" --force || status=$?
-echo "report: $out/report.html  (also report.md, summary.csv, queries.csv, verdicts.csv)"
-exit "$status"
+exec .venv/bin/tdebench run --out "${1:-results/quick}" --force

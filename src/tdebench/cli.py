@@ -166,8 +166,12 @@ def _print_summary(summary, written: list[Path]) -> None:
         err.print(f"[bold red]VERDICT[/] {verdict.trial.id}: {verdict.verdict} (expected {verdict.expected}) "
                   f"{verdict.detail}", highlight=False)
     status = "[green]all trials ok[/]" if summary.ok else "[red]problems above[/]"
-    err.print(f"{summary.trials} trials, {status}; wrote {', '.join(p.name for p in written)} "
-              f"in {written[0].parent if written else '?'}", highlight=False)
+    err.print(f"{summary.trials} trials, {status}", highlight=False)
+    if written:
+        out_dir = written[0].parent
+        names = sorted({p.relative_to(out_dir).parts[0] for p in written if p.is_relative_to(out_dir)})
+        err.print(f"report: {out_dir / 'report.html'}  (also {', '.join(n for n in names if n != 'report.html')})",
+                  highlight=False, soft_wrap=True)
 
 
 class _ProgressBar:
