@@ -7,6 +7,12 @@ features placed on purpose so tests can check them:
   answer on q5;
 - one slow repetition (duckdb none r3, power q9, +60%), which makes that cell noisy;
 - one warm-up run (duckdb none r1, power q1) 100x slower, which must never be counted;
+- one query stopped by the plan's 60 s timeout (sqlite chacha20-poly1305 r3, power q18), so
+  that trial failed after its power test, as the runner marks it;
+- resource samples for repetitions 1 and 2 of every duckdb trial and repetition 1 of every
+  sqlite trial (none for the others), with the peaks of the duckdb baseline known;
+- fs-layer-style verdicts (duckdb aes-256-ctr) with an engine-reported state and canary hits
+  in the decrypted view;
 - an environment value with HTML in it, which must come out escaped.
 """
 
@@ -15,7 +21,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from tdebench.store import CipherSpeed, FileScan, Measurement, ResultStore, TrialKey, TrialOutcome, Verdict
+from tdebench.store import (CipherSpeed, FileScan, Measurement, ResultStore, Sample, TrialKey, TrialOutcome,
+                             Verdict)
 
 MIB = 1024 * 1024
 WORKLOAD = "tpch"
@@ -32,15 +39,27 @@ SETTINGS = {
 FAILED = TrialKey("sqlite", "aes-256-cbc", WORKLOAD, SCALE, 3)
 FAILED_AT = "q5"
 NOISY = (TrialKey("duckdb", "none", WORKLOAD, SCALE, 3), "power", "q9")
+TIMED_OUT = TrialKey("sqlite", "chacha20-poly1305", WORKLOAD, SCALE, 3)
+TIMED_OUT_AT = "q18"
+QUERY_TIMEOUT_S = 60.0
+LAYERED = "aes-256-ctr"  # duckdb's verdicts of this encryption carry engine_state and view_hits
+VIEW_HITS = 7
+SAMPLES = 12  # per sampled trial, one a second
+# the duckdb baseline's peaks over its sampled trials (repetitions 1 and 2)
+BASELINE_CPU_MAX = 90.0
+BASELINE_MEM_MAX_MIB = 200.0 + 11 * 5.0 + 2 * 3.0
 
 PLAN = """\
 name = "fake"
 engines = ["duckdb", "sqlite"]
-workloads = ["tpch"]
-scales = [0.01]
 repetitions = 3
 cache = "warm"
 order = "interleaved"
+
+[[workloads]]
+name = "tpch"
+scales = [0.01]
+query_timeout_s = 60
 """
 
 ENVIRONMENT = {
@@ -70,6 +89,10 @@ def _query(trial: TrialKey, factor: float, test: str, stream: int, step: str) ->
     answer = "ok" if test == "power" else "unchecked"
     if trial == FAILED and step == FAILED_AT:
         answer = "failed"
+    if trial == TIMED_OUT and step == TIMED_OUT_AT:
+        # the time until the query was stopped, as the workload records it; no cpu_s
+        return Measurement(trial, test, step, {"elapsed_s": QUERY_TIMEOUT_S * 1.0002},
+                           stream=stream, answer="timeout")
     return Measurement(trial, test, step, {"elapsed_s": seconds, "cpu_s": seconds * 0.9},
                        stream=stream, answer=answer)
 
@@ -86,6 +109,8 @@ def _trial_measurements(trial: TrialKey, factor: float, size_mib: float) -> list
             return records
     records.append(Measurement(trial, "power", "total", {"elapsed_s": sum(
         r.metrics["elapsed_s"] for r in records if r.test == "power" and not r.warmup)}))
+    if trial == TIMED_OUT:  # the power test raised WrongAnswer after its last query
+        return records
     for stream in STREAMS:
         records += [_query(trial, factor, "throughput", stream, step) for step in QUERIES]
     records.append(Measurement(trial, "throughput", "total", {"elapsed_s": 0.6 * factor * _noise(trial.id, "tt")}))
@@ -101,7 +126,29 @@ def _verdict(trial: TrialKey) -> Verdict:
                        detail="canaries found: positive control", files=(scan,))
     scan = FileScan(database, 4 * MIB, hits=0, first_hit_offset=None, entropy_mean=7.99,
                     low_entropy_blocks=0, blocks=1024, plaintext_header=False)
+    if trial.engine == "duckdb" and trial.encryption == LAYERED:
+        return Verdict(trial, "encrypted", "encrypted", 1, scan.bytes, None,
+                       detail=f"no canary and no plaintext header found; the decrypted view showed "
+                              f"them {VIEW_HITS} times", files=(scan,),
+                       engine_state="2 of 2 tablespaces encrypted, 0 rotating", view_hits=VIEW_HITS)
     return Verdict(trial, "encrypted", "encrypted", 1, scan.bytes, None, files=(scan,))
+
+
+def _samples(trial: TrialKey, factor: float) -> list[Sample]:
+    """One a second: CPU busy while the queries run, memory growing, the disk busy while loading."""
+    if not (trial.repetition <= 2 if trial.engine == "duckdb" else trial.repetition == 1):
+        return []
+    samples = []
+    for second in range(1, SAMPLES + 1):
+        loading = second <= 3
+        cpu = (35.0 if loading else 80.0 + (second % 3) * 5.0) * factor ** 2
+        mem = (200.0 + (second - 1) * 5.0 + trial.repetition * 3.0) * MIB * (1.0 + 2.0 * (factor - 1.0))
+        samples.append(Sample(trial, t_s=second * 1.0 + 0.001 * trial.repetition, cpu_pct=min(cpu, 100.0),
+                              mem_bytes=mem, mem_pct=100.0 * mem / ENVIRONMENT["memory_bytes"],
+                              disk_read_bytes=(4.0 if loading else 0.5) * MIB,
+                              disk_write_bytes=(8.0 if loading else 0.25) * MIB,
+                              disk_busy_pct=60.0 if loading else 3.0))
+    return samples
 
 
 def _trials() -> list[tuple[TrialKey, float, float]]:
@@ -122,8 +169,16 @@ def write_fake_run(directory: Path) -> None:
     for trial, factor, size in _trials():
         for record in _trial_measurements(trial, factor, size):
             store.append(record)
+        for sample in _samples(trial, factor):
+            store.append(sample)
         failed = trial == FAILED
         if not failed:
             store.append(_verdict(trial))
-        store.append(TrialOutcome(trial, "failed" if failed else "ok", cache="warm", cache_dropped=False,
-                                  elapsed_s=2.0, error="database disk image is malformed" if failed else ""))
+        error = ""
+        if failed:
+            error = "database disk image is malformed"
+        elif trial == TIMED_OUT:
+            error = (f"WrongAnswer: tpch power: 1 wrong or missing answer(s): {TIMED_OUT_AT} stopped by "
+                     f"the {QUERY_TIMEOUT_S:g} s query timeout")
+        store.append(TrialOutcome(trial, "failed" if error else "ok", cache="warm", cache_dropped=False,
+                                  elapsed_s=2.0, error=error))

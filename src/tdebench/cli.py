@@ -76,7 +76,8 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
     Every trial provisions a fresh database with one encryption, loads the data, runs the
     workload's tests (with warm-ups), checks every answer, closes the database and scans its
     files for the trial's canary strings. Raw numbers go to OUT/results.jsonl as they are
-    taken; summary.csv, queries.csv, verdicts.csv, report.md and report.html follow.
+    taken; summary.csv, queries.csv, verdicts.csv, resources.csv, report.md and report.html
+    follow. A query past the plan's query_timeout_s is stopped and recorded as "timeout".
     """
     from tdebench import report
     from tdebench.measure.ciphers import measure_ciphers

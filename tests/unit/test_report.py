@@ -9,14 +9,18 @@ from pathlib import Path
 import pytest
 
 
-from fakes import FAILED, MIB, REPETITIONS, write_fake_run  # noqa: E402
+from fakes import (BASELINE_CPU_MAX, BASELINE_MEM_MAX_MIB, FAILED, LAYERED, MIB,  # noqa: E402
+                   QUERY_TIMEOUT_S, REPETITIONS, SAMPLES, TIMED_OUT, TIMED_OUT_AT, VIEW_HITS,
+                   write_fake_run)
 
 from tdebench.report import DERIVED, build  # noqa: E402
-from tdebench.report.findings import figure_text, overhead_sentence  # noqa: E402
-from tdebench.report.plots import needs_log_scale  # noqa: E402
+from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, figure_text,  # noqa: E402
+                                      overhead_sentence, query_timeouts, timeout_alerts)
+from tdebench.report.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.records import CellKey, SummaryRecord  # noqa: E402
-from tdebench.report.tables import NOT_MEASURED, cipher_of  # noqa: E402
+from tdebench.report.tables import NOT_MEASURED, cipher_of, query_answer  # noqa: E402
 from tdebench.stats import overhead, summarize  # noqa: E402
+from tdebench.store import Measurement, RunData, Sample, TrialKey  # noqa: E402
 
 SUMMARY_COLUMNS = ["engine", "encryption", "workload", "scale", "test", "step", "metric", "unit", "n",
                    "median", "mean", "stdev", "ci_low", "ci_high", "cv", "outliers", "noisy",
@@ -49,8 +53,9 @@ def find(rows: list[dict[str, str]], **match: str) -> list[dict[str, str]]:
 def test_build_writes_every_file_and_rebuilds_identically(built: tuple[Path, list[Path]]) -> None:
     directory, written = built
     names = {path.name for path in written}
-    assert {"summary.csv", "queries.csv", "verdicts.csv", "report.md", "report.html"} <= names
-    assert sum(path.suffix == ".png" for path in written) == 6
+    assert {"summary.csv", "queries.csv", "verdicts.csv", "resources.csv", "report.md",
+            "report.html"} <= names
+    assert sum(path.suffix == ".png" for path in written) == 6 + 2  # + one resource plot per engine
     first = {path: path.read_bytes() for path in written}
     assert build(directory) == written
     assert {path: path.read_bytes() for path in written} == first  # a pure function of the raw data
@@ -60,7 +65,7 @@ def test_derived_names_every_file_build_writes_at_the_top(built: tuple[Path, lis
     directory, written = built
     top = {path.relative_to(directory).parts[0] for path in written}
     assert top == set(DERIVED)
-    assert {"summary.csv", "report.html", "plots"} <= set(DERIVED)
+    assert {"summary.csv", "resources.csv", "report.html", "plots"} <= set(DERIVED)
     assert not {"results.jsonl", "plan.toml", "environment.json"} & set(DERIVED)  # raw data stays
 
 
@@ -119,10 +124,15 @@ def test_queries_csv_has_one_column_per_execution(run_dir: Path) -> None:
 def test_verdicts_csv(run_dir: Path) -> None:
     columns, rows = read_csv(run_dir / "verdicts.csv")
     assert columns == ["engine", "encryption", "workload", "scale", "repetition", "verdict", "expected",
-                       "as_expected", "files_scanned", "bytes_scanned", "first_hit", "detail"]
+                       "as_expected", "files_scanned", "bytes_scanned", "first_hit", "detail",
+                       "engine_state", "view_hits"]
     baseline = find(rows, engine="duckdb", encryption="none", repetition="1")[0]
     assert (baseline["verdict"], baseline["expected"], baseline["as_expected"]) == ("plaintext", "plaintext", "true")
     assert baseline["first_hit"].startswith("duckdb.db@")
+    assert baseline["engine_state"] == baseline["view_hits"] == ""  # None and "" are blank
+    layered = find(rows, engine="duckdb", encryption=LAYERED, repetition="2")[0]
+    assert layered["engine_state"] == "2 of 2 tablespaces encrypted, 0 rotating"
+    assert layered["view_hits"] == str(VIEW_HITS)
     assert all(row["as_expected"] == "true" for row in rows)
     assert len(rows) == 2 * 3 * REPETITIONS - 1  # the failed trial has no verdict
 
@@ -131,7 +141,7 @@ def test_report_md_sections_in_order_and_failure_on_top(run_dir: Path) -> None:
     text = (run_dir / "report.md").read_text()
     headings = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
     assert headings == ["Findings", "Failures", "Overhead", "Against the raw cipher", "Per-query",
-                        "Database size", "Verdicts", "Raw cipher throughput", "Environment",
+                        "Resources", "Database size", "Verdicts", "Raw cipher throughput", "Environment",
                         "Noisy cells and outliers"]
     findings = text.split("## Failures")[0]
     assert "FAILED: database disk image is malformed" in findings
@@ -161,7 +171,8 @@ def test_findings_read_like_a_summary(run_dir: Path) -> None:
     noise = next(b for b in bullets if "cell(s) are noisy" in b)
     assert "worst: duckdb none tpch sf0.01 · power q9" in noise
     assert "With n=3 repetitions the smallest possible p of the exact test is 0.10" in bullets[-1]
-    assert "Every encrypted trial clean; every baseline showed its canaries (positive control)." in text
+    assert ("Every encrypted trial clean; every baseline showed its canaries (positive control); "
+            "the decrypted views of the fs layers showed their canaries (positive control).") in text
 
 
 def test_raw_cipher_beside_the_overheads(run_dir: Path) -> None:
@@ -186,13 +197,13 @@ def test_log_scale_only_for_a_wide_span() -> None:
 
 def test_report_html_is_self_contained_and_escaped(run_dir: Path) -> None:
     html = (run_dir / "report.html").read_text()
-    assert html.count('<img src="data:image/png;base64,') >= 6  # 2 overhead + 4 per-query plots
+    assert html.count('<img src="data:image/png;base64,') == 8  # 2 overhead, 4 per-query, 2 resources
     assert "http://" not in html and "https://" not in html
     assert "<script" not in html and "<link" not in html
     assert "&lt;script&gt;" in html  # the environment's HTML shown as text
     assert "database disk image is malformed" in html
     assert html.index("FAILED") < html.index("<h2>Overhead</h2>")
-    for heading in ("Findings", "Overhead", "Per-query", "Database size", "Verdicts",
+    for heading in ("Findings", "Overhead", "Per-query", "Resources", "Database size", "Verdicts",
                     "Raw cipher throughput", "Environment", "Noisy cells and outliers"):
         assert f"<h2>{heading}</h2>" in html
     assert "Fake CPU 9000" in html and "aes, avx2, sha_ni, vaes" in html
@@ -222,3 +233,120 @@ def test_a_deterministic_figure_states_the_difference_only() -> None:
     record = SummaryRecord(timing, "s", summarize([0.9] * 3), overhead([1.0] * 3, [0.9] * 3))
     text = figure_text("power test", record, SummaryRecord(timing, "s", summarize([1.0] * 3), None))
     assert text == "power test -10.0% (1,000 → 900 ms)"
+
+
+RESOURCE_COLUMNS = ["engine", "encryption", "workload", "scale", "trials", "cpu_pct_mean", "cpu_pct_max",
+                    "mem_bytes_max", "mem_pct_max", "disk_busy_pct_mean", "disk_read_bytes",
+                    "disk_write_bytes", "samples"]
+
+
+def test_resources_csv_summarizes_every_sampled_configuration(run_dir: Path) -> None:
+    columns, rows = read_csv(run_dir / "resources.csv")
+    assert columns == RESOURCE_COLUMNS
+    assert len(rows) == 6  # every configuration has sampled trials
+    assert [row["encryption"] for row in rows[:3]] == ["none", "aes-256-ctr", "aes-256-gcm"]  # baseline first
+    baseline = find(rows, engine="duckdb", encryption="none")[0]
+    assert baseline["trials"] == "2" and baseline["samples"] == str(2 * SAMPLES)
+    assert float(baseline["cpu_pct_max"]) == pytest.approx(BASELINE_CPU_MAX)
+    assert float(baseline["mem_bytes_max"]) == pytest.approx(BASELINE_MEM_MAX_MIB * MIB)  # raw bytes
+    assert float(baseline["mem_pct_max"]) == pytest.approx(BASELINE_MEM_MAX_MIB / (16 * 1024) * 100)
+    # 3 loading seconds at 4 MiB read, 8 MiB written, 60% busy; then 0.5, 0.25 MiB and 3%
+    per_trial_read = (3 * 4.0 + (SAMPLES - 3) * 0.5) * MIB
+    assert float(baseline["disk_read_bytes"]) == pytest.approx(2 * per_trial_read)  # totals over trials
+    assert float(baseline["disk_write_bytes"]) == pytest.approx(2 * (3 * 8.0 + (SAMPLES - 3) * 0.25) * MIB)
+    assert float(baseline["disk_busy_pct_mean"]) == pytest.approx((3 * 60.0 + (SAMPLES - 3) * 3.0) / SAMPLES)
+    assert find(rows, engine="sqlite", encryption="none")[0]["samples"] == str(SAMPLES)
+
+
+def test_resources_section_has_its_table_and_one_plot_per_engine(run_dir: Path) -> None:
+    text = (run_dir / "report.md").read_text()
+    section = text.split("## Resources")[1].split("## ")[0]
+    assert "about every 1 s" in section
+    duckdb = next(line for line in section.splitlines() if line.startswith("| duckdb | none"))
+    cells = [cell.strip() for cell in duckdb.strip("|").split("|")]
+    assert cells[4:] == ["2", "72.5", "90.0", "261", "1.6", "17.2", "33.00", "52.50", "24"]  # MiB shown
+    plots = re.findall(r"\]\((plots/resources-[^)]+\.png)\)", section)
+    assert plots == ["plots/resources-duckdb-tpch-sf0.01.png", "plots/resources-sqlite-tpch-sf0.01.png"]
+    for plot in plots:
+        assert (run_dir / plot).stat().st_size > 10_000
+    html = (run_dir / "report.html").read_text()
+    assert html.index("<h2>Resources</h2>") < html.index("<h2>Database size</h2>")
+    assert "memory max (MiB)" in html
+
+
+def test_a_run_without_samples_says_so_in_one_line(tmp_path: Path) -> None:
+    directory = tmp_path / "run"
+    write_fake_run(directory)
+    results = directory / "results.jsonl"
+    results.write_text("".join(line for line in results.read_text().splitlines(keepends=True)
+                               if '"kind": "sample"' not in line))
+    written = build(directory)
+    assert not any(path.name.startswith("resources-") for path in written)
+    text = (directory / "report.md").read_text()
+    section = text.split("## Resources")[1].split("## ")[0]
+    assert section.strip() == "No resource samples were recorded in this run."
+    assert '<p class="note">No resource samples were recorded in this run.</p>' in (directory / "report.html").read_text()
+    columns, rows = read_csv(directory / "resources.csv")
+    assert columns == RESOURCE_COLUMNS and rows == []
+
+
+def test_a_timeout_is_its_own_answer_and_alert(run_dir: Path) -> None:
+    _, rows = read_csv(run_dir / "queries.csv")
+    timed_out = find(rows, engine=TIMED_OUT.engine, encryption=TIMED_OUT.encryption, test="power",
+                     query=TIMED_OUT_AT)[0]
+    assert timed_out["answer"] == "timeout"
+    assert float(timed_out[f"exec_{TIMED_OUT.repetition}"]) >= QUERY_TIMEOUT_S * 1000  # a lower bound, shown
+    findings = (run_dir / "report.md").read_text().split("## Failures")[0]
+    assert (f"{TIMED_OUT_AT} hit the {QUERY_TIMEOUT_S:g} s timeout on sqlite chacha20-poly1305 "
+            "(power test, 1 of 3 executions)") in findings
+    # listed apart from wrong answers: the timed-out trial has no "wrong query answers" alert
+    assert f"Wrong query answers in trial {TIMED_OUT.id}" not in findings
+    failures = (run_dir / "report.md").read_text().split("## Failures")[1].split("## ")[0]
+    assert f"| {TIMED_OUT.id} | query timeout | power {TIMED_OUT_AT} stopped after 60.01 s |" in failures
+
+
+def test_a_trial_with_a_timeout_stays_out_of_the_statistics(run_dir: Path) -> None:
+    _, rows = read_csv(run_dir / "summary.csv")
+    for step in ("q1", TIMED_OUT_AT, "geomean"):
+        cell = find(rows, engine=TIMED_OUT.engine, encryption=TIMED_OUT.encryption, test="power",
+                    step=step, metric="elapsed_s")[0]
+        assert cell["n"] == "2", step  # repetitions 1 and 2 only
+        assert float(cell["median"]) < 1.0  # the 60 s lower bound never enters
+
+
+def test_answer_precedence_failed_timeout_unchecked_ok() -> None:
+    assert query_answer(["ok", "timeout", "failed", "unchecked"]) == "failed"
+    assert query_answer(["ok", "unchecked", "timeout"]) == "timeout"
+    assert query_answer(["ok", "unchecked"]) == "unchecked"
+    assert query_answer(["ok", None]) == "unchecked"
+    assert query_answer([]) == "unchecked"
+    assert query_answer(["ok", "ok"]) == "ok"
+
+
+def test_timeout_comes_from_the_plan_or_its_default(tmp_path: Path) -> None:
+    from tdebench.plan import WorkloadSpec
+
+    assert WorkloadSpec("tpch", (1.0,), ("power",), 1).query_timeout_s == DEFAULT_QUERY_TIMEOUT_S
+    plan = 'name = "x"\n[[workloads]]\nname = "tpch"\nquery_timeout_s = 90\n[[workloads]]\nname = "other"\n'
+    run = RunData(tmp_path, plan, {})
+    assert query_timeouts(run)["tpch"] == 90.0
+    assert query_timeouts(run)["other"] == query_timeouts(run)["unknown"] == DEFAULT_QUERY_TIMEOUT_S
+    assert query_timeouts(RunData(tmp_path, "not toml [", {}))["tpch"] == DEFAULT_QUERY_TIMEOUT_S
+    # two scales: the alert names which one; warm-ups are not counted
+    def timing(scale: float, repetition: int, answer: str, warmup: bool = False) -> Measurement:
+        trial = TrialKey("postgres", "fs-aes-256-gcm", "tpch", scale, repetition)
+        return Measurement(trial, "power", "q21", {"elapsed_s": 90.0}, stream=0, warmup=warmup, answer=answer)
+
+    run.measurements = [timing(1.0, 1, "timeout"), timing(1.0, 2, "timeout"), timing(1.0, 3, "ok"),
+                        timing(1.0, 1, "timeout", warmup=True), timing(0.1, 1, "ok")]
+    assert timeout_alerts(run) == ["q21 hit the 90 s timeout on postgres fs-aes-256-gcm tpch sf1 "
+                                   "(power test, 2 of 3 executions); a trial with a timeout failed and "
+                                   "is left out of the statistics."]
+
+
+def test_resource_plot_falls_back_to_the_lowest_sampled_repetition() -> None:
+    trial = TrialKey("mariadb", "aes-256-cbc", "tpch", 1.0, 2)
+    samples = [Sample(trial, t, 50.0, 100 * MIB, 1.0, 0.0, 0.0, 5.0) for t in (1.0, 2.0)]
+    figures = resource_plots(samples)
+    assert [figure.name for figure in figures] == ["resources-mariadb-tpch-sf1.png"]
+    assert figures[0].png.startswith(b"\x89PNG")

@@ -18,8 +18,10 @@ from tdebench.store import read_run
 __all__ = ["DERIVED", "build"]
 
 SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV = "summary.csv", "queries.csv", "verdicts.csv"
+RESOURCES_CSV = "resources.csv"
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
-DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
+DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV, REPORT_MD, REPORT_HTML,
+           markdown.PLOTS_DIR)
 """Every file and directory `build` writes at the top of a run directory: all derived, so
 they may be deleted (e.g. by `run --force`) and rebuilt from the raw records."""
 
@@ -39,14 +41,16 @@ def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
 
 
 def build(run_dir: Path) -> list[Path]:
-    """Read the run in `run_dir` and write summary.csv, queries.csv, verdicts.csv, report.md
-    (with plots/*.png) and a self-contained report.html into it. Returns the paths written."""
+    """Read the run in `run_dir` and write summary.csv, queries.csv, verdicts.csv,
+    resources.csv, report.md (with plots/*.png) and a self-contained report.html into it.
+    Returns the paths written."""
     run = read_run(run_dir)
     records = summary_records(run)
     written = [
         csvfiles.write(tables.summary_table(records), run_dir / SUMMARY_CSV),
         csvfiles.write(tables.queries_table(run), run_dir / QUERIES_CSV),
         csvfiles.write(tables.verdicts_table(run), run_dir / VERDICTS_CSV),
+        csvfiles.write(tables.resources_table(run), run_dir / RESOURCES_CSV),
     ]
     report = assemble(run, records)
     written += _write_plots(run_dir, report.figures)

@@ -24,6 +24,8 @@ class Report:
     overhead_figures: list[plots.Figure]
     cipher_context: tables.Table  # right after the overheads: the cost of the cipher itself
     query_figures: list[plots.Figure]
+    resources: tables.Table  # empty (with its one-line `empty` text) when nothing was sampled
+    resource_figures: list[plots.Figure]
     sizes: tables.Table
     verdicts: tables.Table
     ciphers: tables.Table
@@ -32,7 +34,7 @@ class Report:
 
     @property
     def figures(self) -> list[plots.Figure]:
-        return self.overhead_figures + self.query_figures
+        return self.overhead_figures + self.query_figures + self.resource_figures
 
 
 def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
@@ -49,6 +51,8 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         overhead_figures=plots.overhead_plots(records),
         cipher_context=tables.cipher_context_table(run, records),
         query_figures=plots.query_plots(records),
+        resources=tables.resources_table(run),
+        resource_figures=plots.resource_plots(run.samples),
         sizes=tables.size_table(records),
         verdicts=tables.verdicts_table(run),
         ciphers=tables.cipher_table(run),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.report.records import (BASELINE, HEADLINES, Headline, SummaryRecord, deterministic,
-                                     headline_records)
+                                     headline_records, is_query, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, SIGNIFICANCE
 from tdebench.store import RunData, TrialKey
@@ -222,14 +222,66 @@ def findings(records: list[SummaryRecord]) -> list[str]:
     return sentences
 
 
+DEFAULT_QUERY_TIMEOUT_S = 600.0
+"""A plan's query_timeout_s when it does not set one (tdebench.plan.WorkloadSpec's default)."""
+
+
+def query_timeouts(run: RunData) -> dict[str, float]:
+    """Each workload's query timeout in seconds as the plan set it ([[workloads]] tables);
+    a workload the plan does not give one has DEFAULT_QUERY_TIMEOUT_S."""
+    try:
+        plan = tomllib.loads(run.plan_text)
+    except tomllib.TOMLDecodeError:
+        plan = {}
+    workloads = plan.get("workloads")
+    timeouts = {}
+    for table in workloads if isinstance(workloads, list) else []:
+        if isinstance(table, dict) and isinstance(table.get("name"), str):
+            value = table.get("query_timeout_s", DEFAULT_QUERY_TIMEOUT_S)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                timeouts[table["name"]] = float(value)
+    return defaultdict(lambda: DEFAULT_QUERY_TIMEOUT_S, timeouts)
+
+
+def timeout_alerts(run: RunData) -> list[str]:
+    """One line per query, configuration and test that hit the timeout, e.g. "q21 hit the
+    600 s timeout on postgres fs-aes-256-gcm (power test, 2 of 3 executions)". Executions are
+    the measured (not warm-up) runs of that query in that test, over all repetitions and
+    streams; workload and scale are named when the run has more than one of them."""
+    executions: dict[tuple, list[str | None]] = defaultdict(list)
+    for m in run.measurements:
+        if not m.warmup and is_query(m.step):
+            executions[(*m.trial.config, m.test, m.step)].append(m.answer)
+    timed_out = {key: answers for key, answers in executions.items() if "timeout" in answers}
+    if not timed_out:
+        return []
+    several = len({(t.workload, t.scale) for t in _trial_keys(run)}) > 1
+    timeouts = query_timeouts(run)
+
+    def order(key: tuple) -> tuple:
+        engine, encryption, workload, scale, test, step = key
+        return (engine, workload, scale, encryption != BASELINE, encryption, test, step_order(step))
+
+    messages = []
+    for key in sorted(timed_out, key=order):
+        engine, encryption, workload, scale, test, step = key
+        answers = timed_out[key]
+        where = f" {workload} sf{scale:g}" if several else ""
+        messages.append(f"{step} hit the {timeouts[workload]:g} s timeout on {engine} {encryption}{where} "
+                        f"({test} test, {answers.count('timeout')} of {len(answers)} executions); a trial "
+                        "with a timeout failed and is left out of the statistics.")
+    return messages
+
+
 def alerts(run: RunData) -> list[str]:
-    """What a reader must see first: failed trials, wrong answers, encryption not as expected,
-    and cold-cache runs whose cache was not really dropped."""
+    """What a reader must see first: failed trials, wrong answers, queries stopped by the
+    timeout, encryption not as expected, and cold-cache runs whose cache was not really dropped."""
     messages = [f"Trial {o.trial.id} FAILED: {o.error or 'no error recorded'}"
                 for o in sorted(run.trials, key=lambda o: o.trial) if o.status != "ok"]
     wrong = sorted({m.trial.id for m in run.measurements if m.answer == "failed"})
     messages += [f"Wrong query answers in trial {trial}: its timings measure a wrong result."
                  for trial in wrong]
+    messages += timeout_alerts(run)
     messages += [f"Trial {v.trial.id}: at-rest verdict {v.verdict!r}, expected {v.expected!r}"
                  + (f" (first canary at {v.first_hit})" if v.first_hit else "")
                  for v in sorted(run.verdicts, key=lambda v: v.trial) if not v.as_expected]
@@ -241,7 +293,8 @@ def alerts(run: RunData) -> list[str]:
 
 
 def verdict_summary(run: RunData) -> str:
-    """One sentence on the at-rest checks, including the positive control of the baseline."""
+    """One sentence on the at-rest checks, including the positive controls: the baseline's
+    canaries, and for file-system layers the canaries in their decrypted views."""
     encrypted = [v for v in run.verdicts if v.expected == "encrypted"]
     baseline = [v for v in run.verdicts if v.expected == "plaintext"]
     parts = []
@@ -258,5 +311,12 @@ def verdict_summary(run: RunData) -> str:
                      "the scan may be blind, so clean verdicts prove less")
     else:
         parts.append("no baseline was checked, so there is no positive control")
+    layered = [v for v in run.verdicts if v.view_hits is not None]
+    if layered:
+        blind = [v for v in layered if not v.view_hits]
+        parts.append("the decrypted views of the fs layers showed their canaries (positive control)"
+                     if not blind else
+                     f"{len(blind)} of {len(layered)} decrypted views of the fs layers did not show "
+                     "their canaries: their clean verdicts prove nothing")
     sentence = "; ".join(parts)
     return sentence[0].upper() + sentence[1:] + "."

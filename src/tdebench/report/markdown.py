@@ -17,6 +17,8 @@ def escape(text: str) -> str:
 
 
 def table(block: Table) -> list[str]:
+    if not block.rows and block.empty:
+        return [escape(block.empty), ""]
     intro = [escape(block.intro), ""] if block.intro else []
     if not block.rows:
         return intro + ["_None._", ""]
@@ -53,6 +55,8 @@ def render(report: Report) -> str:
     lines += section(report.cipher_context.title, table(report.cipher_context))
     lines += section("Per-query", [line for plot in report.query_figures for line in figure(plot)]
                      or ["_No query tests._", ""])
+    lines += section(report.resources.title, table(report.resources)
+                     + [line for plot in report.resource_figures for line in figure(plot)])
     for block in (report.sizes, report.verdicts, report.ciphers, report.environment, report.noisy):
         lines += section(block.title, table(block))
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
@@ -21,6 +22,8 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from tdebench.report.records import (BASELINE, HEADLINES, QUERY_TESTS, SummaryRecord,
                                      headline_records, is_query)
+from tdebench.report.tables import MIB, samples_by_config
+from tdebench.store import Sample
 
 WIDTH_INCHES = 11.0
 DPI = 100
@@ -137,4 +140,50 @@ def query_plots(records: list[SummaryRecord]) -> list[Figure]:
         title = f"{engine} · {workload} sf{scale:g} · {test} test: per query (95% CI)"
         axes.set_title(title)
         figures.append(Figure(title, _file_name("queries", engine, workload, f"sf{scale:g}", test), _png(figure)))
+    return figures
+
+
+MARKERS_BELOW = 40
+"""Lines with fewer points than this get a dot on each sample, so a short trial's few
+readings stay visible as readings rather than as a straight line."""
+
+
+def _first_repetition(samples: list[Sample]) -> tuple[int, list[Sample]]:
+    """Repetition 1's samples, or those of the lowest repetition that has any."""
+    repetition = min(s.trial.repetition for s in samples)
+    return repetition, [s for s in samples if s.trial.repetition == repetition]
+
+
+def resource_plots(samples: list[Sample]) -> list[Figure]:
+    """Per engine, workload and scale: system CPU % (top) and engine memory in MiB (bottom)
+    over the trial's time, one line per encryption, from repetition 1 of each."""
+    per_config: dict[tuple, dict[str, list[Sample]]] = defaultdict(dict)
+    for (engine, encryption, workload, scale), group in samples_by_config(samples).items():
+        per_config[(engine, workload, scale)][encryption] = group
+    figures = []
+    for (engine, workload, scale), by_encryption in sorted(per_config.items()):
+        figure = MplFigure(figsize=(WIDTH_INCHES, 5.2), dpi=DPI)
+        FigureCanvasAgg(figure)
+        cpu, memory = figure.subplots(2, 1, sharex=True)
+        colours = colormaps["tab10" if len(by_encryption) <= 10 else "tab20"]
+        for index, (encryption, group) in enumerate(by_encryption.items()):
+            repetition, chosen = _first_repetition(group)
+            times = [s.t_s for s in chosen]
+            style = {"color": colours(index), "linewidth": 1.4,
+                     "marker": "o" if len(chosen) < MARKERS_BELOW else None, "markersize": 3,
+                     "label": encryption if repetition == 1 else f"{encryption} (repetition {repetition})"}
+            cpu.plot(times, [s.cpu_pct for s in chosen], **style)
+            memory.plot(times, [s.mem_bytes / MIB for s in chosen], **style)
+        cpu.set_ylim(0, 105)
+        cpu.set_ylabel("system CPU (%)")
+        memory.set_ylim(bottom=0)
+        memory.set_ylabel("engine memory (MiB)")
+        memory.set_xlabel("time since the trial started (s)")
+        memory.set_xlim(left=0)
+        for axes in (cpu, memory):
+            axes.grid(alpha=0.3)
+        cpu.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        title = f"{engine} · {workload} sf{scale:g}: CPU and engine memory during repetition 1"
+        cpu.set_title(title)
+        figures.append(Figure(title, _file_name("resources", engine, workload, f"sf{scale:g}"), _png(figure)))
     return figures

@@ -3,7 +3,8 @@
 A cell is one configuration (engine, encryption, workload, scale) × test × step × metric;
 its values are that step's measurements over all repetitions (and, in the throughput
 test, over all streams). Warm-up runs and trials that failed are left out: a failed
-trial's measurements are partial and would bias the composite figures.
+trial's measurements are partial and would bias the composite figures. A trial with a query
+stopped by the timeout is a failed trial (the runner marks it so).
 """
 
 from __future__ import annotations
@@ -108,7 +109,11 @@ def unit_of(metric: str) -> str:
 
 
 def failed_trials(run: RunData) -> set[TrialKey]:
-    return {outcome.trial for outcome in run.trials if outcome.status != "ok"}
+    """Trials that did not end ok, and trials with a query stopped by the timeout: the runner
+    marks those failed already, but a timed-out query's time is only a lower bound, so such a
+    trial is kept out of statistics even if it was not."""
+    failed = {outcome.trial for outcome in run.trials if outcome.status != "ok"}
+    return failed | {m.trial for m in run.measurements if m.answer == "timeout"}
 
 
 def measured(run: RunData) -> list[Measurement]:

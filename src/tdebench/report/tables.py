@@ -16,7 +16,7 @@ from typing import Any
 from tdebench.report.records import (BASELINE, HEADLINES, SummaryRecord, deterministic,
                                      headline_records, is_query, step_order)
 from tdebench.stats import noise_advice
-from tdebench.store import Measurement, RunData, TrialKey
+from tdebench.store import Measurement, RunData, Sample, TrialKey
 
 MIB = 1024 * 1024
 
@@ -79,6 +79,7 @@ class Table:
     rows: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""  # shown below the table
     intro: str = ""  # shown above the table
+    empty: str = ""  # shown alone, instead of intro, table and note, when there are no rows
 
     @property
     def keys(self) -> list[str]:
@@ -142,11 +143,19 @@ def summary_table(records: list[SummaryRecord]) -> Table:
 # --- queries.csv -----------------------------------------------------------------------
 
 
-def _answer(answers: Iterable[str | None]) -> str:
-    """`ok` only if every execution was checked and right; any wrong one makes it `failed`."""
+ANSWER_PRECEDENCE = ("failed", "timeout", "unchecked", "ok")
+"""How a query's executions sum up in queries.csv: the first of these that any execution
+has. `timeout` is a query stopped by the plan's query_timeout_s (its time is a lower bound)."""
+
+
+def query_answer(answers: Iterable[str | None]) -> str:
+    """One word for all executions of a query: `failed` if any answer was wrong, else
+    `timeout` if any was stopped by the timeout, else `unchecked` if any was not checked (or
+    there were none), else `ok`: every execution checked and right."""
     answers = list(answers)
-    if "failed" in answers:
-        return "failed"
+    for word in ANSWER_PRECEDENCE[:2]:
+        if word in answers:
+            return word
     return "ok" if answers and all(answer == "ok" for answer in answers) else "unchecked"
 
 
@@ -163,7 +172,7 @@ def _query_row(key: tuple, executions: dict[int, Measurement], repetitions: int)
             times.append(elapsed * 1000.0)
     row["average_ms"] = round(sum(times) / len(times), 3) if times else None
     row["stdev_ms"] = round(_sample_stdev(times), 3) if len(times) > 1 else None
-    row["answer"] = _answer(m.answer for m in executions.values())
+    row["answer"] = query_answer(m.answer for m in executions.values())
     return row
 
 
@@ -174,7 +183,8 @@ def _sample_stdev(values: list[float]) -> float:
 
 def queries_table(run: RunData) -> Table:
     """The seeds' spreadsheet: one row per query and stream, one column per execution.
-    Every execution is shown, failed trials included, so nothing measured is hidden."""
+    Every execution is shown, failed trials included, so nothing measured is hidden; a
+    timed-out execution shows the time until it was stopped (a lower bound)."""
     executions: dict[tuple, dict[int, Measurement]] = defaultdict(dict)
     for m in run.measurements:
         if not m.warmup and is_query(m.step):
@@ -210,14 +220,23 @@ def verdicts_table(run: RunData) -> Table:
         _num("repetition", "rep", text), Column("verdict", "verdict"), Column("expected", "expected"),
         Column("as_expected", "as expected"), _num("files_scanned", "files", text),
         _num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
-        _prose("first_hit", "first canary hit"), _prose("detail", "detail"))
+        _prose("first_hit", "first canary hit"), _prose("detail", "detail"),
+        _prose("engine_state", "engine reports"),
+        _num("view_hits", "canaries in decrypted view", text))
     rows = [{"engine": v.trial.engine, "encryption": v.trial.encryption,
              "workload": v.trial.workload, "scale": v.trial.scale,
              "repetition": v.trial.repetition, "verdict": v.verdict, "expected": v.expected,
              "as_expected": v.as_expected, "files_scanned": v.files_scanned,
-             "bytes_scanned": v.bytes_scanned, "first_hit": v.first_hit, "detail": v.detail}
+             "bytes_scanned": v.bytes_scanned, "first_hit": v.first_hit, "detail": v.detail,
+             "engine_state": v.engine_state or None, "view_hits": v.view_hits}
             for v in sorted(run.verdicts, key=lambda v: _baseline_first(v.trial))]
-    return Table("Verdicts", columns, rows)
+    note = ""
+    if any(row["engine_state"] is not None or row["view_hits"] is not None for row in rows):
+        note = ("Engine reports: the encryption state the engine itself gives (e.g. MariaDB's "
+                "INNODB_TABLESPACES_ENCRYPTION), checked before measuring. Canaries in decrypted "
+                "view: for a file-system layer, the canary hits in its plaintext view, scanned "
+                "while mounted: the positive control that the canaries were written below it.")
+    return Table("Verdicts", columns, rows, note=note)
 
 
 # --- report-only tables ----------------------------------------------------------------
@@ -274,6 +293,79 @@ def size_table(records: list[SummaryRecord]) -> Table:
     columns = _config_columns() + (_num("size", "size (MiB, median)"),
                                    _num("overhead", "vs none", percent))
     return Table("Database size", columns, rows)
+
+
+def samples_by_config(samples: Iterable[Sample]) -> dict[tuple[str, str, str, float], list[Sample]]:
+    """The resource samples per configuration (engine, encryption, workload, scale), in
+    report order (by engine, workload and scale, the baseline first), each list in trial
+    and time order."""
+    groups: dict[tuple[str, str, str, float], list[Sample]] = defaultdict(list)
+    for sample in sorted(samples, key=lambda s: (s.trial, s.t_s)):
+        groups[sample.trial.config].append(sample)
+    order = sorted(groups, key=lambda c: (c[0], c[2], c[3], c[1] != BASELINE, c[1]))
+    return {config: groups[config] for config in order}
+
+
+def sample_interval(samples: Iterable[Sample]) -> float | None:
+    """The sampler's typical interval: the median gap between a trial's consecutive samples."""
+    per_trial: dict[TrialKey, list[float]] = defaultdict(list)
+    for sample in samples:
+        per_trial[sample.trial].append(sample.t_s)
+    gaps = sorted(b - a for times in per_trial.values() for a, b in zip(sorted(times), sorted(times)[1:]))
+    return gaps[len(gaps) // 2] if gaps else None
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _mib(value: float | None) -> str:
+    """Bytes shown in MiB."""
+    return "–" if value is None else number(value / MIB)
+
+
+def _pct(value: float | None) -> str:
+    """A percentage of 0–100, shown with one decimal (two below 1, so 0.37% is not 0.4%)."""
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:.2f}" if abs(value) < 1 else f"{value:.1f}"
+
+
+def resources_table(run: RunData) -> Table:
+    """What the machine and the engine did during each configuration's trials (seed 004's
+    CPU %, RAM % and disk-busy %; seed 001's CPU % and memory %), over all its trials' samples."""
+    rows = []
+    for (engine, encryption, workload, scale), samples in samples_by_config(run.samples).items():
+        rows.append({"engine": engine, "encryption": encryption, "workload": workload, "scale": scale,
+                     "trials": len({s.trial for s in samples}),
+                     "cpu_pct_mean": _mean([s.cpu_pct for s in samples]),
+                     "cpu_pct_max": max(s.cpu_pct for s in samples),
+                     "mem_bytes_max": max(s.mem_bytes for s in samples),
+                     "mem_pct_max": max(s.mem_pct for s in samples),
+                     "disk_busy_pct_mean": _mean([s.disk_busy_pct for s in samples]),
+                     "disk_read_bytes": sum(s.disk_read_bytes for s in samples),
+                     "disk_write_bytes": sum(s.disk_write_bytes for s in samples),
+                     "samples": len(samples)})
+    columns = _config_columns() + (
+        _num("trials", "trials", text), _num("cpu_pct_mean", "CPU % mean", _pct),
+        _num("cpu_pct_max", "CPU % max", _pct), _num("mem_bytes_max", "memory max (MiB)", _mib),
+        _num("mem_pct_max", "memory % max", _pct), _num("disk_busy_pct_mean", "disk busy % mean", _pct),
+        _num("disk_read_bytes", "disk read (MiB)", _mib), _num("disk_write_bytes", "disk written (MiB)", _mib),
+        _num("samples", "samples", text))
+    interval = sample_interval(run.samples)
+    every = f" about every {interval:.3g} s" if interval else ""
+    return Table(
+        "Resources", columns, rows,
+        intro=(f"The resource sampler's readings,{every} during every trial (failed ones "
+               "included), per configuration: what the machine and the engine were doing "
+               "while they were measured."),
+        note=("CPU %: the whole machine, 100 = every core busy. Memory: resident memory of the "
+              "engine's processes (for an embedded engine, the tdebench process it runs in); "
+              "memory %: the same as a share of the machine's memory. Disk busy %: the "
+              "busiest disk's busy time per interval. Disk read and written: all disks, summed "
+              "over all trials of the configuration. CPU and disk are machine-wide, so anything "
+              "else running on the machine shows up in them too."),
+        empty="No resource samples were recorded in this run.")
 
 
 def cipher_table(run: RunData) -> Table:
@@ -410,13 +502,25 @@ def environment_table(run: RunData) -> Table:
     return Table("Environment", (Column("key", "key"), _prose("value", "value")), rows)
 
 
+def _where(m: Measurement) -> str:
+    """Which execution of a query, e.g. "power q5" or "throughput stream 2 q5"."""
+    return f"{m.test} stream {m.stream} {m.step}" if m.stream else f"{m.test} {m.step}"
+
+
+def _stopped_after(m: Measurement) -> str:
+    elapsed = m.metrics.get("elapsed_s")
+    return "" if elapsed is None else f" stopped after {number(elapsed)} s"
+
+
 def failures_table(run: RunData) -> Table:
-    """Failed trials and wrong query answers: results a reader must not trust."""
+    """Failed trials, wrong query answers, query timeouts and unexpected verdicts: results a
+    reader must not trust."""
     rows = [{"trial": o.trial.id, "what": "trial failed", "detail": o.error}
             for o in sorted(run.trials, key=lambda o: o.trial) if o.status != "ok"]
-    rows += [{"trial": m.trial.id, "what": "wrong answer",
-              "detail": f"{m.test} stream {m.stream} {m.step}" if m.stream is not None else f"{m.test} {m.step}"}
+    rows += [{"trial": m.trial.id, "what": "wrong answer", "detail": _where(m)}
              for m in run.measurements if m.answer == "failed"]
+    rows += [{"trial": m.trial.id, "what": "query timeout", "detail": _where(m) + _stopped_after(m)}
+             for m in run.measurements if m.answer == "timeout"]
     rows += [{"trial": v.trial.id, "what": f"verdict {v.verdict}, expected {v.expected}",
               "detail": "; ".join(part for part in (v.first_hit or "", v.detail) if part)}
              for v in sorted(run.verdicts, key=lambda v: v.trial) if not v.as_expected]
