@@ -67,10 +67,13 @@ def main() -> None:
                    "Without it, keys are random per trial.")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
               help="Cache of generated benchmark data. [default: ~/.cache/tdebench/data]")
+@click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where trial workspaces (databases, servers, mounts) live while they run; each is "
+                   "removed after its trial. [default: the system's temporary directory]")
 @click.option("--quiet", is_flag=True, help="No progress bar; only the final summary.")
 @click.option("--force", is_flag=True, help="Replace a run already in --out.")
 def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path | None,
-        quiet: bool, force: bool) -> None:
+        work_dir: Path | None, quiet: bool, force: bool) -> None:
     """Run PLAN (a TOML file; default: the built-in quick plan) and write its report to --out.
 
     Every trial provisions a fresh database with one encryption, loads the data, runs the
@@ -90,6 +93,8 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
     except KeyFileError as exc:
         usage_error(str(exc))
     engines = _usable_engines_or_exit(the_plan)
+    if work_dir is not None and not work_dir.is_dir():
+        usage_error(f"--work-dir {work_dir} is not an existing directory")
     _prepare_out_dir(out_dir, force)
     store = ResultStore(out_dir)
     store.start(the_plan.text, snapshot({name: engine.version() for name, engine in engines.items()}))
@@ -101,7 +106,7 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
             for speed in measure_ciphers():
                 store.append(speed)
             runner = Runner(plan=the_plan, store=store, data_dir=data_dir or default_data_dir(),
-                            keys=keys, progress=progress)
+                            keys=keys, progress=progress, workspace_parent=work_dir)
             summary = runner.run()
     except KeyboardInterrupt:
         err.print("[yellow]interrupted:[/] servers, mounts and workspaces were cleaned up; "
