@@ -108,6 +108,7 @@ class Runner:
         summary = RunSummary(trials=len(trials))
         self._prepare()
         root = Path(tempfile.mkdtemp(prefix="tdebench-", dir=self.workspace_parent))
+        root.chmod(0o711)  # servers running as their own user (postgres) must reach their workspace
         try:
             for index, spec in enumerate(trials, start=1):
                 self.progress.trial_started(index, len(trials), spec)

@@ -62,6 +62,56 @@ def sqlite_run(parquet: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
     con.close()
 
 
+@pytest.fixture(scope="module")
+def mysql_run(parquet: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    """One MariaDB server for the module (no encryption). A server needs managing, so the
+    engine module starts it and loads it (LOAD DATA LOCAL INFILE); queries go through PyMySQL."""
+    from tdebench.engines.mariadb import MariaDBEngine
+
+    engine = MariaDBEngine()
+    if not engine.availability().usable:
+        pytest.skip(engine.availability().reason)
+    db = engine.provision(tmp_path_factory.mktemp("mariadb"), engine.encryption("none"), None)
+    try:
+        db.create()
+        conn = db.connect()
+        for statement in schema.create_tables("mysql"):
+            conn.execute(statement)
+        for table, columns in schema.TABLES.items():
+            db.bulk_load(conn, table, columns, parquet[table])
+        for statement in schema.create_indexes("mysql"):
+            conn.execute(statement)
+        yield conn.execute
+        conn.close()
+    finally:
+        db.close()
+
+
+@pytest.fixture(scope="module")
+def postgres_run(parquet: dict[str, Path], server_tmp_dir: Path) -> Iterator[Run]:
+    """One PostgreSQL server for the module (no encryption), started and loaded (COPY) by the
+    engine module, in a directory the `postgres` user can reach (conftest.py)."""
+    from tdebench.engines.postgres import PostgresEngine
+
+    engine = PostgresEngine()
+    if not engine.availability().usable:
+        pytest.skip(engine.availability().reason)
+    db = engine.provision(server_tmp_dir / "postgres", engine.encryption("none"), None)
+    try:
+        db.create()
+        conn = db.connect()
+        for statement in schema.create_tables("postgres"):
+            conn.execute(statement)
+        for table, columns in schema.TABLES.items():
+            db.bulk_load(conn, table, columns, parquet[table])
+        for statement in schema.create_indexes("postgres"):
+            conn.execute(statement)
+        yield conn.execute
+        conn.close()
+    finally:
+        db.close()
+
+
 def _bindable_select(reader: duckdb.DuckDBPyConnection, columns: tuple[str, ...], path: Path) -> str:
     """SELECT from Parquet with DECIMAL as DOUBLE and DATE as ISO text: apsw binds neither
     Decimal nor datetime.date (the same casts the SQLite engine's loader makes)."""

@@ -135,10 +135,17 @@ def test_engines_lists_every_encryption(tmp_path: Path) -> None:
     result = invoke("engines", "--json")
     assert result.exit_code == 0
     rows = {row["name"]: row for row in json.loads(result.output)}
-    assert [e["name"] for e in rows["duckdb"]["encryptions"]] == ["none", "aes-256-gcm", "aes-256-ctr"]
+    fs = ["fs-aes-256-gcm", "fs-xchacha20-poly1305"]
+    assert [e["name"] for e in rows["duckdb"]["encryptions"]] == ["none", "aes-256-gcm", "aes-256-ctr", *fs]
     assert [e["name"] for e in rows["sqlite"]["encryptions"]] == [
-        "none", "aes-128-cbc", "aes-256-cbc", "chacha20-poly1305", "sqlcipher", "ascon-128", "aegis-256", "rc4"]
+        "none", "aes-128-cbc", "aes-256-cbc", "chacha20-poly1305", "sqlcipher", "ascon-128", "aegis-256", "rc4", *fs]
+    assert [e["name"] for e in rows["mariadb"]["encryptions"]] == [
+        "none", "aes-128-cbc", "aes-192-cbc", "aes-256-cbc", "aes-128-ctr", "aes-192-ctr", "aes-256-ctr", *fs]
+    assert [e["name"] for e in rows["postgres"]["encryptions"]] == ["none", *fs]
     assert all(row["usable"] and row["version"] for row in rows.values())
+    assert all(e["usable"] for row in rows.values() for e in row["encryptions"])
+    xchacha = rows["postgres"]["encryptions"][2]
+    assert (xchacha["layer"], xchacha["algorithm"], xchacha["key_bits"]) == ("fs", "XChaCha20-Poly1305", 256)
     gcm = rows["duckdb"]["encryptions"][1]
     assert (gcm["algorithm"], gcm["key_bits"], gcm["mode"], gcm["layer"]) == ("AES", 256, "GCM", "native")
     assert "WAL" in gcm["covers"]

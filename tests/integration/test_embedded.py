@@ -33,7 +33,8 @@ scale = 0.01
 tests = ["power", "throughput"]
 streams = 2
 '''
-EVERY = {(engine, enc.name) for engine, cls in ENGINES.items() for enc in cls.encryptions}
+EVERY = {(engine, enc.name) for engine, cls in ENGINES.items() for enc in cls.encryptions
+         if cls.capabilities.embedded}
 
 
 @pytest.fixture(scope="module")

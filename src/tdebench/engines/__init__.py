@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Engine, Encryption
 from tdebench.engines.duckdb import DuckDBEngine
+from tdebench.engines.mariadb import MariaDBEngine
+from tdebench.engines.postgres import PostgresEngine
 from tdebench.engines.sqlite import SQLiteEngine
 
 ENGINES: dict[str, type[Engine]] = {
     DuckDBEngine.name: DuckDBEngine,
     SQLiteEngine.name: SQLiteEngine,
+    MariaDBEngine.name: MariaDBEngine,
+    PostgresEngine.name: PostgresEngine,
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
                                    Encryption)
+from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
@@ -133,6 +134,7 @@ class DuckDBEngine(Engine):
                    "authenticated; DuckDB's default cipher"),
         Encryption("aes-256-ctr", "AES", 256, "CTR", "native", _COVERS,
                    "not authenticated; faster than GCM where there is no AES-GCM acceleration"),
+        *FS_ENCRYPTIONS,
     )
 
     def version(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
                                    Encryption)
+from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
@@ -112,6 +113,7 @@ class SQLiteEngine(Engine):
         Encryption("aegis-256", "AEGIS-256", 256, "AEAD", "native", _COVERS, "Argon2id key derivation on open"),
         Encryption("rc4", "RC4", 128, "stream", "native", _COVERS,
                    "legacy and broken: kept, as the seeds kept 3DES, to show what an old cipher costs"),
+        *FS_ENCRYPTIONS,
     )
 
     def version(self) -> str:

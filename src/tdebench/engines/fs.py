@@ -1,0 +1,226 @@
+"""File-system level encryption with gocryptfs: any engine whose data lives in a directory.
+
+The engine runs unchanged in the plaintext view of a gocryptfs mount; what reaches the disk
+is the cipher directory, where every file's content is encrypted in 4 KiB blocks (AES-256-GCM
+by default, XChaCha20-Poly1305 with `-xchacha`) and every file name is encrypted (EME).
+This is the "transparent file encryption" model to compare native TDE against on one engine.
+
+Layout of a trial's workspace:
+  cipher/          what is on disk: gocryptfs.conf (the master key, wrapped by the key below
+                   through scrypt), gocryptfs.diriv and the encrypted files
+  plain/           the mount point: the decrypted view while mounted, empty otherwise
+  plain/<engine>/  the inner engine's own workspace
+  gocryptfs.log    gocryptfs's messages (informational ones included: its "ready" line is
+                   the readiness signal; none of them carries key material)
+
+The trial's key (hex) is the gocryptfs password. It is written to a 0600 pass file only for
+the moment gocryptfs reads it (init, mount) and removed right after, so it is never on any
+command line, never in a log and not at rest beside the cipher directory. gocryptfs runs as
+root with `-allow_other` (which includes `default_permissions`), so a server running as its
+own user (PostgreSQL as `postgres`) can use the mount, with the kernel checking permissions
+and files created owned by that user. gocryptfs defaults are kept (preallocation on, no
+kernel_cache), the same for every engine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+
+from tdebench.engines.base import NONE, Availability, Connection, Database, Encryption
+from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool
+from tdebench.keys import Secret
+
+if TYPE_CHECKING:
+    from tdebench.engines.base import Engine
+
+_COVERS = ("every file the engine writes in its directory: data, WAL/log, temp files",
+           "file names (encrypted)")
+_NOT_HIDDEN = ("not hidden: file sizes (rounded to 4 KiB blocks plus 32 B per block and an 18 B header), "
+               "the number of files and the directory structure, timestamps, and access patterns; "
+               "anything the engine writes outside its directory (e.g. the system temp dir) is not covered")
+FS_ENCRYPTIONS: tuple[Encryption, ...] = (
+    Encryption("fs-aes-256-gcm", "AES", 256, "GCM", "fs", _COVERS,
+               f"gocryptfs default; {_NOT_HIDDEN}"),
+    Encryption("fs-xchacha20-poly1305", "XChaCha20-Poly1305", 256, "AEAD", "fs", _COVERS,
+               f"gocryptfs -xchacha; faster than AES-GCM without AES instructions; {_NOT_HIDDEN}"),
+)
+_INIT_FLAGS = {"fs-aes-256-gcm": [], "fs-xchacha20-poly1305": ["-xchacha"]}
+_READY = b"Filesystem mounted and ready."
+_UNMOUNT_TRIES = 50  # x 0.1 s while the mount is busy, then a lazy unmount
+
+
+def fs_availability() -> Availability:
+    """Whether gocryptfs mounts can be made here (never raises)."""
+    missing = [tool for tool in ("gocryptfs", "fusermount3") if shutil.which(tool) is None]
+    if missing:
+        return Availability(False, f"{' and '.join(missing)} not found", "apt-get install -y gocryptfs fuse3")
+    if not Path("/dev/fuse").exists():
+        return Availability(False, "/dev/fuse does not exist (no FUSE in this kernel or container)",
+                            "modprobe fuse, or run the container with --device /dev/fuse --cap-add SYS_ADMIN")
+    if os.geteuid() != 0:
+        return Availability(False, "not running as root: the mount needs -allow_other so that a server "
+                                   "running as its own user can use it", "run tdebench as root")
+    return Availability(True)
+
+
+def mounted(path: Path) -> bool:
+    """Whether `path` is a mount point right now (per /proc/mounts, which never blocks on FUSE)."""
+    target = str(path.absolute())
+    with open("/proc/mounts") as mounts:
+        return any(line.split()[1] == target for line in mounts)
+
+
+@dataclass
+class GocryptfsDatabase(Database):
+    """An engine's own database (`inner`, encryption `none`) inside a gocryptfs mount."""
+
+    inner: Database | None = field(default=None, repr=False)
+    _gocryptfs: ServerProcess | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def wrapping(cls, engine: Engine, workspace: Path, encryption: Encryption,
+                 key: Secret | None) -> GocryptfsDatabase:
+        if encryption.name not in _INIT_FLAGS:
+            raise KeyError(f"no gocryptfs setting {encryption.name!r}; valid: {', '.join(_INIT_FLAGS)}")
+        database = cls(workspace=workspace, encryption=encryption, key=key)
+        database.inner = engine.provision_native(database.mount_point / engine.name, NONE, None)
+        return database
+
+    @property
+    def cipher_dir(self) -> Path:
+        return self.workspace / "cipher"
+
+    @property
+    def mount_point(self) -> Path:
+        return self.workspace / "plain"
+
+    @property
+    def log(self) -> Path:
+        return self.workspace / "gocryptfs.log"
+
+    @property
+    def is_mounted(self) -> bool:
+        return mounted(self.mount_point)
+
+    def _inner(self) -> Database:
+        assert self.inner is not None, "use GocryptfsDatabase.wrapping()"
+        return self.inner
+
+    @contextmanager
+    def passfile(self) -> Iterator[Path]:
+        """The key as a gocryptfs password file (0600) for as long as gocryptfs reads it."""
+        assert self.key is not None, "an encrypted file system needs a key"
+        path = self.workspace / "fs.pass"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, self.key.hex().encode() + b"\n")
+        finally:
+            os.close(fd)
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+    def create(self) -> None:
+        self.cipher_dir.mkdir(parents=True, exist_ok=True)
+        self.mount_point.mkdir(parents=True, exist_ok=True)
+        with self.passfile() as password:
+            run_tool(["gocryptfs", "-init", *_INIT_FLAGS[self.encryption.name], "-q", "-passfile", str(password),
+                      str(self.cipher_dir)], self.log, timeout=120)
+        try:
+            self._mount()
+            self._inner().workspace.mkdir(parents=True, exist_ok=True)
+            self._inner().create()
+        except BaseException:
+            self.close()
+            raise
+
+    def connect(self) -> Connection:
+        """Mounts again after `close()` (scrypt key derivation: timed as `open`), then the engine's connect."""
+        if not self.is_mounted:
+            self._mount()
+        return self._inner().connect()
+
+    def _mount(self) -> None:
+        self._stop_gocryptfs()  # a previous instance whose mount went away
+        start = self.log.stat().st_size if self.log.exists() else 0
+        with self.passfile() as password:
+            process = ServerProcess(
+                "gocryptfs",
+                ["gocryptfs", "-fg", "-allow_other", "-passfile", str(password), str(self.cipher_dir),
+                 str(self.mount_point)],
+                self.log, ready=lambda: self._ready(start), start_timeout=60, stop_timeout=10)
+            process.start()
+        self._gocryptfs = process
+
+    def _ready(self, log_start: int) -> bool:
+        """Mounted *and* serving. The mount shows in /proc/mounts before gocryptfs has finished
+        its own first access to it (go-fuse's poll check); touching the mount in that window
+        (e.g. mkdir in its root) deadlocks both, so readiness is gocryptfs's own message."""
+        with self.log.open("rb") as log:
+            log.seek(log_start)
+            return _READY in log.read() and self.is_mounted
+
+    def close(self) -> None:
+        """The engine's close (servers stop), then unmount; unmounts even if the engine's close fails."""
+        try:
+            if self.inner is not None:
+                self.inner.close()
+        finally:
+            self._unmount()
+
+    def _unmount(self) -> None:
+        try:
+            if self.is_mounted:
+                for _ in range(_UNMOUNT_TRIES):
+                    done = subprocess.run(["fusermount3", "-u", str(self.mount_point)], capture_output=True,
+                                          text=True, check=False)
+                    if done.returncode == 0 or not self.is_mounted:
+                        break
+                    time.sleep(0.1)  # busy: a process still has a file open
+                else:  # detach now; the kernel finishes when the last user lets go
+                    subprocess.run(["fusermount3", "-u", "-z", str(self.mount_point)], check=False,
+                                   capture_output=True)
+        finally:
+            self._stop_gocryptfs()
+        if self.is_mounted:
+            raise ServerError(f"could not unmount {self.mount_point}; gocryptfs log ends:\n{log_tail(self.log)}")
+
+    def _stop_gocryptfs(self) -> None:
+        """gocryptfs exits by itself once unmounted; `stop` waits for that (and signals it otherwise)."""
+        process, self._gocryptfs = self._gocryptfs, None
+        if process is None:
+            return
+        deadline = time.monotonic() + 5
+        while process.running and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.stop()
+
+    def files(self) -> list[Path]:
+        """What is on disk: every file in the cipher directory (the mount point is empty when unmounted)."""
+        if not self.cipher_dir.exists():
+            return []
+        return sorted(p for p in self.cipher_dir.rglob("*") if p.is_file())
+
+    def plaintext_view(self) -> Path | None:
+        return self.mount_point if self.is_mounted else None
+
+    def engine_processes(self) -> list[psutil.Process] | None:
+        """The engine's processes (this one for embedded engines) and gocryptfs, whose CPU time
+        is the cost of the encryption."""
+        inner = self._inner().engine_processes()
+        processes = list(inner) if inner is not None else [psutil.Process()]
+        if self._gocryptfs is not None:
+            processes += self._gocryptfs.processes()
+        return processes

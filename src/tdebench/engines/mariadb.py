@@ -1,0 +1,456 @@
+"""MariaDB with native InnoDB/Aria data-at-rest encryption (`file_key_management` plugin).
+
+Every `MariaDBDatabase` is a server of its own: `mariadb-install-db` makes a data directory
+in the trial's workspace and `mariadbd` serves it on 127.0.0.1 (a free port) and on a unix
+socket in the workspace, with its option file, error log, tmpdir and key file there too, so
+removing the workspace removes everything and no server already on the machine is touched.
+Both read only the workspace's option file (`--defaults-file`), never /etc/mysql.
+
+The server runs as the user tdebench runs as (`--user=root` when that is root): a `mysql`
+server user could not enter pytest's or the runner's 0700 temporary directories, and a
+root-owned 0600 key file is as private as it gets.
+
+Encryption: the trial's key is written as key id 1 (`1;<hex>`, first 16/24/32 bytes of the
+Secret for 128/192/256 bits) into a 0600 file in the workspace, named only in the option
+file; the mode (CBC or CTR) is `file_key_management_encryption_algorithm`. The option file
+turns on every encryption the server has: InnoDB tablespaces (user tables, the system
+tablespace with undo log and doublewrite buffer, system tables), the redo log, InnoDB and
+Aria temporary tables, temp files (filesort, merge files), Aria tables and the binlog.
+The binlog is off (as a default server has it), so `covers` does not claim it. Temp files
+are unlinked as soon as they are opened, so no at-rest scan can see them; their encryption
+rests on `encrypt_tmp_files`, which `encryption_state()` confirms. Encryption is
+on from `mariadb-install-db` onwards, so every tablespace is created encrypted; one
+encryption thread is needed all the same, because the system tablespace is encrypted by it
+(with 0 threads `innodb_system` stays plaintext). `encryption_state()` confirms all of it
+from the server before anything is measured.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
+                                   EncryptionNotActive, Engine, QueryTimeout)
+from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.server import ServerError, ServerProcess, free_port, run_tool
+from tdebench.keys import Secret
+
+DEFAULT_MEMORY_MB = 256
+SCHEMA = "tdebench"
+_ALGORITHMS = {"CBC": "AES_CBC", "CTR": "AES_CTR"}
+_COVERS = ("tables", "undo log", "redo log", "temporary tables", "temp files")
+_NOTES = ("InnoDB tablespaces incl. system tablespace (undo, doublewrite), redo log, InnoDB and Aria "
+          "temporary tables, temp files; binlog is off (encrypt_binlog=ON would cover it); the Aria "
+          "log holds no user data and is not encrypted")
+_TIMEOUT_ERROR = 1969  # ER_STATEMENT_TIMEOUT: "max_statement_time exceeded"
+_PORT_TAKEN = re.compile(r"Address already in use|Bind on TCP/IP port")
+_SOCKET_MAX = 100  # sun_path holds 108 bytes; long workspace paths put the socket elsewhere
+_PORT_ATTEMPTS = 3
+_SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin"])
+
+
+def _binary(name: str) -> str | None:
+    return shutil.which(name, path=_SEARCH_PATH)
+
+
+def _qmark_to_format(sql: str) -> str:
+    """`?` placeholders (the workloads' style) as PyMySQL's `%s`; `?` and `%` inside quotes kept."""
+    out, quote = [], ""
+    for char in sql:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"`":
+            quote = char
+        elif char == "?":
+            out.append("%s")
+            continue
+        out.append("%%" if char == "%" else char)
+    return "".join(out)
+
+
+class MariaDBConnection:
+    """A PyMySQL connection in autocommit mode, as the embedded engines' connections are."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._seconds: float | None = None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._conn.cursor() as cursor:
+            self._run(cursor.execute, _qmark_to_format(sql) if params else sql, tuple(params) or None)
+            return list(cursor.fetchall()) if cursor.description else []
+
+    def load(self, sql: str) -> int:
+        """Run a statement that returns no rows (LOAD DATA) and return its affected-row count."""
+        with self._conn.cursor() as cursor:
+            return self._run(cursor.execute, sql, None)
+
+    def set_timeout(self, seconds: float | None) -> None:
+        if seconds is not None and seconds <= 0:
+            raise ValueError("a timeout must be positive")
+        self._seconds = seconds
+        self.execute(f"SET SESSION max_statement_time = {seconds or 0:.6f}")
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """One transaction per batch; PyMySQL sends an INSERT's rows as multi-row statements."""
+        self._conn.begin()
+        try:
+            with self._conn.cursor() as cursor:
+                self._run(cursor.executemany, _qmark_to_format(sql), [tuple(r) for r in rows])
+            self._conn.commit()
+        except BaseException:
+            self._conn.rollback()
+            raise
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _run(self, method: Any, *args: Any) -> Any:
+        import pymysql
+
+        try:
+            return method(*args)
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] == _TIMEOUT_ERROR:
+                raise QueryTimeout(f"statement stopped after the {self._seconds:g} s timeout") from None
+            raise
+
+
+@dataclass
+class MariaDBDatabase(Database):
+    memory_mb: int = DEFAULT_MEMORY_MB
+    port: int | None = None  # None: a free one is picked at every start
+    start_timeout: float = 120.0
+    stop_timeout: float = 600.0  # a clean shutdown flushes the buffer pool; SIGKILL only past this
+    _server: ServerProcess | None = field(default=None, init=False, repr=False)
+    _socket_dir: Path | None = field(default=None, init=False, repr=False)
+
+    @property
+    def datadir(self) -> Path:
+        return self.workspace / "data"
+
+    @property
+    def tmpdir(self) -> Path:
+        return self.workspace / "tmp"
+
+    @property
+    def option_file(self) -> Path:
+        return self.workspace / "my.cnf"
+
+    @property
+    def key_file(self) -> Path:
+        return self.workspace / "keys.txt"
+
+    @property
+    def log(self) -> Path:
+        """The server's error log (its stderr): what a failed start is reported with."""
+        return self.workspace / "mariadb.log"
+
+    @property
+    def socket(self) -> Path:
+        return (self._socket_dir or self.workspace) / "mysqld.sock"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def create(self) -> None:
+        """A fresh data directory, encrypted from its first page, served and with schema `tdebench`."""
+        self.datadir.mkdir(parents=True)
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
+        self._write_files(self.port or free_port())
+        argv = [_required("mariadb-install-db"), f"--defaults-file={self.option_file}",
+                *self._user_option(), "--auth-root-authentication-method=normal", "--skip-test-db"]
+        run_tool(argv, self.workspace / "install.log")
+        self._start()
+        conn = self._raw_connect(database=None)
+        try:
+            conn.cursor().execute(f"CREATE DATABASE {SCHEMA}")
+        finally:
+            conn.close()
+
+    def connect(self) -> Connection:
+        """A connection to the running server; starts it (as after `close()`) when it is not."""
+        if self._server is None or not self._server.running:
+            self._start()
+        return MariaDBConnection(self._raw_connect(SCHEMA))
+
+    def close(self) -> None:
+        """Stop the server (a clean shutdown: every file is at rest afterwards). Idempotent."""
+        server, self._server = self._server, None
+        try:
+            if server is not None:
+                server.stop()
+        finally:
+            if self._socket_dir is not None:
+                shutil.rmtree(self._socket_dir, ignore_errors=True)
+                self._socket_dir = None
+
+    def _start(self) -> None:
+        if len(str(self.workspace / "mysqld.sock")) > _SOCKET_MAX and self._socket_dir is None:
+            self._socket_dir = Path(tempfile.mkdtemp(prefix="tdebench-mariadb-"))
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            # The key and the port may differ from the last start (a new key, a taken port).
+            port = self.port if attempt == 1 and self.port else free_port()
+            self._write_files(port)
+            server = ServerProcess(
+                name="mariadbd",
+                argv=[_required("mariadbd"), f"--defaults-file={self.option_file}", *self._user_option()],
+                log=self.log, ready=self._ping,
+                start_timeout=self.start_timeout, stop_timeout=self.stop_timeout)
+            offset = self.log.stat().st_size if self.log.exists() else 0
+            try:
+                server.start()
+            except ServerError:
+                server.stop()
+                if _PORT_TAKEN.search(self._log_since(offset)) and attempt < _PORT_ATTEMPTS:
+                    continue  # another process took the port between free_port() and bind()
+                raise
+            except BaseException:  # Ctrl-C while waiting for it: no server may outlive us
+                server.stop()
+                raise
+            self.port = port
+            self._server = server
+            return
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with self.log.open("rb") as fh:
+                fh.seek(offset)
+                return fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _ping(self) -> bool:
+        conn = self._raw_connect(database=None, timeout=2)
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                return cursor.fetchall() == ((1,),)
+        finally:
+            conn.close()
+
+    def _raw_connect(self, database: str | None, timeout: int = 10) -> Any:
+        import pymysql
+
+        return pymysql.connect(unix_socket=str(self.socket), user="root", database=database,
+                               local_infile=True, autocommit=True, charset="utf8mb4",
+                               connect_timeout=timeout)
+
+    @staticmethod
+    def _user_option() -> list[str]:
+        return ["--user=root"] if os.geteuid() == 0 else []
+
+    # -- configuration -----------------------------------------------------------------------
+
+    def _write_files(self, port: int) -> None:
+        options = self._options(port)
+        if not self.encryption.is_baseline:
+            self._write_key()
+        text = "# written by tdebench for one trial; see tdebench/engines/mariadb.py\n[mariadbd]\n"
+        text += "".join(f"{name}={value}\n" if value is not None else f"{name}\n"
+                        for name, value in options.items())
+        self.option_file.write_text(text)
+
+    def _options(self, port: int) -> dict[str, str | None]:
+        options: dict[str, str | None] = {
+            "datadir": str(self.datadir),
+            "tmpdir": str(self.tmpdir),
+            "socket": str(self.socket),
+            "port": str(port),
+            "bind-address": "127.0.0.1",
+            "skip-name-resolve": None,
+            "pid-file": str(self.workspace / "mysqld.pid"),
+            "innodb_buffer_pool_size": f"{self.memory_mb}M",
+            # A restart must really start cold: no buffer pool dump/reload across restarts.
+            "innodb_buffer_pool_dump_at_shutdown": "OFF",
+            "innodb_buffer_pool_load_at_startup": "OFF",
+            # Byte-wise comparison and order, as DuckDB and SQLite compare text.
+            "character-set-server": "utf8mb4",
+            "collation-server": "utf8mb4_bin",
+            "local_infile": "ON",
+            # MariaDB's default of 1000 silently cuts a recursive CTE short instead of failing.
+            "max_recursive_iterations": "4294967295",
+        }
+        if not self.encryption.is_baseline:
+            options.update({
+                "plugin-load-add": "file_key_management",
+                "file_key_management_filename": str(self.key_file),
+                "file_key_management_encryption_algorithm": _ALGORITHMS[self.encryption.mode],
+                "innodb_encrypt_tables": "FORCE",  # refuses ENCRYPTED=NO tables
+                "innodb_encrypt_log": "ON",
+                "innodb_encrypt_temporary_tables": "ON",
+                "innodb_encryption_threads": "1",
+                "encrypt_tmp_disk_tables": "ON",
+                "encrypt_tmp_files": "ON",
+                "aria_encrypt_tables": "ON",
+                "encrypt_binlog": "ON",
+            })
+        return options
+
+    def _write_key(self) -> None:
+        assert self.key is not None, "an encrypted database needs a key"
+        key = self.key.raw()[: self.encryption.key_bits // 8]
+        fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, f"1;{key.hex()}\n".encode())
+        finally:
+            os.close(fd)
+
+    # -- state, files, processes ----------------------------------------------------------------
+
+    def encryption_state(self, wait_s: float = 60.0) -> str:
+        """What the server says: tablespaces encrypted / rotating, and the other encryption switches.
+
+        Waits up to `wait_s` for the encryption thread to finish a tablespace still being
+        encrypted; EncryptionNotActive if anything is still plaintext then.
+        """
+        if self._server is None or not self._server.running:
+            self._start()
+        conn = self._raw_connect(database=None)
+        try:
+            deadline = time.monotonic() + wait_s
+            while True:
+                total, encrypted, rotating, plain = self._tablespaces(conn)
+                done = self.encryption.is_baseline or (encrypted == total and rotating == 0)
+                if done or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.5)
+            switches = self._switches(conn)
+        finally:
+            conn.close()
+        summary = f"{encrypted} of {total} tablespaces encrypted, {rotating} rotating"
+        if self.encryption.is_baseline:
+            return summary + " (baseline)"
+        off = [name for name, value in switches.items() if value.upper() not in ("1", "ON", "FORCE")]
+        if encrypted != total or rotating or off:
+            problems = [summary]
+            if plain:
+                problems.append("not encrypted: " + ", ".join(plain[:5]) + (" ..." if len(plain) > 5 else ""))
+            if off:
+                problems.append("off: " + ", ".join(off))
+            raise EncryptionNotActive("mariadb: " + "; ".join(problems))
+        return f"{summary}; {', '.join(switches)} on ({_ALGORITHMS[self.encryption.mode]})"
+
+    @staticmethod
+    def _tablespaces(conn: Any) -> tuple[int, int, int, list[str]]:
+        """(tablespaces, encrypted, rotating, names of the plaintext ones).
+
+        The tablespaces are those of the data dictionary (every table's, and the system
+        tablespace), since INNODB_SYS_TABLESPACES lists only those opened since the start.
+        One missing from INNODB_TABLESPACES_ENCRYPTION has no encryption data: not encrypted.
+        The temporary tablespace is encrypted per page and is reported as a switch instead.
+        """
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT SPACE, NAME FROM information_schema.INNODB_SYS_TABLES "
+                           "UNION SELECT SPACE, NAME FROM information_schema.INNODB_SYS_TABLESPACES "
+                           "WHERE NAME <> 'innodb_temporary'")
+            names: dict[int, str] = {}
+            for space, name in cursor.fetchall():
+                names[space] = "innodb_system" if space == 0 else names.get(space, name)
+            cursor.execute("SELECT SPACE, ENCRYPTION_SCHEME, MIN_KEY_VERSION, ROTATING_OR_FLUSHING, "
+                           "KEY_ROTATION_PAGE_NUMBER FROM information_schema.INNODB_TABLESPACES_ENCRYPTION")
+            state = {row[0]: row[1:] for row in cursor.fetchall()}
+        names.setdefault(0, "innodb_system")
+        plain = [name for space, name in sorted(names.items())
+                 if not (space in state and state[space][0] == 1 and (state[space][1] or 0) > 0)]
+        rotating = sum(1 for space in names
+                       if space in state and (state[space][2] or state[space][3] is not None))
+        return len(names), len(names) - len(plain), rotating, plain
+
+    @staticmethod
+    def _switches(conn: Any) -> dict[str, str]:
+        names = ("innodb_encrypt_log", "innodb_encrypt_temporary_tables", "encrypt_tmp_files",
+                 "encrypt_tmp_disk_tables")
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT " + ", ".join(f"@@{n}" for n in names))
+            values = cursor.fetchone()
+        labels = ("redo log", "temporary tables", "temp files", "temp disk tables")
+        return {label: str(value) for label, value in zip(labels, values, strict=True)}
+
+    def files(self) -> list[Path]:
+        """Data directory (tablespaces, redo log, Aria files, ibtmp1) and tmpdir; not the
+        option, key and log files beside them."""
+        return sorted(p for d in (self.datadir, self.tmpdir) if d.exists() for p in d.rglob("*")
+                      if p.is_file() and not p.is_symlink())
+
+    def engine_processes(self) -> list[psutil.Process] | None:
+        return self._server.processes() if self._server is not None and self._server.running else []
+
+    def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
+        """Parquet -> '|'-separated text (in-memory DuckDB) -> LOAD DATA LOCAL INFILE; the
+        staging file is removed afterwards and the server's row count is checked against it."""
+        import duckdb
+
+        assert isinstance(conn, MariaDBConnection), "bulk_load needs a MariaDB connection"
+        staging = self.workspace / f"load-{table}.csv"
+        reader = duckdb.connect(":memory:")
+        try:
+            quoted = str(staging).replace("'", "''")
+            ((written,),) = reader.execute(
+                f"COPY (SELECT {', '.join(columns)} FROM read_parquet(?)) TO '{quoted}' "
+                "(FORMAT csv, HEADER false, DELIMITER '|', QUOTE '\"', ESCAPE '\"')",
+                [str(parquet)]).fetchall()
+            path = str(staging).replace("\\", "\\\\").replace("'", "\\'")
+            loaded = conn.load(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table} CHARACTER SET utf8mb4 "
+                               "FIELDS TERMINATED BY '|' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' "
+                               f"LINES TERMINATED BY '\\n' ({', '.join(columns)})")
+        finally:
+            reader.close()
+            staging.unlink(missing_ok=True)
+        if loaded != written:
+            raise RuntimeError(f"mariadb loaded {loaded} of {written} rows into {table}")
+
+
+def _required(name: str) -> str:
+    path = _binary(name)
+    if path is None:
+        raise ServerError(f"{name} not found; fix: apt-get install -y mariadb-server mariadb-backup")
+    return path
+
+
+class MariaDBEngine(Engine):
+    name = "mariadb"
+    dialect = "mysql"
+    capabilities = Capabilities(embedded=False, concurrent_streams=True)
+    encryptions = (
+        NONE,
+        *(Encryption(f"aes-{bits}-{mode.lower()}", "AES", bits, mode, "native", _COVERS, _NOTES)
+          for mode in ("CBC", "CTR") for bits in (128, 192, 256)),
+        *FS_ENCRYPTIONS,  # the same server with its directory on gocryptfs: native TDE vs file system
+    )
+
+    def version(self) -> str:
+        import subprocess
+
+        binary = _binary("mariadbd")
+        if binary is None:
+            return "not installed"
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
+        match = re.search(r"Ver\s+(\S+)", out)
+        return f"MariaDB {match.group(1)}" if match else out.strip()
+
+    def availability(self) -> Availability:
+        missing = [name for name in ("mariadbd", "mariadb-install-db") if _binary(name) is None]
+        if missing:
+            return Availability(False, f"{' and '.join(missing)} not found",
+                                "apt-get install -y mariadb-server mariadb-backup")
+        try:
+            import pymysql  # noqa: F401
+        except ImportError as exc:
+            return Availability(False, f"the MariaDB driver PyMySQL is not installed: {exc}",
+                                "pip install -e .")
+        return Availability(True)
+
+    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+        return MariaDBDatabase(workspace=workspace, encryption=encryption, key=key,
+                               memory_mb=self.memory_mb or DEFAULT_MEMORY_MB)

@@ -1,0 +1,253 @@
+"""PostgreSQL (Debian `postgresql`): a server tdebench creates, starts and stops per trial.
+
+Community PostgreSQL has no native encryption at rest, so its encryptions are the
+file-system layer's (engines/fs.py: the whole data directory on a gocryptfs mount).
+
+Each `PostgresDatabase` is its own cluster: `initdb` into `<workspace>/pgdata`, a postmaster
+on 127.0.0.1 with a free port and a private socket directory, run as the `postgres` system
+user (PostgreSQL refuses to run as root). Settings are PostgreSQL's defaults (fsync,
+synchronous_commit, WAL, checkpoints) except `shared_buffers` (the engine's `memory_mb`,
+default 256 MB), so every encryption runs the same configuration.
+
+`close()` stops the server with SIGINT, PostgreSQL's "fast" shutdown: open sessions are
+ended and a shutdown checkpoint writes every dirty page, so afterwards every file is at rest
+and complete. SIGTERM ("smart") would wait for clients to disconnect first, which a failing
+trial may never do.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
+                                   Encryption, QueryTimeout)
+from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, free_port, log_tail, run_tool,
+                                     unreachable_by, user_ids)
+from tdebench.keys import Secret
+
+USER = "postgres"  # the Debian package's system user, owner of every cluster tdebench makes
+DEFAULT_MEMORY_MB = 256
+_INSTALL = "apt-get install -y postgresql postgresql-contrib"
+_PORT_ATTEMPTS = 3  # a port found free can be taken by someone else before the server binds it
+
+
+def bin_dir() -> Path | None:
+    """The newest installed server's bin directory (/usr/lib/postgresql/<major>/bin)."""
+    found = [p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")]
+    return max(found, key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0, default=None)
+
+
+def _placeholders(sql: str) -> str:
+    """Workloads write DB-API `?` placeholders; psycopg wants `%s` (and a literal `%` as `%%`).
+    `?` inside quoted strings is left alone."""
+    parts = sql.split("'")
+    for i in range(0, len(parts), 2):  # even parts are outside quotes
+        parts[i] = parts[i].replace("%", "%%").replace("?", "%s")
+    for i in range(1, len(parts), 2):
+        parts[i] = parts[i].replace("%", "%%")
+    return "'".join(parts)
+
+
+class PostgresConnection:
+    """A psycopg connection in autocommit mode: every statement is its own transaction, so a
+    query never holds a snapshot open; batches (executemany, COPY) run in one transaction."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._timeout: float | None = None
+
+    @property
+    def raw(self) -> Any:
+        return self._conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        try:
+            cursor = (self._conn.execute(_placeholders(sql), list(params)) if params
+                      else self._conn.execute(sql))
+            return cursor.fetchall() if cursor.description else []
+        except psycopg.errors.QueryCanceled:
+            if self._timeout is None:
+                raise
+            raise QueryTimeout(f"statement stopped after the {self._timeout:g} s timeout") from None
+
+    def set_timeout(self, seconds: float | None) -> None:
+        if seconds is not None and seconds <= 0:
+            raise ValueError("a timeout must be positive")
+        milliseconds = 0 if seconds is None else max(1, round(seconds * 1000))
+        self._conn.execute(f"SET statement_timeout = {milliseconds}")
+        self._timeout = seconds
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self._conn.transaction(), self._conn.cursor() as cursor:
+            cursor.executemany(_placeholders(sql), [list(r) for r in rows])
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+@dataclass
+class PostgresDatabase(Database):
+    memory_mb: int = DEFAULT_MEMORY_MB
+    bin: Path = field(default_factory=lambda: bin_dir() or Path("/usr/lib/postgresql/bin"))
+    _server: ServerProcess | None = field(default=None, init=False, repr=False)
+    _socket_dir: Path | None = field(default=None, init=False, repr=False)
+    _port: int = field(default=0, init=False, repr=False)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.workspace / "pgdata"
+
+    @property
+    def log(self) -> Path:
+        return self.workspace / "postgres.log"
+
+    def create(self) -> None:
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        blocked = unreachable_by(self.workspace, USER)
+        if blocked is not None:
+            raise ServerError(f"the {USER} user cannot enter {blocked}, so it cannot reach the workspace "
+                              f"{self.workspace}; fix with: chmod o+x {blocked} (or use a workspace "
+                              f"below a directory it can enter)")
+        chown_tree(self.workspace, USER)
+        run_tool([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", USER, "--auth=trust",
+                  "--encoding=UTF8", "--locale=C"], self.workspace / "initdb.log", run_as=USER, env=_ENV)
+        self._start()
+
+    def _start(self) -> None:
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="tdebench-pg-"))  # short: sockets allow 107 bytes
+        try:
+            self._socket_dir.chmod(0o755)
+            chown_tree(self._socket_dir, USER)
+            for attempt in range(1, _PORT_ATTEMPTS + 1):
+                self._port = free_port()
+                server = ServerProcess("postgres", self._argv(), self.log, self._answers, run_as=USER,
+                                       env=_ENV, stop_signal=signal.SIGINT)
+                try:
+                    server.start()
+                except ServerError as exc:
+                    if attempt < _PORT_ATTEMPTS and "Address already in use" in log_tail(self.log, 5):
+                        continue
+                    raise ServerError(f"postgres could not start on port {self._port}: {exc}") from None
+                self._server = server
+                return
+        except BaseException:
+            self._remove_socket_dir()
+            raise
+
+    def _argv(self) -> list[str]:
+        return [str(self.bin / "postgres"), "-D", str(self.data_dir), "-p", str(self._port),
+                "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self._socket_dir}",
+                "-c", f"shared_buffers={self.memory_mb}MB"]
+
+    def _open(self, connect_timeout: int = 10) -> Any:
+        import psycopg
+
+        return psycopg.connect(host=str(self._socket_dir), port=self._port, user=USER, dbname="postgres",
+                               autocommit=True, connect_timeout=connect_timeout)
+
+    def _answers(self) -> bool:
+        self._open(connect_timeout=2).close()
+        return True
+
+    def connect(self) -> Connection:
+        """A new session (a new backend process); starts the server again after `close()`."""
+        if self._server is None or not self._server.running:
+            self._stop()
+            self._start()
+        return PostgresConnection(self._open())
+
+    def engine_processes(self) -> list[psutil.Process] | None:
+        return self._server.processes() if self._server is not None else []
+
+    def files(self) -> list[Path]:
+        if not self.data_dir.exists():
+            return []
+        return sorted(p for p in self.data_dir.rglob("*") if p.is_file())
+
+    def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
+        """COPY FROM STDIN of a CSV that DuckDB writes from the Parquet file into the system's
+        temp directory (the Parquet file already holds the same plaintext): PostgreSQL's
+        fastest load path, with no per-row Python work."""
+        import duckdb
+
+        assert isinstance(conn, PostgresConnection)
+        names = ", ".join(columns)
+        with tempfile.TemporaryDirectory(prefix="tdebench-copy-") as scratch:
+            csv = Path(scratch) / f"{table}.csv"
+            reader = duckdb.connect(":memory:")
+            try:
+                quoted = str(csv).replace("'", "''")
+                reader.execute(f"COPY (SELECT {names} FROM read_parquet(?)) TO '{quoted}' "
+                               "(FORMAT csv, HEADER false)", [str(parquet)])
+            finally:
+                reader.close()
+            raw = conn.raw
+            with raw.transaction(), raw.cursor() as cursor, \
+                    cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT csv)") as copy, csv.open("rb") as f:
+                while chunk := f.read(1 << 20):
+                    copy.write(chunk)
+
+    def close(self) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        try:
+            if self._server is not None:
+                self._server.stop()
+        finally:
+            self._server = None
+            self._remove_socket_dir()
+
+    def _remove_socket_dir(self) -> None:
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
+
+
+_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C"}
+
+
+class PostgresEngine(Engine):
+    name = "postgres"
+    dialect = "postgres"
+    capabilities = Capabilities(embedded=False, concurrent_streams=True)
+    encryptions = (NONE, *FS_ENCRYPTIONS)
+
+    def version(self) -> str:
+        directory = bin_dir()
+        if directory is None:
+            return "not installed"
+        done = subprocess.run([str(directory / "postgres"), "--version"], capture_output=True, text=True,
+                              check=False)
+        return done.stdout.strip() or done.stderr.strip()
+
+    def availability(self) -> Availability:
+        directory = bin_dir()
+        if directory is None or not (directory / "postgres").exists():
+            return Availability(False, "PostgreSQL server binaries (initdb, postgres) are not installed", _INSTALL)
+        try:
+            user_ids(USER)
+        except KeyError:
+            return Availability(False, f"there is no {USER!r} system user to run the server as", _INSTALL)
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:
+            return Availability(False, f"the psycopg driver is not installed: {exc}",
+                                "pip install -e . (installs psycopg[binary])")
+        return Availability(True)
+
+    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+        return PostgresDatabase(workspace=workspace, encryption=encryption, key=key,
+                                memory_mb=self.memory_mb or DEFAULT_MEMORY_MB)

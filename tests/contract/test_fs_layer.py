@@ -1,0 +1,118 @@
+"""The gocryptfs layer, for real: what is on disk is ciphertext, the mount shows plaintext, no
+mount or gocryptfs process outlives the database, and the key never leaves this process
+except through a short-lived 0600 pass file."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tdebench import verify
+from tdebench.engines import get_engine
+from tdebench.engines.fs import FS_ENCRYPTIONS, GocryptfsDatabase, fs_availability, mounted
+from tdebench.engines.server import user_ids
+from tdebench.keys import Secret
+from tdebench.workloads.base import write_canaries
+
+CANARY = "TDEBENCH-CANARY-fslayer-0123456789"
+
+pytestmark = pytest.mark.skipif(not fs_availability().usable, reason=fs_availability().reason)
+
+
+def fs_database(engine: str, tmp_path: Path, encryption: str = "fs-aes-256-gcm") -> GocryptfsDatabase:
+    database = get_engine(engine).provision(tmp_path, get_engine(engine).encryption(encryption),
+                                            Secret(os.urandom(32)))
+    assert isinstance(database, GocryptfsDatabase)
+    return database
+
+
+def hits(path: Path) -> int:
+    return sum(scan.hits for scan in verify.scan([path], [CANARY], path))
+
+
+@pytest.mark.parametrize("encryption", [e.name for e in FS_ENCRYPTIONS])
+def test_cipher_dir_hides_what_the_mounted_view_shows(encryption: str, tmp_path: Path) -> None:
+    database = fs_database("sqlite", tmp_path, encryption)
+    try:
+        database.create()
+        conn = database.connect()
+        write_canaries(conn, [CANARY])
+        conn.close()
+        view = database.plaintext_view()
+        assert view == database.mount_point and mounted(view)
+        assert hits(view) > 0  # the positive control: the engine really wrote the canary
+        assert hits(database.cipher_dir) == 0
+    finally:
+        database.close()
+    assert database.plaintext_view() is None and not mounted(database.mount_point)
+    assert database.files() and all(database.cipher_dir in p.parents for p in database.files())
+    assert hits(tmp_path) == 0  # nothing in the whole workspace at rest
+
+
+def test_close_unmounts_and_ends_gocryptfs(tmp_path: Path) -> None:
+    database = fs_database("duckdb", tmp_path)
+    database.create()
+    processes = database.engine_processes()
+    gocryptfs = [p for p in processes if p.name() == "gocryptfs"]
+    assert psutil.Process() in processes and len(gocryptfs) == 1  # embedded: this process + gocryptfs
+    database.connect()  # left open on purpose: close() must still unmount
+    database.close()
+    assert not mounted(database.mount_point)
+    assert not gocryptfs[0].is_running()
+    database.close()  # idempotent
+
+
+def test_an_exception_inside_create_leaves_no_mount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    database = fs_database("sqlite", tmp_path)
+
+    def broken_create() -> None:
+        assert mounted(database.mount_point)
+        raise RuntimeError("engine failed to create")
+
+    monkeypatch.setattr(database.inner, "create", broken_create)
+    with pytest.raises(RuntimeError, match="engine failed to create"):
+        database.create()
+    assert not mounted(database.mount_point)
+    assert not any(str(database.cipher_dir) in " ".join(p.info["cmdline"] or ())
+                   for p in psutil.process_iter(["cmdline"]))
+
+
+def test_pass_file_is_private_and_short_lived(tmp_path: Path) -> None:
+    database = fs_database("sqlite", tmp_path)
+    tmp_path.mkdir(exist_ok=True)
+    with database.passfile() as path:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert path.read_text().strip() == database.key.hex()
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("encryption", [e.name for e in FS_ENCRYPTIONS])
+def test_postgres_on_the_mount_owns_its_files_and_no_argv_holds_the_key(encryption: str, tmp_path: Path) -> None:
+    database = fs_database("postgres", tmp_path, encryption)
+    try:
+        database.create()
+        conn = database.connect()
+        write_canaries(conn, [CANARY])
+        conn.execute("CHECKPOINT")  # the canary reaches the data files, not only the WAL
+        conn.close()
+        uid, _ = user_ids("postgres")
+        inner = database.inner.workspace
+        assert (inner / "pgdata").stat().st_uid == uid
+        assert all(p.stat().st_uid == uid for p in (inner / "pgdata").rglob("*") if p.is_file())
+        processes = database.engine_processes()
+        names = {p.name() for p in processes}
+        assert {"postgres", "gocryptfs"} <= names
+        key = database.key.hex()
+        assert not any(key in " ".join(p.info["cmdline"] or ()).lower() for p in psutil.process_iter(["cmdline"]))
+        assert not (tmp_path / "fs.pass").exists()  # read by gocryptfs, then removed
+        assert hits(database.plaintext_view()) > 0 and hits(database.cipher_dir) == 0
+    finally:
+        database.close()
+    assert not mounted(database.mount_point)
+    assert not any(str(database.workspace) in " ".join(p.info["cmdline"] or ())
+                   for p in psutil.process_iter(["cmdline"]))
+    assert hits(tmp_path) == 0
