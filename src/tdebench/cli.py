@@ -11,6 +11,8 @@ import json
 import shutil
 import signal
 import sys
+import tempfile
+import threading
 from importlib import resources
 from pathlib import Path
 from typing import NoReturn
@@ -95,10 +97,24 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
     engines = _usable_engines_or_exit(the_plan)
     if work_dir is not None and not work_dir.is_dir():
         usage_error(f"--work-dir {work_dir} is not an existing directory")
+    for engine in engines.values():
+        problem = engine.workspace_problem(work_dir or Path(tempfile.gettempdir()))
+        if problem:
+            usage_error(problem)
     _prepare_out_dir(out_dir, force)
     store = ResultStore(out_dir)
     store.start(the_plan.text, snapshot({name: engine.version() for name, engine in engines.items()}))
-    signal.signal(signal.SIGTERM, _interrupt)
+    interrupted = threading.Event()
+
+    def interrupt(signum: int, frame: object) -> None:
+        if interrupted.is_set():  # a second Ctrl-C must not break off the cleanup
+            err.print("[yellow]still cleaning up: servers, mounts, workspaces…[/]")
+            return
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     progress = _ProgressBar(quiet)
     try:
         with progress:
@@ -106,7 +122,8 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
             for speed in measure_ciphers():
                 store.append(speed)
             runner = Runner(plan=the_plan, store=store, data_dir=data_dir or default_data_dir(),
-                            keys=keys, progress=progress, workspace_parent=work_dir)
+                            keys=keys, progress=progress, workspace_parent=work_dir,
+                            interrupted=interrupted)
             summary = runner.run()
     except KeyboardInterrupt:
         err.print("[yellow]interrupted:[/] servers, mounts and workspaces were cleaned up; "
@@ -116,10 +133,6 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
     written = report.build(out_dir)
     _print_summary(summary, written)
     sys.exit(0 if summary.ok else 1)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def _plan_or_exit(path: Path) -> Plan:

@@ -13,6 +13,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,9 @@ class Runner:
     workload_factory: Callable[[str], Workload] = lambda name: WORKLOADS[name]()
     drop_cache: Callable[[], bool] = drop_os_cache
     workspace_parent: Path | None = None
+    # set by the CLI's SIGINT/SIGTERM handler: a driver that turns the KeyboardInterrupt into
+    # its own error (PyMySQL's "lost connection") must not make an interrupted trial look failed
+    interrupted: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> RunSummary:
         trials = schedule(self.plan)
@@ -111,6 +115,8 @@ class Runner:
         root.chmod(0o711)  # servers running as their own user (postgres) must reach their workspace
         try:
             for index, spec in enumerate(trials, start=1):
+                if self.interrupted.is_set():
+                    raise KeyboardInterrupt
                 self.progress.trial_started(index, len(trials), spec)
                 outcome, verdict = self._trial(spec, root)
                 if outcome.status != "ok":
@@ -151,6 +157,8 @@ class Runner:
             with Sampler(self.store, key, self.plan.sample_interval_s, database.engine_processes):
                 self._phases(spec, workload, ctx, canaries, facts)
         except Exception as exc:  # the trial fails, the run goes on
+            if self.interrupted.is_set():
+                raise KeyboardInterrupt from exc
             error = f"{type(exc).__name__}: {exc}"
             if secret is not None:
                 error = secret.scrub(error)

@@ -123,3 +123,30 @@ def test_statement_timeout_stops_a_long_query(engine_name: str, tmp_path: Path) 
     finally:
         conn.close()
         db.close()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{e}-{c}" for e, c in CASES])
+def test_bulk_load_takes_tpch_parquet_with_decimals_and_dates(case: tuple[str, str], tmp_path: Path) -> None:
+    """Every engine and layer loads the generated data through its own path (a layer below the
+    engine must not fall back to a slower or type-blind one)."""
+    import duckdb
+
+    from tdebench.workloads.tpch import data, schema
+
+    files = data.generate(0.01, Path.home() / ".cache" / "tdebench" / "data")
+    engine = get_engine(case[0])
+    database = provisioned(case, tmp_path)
+    conn = database.connect()
+    try:
+        for statement in schema.create_tables(engine.dialect):
+            conn.execute(statement)
+        for table in ("nation", "supplier", "orders"):  # decimals, dates
+            database.bulk_load(conn, table, schema.TABLES[table], files[table])
+            expected = duckdb.sql(f"SELECT count(*) FROM read_parquet('{files[table]}')").fetchone()[0]
+            assert conn.execute(f"SELECT count(*) FROM {table}") == [(expected,)]
+        total = conn.execute("SELECT sum(o_totalprice) FROM orders")[0][0]
+        expected_total = duckdb.sql(f"SELECT sum(o_totalprice) FROM read_parquet('{files['orders']}')").fetchone()[0]
+        assert abs(float(total) - float(expected_total)) < 1.0
+    finally:
+        conn.close()
+        database.close()

@@ -200,6 +200,11 @@ class Engine(ABC):
     def availability(self) -> Availability:
         """Whether it can run here; never raises."""
 
+    def workspace_problem(self, parent: Path) -> str | None:
+        """Why trial workspaces below `parent` cannot work for this engine (e.g. a server user
+        that may not enter it), checked before a run starts; None when they can."""
+        return None
+
     def encryption_availability(self, encryption: Encryption) -> Availability:
         """Whether one encryption can run here: the engine's availability, and the layer's."""
         available = self.availability()

@@ -28,7 +28,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,6 +215,14 @@ class GocryptfsDatabase(Database):
 
     def plaintext_view(self) -> Path | None:
         return self.mount_point if self.is_mounted else None
+
+    def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
+        """The engine's own fast path (DuckDB read_parquet, LOAD DATA, COPY): the layer below
+        must not change how data is loaded, or the comparison with native TDE is unfair."""
+        self._inner().bulk_load(conn, table, columns, parquet)
+
+    def encryption_state(self) -> str:
+        return self._inner().encryption_state()
 
     def engine_processes(self) -> list[psutil.Process] | None:
         """The engine's processes (this one for embedded engines) and gocryptfs, whose CPU time

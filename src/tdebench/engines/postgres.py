@@ -248,6 +248,14 @@ class PostgresEngine(Engine):
                                 "pip install -e . (installs psycopg[binary])")
         return Availability(True)
 
+    def workspace_problem(self, parent: Path) -> str | None:
+        blocked = unreachable_by(parent, USER)
+        if blocked is None:
+            return None
+        return (f"the {USER} user cannot enter {blocked}, so a PostgreSQL server cannot reach workspaces "
+                f"below {parent}; fix with: chmod o+x {blocked}, or choose --work-dir below a directory "
+                f"it can enter")
+
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return PostgresDatabase(workspace=workspace, encryption=encryption, key=key,
                                 memory_mb=self.memory_mb or DEFAULT_MEMORY_MB)

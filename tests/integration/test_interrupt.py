@@ -1,0 +1,92 @@
+"""Ctrl-C during a trial leaves no server, mount or workspace behind (issue: servers, item 8)."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+PLAN = '''name = "interrupted"
+repetitions = 3
+warmups = 1
+
+[[engines]]
+name = "postgres"
+encryptions = ["fs-aes-256-gcm"]
+
+[[engines]]
+name = "mariadb"
+encryptions = ["aes-256-cbc"]
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+'''
+
+
+def users_of(directory: Path) -> list[psutil.Process]:
+    """Processes whose command line names `directory` (servers and gocryptfs started for it)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if any(str(directory) in part for part in process.info["cmdline"] or ()):
+            found.append(process)
+    return found
+
+
+def mounts_under(directory: Path) -> list[str]:
+    with open("/proc/mounts") as mounts:
+        return [line.split()[1] for line in mounts if line.split()[1].startswith(str(directory))]
+
+
+@pytest.mark.parametrize("wait_for", ["postgres", "mariadbd"])
+def test_ctrl_c_during_a_trial_cleans_up_everything(tmp_path: Path, wait_for: str) -> None:
+    work = Path(tempfile.mkdtemp(prefix="tdebench-interrupt-"))  # the postgres user can enter /tmp
+    work.chmod(0o711)
+    try:
+        check_interrupt(tmp_path, work, wait_for)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def check_interrupt(tmp_path: Path, work: Path, wait_for: str) -> None:
+    (tmp_path / "plan.toml").write_text(PLAN)
+    exe = Path(sys.executable).with_name("tdebench")
+    run = subprocess.Popen([exe, "run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"),
+                            "--work-dir", str(work), "--quiet"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not any(p.name() == wait_for for p in users_of(work)):
+            assert run.poll() is None, run.stdout.read()
+            assert time.monotonic() < deadline, f"no {wait_for} started within 240 s"
+            time.sleep(0.2)
+        time.sleep(1.0)  # inside the trial, with the server (and, for postgres, the mount) up
+        run.send_signal(signal.SIGINT)
+        output, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 130, output
+    assert "interrupted" in output
+    assert users_of(work) == [], "a server or gocryptfs outlived the run"
+    assert mounts_under(work) == []
+    assert list(work.iterdir()) == [], "a workspace outlived the run"
+    assert (tmp_path / "out" / "report.html").is_file()  # the finished trials are reported
+
+
+def test_a_work_dir_the_postgres_user_cannot_enter_is_refused_before_the_run(tmp_path: Path) -> None:
+    (tmp_path / "plan.toml").write_text(PLAN)
+    exe = Path(sys.executable).with_name("tdebench")
+    done = subprocess.run([exe, "run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"),
+                           "--work-dir", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "the postgres user cannot enter" in done.stderr and "chmod o+x" in done.stderr
+    assert not (tmp_path / "out").exists()
