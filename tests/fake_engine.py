@@ -48,6 +48,7 @@ class FakeDatabase(Database):
     rows: list[str] = field(default_factory=list)
     connections: int = 0
     closed: bool = False
+    closes: int = 0
 
     @property
     def path(self) -> Path:
@@ -72,6 +73,7 @@ class FakeDatabase(Database):
 
     def close(self) -> None:
         self.closed = True
+        self.closes += 1
 
 
 class FakeEngine(Engine):

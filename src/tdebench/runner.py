@@ -1,8 +1,9 @@
 """The runner: executes a plan's trials, one at a time, storing every number as it is taken.
 
 A trial goes through fixed phases:
-  provision → load (+ canaries) → [cold: sync, drop OS cache] → open → warm-ups → measured tests
-  → close → at-rest scan (verdict) → remove the workspace.
+  provision → load (+ canaries) → [cold: stop the engine, sync, drop OS cache] → open → warm-ups
+  → [cold: stop, drop caches, start again] → measured tests → close → at-rest scan (verdict)
+  → remove the workspace.
 A failing trial is recorded with its error and the run goes on; the workspace is removed on
 success, failure and Ctrl-C alike.
 """
@@ -190,7 +191,7 @@ class Runner:
             conn.close()
         facts.engine_state = database.encryption_state()  # raises if the engine is not encrypted yet
         recorder.record("load", "database", {"size_bytes": float(database.size_bytes())})
-        facts.cache_dropped = self.plan.cache == "cold" and self.drop_cache()
+        facts.cache_dropped = self.plan.cache == "cold" and self._go_cold(database)
         with recorder.measure("open", "connect"):
             conn = database.connect()
         try:
@@ -199,7 +200,7 @@ class Runner:
                     workload.run(test, ctx, conn, warmup=True)
                 if self.plan.cache == "cold":
                     conn.close()
-                    facts.cache_dropped = self.drop_cache() and facts.cache_dropped
+                    facts.cache_dropped = self._go_cold(database) and facts.cache_dropped
                     conn = database.connect()
                 workload.run(test, ctx, conn, warmup=False)
         finally:
@@ -207,6 +208,13 @@ class Runner:
         view = database.plaintext_view()
         if view is not None:  # the positive control of a layer below the engine, while mounted
             facts.view_hits = sum(s.hits for s in verify.scan([view], canaries, view))
+
+    def _go_cold(self, database) -> bool:
+        """Stop the engine (servers shut down, mounts unmount, embedded files close), then drop
+        the OS page cache; the next connect starts it again with nothing cached anywhere.
+        True only if the kernel really dropped its cache."""
+        database.close()
+        return self.drop_cache()
 
     def _verdict(self, key, expected: str, database, workspace: Path, canaries: list[str],
                  facts: "_TrialFacts") -> Verdict:

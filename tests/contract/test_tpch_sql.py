@@ -14,6 +14,7 @@ import apsw
 import duckdb
 import pytest
 
+from tdebench.engines import Engine, get_engine
 from tdebench.workloads.tpch import answers, data, schema
 from tdebench.workloads.tpch.extension import duckdb_with_tpch
 from tdebench.workloads.tpch.queries import query
@@ -62,54 +63,35 @@ def sqlite_run(parquet: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
     con.close()
 
 
-@pytest.fixture(scope="module")
-def mysql_run(parquet: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
-    """One MariaDB server for the module (no encryption). A server needs managing, so the
-    engine module starts it and loads it (LOAD DATA LOCAL INFILE); queries go through PyMySQL."""
-    from tdebench.engines.mariadb import MariaDBEngine
-
-    engine = MariaDBEngine()
-    if not engine.availability().usable:
-        pytest.skip(engine.availability().reason)
-    db = engine.provision(tmp_path_factory.mktemp("mariadb"), engine.encryption("none"), None)
+def _engine_run(engine: Engine, workspace: Path, parquet: dict[str, Path]) -> Iterator[Run]:
+    """A server of `engine` (no encryption), started and loaded through the engine module
+    (LOAD DATA LOCAL INFILE, COPY), as the runner does; stopped when the module is done."""
+    assert engine.availability().usable, engine.availability()  # scripts/test.sh installs the servers
+    db = engine.provision(workspace, engine.encryption("none"), None)
     try:
         db.create()
         conn = db.connect()
-        for statement in schema.create_tables("mysql"):
+        for statement in schema.create_tables(engine.dialect):
             conn.execute(statement)
         for table, columns in schema.TABLES.items():
             db.bulk_load(conn, table, columns, parquet[table])
-        for statement in schema.create_indexes("mysql"):
+        for statement in schema.create_indexes(engine.dialect):
             conn.execute(statement)
         yield conn.execute
         conn.close()
     finally:
         db.close()
+
+
+@pytest.fixture(scope="module")
+def mysql_run(parquet: dict[str, Path], server_tmp_dir: Path) -> Iterator[Run]:
+    yield from _engine_run(get_engine("mariadb"), server_tmp_dir / "mariadb", parquet)
 
 
 @pytest.fixture(scope="module")
 def postgres_run(parquet: dict[str, Path], server_tmp_dir: Path) -> Iterator[Run]:
-    """One PostgreSQL server for the module (no encryption), started and loaded (COPY) by the
-    engine module, in a directory the `postgres` user can reach (conftest.py)."""
-    from tdebench.engines.postgres import PostgresEngine
-
-    engine = PostgresEngine()
-    if not engine.availability().usable:
-        pytest.skip(engine.availability().reason)
-    db = engine.provision(server_tmp_dir / "postgres", engine.encryption("none"), None)
-    try:
-        db.create()
-        conn = db.connect()
-        for statement in schema.create_tables("postgres"):
-            conn.execute(statement)
-        for table, columns in schema.TABLES.items():
-            db.bulk_load(conn, table, columns, parquet[table])
-        for statement in schema.create_indexes("postgres"):
-            conn.execute(statement)
-        yield conn.execute
-        conn.close()
-    finally:
-        db.close()
+    """In a directory the `postgres` user can reach (conftest.py)."""
+    yield from _engine_run(get_engine("postgres"), server_tmp_dir / "postgres", parquet)
 
 
 def _bindable_select(reader: duckdb.DuckDBPyConnection, columns: tuple[str, ...], path: Path) -> str:

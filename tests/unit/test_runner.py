@@ -107,6 +107,7 @@ def test_ctrl_c_cleans_up_and_keeps_finished_trials(tmp_path: Path) -> None:
 def test_cold_cache_is_recorded_as_dropped_only_when_it_was(tmp_path: Path) -> None:
     plan = make_plan(cache="cold")
     clock = FakeClock()
+    FakeEngine.provisioned.clear()
     for works in (True, False):
         out = tmp_path / f"out{works}"
         store = ResultStore(out)
@@ -116,6 +117,8 @@ def test_cold_cache_is_recorded_as_dropped_only_when_it_was(tmp_path: Path) -> N
                drop_cache=lambda: works, workspace_parent=tmp_path).run()
         assert {t.cache_dropped for t in read_run(out).trials} == {works}
         assert {t.cache for t in read_run(out).trials} == {"cold"}
+    # the engine is stopped before every drop (after the load, before the measured test) and at the end
+    assert FakeEngine.provisioned and all(db.closes == 3 for db in FakeEngine.provisioned)
 
 
 def test_results_are_durable_line_by_line(tmp_path: Path) -> None:
