@@ -15,6 +15,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,16 @@ def drop_os_cache() -> bool:
     return True
 
 
+def remove_tree(path: Path, tries: int = 5) -> None:
+    """Remove a workspace; a process that is still exiting may add a file while it goes, so
+    try again briefly rather than leave a directory (with a key file, perhaps) behind."""
+    for _ in range(tries):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.2)
+
+
 def new_canaries(count: int = CANARY_COUNT) -> list[str]:
     """Random strings that cannot appear on disk by chance, fresh for each trial."""
     return [f"TDEBENCH-CANARY-{secrets.token_hex(12)}" for _ in range(count)]
@@ -126,7 +137,7 @@ class Runner:
                     summary.unexpected_verdicts.append(verdict)
                 self.progress.trial_finished(outcome, verdict)
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            remove_tree(root)
         return summary
 
     def _prepare(self) -> None:
@@ -168,7 +179,7 @@ class Runner:
         try:
             verdict = self._verdict(key, expected, database, workspace, canaries, facts)
         finally:
-            shutil.rmtree(workspace, ignore_errors=True)
+            remove_tree(workspace)
         outcome = TrialOutcome(trial=key, status="failed" if error else "ok", cache=self.plan.cache,
                                cache_dropped=facts.cache_dropped, elapsed_s=(self.clock.now_ns() - start) / 1e9,
                                error=error, key_derived=secret is not None and self.keys.derived)

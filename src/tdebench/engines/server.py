@@ -91,15 +91,28 @@ def unreachable_by(path: Path, user: str) -> Path | None:
 
 def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout: float = 300,
              env: dict[str, str] | None = None) -> None:
-    """Run a setup tool (initdb, mariadb-install-db) to completion; ServerError with its output if it fails."""
+    """Run a setup tool (initdb, mariadb-install-db) to completion; ServerError with its output if it fails.
+
+    The tool runs in a process group of its own, and the whole group is killed if it times out or
+    tdebench is interrupted: these tools start servers of their own (mariadb-install-db runs
+    `mariadbd --bootstrap`), which must not outlive them and keep writing into a workspace that
+    is being removed."""
     with log.open("ab") as out:
         try:
-            done = subprocess.run(list(argv), stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
-                                  env=env, user=run_as, group=_group(run_as), stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            tool = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT, env=env, user=run_as,
+                                    group=_group(run_as), stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:
             raise ServerError(f"{argv[0]} failed: {exc}\n{log_tail(log)}") from None
-    if done.returncode != 0:
-        raise ServerError(f"{Path(argv[0]).name} exited with {done.returncode}:\n{log_tail(log)}")
+        try:
+            code = tool.wait(timeout=timeout)
+        except BaseException as exc:
+            ServerProcess._signal(tool.pid, signal.SIGKILL)
+            tool.wait()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise ServerError(f"{argv[0]} did not finish within {timeout:.0f} s\n{log_tail(log)}") from None
+            raise
+    if code != 0:
+        raise ServerError(f"{Path(argv[0]).name} exited with {code}:\n{log_tail(log)}")
 
 
 def _group(user: str | None) -> int | None:
