@@ -12,7 +12,7 @@ import pytest
 
 from tdebench.engines import postgres
 from tdebench.engines.base import NONE
-from tdebench.engines.postgres import PostgresDatabase, PostgresEngine, _placeholders
+from tdebench.engines.postgres import PostgresDatabase, PostgresEngine
 from tdebench.engines.server import ServerError, free_port
 
 pytestmark = pytest.mark.skipif(not PostgresEngine().availability().usable,
@@ -101,7 +101,3 @@ def test_close_stops_the_server_even_with_a_session_open(tmp_path: Path) -> None
         reopened.close()
         db.close()
 
-
-def test_placeholders_become_psycopg_style_outside_quotes() -> None:
-    assert _placeholders("SELECT '?%' || ? WHERE s LIKE '%a' AND n % 2 = ?") == \
-        "SELECT '?%%' || %s WHERE s LIKE '%%a' AND n %% 2 = %s"

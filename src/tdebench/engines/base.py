@@ -71,6 +71,22 @@ class Availability:
     fix: str = ""
 
 
+def qmark_to_format(sql: str) -> str:
+    """Workloads write DB-API `?` placeholders; PyMySQL and psycopg take `%s`, with a literal `%`
+    written `%%`. A `?` inside quotes ('…', "…", `…`) is text and stays."""
+    out, quote = [], ""
+    for char in sql:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"`":
+            quote = char
+        elif char == "?":
+            out.append("%s")
+            continue
+        out.append("%%" if char == "%" else char)
+    return "".join(out)
+
+
 class EncryptionNotActive(RuntimeError):
     """The engine reports that data which should be encrypted is not (yet)."""
 

@@ -40,7 +40,8 @@ from typing import Any
 import psutil
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
-                                   EncryptionNotActive, Engine, QueryTimeout)
+                                   EncryptionNotActive, Engine, QueryTimeout,
+                                   qmark_to_format)
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.server import ServerError, ServerProcess, free_port, run_tool
 from tdebench.keys import Secret
@@ -63,21 +64,6 @@ def _binary(name: str) -> str | None:
     return shutil.which(name, path=_SEARCH_PATH)
 
 
-def _qmark_to_format(sql: str) -> str:
-    """`?` placeholders (the workloads' style) as PyMySQL's `%s`; `?` and `%` inside quotes kept."""
-    out, quote = [], ""
-    for char in sql:
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"`":
-            quote = char
-        elif char == "?":
-            out.append("%s")
-            continue
-        out.append("%%" if char == "%" else char)
-    return "".join(out)
-
-
 class MariaDBConnection:
     """A PyMySQL connection in autocommit mode, as the embedded engines' connections are."""
 
@@ -87,7 +73,7 @@ class MariaDBConnection:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._conn.cursor() as cursor:
-            self._run(cursor.execute, _qmark_to_format(sql) if params else sql, tuple(params) or None)
+            self._run(cursor.execute, qmark_to_format(sql) if params else sql, tuple(params) or None)
             return list(cursor.fetchall()) if cursor.description else []
 
     def load(self, sql: str) -> int:
@@ -106,7 +92,7 @@ class MariaDBConnection:
         self._conn.begin()
         try:
             with self._conn.cursor() as cursor:
-                self._run(cursor.executemany, _qmark_to_format(sql), [tuple(r) for r in rows])
+                self._run(cursor.executemany, qmark_to_format(sql), [tuple(r) for r in rows])
             self._conn.commit()
         except BaseException:
             self._conn.rollback()

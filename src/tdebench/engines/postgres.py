@@ -29,7 +29,7 @@ from typing import Any
 import psutil
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
-                                   Encryption, QueryTimeout)
+                                   Encryption, QueryTimeout, qmark_to_format)
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, free_port, log_tail, run_tool,
                                      unreachable_by, user_ids)
@@ -45,17 +45,6 @@ def bin_dir() -> Path | None:
     """The newest installed server's bin directory (/usr/lib/postgresql/<major>/bin)."""
     found = [p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")]
     return max(found, key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0, default=None)
-
-
-def _placeholders(sql: str) -> str:
-    """Workloads write DB-API `?` placeholders; psycopg wants `%s` (and a literal `%` as `%%`).
-    `?` inside quoted strings is left alone."""
-    parts = sql.split("'")
-    for i in range(0, len(parts), 2):  # even parts are outside quotes
-        parts[i] = parts[i].replace("%", "%%").replace("?", "%s")
-    for i in range(1, len(parts), 2):
-        parts[i] = parts[i].replace("%", "%%")
-    return "'".join(parts)
 
 
 class PostgresConnection:
@@ -74,7 +63,7 @@ class PostgresConnection:
         import psycopg
 
         try:
-            cursor = (self._conn.execute(_placeholders(sql), list(params)) if params
+            cursor = (self._conn.execute(qmark_to_format(sql), list(params)) if params
                       else self._conn.execute(sql))
             return cursor.fetchall() if cursor.description else []
         except psycopg.errors.QueryCanceled:
@@ -91,7 +80,7 @@ class PostgresConnection:
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         with self._conn.transaction(), self._conn.cursor() as cursor:
-            cursor.executemany(_placeholders(sql), [list(r) for r in rows])
+            cursor.executemany(qmark_to_format(sql), [list(r) for r in rows])
 
     def close(self) -> None:
         self._conn.close()
