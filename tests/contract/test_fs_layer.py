@@ -20,7 +20,6 @@ from tdebench.workloads.base import write_canaries
 
 CANARY = "TDEBENCH-CANARY-fslayer-0123456789"
 
-pytestmark = pytest.mark.skipif(not fs_availability().usable, reason=fs_availability().reason)
 
 
 def fs_database(engine: str, tmp_path: Path, encryption: str = "fs-aes-256-gcm") -> GocryptfsDatabase:

@@ -26,7 +26,6 @@ ENGINE = MariaDBEngine()
 ENCRYPTED = [e.name for e in ENGINE.encryptions if e.layer == "native"]  # fs: engines/fs.py's tests
 CANARY = "TDEBENCH-CANARY-mariadb-0123456789"
 
-pytestmark = pytest.mark.skipif(not ENGINE.availability().usable, reason=ENGINE.availability().reason)
 
 
 def provision(tmp_path: Path, name: str) -> MariaDBDatabase:

@@ -15,8 +15,6 @@ from tdebench.engines.base import NONE
 from tdebench.engines.postgres import PostgresDatabase, PostgresEngine
 from tdebench.engines.server import ServerError, free_port
 
-pytestmark = pytest.mark.skipif(not PostgresEngine().availability().usable,
-                                reason=PostgresEngine().availability().reason)
 
 
 def database(tmp_path: Path) -> PostgresDatabase:
