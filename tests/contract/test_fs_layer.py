@@ -13,7 +13,7 @@ import pytest
 
 from tdebench import verify
 from tdebench.engines import get_engine
-from tdebench.engines.fs import FS_ENCRYPTIONS, GocryptfsDatabase, fs_availability, mounted
+from tdebench.engines.fs import FS_ENCRYPTIONS, GocryptfsDatabase, mounted
 from tdebench.engines.server import user_ids
 from tdebench.keys import Secret
 from tdebench.workloads.base import write_canaries

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tdebench.engines import postgres
+from tdebench.engines import server  # its start_on_free_port picks the ports
 from tdebench.engines.base import NONE
 from tdebench.engines.postgres import PostgresDatabase, PostgresEngine
 from tdebench.engines.server import ServerError, free_port
@@ -46,7 +46,7 @@ def test_a_taken_port_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         taken.listen()
         busy = taken.getsockname()[1]
         offered = iter([busy])
-        monkeypatch.setattr(postgres, "free_port", lambda: next(offered, None) or free_port())
+        monkeypatch.setattr(server, "free_port", lambda: next(offered, None) or free_port())
         db = database(tmp_path)
         try:
             db.create()
@@ -64,7 +64,7 @@ def test_a_port_that_stays_taken_is_reported(tmp_path: Path, monkeypatch: pytest
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy = taken.getsockname()[1]
-        monkeypatch.setattr(postgres, "free_port", lambda: busy)
+        monkeypatch.setattr(server, "free_port", lambda: busy)
         db = database(tmp_path)
         try:
             with pytest.raises(ServerError, match=f"port {busy}(.|\n)*Address already in use"):

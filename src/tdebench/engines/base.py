@@ -71,6 +71,23 @@ class Availability:
     fix: str = ""
 
 
+def parquet_to_csv(parquet: Path, columns: Sequence[str], target: Path, delimiter: str = ",") -> int:
+    """Write `columns` of a Parquet file as headerless CSV (quote and escape `"`), for a
+    server's own bulk loader (LOAD DATA, COPY); returns the number of rows written."""
+    import duckdb
+
+    reader = duckdb.connect(":memory:")
+    try:
+        quoted = str(target).replace("'", "''")
+        ((written,),) = reader.execute(
+            f"COPY (SELECT {', '.join(columns)} FROM read_parquet(?)) TO '{quoted}' "
+            f"(FORMAT csv, HEADER false, DELIMITER '{delimiter}', QUOTE '\"', ESCAPE '\"')",
+            [str(parquet)]).fetchall()
+    finally:
+        reader.close()
+    return written
+
+
 def qmark_to_format(sql: str) -> str:
     """Workloads write DB-API `?` placeholders; PyMySQL and psycopg take `%s`, with a literal `%`
     written `%%`. A `?` inside quotes ('…', "…", `…`) is text and stays."""

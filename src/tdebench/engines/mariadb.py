@@ -41,9 +41,9 @@ import psutil
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive, Engine, QueryTimeout,
-                                   qmark_to_format)
+                                   parquet_to_csv, qmark_to_format)
 from tdebench.engines.fs import FS_ENCRYPTIONS
-from tdebench.engines.server import ServerError, ServerProcess, free_port, run_tool
+from tdebench.engines.server import ServerError, ServerProcess, free_port, run_tool, start_on_free_port
 from tdebench.keys import Secret
 
 DEFAULT_MEMORY_MB = 256
@@ -54,9 +54,7 @@ _NOTES = ("InnoDB tablespaces incl. system tablespace (undo, doublewrite), redo 
           "temporary tables, temp files; binlog is off (encrypt_binlog=ON would cover it); the Aria "
           "log holds no user data and is not encrypted")
 _TIMEOUT_ERROR = 1969  # ER_STATEMENT_TIMEOUT: "max_statement_time exceeded"
-_PORT_TAKEN = re.compile(r"Address already in use|Bind on TCP/IP port")
 _SOCKET_MAX = 100  # sun_path holds 108 bytes; long workspace paths put the socket elsewhere
-_PORT_ATTEMPTS = 3
 _SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin"])
 
 
@@ -183,37 +181,16 @@ class MariaDBDatabase(Database):
     def _start(self) -> None:
         if len(str(self.workspace / "mysqld.sock")) > _SOCKET_MAX and self._socket_dir is None:
             self._socket_dir = Path(tempfile.mkdtemp(prefix="tdebench-mariadb-"))
-        for attempt in range(1, _PORT_ATTEMPTS + 1):
-            # The key and the port may differ from the last start (a new key, a taken port).
-            port = self.port if attempt == 1 and self.port else free_port()
-            self._write_files(port)
-            server = ServerProcess(
+
+        def server_on(port: int) -> ServerProcess:
+            self._write_files(port)  # the key and the port may differ from the last start
+            return ServerProcess(
                 name="mariadbd",
                 argv=[_required("mariadbd"), f"--defaults-file={self.option_file}", *self._user_option()],
                 log=self.log, ready=self._ping,
                 start_timeout=self.start_timeout, stop_timeout=self.stop_timeout)
-            offset = self.log.stat().st_size if self.log.exists() else 0
-            try:
-                server.start()
-            except ServerError:
-                server.stop()
-                if _PORT_TAKEN.search(self._log_since(offset)) and attempt < _PORT_ATTEMPTS:
-                    continue  # another process took the port between free_port() and bind()
-                raise
-            except BaseException:  # Ctrl-C while waiting for it: no server may outlive us
-                server.stop()
-                raise
-            self.port = port
-            self._server = server
-            return
 
-    def _log_since(self, offset: int) -> str:
-        try:
-            with self.log.open("rb") as fh:
-                fh.seek(offset)
-                return fh.read().decode(errors="replace")
-        except OSError:
-            return ""
+        self._server, self.port = start_on_free_port(server_on, preferred=self.port)
 
     def _ping(self) -> bool:
         conn = self._raw_connect(database=None, timeout=2)
@@ -375,23 +352,15 @@ class MariaDBDatabase(Database):
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """Parquet -> '|'-separated text (in-memory DuckDB) -> LOAD DATA LOCAL INFILE; the
         staging file is removed afterwards and the server's row count is checked against it."""
-        import duckdb
-
         assert isinstance(conn, MariaDBConnection), "bulk_load needs a MariaDB connection"
         staging = self.workspace / f"load-{table}.csv"
-        reader = duckdb.connect(":memory:")
         try:
-            quoted = str(staging).replace("'", "''")
-            ((written,),) = reader.execute(
-                f"COPY (SELECT {', '.join(columns)} FROM read_parquet(?)) TO '{quoted}' "
-                "(FORMAT csv, HEADER false, DELIMITER '|', QUOTE '\"', ESCAPE '\"')",
-                [str(parquet)]).fetchall()
+            written = parquet_to_csv(parquet, columns, staging, delimiter="|")
             path = str(staging).replace("\\", "\\\\").replace("'", "\\'")
             loaded = conn.load(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table} CHARACTER SET utf8mb4 "
                                "FIELDS TERMINATED BY '|' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' "
                                f"LINES TERMINATED BY '\\n' ({', '.join(columns)})")
         finally:
-            reader.close()
             staging.unlink(missing_ok=True)
         if loaded != written:
             raise RuntimeError(f"mariadb loaded {loaded} of {written} rows into {table}")

@@ -29,16 +29,15 @@ from typing import Any
 import psutil
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
-                                   Encryption, QueryTimeout, qmark_to_format)
+                                   Encryption, QueryTimeout, parquet_to_csv, qmark_to_format)
 from tdebench.engines.fs import FS_ENCRYPTIONS
-from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, free_port, log_tail, run_tool,
+from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, run_tool, start_on_free_port,
                                      unreachable_by, user_ids)
 from tdebench.keys import Secret
 
 USER = "postgres"  # the Debian package's system user, owner of every cluster tdebench makes
 DEFAULT_MEMORY_MB = 256
 _INSTALL = "apt-get install -y postgresql postgresql-contrib"
-_PORT_ATTEMPTS = 3  # a port found free can be taken by someone else before the server binds it
 
 
 def bin_dir() -> Path | None:
@@ -119,18 +118,13 @@ class PostgresDatabase(Database):
         try:
             self._socket_dir.chmod(0o755)
             chown_tree(self._socket_dir, USER)
-            for attempt in range(1, _PORT_ATTEMPTS + 1):
-                self._port = free_port()
-                server = ServerProcess("postgres", self._argv(), self.log, self._answers, run_as=USER,
-                                       env=_ENV, stop_signal=signal.SIGINT)
-                try:
-                    server.start()
-                except ServerError as exc:
-                    if attempt < _PORT_ATTEMPTS and "Address already in use" in log_tail(self.log, 5):
-                        continue
-                    raise ServerError(f"postgres could not start on port {self._port}: {exc}") from None
-                self._server = server
-                return
+
+            def server_on(port: int) -> ServerProcess:
+                self._port = port
+                return ServerProcess("postgres", self._argv(), self.log, self._answers, run_as=USER,
+                                     env=_ENV, stop_signal=signal.SIGINT)
+
+            self._server, self._port = start_on_free_port(server_on)
         except BaseException:
             self._remove_socket_dir()
             raise
@@ -169,19 +163,11 @@ class PostgresDatabase(Database):
         """COPY FROM STDIN of a CSV that DuckDB writes from the Parquet file into the system's
         temp directory (the Parquet file already holds the same plaintext): PostgreSQL's
         fastest load path, with no per-row Python work."""
-        import duckdb
-
         assert isinstance(conn, PostgresConnection)
         names = ", ".join(columns)
         with tempfile.TemporaryDirectory(prefix="tdebench-copy-") as scratch:
             csv = Path(scratch) / f"{table}.csv"
-            reader = duckdb.connect(":memory:")
-            try:
-                quoted = str(csv).replace("'", "''")
-                reader.execute(f"COPY (SELECT {names} FROM read_parquet(?)) TO '{quoted}' "
-                               "(FORMAT csv, HEADER false)", [str(parquet)])
-            finally:
-                reader.close()
+            parquet_to_csv(parquet, columns, csv)
             raw = conn.raw
             with raw.transaction(), raw.cursor() as cursor, \
                     cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT csv)") as copy, csv.open("rb") as f:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import re
 import signal
 import socket
 import stat
@@ -89,6 +90,37 @@ def unreachable_by(path: Path, user: str) -> Path | None:
     return None
 
 
+_PORT_TAKEN = re.compile(r"Address already in use|Bind on TCP/IP port")
+
+
+def start_on_free_port(make: Callable[[int], ServerProcess], preferred: int | None = None,
+                       attempts: int = 3) -> tuple[ServerProcess, int]:
+    """Start the server `make(port)` builds, on `preferred` or a free loopback port. A port found
+    free can be taken by another process before the server binds it; when the server's log
+    says so, try again on another free port. Returns the running server and its port."""
+    for attempt in range(1, attempts + 1):
+        port = preferred if attempt == 1 and preferred else free_port()
+        server = make(port)
+        offset = server.log.stat().st_size if server.log.exists() else 0
+        try:
+            server.start()
+        except ServerError as exc:
+            if attempt < attempts and _PORT_TAKEN.search(_log_since(server.log, offset)):
+                continue
+            raise ServerError(f"{server.name} could not start on port {port}: {exc}") from None
+        return server, port
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _log_since(log: Path, offset: int) -> str:
+    try:
+        with log.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout: float = 300,
              env: dict[str, str] | None = None) -> None:
     """Run a setup tool (initdb, mariadb-install-db) to completion; ServerError with its output if it fails.
@@ -163,17 +195,22 @@ class ServerProcess:
             raise ServerError(f"{self.name} could not start: {exc}") from None
         finally:
             out.close()
+        try:
+            self._wait_until_ready()
+        except BaseException:  # not ready in time, or Ctrl-C while waiting: no server may outlive us
+            self.stop()
+            raise
+
+    def _wait_until_ready(self) -> None:
+        assert self._popen is not None
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self._popen.poll() is not None:
-                code = self._popen.returncode
-                self._popen = None
-                raise ServerError(f"{self.name} exited with {code} while starting; its log ends:\n"
-                                  f"{log_tail(self.log)}")
+                raise ServerError(f"{self.name} exited with {self._popen.returncode} while starting; "
+                                  f"its log ends:\n{log_tail(self.log)}")
             if self._ready():
                 return
             time.sleep(0.1)
-        self.stop()
         raise ServerError(f"{self.name} did not answer within {self.start_timeout:.0f} s; its log ends:\n"
                           f"{log_tail(self.log)}")
 
