@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 import psutil
@@ -18,10 +18,9 @@ T = TypeVar("T")
 
 @dataclass
 class Step:
-    """What a workload may add to a step while it runs."""
+    """What a workload may set on a step while it runs: the answer check of a query."""
 
     answer: str | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,7 +44,6 @@ class Recorder:
         stop = self._start(process)
         yield current
         metrics = stop()
-        metrics.update(current.metrics)
         self.record(test, step, metrics, stream=stream, warmup=warmup, answer=current.answer)
 
     def timed(self, work: Callable[[], T], *, process: bool = True) -> tuple[T, dict[str, float]]:
