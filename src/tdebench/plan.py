@@ -15,7 +15,7 @@ from typing import Any
 
 from tdebench.engines import ENGINES, get_engine
 from tdebench.store import TrialKey
-from tdebench.workloads import WORKLOADS
+from tdebench.workloads import WORKLOADS, Option
 
 CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "sequential")
@@ -48,6 +48,10 @@ class WorkloadSpec:
     tests: tuple[str, ...]
     streams: int
     query_timeout_s: float = 600.0  # a query running longer is stopped and recorded as "timeout"
+    options: tuple[tuple[str, Any], ...] = ()  # the workload's own keys (Workload.options), defaults filled in
+
+    def option_values(self) -> dict[str, Any]:
+        return dict(self.options)
 
 
 @dataclass(frozen=True)
@@ -160,9 +164,9 @@ def _engine(check: "_Checker", table: dict[str, Any]) -> EngineChoice:
 
 
 def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
-    check.keys(table, _WORKLOAD_KEYS, "[[workloads]]")
     name = check.choice(table, "name", None, tuple(WORKLOADS))
     workload = WORKLOADS[name]
+    check.keys(table, _WORKLOAD_KEYS | set(workload.options), f"[[workloads]] {name}")
     if "scale" in table and "scales" in table:
         raise check.error("give either scale or scales, not both", "scales")
     if "scales" in table:
@@ -185,7 +189,8 @@ def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
             raise check.error(f"workload {name!r} has no test {test!r}; valid: {', '.join(workload.tests)}", test)
     streams = check.integer(table, "streams", 2, 1, workload.max_streams)
     timeout = check.number(table, "query_timeout_s", 600.0, 0.001, 86400.0)
-    return WorkloadSpec(name, tuple(scales), tuple(tests), streams, timeout)
+    options = tuple((key, check.option(table, key, option)) for key, option in sorted(workload.options.items()))
+    return WorkloadSpec(name, tuple(scales), tuple(tests), streams, timeout, options)
 
 
 class _Checker:
@@ -242,6 +247,26 @@ class _Checker:
         if value not in valid:
             raise self.error(f"unknown {key} {value!r}; valid: {', '.join(valid)}", str(value))
         return value
+
+    def option(self, table: dict[str, Any], key: str, option: Option) -> Any:
+        """A workload's own key, typed and bounded by its `Option`."""
+        default = option.default
+        if isinstance(default, bool):
+            value = table.get(key, default)
+            if not isinstance(value, bool):
+                raise self.error(f"{key} must be true or false ({option.help})", key)
+            return value
+        if isinstance(default, int):
+            low = int(option.low) if option.low is not None else -(2**63)
+            high = int(option.high) if option.high is not None else 2**63 - 1
+            return self.integer(table, key, default, low, high)
+        if isinstance(default, float):
+            low = option.low if option.low is not None else float("-inf")
+            high = option.high if option.high is not None else float("inf")
+            return self.number(table, key, default, low, high)
+        if option.choices:
+            return self.choice(table, key, default, option.choices)
+        return self.string(table, key, default)
 
     def string_list(self, table: dict[str, Any], key: str, default: list[str]) -> list[str]:
         value = table.get(key, default)

@@ -157,14 +157,21 @@ class Runner:
         secret = None if encryption.is_baseline else self.keys.key_for(key.id)
         database = engine.provision(workspace, encryption, secret)
         recorder = Recorder(self.store, key, self.clock, processes=database.engine_processes)
+        facts = _TrialFacts()
+
+        def go_cold() -> bool:
+            dropped = self._go_cold(database)
+            facts.cache_dropped = facts.cache_dropped and dropped
+            return dropped
+
         ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=key.scale,
                          streams=spec.workload.streams, data_dir=self.data_dir,
-                         query_timeout_s=spec.workload.query_timeout_s)
+                         query_timeout_s=spec.workload.query_timeout_s, options=spec.workload.option_values(),
+                         go_cold=go_cold if self.plan.cache == "cold" else None)
         canaries = new_canaries()
         expected = "plaintext" if encryption.is_baseline else "encrypted"
         start = self.clock.now_ns()
         error, verdict = "", None
-        facts = _TrialFacts()
         try:
             with Sampler(self.store, key, self.plan.sample_interval_s, database.engine_processes):
                 self._phases(spec, workload, ctx, canaries, facts)

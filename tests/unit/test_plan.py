@@ -122,3 +122,31 @@ def test_server_and_sampler_settings() -> None:
         parse_plan(ISSUE_PLAN.replace("streams = 2", "streams = 2\nquery_timeout_s = -1"), "my.toml")
     with pytest.raises(PlanError, match="memory_mb = 1 is out of range"):
         parse_plan(ISSUE_PLAN.replace('name = "duckdb"\n', 'name = "duckdb"\nmemory_mb = 1\n'))
+
+
+def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tdebench.workloads import WORKLOADS, Option
+    from tdebench.workloads.tpch import TpchWorkload
+
+    class WithOptions(TpchWorkload):
+        name = "opts"
+        options = {"virtual_users": Option(4, "connections at once", low=1, high=64),
+                   "mode": Option("load", "which test", choices=("load", "stress")),
+                   "ratio": Option(0.5, "a fraction", low=0.0, high=1.0),
+                   "procedures": Option(True, "server-side")}
+
+    monkeypatch.setitem(WORKLOADS, "opts", WithOptions)
+    base = ISSUE_PLAN.replace('name = "tpch"', 'name = "opts"')
+    spec = parse_plan(base).workloads[0]
+    assert spec.option_values() == {"virtual_users": 4, "mode": "load", "ratio": 0.5, "procedures": True}
+    spec = parse_plan(base + 'virtual_users = 8\nmode = "stress"\nprocedures = false\n').workloads[0]
+    assert spec.option_values() == {"virtual_users": 8, "mode": "stress", "ratio": 0.5, "procedures": False}
+    for bad, message in (("virtual_users = 0", "virtual_users = 0 is out of range: 1 to 64"),
+                         ('mode = "soak"', "unknown mode 'soak'; valid: load, stress"),
+                         ("ratio = 2", "ratio must be a number from 0 to 1"),
+                         ('procedures = "yes"', "procedures must be true or false")):
+        with pytest.raises(PlanError, match=message) as info:
+            parse_plan(base + bad + "\n", "p.toml")
+        assert info.value.line == len((base + bad).splitlines())
+    with pytest.raises(PlanError, match="unknown key 'virtual_users'.*valid: name, query_timeout_s"):
+        parse_plan(ISSUE_PLAN + "virtual_users = 8\n")

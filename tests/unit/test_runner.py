@@ -165,3 +165,32 @@ def test_a_decrypted_view_is_scanned_as_the_positive_control(tmp_path: Path) -> 
         del FakeDatabase.plaintext_view
     encrypted = next(v for v in data.verdicts if v.trial.encryption == "fake-256")
     assert encrypted.verdict == "encrypted" and encrypted.view_hits == 4  # CANARY_COUNT
+
+
+def test_a_workload_may_go_cold_per_statement_in_cold_plans_only(tmp_path: Path) -> None:
+    clock = FakeClock()
+    seen: list[object] = []
+
+    class PerStatement(FakeWorkload):
+        def run(self, test, ctx, conn, *, warmup):
+            seen.append(ctx.go_cold)
+            if ctx.go_cold is not None:
+                conn.close()
+                assert ctx.go_cold() is drops[0]
+            super().run(test, ctx, conn, warmup=warmup)
+
+    for cache, drops in (("warm", [True]), ("cold", [True]), ("cold", [False])):
+        seen.clear()
+        plan = make_plan(cache=cache, repetitions=1)
+        out = tmp_path / f"out-{cache}-{drops[0]}"
+        store = ResultStore(out)
+        store.start(plan.text, {})
+        FakeEngine.provisioned.clear()
+        Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
+               engine_factory=lambda name, **settings: FakeEngine(**settings),
+               workload_factory=lambda name: PerStatement(clock), drop_cache=lambda: drops[0],
+               workspace_parent=tmp_path).run()
+        assert seen and all((hook is None) == (cache == "warm") for hook in seen)
+        if cache == "cold":  # per trial: load, warm-up and measured run each stop the engine once more
+            assert all(db.closes == 5 for db in FakeEngine.provisioned)
+            assert {t.cache_dropped for t in read_run(out).trials} == {drops[0]}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from tdebench.workloads.base import RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.tpch import TpchWorkload
 
 WORKLOADS: dict[str, type[Workload]] = {
     TpchWorkload.name: TpchWorkload,
 }
 
-__all__ = ["WORKLOADS", "RunContext", "Workload", "WrongAnswer"]
+__all__ = ["WORKLOADS", "Option", "RunContext", "Workload", "WrongAnswer"]

@@ -7,10 +7,10 @@ it sees an engine only through `Database` and `Connection`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tdebench.engines.base import Connection, Database
 from tdebench.measure.recorder import Recorder
@@ -24,6 +24,18 @@ class WrongAnswer(AssertionError):
 
 
 @dataclass(frozen=True)
+class Option:
+    """A plan key of one workload's own (e.g. oltp's `virtual_users`), checked by the plan
+    reader like every other key: the type of `default`, the range or the choices."""
+
+    default: int | float | str | bool
+    help: str
+    low: float | None = None  # numbers: the smallest allowed value
+    high: float | None = None  # numbers: the largest allowed value
+    choices: tuple[str, ...] = ()  # strings: the allowed values (empty: any string)
+
+
+@dataclass(frozen=True)
 class RunContext:
     """What a workload needs to know about the trial it runs in."""
 
@@ -34,6 +46,11 @@ class RunContext:
     streams: int
     data_dir: Path
     query_timeout_s: float | None = None  # None: no limit
+    options: Mapping[str, Any] = field(default_factory=dict)  # the workload's own plan keys (Option)
+    # cold plans only: stop the engine and drop the OS page cache, so the next `connect()`
+    # starts with nothing cached (for workloads that go cold before every statement, as seed
+    # 002 did); close every connection first. True only if the kernel really dropped it.
+    go_cold: Callable[[], bool] | None = None
 
 
 class Workload(ABC):
@@ -43,6 +60,7 @@ class Workload(ABC):
     scale_min: ClassVar[float]
     scale_max: ClassVar[float]
     max_streams: ClassVar[int]
+    options: ClassVar[dict[str, Option]] = {}
 
     @abstractmethod
     def prepare(self, scale: float, data_dir: Path) -> None:
