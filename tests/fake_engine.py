@@ -108,7 +108,7 @@ class FakeWorkload(Workload):
         self.fail_on = fail_on  # an encryption whose answers are "wrong"
         self.prepared: list[float] = []
 
-    def prepare(self, scale: float, data_dir: Path) -> None:
+    def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         self.prepared.append(scale)
 
     def load(self, ctx: RunContext, conn: Connection) -> None:

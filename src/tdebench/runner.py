@@ -145,7 +145,7 @@ class Runner:
             workload = self.workload_factory(workload_spec.name)
             for scale in workload_spec.scales:
                 self.progress.phase(f"preparing {workload_spec.name} data at scale {scale:g}")
-                workload.prepare(scale, self.data_dir)
+                workload.prepare(scale, self.data_dir, self.plan.seed)
 
     def _trial(self, spec: TrialSpec, root: Path) -> tuple[TrialOutcome, Verdict | None]:
         key = spec.key
@@ -165,7 +165,7 @@ class Runner:
             return dropped
 
         ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=key.scale,
-                         streams=spec.workload.streams, data_dir=self.data_dir,
+                         streams=spec.workload.streams, data_dir=self.data_dir, seed=self.plan.seed,
                          query_timeout_s=spec.workload.query_timeout_s, options=spec.workload.option_values(),
                          go_cold=go_cold if self.plan.cache == "cold" else None)
         canaries = new_canaries()

@@ -45,6 +45,7 @@ class RunContext:
     scale: float
     streams: int
     data_dir: Path
+    seed: int = 1  # the plan's seed, for workloads that generate data or inputs from it
     query_timeout_s: float | None = None  # None: no limit
     options: Mapping[str, Any] = field(default_factory=dict)  # the workload's own plan keys (Option)
     # cold plans only: stop the engine and drop the OS page cache, so the next `connect()`
@@ -63,8 +64,9 @@ class Workload(ABC):
     options: ClassVar[dict[str, Option]] = {}
 
     @abstractmethod
-    def prepare(self, scale: float, data_dir: Path) -> None:
-        """Make the data for `scale` (once per run, outside every measurement)."""
+    def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
+        """Make the data for `scale` (once per run, outside every measurement); workloads that
+        generate their own data derive it from the plan's `seed`, so a run is repeatable."""
 
     @abstractmethod
     def load(self, ctx: RunContext, conn: Connection) -> None:

@@ -25,7 +25,7 @@ class TpchWorkload(Workload):
     scale_max = data.SCALE_MAX
     max_streams = streams.MAX_STREAMS
 
-    def prepare(self, scale: float, data_dir: Path) -> None:
+    def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         data.generate(scale, data_dir)
 
     def load(self, ctx: RunContext, conn: Connection) -> None:
