@@ -88,19 +88,23 @@ def remove_tree(path: Path, tries: int = 5) -> None:
         time.sleep(0.2)
 
 
-def new_canaries(count: int = CANARY_COUNT) -> list[str]:
-    """Random strings that cannot appear on disk by chance, fresh for each trial."""
-    return [f"TDEBENCH-CANARY-{secrets.token_hex(12)}" for _ in range(count)]
+def new_canaries(count: int = CANARY_COUNT, kind: str = "CANARY") -> list[str]:
+    """Random strings that cannot appear on disk by chance, fresh for each trial (`kind`
+    "MARKER" for the markers beside them, see workloads.base.write_canaries)."""
+    return [f"TDEBENCH-{kind}-{secrets.token_hex(12)}" for _ in range(count)]
 
 
 @dataclass
 class _TrialFacts:
     """What a trial's phases learn that its verdict and outcome record."""
 
+    canaries: list[str] = field(default_factory=new_canaries)
+    markers: list[str] = field(default_factory=lambda: new_canaries(kind="MARKER"))
     canaries_readable: bool = False
     cache_dropped: bool = False
     engine_state: str = ""
     view_hits: int | None = None
+    connection_closed: bool = False  # a workload went cold (go_cold) and closed the connection it was given
 
 
 @dataclass
@@ -160,6 +164,7 @@ class Runner:
         facts = _TrialFacts()
 
         def go_cold() -> bool:
+            facts.connection_closed = True
             dropped = self._go_cold(database)
             facts.cache_dropped = facts.cache_dropped and dropped
             return dropped
@@ -168,13 +173,12 @@ class Runner:
                          streams=spec.workload.streams, data_dir=self.data_dir, seed=self.plan.seed,
                          query_timeout_s=spec.workload.query_timeout_s, options=spec.workload.option_values(),
                          go_cold=go_cold if self.plan.cache == "cold" else None)
-        canaries = new_canaries()
         expected = "plaintext" if encryption.is_baseline else "encrypted"
         start = self.clock.now_ns()
         error, verdict = "", None
         try:
             with Sampler(self.store, key, self.plan.sample_interval_s, database.engine_processes):
-                self._phases(spec, workload, ctx, canaries, facts)
+                self._phases(spec, workload, ctx, facts)
         except Exception as exc:  # the trial fails, the run goes on
             if self.interrupted.is_set():
                 raise KeyboardInterrupt from exc
@@ -184,7 +188,7 @@ class Runner:
         finally:
             database.close()  # also on Ctrl-C; run() then removes every workspace
         try:
-            verdict = self._verdict(key, expected, database, workspace, canaries, facts)
+            verdict = self._verdict(key, expected, database, workspace, facts)
         finally:
             remove_tree(workspace)
         outcome = TrialOutcome(trial=key, status="failed" if error else "ok", cache=self.plan.cache,
@@ -194,8 +198,7 @@ class Runner:
         self.store.sync()
         return outcome, verdict
 
-    def _phases(self, spec: TrialSpec, workload: Workload, ctx: RunContext, canaries: list[str],
-                facts: "_TrialFacts") -> None:
+    def _phases(self, spec: TrialSpec, workload: Workload, ctx: RunContext, facts: "_TrialFacts") -> None:
         """Load, then run every test, noting in `facts` what the verdict needs to know."""
         database, recorder = ctx.database, ctx.recorder
         with recorder.measure("open", "create"):
@@ -203,8 +206,8 @@ class Runner:
         conn = database.connect()
         try:
             workload.load(ctx, conn)
-            write_canaries(conn, canaries)
-            facts.canaries_readable = read_canaries(conn) == set(canaries)
+            write_canaries(database, conn, facts.canaries, facts.markers)
+            facts.canaries_readable = read_canaries(conn) == set(facts.canaries)
         finally:
             conn.close()
         facts.engine_state = database.encryption_state()  # raises if the engine is not encrypted yet
@@ -215,17 +218,34 @@ class Runner:
         try:
             for test in spec.workload.tests:
                 for _ in range(self.plan.warmups):
+                    conn = self._reopened(conn, database, facts)
                     workload.run(test, ctx, conn, warmup=True)
                 if self.plan.cache == "cold":
-                    conn.close()
+                    self._close(conn, facts)
                     facts.cache_dropped = self._go_cold(database) and facts.cache_dropped
                     conn = database.connect()
                 workload.run(test, ctx, conn, warmup=False)
         finally:
-            conn.close()
+            self._close(conn, facts)
         view = database.plaintext_view()
         if view is not None:  # the positive control of a layer below the engine, while mounted
-            facts.view_hits = sum(s.hits for s in verify.scan([view], canaries, view))
+            facts.view_hits = sum(s.hits for s in verify.scan([view], facts.canaries, view))
+
+    @staticmethod
+    def _reopened(conn, database, facts: "_TrialFacts"):
+        """The connection for the next run: a workload that went cold per statement closed the
+        one it was given, so the next run gets a new one (untimed)."""
+        if not facts.connection_closed:
+            return conn
+        facts.connection_closed = False
+        return database.connect()
+
+    @staticmethod
+    def _close(conn, facts: "_TrialFacts") -> None:
+        """Close the connection the last run was given, unless a workload going cold already did."""
+        if not facts.connection_closed:
+            conn.close()
+        facts.connection_closed = False
 
     def _go_cold(self, database) -> bool:
         """Stop the engine (servers shut down, mounts unmount, embedded files close), then drop
@@ -234,13 +254,14 @@ class Runner:
         database.close()
         return self.drop_cache()
 
-    def _verdict(self, key, expected: str, database, workspace: Path, canaries: list[str],
-                 facts: "_TrialFacts") -> Verdict:
+    def _verdict(self, key, expected: str, database, workspace: Path, facts: "_TrialFacts") -> Verdict:
         try:
-            scans = verify.scan([workspace], canaries, workspace, database.plaintext_signature())
-            label = verify.label_first_hit(scans, workspace, canaries)
+            scans = verify.scan([workspace], facts.canaries, workspace, database.plaintext_signature(),
+                                markers=facts.markers)
+            label = verify.label_first_hit(scans, workspace, facts.canaries)
             verdict = verify.judge(key, expected, scans, facts.canaries_readable, first_hit_label=label,
-                                   view_hits=facts.view_hits, engine_state=facts.engine_state)
+                                   view_hits=facts.view_hits, engine_state=facts.engine_state,
+                                   column_layer=database.encryption.layer == "column")
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
         self.store.append(verdict)

@@ -74,6 +74,7 @@ class FileScan:
     low_entropy_blocks: int  # blocks below the plaintext threshold (zero blocks excluded)
     blocks: int
     plaintext_header: bool | None  # None: the engine has no plaintext signature to check
+    marker_hits: int = 0  # occurrences of the markers (the canary table's unsealed column)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class Verdict:
     files: tuple[FileScan, ...] = ()
     engine_state: str = ""  # what the engine itself reports about its encryption (e.g. MariaDB)
     view_hits: int | None = None  # fs layers: canary hits in the decrypted view (positive control)
+    exposed: tuple[str, ...] = ()  # column layer: files holding plaintext of the unsealed columns
 
     @property
     def as_expected(self) -> bool:
@@ -149,6 +151,7 @@ def from_json(data: dict[str, Any]) -> Record:
         return Measurement(**data)
     if kind == "verdict":
         data["files"] = tuple(FileScan(**f) for f in data.get("files", ()))
+        data["exposed"] = tuple(data.get("exposed", ()))
         return Verdict(**data)
     if kind == "trial":
         return TrialOutcome(**data)

@@ -5,7 +5,9 @@ workload inserted, in every encoding an engine may store text in (UTF-8 for most
 UTF-16 for some). A canary found on disk is proof of plaintext. A canary *not* found is only
 evidence of encryption when the same scan finds it in the unencrypted baseline (the
 positive control) and the canary could be read back through the engine (so it was really
-written). Entropy per block is reported as supporting evidence, never as the verdict:
+written). Beside each canary a marker sits in a column that column-level encryption leaves
+readable: under such an encryption the marker must be found (the scan sees the table's rows)
+and shows which files hold the other columns' plaintext. Entropy per block is reported as supporting evidence, never as the verdict:
 compressed plaintext has high entropy too, and encrypted files carry low-entropy headers.
 """
 
@@ -80,7 +82,7 @@ def _read_signature(fh: BinaryIO, signature: tuple[int, bytes] | None) -> bool |
 
 
 def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[int, bytes] | None,
-              block_size: int = BLOCK_BYTES, chunk_size: int = CHUNK_BYTES) -> FileScan:
+              block_size: int = BLOCK_BYTES, chunk_size: int = CHUNK_BYTES, markers: Sequence[str] = ()) -> FileScan:
     """Scan one file in `chunk_size` reads, keeping (longest pattern - 1) bytes of overlap
     so a canary split across two reads is still found, and counting it exactly once.
 
@@ -90,14 +92,15 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
     signature's offset with the signature (None when there is no signature).
 
     `hits` counts pattern matches: a UTF-16 canary next to a zero byte also matches the
-    other byte order and counts twice, which changes no verdict.
+    other byte order and counts twice, which changes no verdict. `marker_hits` counts the
+    markers' matches the same way, in the same reads.
     """
     if chunk_size % block_size:
         raise ValueError(f"chunk_size {chunk_size} must be a multiple of block_size {block_size}")
-    patterns = _patterns(canaries)
+    patterns = [(False, p) for _, p in _patterns(canaries)] + [(True, p) for _, p in _patterns(markers)]
     overlap = max((len(p) for _, p in patterns), default=1) - 1
     entropy = _Entropy(block_size)
-    hits = 0
+    hits = marker_hits = 0
     first: int | None = None
     size = 0
     tail = b""
@@ -107,11 +110,13 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
             entropy.add(chunk)
             buffer = tail + chunk
             base = size - len(tail)  # file offset of buffer[0]
-            for _, pattern in patterns:
+            for is_marker, pattern in patterns:
                 # Only hits that end past the tail: the others were counted in the last read.
                 start = max(0, len(tail) - len(pattern) + 1)
                 count = buffer.count(pattern, start)
-                if count:
+                if count and is_marker:
+                    marker_hits += count
+                elif count:
                     hits += count
                     offset = base + buffer.find(pattern, start)
                     first = offset if first is None else min(first, offset)
@@ -119,7 +124,7 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
             tail = buffer[max(0, len(buffer) - overlap):] if overlap else b""
     return FileScan(path=os.path.relpath(path, root), bytes=size, hits=hits, first_hit_offset=first,
                     entropy_mean=round(entropy.mean, 4), low_entropy_blocks=entropy.low,
-                    blocks=entropy.blocks, plaintext_header=header)
+                    blocks=entropy.blocks, plaintext_header=header, marker_hits=marker_hits)
 
 
 def _regular_files(path: Path) -> Iterable[Path]:
@@ -144,14 +149,14 @@ def _files(paths: Iterable[Path]) -> list[Path]:
 
 
 def scan(paths: Iterable[Path], canaries: Sequence[str], root: Path,
-         signature: tuple[int, bytes] | None = None) -> tuple[FileScan, ...]:
+         signature: tuple[int, bytes] | None = None, markers: Sequence[str] = ()) -> tuple[FileScan, ...]:
     """Scan every regular file under `paths` (directories recursively, symlinks inside them
     not followed), sorted by path.
 
     The signature is checked on every file: only the main file can match it, because a
     WAL, journal or temp file never starts with the main file's magic bytes.
     """
-    return tuple(scan_file(path, canaries, root, signature) for path in _files(paths))
+    return tuple(scan_file(path, canaries, root, signature, markers=markers) for path in _files(paths))
 
 
 def label_first_hit(scans: Sequence[FileScan], root: Path, canaries: Sequence[str]) -> str | None:
@@ -194,19 +199,23 @@ def _summary(scans: Sequence[FileScan]) -> str:
 
 def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_readable: bool,
           first_hit_label: str | None = None, view_hits: int | None = None,
-          engine_state: str = "") -> Verdict:
+          engine_state: str = "", column_layer: bool = False) -> Verdict:
     """The verdict of a trial's scans. Rules, in order:
 
     1. no file, or 0 bytes scanned → "inconclusive" (nothing was looked at);
     2. no canary hit in the `none` baseline (expected "plaintext") → "inconclusive": the
        positive control failed, so the scan cannot be trusted to find plaintext anywhere (a
        plaintext header alone does not prove that the canary search works);
-    3. any canary hit or any plaintext header → "plaintext" (proof needs one hit);
+    3. any canary hit or any plaintext header → "plaintext" (proof needs one hit); so is a
+       marker hit, except under column-level encryption, which leaves markers readable;
     4. no hit, but the canary could not be read back through the engine → "inconclusive":
        the data looked for may never have been written, so its absence proves nothing;
     5. a file-system layer whose decrypted view (scanned while mounted, `view_hits`) did not
        show the canaries → "inconclusive": that layer's positive control failed;
-    6. otherwise → "encrypted".
+    6. column-level encryption (`column_layer`) where no marker was found → "inconclusive":
+       the canary table's rows were not seen at all, so the canary's absence proves nothing;
+    7. otherwise → "encrypted"; under column-level encryption `exposed` lists the files that
+       hold the plaintext of the columns it leaves unencrypted.
 
     "error" is never produced here: the caller turns an exception into `error_verdict`.
     `first_hit_label` is the caller's label of the first hit (see `label_first_hit`, which
@@ -215,10 +224,13 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
     scans = tuple(scans)
     total = sum(s.bytes for s in scans)
 
+    exposed = tuple(s.path for s in scans if s.marker_hits)
+
     def verdict(word: str, detail: str, first_hit: str | None = None) -> Verdict:
         return Verdict(trial=trial, verdict=word, expected=expected, files_scanned=len(scans),
                        bytes_scanned=total, first_hit=first_hit, detail=detail, files=scans,
-                       engine_state=engine_state, view_hits=view_hits)
+                       engine_state=engine_state, view_hits=view_hits,
+                       exposed=exposed if column_layer else ())
 
     if total == 0:
         return verdict("inconclusive", f"nothing to scan: {len(scans)} files, 0 bytes")
@@ -228,10 +240,13 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
     if expected == "plaintext" and not hits:
         return verdict("inconclusive", "positive control failed: the baseline's canaries were not "
                        f"found, so the scan cannot prove anything; {summary}")
-    if hits or headers:
+    marker_hits = 0 if column_layer else sum(s.marker_hits for s in scans)
+    if hits or headers or marker_hits:
         found = []
         if hits:
             found.append(f"canary found {hits} times in {sum(s.hits > 0 for s in scans)} files")
+        if marker_hits:
+            found.append(f"marker found {marker_hits} times in {len(exposed)} files")
         if headers:
             found.append(f"plaintext header in {headers} files")
         return verdict("plaintext", f"{'; '.join(found)}; {summary}",
@@ -242,7 +257,13 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
     if view_hits == 0:
         return verdict("inconclusive", "positive control failed: the decrypted view did not show the "
                        f"canaries, so their absence below it proves nothing; {summary}")
+    if column_layer and not exposed:
+        return verdict("inconclusive", "positive control failed: the marker beside each canary, in a column "
+                       f"column-level encryption leaves readable, was not found either; {summary}")
     shown = f"; the decrypted view showed them {view_hits} times" if view_hits else ""
+    if column_layer:
+        shown += (f"; as column-level encryption leaves them, other columns are plaintext in {len(exposed)} "
+                  f"files: {', '.join(exposed)}")
     return verdict("encrypted", f"no canary and no plaintext header found{shown}; {summary}")
 
 

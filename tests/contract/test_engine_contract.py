@@ -19,6 +19,7 @@ from tdebench.workloads.base import read_canaries, write_canaries
 
 CASES = [(name, enc.name) for name, cls in ENGINES.items() for enc in cls.encryptions]
 CANARY = "TDEBENCH-CANARY-contract-0123456789"
+MARKER = "TDEBENCH-MARKER-contract-0123456789"
 
 
 def key_for(encryption: str) -> Secret | None:
@@ -53,7 +54,7 @@ def encrypted_database(request, tmp_path: Path):
 
 def test_round_trip_files_size_and_at_rest_scan(database) -> None:
     conn = database.connect()
-    write_canaries(conn, [CANARY])
+    write_canaries(database, conn, [CANARY], [MARKER])
     conn.execute("CREATE TABLE t (id INTEGER, s VARCHAR(40))")
     conn.executemany("INSERT INTO t (id, s) VALUES (?, ?)", [(i, f"row {i}") for i in range(1000)])
     assert conn.execute("SELECT count(*) FROM t") == [(1000,)]
@@ -69,16 +70,22 @@ def test_round_trip_files_size_and_at_rest_scan(database) -> None:
     reopened.close()
     database.close()
 
-    scans = verify.scan([database.workspace], [CANARY], database.workspace, database.plaintext_signature())
+    scans = verify.scan([database.workspace], [CANARY], database.workspace, database.plaintext_signature(),
+                        markers=[MARKER])
     trial = TrialKey(database.workspace.name, database.encryption.name, "contract", 0.0, 1)
-    verdict = verify.judge(trial, "plaintext" if database.encryption.is_baseline else "encrypted", scans, True)
+    column_layer = database.encryption.layer == "column"
+    verdict = verify.judge(trial, "plaintext" if database.encryption.is_baseline else "encrypted", scans, True,
+                           column_layer=column_layer)
     assert verdict.as_expected, verdict.detail
+    # the marker beside the canary is plaintext exactly where the encryption leaves it so
+    assert bool(sum(s.marker_hits for s in scans)) == (database.encryption.is_baseline or column_layer)
+    assert bool(verdict.exposed) == column_layer
 
 
 def test_wrong_key_cannot_open_and_error_does_not_leak_the_key(encrypted_database) -> None:
     database = encrypted_database
     conn = database.connect()
-    write_canaries(conn, [CANARY])
+    write_canaries(database, conn, [CANARY], [MARKER])
     conn.close()
     database.close()
     right_key = database.key

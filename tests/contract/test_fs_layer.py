@@ -19,6 +19,7 @@ from tdebench.keys import Secret
 from tdebench.workloads.base import write_canaries
 
 CANARY = "TDEBENCH-CANARY-fslayer-0123456789"
+MARKER = "TDEBENCH-MARKER-fslayer-0123456789"
 
 
 
@@ -39,7 +40,7 @@ def test_cipher_dir_hides_what_the_mounted_view_shows(encryption: str, tmp_path:
     try:
         database.create()
         conn = database.connect()
-        write_canaries(conn, [CANARY])
+        write_canaries(database, conn, [CANARY], [MARKER])
         conn.close()
         view = database.plaintext_view()
         assert view == database.mount_point and mounted(view)
@@ -95,7 +96,7 @@ def test_postgres_on_the_mount_owns_its_files_and_no_argv_holds_the_key(encrypti
     try:
         database.create()
         conn = database.connect()
-        write_canaries(conn, [CANARY])
+        write_canaries(database, conn, [CANARY], [MARKER])
         conn.execute("CHECKPOINT")  # the canary reaches the data files, not only the WAL
         conn.close()
         uid, _ = user_ids("postgres")

@@ -25,6 +25,7 @@ from tdebench.workloads.base import read_canaries, write_canaries
 ENGINE = MariaDBEngine()
 ENCRYPTED = [e.name for e in ENGINE.encryptions if e.layer == "native"]  # fs: engines/fs.py's tests
 CANARY = "TDEBENCH-CANARY-mariadb-0123456789"
+MARKER = "TDEBENCH-MARKER-mariadb-0123456789"
 
 
 
@@ -48,7 +49,7 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MariaDBDa
 def with_canary_table(db: MariaDBDatabase) -> None:
     conn = db.connect()
     try:
-        write_canaries(conn, [CANARY])
+        write_canaries(db, conn, [CANARY], [MARKER])
         conn.execute("CREATE TABLE filler (id INTEGER PRIMARY KEY, s VARCHAR(60))")
         rows = [(i, f"{CANARY} {i}") for i in range(2000)]
         conn.executemany("INSERT INTO filler (id, s) VALUES (?, ?)", rows)

@@ -125,11 +125,11 @@ def test_verdicts_csv(run_dir: Path) -> None:
     columns, rows = read_csv(run_dir / "verdicts.csv")
     assert columns == ["engine", "encryption", "workload", "scale", "repetition", "verdict", "expected",
                        "as_expected", "files_scanned", "bytes_scanned", "first_hit", "detail",
-                       "engine_state", "view_hits"]
+                       "engine_state", "view_hits", "exposed"]
     baseline = find(rows, engine="duckdb", encryption="none", repetition="1")[0]
     assert (baseline["verdict"], baseline["expected"], baseline["as_expected"]) == ("plaintext", "plaintext", "true")
     assert baseline["first_hit"].startswith("duckdb.db@")
-    assert baseline["engine_state"] == baseline["view_hits"] == ""  # None and "" are blank
+    assert baseline["engine_state"] == baseline["view_hits"] == baseline["exposed"] == ""  # None and "" are blank
     layered = find(rows, engine="duckdb", encryption=LAYERED, repetition="2")[0]
     assert layered["engine_state"] == "2 of 2 tablespaces encrypted, 0 rotating"
     assert layered["view_hits"] == str(VIEW_HITS)

@@ -246,3 +246,34 @@ def test_judge_fs_layer_needs_canaries_in_its_decrypted_view():
     seen = judge(TRIAL, "encrypted", [_scan()], True, view_hits=3, engine_state="12 of 12 encrypted")
     assert seen.verdict == "encrypted" and "showed them 3 times" in seen.detail
     assert (seen.view_hits, seen.engine_state) == (3, "12 of 12 encrypted")
+
+
+def _marked(name: str, marker_hits: int, hits: int = 0) -> FileScan:
+    return FileScan(path=name, bytes=8192, hits=hits, first_hit_offset=0 if hits else None, entropy_mean=5.0,
+                    low_entropy_blocks=1, blocks=2, plaintext_header=None, marker_hits=marker_hits)
+
+
+def test_markers_are_counted_apart_from_canaries_in_the_same_reads(tmp_path):
+    marker = "TDEBENCH-MARKER-7f3a"
+    path = _file(tmp_path, "db", _noise(5000) + marker.encode("utf-16-le") + _noise(5000) + CANARY.encode()
+                 + marker.encode() + _noise(100))
+    found = scan_file(path, [CANARY], tmp_path, None, chunk_size=4096, markers=[marker])
+    assert (found.hits, found.marker_hits, found.first_hit_offset) == (1, 2, 10000 + 2 * len(marker))
+    assert scan_file(path, [CANARY], tmp_path, None).marker_hits == 0  # no markers asked for
+
+
+def test_judge_a_marker_on_disk_is_plaintext_unless_columns_are_sealed():
+    scans = [_marked("heap", 1), _marked("wal", 2), _marked("other", 0)]
+    whole = judge(TRIAL, "encrypted", scans, True)
+    assert whole.verdict == "plaintext" and "marker found 3 times in 2 files" in whole.detail
+    assert whole.exposed == ()
+    column = judge(TRIAL, "encrypted", scans, True, column_layer=True)
+    assert column.verdict == "encrypted" and column.exposed == ("heap", "wal")
+    assert "other columns are plaintext in 2 files: heap, wal" in column.detail
+    leaked = judge(TRIAL, "encrypted", [_marked("heap", 1, hits=1)], True, column_layer=True)
+    assert leaked.verdict == "plaintext"
+
+
+def test_judge_column_layer_needs_its_markers_found():
+    blind = judge(TRIAL, "encrypted", [_marked("heap", 0)], True, column_layer=True)
+    assert blind.verdict == "inconclusive" and "marker" in blind.detail and blind.exposed == ()

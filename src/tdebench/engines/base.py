@@ -169,6 +169,13 @@ class Database(ABC):
         be; "" when the engine has nothing to report."""
         return ""
 
+    def seal_columns(self, conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[str]) -> None:
+        """Column-level encryption (layer "column"): from now on the `sensitive` columns of
+        `table` reach the disk encrypted, while every statement that names `table` still reads
+        and writes their plaintext. Workloads call it right after creating the table, while it
+        is empty; `key` names the (never sensitive) columns that identify a row. Every other
+        layer encrypts whole files or nothing, so this does nothing by default."""
+
     def plaintext_view(self) -> Path | None:
         """For layers that encrypt below the engine (gocryptfs): the decrypted view of the
         files, scanned while mounted as the positive control. None for everything else."""

@@ -1,7 +1,9 @@
 """PostgreSQL (Debian `postgresql`): a server tdebench creates, starts and stops per trial.
 
-Community PostgreSQL has no native encryption at rest, so its encryptions are the
-file-system layer's (engines/fs.py: the whole data directory on a gocryptfs mount).
+Community PostgreSQL has no native encryption at rest, so it offers the two models the
+seeds' literature compares with TDE: the file-system layer's (engines/fs.py: the whole data
+directory on a gocryptfs mount) and cell-level encryption of the workload's sensitive columns
+with pgcrypto (engines/pgcrypto.py).
 
 Each `PostgresDatabase` is its own cluster: `initdb` into `<workspace>/pgdata`, a postmaster
 on 127.0.0.1 with a free port and a private socket directory, run as the `postgres` system
@@ -30,6 +32,7 @@ import psutil
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
                                    Encryption, QueryTimeout, parquet_to_csv, qmark_to_format)
+from tdebench.engines import pgcrypto
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, run_tool, start_on_free_port,
                                      unreachable_by, user_ids)
@@ -48,17 +51,29 @@ def bin_dir() -> Path | None:
 
 class PostgresConnection:
     """A psycopg connection in autocommit mode: every statement is its own transaction, so a
-    query never holds a snapshot open; batches (executemany, COPY) run in one transaction."""
+    query never holds a snapshot open; batches (executemany, COPY) run in one transaction.
+    `sealed`: the database has sealed tables (column layer), so statements about a table's
+    storage run with their stored tables first on the search path."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, sealed: bool = False) -> None:
         self._conn = conn
         self._timeout: float | None = None
+        self._sealed = sealed
 
     @property
     def raw(self) -> Any:
         return self._conn
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if self._sealed and pgcrypto.stored_table_statement(sql):
+            self._conn.execute(f"SET search_path = {pgcrypto.SCHEMA}, public")
+            try:
+                return self._execute(sql, params)
+            finally:
+                self._conn.execute("RESET search_path")
+        return self._execute(sql, params)
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         import psycopg
 
         try:
@@ -112,6 +127,17 @@ class PostgresDatabase(Database):
         run_tool([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", USER, "--auth=trust",
                   "--encoding=UTF8", "--locale=C"], self.workspace / "initdb.log", run_as=USER, env=_ENV)
         self._start()
+        if self._column_layer:
+            conn = self._open()
+            try:
+                conn.execute("CREATE EXTENSION pgcrypto")
+                conn.execute(f"CREATE SCHEMA {pgcrypto.SCHEMA}")
+            finally:
+                conn.close()
+
+    @property
+    def _column_layer(self) -> bool:
+        return self.encryption.layer == "column"
 
     def _start(self) -> None:
         self._socket_dir = Path(tempfile.mkdtemp(prefix="tdebench-pg-"))  # short: sockets allow 107 bytes
@@ -145,11 +171,33 @@ class PostgresDatabase(Database):
         return True
 
     def connect(self) -> Connection:
-        """A new session (a new backend process); starts the server again after `close()`."""
+        """A new session (a new backend process); starts the server again after `close()`.
+        Column layer: the session's key is set here, so it is timed as `open`."""
         if self._server is None or not self._server.running:
             self._stop()
             self._start()
-        return PostgresConnection(self._open())
+        conn = PostgresConnection(self._open(), sealed=self._column_layer)
+        if self._column_layer:
+            assert self.key is not None, "the column layer needs a key"
+            try:
+                conn.execute(pgcrypto.set_key_statement(), [self.key.hex()])
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    def seal_columns(self, conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[str]) -> None:
+        if self._column_layer:
+            pgcrypto.seal(conn, table, sensitive, key)
+
+    def encryption_state(self) -> str:
+        if not self._column_layer:
+            return ""
+        conn = self.connect()
+        try:
+            return pgcrypto.state(conn)
+        finally:
+            conn.close()
 
     def engine_processes(self) -> list[psutil.Process] | None:
         return self._server.processes() if self._server is not None else []
@@ -198,7 +246,7 @@ class PostgresEngine(Engine):
     name = "postgres"
     dialect = "postgres"
     capabilities = Capabilities(embedded=False, concurrent_streams=True)
-    encryptions = (NONE, *FS_ENCRYPTIONS)
+    encryptions = (NONE, pgcrypto.COLUMN_AES_256, *FS_ENCRYPTIONS)
 
     def version(self) -> str:
         directory = bin_dir()
@@ -222,6 +270,15 @@ class PostgresEngine(Engine):
             return Availability(False, f"the psycopg driver is not installed: {exc}",
                                 "pip install -e . (installs psycopg[binary])")
         return Availability(True)
+
+    def encryption_availability(self, encryption: Encryption) -> Availability:
+        available = super().encryption_availability(encryption)
+        if available.usable and encryption.layer == "column":
+            directory = bin_dir()
+            major = directory.parent.name if directory is not None else "*"
+            if not list(Path("/usr/share/postgresql").glob(f"{major}/extension/pgcrypto.control")):
+                return Availability(False, "the pgcrypto extension is not installed", _INSTALL)
+        return available
 
     def workspace_problem(self, parent: Path) -> str | None:
         blocked = unreachable_by(parent, USER)

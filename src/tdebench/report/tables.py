@@ -222,20 +222,25 @@ def verdicts_table(run: RunData) -> Table:
         _num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
         _prose("first_hit", "first canary hit"), _prose("detail", "detail"),
         _prose("engine_state", "engine reports"),
-        _num("view_hits", "canaries in decrypted view", text))
+        _num("view_hits", "canaries in decrypted view", text),
+        _prose("exposed", "plaintext of unsealed columns in"))
     rows = [{"engine": v.trial.engine, "encryption": v.trial.encryption,
              "workload": v.trial.workload, "scale": v.trial.scale,
              "repetition": v.trial.repetition, "verdict": v.verdict, "expected": v.expected,
              "as_expected": v.as_expected, "files_scanned": v.files_scanned,
              "bytes_scanned": v.bytes_scanned, "first_hit": v.first_hit, "detail": v.detail,
-             "engine_state": v.engine_state or None, "view_hits": v.view_hits}
+             "engine_state": v.engine_state or None, "view_hits": v.view_hits,
+             "exposed": ", ".join(v.exposed) or None}
             for v in sorted(run.verdicts, key=lambda v: _baseline_first(v.trial))]
     note = ""
-    if any(row["engine_state"] is not None or row["view_hits"] is not None for row in rows):
+    if any(row["engine_state"] is not None or row["view_hits"] is not None or row["exposed"] for row in rows):
         note = ("Engine reports: the encryption state the engine itself gives (e.g. MariaDB's "
                 "INNODB_TABLESPACES_ENCRYPTION), checked before measuring. Canaries in decrypted "
                 "view: for a file-system layer, the canary hits in its plaintext view, scanned "
-                "while mounted: the positive control that the canaries were written below it.")
+                "while mounted: the positive control that the canaries were written below it. "
+                "Plaintext of unsealed columns in: for column-level encryption, the files where the "
+                "marker beside each canary (in a column it leaves unencrypted) was found: they hold "
+                "the other columns in plaintext, by design.")
     return Table("Verdicts", columns, rows, note=note)
 
 

@@ -50,7 +50,8 @@ class RunContext:
     options: Mapping[str, Any] = field(default_factory=dict)  # the workload's own plan keys (Option)
     # cold plans only: stop the engine and drop the OS page cache, so the next `connect()`
     # starts with nothing cached (for workloads that go cold before every statement, as seed
-    # 002 did); close every connection first. True only if the kernel really dropped it.
+    # 002 did); close every connection first, the one `run` was given included (the runner
+    # opens a new one for the next run). True only if the kernel really dropped it.
     go_cold: Callable[[], bool] | None = None
 
 
@@ -78,11 +79,20 @@ class Workload(ABC):
         answer was wrong (the measurements are stored first)."""
 
 
-def write_canaries(conn: Connection, canaries: Sequence[str]) -> None:
-    """Store the trial's canary strings; the at-rest scan looks for exactly these bytes."""
-    conn.execute(f"CREATE TABLE {CANARY_TABLE} (id INTEGER PRIMARY KEY, canary VARCHAR(64) NOT NULL)")
-    conn.executemany(f"INSERT INTO {CANARY_TABLE} (id, canary) VALUES (?, ?)",
-                     list(enumerate(canaries, start=1)))
+def write_canaries(database: Database, conn: Connection, canaries: Sequence[str], markers: Sequence[str]) -> None:
+    """Store the trial's canary strings; the at-rest scan looks for exactly these bytes.
+
+    `canary` is a sensitive column, which a column-level encryption seals like the workload's
+    own; beside each canary, `marker` is a column no column-level encryption covers: found on
+    disk under such an encryption, it shows which files hold the other columns' plaintext
+    (and that the scan can see this table's rows at all)."""
+    if len(markers) != len(canaries):
+        raise ValueError("one marker per canary")
+    conn.execute(f"CREATE TABLE {CANARY_TABLE} (id INTEGER PRIMARY KEY, canary VARCHAR(64) NOT NULL, "
+                 "marker VARCHAR(64) NOT NULL)")
+    database.seal_columns(conn, CANARY_TABLE, ("canary",), ("id",))
+    conn.executemany(f"INSERT INTO {CANARY_TABLE} (id, canary, marker) VALUES (?, ?, ?)",
+                     [(i, c, m) for i, (c, m) in enumerate(zip(canaries, markers), start=1)])
 
 
 def read_canaries(conn: Connection) -> set[str]:

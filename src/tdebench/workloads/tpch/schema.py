@@ -74,6 +74,14 @@ SCHEMA: tuple[Table, ...] = (
     ), ("l_orderkey", "l_linenumber")),
 )
 
+# The personal data of TPC-H: what a cell-level (column) encryption seals, as an application
+# protecting customers' and suppliers' names, addresses, phone numbers and balances would.
+# Primary keys are never sealed (a sealed key could not be joined or indexed).
+SENSITIVE: dict[str, tuple[str, ...]] = {
+    "supplier": ("s_name", "s_address", "s_phone", "s_acctbal"),
+    "customer": ("c_name", "c_address", "c_phone", "c_acctbal"),
+}
+
 # Table name -> column names, in load order (referenced tables before referencing ones).
 TABLES: dict[str, tuple[str, ...]] = {t.name: tuple(c.name for c in t.columns) for t in SCHEMA}
 

@@ -1,0 +1,126 @@
+"""PostgreSQL's column layer: cell-level encryption of a workload's sensitive columns with
+pgcrypto, the model the seeds' literature compares with TDE.
+
+Sealing a table (right after the workload creates it, still empty) moves it into the schema
+`tdebench_sealed`, turns each sensitive column into `bytea` holding an OpenPGP message
+(`pgp_sym_encrypt`, AES-256), and puts a view under the table's own name in `public` that
+decrypts them again with the session's key. INSTEAD OF triggers on the view encrypt every
+inserted or updated value before it reaches a page, so the plaintext of a sensitive column
+never reaches a data file or the WAL, and the workload's SQL (bulk COPY included) runs
+unchanged. Everything else, by design of cell-level encryption, stays plaintext.
+
+The key never appears in SQL text, the catalog or a log: every session sets it with a bound
+parameter into the session-only setting `tdebench.key`, which the view and the triggers read.
+Statements that must reach the stored table rather than the view (ALTER TABLE, CREATE INDEX,
+ANALYZE, …) run with the sealed schema first on the search path (see `stored_table_statement`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from tdebench.engines.base import Connection, Encryption, EncryptionNotActive
+
+SCHEMA = "tdebench_sealed"
+KEY_SETTING = "tdebench.key"
+# One OpenPGP symmetric-key message per value. s2k-mode=1 (salted, not iterated): the key is
+# 256 random bits, so iterating the hash would add only time, once per value.
+_OPTIONS = "cipher-algo=aes256, s2k-mode=1, s2k-digest-algo=sha256"
+_KEY = f"current_setting('{KEY_SETTING}')"
+# How every such message starts (RFC 4880 5.3): a symmetric-key session key packet (tag 3,
+# 12 bytes), version 4, cipher 9 = AES-256, S2K mode 1 (salted), hash 8 = SHA-256.
+_MESSAGE_START = "\\xc30c04090108"
+
+COLUMN_AES_256 = Encryption(
+    name="column-aes-256", algorithm="AES", key_bits=256, mode="CFB (OpenPGP)", layer="column",
+    covers=("the workload's sensitive columns in tables, WAL and backups (TPC-H: names, addresses, "
+            "phone numbers and account balances of customers and suppliers)",
+            "the canary column"),
+    notes="pgcrypto pgp_sym_encrypt per value (cell-level encryption), read through decrypting views. "
+          "Not encrypted: every other column, indexes on them, the catalog, statistics, and query temp "
+          "files (sorts and hashes spill decrypted values); the key is a session setting the client sends",
+)
+
+_STORED_TABLE_DDL = re.compile(
+    r"\s*(ALTER\s+TABLE|CREATE\s+(UNIQUE\s+)?INDEX|REINDEX|CLUSTER|VACUUM|TRUNCATE|ANALYZE)\b", re.IGNORECASE)
+
+
+def stored_table_statement(sql: str) -> bool:
+    """Statements about a table's storage (keys, indexes, statistics, maintenance): on a
+    sealed table they must reach the stored table, which a view cannot stand in for."""
+    return _STORED_TABLE_DDL.match(sql) is not None
+
+
+def set_key_statement() -> str:
+    """Sets the session's key from a bound parameter, so the key is never in SQL text."""
+    return f"SELECT set_config('{KEY_SETTING}', ?, false)"
+
+
+def seal(conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[str]) -> None:
+    """Seal the `sensitive` columns of the empty table `public.<table>` (see the module)."""
+    columns = conn.execute(
+        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+        [f"public.{table}"])
+    names = [name for name, _ in columns]
+    unknown = [c for c in (*sensitive, *key) if c not in names]
+    if unknown:
+        raise ValueError(f"table {table} has no column {', '.join(unknown)}; it has {', '.join(names)}")
+    if set(sensitive) & set(key):
+        raise ValueError(f"table {table}: a key column cannot be sealed: {', '.join(set(sensitive) & set(key))}")
+    stored = f"{SCHEMA}.{table}"
+
+    def plain(name: str, type_: str) -> str:
+        return f"pgp_sym_decrypt({name}, {_KEY})::{type_} AS {name}" if name in sensitive else name
+
+    def sealed(name: str) -> str:
+        return f"pgp_sym_encrypt(NEW.{name}::text, {_KEY}, '{_OPTIONS}')" if name in sensitive else f"NEW.{name}"
+
+    match = " AND ".join(f"{c} = OLD.{c}" for c in key)
+    function = f"{SCHEMA}.{table}_write"
+    statements = [
+        f"ALTER TABLE public.{table} SET SCHEMA {SCHEMA}",
+        *(f"ALTER TABLE {stored} ALTER COLUMN {c} TYPE bytea USING NULL" for c in sensitive),
+        f"CREATE VIEW public.{table} AS SELECT {', '.join(plain(n, t) for n, t in columns)} FROM {stored}",
+        f"""CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO {stored} ({', '.join(names)}) VALUES ({', '.join(sealed(n) for n in names)});
+    ELSIF TG_OP = 'UPDATE' THEN
+        UPDATE {stored} SET ({', '.join(names)}) = ({', '.join(sealed(n) for n in names)}) WHERE {match};
+    ELSE
+        DELETE FROM {stored} WHERE {match};
+        RETURN OLD;
+    END IF;
+    RETURN NEW;
+END $$""",
+        f"CREATE TRIGGER seal INSTEAD OF INSERT OR UPDATE OR DELETE ON public.{table} "
+        f"FOR EACH ROW EXECUTE FUNCTION {function}()",
+    ]
+    for statement in statements:
+        conn.execute(statement)
+
+
+def state(conn: Connection) -> str:
+    """What the database itself holds: every value of every sealed column starts like an
+    OpenPGP message encrypted with AES-256 under a salted SHA-256 key. Raises
+    EncryptionNotActive if one does not, or if nothing is sealed."""
+    columns = conn.execute(
+        "SELECT c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = ? AND c.relkind = 'r' AND a.atttypid = 'bytea'::regtype AND NOT a.attisdropped "
+        "ORDER BY 1, 2", [SCHEMA])
+    if not columns:
+        raise EncryptionNotActive("column encryption sealed no column: the workload named no sensitive column")
+    values = 0
+    for table, column in columns:
+        ((count, other),) = conn.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE substring({column} for 6) <> '{_MESSAGE_START}'::bytea) "
+            f"FROM {SCHEMA}.{table}")
+        if other:
+            raise EncryptionNotActive(f"{other} values of {table}.{column} are not AES-256 OpenPGP messages")
+        values += count
+    tables = len({table for table, _ in columns})
+    return (f"pgcrypto: {len(columns)} columns of {tables} tables sealed, "
+            f"{values:,} values, each an AES-256 OpenPGP message")
