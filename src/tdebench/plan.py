@@ -187,7 +187,7 @@ def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
     for test in tests:
         if test not in workload.tests:
             raise check.error(f"workload {name!r} has no test {test!r}; valid: {', '.join(workload.tests)}", test)
-    streams = check.integer(table, "streams", 2, 1, workload.max_streams)
+    streams = check.integer(table, "streams", min(2, workload.max_streams), 1, workload.max_streams)
     timeout = check.number(table, "query_timeout_s", 600.0, 0.001, 86400.0)
     options = tuple((key, check.option(table, key, option)) for key, option in sorted(workload.options.items()))
     return WorkloadSpec(name, tuple(scales), tuple(tests), streams, timeout, options)

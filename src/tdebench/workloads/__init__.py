@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.crud import CrudWorkload
 from tdebench.workloads.tpch import TpchWorkload
 
 WORKLOADS: dict[str, type[Workload]] = {
     TpchWorkload.name: TpchWorkload,
+    CrudWorkload.name: CrudWorkload,
 }
 
 __all__ = ["WORKLOADS", "Option", "RunContext", "Workload", "WrongAnswer"]

@@ -1,0 +1,276 @@
+"""CRUD by table size: seed 000's SELECT, INSERT and DELETE of k rows and seed 002's UPDATE,
+plus point lookups (a latency distribution) and a full scan, each measured on its own.
+
+The table `persons` has N rows (the plan's scale) with ids 1..N; an operation touches
+k = operation_fraction × N of them (seed 000 touched 1M of 10M rows: 0.1, the default):
+
+| test     | measured statement                                    | checked (unmeasured)                  | undone (unmeasured)          |
+|----------|-------------------------------------------------------|---------------------------------------|------------------------------|
+| `select` | SELECT every column of ids 1..k (seed 000's TOP k)    | k rows, ids 1..k                      | –                            |
+| `insert` | INSERT the k staging rows (ids N+1..N+k)              | k rows in N+1..N+k                    | DELETE them                  |
+| `update` | UPDATE age = age + 1000 of ids k+1..2k                | k rows of k+1..2k have age ≥ 1000     | age − 1000                   |
+| `delete` | DELETE ids N+1..N+k (inserted just before, unmeasured)| none left in N+1..N+k                 | –                            |
+| `lookup` | `lookups` point SELECTs by id, each timed alone       | each returns its one row              | –                            |
+| `scan`   | count(*), sum(age), sum(length(address)) of all rows  | equal to the generated data's         | –                            |
+
+Every test leaves the table as it found it, so tests are independent of their order and of
+how often they run (warm-ups run each one too), and `scan` checks it: a count or sum off by
+one row fails the trial. The statements are plain SQL that DuckDB, SQLite, MariaDB and
+PostgreSQL all accept, so there is one text per statement rather than one per dialect.
+
+Cold plans (`cache = "cold"`) give the workload `go_cold`: as seed 002 emptied the buffer
+cache before every statement, each measured statement starts cold. The runner has just
+stopped the engine and dropped the OS cache before a measured run (method.md, step 6), so
+the first statement of a test needs nothing more; a statement after unmeasured work (the
+delete after its setup) closes the connection, goes cold and reconnects, untimed. The
+lookups go cold once, before the first: the distribution then shows the misses warming up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from tdebench.engines.base import Connection, QueryTimeout
+from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.crud import data, schema
+from tdebench.workloads.crud.data import COLUMNS
+
+T = TypeVar("T")
+
+ROWS_MIN = 1_000
+ROWS_MAX = 10_000_000
+STEP = "total"  # the measured operation (for `lookup`: all lookups together)
+POINT = "point"  # one lookup of the `lookup` test
+MARK = 1000  # added to age by the update: no generated age reaches it (ages are 18..90)
+
+_ALL = ", ".join(COLUMNS)
+SELECT_RANGE = f"SELECT {_ALL} FROM {schema.TABLE} WHERE id BETWEEN ? AND ?"
+INSERT_STAGING = f"INSERT INTO {schema.TABLE} ({_ALL}) SELECT {_ALL} FROM {schema.STAGING}"
+UPDATE_RANGE = f"UPDATE {schema.TABLE} SET age = age + {MARK} WHERE id BETWEEN ? AND ?"
+UNDO_UPDATE = f"UPDATE {schema.TABLE} SET age = age - {MARK} WHERE id BETWEEN ? AND ? AND age >= {MARK}"
+DELETE_RANGE = f"DELETE FROM {schema.TABLE} WHERE id BETWEEN ? AND ?"
+LOOKUP = f"SELECT {_ALL} FROM {schema.TABLE} WHERE id = ?"
+SCAN = f"SELECT count(*), sum(age), sum(length(address)) FROM {schema.TABLE}"
+COUNT_RANGE = f"SELECT count(*) FROM {schema.TABLE} WHERE id BETWEEN ? AND ?"
+COUNT_UPDATED = f"SELECT count(*) FROM {schema.TABLE} WHERE id BETWEEN ? AND ? AND age >= {MARK}"
+
+
+def table_rows(scale: float) -> int:
+    """The plan's scale is the number of rows in `persons`."""
+    return int(round(scale))
+
+
+def operation_rows(rows: int, fraction: float) -> int:
+    return max(1, round(rows * fraction))
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """One trial's sizes and expected answers."""
+
+    rows: int  # N: rows in persons
+    k: int  # rows per select, insert, update and delete
+    facts: data.Facts  # of the generated persons rows
+    lookups: tuple[int, ...]  # the ids the lookup test fetches, in order
+
+    @classmethod
+    def of(cls, ctx: RunContext) -> "_Shape":
+        rows = table_rows(ctx.scale)
+        k = operation_rows(rows, ctx.options["operation_fraction"])
+        # the same ids in every repetition and encryption, so every trial does the same work
+        keys = np.random.default_rng([ctx.seed, rows]).integers(1, rows + 1, size=ctx.options["lookups"])
+        return cls(rows, k, data.facts(data.path(ctx.data_dir, ctx.seed, 1, rows)),
+                   tuple(int(key) for key in keys))
+
+    def processed(self, rows: int) -> float:
+        """Seed 000's bytes processed: rows × the table's average logical row size."""
+        return rows * self.facts.row_bytes
+
+
+class _Session:
+    """The connection a test runs on, and the measurement of its statements.
+
+    In a cold plan's measured run, a measured statement that follows other work on the
+    connection first closes it, stops the engine, drops the OS cache and reconnects (all
+    untimed); the connection it was given is then closed, and the runner opens a new one.
+    """
+
+    def __init__(self, ctx: RunContext, conn: Connection, test: str, warmup: bool) -> None:
+        self.ctx, self.test, self.warmup = ctx, test, warmup
+        self.given = self.conn = conn
+        self.cold = ctx.go_cold is not None and not warmup
+        self.used = False  # a statement ran since the engine went cold (the runner's, before this run)
+        conn.set_timeout(ctx.query_timeout_s)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """An unmeasured statement: setup, check or undo."""
+        self.used = True
+        return self.conn.execute(sql, params)
+
+    def count(self, sql: str, params: Sequence[Any]) -> int:
+        return int(self.execute(sql, params)[0][0])
+
+    def measure(self, work: Callable[[Connection], T], shape: _Shape, rows: int) -> tuple[T, dict[str, float]]:
+        """Run `work` timed (cold first, if asked), with seed 000's bytes processed for `rows`
+        and the database's size before and after; a timeout is recorded and fails the test."""
+        self._go_cold()
+        database, recorder = self.ctx.database, self.ctx.recorder
+        size_before = database.size_bytes()
+        started = recorder.clock.now_ns()
+        try:
+            result, metrics = recorder.timed(lambda: work(self.conn))
+        except QueryTimeout:
+            elapsed = (recorder.clock.now_ns() - started) / 1e9  # until the engine stopped it: a lower bound
+            recorder.record(self.test, STEP, {"elapsed_s": elapsed}, warmup=self.warmup, answer="timeout")
+            raise WrongAnswer(f"crud {self.test}: stopped by the {self.ctx.query_timeout_s:g} s query timeout") from None
+        metrics.update(processed_bytes=shape.processed(rows), size_before_bytes=float(size_before),
+                       size_after_bytes=float(database.size_bytes()))
+        return result, metrics
+
+    def record(self, metrics: dict[str, float], rows: int, wrong: str) -> list[str]:
+        """Store the measurement with the rows its check found and its outcome; `wrong` says
+        what was wrong, if anything."""
+        metrics["rows"] = float(rows)
+        self.ctx.recorder.record(self.test, STEP, metrics, warmup=self.warmup, answer="failed" if wrong else "ok")
+        return [wrong] if wrong else []
+
+    def _go_cold(self) -> None:
+        if self.cold and self.used:
+            assert self.ctx.go_cold is not None
+            self.conn.close()
+            self.ctx.go_cold()
+            self.conn = self.ctx.database.connect()
+            self.conn.set_timeout(self.ctx.query_timeout_s)
+        self.used = True
+
+    def close(self) -> None:
+        """Close what the session opened itself; the given connection belongs to the runner."""
+        if self.conn is not self.given:
+            self.conn.close()
+
+
+def _select(s: _Session, shape: _Shape) -> list[str]:
+    low, high = 1, shape.k
+    rows, metrics = s.measure(lambda conn: conn.execute(SELECT_RANGE, [low, high]), shape, shape.k)
+    ids = sum(row[0] for row in rows)
+    expected = shape.k * (low + high) // 2
+    wrong = "" if len(rows) == shape.k and ids == expected else (
+        f"select returned {len(rows)} rows whose ids sum to {ids}; expected {shape.k} rows, ids {low}..{high}")
+    return s.record(metrics, len(rows), wrong)
+
+
+def _insert(s: _Session, shape: _Shape) -> list[str]:
+    low, high = shape.rows + 1, shape.rows + shape.k
+    _, metrics = s.measure(lambda conn: conn.execute(INSERT_STAGING), shape, shape.k)
+    found = s.count(COUNT_RANGE, [low, high])
+    wrong = "" if found == shape.k else f"insert added {found} rows with ids {low}..{high}; expected {shape.k}"
+    s.execute(DELETE_RANGE, [low, high])
+    return s.record(metrics, found, wrong)
+
+
+def _update(s: _Session, shape: _Shape) -> list[str]:
+    low, high = shape.k + 1, 2 * shape.k
+    _, metrics = s.measure(lambda conn: conn.execute(UPDATE_RANGE, [low, high]), shape, shape.k)
+    updated = s.count(COUNT_UPDATED, [low, high])
+    s.execute(UNDO_UPDATE, [low, high])
+    left = s.count(COUNT_UPDATED, [low, high])
+    wrong = "" if updated == shape.k and left == 0 else (
+        f"update changed {updated} of ids {low}..{high} (expected {shape.k}) and {left} stayed changed after the undo")
+    return s.record(metrics, updated, wrong)
+
+
+def _delete(s: _Session, shape: _Shape) -> list[str]:
+    low, high = shape.rows + 1, shape.rows + shape.k
+    s.execute(INSERT_STAGING)  # the rows to delete, so the table ends as it began
+    _, metrics = s.measure(lambda conn: conn.execute(DELETE_RANGE, [low, high]), shape, shape.k)
+    left = s.count(COUNT_RANGE, [low, high])
+    wrong = "" if left == 0 else f"delete left {left} of the {shape.k} rows with ids {low}..{high}"
+    return s.record(metrics, shape.k - left, wrong)
+
+
+def _lookup(s: _Session, shape: _Shape) -> list[str]:
+    clock = s.ctx.recorder.clock
+
+    def lookups(conn: Connection) -> list[tuple[int, list[tuple[Any, ...]]]]:
+        timed = []
+        for key in shape.lookups:
+            start = clock.now_ns()
+            rows = conn.execute(LOOKUP, [key])
+            timed.append((clock.now_ns() - start, rows))
+        return timed
+
+    timed, metrics = s.measure(lookups, shape, len(shape.lookups))
+    missed = []
+    for key, (nanoseconds, rows) in zip(shape.lookups, timed):  # recorded after the clock stopped
+        hit = len(rows) == 1 and rows[0][0] == key
+        missed += [] if hit else [f"id {key}"]
+        s.ctx.recorder.record(s.test, POINT, {"elapsed_s": nanoseconds / 1e9}, warmup=s.warmup,
+                              answer="ok" if hit else "failed")
+    wrong = f"{len(missed)} of {len(shape.lookups)} lookups did not return their one row: {', '.join(missed[:5])}"
+    return s.record(metrics, len(shape.lookups) - len(missed), wrong if missed else "")
+
+
+def _scan(s: _Session, shape: _Shape) -> list[str]:
+    result, metrics = s.measure(lambda conn: conn.execute(SCAN), shape, shape.rows)
+    got = tuple(int(value or 0) for value in result[0])
+    facts = shape.facts
+    expected = (facts.rows, facts.age_sum, facts.address_chars)
+    wrong = "" if got == expected else (
+        f"scan found (rows, sum of ages, address characters) = {got}; expected {expected}")
+    return s.record(metrics, got[0], wrong)
+
+
+OPERATIONS: dict[str, Callable[[_Session, _Shape], list[str]]] = {
+    "select": _select, "insert": _insert, "update": _update, "delete": _delete,
+    "lookup": _lookup, "scan": _scan,
+}
+
+
+class CrudWorkload(Workload):
+    name = "crud"
+    tests = tuple(OPERATIONS)
+    default_scale = 10_000
+    scale_min = ROWS_MIN
+    scale_max = ROWS_MAX
+    max_streams = 1
+    options = {
+        "operation_fraction": Option(0.1, "share of the table's rows each select, insert, update and "
+                                          "delete touches", low=0.001, high=0.5),
+        "lookups": Option(1000, "point lookups by id in the lookup test, each timed alone", low=1, high=100_000),
+    }
+
+    def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
+        data.generate(data_dir, seed, 1, table_rows(scale))
+
+    def load(self, ctx: RunContext, conn: Connection) -> None:
+        rows = table_rows(ctx.scale)
+        k = operation_rows(rows, ctx.options["operation_fraction"])
+        persons = data.generate(ctx.data_dir, ctx.seed, 1, rows)  # made by prepare()
+        staging = data.generate(ctx.data_dir, ctx.seed, rows + 1, k)  # made by the first trial, then cached
+        for statement in schema.create_tables(ctx.dialect):
+            conn.execute(statement)
+        for table in (schema.TABLE, schema.STAGING):  # a no-op unless the encryption is column-level
+            ctx.database.seal_columns(conn, table, schema.SENSITIVE, (schema.KEY,))
+        with ctx.recorder.measure("load", "total"):
+            with ctx.recorder.measure("load", "tables"):
+                ctx.database.bulk_load(conn, schema.TABLE, COLUMNS, persons)
+                ctx.database.bulk_load(conn, schema.STAGING, COLUMNS, staging)
+            with ctx.recorder.measure("load", "indexes"):
+                for statement in schema.create_indexes(ctx.dialect):
+                    conn.execute(statement)
+
+    def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
+        if test not in OPERATIONS:
+            raise ValueError(f"crud has no test {test!r}; valid: {', '.join(self.tests)}")
+        session = _Session(ctx, conn, test, warmup)
+        try:
+            wrong = OPERATIONS[test](session, _Shape.of(ctx))
+        finally:
+            session.close()
+        if wrong:
+            raise WrongAnswer(f"crud {test}: " + "; ".join(wrong))
