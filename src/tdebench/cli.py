@@ -24,6 +24,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
 from rich.table import Table
 
 from tdebench.engines import ENGINES, get_engine
+from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.keys import KeyFileError, KeySource
 from tdebench.plan import Plan, PlanError, TrialSpec, load_plan
 from tdebench.store import RAW_FILES, RESULTS, ResultStore, TrialOutcome, Verdict, read_run
@@ -117,7 +118,7 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
     signal.signal(signal.SIGTERM, interrupt)
     progress = _ProgressBar(quiet)
     try:
-        with progress:
+        with progress, interrupt_on_signals():  # Ctrl-C also stops a long embedded query at once
             progress.phase("measuring this machine's raw cipher throughput")
             for speed in measure_ciphers():
                 store.append(speed)

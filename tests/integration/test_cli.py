@@ -141,10 +141,13 @@ def test_engines_lists_every_encryption(tmp_path: Path) -> None:
         "none", "aes-128-cbc", "aes-256-cbc", "chacha20-poly1305", "sqlcipher", "ascon-128", "aegis-256", "rc4", *fs]
     assert [e["name"] for e in rows["mariadb"]["encryptions"]] == [
         "none", "aes-128-cbc", "aes-192-cbc", "aes-256-cbc", "aes-128-ctr", "aes-192-ctr", "aes-256-ctr", *fs]
-    assert [e["name"] for e in rows["postgres"]["encryptions"]] == ["none", *fs]
+    assert [e["name"] for e in rows["postgres"]["encryptions"]] == ["none", "column-aes-256", *fs]
     assert all(row["usable"] and row["version"] for row in rows.values())
     assert all(e["usable"] for row in rows.values() for e in row["encryptions"])
-    xchacha = rows["postgres"]["encryptions"][2]
+    column = rows["postgres"]["encryptions"][1]
+    assert (column["layer"], column["algorithm"], column["key_bits"]) == ("column", "AES", 256)
+    assert "Not encrypted: every other column" in column["notes"]
+    xchacha = rows["postgres"]["encryptions"][3]
     assert (xchacha["layer"], xchacha["algorithm"], xchacha["key_bits"]) == ("fs", "XChaCha20-Poly1305", 256)
     gcm = rows["duckdb"]["encryptions"][1]
     assert (gcm["algorithm"], gcm["key_bits"], gcm["mode"], gcm["layer"]) == ("AES", 256, "GCM", "native")

@@ -1,18 +1,30 @@
-"""Statement timeouts for engines without one of their own (DuckDB, SQLite).
+"""Statement timeouts and Ctrl-C for engines that run inside this process (DuckDB, SQLite).
 
 One watchdog thread per connection sleeps until the running statement's deadline and then
 calls the engine's `interrupt()`. Starting and ending a statement only sets a deadline under
 a lock, so a timeout costs microseconds per query, not a thread per query.
+
+Ctrl-C: while the main thread waits in an engine's C code, Python cannot run its signal
+handler, so a long query would hold the interrupt until it finished. `interrupt_on_signals`
+lets the C-level handler wake a thread (`signal.set_wakeup_fd`) that interrupts every open
+embedded connection's statement at once; the Python handler then runs as soon as the C call
+returns.
 """
 
 from __future__ import annotations
 
+import signal
+import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from tdebench.engines.base import QueryTimeout
+
+_OPEN: "weakref.WeakSet[Watchdog]" = weakref.WeakSet()  # every connection's watchdog not yet closed
+_OPEN_LOCK = threading.Lock()
 
 
 class Watchdog:
@@ -21,9 +33,12 @@ class Watchdog:
         self._seconds: float | None = None
         self._deadline: float | None = None
         self._fired = False
+        self._cancelled = False  # interrupted by Ctrl-C (interrupt_all), not by the timeout
         self._closed = False
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        with _OPEN_LOCK:
+            _OPEN.add(self)
 
     def set_timeout(self, seconds: float | None) -> None:
         if seconds is not None and seconds <= 0:
@@ -35,17 +50,19 @@ class Watchdog:
 
     @contextmanager
     def statement(self) -> Iterator[None]:
-        """Guard one statement; QueryTimeout if the watchdog had to interrupt it."""
-        if self._seconds is None:
-            yield
-            return
+        """Guard one statement; QueryTimeout if the watchdog had to interrupt it,
+        KeyboardInterrupt if Ctrl-C did (the engine's own "interrupted" error is replaced)."""
         with self._cond:
-            self._fired = False
-            self._deadline = time.monotonic() + self._seconds
-            self._cond.notify()
+            self._fired = self._cancelled = False
+            if self._seconds is not None:
+                self._deadline = time.monotonic() + self._seconds
+                self._cond.notify()
         try:
             yield
-        except Exception:
+        except Exception as exc:
+            # DuckDB runs the Python handler itself and wraps its KeyboardInterrupt
+            if self._cancelled or isinstance(exc.__cause__, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
             if self._fired:
                 raise QueryTimeout(f"statement stopped after the {self._seconds:g} s timeout") from None
             raise
@@ -53,7 +70,14 @@ class Watchdog:
             with self._cond:
                 self._deadline = None
 
+    def cancel(self) -> None:
+        """Interrupt the running statement now (Ctrl-C); any thread may call it."""
+        self._cancelled = True
+        self._interrupt()
+
     def close(self) -> None:
+        with _OPEN_LOCK:
+            _OPEN.discard(self)
         with self._cond:
             self._closed = True
             self._cond.notify()
@@ -73,3 +97,45 @@ class Watchdog:
                 self._fired = True
                 self._deadline = None
                 self._interrupt()
+
+
+def interrupt_all() -> int:
+    """Interrupt the running statement (if any) of every open embedded connection; returns
+    how many connections were asked. Safe to call from any thread."""
+    with _OPEN_LOCK:
+        watchdogs = list(_OPEN)
+    for watchdog in watchdogs:
+        watchdog.cancel()
+    return len(watchdogs)
+
+
+@contextmanager
+def interrupt_on_signals(signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
+    """While inside, any of `signals` also interrupts every embedded statement at once (see
+    the module). Call from the main thread, after installing the Python handlers."""
+    receiver, sender = socket.socketpair()
+    sender.setblocking(False)
+    previous = signal.set_wakeup_fd(sender.fileno(), warn_on_full_buffer=False)
+    wanted = {int(s) for s in signals}
+
+    def watch() -> None:
+        while True:
+            try:
+                data = receiver.recv(64)
+            except OSError:
+                return
+            if not data:  # closed: leaving the context
+                return
+            if wanted.intersection(data):
+                interrupt_all()
+
+    thread = threading.Thread(target=watch, name="tdebench-signal-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous)
+        sender.close()
+        receiver.shutdown(socket.SHUT_RDWR)
+        thread.join()
+        receiver.close()
