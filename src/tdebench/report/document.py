@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tdebench.report import findings, plots, tables
+from tdebench.report import crud, findings, plots, tables
 from tdebench.report.records import SummaryRecord
 from tdebench.store import RunData
 
@@ -31,10 +31,12 @@ class Report:
     ciphers: tables.Table
     environment: tables.Table
     noisy: tables.Table
+    crud: crud.CrudSection | None = None  # only for runs of the crud workload
 
     @property
     def figures(self) -> list[plots.Figure]:
-        return self.overhead_figures + self.query_figures + self.resource_figures
+        return (self.overhead_figures + self.query_figures + self.resource_figures
+                + (self.crud.figures if self.crud else []))
 
 
 def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
@@ -58,4 +60,5 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         ciphers=tables.cipher_table(run),
         environment=tables.environment_table(run),
         noisy=tables.noisy_table(records),
+        crud=crud.section(records),
     )

@@ -79,7 +79,7 @@ def overview(run: RunData) -> Overview:
 def smallest_p(n1: int, n2: int) -> float:
     """The smallest two-sided exact Mann–Whitney U p-value possible with these group sizes:
     when it is not below 0.05, no result can be significant however large the effect."""
-    return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+    return min(1.0, 2 / math.comb(n1 + n2, n1))  # int / int: 0.0, not OverflowError, for large groups
 
 
 def _n_text(n_treatment: int, n_baseline: int) -> str:

@@ -55,6 +55,10 @@ def render(report: Report) -> str:
     lines += section(report.cipher_context.title, table(report.cipher_context))
     lines += section("Per-query", [line for plot in report.query_figures for line in figure(plot)]
                      or ["_No query tests._", ""])
+    if report.crud:
+        lines += section(report.crud.operations.title, table(report.crud.operations)
+                         + [line for plot in report.crud.figures for line in figure(plot)])
+        lines += section(report.crud.latency.title, table(report.crud.latency))
     lines += section(report.resources.title, table(report.resources)
                      + [line for plot in report.resource_figures for line in figure(plot)])
     for block in (report.sizes, report.verdicts, report.ciphers, report.environment, report.noisy):

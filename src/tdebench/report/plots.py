@@ -187,3 +187,59 @@ def resource_plots(samples: list[Sample]) -> list[Figure]:
         cpu.set_title(title)
         figures.append(Figure(title, _file_name("resources", engine, workload, f"sf{scale:g}"), _png(figure)))
     return figures
+
+
+def _plain_log_axis(axis) -> None:
+    """Plain numbers (0.1, 1, 10, 1,000), not 10^x, and no labels on a log axis's minor ticks."""
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.10g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def scaling_plots(records: list[SummaryRecord], workload: str, tests: tuple[str, ...], step: str,
+                  x_label: str) -> list[Figure]:
+    """Seed 000's scaling figures: per engine, one panel per test with the median elapsed time
+    of its `step` (95% CI as error bars) against the scale, one line per encryption."""
+    points: dict[str, dict[str, dict[str, list[tuple[float, float, float, float]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    for record in records:
+        cell, summary = record.cell, record.summary
+        if (cell.workload, cell.step, cell.metric) == (workload, step, "elapsed_s") and cell.test in tests:
+            points[cell.engine][cell.test][cell.encryption].append(
+                (cell.scale, summary.median * 1000, (summary.median - summary.ci_low) * 1000,
+                 (summary.ci_high - summary.median) * 1000))
+    figures = []
+    for engine, by_test in sorted(points.items()):
+        shown = [test for test in tests if test in by_test]
+        columns = min(3, len(shown))
+        rows = -(-len(shown) // columns)
+        figure = MplFigure(figsize=(WIDTH_INCHES, 0.8 + 2.8 * rows), dpi=DPI)
+        FigureCanvasAgg(figure)
+        grid = figure.subplots(rows, columns, squeeze=False)
+        encryptions = sorted({enc for by_enc in by_test.values() for enc in by_enc}, key=lambda e: (e != BASELINE, e))
+        colours = colormaps["tab10" if len(encryptions) <= 10 else "tab20"]
+        for axes, test in zip(grid.flat, shown):
+            for index, encryption in enumerate(encryptions):
+                if by_test[test].get(encryption):
+                    x, y, below, above = (np.array(column) for column in zip(*sorted(by_test[test][encryption])))
+                    axes.errorbar(x, y, yerr=np.vstack([below, above]), color=colours(index), marker="o",
+                                  markersize=3, linewidth=1.2, capsize=2, label=encryption)
+            scales = [scale for by_enc in by_test[test].values() for scale, *_ in by_enc]
+            if needs_log_scale(scales):
+                axes.set_xscale("log")
+            _plain_log_axis(axes.xaxis)
+            if needs_log_scale([median for by_enc in by_test[test].values() for _, median, *_ in by_enc]):
+                axes.set_yscale("log")
+                _plain_log_axis(axes.yaxis)
+            else:
+                axes.set_ylim(bottom=0)  # a linear time axis from zero, so a gap looks as big as it is
+            axes.set_title(test, fontsize="medium")
+            axes.set_xlabel(x_label, fontsize="small")
+            axes.set_ylabel("median elapsed (ms)", fontsize="small")
+            axes.grid(alpha=0.3)
+        for axes in list(grid.flat)[len(shown):]:
+            axes.set_visible(False)
+        grid.flat[0].legend(fontsize="small")
+        title = f"{engine} · {workload}: elapsed time by {x_label} (median, 95% CI)"
+        figure.suptitle(title)
+        figures.append(Figure(title, _file_name("scaling", engine, workload), _png(figure)))
+    return figures

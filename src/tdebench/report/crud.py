@@ -1,0 +1,145 @@
+"""The crud workload's part of the report: every operation by table size (seed 000's tables),
+the seeds' scaling figures, and the point lookups' latency distribution.
+
+Every figure is a summary record, as in every other table: medians over the repetitions,
+bootstrap intervals and overheads against `none` (stats.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from tdebench.report import plots
+from tdebench.report.records import BASELINE, SummaryRecord
+from tdebench.report.tables import MIB, Column, Table, number, p_value, percent, text
+from tdebench.workloads.crud.workload import LATENCY_METRICS, OPERATIONS, POINT, STEP
+
+WORKLOAD = "crud"
+TESTS = tuple(OPERATIONS)
+
+
+@dataclass(frozen=True)
+class CrudSection:
+    operations: Table
+    latency: Table
+    figures: list[plots.Figure]
+
+
+def section(records: list[SummaryRecord]) -> CrudSection | None:
+    """The section, or None when the run has no crud operation to show."""
+    if not any(record.cell.workload == WORKLOAD and record.cell.test in TESTS for record in records):
+        return None
+    return CrudSection(operations=operations_table(records), latency=latency_table(records),
+                       figures=plots.scaling_plots(records, WORKLOAD, TESTS, STEP, "rows in the table"))
+
+
+def _rows(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:,.0f}"
+
+
+def _num(key: str, header: str, fmt=number) -> Column:
+    return Column(key, header, fmt, numeric=True)
+
+
+def _interval(low: float, high: float) -> str:
+    return "–" if math.isnan(low) else f"[{percent(low)}, {percent(high)}]"
+
+
+def operations_table(records: list[SummaryRecord]) -> Table:
+    """One row per engine, encryption, table size and operation of the crud workload: the
+    median time with its overhead against `none`, CPU, seed 000's throughput, I/O and the
+    database's size (crud.csv: no rows for a run without crud)."""
+    by_cell = {record.cell: record for record in records}
+
+    def median(record: SummaryRecord, metric: str) -> float | None:
+        other = by_cell.get(dataclasses.replace(record.cell, metric=metric))
+        return other.summary.median if other else None
+
+    def scaled(value: float | None, factor: float) -> float | None:
+        return None if value is None else value * factor
+
+    rows = []
+    for record in records:
+        cell, summary, compared = record.cell, record.summary, record.overhead
+        if (cell.workload, cell.step, cell.metric) != (WORKLOAD, STEP, "elapsed_s") or cell.test not in TESTS:
+            continue
+        processed = median(record, "processed_bytes")
+        rows.append({
+            "engine": cell.engine, "encryption": cell.encryption, "table_rows": cell.scale,
+            "operation": cell.test, "rows": median(record, "rows"), "n": summary.n,
+            "median_ms": summary.median * 1000,
+            "overhead_pct": compared.pct if compared else None,
+            "overhead_ci": _interval(compared.ci_low, compared.ci_high) if compared else None,
+            "p_value": compared.p_value if compared else None,
+            "cpu_ms": scaled(median(record, "cpu_s"), 1000),
+            "mb_per_s": processed / summary.median / MIB if processed and summary.median > 0 else None,
+            "read_mib": scaled(median(record, "read_bytes"), 1 / MIB),
+            "written_mib": scaled(median(record, "write_bytes"), 1 / MIB),
+            "size_before_mib": scaled(median(record, "size_before_bytes"), 1 / MIB),
+            "size_after_mib": scaled(median(record, "size_after_bytes"), 1 / MIB),
+            "noisy": summary.noisy,
+        })
+    rows.sort(key=lambda row: (row["engine"], row["table_rows"], TESTS.index(row["operation"]),
+                               row["encryption"] != BASELINE, row["encryption"]))
+    columns = (Column("engine", "engine"), Column("encryption", "encryption"),
+               _num("table_rows", "table rows", _rows), Column("operation", "operation"),
+               _num("rows", "rows", _rows), _num("n", "n", text), _num("median_ms", "median (ms)"),
+               _num("overhead_pct", "vs none", percent), _num("overhead_ci", "95% CI", text),
+               _num("p_value", "p", p_value), _num("cpu_ms", "CPU (ms)"), _num("mb_per_s", "MB/s"),
+               _num("read_mib", "read (MiB)"), _num("written_mib", "written (MiB)"),
+               _num("size_before_mib", "size before (MiB)"), _num("size_after_mib", "size after (MiB)"),
+               Column("noisy", "noisy"))
+    return Table(
+        "CRUD operations by table size", columns, rows,
+        intro=("Each operation measured alone, median over the repetitions: select, insert, update "
+               "and delete of k rows (the plan's operation_fraction of the table), all point "
+               "lookups together, and a full scan; the overhead against no encryption on the same "
+               "engine and table size with its 95% bootstrap CI and Mann–Whitney U p."),
+        note=("Rows: rows returned or changed, as counted by the check after the operation. MB/s: "
+              "seed 000's throughput, bytes processed ÷ median elapsed ÷ 1024², where bytes "
+              "processed = rows × the table's average logical row size (4 bytes per INTEGER, 8 "
+              "per BIGINT, the length of every text). CPU, read and written: the engine's "
+              "processes (storage I/O; zero when the page cache served it). Size before and "
+              "after: every file of the database just before and after the operation."))
+
+
+def latency_table(records: list[SummaryRecord]) -> Table:
+    """The distribution of single point-lookup times: each trial's p50, p90, p99, max and mean,
+    as medians over the repetitions, with the p50's and p99's overheads against `none`."""
+    by_config: dict[tuple[str, str, float], dict[str, SummaryRecord]] = defaultdict(dict)
+    for record in records:
+        cell = record.cell
+        if (cell.workload, cell.test) == (WORKLOAD, "lookup") and (cell.step, cell.metric) in (
+                *((POINT, metric) for metric in LATENCY_METRICS), (STEP, "rows")):
+            by_config[(cell.engine, cell.encryption, cell.scale)][cell.metric] = record
+    rows = []
+    for (engine, encryption, scale), figures in by_config.items():
+        if "p50_elapsed_s" not in figures:
+            continue
+        row: dict = {"engine": engine, "encryption": encryption, "table_rows": scale,
+                     "lookups": figures["rows"].summary.median if "rows" in figures else None,
+                     "n": figures["p50_elapsed_s"].summary.n}
+        for metric in LATENCY_METRICS:
+            row[metric] = figures[metric].summary.median * 1e6 if metric in figures else None
+        for metric in ("p50_elapsed_s", "p99_elapsed_s"):
+            compared = figures[metric].overhead if metric in figures else None
+            row[f"{metric}_overhead"] = compared.pct if compared else None
+            row[f"{metric}_ci"] = _interval(compared.ci_low, compared.ci_high) if compared else None
+        rows.append(row)
+    rows.sort(key=lambda row: (row["engine"], row["table_rows"], row["encryption"] != BASELINE, row["encryption"]))
+    columns = (Column("engine", "engine"), Column("encryption", "encryption"),
+               _num("table_rows", "table rows", _rows), _num("lookups", "lookups", _rows), _num("n", "n", text),
+               _num("p50_elapsed_s", "p50 (µs)"), _num("p50_elapsed_s_overhead", "p50 vs none", percent),
+               _num("p50_elapsed_s_ci", "95% CI", text), _num("p90_elapsed_s", "p90 (µs)"),
+               _num("p99_elapsed_s", "p99 (µs)"), _num("p99_elapsed_s_overhead", "p99 vs none", percent),
+               _num("p99_elapsed_s_ci", "95% CI", text), _num("max_elapsed_s", "max (µs)"),
+               _num("mean_elapsed_s", "mean (µs)"))
+    return Table("Point lookup latency", columns, rows,
+                 note=("Every lookup by id is timed alone; each trial keeps the percentiles, "
+                       "maximum and mean of its lookups' times, and these are medians over the "
+                       "repetitions (n), with the overhead against no encryption and its 95% "
+                       "bootstrap CI."),
+                 empty="No point lookups were measured in this run.")
