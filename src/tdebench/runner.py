@@ -172,7 +172,10 @@ class Runner:
         ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=key.scale,
                          streams=spec.workload.streams, data_dir=self.data_dir, seed=self.plan.seed,
                          query_timeout_s=spec.workload.query_timeout_s, options=spec.workload.option_values(),
-                         go_cold=go_cold if self.plan.cache == "cold" else None)
+                         go_cold=go_cold if self.plan.cache == "cold" else None,
+                         provision=engine.provision, canaries=tuple(facts.canaries), markers=tuple(facts.markers),
+                         new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"),
+                         connection_closed=lambda: setattr(facts, "connection_closed", True))
         expected = "plaintext" if encryption.is_baseline else "encrypted"
         start = self.clock.now_ns()
         error, verdict = "", None
@@ -185,6 +188,8 @@ class Runner:
             error = f"{type(exc).__name__}: {exc}"
             if secret is not None:
                 error = secret.scrub(error)
+            if database.key is not None:  # a workload may have changed the key (maintenance: rekey)
+                error = database.key.scrub(error)
         finally:
             database.close()  # also on Ctrl-C; run() then removes every workspace
         try:
@@ -224,6 +229,8 @@ class Runner:
                     self._close(conn, facts)
                     facts.cache_dropped = self._go_cold(database) and facts.cache_dropped
                     conn = database.connect()
+                else:
+                    conn = self._reopened(conn, database, facts)
                 workload.run(test, ctx, conn, warmup=False)
         finally:
             self._close(conn, facts)

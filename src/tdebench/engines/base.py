@@ -112,6 +112,26 @@ class QueryTimeout(RuntimeError):
     """A statement ran past the connection's timeout and was stopped by the engine."""
 
 
+class NotSupported(RuntimeError):
+    """The engine cannot do this maintenance operation (e.g. change the key of MariaDB's
+    `file_key_management`). `method` names what would do it; the message says why. Workloads
+    record it as "unsupported", never as a number."""
+
+    def __init__(self, method: str, reason: str) -> None:
+        super().__init__(reason)
+        self.method = method
+
+
+@dataclass(frozen=True)
+class SensitiveColumns:
+    """Columns of one table that a column-level encryption seals (see `Database.seal_columns`);
+    `key` names the (never sensitive) columns that identify a row."""
+
+    table: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+
+
 class Connection(Protocol):
     """The small part of a DB-API connection that workloads use."""
 
@@ -210,6 +230,54 @@ class Database(ABC):
                 conn.executemany(insert, batch)
         finally:
             reader.close()
+
+    # -- maintenance: encrypting an existing database, changing its key ----------------------
+
+    def encrypt_existing(self, source: Database, sensitive: Sequence[SensitiveColumns] = ()) -> str:
+        """Instead of `create()`: turn `source` — a loaded database of the same engine with
+        encryption `none`, provisioned in this database's workspace and closed (at rest) —
+        into this database, encrypted with this database's encryption and key. Afterwards
+        this database can `connect()` and `source` must not be used again. `sensitive` names
+        what a column-level encryption seals (ignored by the other layers). Returns the
+        method's name (the step it is recorded as); NotSupported when the engine has none.
+        By default `_reencrypt` from no key to this database's."""
+        self._check_source(source)
+        assert self.key is not None
+        return self._reencrypt(None, self.key)
+
+    def rekey(self, new_key: Secret) -> str:
+        """Change the key of this encrypted database (every connection closed) to `new_key`;
+        afterwards `connect()` uses it and the old key opens nothing. Returns the method's
+        name; NotSupported when the engine cannot. Errors are scrubbed of both keys.
+        By default `_reencrypt` from the old key to the new."""
+        if self.key is None:
+            raise NotSupported("rekey", "an unencrypted database has no key to change")
+        method = self._reencrypt(self.key, new_key)
+        self.key = new_key
+        return method
+
+    def _reencrypt(self, old: Secret | None, new: Secret) -> str:
+        """For engines that encrypt a plaintext database and change a key the same way: rewrite
+        this database's files from `old` (None: plaintext) to `new`; returns the method's name."""
+        raise NotSupported("encrypt-existing" if old is None else "rekey",
+                           f"{type(self).__name__} cannot re-encrypt its files")
+
+    def opens_with(self, key: Secret) -> bool:
+        """Whether `key` opens this database (every connection closed; it may be left closed):
+        the check after `rekey` that the old key is refused and the new one works."""
+        raise NotSupported("rekey", f"{type(self).__name__} cannot be opened with another key")
+
+    def _check_source(self, source: Database) -> None:
+        """`encrypt_existing`'s precondition: an unencrypted database of the same kind in this
+        workspace, and an encryption (and key) to turn it into."""
+        if not source.encryption.is_baseline or self.encryption.is_baseline:
+            raise ValueError(f"encrypt_existing turns an unencrypted database into an encrypted one, "
+                             f"not {source.encryption.name} into {self.encryption.name}")
+        if type(source) is not type(self) or source.workspace != self.workspace:
+            raise ValueError(f"encrypt_existing needs a {type(self).__name__} in {self.workspace}, "
+                             f"not a {type(source).__name__} in {source.workspace}")
+        if self.key is None:
+            raise ValueError("encrypt_existing needs the key to encrypt with")
 
     def close(self) -> None:
         """Release anything the database holds outside its connections (servers: stop)."""

@@ -8,6 +8,7 @@ extension is loaded from its PyPI wheel (`duckdb-extension-httpfs`), never downl
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +124,62 @@ class DuckDBDatabase(Database):
         while self._instance is not None and self._open > 0:
             self._release()
 
+    # -- maintenance: encrypting an existing database, changing its key ----------------------
+
+    def opens_with(self, key: Secret) -> bool:
+        instance = self._bare_instance()
+        try:
+            instance.execute(f"ATTACH {_quoted(self.path)} AS probe (READ_ONLY{self._key_options(key)})")
+            instance.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'probe'").fetchall()
+        except Exception:  # duckdb raises its generic errors for a wrong key
+            return False
+        finally:
+            instance.close()
+        return True
+
+    def _reencrypt(self, old: Secret | None, new: Secret) -> str:
+        """DuckDB cannot encrypt a file in place: the database (plaintext, or under the old key)
+        is copied into a new file with the new key (`ATTACH … (ENCRYPTION_KEY …)` + `COPY FROM
+        DATABASE`: tables, keys, indexes, views), which then replaces it. The old file is
+        deleted, not shredded."""
+        if self._instance is not None:
+            raise RuntimeError("close every connection before copying the database")
+        partial = self.path.with_name(self.path.name + ".partial")
+        instance = self._bare_instance()
+        try:
+            instance.execute(f"ATTACH {_quoted(self.path)} AS source (READ_ONLY{self._key_options(old)})")
+            instance.execute(f"ATTACH {_quoted(partial)} AS target ({self._key_options(new).lstrip(', ')})")
+            instance.execute("COPY FROM DATABASE source TO target")
+            instance.execute("DETACH target")
+            instance.execute("DETACH source")
+        except Exception as exc:
+            partial.unlink(missing_ok=True)
+            message = new.scrub(old.scrub(str(exc)) if old else str(exc))
+            raise RuntimeError(f"duckdb could not copy {self.path.name}: {message}") from None
+        finally:
+            instance.close()
+        os.replace(partial, self.path)
+        return "copy-database"
+
+    def _bare_instance(self) -> Any:
+        """An in-memory DuckDB with httpfs (for OpenSSL) loaded and nothing attached."""
+        import duckdb
+
+        from tdebench.workloads.tpch.extension import extension_path
+
+        self.temp_directory.mkdir(parents=True, exist_ok=True)
+        instance = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                                      "autoload_known_extensions": False,
+                                                      "temp_directory": str(self.temp_directory)})
+        instance.execute(f"LOAD '{extension_path('httpfs')}'")
+        return instance
+
+    def _key_options(self, key: Secret | None) -> str:
+        """", ENCRYPTION_KEY …, ENCRYPTION_CIPHER …" for ATTACH, or "" without a key."""
+        if key is None:
+            return ""
+        return f", ENCRYPTION_KEY '{key.hex()}', ENCRYPTION_CIPHER '{_CIPHERS[self.encryption.name]}'"
+
 
 class DuckDBEngine(Engine):
     name = "duckdb"
@@ -156,3 +213,8 @@ class DuckDBEngine(Engine):
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key)
+
+
+def _quoted(path: Path) -> str:
+    """A path as a DuckDB string literal."""
+    return "'" + str(path).replace("'", "''") + "'"

@@ -28,7 +28,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from tdebench.engines.base import NONE, Availability, Connection, Database, Encryption
+from tdebench.engines.base import NONE, Availability, Connection, Database, Encryption, SensitiveColumns
 from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool
 from tdebench.keys import Secret
 
@@ -57,6 +57,7 @@ FS_ENCRYPTIONS: tuple[Encryption, ...] = (
 _INIT_FLAGS = {"fs-aes-256-gcm": [], "fs-xchacha20-poly1305": ["-xchacha"]}
 _READY = b"Filesystem mounted and ready."
 _UNMOUNT_TRIES = 50  # x 0.1 s while the mount is busy, then a lazy unmount
+_COPY_TIMEOUT_S = 24 * 3600.0  # copying a large database into a mount takes a while; a hung copy must end
 
 
 def fs_availability() -> Availability:
@@ -133,6 +134,10 @@ class GocryptfsDatabase(Database):
             path.unlink(missing_ok=True)
 
     def create(self) -> None:
+        self._set_up(lambda inner: inner.create())
+
+    def _set_up(self, make: Callable[[Database], None]) -> None:
+        """A new cipher directory with this key, mounted, and the engine's database made in it by `make`."""
         self.cipher_dir.mkdir(parents=True, exist_ok=True)
         self.mount_point.mkdir(parents=True, exist_ok=True)
         with self.passfile() as password:
@@ -141,7 +146,7 @@ class GocryptfsDatabase(Database):
         try:
             self._mount()
             self._inner().workspace.mkdir(parents=True, exist_ok=True)
-            self._inner().create()
+            make(self._inner())
         except BaseException:
             self.close()
             raise
@@ -232,3 +237,63 @@ class GocryptfsDatabase(Database):
         if self._gocryptfs is not None:
             processes += self._gocryptfs.processes()
         return processes
+
+    # -- maintenance: encrypting an existing database, changing its key ----------------------
+
+    def encrypt_existing(self, source: Database, sensitive: Sequence[SensitiveColumns] = ()) -> str:
+        """A new cipher directory with this key, mounted, and everything in the unencrypted
+        database's workspace copied into the engine's directory inside the mount (`cp -a`:
+        modes and owners kept, so a server finds its files as it left them); the originals are
+        then deleted (not shredded: their blocks stay on the disk until overwritten)."""
+        inner = self._inner()
+        if (type(source) is not type(inner) or source.workspace != self.workspace
+                or not source.encryption.is_baseline):
+            raise ValueError(f"the fs layer encrypts an unencrypted {type(inner).__name__} in {self.workspace}, "
+                             f"not a {source.encryption.name} {type(source).__name__} in {source.workspace}")
+        own = {self.cipher_dir.name, self.mount_point.name, self.log.name}
+        originals = sorted(p for p in source.workspace.iterdir() if p.name not in own)
+        self._set_up(lambda database: self._move_into(originals, database.workspace))
+        return "copy-into-mount"
+
+    def _move_into(self, originals: list[Path], directory: Path) -> None:
+        owner = originals[0].parent.stat() if originals else directory.stat()
+        os.chown(directory, owner.st_uid, owner.st_gid)
+        for path in originals:
+            run_tool(["cp", "-a", str(path), str(directory / path.name)], self.log, timeout=_COPY_TIMEOUT_S)
+        for path in originals:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+    def rekey(self, new_key: Secret) -> str:
+        """`gocryptfs -passwd`: the master key in gocryptfs.conf is wrapped again, under the new
+        password (scrypt). The data stays encrypted with the same master key: this is not a
+        re-encryption, and whoever kept the master key (or the old gocryptfs.conf with the old
+        password) can still read the data. Works while mounted; both passwords go in on stdin."""
+        assert self.key is not None, "an encrypted file system has a key"
+        old = self.key
+        done = subprocess.run(["gocryptfs", "-passwd", str(self.cipher_dir)], input=f"{old.hex()}\n{new_key.hex()}\n",
+                              capture_output=True, text=True, timeout=120, check=False)
+        output = new_key.scrub(old.scrub(done.stdout + done.stderr))
+        with self.log.open("a") as log:
+            log.write(output)
+        if done.returncode != 0:
+            raise ServerError(f"gocryptfs -passwd exited with {done.returncode}: {output.strip()}")
+        (self.cipher_dir / "gocryptfs.conf.bak").unlink(missing_ok=True)  # would hold the old wrapping
+        self.key = new_key
+        return "rewrap-master-key"
+
+    def opens_with(self, key: Secret) -> bool:
+        """Whether gocryptfs mounts the cipher directory with `key` (the database is closed
+        first and left closed)."""
+        self.close()
+        current, self.key = self.key, key
+        try:
+            self._mount()
+        except ServerError:  # gocryptfs exits: "Password incorrect."
+            return False
+        finally:
+            self.key = current
+            self._unmount()
+        return True

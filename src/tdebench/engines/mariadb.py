@@ -40,7 +40,7 @@ from typing import Any
 import psutil
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
-                                   EncryptionNotActive, Engine, QueryTimeout,
+                                   EncryptionNotActive, Engine, NotSupported, QueryTimeout, SensitiveColumns,
                                    parquet_to_csv, qmark_to_format)
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.server import ServerError, ServerProcess, free_port, run_tool, start_on_free_port
@@ -56,6 +56,13 @@ _NOTES = ("InnoDB tablespaces incl. system tablespace (undo, doublewrite), redo 
 _TIMEOUT_ERROR = 1969  # ER_STATEMENT_TIMEOUT: "max_statement_time exceeded"
 _SOCKET_MAX = 100  # sun_path holds 108 bytes; long workspace paths put the socket elsewhere
 _SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin"])
+# encrypting an existing database: the threads' page budget (pages/s) and how long to wait for them
+_CONVERSION_IOPS = 100_000
+_CONVERSION_WAIT_S = 24 * 3600.0
+KEY_ROTATION_UNSUPPORTED = (
+    "MariaDB's file_key_management plugin has one key per key id and no key versions, so InnoDB cannot "
+    "re-encrypt to a new key (key rotation needs a key management plugin with key versions, e.g. "
+    "hashicorp_key_management)")
 
 
 def _binary(name: str) -> str | None:
@@ -364,6 +371,39 @@ class MariaDBDatabase(Database):
             staging.unlink(missing_ok=True)
         if loaded != written:
             raise RuntimeError(f"mariadb loaded {loaded} of {written} rows into {table}")
+
+    # -- maintenance: encrypting an existing database, changing its key ----------------------
+
+    def encrypt_existing(self, source: Database, sensitive: Sequence[SensitiveColumns] = ()) -> str:
+        """Start the plaintext data directory with this encryption's configuration (key file,
+        `innodb_encrypt_tables=FORCE`, redo log encryption, which InnoDB applies by rewriting
+        the redo log at start) and let InnoDB's background encryption threads encrypt every
+        existing tablespace until `INNODB_TABLESPACES_ENCRYPTION` shows all done. Chosen over
+        `ALTER TABLE … ENCRYPTED=YES`, which rebuilds only the user tables and leaves the system
+        tablespace (undo log, doublewrite buffer) plaintext. For the conversion the threads are
+        raised to one per core and their page budget (`innodb_encryption_rotation_iops`,
+        default 100 pages/s) is lifted, as a team encrypting a large database would do; then
+        they go back to the trial's settings. Aria system tables created before (`mysql.*`:
+        accounts and privileges, no user data) stay unencrypted until rebuilt."""
+        self._check_source(source)
+        self._start()
+        conn = self._raw_connect(database=None)
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT @@innodb_encryption_threads, @@innodb_encryption_rotation_iops")
+                threads, iops = cursor.fetchone()
+                cursor.execute(f"SET GLOBAL innodb_encryption_rotation_iops = {_CONVERSION_IOPS}")
+                cursor.execute(f"SET GLOBAL innodb_encryption_threads = {os.cpu_count() or 1}")
+            self.encryption_state(wait_s=_CONVERSION_WAIT_S)
+            with conn.cursor() as cursor:
+                cursor.execute(f"SET GLOBAL innodb_encryption_threads = {int(threads)}")
+                cursor.execute(f"SET GLOBAL innodb_encryption_rotation_iops = {int(iops)}")
+        finally:
+            conn.close()
+        return "encryption-threads"
+
+    def rekey(self, new_key: Secret) -> str:
+        raise NotSupported("key-rotation", KEY_ROTATION_UNSUPPORTED)
 
 
 def _required(name: str) -> str:

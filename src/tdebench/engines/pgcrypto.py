@@ -18,6 +18,7 @@ ANALYZE, …) run with the sealed schema first on the search path (see `stored_t
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 
 from tdebench.engines.base import Connection, Encryption, EncryptionNotActive
@@ -57,8 +58,9 @@ def set_key_statement() -> str:
     return f"SELECT set_config('{KEY_SETTING}', ?, false)"
 
 
-def seal(conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[str]) -> None:
-    """Seal the `sensitive` columns of the empty table `public.<table>` (see the module)."""
+def seal(conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[str], existing: bool = False) -> None:
+    """Seal the `sensitive` columns of the empty table `public.<table>` (see the module); with
+    `existing`, of a loaded one: its values are encrypted in place, in one rewrite of the table."""
     columns = conn.execute(
         "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
         "WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
@@ -81,7 +83,9 @@ def seal(conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[s
     function = f"{SCHEMA}.{table}_write"
     statements = [
         f"ALTER TABLE public.{table} SET SCHEMA {SCHEMA}",
-        *(f"ALTER TABLE {stored} ALTER COLUMN {c} TYPE bytea USING NULL" for c in sensitive),
+        f"ALTER TABLE {stored} " + ", ".join(
+            f"ALTER COLUMN {c} TYPE bytea USING " + (f"pgp_sym_encrypt({c}::text, {_KEY}, '{_OPTIONS}')"
+                                                     if existing else "NULL") for c in sensitive),
         f"CREATE VIEW public.{table} AS SELECT {', '.join(plain(n, t) for n, t in columns)} FROM {stored}",
         f"""CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -106,11 +110,7 @@ def state(conn: Connection) -> str:
     """What the database itself holds: every value of every sealed column starts like an
     OpenPGP message encrypted with AES-256 under a salted SHA-256 key. Raises
     EncryptionNotActive if one does not, or if nothing is sealed."""
-    columns = conn.execute(
-        "SELECT c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-        "JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = ? AND c.relkind = 'r' AND a.atttypid = 'bytea'::regtype AND NOT a.attisdropped "
-        "ORDER BY 1, 2", [SCHEMA])
+    columns = _sealed_columns(conn)
     if not columns:
         raise EncryptionNotActive("column encryption sealed no column: the workload named no sensitive column")
     values = 0
@@ -124,3 +124,61 @@ def state(conn: Connection) -> str:
     tables = len({table for table, _ in columns})
     return (f"pgcrypto: {len(columns)} columns of {tables} tables sealed, "
             f"{values:,} values, each an AES-256 OpenPGP message")
+
+
+def _sealed_columns(conn: Connection) -> list[tuple[str, str]]:
+    """(table, column) of every sealed column: the bytea columns of the sealed schema's tables."""
+    return [(str(table), str(column)) for table, column in conn.execute(
+        "SELECT c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = ? AND c.relkind = 'r' AND a.atttypid = 'bytea'::regtype AND NOT a.attisdropped "
+        "ORDER BY 1, 2", [SCHEMA])]
+
+
+# -- maintenance: sealing loaded tables, changing the key ---------------------------------------
+
+
+def reseal(conn: Connection, old_key: str, new_key: str) -> None:
+    """Every sealed value decrypted with `old_key` and encrypted with `new_key`, one UPDATE per
+    table with the keys as bound parameters; then `retire` rewrites the tables (the old row
+    versions, under the old key, go with the old files) and the WAL written before."""
+    by_table: dict[str, list[str]] = {}
+    for table, column in _sealed_columns(conn):
+        by_table.setdefault(table, []).append(column)
+    for table, columns in by_table.items():
+        sets = ", ".join(f"{c} = pgp_sym_encrypt(pgp_sym_decrypt({c}, ?), ?, '{_OPTIONS}')" for c in columns)
+        conn.execute(f"UPDATE {SCHEMA}.{table} SET {sets}", [k for _ in columns for k in (old_key, new_key)])
+    retire(conn, [f"{SCHEMA}.{table}" for table in by_table])
+
+
+def retire(conn: Connection, rewrite: Sequence[str]) -> None:
+    """After values were sealed or resealed in place, remove what still holds them as they
+    were: the tables in `rewrite` are rewritten (VACUUM FULL: dead row versions stay in a
+    table's pages otherwise), and the WAL written so far is deleted by a checkpoint after a WAL
+    switch, with `wal_recycle` off meanwhile (recycling would keep old segments, contents and
+    all, under new names). Dropped or rewritten files are truncated at commit by PostgreSQL."""
+    for table in rewrite:
+        conn.execute(f"VACUUM FULL {table}")
+    conn.execute("ALTER SYSTEM SET wal_recycle = off")
+    conn.execute("SELECT pg_reload_conf()")
+    deadline = time.monotonic() + 10  # the reload reaches every process, this session's included
+    while conn.execute("SELECT current_setting('wal_recycle')") != [("off",)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # the checkpointer reloads as this session did; give it the same moment
+    conn.execute("SELECT pg_switch_wal()")
+    conn.execute("CHECKPOINT")
+    conn.execute("ALTER SYSTEM RESET wal_recycle")
+    conn.execute("SELECT pg_reload_conf()")
+
+
+def key_opens(conn: Connection) -> bool:
+    """Whether the session's key decrypts a sealed value (the first one found)."""
+    for table, column in _sealed_columns(conn):
+        try:
+            rows = conn.execute(f"SELECT pgp_sym_decrypt({column}, {_KEY}) FROM {SCHEMA}.{table} "
+                                f"WHERE {column} IS NOT NULL LIMIT 1")
+        except Exception:  # psycopg's "Wrong key or corrupt data"
+            return False
+        if rows:
+            return True
+    raise EncryptionNotActive("no sealed value to try a key on")

@@ -31,7 +31,8 @@ from typing import Any
 import psutil
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
-                                   Encryption, QueryTimeout, parquet_to_csv, qmark_to_format)
+                                   Encryption, NotSupported, QueryTimeout, SensitiveColumns, parquet_to_csv,
+                                   qmark_to_format)
 from tdebench.engines import pgcrypto
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, run_tool, start_on_free_port,
@@ -237,6 +238,55 @@ class PostgresDatabase(Database):
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = None
+
+    # -- maintenance: encrypting an existing database, changing its key ----------------------
+
+    def encrypt_existing(self, source: Database, sensitive: Sequence[SensitiveColumns] = ()) -> str:
+        """Column layer, in place: each loaded table with `sensitive` columns moves behind its
+        decrypting view as `seal_columns` would have put it, its values encrypted in one
+        rewrite of the table; then what still held them in plaintext is retired: the statistics
+        gathered before (ANALYZE again, pg_statistic rewritten) and the WAL written before
+        (`pgcrypto.retire`)."""
+        self._check_source(source)
+        if not self._column_layer:
+            raise NotSupported("encrypt-existing", f"postgres has no native {self.encryption.name}")
+        conn = self.connect()
+        try:
+            conn.execute("CREATE EXTENSION pgcrypto")
+            conn.execute(f"CREATE SCHEMA {pgcrypto.SCHEMA}")
+            for table in sensitive:
+                pgcrypto.seal(conn, table.table, table.columns, table.key, existing=True)
+            conn.execute("ANALYZE")
+            pgcrypto.retire(conn, ["pg_catalog.pg_statistic"])
+        finally:
+            conn.close()
+        return "seal-columns"
+
+    def rekey(self, new_key: Secret) -> str:
+        """Column layer: every sealed value re-encrypted with the new key (`pgcrypto.reseal`)."""
+        if not self._column_layer or self.key is None:
+            raise NotSupported("rekey", f"postgres {self.encryption.name} has no key of its own")
+        old = self.key
+        conn = self.connect()
+        try:
+            pgcrypto.reseal(conn, old.hex(), new_key.hex())
+        except Exception as exc:
+            raise RuntimeError(f"postgres could not reseal: {new_key.scrub(old.scrub(str(exc)))}") from None
+        finally:
+            conn.close()
+        self.key = new_key
+        return "reseal-columns"
+
+    def opens_with(self, key: Secret) -> bool:
+        """Whether a session with `key` decrypts a sealed value."""
+        if not self._column_layer:
+            raise NotSupported("rekey", f"postgres {self.encryption.name} has no key of its own")
+        conn = self.connect()
+        try:
+            conn.execute(pgcrypto.set_key_statement(), [key.hex()])
+            return pgcrypto.key_opens(conn)
+        finally:
+            conn.close()
 
 
 _ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C"}

@@ -96,6 +96,51 @@ class SQLiteDatabase(Database):
     def plaintext_signature(self) -> tuple[int, bytes] | None:
         return _SIGNATURE
 
+    # -- maintenance: encrypting an existing database, changing its key ----------------------
+
+    def opens_with(self, key: Secret) -> bool:
+        import apsw
+
+        conn = apsw.Connection(str(self.path))
+        try:
+            self._use_key(conn, key)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        except apsw.Error:
+            return False
+        finally:
+            conn.close()
+        return True
+
+    def _reencrypt(self, old: Secret | None, new: Secret) -> str:
+        """SQLite3MC's `PRAGMA rekey`: every page (decrypted with the old key, if any) encrypted
+        with the new one, in place. On a connection of its own, out of WAL mode: SQLite3MC
+        refuses to encrypt a plaintext database in WAL mode, and in WAL mode it keeps the old
+        key salt on a rekey. The rollback journal it writes meanwhile is deleted at commit."""
+        import apsw
+
+        conn = apsw.Connection(str(self.path))
+        try:
+            if old is not None:
+                self._use_key(conn, old)
+            conn.execute("PRAGMA journal_mode = DELETE").fetchall()
+            self._use_key(conn, new, rekey=True)
+            conn.execute("PRAGMA journal_mode = WAL").fetchall()
+        except Exception as exc:
+            message = new.scrub(old.scrub(str(exc)) if old else str(exc))
+            raise RuntimeError(f"sqlite could not rekey {self.path.name}: {message}") from None
+        finally:
+            conn.close()
+        return "pragma-rekey"
+
+    def _use_key(self, conn: Any, key: Secret, rekey: bool = False) -> None:
+        """This database's cipher and `key` on `conn`: to open it, or (`rekey`) to re-encrypt it."""
+        cipher, params = _CIPHERS[self.encryption.name]
+        conn.execute(f"PRAGMA cipher = '{cipher}'")
+        for name, value in params.items():
+            conn.execute(f"PRAGMA {name} = '{value}'")
+        pragma = "hexrekey" if rekey else "hexkey"
+        conn.execute(f"PRAGMA {pragma} = '{key.hex()}'").fetchall()
+
 
 class SQLiteEngine(Engine):
     name = "sqlite"

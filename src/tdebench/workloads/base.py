@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines.base import Connection, Database
+from tdebench.engines.base import Connection, Database, Encryption
+from tdebench.keys import Secret
 from tdebench.measure.recorder import Recorder
 
 CANARY_TABLE = "tdebench_canary"
@@ -53,6 +54,15 @@ class RunContext:
     # 002 did); close every connection first, the one `run` was given included (the runner
     # opens a new one for the next run). True only if the kernel really dropped it.
     go_cold: Callable[[], bool] | None = None
+    # for workloads that need a database of their own beside the trial's (maintenance: an
+    # unencrypted copy to encrypt): `provision(workspace, encryption, key)` is the engine's
+    provision: Callable[[Path, Encryption, Secret | None], Database] | None = None
+    canaries: tuple[str, ...] = ()  # the trial's canaries and markers, for such a database
+    markers: tuple[str, ...] = ()
+    new_key: Callable[[str], Secret] | None = None  # a fresh key for a purpose (e.g. "rekey-1")
+    # tell the runner that `run` closed the connection it was given (e.g. to change the
+    # database's key, which needs it to itself); the runner opens a new one for the next run
+    connection_closed: Callable[[], None] | None = None
 
 
 class Workload(ABC):

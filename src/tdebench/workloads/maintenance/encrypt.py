@@ -1,0 +1,158 @@
+"""Encrypting an existing database: the time from a loaded, unencrypted database to the same
+data encrypted with the trial's encryption and key — the first question a team with a 500 GB
+database asks — and its throughput (database bytes / elapsed / 1024², seed 000's MB/s).
+
+Each run starts from nothing, beside the trial's own database, in `<workspace>/maintenance-encrypt`:
+
+1. an unencrypted database of the same engine is provisioned, loaded with the same TPC-H data,
+   given the trial's canaries and closed (PostgreSQL: analyzed first, so the canaries are in
+   its statistics too, as a real database's values would be);
+2. measured: the engine's `encrypt_existing` turns it into the trial's encryption with the
+   trial's key (the step is named after the method, e.g. `pragma-rekey`); `size_bytes` is the
+   unencrypted database's, every file it wrote, as in the report's database size;
+3. checked: what the engine says about its encryption (`encryption_state`), the data (row
+   counts, canaries, TPC-H Q1), an fs layer's decrypted view, and then — closed — the at-rest
+   scan of everything left in the directory, which must say `encrypted` by the runner's rules;
+4. the directory is removed.
+
+The scan's positive control is the run's `none` trials, as for every verdict: the same engine
+unencrypted, where the same scan must find the canaries. (Scanning the unencrypted copy too
+would double the scan time, which dominates a server trial at small scales.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import psutil
+
+from tdebench import verify
+from tdebench.engines.base import NONE, Database, NotSupported, SensitiveColumns
+from tdebench.measure.recorder import Recorder
+from tdebench.store import Verdict
+from tdebench.workloads.base import CANARY_TABLE, RunContext, WrongAnswer, write_canaries
+from tdebench.workloads.maintenance import checks
+from tdebench.workloads.maintenance.outcomes import FAILED, NOT_APPLICABLE, NOT_APPLICABLE_STEP, OK, UNSUPPORTED
+from tdebench.workloads.tpch import schema
+from tdebench.workloads.tpch.workload import TpchWorkload
+
+TEST = "encrypt"
+DIRECTORY = "maintenance-encrypt"
+# statistics hold column values on disk: gathered before the conversion, so it must cover them
+_ANALYZE = {"postgres": "ANALYZE"}
+
+
+def sensitive_columns() -> tuple[SensitiveColumns, ...]:
+    """What a column-level encryption seals: TPC-H's personal columns and the canary column,
+    as the runner's normal load seals them."""
+    keys = {table.name: table.primary_key for table in schema.SCHEMA}
+    return (*(SensitiveColumns(table, tuple(columns), keys[table]) for table, columns in schema.SENSITIVE.items()),
+            SensitiveColumns(CANARY_TABLE, ("canary",), ("id",)))
+
+
+def run(ctx: RunContext, *, warmup: bool) -> None:
+    target = ctx.database.encryption
+    if target.is_baseline:
+        ctx.recorder.record(TEST, NOT_APPLICABLE_STEP, {}, warmup=warmup, answer=NOT_APPLICABLE)
+        return
+    if ctx.provision is None or not ctx.canaries:
+        raise RuntimeError("the encrypt test needs the runner's provision and canaries")
+    workspace = ctx.database.workspace / DIRECTORY
+    workspace.mkdir()
+    source = ctx.provision(workspace, NONE, None)
+    database = ctx.provision(workspace, target, ctx.database.key)
+    try:
+        problems = _convert(ctx, source, database, workspace, warmup)
+    finally:
+        try:
+            database.close()
+        finally:
+            source.close()
+            shutil.rmtree(workspace, ignore_errors=True)
+    if problems:
+        raise WrongAnswer(f"encrypt ({target.name}): " + "; ".join(problems))
+
+
+def _convert(ctx: RunContext, source: Database, database: Database, workspace: Path, warmup: bool) -> list[str]:
+    before = _load(ctx, source)
+    size = source.size_bytes()
+    recorder = Recorder(ctx.recorder.store, ctx.recorder.trial, ctx.recorder.clock,
+                        processes=lambda: _processes(database))
+    try:
+        method, metrics = recorder.timed(lambda: database.encrypt_existing(source, sensitive_columns()))
+    except NotSupported as exc:
+        ctx.recorder.record(TEST, exc.method, {}, warmup=warmup, answer=UNSUPPORTED)
+        return []
+    metrics["size_bytes"] = float(size)
+    problems = _check(ctx, database, workspace, before)
+    ctx.recorder.record(TEST, method, metrics, warmup=warmup, answer=FAILED if problems else OK)
+    return problems
+
+
+def _load(ctx: RunContext, source: Database) -> checks.Contents:
+    """The unencrypted copy, loaded by the TPC-H workload (its load steps are not recorded:
+    they are not this trial's load), with the trial's canaries."""
+    quiet = dataclasses.replace(ctx, database=source,
+                                recorder=Recorder(_Discard(), ctx.recorder.trial, ctx.recorder.clock))
+    source.create()
+    conn = source.connect()
+    try:
+        TpchWorkload().load(quiet, conn)
+        write_canaries(source, conn, ctx.canaries, ctx.markers)
+        if ctx.dialect in _ANALYZE:
+            conn.execute(_ANALYZE[ctx.dialect])
+        return checks.contents(conn)
+    finally:
+        conn.close()
+        source.close()
+
+
+def _check(ctx: RunContext, database: Database, workspace: Path, before: checks.Contents) -> list[str]:
+    """Engine state, data and decrypted view while open; then the at-rest scan, closed."""
+    problems = []
+    try:
+        engine_state = database.encryption_state()
+    except Exception as exc:  # EncryptionNotActive, or the engine could not tell
+        engine_state, problems = "", [f"engine state: {exc}"]
+    conn = database.connect()
+    try:
+        after = checks.contents(conn)
+        problems += checks.differences(before, after)
+        wrong = checks.q1_problem(conn, ctx.dialect, ctx.scale)
+        problems += [wrong] if wrong else []
+    finally:
+        conn.close()
+    view = database.plaintext_view()
+    view_hits = sum(s.hits for s in verify.scan([view], ctx.canaries, view)) if view is not None else None
+    verdict = _at_rest(ctx, database, workspace, readable=after.canaries == set(ctx.canaries),
+                       view_hits=view_hits, engine_state=engine_state)
+    if verdict.verdict != "encrypted":
+        problems.append(f"at rest: {verdict.verdict}: {verdict.first_hit or ''} {verdict.detail}".replace("  ", " "))
+    return problems
+
+
+def _at_rest(ctx: RunContext, database: Database, workspace: Path, *, readable: bool, view_hits: int | None,
+             engine_state: str) -> Verdict:
+    """The runner's at-rest scan and verdict rules, on this directory with the database closed."""
+    database.close()
+    scans = verify.scan([workspace], ctx.canaries, workspace, database.plaintext_signature(), markers=ctx.markers)
+    return verify.judge(ctx.recorder.trial, "encrypted", scans, readable,
+                        first_hit_label=verify.label_first_hit(scans, workspace, ctx.canaries),
+                        view_hits=view_hits, engine_state=engine_state,
+                        column_layer=database.encryption.layer == "column")
+
+
+def _processes(database: Database) -> list[psutil.Process]:
+    """Whose CPU and I/O the conversion costs: this process (which drives it, and copies files
+    for the fs layer) and the engine's processes as they are at the moment."""
+    found = {process.pid: process for process in [psutil.Process(), *(database.engine_processes() or [])]}
+    return list(found.values())
+
+
+class _Discard:
+    """A result store that keeps nothing (for the unencrypted copy's load)."""
+
+    def append(self, record: object) -> None:
+        pass
