@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tdebench.report import crud, findings, plots, tables
+from tdebench.report import crud, findings, maintenance, plots, tables
 from tdebench.report.records import SummaryRecord
 from tdebench.store import RunData
 
@@ -32,6 +32,7 @@ class Report:
     environment: tables.Table
     noisy: tables.Table
     crud: crud.CrudSection | None = None  # only for runs of the crud workload
+    maintenance: maintenance.MaintenanceSection | None = None  # only for runs of the maintenance workload
 
     @property
     def figures(self) -> list[plots.Figure]:
@@ -41,11 +42,12 @@ class Report:
 
 def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     described = findings.overview(run)
+    maintained = maintenance.section(run, records)
     return Report(
         title=f"tdebench report: {described.plan_name}",
         overview=described,
         alerts=findings.alerts(run),
-        findings=findings.findings(records),
+        findings=(maintained.findings if maintained else []) + findings.findings(records),
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=bool(run.verdicts) and all(v.as_expected for v in run.verdicts),
         failures=tables.failures_table(run),
@@ -61,4 +63,5 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         environment=tables.environment_table(run),
         noisy=tables.noisy_table(records),
         crud=crud.section(records),
+        maintenance=maintained,
     )

@@ -59,6 +59,9 @@ def render(report: Report) -> str:
         lines += section(report.crud.operations.title, table(report.crud.operations)
                          + [line for plot in report.crud.figures for line in figure(plot)])
         lines += section(report.crud.latency.title, table(report.crud.latency))
+    if report.maintenance:
+        for block in (report.maintenance.encrypt, report.maintenance.rekey, report.maintenance.reindex):
+            lines += section(block.title, table(block))
     lines += section(report.resources.title, table(report.resources)
                      + [line for plot in report.resource_figures for line in figure(plot)])
     for block in (report.sizes, report.verdicts, report.ciphers, report.environment, report.noisy):
