@@ -17,7 +17,7 @@ from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.store import ResultStore, RunData, TrialKey, read_run
 from tdebench.workloads.base import RunContext, WrongAnswer
-from tdebench.workloads.crud.workload import CrudWorkload, _Shape
+from tdebench.workloads.crud.workload import CrudWorkload, lookup_ids
 
 ROWS, K, LOOKUPS = 2000, 200, 50
 OPERATIONS = CrudWorkload.tests
@@ -168,7 +168,7 @@ def test_tests_leave_the_table_as_they_found_it_in_any_order(loaded) -> None:
 
 def test_a_wrong_answer_fails_the_test_after_its_measurement_is_stored(loaded) -> None:
     workload, ctx, conn = loaded
-    missing = _Shape.of(ctx).lookups[0]
+    missing = lookup_ids(9, 1000, 30)[0]
     conn.execute("DELETE FROM persons WHERE id IN (7, ?)", [missing])
     with pytest.raises(WrongAnswer, match=r"crud select: select returned 9[89] rows"):
         workload.run("select", ctx, conn, warmup=False)

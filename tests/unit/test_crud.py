@@ -16,7 +16,7 @@ from tdebench.plan import EngineChoice, Plan, PlanError, WorkloadSpec, parse_pla
 from tdebench.runner import Runner
 from tdebench.store import ResultStore, read_run
 from tdebench.workloads.crud import data, names, schema
-from tdebench.workloads.crud.workload import CrudWorkload, operation_rows, table_rows
+from tdebench.workloads.crud.workload import CrudWorkload, lookup_ids, operation_rows, table_rows
 
 
 def rows_of(parquet: Path) -> list[tuple]:
@@ -113,9 +113,12 @@ def test_crud_plan_keys_are_checked_and_defaulted() -> None:
         parse_plan(CRUD_PLAN.replace("1000,", "100,"))
 
 
-def test_sizes_follow_the_scale_and_the_fraction() -> None:
+def test_sizes_follow_the_scale_and_the_fraction_and_lookups_the_seed() -> None:
     assert table_rows(20000.0) == 20000 and operation_rows(20000, 0.1) == 2000
     assert operation_rows(1000, 0.001) == 1  # never an empty operation
+    ids = lookup_ids(1, 5000, 1000)
+    assert ids == lookup_ids(1, 5000, 1000) != lookup_ids(2, 5000, 1000)
+    assert min(ids) >= 1 and max(ids) <= 5000 and len(set(ids)) > 800
 
 
 class StrictConnection(FakeConnection):

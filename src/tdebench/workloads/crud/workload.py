@@ -77,6 +77,12 @@ def operation_rows(rows: int, fraction: float) -> int:
     return max(1, round(rows * fraction))
 
 
+def lookup_ids(seed: int, rows: int, count: int) -> tuple[int, ...]:
+    """The ids the lookup test fetches, in order: the same in every repetition and encryption,
+    so every trial does the same work."""
+    return tuple(int(key) for key in np.random.default_rng([seed, rows]).integers(1, rows + 1, size=count))
+
+
 @dataclass(frozen=True)
 class _Shape:
     """One trial's sizes and expected answers."""
@@ -89,11 +95,9 @@ class _Shape:
     @classmethod
     def of(cls, ctx: RunContext) -> "_Shape":
         rows = table_rows(ctx.scale)
-        k = operation_rows(rows, ctx.options["operation_fraction"])
-        # the same ids in every repetition and encryption, so every trial does the same work
-        keys = np.random.default_rng([ctx.seed, rows]).integers(1, rows + 1, size=ctx.options["lookups"])
-        return cls(rows, k, data.facts(data.path(ctx.data_dir, ctx.seed, 1, rows)),
-                   tuple(int(key) for key in keys))
+        return cls(rows, operation_rows(rows, ctx.options["operation_fraction"]),
+                   data.facts(data.path(ctx.data_dir, ctx.seed, 1, rows)),
+                   lookup_ids(ctx.seed, rows, ctx.options["lookups"]))
 
     def processed(self, rows: int) -> float:
         """Seed 000's bytes processed: rows × the table's average logical row size."""
