@@ -13,6 +13,7 @@ from tdebench.report import crud, csvfiles, html, maintenance, markdown, tables
 from tdebench.report.document import assemble
 from tdebench.report.plots import Figure
 from tdebench.report.records import summary_records
+from tdebench.report import oltp
 from tdebench.store import read_run
 
 __all__ = ["DERIVED", "build"]
@@ -20,9 +21,10 @@ __all__ = ["DERIVED", "build"]
 SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV = "summary.csv", "queries.csv", "verdicts.csv"
 RESOURCES_CSV = "resources.csv"
 CRUD_CSV = "crud.csv"
+OLTP_CSV = "oltp.csv"
 MAINTENANCE_CSV = "maintenance.csv"
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
-DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV, CRUD_CSV, MAINTENANCE_CSV,
+DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV, CRUD_CSV, OLTP_CSV, MAINTENANCE_CSV,
            REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
 """Every file and directory `build` writes at the top of a run directory: all derived, so
 they may be deleted (e.g. by `run --force`) and rebuilt from the raw records."""
@@ -44,7 +46,7 @@ def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
 
 def build(run_dir: Path) -> list[Path]:
     """Read the run in `run_dir` and write summary.csv, queries.csv, verdicts.csv,
-    resources.csv, crud.csv, maintenance.csv, report.md (with plots/*.png) and a self-contained report.html
+    resources.csv, crud.csv, oltp.csv, maintenance.csv, report.md (with plots/*.png) and a self-contained report.html
     into it. Returns the paths written."""
     run = read_run(run_dir)
     records = summary_records(run)
@@ -54,6 +56,7 @@ def build(run_dir: Path) -> list[Path]:
         csvfiles.write(tables.verdicts_table(run), run_dir / VERDICTS_CSV),
         csvfiles.write(tables.resources_table(run), run_dir / RESOURCES_CSV),
         csvfiles.write(crud.operations_table(records), run_dir / CRUD_CSV),
+        csvfiles.write(oltp.throughput_table(run), run_dir / OLTP_CSV),
         csvfiles.write(maintenance.operations_table(run), run_dir / MAINTENANCE_CSV),
     ]
     report = assemble(run, records)

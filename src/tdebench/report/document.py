@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tdebench.report import crud, findings, maintenance, plots, tables
+from tdebench.report import oltp
 from tdebench.report.records import SummaryRecord
 from tdebench.store import RunData
 
@@ -32,12 +33,14 @@ class Report:
     environment: tables.Table
     noisy: tables.Table
     crud: crud.CrudSection | None = None  # only for runs of the crud workload
+    oltp: oltp.OltpSection | None = None  # only for runs of the oltp workload
     maintenance: maintenance.MaintenanceSection | None = None  # only for runs of the maintenance workload
 
     @property
     def figures(self) -> list[plots.Figure]:
         return (self.overhead_figures + self.query_figures + self.resource_figures
-                + (self.crud.figures if self.crud else []))
+                + (self.crud.figures if self.crud else [])
+                + (self.oltp.figures if self.oltp else []))
 
 
 def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
@@ -63,5 +66,6 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         environment=tables.environment_table(run),
         noisy=tables.noisy_table(records),
         crud=crud.section(records),
+        oltp=oltp.section(run, records),
         maintenance=maintained,
     )

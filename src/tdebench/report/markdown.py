@@ -59,6 +59,10 @@ def render(report: Report) -> str:
         lines += section(report.crud.operations.title, table(report.crud.operations)
                          + [line for plot in report.crud.figures for line in figure(plot)])
         lines += section(report.crud.latency.title, table(report.crud.latency))
+    if report.oltp:
+        lines += section(report.oltp.throughput.title, table(report.oltp.throughput)
+                         + [line for plot in report.oltp.figures for line in figure(plot)])
+        lines += section(report.oltp.latency.title, table(report.oltp.latency))
     if report.maintenance:
         for block in (report.maintenance.encrypt, report.maintenance.rekey, report.maintenance.reindex):
             lines += section(block.title, table(block))

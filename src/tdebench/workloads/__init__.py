@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.crud import CrudWorkload
+from tdebench.workloads.oltp import OltpWorkload
 from tdebench.workloads.maintenance import MaintenanceWorkload
 from tdebench.workloads.tpch import TpchWorkload
 
 WORKLOADS: dict[str, type[Workload]] = {
     TpchWorkload.name: TpchWorkload,
     CrudWorkload.name: CrudWorkload,
+    OltpWorkload.name: OltpWorkload,
     MaintenanceWorkload.name: MaintenanceWorkload,
 }
 

@@ -1,0 +1,242 @@
+"""The oltp workload's part of the report: TPM and NOPM per encryption with their intervals
+and overhead against `none`, latency percentiles per transaction type, and throughput over
+time (seed 001's load and stress tests).
+
+TPM and NOPM are derived here from the raw records of each measured run (committed
+transactions and New-Orders ÷ the window's minutes) and summarised with stats.py exactly as
+every other figure is; latency percentiles come from each run's histogram, and the table
+shows their median over the repetitions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.ticker import FuncFormatter
+
+from tdebench.report import plots
+from tdebench.report.records import BASELINE, SummaryRecord, measured
+from tdebench.report.tables import Column, Table, number, p_value, percent, text
+from tdebench.stats import overheads, summarize_many
+from tdebench.store import Measurement, RunData
+from tdebench.workloads.oltp.inputs import KINDS, MIX
+
+WORKLOAD = "oltp"
+MIX_STEP, INTERVAL_STEP = "mix", "interval"
+PERCENTILES = ("p50", "p90", "p95", "p99", "max")
+RATES = {"tpm": "committed", "nopm": "new_orders"}  # figure → the count it is per minute of
+
+
+@dataclass(frozen=True)
+class OltpSection:
+    throughput: Table
+    latency: Table
+    figures: list[plots.Figure]
+
+
+def section(run: RunData, records: list[SummaryRecord]) -> OltpSection | None:
+    """The section, or None when the run has no measured oltp run to show."""
+    if not any(m.trial.workload == WORKLOAD and m.step == MIX_STEP for m in run.measurements):
+        return None
+    return OltpSection(throughput=throughput_table(run, csv=False), latency=latency_table(records),
+                       figures=throughput_plots(run))
+
+
+def _rate(m: Measurement, count: str) -> float | None:
+    """A count per minute of the window; None for an empty window."""
+    elapsed = m.metrics.get("elapsed_s", 0.0)
+    return m.metrics.get(count, 0.0) / elapsed * 60.0 if elapsed > 0 else None
+
+
+def _driver(procedures: set[float]) -> str:
+    return {frozenset({1.0}): "procedures", frozenset({0.0}): "client"}.get(frozenset(procedures), "mixed")
+
+
+def throughput_table(run: RunData, csv: bool = True) -> Table:
+    """Per engine, warehouses, test and encryption: median TPM and NOPM over the repetitions
+    with 95% bootstrap CIs, and their change against `none` (CI, Mann–Whitney U p). `csv`
+    keeps every bound in a column of its own (oltp.csv); the report joins them."""
+    rates: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    facts: dict[tuple, dict[str, set[float]]] = defaultdict(lambda: defaultdict(set))
+    for m in measured(run):
+        if m.trial.workload != WORKLOAD or m.step != MIX_STEP:
+            continue
+        key = (m.trial.engine, m.trial.scale, m.test, m.trial.encryption)
+        for figure, count in RATES.items():
+            value = _rate(m, count)
+            if value is not None:
+                rates[key][figure].append(value)
+        for fact in ("procedures", "virtual_users", "retries", "errors"):
+            facts[key][fact].add(m.metrics.get(fact, math.nan))
+    keys = sorted((k for k in rates if rates[k].get("tpm")),
+                  key=lambda k: (k[0], k[1], k[2], k[3] != BASELINE, k[3]))
+    groups = [rates[k][figure] for k in keys for figure in RATES]
+    summaries = iter(summarize_many(groups)) if groups else iter(())
+    compared_keys = [(k, figure) for k in keys for figure in RATES
+                     if k[3] != BASELINE and rates.get((*k[:3], BASELINE), {}).get(figure)]
+    compared = dict(zip(compared_keys, overheads([(rates[(*k[:3], BASELINE)][figure], rates[k][figure])
+                                                  for k, figure in compared_keys]))) if compared_keys else {}
+    rows = []
+    for key in keys:
+        engine, scale, test, encryption = key
+        row: dict[str, Any] = {"engine": engine, "warehouses": scale, "test": test, "encryption": encryption,
+                               "driver": _driver(facts[key]["procedures"]),
+                               "virtual_users": max(facts[key]["virtual_users"])}
+        for figure in RATES:
+            summary = next(summaries)
+            row.update({"n": summary.n, figure: summary.median, f"{figure}_ci_low": summary.ci_low,
+                        f"{figure}_ci_high": summary.ci_high})
+            row["noisy"] = row.get("noisy", False) or summary.noisy
+            change = compared.get((key, figure))
+            if change is not None:
+                row.update({f"{figure}_vs_none_pct": change.pct, f"{figure}_vs_none_ci_low": change.ci_low,
+                            f"{figure}_vs_none_ci_high": change.ci_high, f"{figure}_p": change.p_value})
+        rows.append(row)
+    return _csv_table(rows) if csv else _report_table(rows)
+
+
+def _num(key: str, header: str, fmt=number) -> Column:
+    return Column(key, header, fmt, numeric=True)
+
+
+def _common_columns() -> tuple[Column, ...]:
+    return (Column("engine", "engine"), _num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+            Column("encryption", "encryption"), Column("driver", "driver"),
+            _num("virtual_users", "users", lambda v: f"{v:g}"), _num("n", "n", text))
+
+
+def _csv_table(rows: list[dict[str, Any]]) -> Table:
+    columns = _common_columns()
+    for figure in RATES:
+        columns += (_num(figure, figure), _num(f"{figure}_ci_low", f"{figure} CI low"),
+                    _num(f"{figure}_ci_high", f"{figure} CI high"),
+                    _num(f"{figure}_vs_none_pct", f"{figure} vs none %"),
+                    _num(f"{figure}_vs_none_ci_low", f"{figure} vs none CI low"),
+                    _num(f"{figure}_vs_none_ci_high", f"{figure} vs none CI high"), _num(f"{figure}_p", "p"))
+    return Table("OLTP throughput", columns + (Column("noisy", "noisy"),), rows)
+
+
+def _bounds(low: float | None, high: float | None, fmt=number) -> str:
+    return "–" if low is None or math.isnan(low) else f"[{fmt(low)}, {fmt(high)}]"
+
+
+def _report_table(rows: list[dict[str, Any]]) -> Table:
+    shown = []
+    for row in rows:
+        view = dict(row)
+        for figure in RATES:
+            view[f"{figure}_ci"] = _bounds(row[f"{figure}_ci_low"], row[f"{figure}_ci_high"])
+            view[f"{figure}_vs_none_ci"] = _bounds(row.get(f"{figure}_vs_none_ci_low"),
+                                                   row.get(f"{figure}_vs_none_ci_high"), percent)
+        shown.append(view)
+    columns = _common_columns()
+    for figure, header in (("tpm", "TPM"), ("nopm", "NOPM")):
+        columns += (_num(figure, f"{header} (median)"), _num(f"{figure}_ci", "95% CI", text),
+                    _num(f"{figure}_vs_none_pct", f"{header} vs none", percent),
+                    _num(f"{figure}_vs_none_ci", "95% CI", text), _num(f"{figure}_p", "p", p_value))
+    return Table(
+        "OLTP throughput", columns + (Column("noisy", "noisy"),), shown,
+        intro=("Seed 001's figures per encryption: TPM, the transactions committed per minute of the "
+               "measured window (all five types), and NOPM, the New-Orders committed per minute, "
+               "each the median over the repetitions with its 95% bootstrap CI, and its change "
+               "against no encryption on the same engine, warehouses and test (a drop in TPM is "
+               "the cost)."),
+        note=("W: warehouses. Driver: each transaction one stored-procedure call (procedures) or "
+              "client-side statements (client). A run counts only if its consistency checks "
+              "passed and it had no errors; the New-Orders rolled back on purpose (1%) are not in "
+              "NOPM. p: two-sided Mann–Whitney U."),
+        empty="No oltp run was measured.")
+
+
+def latency_table(records: list[SummaryRecord]) -> Table:
+    """Per engine, warehouses, test, encryption and transaction type: the median over the
+    repetitions of each run's latency percentiles, and each type's share of the mix."""
+    cells: dict[tuple, dict[str, float]] = defaultdict(dict)
+    totals: dict[tuple, float] = defaultdict(float)
+    for record in records:
+        cell = record.cell
+        if cell.workload != WORKLOAD or cell.step not in KINDS:
+            continue
+        key = (cell.engine, cell.scale, cell.test, cell.encryption, cell.step)
+        cells[key][cell.metric] = record.summary.median
+        if cell.metric == "committed":
+            totals[key[:4]] += record.summary.median
+    rows = []
+    for key in sorted(cells, key=lambda k: (k[0], k[1], k[2], k[3] != BASELINE, k[3], KINDS.index(k[4]))):
+        figures = cells[key]
+        total = totals.get(key[:4], 0.0)
+        row: dict[str, Any] = {"engine": key[0], "warehouses": key[1], "test": key[2], "encryption": key[3],
+                               "transaction": key[4], "committed": figures.get("committed"),
+                               "share": 100 * figures.get("committed", 0.0) / total if total else None,
+                               "target": 100 * MIX[key[4]]}
+        row.update({name: figures[f"{name}_elapsed_s"] * 1000 for name in PERCENTILES
+                    if f"{name}_elapsed_s" in figures})
+        rows.append(row)
+    columns = (Column("engine", "engine"), _num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+               Column("encryption", "encryption"), Column("transaction", "transaction"),
+               _num("committed", "committed", lambda v: f"{v:,.0f}"), _num("share", "share %", lambda v: f"{v:.1f}"),
+               _num("target", "target %", lambda v: f"{v:g}"),
+               *(_num(name, f"{name} (ms)") for name in PERCENTILES))
+    return Table(
+        "OLTP latency", columns, rows,
+        intro=("Response time of each transaction type, from its first attempt's start to its "
+               "commit (retries included), per run from a log-bucketed histogram (2.2% wide "
+               "buckets), and here the median of each figure over the repetitions."),
+        note=("Committed: median per run. Share: its part of all committed transactions, beside "
+              "seed 001's target mix."),
+        empty="No oltp transaction latencies were recorded.")
+
+
+def throughput_plots(run: RunData) -> list[plots.Figure]:
+    """Per engine and warehouses: TPM in each interval of the window, one panel per test, one
+    line per encryption, from the lowest measured repetition of each (as the resource plots)."""
+    series: dict[tuple, dict[str, dict[str, dict[int, list[Measurement]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list))))
+    for m in measured(run):
+        if m.trial.workload == WORKLOAD and m.step == INTERVAL_STEP:
+            series[(m.trial.engine, m.trial.scale)][m.test][m.trial.encryption][m.trial.repetition].append(m)
+    figures = []
+    for (engine, scale), by_test in sorted(series.items()):
+        tests = sorted(by_test)
+        figure = MplFigure(figsize=(plots.WIDTH_INCHES, 0.9 + 2.6 * len(tests)), dpi=plots.DPI)
+        FigureCanvasAgg(figure)
+        panels = figure.subplots(len(tests), 1, squeeze=False)[:, 0]
+        encryptions = sorted({e for by_enc in by_test.values() for e in by_enc}, key=lambda e: (e != BASELINE, e))
+        colours = colormaps["tab10" if len(encryptions) <= 10 else "tab20"]
+        for axes, test in zip(panels, tests):
+            top = 0.0
+            for index, encryption in enumerate(encryptions):
+                runs = by_test[test].get(encryption)
+                if not runs:
+                    continue
+                repetition = min(runs)
+                points = sorted(runs[repetition], key=lambda m: m.stream or 0)
+                starts, tpm = [0.0], []
+                for point in points:
+                    starts.append(starts[-1] + point.metrics["elapsed_s"])
+                    tpm.append(_rate(point, "committed") or 0.0)
+                label = encryption if repetition == 1 else f"{encryption} (repetition {repetition})"
+                # each interval's rate held from its start to its end
+                axes.step(starts, tpm + tpm[-1:], where="post", color=colours(index), linewidth=1.3,
+                          label=label)
+                top = max(top, *tpm)
+            axes.set_ylim(0, top * 1.1 or 1)
+            axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+            axes.set_xlim(left=0)
+            axes.set_ylabel("TPM", fontsize="small")
+            axes.set_title(f"{test} test", fontsize="medium")
+            axes.grid(alpha=0.3)
+        panels[-1].set_xlabel("seconds into the measured window")
+        panels[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        title = f"{engine} · oltp W={scale:g}: committed transactions per minute over time"
+        figure.suptitle(title)
+        figure.tight_layout()
+        figures.append(plots.Figure(title, f"oltp-throughput-{engine}-w{scale:g}.png".replace(" ", "_"),
+                                    plots._png(figure)))
+    return figures

@@ -1,0 +1,82 @@
+"""The five transactions as server-side stored procedures, one call each (as HammerDB drives
+MariaDB and PostgreSQL). Their text lives in `sql/<dialect>/procedures.sql`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from importlib import resources
+
+from tdebench.engines.base import Connection
+from tdebench.workloads.oltp.errors import ROLLBACK_MARKER, classify
+from tdebench.workloads.oltp.inputs import (DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL, Delivery,
+                                            Inputs, NewOrder, OrderStatus, Payment, StockLevel)
+from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
+
+SEPARATOR = "-- next statement"
+DIALECTS = ("postgres", "mysql")
+_CALL = {"postgres": "SELECT {name}({marks})", "mysql": "CALL {name}({marks})"}
+_CASTS = {"postgres": {"amount": "CAST(? AS numeric)"}}  # psycopg sends floats as float8, not numeric
+
+
+def available(dialect: str) -> bool:
+    return dialect in DIALECTS
+
+
+def statements(dialect: str) -> list[str]:
+    """The CREATE statements of the procedures for `dialect`."""
+    if not available(dialect):
+        raise ValueError(f"no stored procedures for dialect {dialect!r}; there are for {', '.join(DIALECTS)}")
+    text = resources.files(__package__).joinpath("sql", dialect, "procedures.sql").read_text(encoding="utf-8")
+    parts = [part.strip() for part in text.split(f"\n{SEPARATOR}\n")]
+    body = [line for line in parts[0].splitlines() if not line.startswith("--")]  # the file's header
+    return ["\n".join(body).strip(), *parts[1:]]
+
+
+def as_list(values: Sequence[int]) -> str:
+    """Whole numbers as the comma-separated text the procedures take."""
+    return ",".join(str(v) for v in values)
+
+
+def _call(dialect: str, name: str, params: Sequence[str]) -> str:
+    """`params` names each argument; those with a dialect-specific cast get it."""
+    casts = _CASTS.get(dialect, {})
+    return _CALL[dialect].format(name=name, marks=", ".join(casts.get(p, "?") for p in params))
+
+
+def server_side(conn: Connection, dialect: str) -> Callable[[str, Inputs], str]:
+    """Run transactions as one stored-procedure call each on `conn`."""
+    calls = {
+        NEW_ORDER: _call(dialect, "tdebench_new_order", ("w", "d", "c", "items", "supply", "quantities")),
+        PAYMENT: _call(dialect, "tdebench_payment", ("w", "d", "c_w", "c_d", "c", "c_last", "amount")),
+        ORDER_STATUS: _call(dialect, "tdebench_order_status", ("w", "d", "c", "c_last")),
+        DELIVERY: _call(dialect, "tdebench_delivery", ("w", "carrier")),
+        STOCK_LEVEL: _call(dialect, "tdebench_stock_level", ("w", "d", "threshold")),
+    }
+
+    def params(kind: str, t: Inputs) -> list[object]:
+        if isinstance(t, NewOrder):
+            return [t.w_id, t.d_id, t.c_id, as_list(t.items), as_list(t.supply_w_ids), as_list(t.quantities)]
+        if isinstance(t, Payment):
+            c = t.customer
+            return [t.w_id, t.d_id, c.w_id, c.d_id, c.c_id, c.c_last, t.amount]
+        if isinstance(t, OrderStatus):
+            c = t.customer
+            return [c.w_id, c.d_id, c.c_id, c.c_last]
+        if isinstance(t, Delivery):
+            return [t.w_id, t.carrier_id]
+        assert isinstance(t, StockLevel), kind
+        return [t.w_id, t.d_id, t.threshold]
+
+    def run(kind: str, inputs: Inputs) -> str:
+        try:
+            conn.execute(calls[kind], params(kind, inputs))
+        except Exception as exc:
+            if classify(exc).rollback:  # the procedure rolled back on purpose
+                return ROLLBACK
+            raise
+        return COMMITTED
+
+    return run
+
+
+__all__ = ["ROLLBACK_MARKER", "available", "server_side", "statements"]

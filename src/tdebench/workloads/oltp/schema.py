@@ -1,0 +1,199 @@
+"""The TPC-C schema (spec clause 1.3: nine tables) as data, rendered into DDL per SQL dialect.
+
+As in the TPC-H schema, columns carry the spec's logical kinds and each dialect maps them to
+its own types, so the nine CREATE TABLEs exist once. Money is exact DECIMAL wherever the
+engine has it; SQLite stores it as REAL (its only non-integer class), so its consistency
+checks compare sums to the cent (see checks.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its name, kind (`int`, `money`, `rate`, `timestamp`, `char`, `varchar`) and,
+    for text, the spec's size; `nullable` only where the spec has NULLs (undelivered orders)."""
+
+    name: str
+    kind: str
+    length: int = 0
+    nullable: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]  # empty: the table has none (history)
+
+
+def _cols(*spec: tuple) -> tuple[Column, ...]:
+    return tuple(Column(*s) for s in spec)
+
+
+def _address(prefix: str) -> tuple[tuple, ...]:
+    return ((f"{prefix}_street_1", "varchar", 20), (f"{prefix}_street_2", "varchar", 20),
+            (f"{prefix}_city", "varchar", 20), (f"{prefix}_state", "char", 2), (f"{prefix}_zip", "char", 9))
+
+
+DISTRICTS_PER_WAREHOUSE = 10
+CUSTOMERS_PER_DISTRICT = 3000
+ITEMS = 100_000
+STOCK_DISTRICT_COLUMNS = tuple(f"s_dist_{d:02d}" for d in range(1, DISTRICTS_PER_WAREHOUSE + 1))
+
+# Clause 1.3.1, in load order. Money (`money`) is DECIMAL(12,2) for balances and year-to-date
+# sums (h_amount and ol_amount fit in it too), tax and discount rates (`rate`) DECIMAL(4,4).
+SCHEMA: tuple[Table, ...] = (
+    Table("warehouse", _cols(
+        ("w_id", "int"), ("w_name", "varchar", 10), *_address("w"), ("w_tax", "rate"), ("w_ytd", "money"),
+    ), ("w_id",)),
+    Table("district", _cols(
+        ("d_id", "int"), ("d_w_id", "int"), ("d_name", "varchar", 10), *_address("d"), ("d_tax", "rate"),
+        ("d_ytd", "money"), ("d_next_o_id", "int"),
+    ), ("d_w_id", "d_id")),
+    Table("customer", _cols(
+        ("c_id", "int"), ("c_d_id", "int"), ("c_w_id", "int"), ("c_first", "varchar", 16),
+        ("c_middle", "char", 2), ("c_last", "varchar", 16), *_address("c"), ("c_phone", "char", 16),
+        ("c_since", "timestamp"), ("c_credit", "char", 2), ("c_credit_lim", "money"), ("c_discount", "rate"),
+        ("c_balance", "money"), ("c_ytd_payment", "money"), ("c_payment_cnt", "int"),
+        ("c_delivery_cnt", "int"), ("c_data", "varchar", 500),
+    ), ("c_w_id", "c_d_id", "c_id")),
+    Table("history", _cols(
+        ("h_c_id", "int"), ("h_c_d_id", "int"), ("h_c_w_id", "int"), ("h_d_id", "int"), ("h_w_id", "int"),
+        ("h_date", "timestamp"), ("h_amount", "money"), ("h_data", "varchar", 24),
+    ), ()),
+    Table("orders", _cols(
+        ("o_id", "int"), ("o_d_id", "int"), ("o_w_id", "int"), ("o_c_id", "int"), ("o_entry_d", "timestamp"),
+        ("o_carrier_id", "int", 0, True), ("o_ol_cnt", "int"), ("o_all_local", "int"),
+    ), ("o_w_id", "o_d_id", "o_id")),
+    Table("new_order", _cols(
+        ("no_o_id", "int"), ("no_d_id", "int"), ("no_w_id", "int"),
+    ), ("no_w_id", "no_d_id", "no_o_id")),
+    Table("order_line", _cols(
+        ("ol_o_id", "int"), ("ol_d_id", "int"), ("ol_w_id", "int"), ("ol_number", "int"), ("ol_i_id", "int"),
+        ("ol_supply_w_id", "int"), ("ol_delivery_d", "timestamp", 0, True), ("ol_quantity", "int"),
+        ("ol_amount", "money"), ("ol_dist_info", "char", 24),
+    ), ("ol_w_id", "ol_d_id", "ol_o_id", "ol_number")),
+    Table("item", _cols(
+        ("i_id", "int"), ("i_im_id", "int"), ("i_name", "varchar", 24), ("i_price", "money"),
+        ("i_data", "varchar", 50),
+    ), ("i_id",)),
+    Table("stock", _cols(
+        ("s_i_id", "int"), ("s_w_id", "int"), ("s_quantity", "int"),
+        *((name, "char", 24) for name in STOCK_DISTRICT_COLUMNS),
+        ("s_ytd", "int"), ("s_order_cnt", "int"), ("s_remote_cnt", "int"), ("s_data", "varchar", 50),
+    ), ("s_w_id", "s_i_id")),
+)
+
+TABLES: dict[str, tuple[str, ...]] = {t.name: tuple(c.name for c in t.columns) for t in SCHEMA}
+
+# The personal data of TPC-C, what a cell-level (column) encryption seals: the customers'
+# first names, addresses, phone numbers and balances (as TPC-H's names, addresses, phones and
+# balances). Not the last name, which 60% of Payments and Order-Statuses search by, nor any key.
+SENSITIVE: dict[str, tuple[str, ...]] = {
+    "customer": ("c_first", "c_middle", "c_street_1", "c_street_2", "c_city", "c_state", "c_zip", "c_phone",
+                 "c_balance"),
+}
+
+# Secondary indexes the transactions need (as HammerDB creates them): customers by last name
+# (Payment and Order-Status select 60% of customers by name) and a customer's latest order
+# (Order-Status).
+INDEXES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("customer_last", "customer", ("c_w_id", "c_d_id", "c_last", "c_first")),
+    ("orders_customer", "orders", ("o_w_id", "o_d_id", "o_c_id", "o_id")),
+)
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    types: dict[str, str]  # kind -> column type; "{length}" is replaced by the spec's size
+    keys_after_load: bool  # primary keys by ALTER TABLE after the load instead of inline
+    analyze: str = ""  # statement that gathers planner statistics after the load, if any
+    table_options: str = ""
+
+
+_TEXT = {"char": "CHAR({length})", "varchar": "VARCHAR({length})"}
+_DIALECTS: dict[str, _Dialect] = {
+    # DuckDB: primary keys inline. The transactions find every row by its key, and DuckDB
+    # checks a key only through its index, so the tables need them from the start.
+    "duckdb": _Dialect(
+        types={"int": "INTEGER", "money": "DECIMAL(12,2)", "rate": "DECIMAL(4,4)", "timestamp": "TIMESTAMP",
+               "char": "VARCHAR", "varchar": "VARCHAR"},
+        keys_after_load=False,
+    ),
+    # SQLite: keys inline (it cannot add one later); REAL money and ISO text timestamps.
+    "sqlite": _Dialect(
+        types={"int": "INTEGER", "money": "REAL", "rate": "REAL", "timestamp": "TEXT",
+               "char": "TEXT", "varchar": "TEXT"},
+        keys_after_load=False,
+        analyze="ANALYZE",
+    ),
+    # PostgreSQL: keys and indexes built after COPY, then ANALYZE.
+    "postgres": _Dialect(
+        types={"int": "INTEGER", "money": "NUMERIC(12,2)", "rate": "NUMERIC(4,4)", "timestamp": "TIMESTAMP",
+               **_TEXT},
+        keys_after_load=True,
+        analyze="ANALYZE",
+    ),
+    # MariaDB/InnoDB: clustered by the primary key, so keys inline (the generator writes rows in
+    # key order, so the load appends). DATETIME, not TIMESTAMP: a TIMESTAMP column would be
+    # updated automatically on every UPDATE of its row.
+    "mysql": _Dialect(
+        types={"int": "INTEGER", "money": "DECIMAL(12,2)", "rate": "DECIMAL(4,4)", "timestamp": "DATETIME",
+               **_TEXT},
+        keys_after_load=False,
+        analyze="ANALYZE TABLE " + ", ".join(t.name for t in SCHEMA),
+        table_options="ENGINE=InnoDB",
+    ),
+}
+
+DIALECTS: tuple[str, ...] = tuple(_DIALECTS)
+
+
+def _dialect(name: str) -> _Dialect:
+    try:
+        return _DIALECTS[name]
+    except KeyError:
+        raise ValueError(f"no TPC-C schema for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
+
+
+def create_tables(dialect: str) -> list[str]:
+    spec = _dialect(dialect)
+    statements = []
+    for table in SCHEMA:
+        lines = [f"    {c.name} {spec.types[c.kind].format(length=c.length)}{'' if c.nullable else ' NOT NULL'}"
+                 for c in table.columns]
+        if table.primary_key and not spec.keys_after_load:
+            lines.append(f"    PRIMARY KEY ({', '.join(table.primary_key)})")
+        options = f" {spec.table_options}" if spec.table_options else ""
+        statements.append(f"CREATE TABLE {table.name} (\n" + ",\n".join(lines) + "\n)" + options)
+    return statements
+
+
+def create_indexes(dialect: str) -> list[str]:
+    """After the load: deferred primary keys, the secondary indexes, planner statistics."""
+    spec = _dialect(dialect)
+    statements = []
+    if spec.keys_after_load:
+        statements += [f"ALTER TABLE {t.name} ADD PRIMARY KEY ({', '.join(t.primary_key)})"
+                       for t in SCHEMA if t.primary_key]
+    statements += [f"CREATE INDEX {name} ON {table} ({', '.join(columns)})" for name, table, columns in INDEXES]
+    if spec.analyze:
+        statements.append(spec.analyze)
+    return statements
+
+
+def after_bulk_load(dialect: str, undelivered_from: int) -> list[str]:
+    """Statements that complete the bulk load where a dialect's loader cannot write NULL.
+
+    MariaDB's LOAD DATA (as the engine's bulk load runs it) reads an empty field as 0 and
+    '0000-00-00' rather than NULL, so the undelivered orders' carrier and their lines'
+    delivery date are set to NULL after the load, as the spec has them.
+    """
+    _dialect(dialect)
+    if dialect != "mysql":
+        return []
+    return [f"UPDATE orders SET o_carrier_id = NULL WHERE o_id >= {undelivered_from}",
+            f"UPDATE order_line SET ol_delivery_d = NULL WHERE ol_o_id >= {undelivered_from}"]

@@ -1,0 +1,170 @@
+"""The oltp workload: TPC-C's five transactions in seed 001's mix, run by virtual users in a
+load test and a stress test, every run followed by the consistency checks.
+
+What one run of a test stores (test `load` or `stress`; every record also says `warmup`):
+- step `mix`: the measured window's length (`elapsed_s`), committed transactions and
+  New-Orders, business rollbacks, retries and errors (in total and by reason), the engine's
+  process counters over the window (`cpu_s`, I/O), the driver's own CPU time (servers), how
+  many virtual users ran and whether stored procedures did the work (`procedures` 1 or 0);
+- one step per transaction type (`new_order`, `payment`, …): committed, rollbacks, retries,
+  errors and latency percentiles from its histogram (`p50_elapsed_s` … `max_elapsed_s`);
+- step `interval`, one per `interval_s` of the window (`stream` = its number): its length and
+  the transactions and New-Orders committed in it, the throughput time series;
+- step `consistency`: the conditions checked and the problems found (answer `ok`/`failed`).
+TPM and NOPM are derived from these by the report (committed ÷ minutes).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tdebench.engines.base import Connection
+from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.oltp import checks, data, procedures, schema, transactions
+from tdebench.workloads.oltp.driver import Outcome, Settings, drive
+from tdebench.workloads.oltp.inputs import KINDS, NEW_ORDER, Constants, Terminal
+
+LOAD, STRESS = "load", "stress"
+MAX_USERS = 256
+
+OPTIONS: dict[str, Option] = {
+    "virtual_users": Option(2, "load test: virtual users, each its own connection", low=1, high=MAX_USERS),
+    "rampup_s": Option(2.0, "load test: seconds of unmeasured running before the window", low=0.0, high=86400.0),
+    "duration_s": Option(10.0, "load test: seconds in the measured window", low=0.1, high=86400.0),
+    "transactions": Option(0, "load test: end the window at this many committed transactions instead "
+                              "(seed 001: 100000); 0 = run for duration_s", low=0, high=10**9),
+    "stress_virtual_users": Option(4, "stress test: virtual users (seed 001: 4)", low=1, high=MAX_USERS),
+    "stress_rampup_s": Option(2.0, "stress test: seconds of ramp-up", low=0.0, high=86400.0),
+    "stress_duration_s": Option(20.0, "stress test: seconds in the window (seed 001: 1800)", low=0.1, high=86400.0),
+    "interval_s": Option(2.0, "seconds per point of the throughput time series", low=0.1, high=3600.0),
+    "procedures": Option(True, "on MariaDB and PostgreSQL, run each transaction as one stored-procedure "
+                               "call (as HammerDB does); false: client-side statements. DuckDB and SQLite "
+                               "always run client-side"),
+    "max_retries": Option(100, "retries of one transaction after deadlocks, write conflicts or "
+                               "serialization failures before it counts as an error", low=0, high=100_000),
+}
+
+
+def settings(test: str, options: dict[str, Any]) -> Settings:
+    """A test's settings from the workload's plan keys (the stress test's have a prefix)."""
+    prefix = "stress_" if test == STRESS else ""
+    return Settings(virtual_users=options[f"{prefix}virtual_users"], rampup_s=options[f"{prefix}rampup_s"],
+                    duration_s=options[f"{prefix}duration_s"],
+                    transactions=options["transactions"] if test == LOAD else 0,
+                    interval_s=options["interval_s"], max_retries=options["max_retries"])
+
+
+def uses_procedures(dialect: str, options: dict[str, Any]) -> bool:
+    return bool(options["procedures"]) and procedures.available(dialect)
+
+
+class OltpWorkload(Workload):
+    name = "oltp"
+    tests = (LOAD, STRESS)
+    default_scale = 1
+    scale_min = data.WAREHOUSES_MIN
+    scale_max = data.WAREHOUSES_MAX
+    max_streams = 1  # oltp's concurrency is `virtual_users`, not `streams`
+    options = OPTIONS
+
+    def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
+        data.generate(scale, seed, data_dir)
+
+    @staticmethod
+    def _options(ctx: RunContext) -> dict[str, Any]:
+        return {name: option.default for name, option in OPTIONS.items()} | dict(ctx.options)
+
+    def load(self, ctx: RunContext, conn: Connection) -> None:
+        files = data.generate(ctx.scale, ctx.seed, ctx.data_dir)  # cached by prepare(): no generation here
+        for statement in schema.create_tables(ctx.dialect):
+            conn.execute(statement)
+        for table in schema.SCHEMA:
+            if table.name in schema.SENSITIVE:  # a no-op unless the encryption is column-level
+                ctx.database.seal_columns(conn, table.name, schema.SENSITIVE[table.name], table.primary_key)
+        if uses_procedures(ctx.dialect, self._options(ctx)):
+            for statement in procedures.statements(ctx.dialect):
+                conn.execute(statement)
+        with ctx.recorder.measure("load", "total"):
+            with ctx.recorder.measure("load", "tables"):
+                for table, columns in schema.TABLES.items():
+                    ctx.database.bulk_load(conn, table, columns, files[table])
+                for statement in schema.after_bulk_load(ctx.dialect, data.UNDELIVERED_FROM):
+                    conn.execute(statement)
+            with ctx.recorder.measure("load", "indexes"):
+                for statement in schema.create_indexes(ctx.dialect):
+                    conn.execute(statement)
+
+    def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
+        if test not in self.tests:
+            raise ValueError(f"oltp has no test {test!r}; valid: {', '.join(self.tests)}")
+        options = self._options(ctx)
+        chosen = settings(test, options)
+        server_side = uses_procedures(ctx.dialect, options)
+        sql = transactions.dialect(ctx.dialect)
+        constants = Constants.from_seed(ctx.seed)
+        warehouses = data.warehouses(ctx.scale)
+        before = checks.next_order_ids(conn)
+        users = []
+        try:
+            for number in range(1, chosen.virtual_users + 1):  # opened before the clock starts
+                user = ctx.database.connect()
+                users.append(user)
+                for statement in sql.session:
+                    user.execute(statement)
+                user.set_timeout(ctx.query_timeout_s)
+            runs = [(user, procedures.server_side(user, ctx.dialect) if server_side
+                     else transactions.client_side(user, sql),
+                     Terminal.for_user(number, warehouses, constants, ctx.seed, test))
+                    for number, user in enumerate(users, start=1)]
+            outcome = drive(chosen, runs, ctx.database.engine_processes)
+        finally:
+            for user in users:
+                user.close()
+        problems = checks.consistency(conn)
+        problems += checks.new_order_count(before, checks.next_order_ids(conn), outcome.new_orders_total)
+        _record(ctx, test, warmup, chosen, server_side, outcome, problems)
+        failures = [f"{count} × {kind}: {outcome.first_errors.get(kind, '')}".rstrip(": ")
+                    for kind, count in sorted(outcome.errors.items())] + outcome.gave_up + problems
+        if failures:
+            raise WrongAnswer(f"oltp {test}: " + "; ".join(failures))
+
+
+def _record(ctx: RunContext, test: str, warmup: bool, chosen: Settings, server_side: bool, outcome: Outcome,
+            problems: list[str]) -> None:
+    """Store the run's records (see the module docstring)."""
+    record = ctx.recorder.record
+    mix: dict[str, float] = {
+        "elapsed_s": outcome.window_s,
+        "committed": outcome.committed,
+        "new_orders": outcome.tallies[NEW_ORDER].committed,
+        "rollbacks": sum(t.rollbacks for t in outcome.tallies.values()),
+        "errors": sum(outcome.errors.values()),
+        "virtual_users": chosen.virtual_users,
+        "procedures": float(server_side),
+        **outcome.engine,
+    }
+    if ctx.database.engine_processes() is not None:  # a server: the driver is a process of its own
+        mix["driver_cpu_s"] = outcome.driver_cpu_s
+    retries: Counter[str] = Counter()
+    for tally in outcome.tallies.values():
+        retries.update(tally.retries)
+    mix["retries"] = sum(retries.values())
+    mix.update({f"retries.{reason}": n for reason, n in retries.items()})
+    mix.update({f"errors.{kind}": n for kind, n in outcome.errors.items()})
+    record(test, "mix", {k: float(v) for k, v in mix.items()}, warmup=warmup)
+    for kind in KINDS:
+        tally = outcome.tallies[kind]
+        metrics = {"committed": tally.committed, "retries": sum(tally.retries.values()),
+                   "errors": sum(tally.errors.values()), **tally.latency.metrics()}
+        if kind == NEW_ORDER:
+            metrics["rollbacks"] = tally.rollbacks
+        record(test, kind, {k: float(v) for k, v in metrics.items()}, warmup=warmup)
+    for number, interval in enumerate(outcome.intervals, start=1):
+        record(test, "interval", {"elapsed_s": interval.elapsed_s,
+                                  "committed": float(sum(interval.committed.values())),
+                                  "new_orders": float(interval.committed[NEW_ORDER])},
+               stream=number, warmup=warmup)
+    record(test, "consistency", {"conditions": float(checks.CONDITIONS), "problems": float(len(problems))},
+           warmup=warmup, answer="failed" if problems else "ok")

@@ -1,0 +1,262 @@
+"""The oltp workload on every engine for real: one warehouse, a few seconds of the mix with
+two virtual users, on `none` and one real encryption each; the consistency checks pass, the
+mix is seed 001's within sampling tolerance, servers run stored procedures by default and
+client-side statements on request, a forced deadlock, serialization failure, write conflict
+or busy database is retried and counted, and the CLI writes the report's OLTP section."""
+
+from __future__ import annotations
+
+import csv
+import math
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tdebench.cli import main
+from tdebench.engines import get_engine
+from tdebench.engines.base import Connection, Database
+from tdebench.keys import KeySource
+from tdebench.measure.clock import MonotonicClock
+from tdebench.measure.recorder import Recorder
+from tdebench.store import Measurement, ResultStore, TrialKey, read_run
+from tdebench.workloads.base import RunContext
+from tdebench.workloads.oltp import checks, procedures, transactions
+from tdebench.workloads.oltp.driver import Settings, drive
+from tdebench.workloads.oltp.inputs import KINDS, MIX, PAYMENT, Customer, Payment
+from tdebench.workloads.oltp.workload import LOAD, OPTIONS, STRESS, OltpWorkload
+
+CASES = [("duckdb", "none"), ("duckdb", "aes-256-gcm"), ("sqlite", "none"), ("sqlite", "chacha20-poly1305"),
+         ("mariadb", "none"), ("mariadb", "aes-256-cbc"), ("postgres", "none"), ("postgres", "column-aes-256")]
+SHORT = {"virtual_users": 2, "rampup_s": 0.3, "duration_s": 2.0, "stress_virtual_users": 3,
+         "stress_rampup_s": 0.3, "stress_duration_s": 1.5, "interval_s": 0.5}
+SEED = 3
+
+
+def _reachable_dir(prefix: str) -> Path:
+    """Below /tmp and 0711, so a server running as its own user (postgres) reaches its workspace."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o711)
+    return path
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> Iterator[Path]:
+    path = _reachable_dir("tdebench-oltp-data-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class Loaded:
+    """A database loaded with one warehouse, with a context to run the workload's tests on it."""
+
+    def __init__(self, engine: str, encryption: str, root: Path, data_dir: Path) -> None:
+        self.engine = get_engine(engine)
+        enc = self.engine.encryption(encryption)
+        key = None if enc.is_baseline else KeySource().key_for(f"oltp-test/{engine}/{encryption}")
+        (root / "ws").mkdir()
+        self.database: Database = self.engine.provision(root / "ws", enc, key)
+        self.store = ResultStore(root / "results")
+        self.store.start("", {})
+        self.trial = TrialKey(engine, encryption, "oltp", 1.0, 1)
+        self.workload = OltpWorkload()
+        self.workload.prepare(1, data_dir, SEED)
+        self.database.create()
+        self.conn = self.database.connect()
+        self.workload.load(self.context(), self.conn)
+
+    def context(self, **options: Any) -> RunContext:
+        recorder = Recorder(self.store, self.trial, MonotonicClock(), processes=self.database.engine_processes)
+        return RunContext(database=self.database, dialect=self.engine.dialect, recorder=recorder, scale=1.0,
+                          streams=1, data_dir=Path("/nonexistent"), seed=SEED, query_timeout_s=60.0,
+                          options={name: o.default for name, o in OPTIONS.items()} | SHORT | options)
+
+    def run(self, test: str, **options: Any) -> list[Measurement]:
+        """Run a test; its measurements."""
+        before = len(read_run(self.store.directory).measurements)
+        self.workload.run(test, self.context(**options), self.conn, warmup=False)
+        return read_run(self.store.directory).measurements[before:]
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            self.database.close()
+
+
+@pytest.fixture(scope="module", params=CASES, ids=["-".join(case) for case in CASES])
+def loaded(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Loaded]:
+    root = _reachable_dir("tdebench-oltp-")
+    try:
+        database = Loaded(*request.param, root, data_dir)
+        try:
+            yield database
+        finally:
+            database.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _step(measurements: list[Measurement], step: str) -> Measurement:
+    (found,) = [m for m in measurements if m.step == step]
+    return found
+
+
+def _assert_a_good_run(measurements: list[Measurement], users: int) -> None:
+    mix = _step(measurements, "mix")
+    assert mix.metrics["errors"] == 0 and mix.metrics["virtual_users"] == users
+    committed = mix.metrics["committed"]
+    assert committed > 20 and mix.metrics["elapsed_s"] == pytest.approx(SHORT["duration_s"] if users == 2
+                                                                         else SHORT["stress_duration_s"])
+    assert _step(measurements, "consistency").answer == "ok"
+    for kind in KINDS:  # the mix: each type's share within 4.5 standard deviations of seed 001's
+        share, target = _step(measurements, kind).metrics["committed"] / committed, MIX[kind]
+        assert abs(share - target) <= 4.5 * math.sqrt(target * (1 - target) / committed) + 0.01, (kind, share)
+    new_order = _step(measurements, "new_order")
+    assert new_order.metrics["committed"] == mix.metrics["new_orders"]
+    assert new_order.metrics["p50_elapsed_s"] <= new_order.metrics["p99_elapsed_s"] <= new_order.metrics["max_elapsed_s"]
+    intervals = [m for m in measurements if m.step == "interval"]
+    assert sum(m.metrics["committed"] for m in intervals) == committed
+    assert [m.stream for m in intervals] == list(range(1, len(intervals) + 1))
+
+
+def test_load_and_stress_tests_are_consistent_and_mixed_as_seed_001(loaded: Loaded) -> None:
+    server = procedures.available(loaded.engine.dialect)
+    load = loaded.run(LOAD)
+    _assert_a_good_run(load, users=2)
+    assert _step(load, "mix").metrics["procedures"] == float(server)
+    assert ("driver_cpu_s" in _step(load, "mix").metrics) == server
+    if loaded.trial.encryption == "none":  # the stress test differs only in its settings
+        _assert_a_good_run(loaded.run(STRESS), users=3)
+
+
+def test_servers_also_run_client_side_statements(loaded: Loaded) -> None:
+    if not procedures.available(loaded.engine.dialect) or loaded.trial.encryption != "none":
+        pytest.skip("client-side statements are what DuckDB and SQLite always run (the test above)")
+    measurements = loaded.run(LOAD, procedures=False)
+    _assert_a_good_run(measurements, users=2)
+    assert _step(measurements, "mix").metrics["procedures"] == 0.0
+
+
+class OnePayment:
+    """A terminal that always pays 1.00 at district 1 of warehouse 1, so the test knows which
+    rows its collision needs to hold."""
+
+    def kind(self) -> str:
+        return PAYMENT
+
+    def next(self, kind: str) -> Payment:
+        return Payment(1, 1, Customer(1, 1, 1, None), 1.0)
+
+
+# How each engine loses a race, forced: what the blocker holds, what it takes second (a
+# deadlock), and what the user's session needs to fail fast instead of waiting.
+COLLISIONS: dict[str, dict[str, Any]] = {
+    # write-write conflict: the blocker's uncommitted update of the warehouse row
+    "duckdb": {"hold": ["BEGIN TRANSACTION", "UPDATE warehouse SET w_ytd = w_ytd + 0 WHERE w_id = 1"],
+               "then": [], "session": [], "reason": "write conflict"},
+    # busy database: the blocker holds the write lock; the user waits 50 ms, not 30 s
+    "sqlite": {"hold": ["BEGIN IMMEDIATE"], "then": [], "session": ["PRAGMA busy_timeout = 50"],
+               "reason": "busy"},
+    # deadlock: the blocker holds district 1 (and many stock rows, so InnoDB picks the user as
+    # the cheaper victim); the user takes the warehouse, then waits for the district; then the
+    # blocker wants the warehouse
+    "mysql": {"hold": ["START TRANSACTION", "UPDATE district SET d_ytd = d_ytd + 0 WHERE d_w_id = 1 AND d_id = 1",
+                       "UPDATE stock SET s_ytd = s_ytd + 0 WHERE s_w_id = 1 AND s_i_id <= 500"],
+              "then": ["UPDATE warehouse SET w_ytd = w_ytd + 0 WHERE w_id = 1"], "session": [],
+              "reason": "deadlock"},
+    # serialization failure: in REPEATABLE READ, the user's update waits for the blocker's
+    # update of the same row, which then commits
+    "postgres": {"hold": ["BEGIN", "UPDATE warehouse SET w_ytd = w_ytd + 0 WHERE w_id = 1"], "then": [],
+                 "session": ["SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ"],
+                 "reason": "serialization failure"},
+}
+
+
+def test_a_lost_race_is_retried_and_counted(loaded: Loaded) -> None:
+    if loaded.trial.encryption != "none":
+        pytest.skip("one collision per engine is enough")
+    dialect = loaded.engine.dialect
+    collision = COLLISIONS[dialect]
+    blocker, user = loaded.database.connect(), loaded.database.connect()
+    try:
+        for statement in [*transactions.dialect(dialect).session, *collision["session"]]:
+            user.execute(statement)
+        for statement in collision["hold"]:
+            blocker.execute(statement)
+        run = (procedures.server_side(user, dialect) if procedures.available(dialect)
+               else transactions.client_side(user, transactions.dialect(dialect)))
+        results: list[Any] = []
+        settings = Settings(virtual_users=1, rampup_s=0.0, duration_s=2.5, transactions=0, interval_s=1.0,
+                            max_retries=1000)
+        driver = threading.Thread(target=lambda: results.append(drive(settings, [(user, run, OnePayment())],
+                                                                      loaded.database.engine_processes)))
+        ytd_before = _ytd(loaded.conn)
+        driver.start()
+        time.sleep(0.4)  # the user's first payment is now waiting or failing
+        for statement in collision["then"]:
+            blocker.execute(statement)  # a deadlock: one of the two is rolled back
+        blocker.execute("COMMIT")
+        driver.join(30)
+        (outcome,) = results
+    finally:
+        blocker.close()
+        user.close()
+    payments = outcome.tallies[PAYMENT]
+    assert payments.retries[collision["reason"]] >= 1, payments.retries
+    assert not outcome.errors and payments.committed > 0
+    assert checks.consistency(loaded.conn) == []
+    # every committed payment (the window's, and those that ended after it) paid exactly once,
+    # whatever its retries
+    assert round(_ytd(loaded.conn) - ytd_before, 2) == outcome.committed_all[PAYMENT] >= payments.committed
+
+
+def _ytd(conn: Connection) -> float:
+    ((ytd,),) = conn.execute("SELECT w_ytd FROM warehouse WHERE w_id = 1")
+    return float(ytd)
+
+
+PLAN = '''name = "oltp-cli"
+repetitions = 2
+warmups = 0
+seed = 3  # the module's data: generated once
+
+[[engines]]
+name = "duckdb"
+encryptions = ["aes-256-ctr"]
+
+[[workloads]]
+name = "oltp"
+scale = 1
+tests = ["load"]
+rampup_s = 0.3
+duration_s = 1.5
+interval_s = 0.5
+'''
+
+
+def test_the_cli_runs_oltp_and_reports_tpm_nopm_latency_and_throughput_over_time(tmp_path: Path,
+                                                                                  data_dir: Path) -> None:
+    (tmp_path / "plan.toml").write_text(PLAN)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "plan.toml"), "--out", str(out), "--quiet",
+                                       "--data-dir", str(data_dir)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    run = read_run(out)
+    assert len(run.trials) == 4 and all(t.status == "ok" for t in run.trials)
+    rows = list(csv.DictReader((out / "oltp.csv").open()))
+    assert {(r["encryption"], r["test"]) for r in rows} == {("none", "load"), ("aes-256-ctr", "load")}
+    for row in rows:
+        assert row["n"] == "2" and float(row["tpm"]) > float(row["nopm"]) > 0
+        assert float(row["tpm_ci_low"]) <= float(row["tpm"]) <= float(row["tpm_ci_high"])
+        assert (row["tpm_vs_none_pct"] != "") == (row["encryption"] != "none")
+    report = (out / "report.md").read_text()
+    for heading in ("## OLTP throughput", "## OLTP latency"):
+        assert heading in report
+    assert (out / "plots" / "oltp-throughput-duckdb-w1.png").stat().st_size > 10_000

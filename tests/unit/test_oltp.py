@@ -1,0 +1,381 @@
+"""The oltp workload's parts that need no server: input distributions (NURand, the mix, each
+transaction's inputs) over many draws, the latency histogram, error classification, the
+driver's timeline with fake transactions, the consistency checks against a deliberately
+broken database, the data generator's rules and the plan keys."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tdebench.engines.base import QueryTimeout
+from tdebench.plan import PlanError, parse_plan
+from tdebench.workloads.oltp import checks, data, schema
+from tdebench.workloads.oltp.driver import Settings, drive
+from tdebench.workloads.oltp.errors import ROLLBACK_MARKER, classify
+from tdebench.workloads.oltp.histogram import Histogram
+from tdebench.workloads.oltp.inputs import (DELIVERY, KINDS, MIX, NEW_ORDER, PAYMENT, UNUSED_ITEM, Constants,
+                                            Terminal, last_name, nurand)
+from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
+from tdebench.workloads.oltp.workload import LOAD, STRESS, settings
+
+DRAWS = 200_000
+
+
+def terminal(warehouses: int = 1, user: int = 1, seed: int = 1) -> Terminal:
+    return Terminal.for_user(user, warehouses, Constants.from_seed(seed), seed, "test")
+
+
+# --- inputs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a, x, y", [(255, 0, 999), (1023, 1, 3000)])  # last names, customer ids
+def test_nurand_matches_its_exact_distribution(a: int, x: int, y: int) -> None:
+    """The empirical distribution of NURand over many draws is the formula's exact one
+    (enumerated over every pair of uniform draws), within sampling noise. (Item ids, NURand(8191,
+    1, 100000), would need 819 million pairs; they share the code.)"""
+    c = 123 % (a + 1)
+    span = y - x + 1
+    exact = np.zeros(span)
+    lows = np.arange(a + 1)[:, None]
+    highs = np.arange(x, y + 1)[None, :]
+    np.add.at(exact, (((lows | highs) + c) % span).ravel(), 1.0)
+    exact /= exact.sum()
+    rng = random.Random(7)
+    drawn = np.array([nurand(rng, a, x, y, c) for _ in range(DRAWS)])
+    assert drawn.min() >= x and drawn.max() <= y
+    empirical = np.bincount(drawn - x, minlength=span) / DRAWS
+    # total variation distance; pure sampling noise gives about sqrt(span / DRAWS) / 2.5
+    assert 0.5 * np.abs(empirical - exact).sum() < 2 * np.sqrt(span / DRAWS) / 2.5 + 0.01
+    # and it is non-uniform: the most popular tenth of the values gets far more than a tenth
+    assert np.sort(exact)[::-1][: span // 10].sum() > 0.15
+
+
+def test_the_mix_is_seed_001s_within_tolerance() -> None:
+    user = terminal()
+    counts = Counter(user.kind() for _ in range(DRAWS))
+    for kind, share in MIX.items():
+        tolerance = 5 * np.sqrt(share * (1 - share) / DRAWS)  # five standard deviations
+        assert abs(counts[kind] / DRAWS - share) < tolerance, (kind, counts[kind] / DRAWS)
+    assert sum(MIX.values()) == pytest.approx(1.0)
+
+
+def test_new_order_inputs_follow_the_spec() -> None:
+    user = terminal(warehouses=4)
+    orders = [user.new_order() for _ in range(50_000)]
+    lines = [len(o.items) for o in orders]
+    assert min(lines) == 5 and max(lines) == 15 and np.mean(lines) == pytest.approx(10, abs=0.1)
+    rollbacks = sum(o.rollback for o in orders) / len(orders)
+    assert rollbacks == pytest.approx(0.01, abs=0.002)
+    assert all(UNUSED_ITEM not in o.items[:-1] for o in orders)  # only the last item is unused
+    remote = [w != o.w_id for o in orders for w in o.supply_w_ids]
+    assert sum(remote) / len(remote) == pytest.approx(0.01, abs=0.002)
+    assert all(1 <= q <= 10 for o in orders for q in o.quantities)
+    assert all(1 <= o.c_id <= 3000 and 1 <= o.d_id <= 10 and o.w_id == 1 for o in orders)
+    single = terminal(warehouses=1)
+    assert all(o.all_local for o in (single.new_order() for _ in range(5000)))
+
+
+def test_payment_inputs_follow_the_spec() -> None:
+    user = terminal(warehouses=3, user=2)
+    payments = [user.payment() for _ in range(50_000)]
+    by_name = sum(p.customer.c_last is not None for p in payments) / len(payments)
+    assert by_name == pytest.approx(0.60, abs=0.01)
+    assert all((p.customer.c_id is None) != (p.customer.c_last is None) for p in payments)
+    remote = sum(p.customer.w_id != p.w_id for p in payments) / len(payments)
+    assert remote == pytest.approx(0.15, abs=0.01)
+    assert all(1.0 <= p.amount <= 5000.0 and round(p.amount, 2) == p.amount for p in payments)
+    assert {p.w_id for p in payments} == {2}
+
+
+def test_terminals_are_repeatable_and_spread_over_warehouses() -> None:
+    first, again = terminal(seed=5), terminal(seed=5)
+    assert [first.next(first.kind()) for _ in range(200)] == [again.next(again.kind()) for _ in range(200)]
+    assert [terminal(warehouses=2, user=u).w_id for u in (1, 2, 3, 4)] == [1, 2, 1, 2]
+    assert [terminal(warehouses=1, user=u).d_id for u in (1, 2, 11)] == [1, 2, 1]
+
+
+def test_last_names_and_run_constants_follow_clause_4_3_2_3_and_2_1_6() -> None:
+    assert last_name(371) == "PRICALLYOUGHT" and last_name(40) == "BARPRESBAR"
+    for seed in range(300):
+        constants = Constants.from_seed(seed)
+        delta = abs(constants.c_last_run - constants.c_last_load)
+        assert 65 <= delta <= 119 and delta not in (96, 112)
+        assert 0 <= constants.c_id <= 1023 and 0 <= constants.ol_i_id <= 8191
+
+
+# --- histogram ------------------------------------------------------------------------
+
+
+def test_histogram_percentiles_are_within_one_bucket() -> None:
+    values = np.random.default_rng(3).lognormal(mean=-6, sigma=1.2, size=100_000)
+    histogram = Histogram()
+    for value in values:
+        histogram.add(float(value))
+    for q in (50, 90, 95, 99):
+        true = np.percentile(values, q, method="inverted_cdf")
+        assert true <= histogram.percentile(q) <= true * 2 ** (1 / 32) * 1.0001
+    assert histogram.percentile(100) == histogram.max_s == values.max()
+    metrics = histogram.metrics()
+    assert metrics["mean_elapsed_s"] == pytest.approx(values.mean())
+    assert set(metrics) == {"p50_elapsed_s", "p90_elapsed_s", "p95_elapsed_s", "p99_elapsed_s",
+                            "max_elapsed_s", "mean_elapsed_s"}
+
+
+def test_histograms_merge_exactly_and_an_empty_one_has_no_figures() -> None:
+    values = [0.001 * n for n in range(1, 1001)]
+    whole, left, right = Histogram(), Histogram(), Histogram()
+    for n, value in enumerate(values):
+        whole.add(value)
+        (left if n % 2 else right).add(value)
+    left.merge(right)
+    assert left.metrics() == pytest.approx(whole.metrics())
+    assert Histogram().metrics() == {}
+    with pytest.raises(ValueError, match="no values"):
+        Histogram().percentile(50)
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+def test_lost_races_are_retried_and_everything_else_counted_by_type() -> None:
+    import apsw
+    import duckdb
+    import psycopg
+    import pymysql
+
+    assert classify(psycopg.errors.DeadlockDetected("deadlock")).kind == "deadlock"
+    assert classify(psycopg.errors.SerializationFailure("x")).kind == "serialization failure"
+    assert classify(pymysql.err.OperationalError(1213, "Deadlock found")).kind == "deadlock"
+    assert classify(pymysql.err.OperationalError(1205, "Lock wait timeout")).kind == "lock wait timeout"
+    assert classify(duckdb.TransactionException("Conflict on update!")).kind == "write conflict"
+    assert classify(apsw.BusyError("database is locked")).kind == "busy"
+    for retryable in (psycopg.errors.DeadlockDetected("d"), duckdb.TransactionException("c"), apsw.BusyError("b")):
+        assert classify(retryable).retryable
+    assert classify(RuntimeError(f"{ROLLBACK_MARKER}: item 100001")).rollback
+    assert classify(QueryTimeout("stopped")).kind == "timeout"
+    other = classify(pymysql.err.OperationalError(2013, "Lost connection"))
+    assert (other.kind, other.retryable) == ("OperationalError", False)
+    assert classify(duckdb.ConstraintException("duplicate key")).kind == "ConstraintException"
+
+
+# --- driver ---------------------------------------------------------------------------
+
+
+class FakeConnection:
+    """Counts the ROLLBACKs the driver sends after an error."""
+
+    def __init__(self) -> None:
+        self.rollbacks = 0
+
+    def execute(self, sql: str, params: Any = ()) -> list:
+        assert sql == "ROLLBACK"
+        self.rollbacks += 1
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+class Conflict(Exception):
+    """Looks like DuckDB's write conflict to the classifier."""
+
+
+Conflict.__name__ = "TransactionException"
+Conflict.__module__ = "duckdb"
+
+
+def fake_run(fail_first: dict[str, int] | None = None, error: type[Exception] | None = None):
+    """A transaction that takes a millisecond; New-Order rolls back on the spec's unused item;
+    `fail_first` makes a type fail that many times with a conflict first; `error` makes Delivery fail."""
+    failures = Counter(fail_first or {})
+    lock = threading.Lock()
+
+    def run(kind: str, inputs: Any) -> str:
+        time.sleep(0.001)
+        with lock:
+            if failures[kind] > 0:
+                failures[kind] -= 1
+                raise Conflict("Conflict on update!")
+        if error is not None and kind == DELIVERY:
+            raise error("boom")
+        if kind == NEW_ORDER and inputs.rollback:
+            return ROLLBACK
+        return COMMITTED
+
+    return run
+
+
+def run_fake(settings_: Settings, run) -> tuple[Any, list[FakeConnection]]:
+    connections = [FakeConnection() for _ in range(settings_.virtual_users)]
+    users = [(conn, run, terminal(user=n)) for n, conn in enumerate(connections, start=1)]
+    return drive(settings_, users, lambda: None), connections
+
+
+def test_duration_mode_counts_the_window_and_its_intervals() -> None:
+    outcome, _ = run_fake(Settings(virtual_users=3, rampup_s=0.2, duration_s=0.6, transactions=0,
+                                   interval_s=0.25, max_retries=5), fake_run())
+    assert outcome.window_s == pytest.approx(0.6)
+    assert [round(i.elapsed_s, 6) for i in outcome.intervals] == [0.25, 0.25, 0.1]
+    assert sum(sum(i.committed.values()) for i in outcome.intervals) == outcome.committed > 0
+    assert outcome.new_orders_total >= outcome.tallies[NEW_ORDER].committed  # ramp-up ones too
+    assert all(t.latency.count == t.committed + t.rollbacks for t in outcome.tallies.values())
+    assert not outcome.errors and outcome.driver_cpu_s > 0 and "cpu_s" in outcome.engine
+
+
+def test_count_mode_ends_the_window_at_the_nth_commit() -> None:
+    outcome, _ = run_fake(Settings(virtual_users=2, rampup_s=0.0, duration_s=60, transactions=150,
+                                   interval_s=1.0, max_retries=5), fake_run())
+    assert outcome.committed == 150
+    assert outcome.window_s < 10
+
+
+def test_conflicts_are_retried_and_counted_and_errors_counted_by_type() -> None:
+    outcome, connections = run_fake(
+        Settings(virtual_users=1, rampup_s=0.0, duration_s=0.5, transactions=0, interval_s=1.0, max_retries=5),
+        fake_run(fail_first={PAYMENT: 3}, error=KeyError))
+    assert outcome.tallies[PAYMENT].retries == Counter({"write conflict": 3})
+    assert outcome.tallies[PAYMENT].committed > 0
+    errors = outcome.errors
+    assert set(errors) == {"KeyError"} and errors["KeyError"] == sum(t.errors["KeyError"]
+                                                                     for t in outcome.tallies.values()) + \
+        outcome.errors_outside["KeyError"]
+    assert "delivery: KeyError" in outcome.first_errors["KeyError"]
+    assert connections[0].rollbacks == 3 + errors["KeyError"]  # every failed attempt rolled back
+
+
+def test_a_transaction_that_keeps_failing_is_an_error_after_max_retries() -> None:
+    outcome, _ = run_fake(
+        Settings(virtual_users=1, rampup_s=0.0, duration_s=0.3, transactions=0, interval_s=1.0, max_retries=2),
+        fake_run(fail_first={kind: 10**6 for kind in KINDS}))
+    assert outcome.committed == 0
+    assert set(outcome.errors) == {"retries exhausted (write conflict)"}
+    assert outcome.gave_up and "10 errors in a row" in outcome.gave_up[0]
+
+
+# --- consistency checks ---------------------------------------------------------------
+
+
+class DuckConnection:
+    """A DuckDB in memory behind the Connection protocol: a real engine, no files."""
+
+    def __init__(self) -> None:
+        import duckdb
+
+        self.con = duckdb.connect()
+
+    def execute(self, sql: str, params: Any = ()) -> list[tuple]:
+        return self.con.execute(sql, list(params) if params else None).fetchall()
+
+
+@pytest.fixture
+def consistent() -> DuckConnection:
+    """Two districts of one warehouse after some New-Orders, Payments and Deliveries."""
+    conn = DuckConnection()
+    for statement in schema.create_tables("duckdb"):
+        conn.execute(statement)
+    address = "'s1', 's2', 'city', 'ST', '123411111'"
+    conn.execute(f"INSERT INTO warehouse VALUES (1, 'w', {address}, 0.1, 300.50)")
+    conn.execute(f"INSERT INTO district VALUES (1, 1, 'd', {address}, 0.1, 150.25, 5), "
+                 f"(2, 1, 'd', {address}, 0.1, 150.25, 3)")
+    for d_id, last in ((1, 4), (2, 2)):
+        for o_id in range(1, last + 1):
+            conn.execute("INSERT INTO orders VALUES (?, ?, 1, 1, TIMESTAMP '2024-01-01', NULL, 2, 1)", [o_id, d_id])
+            for number in (1, 2):
+                conn.execute("INSERT INTO order_line VALUES (?, ?, 1, ?, 1, 1, NULL, 5, 1.00, 'x')",
+                             [o_id, d_id, number])
+        conn.execute("INSERT INTO new_order SELECT range, ?, 1 FROM range(2, ? + 1)", [d_id, last])
+    assert checks.consistency(conn) == []
+    return conn
+
+
+def test_consistency_holds_on_a_consistent_database(consistent: DuckConnection) -> None:
+    assert checks.next_order_ids(consistent) == 8
+    assert checks.new_order_count(5, 8, 3) == []
+
+
+@pytest.mark.parametrize("breakage, condition", [
+    ("UPDATE warehouse SET w_ytd = w_ytd + 0.01", "condition 1: warehouse 1 has w_ytd 300.51"),
+    ("UPDATE district SET d_next_o_id = 6 WHERE d_id = 1", "condition 2: district 1/1 has d_next_o_id 6"),
+    ("DELETE FROM orders WHERE o_d_id = 2 AND o_id = 2", "condition 2: district 1/2"),
+    ("DELETE FROM new_order WHERE no_d_id = 1 AND no_o_id = 4", "condition 2: district 1/1"),
+    ("DELETE FROM new_order WHERE no_d_id = 1 AND no_o_id = 3", "condition 3: district 1/1 has new orders 2..4 but 2 rows"),
+    ("DELETE FROM new_order WHERE no_d_id = 1 AND no_o_id = 2", ""),  # a delivery: still consistent
+    ("DELETE FROM order_line WHERE ol_d_id = 1 AND ol_o_id = 1 AND ol_number = 2",
+     "condition 4: district 1/1 has sum(o_ol_cnt) 8 but 7 order lines"),
+])
+def test_each_broken_condition_is_found(consistent: DuckConnection, breakage: str, condition: str) -> None:
+    consistent.execute(breakage)
+    problems = checks.consistency(consistent)
+    if condition:
+        assert any(p.startswith(condition) for p in problems), problems
+    else:
+        assert problems == []
+
+
+def test_the_drivers_new_order_count_must_match_the_database() -> None:
+    assert checks.new_order_count(6000, 6100, 99) == [
+        "the driver counted 99 committed New-Orders, the database 100 (sum(d_next_o_id) 6000 → 6100)"]
+
+
+# --- data -----------------------------------------------------------------------------
+
+
+def _rows(table: str, seed: int = 1, where: str = "") -> list[tuple]:
+    import duckdb
+
+    return duckdb.connect().execute(f"SELECT * FROM ({data.table_sql(table, 2, seed)}) {where}").fetchall()
+
+
+def test_generated_data_follows_clause_4_3_3_and_the_seed() -> None:
+    assert len(_rows("warehouse")) == 2 and len(_rows("district")) == 20
+    assert _rows("district") == _rows("district") != _rows("district", seed=2)
+    orders = _rows("orders", where="WHERE o_w_id = 2 AND o_d_id = 3")
+    assert sorted(o[3] for o in orders) == list(range(1, 3001))  # o_c_id: a permutation
+    assert [o[0] for o in orders] == list(range(1, 3001))  # in key order
+    assert all((o[5] is None) == (o[0] >= data.UNDELIVERED_FROM) and 5 <= o[6] <= 15 for o in orders)
+    assert len(_rows("new_order")) == 2 * 10 * 900
+    names = _rows("customer", where="WHERE c_w_id = 1 AND c_d_id = 1 AND c_id <= 1000 ORDER BY c_id")
+    assert [c[5] for c in names] == [last_name(n) for n in range(1000)]
+    street, first, phone = names[0][6], names[0][3], names[0][11]
+    assert 10 <= len(street) <= 20 and street.isalnum() and 8 <= len(first) <= 16
+    assert len(phone) == 16 and phone.isdigit()
+
+
+def test_scale_is_a_whole_number_of_warehouses() -> None:
+    assert data.warehouses(3.0) == 3
+    for bad in (1.5, 0, 101):
+        with pytest.raises(ValueError, match="number of warehouses, a whole number"):
+            data.warehouses(bad)
+
+
+# --- plan keys ------------------------------------------------------------------------
+
+
+PLAN = '''name = "oltp-keys"
+[[engines]]
+name = "duckdb"
+[[workloads]]
+name = "oltp"
+scale = 2
+'''
+
+
+def test_plan_keys_are_typed_defaulted_and_split_by_test() -> None:
+    spec = parse_plan(PLAN).workloads[0]
+    assert spec.tests == (LOAD, STRESS) and spec.scales == (2.0,)
+    options = spec.option_values()
+    assert settings(LOAD, options) == Settings(2, 2.0, 10.0, 0, 2.0, 100)
+    assert settings(STRESS, options) == Settings(4, 2.0, 20.0, 0, 2.0, 100)
+    custom = parse_plan(PLAN + "virtual_users = 3\ntransactions = 500\nstress_duration_s = 1800\n"
+                               "procedures = false\n").workloads[0].option_values()
+    assert settings(LOAD, custom).transactions == 500 and settings(STRESS, custom).transactions == 0
+    assert settings(STRESS, custom).duration_s == 1800 and custom["procedures"] is False
+    with pytest.raises(PlanError, match="virtual_users = 0 is out of range: 1 to 256"):
+        parse_plan(PLAN + "virtual_users = 0\n", "p.toml")
