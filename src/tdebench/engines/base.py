@@ -148,6 +148,39 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
+BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL = "full", "full-compressed", "logical"
+
+
+@dataclass(frozen=True)
+class BackupMethod:
+    """One way an engine backs up a database, as data: the backup workload's test of the same
+    name runs it, and the report shows `kind`, `compressed` and `tool` beside the results.
+
+    `kind` "physical" copies the database's files or pages as stored (so encrypted wherever the
+    engine encrypts them, unless its tool decrypts on the way); "logical" writes the rows out
+    again as SQL or CSV through the engine. `compressed` says whether the artifact is."""
+
+    name: str  # BACKUP_FULL, BACKUP_FULL_COMPRESSED or BACKUP_LOGICAL
+    kind: str  # "physical" or "logical"
+    compressed: bool
+    tool: str  # what runs, e.g. "mariadb-backup --backup --stream=xbstream | gzip"
+
+
+@dataclass(frozen=True)
+class Backup:
+    """A finished backup: `path` is the directory holding the artifact (one file or a tree),
+    everything that would go to backup storage and nothing else (no key)."""
+
+    method: BackupMethod
+    path: Path
+
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.path.rglob("*") if p.is_file() and not p.is_symlink())
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.files())
+
+
 @dataclass
 class Database(ABC):
     """One engine instance with one encryption in one workspace directory.
@@ -278,6 +311,40 @@ class Database(ABC):
                              f"not a {type(source).__name__} in {source.workspace}")
         if self.key is None:
             raise ValueError("encrypt_existing needs the key to encrypt with")
+
+    # -- backup and restore --------------------------------------------------------------------
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        """The backups this database can make; empty when it can make none. What an engine
+        cannot do is absent here, never a branch on the engine's name elsewhere."""
+        return ()
+
+    def backup_method(self, name: str) -> BackupMethod:
+        for method in self.backup_methods():
+            if method.name == name:
+                return method
+        valid = ", ".join(m.name for m in self.backup_methods()) or "none"
+        raise KeyError(f"{type(self).__name__} has no backup method {name!r}; valid: {valid}")
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        """Back up this database, created and loaded (a server running, an embedded database
+        open or not), into the directory `target`, which must not exist yet. Tools get keys
+        from the engine's key file or in-process, never on their command line."""
+        raise KeyError(f"{type(self).__name__} has no backup method {method.name!r}")
+
+    def restore(self, backup: Backup) -> None:
+        """Instead of `create()`: make this fresh database (same engine and encryption, its
+        own workspace and key) from `backup`, ready to `connect()`. The backup is left as it
+        was. Raises when this database's key cannot restore it; a key that restores other
+        data than was backed up must show in the data, which callers check."""
+        raise KeyError(f"{type(self).__name__} cannot restore a {backup.method.name!r} backup")
+
+    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
+        """The artifact as anyone holding it can read it with standard tools and no key —
+        decompressed or unpacked into the new directory `scratch` where the method packs it:
+        what the at-rest scan of a backup looks at (a compressed plaintext would hide its
+        canaries from a scan of the compressed bytes)."""
+        return backup.path
 
     def close(self) -> None:
         """Release anything the database holds outside its connections (servers: stop)."""

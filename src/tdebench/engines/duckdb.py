@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
+                                   Backup, BackupMethod, Capabilities, Connection, Database, Engine,
                                    Encryption)
+from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
@@ -179,6 +181,77 @@ class DuckDBDatabase(Database):
         if key is None:
             return ""
         return f", ENCRYPTION_KEY '{key.hex()}', ENCRYPTION_CIPHER '{_CIPHERS[self.encryption.name]}'"
+
+    # -- backup and restore --------------------------------------------------------------------
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        return _BACKUP_METHODS
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        """DuckDB has no backup command, and copying the file of an open database may catch it
+        half-written. Physical: a new database file with this database's cipher and key, filled
+        by `COPY FROM DATABASE` (full-compressed: then gzip). Logical: `EXPORT DATABASE`, CSV
+        files and the schema — plaintext whatever the database's encryption."""
+        target.mkdir(parents=True)
+        conn = self.connect()
+        try:
+            if method.kind == "logical":
+                conn.execute(f"EXPORT DATABASE {_ALIAS} TO {_quoted(target)}")
+            else:
+                self._copy_attached(conn, target / _BACKUP_FILE, self.key, into_file=True)
+        except Exception as exc:
+            raise RuntimeError(f"duckdb backup {method.name} failed: {self._scrubbed(exc)}") from None
+        finally:
+            conn.close()
+        return finished(method, target, target / _BACKUP_FILE, self.workspace / "backup.log")
+
+    def restore(self, backup: Backup) -> None:
+        """Into this new file with this database's key: `COPY FROM DATABASE` out of the backup's
+        file (attached with the same key, so a wrong key is refused), or `IMPORT DATABASE`."""
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        unpacked = self.workspace / "restore.duckdb"
+        conn = self.connect()
+        try:
+            if backup.method.kind == "logical":
+                conn.execute(f"IMPORT DATABASE {_quoted(backup.path)}")
+            else:
+                source = backup.path / _BACKUP_FILE
+                if backup.method.compressed:
+                    gunzip(backup.path / (_BACKUP_FILE + ".gz"), unpacked, self.workspace / "restore.log")
+                    source = unpacked
+                self._copy_attached(conn, source, self.key, into_file=False)
+        except Exception as exc:
+            raise RuntimeError(f"duckdb restore of a {backup.method.name} backup failed: "
+                               f"{self._scrubbed(exc)}") from None
+        finally:
+            conn.close()
+            unpacked.unlink(missing_ok=True)
+
+    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
+        return gunzipped(backup, _BACKUP_FILE, scratch, self.workspace / "backup.log")
+
+    def _copy_attached(self, conn: Connection, file: Path, key: Secret | None, *, into_file: bool) -> None:
+        """`COPY FROM DATABASE` between this database and `file`, attached with `key`."""
+        options = ("" if into_file else "READ_ONLY") + self._key_options(key)
+        options = options.lstrip(", ")
+        conn.execute(f"ATTACH {_quoted(file)} AS {_BACKUP_ALIAS}" + (f" ({options})" if options else ""))
+        try:
+            source, destination = (_ALIAS, _BACKUP_ALIAS) if into_file else (_BACKUP_ALIAS, _ALIAS)
+            conn.execute(f"COPY FROM DATABASE {source} TO {destination}")
+        finally:
+            conn.execute(f"DETACH {_BACKUP_ALIAS}")
+
+    def _scrubbed(self, exc: Exception) -> str:
+        return self.key.scrub(str(exc)) if self.key else str(exc)
+
+
+_BACKUP_FILE = "backup.duckdb"
+_BACKUP_ALIAS = "tdebench_backup"
+_BACKUP_METHODS = (
+    BackupMethod(BACKUP_FULL, "physical", False, "ATTACH a new file with the same key + COPY FROM DATABASE"),
+    BackupMethod(BACKUP_FULL_COMPRESSED, "physical", True, "the same, then gzip"),
+    BackupMethod(BACKUP_LOGICAL, "logical", False, "EXPORT DATABASE (CSV)"),
+)
 
 
 class DuckDBEngine(Engine):

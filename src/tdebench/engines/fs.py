@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from tdebench.engines.base import NONE, Availability, Connection, Database, Encryption, SensitiveColumns
+from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Connection, Database, Encryption,
+                                   SensitiveColumns)
 from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool
 from tdebench.keys import Secret
 
@@ -297,3 +298,25 @@ class GocryptfsDatabase(Database):
             self.key = current
             self._unmount()
         return True
+
+    # -- backup and restore --------------------------------------------------------------------
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        return self._inner().backup_methods()
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        """The engine's own backup, taken while mounted: its tool reads the decrypted view and
+        writes `target`, outside the mount, as the engine writes it. So the layer protects the
+        database but not its backups; a backup stays encrypted only where the engine encrypts
+        it itself, or if it is written into a gocryptfs mount of its own (not measured here)."""
+        if not self.is_mounted:
+            raise ServerError(f"{self.mount_point} is not mounted: connect before backing up")
+        return self._inner().backup(method, target)
+
+    def restore(self, backup: Backup) -> None:
+        """A new cipher directory with this key (the gocryptfs password), mounted, and the
+        engine's restore into it: the restored copy is encrypted again by this layer."""
+        self._set_up(lambda inner: inner.restore(backup))
+
+    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
+        return self._inner().backup_contents(backup, scratch)

@@ -39,9 +39,11 @@ from typing import Any
 
 import psutil
 
-from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
+                                   Backup, BackupMethod, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive, Engine, NotSupported, QueryTimeout, SensitiveColumns,
                                    parquet_to_csv, qmark_to_format)
+from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.server import ServerError, ServerProcess, free_port, run_tool, start_on_free_port
 from tdebench.keys import Secret
@@ -404,6 +406,93 @@ class MariaDBDatabase(Database):
 
     def rekey(self, new_key: Secret) -> str:
         raise NotSupported("key-rotation", KEY_ROTATION_UNSUPPORTED)
+
+    # -- backup and restore --------------------------------------------------------------------
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        return _BACKUP_METHODS
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        """Physical: `mariadb-backup --backup` copies the pages as InnoDB stores them (encrypted
+        under this encryption) and the redo log written meanwhile; full-compressed streams it
+        (`--stream=xbstream`) through gzip, as MariaDB's documentation recommends. It finds the
+        key plugin in the running server; the key file itself is never copied. Logical:
+        `mariadb-dump` of the schema through the server, so plaintext SQL."""
+        if self._server is None or not self._server.running:
+            raise ServerError("mariadb: start the server (connect) before backing it up")
+        target.mkdir(parents=True)
+        log = self.workspace / "backup.log"
+        tool = [_required("mariadb-backup"), f"--defaults-file={self.option_file}", "--backup", "--user=root",
+                f"--socket={self.socket}"]
+        if method.kind == "logical":
+            run_backup_tool([_required("mariadb-dump"), "--no-defaults", f"--socket={self.socket}",
+                             "--user=root", "--single-transaction", "--databases", SCHEMA,
+                             f"--result-file={target / _DUMP_FILE}"], log)
+        elif method.compressed:
+            scratch = Path(tempfile.mkdtemp(prefix="stream-", dir=self.workspace))  # its temporary files
+            try:
+                pipeline([[*tool, "--stream=xbstream", f"--target-dir={scratch}"], gzip_command()], log,
+                         stdout=target / _STREAM_FILE)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        else:
+            run_backup_tool([*tool, f"--target-dir={target / _BACKUP_DIR}"], log)
+        return Backup(method, target)
+
+    def restore(self, backup: Backup) -> None:
+        """Physical: the backup unpacked (or copied) into the workspace, `mariadb-backup --prepare`
+        (applies the redo log: needs the key, which the backup's `backup-my.cnf` names by the
+        path of the original key file, so it is pointed at this database's), `--move-back`
+        into the new data directory, start. Logical: a new server with this key, the dump run
+        into it."""
+        log = self.workspace / "restore.log"
+        if backup.method.kind == "logical":
+            self.create()
+            run_backup_tool([_required("mariadb"), "--no-defaults", f"--socket={self.socket}", "--user=root",
+                             SCHEMA, "-e", f"source {backup.path / _DUMP_FILE}"], log)
+            return
+        self.datadir.mkdir(parents=True)
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
+        self._write_files(self.port or free_port())  # this database's option file and key file
+        prepared = self.workspace / "restore"
+        if backup.method.compressed:
+            self._unstream(backup, prepared, log)
+        else:
+            copy_tree(backup.path / _BACKUP_DIR, prepared, log)
+        options = prepared / "backup-my.cnf"
+        options.write_text(re.sub(r"(?m)^file_key_management_filename=.*$",
+                                  lambda _: f"file_key_management_filename={self.key_file}", options.read_text()))
+        try:
+            run_backup_tool([_required("mariadb-backup"), f"--defaults-file={options}", "--prepare",
+                             f"--target-dir={prepared}"], log)
+            run_backup_tool([_required("mariadb-backup"), f"--defaults-file={self.option_file}", "--move-back",
+                             f"--target-dir={prepared}"], log)
+        finally:
+            shutil.rmtree(prepared, ignore_errors=True)
+        self._start()
+
+    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
+        if not backup.method.compressed:
+            return backup.path
+        self._unstream(backup, scratch, self.workspace / "backup.log")
+        return scratch
+
+    @staticmethod
+    def _unstream(backup: Backup, target: Path, log: Path) -> None:
+        """A compressed stream backup's files, decompressed and unpacked into the new directory."""
+        target.mkdir(parents=True)
+        pipeline([["gzip", "-dc", str(backup.path / _STREAM_FILE)],
+                  [_required("mbstream"), "-x", "-C", str(target)]], log)
+
+
+_BACKUP_DIR = "backup"
+_STREAM_FILE = "backup.xbstream.gz"
+_DUMP_FILE = "dump.sql"
+_BACKUP_METHODS = (
+    BackupMethod(BACKUP_FULL, "physical", False, "mariadb-backup --backup"),
+    BackupMethod(BACKUP_FULL_COMPRESSED, "physical", True, "mariadb-backup --backup --stream=xbstream | gzip"),
+    BackupMethod(BACKUP_LOGICAL, "logical", False, "mariadb-dump --single-transaction (SQL text)"),
+)
 
 
 def _required(name: str) -> str:

@@ -30,10 +30,12 @@ from typing import Any
 
 import psutil
 
-from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
+                                   Backup, BackupMethod, Capabilities, Connection, Database, Engine,
                                    Encryption, NotSupported, QueryTimeout, SensitiveColumns, parquet_to_csv,
                                    qmark_to_format)
 from tdebench.engines import pgcrypto
+from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, run_tool, start_on_free_port,
                                      unreachable_by, user_ids)
@@ -118,16 +120,7 @@ class PostgresDatabase(Database):
         return self.workspace / "postgres.log"
 
     def create(self) -> None:
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        blocked = unreachable_by(self.workspace, USER)
-        if blocked is not None:
-            raise ServerError(f"the {USER} user cannot enter {blocked}, so it cannot reach the workspace "
-                              f"{self.workspace}; fix with: chmod o+x {blocked} (or use a workspace "
-                              f"below a directory it can enter)")
-        chown_tree(self.workspace, USER)
-        run_tool([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", USER, "--auth=trust",
-                  "--encoding=UTF8", "--locale=C"], self.workspace / "initdb.log", run_as=USER, env=_ENV)
-        self._start()
+        self._init_cluster()
         if self._column_layer:
             conn = self._open()
             try:
@@ -135,6 +128,24 @@ class PostgresDatabase(Database):
                 conn.execute(f"CREATE SCHEMA {pgcrypto.SCHEMA}")
             finally:
                 conn.close()
+
+    def _init_cluster(self) -> None:
+        """A new, empty cluster in the workspace, started: what `create` and a logical restore
+        begin with."""
+        self._claim_workspace()
+        run_tool([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", USER, "--auth=trust",
+                  "--encoding=UTF8", "--locale=C"], self.workspace / "initdb.log", run_as=USER, env=_ENV)
+        self._start()
+
+    def _claim_workspace(self) -> None:
+        """The workspace, made, checked to be reachable by the server's user, and given to it."""
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        blocked = unreachable_by(self.workspace, USER)
+        if blocked is not None:
+            raise ServerError(f"the {USER} user cannot enter {blocked}, so it cannot reach the workspace "
+                              f"{self.workspace}; fix with: chmod o+x {blocked} (or use a workspace "
+                              f"below a directory it can enter)")
+        chown_tree(self.workspace, USER)
 
     @property
     def _column_layer(self) -> bool:
@@ -287,6 +298,80 @@ class PostgresDatabase(Database):
             return pgcrypto.key_opens(conn)
         finally:
             conn.close()
+
+    # -- backup and restore --------------------------------------------------------------------
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        return _BACKUP_METHODS
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        """Through the running server over its private socket, as the `postgres` user, with a
+        fast checkpoint (the default spread one waits minutes). Physical: `pg_basebackup`, the
+        data directory and the WAL written meanwhile, as a plain copy or a gzip-compressed tar.
+        Logical: `pg_dump -Fc`. The column layer's sealed values stay sealed in every form; what
+        it leaves plaintext in the database stays plaintext in the backup."""
+        if self._server is None or not self._server.running:
+            raise ServerError("postgres: start the server (connect) before backing it up")
+        target.mkdir(parents=True)
+        chown_tree(target, USER)
+        server = ["-h", str(self._socket_dir), "-p", str(self._port), "-U", USER]
+        if method.kind == "logical":
+            argv = [str(self.bin / "pg_dump"), *server, "-Fc", "-f", str(target / _DUMP_FILE), "postgres"]
+        else:
+            layout = ["-D", str(target), "-Ft", "-z"] if method.compressed else ["-D", str(target / _DATA), "-Fp"]
+            argv = [str(self.bin / "pg_basebackup"), *server, "--checkpoint=fast", "-X", "stream", *layout]
+        run_backup_tool(argv, self.workspace / "backup.log", run_as=USER, env=_ENV)
+        return Backup(method, target)
+
+    def restore(self, backup: Backup) -> None:
+        """Physical: the data directory copied or untarred into the workspace and started; the
+        server replays the WAL the backup carries. Logical: a new, empty cluster and
+        `pg_restore` into it (the column layer's extension, sealed tables, views and triggers
+        included, so the dump must not meet those of `create`)."""
+        log = self.workspace / "restore.log"
+        if backup.method.kind == "logical":
+            self._init_cluster()
+            run_backup_tool([str(self.bin / "pg_restore"), "-h", str(self._socket_dir), "-p", str(self._port),
+                             "-U", USER, "-d", "postgres", "--exit-on-error", str(backup.path / _DUMP_FILE)],
+                            log, run_as=USER, env=_ENV)
+            return
+        self._claim_workspace()
+        if backup.method.compressed:
+            self.data_dir.mkdir(mode=0o700)
+            chown_tree(self.data_dir, USER)
+            self._untar(backup.path / _BASE_TAR, self.data_dir, log)
+            (self.data_dir / "pg_wal").mkdir(mode=0o700, exist_ok=True)
+            chown_tree(self.data_dir / "pg_wal", USER)
+            self._untar(backup.path / _WAL_TAR, self.data_dir / "pg_wal", log)
+        else:
+            copy_tree(backup.path / _DATA, self.data_dir, log, run_as=USER)
+        self._start()
+
+    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
+        if not backup.method.compressed:
+            return backup.path
+        scratch.mkdir(parents=True)
+        log = self.workspace / "backup.log"
+        if backup.method.kind == "logical":  # zlib-compressed table data: pg_restore writes it out as SQL
+            run_backup_tool([str(self.bin / "pg_restore"), "-f", str(scratch / "dump.sql"),
+                             str(backup.path / _DUMP_FILE)], log, env=_ENV)
+        else:
+            for archive in (_BASE_TAR, _WAL_TAR):
+                gunzip(backup.path / archive, scratch / archive.removesuffix(".gz"), log)
+        return scratch
+
+    def _untar(self, archive: Path, into: Path, log: Path) -> None:
+        run_backup_tool(["tar", "-xzf", str(archive), "-C", str(into)], log, run_as=USER, env=_ENV)
+
+
+_DATA = "data"
+_BASE_TAR, _WAL_TAR = "base.tar.gz", "pg_wal.tar.gz"
+_DUMP_FILE = "dump.pgdump"
+_BACKUP_METHODS = (
+    BackupMethod(BACKUP_FULL, "physical", False, "pg_basebackup -Fp -X stream (plain copy)"),
+    BackupMethod(BACKUP_FULL_COMPRESSED, "physical", True, "pg_basebackup -Ft -z -X stream (gzip tar)"),
+    BackupMethod(BACKUP_LOGICAL, "logical", True, "pg_dump -Fc (custom format, zlib-compressed)"),
+)
 
 
 _ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C"}

@@ -9,13 +9,16 @@ by SQLite3MC, so tdebench keeps them in memory (`temp_store = MEMORY`) for every
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Engine,
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
+                                   Backup, BackupMethod, Capabilities, Connection, Database, Engine,
                                    Encryption)
+from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
@@ -140,6 +143,100 @@ class SQLiteDatabase(Database):
             conn.execute(f"PRAGMA {name} = '{value}'")
         pragma = "hexrekey" if rekey else "hexkey"
         conn.execute(f"PRAGMA {pragma} = '{key.hex()}'").fetchall()
+
+    # -- backup and restore --------------------------------------------------------------------
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        return _BACKUP_METHODS
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        """Physical: SQLite's online backup API into a new file opened with this database's
+        cipher and key, so SQLite3MC writes every page encrypted with that key (with no key on
+        the target it refuses: "backup is not supported with incompatible source and target
+        databases"); full-compressed then gzips it. Logical: the shell's `.dump` (SQL text)."""
+        target.mkdir(parents=True)
+        source = self._keyed(self.path, self.key)
+        try:
+            if method.kind == "logical":
+                with (target / _DUMP_FILE).open("w", encoding="utf-8") as out:
+                    _shell(source, out).process_command(".dump")
+            else:
+                _copy_pages(source, self._keyed(target / _BACKUP_FILE, self.key))
+        finally:
+            source.close()
+        return finished(method, target, target / _BACKUP_FILE, self.workspace / "backup.log")
+
+    def restore(self, backup: Backup) -> None:
+        """Pages copied by the backup API out of the backup's file, opened with this database's
+        key (a wrong key is refused: "file is not a database"); or the dump's SQL run into a
+        new database with this key."""
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        if backup.method.kind == "logical":
+            self.create()
+            target = self._keyed(self.path, self.key)
+            try:
+                _shell(target, io.StringIO()).process_command(f".read '{backup.path / _DUMP_FILE}'")
+            finally:
+                target.close()
+            return
+        unpacked = self.workspace / "restore.sqlite"
+        source_file = backup.path / _BACKUP_FILE
+        try:
+            if backup.method.compressed:
+                gunzip(backup.path / (_BACKUP_FILE + ".gz"), unpacked, self.workspace / "restore.log")
+                source_file = unpacked
+            source = self._keyed(source_file, self.key)
+            try:
+                _copy_pages(source, self._keyed(self.path, self.key))
+            finally:
+                source.close()
+        finally:
+            unpacked.unlink(missing_ok=True)
+        self.create()  # WAL mode, as every database of this engine has
+
+    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
+        return gunzipped(backup, _BACKUP_FILE, scratch, self.workspace / "backup.log")
+
+    def _keyed(self, path: Path, key: Secret | None) -> Any:
+        """A bare apsw connection to `path` with this database's cipher and `key`, the key proven."""
+        import apsw
+
+        conn = apsw.Connection(str(path))
+        try:
+            if key is not None:
+                self._use_key(conn, key)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        except Exception as exc:
+            conn.close()
+            message = key.scrub(str(exc)) if key else str(exc)
+            raise RuntimeError(f"sqlite could not open {path.name}: {message}") from None
+        return conn
+
+
+def _copy_pages(source: Any, target: Any) -> None:
+    """Every page of `source` into `target` with the online backup API; closes `target`."""
+    try:
+        with target.backup("main", source, "main") as backup:
+            while not backup.done:
+                backup.step()
+    finally:
+        target.close()
+
+
+def _shell(conn: Any, out: Any) -> Any:
+    """APSW's SQLite shell on `conn`, writing to `out` (for `.dump` and `.read`)."""
+    import apsw.shell
+
+    return apsw.shell.Shell(stdout=out, stderr=io.StringIO(), db=conn)
+
+
+_BACKUP_FILE = "backup.sqlite"
+_DUMP_FILE = "dump.sql"
+_BACKUP_METHODS = (
+    BackupMethod(BACKUP_FULL, "physical", False, "online backup API into a file with the same cipher and key"),
+    BackupMethod(BACKUP_FULL_COMPRESSED, "physical", True, "the same, then gzip"),
+    BackupMethod(BACKUP_LOGICAL, "logical", False, ".dump (SQL text)"),
+)
 
 
 class SQLiteEngine(Engine):
