@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tdebench.report import crud, csvfiles, html, maintenance, markdown, tables
+from tdebench.report import backup, crud, csvfiles, html, maintenance, markdown, tables
 from tdebench.report.document import assemble
 from tdebench.report.plots import Figure
 from tdebench.report.records import summary_records
@@ -22,10 +22,11 @@ SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV = "summary.csv", "queries.csv", "verdicts
 RESOURCES_CSV = "resources.csv"
 CRUD_CSV = "crud.csv"
 OLTP_CSV = "oltp.csv"
+BACKUPS_CSV = "backups.csv"
 MAINTENANCE_CSV = "maintenance.csv"
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
-DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV, CRUD_CSV, OLTP_CSV, MAINTENANCE_CSV,
-           REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
+DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV, CRUD_CSV, OLTP_CSV, BACKUPS_CSV,
+           MAINTENANCE_CSV, REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
 """Every file and directory `build` writes at the top of a run directory: all derived, so
 they may be deleted (e.g. by `run --force`) and rebuilt from the raw records."""
 
@@ -46,8 +47,8 @@ def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
 
 def build(run_dir: Path) -> list[Path]:
     """Read the run in `run_dir` and write summary.csv, queries.csv, verdicts.csv,
-    resources.csv, crud.csv, oltp.csv, maintenance.csv, report.md (with plots/*.png) and a self-contained report.html
-    into it. Returns the paths written."""
+    resources.csv, crud.csv, oltp.csv, backups.csv, maintenance.csv, report.md (with
+    plots/*.png) and a self-contained report.html into it. Returns the paths written."""
     run = read_run(run_dir)
     records = summary_records(run)
     written = [
@@ -57,6 +58,7 @@ def build(run_dir: Path) -> list[Path]:
         csvfiles.write(tables.resources_table(run), run_dir / RESOURCES_CSV),
         csvfiles.write(crud.operations_table(records), run_dir / CRUD_CSV),
         csvfiles.write(oltp.throughput_table(run), run_dir / OLTP_CSV),
+        csvfiles.write(backup.backups_table(run, records), run_dir / BACKUPS_CSV),
         csvfiles.write(maintenance.operations_table(run), run_dir / MAINTENANCE_CSV),
     ]
     report = assemble(run, records)

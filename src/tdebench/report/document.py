@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tdebench.report import crud, findings, maintenance, plots, tables
+from tdebench.report import backup, crud, findings, maintenance, plots, tables
 from tdebench.report import oltp
 from tdebench.report.records import SummaryRecord
 from tdebench.store import RunData
@@ -34,6 +34,7 @@ class Report:
     noisy: tables.Table
     crud: crud.CrudSection | None = None  # only for runs of the crud workload
     oltp: oltp.OltpSection | None = None  # only for runs of the oltp workload
+    backups: backup.BackupSection | None = None  # only for runs of the backup workload
     maintenance: maintenance.MaintenanceSection | None = None  # only for runs of the maintenance workload
 
     @property
@@ -45,12 +46,14 @@ class Report:
 
 def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     described = findings.overview(run)
+    backups = backup.section(run, records)
     maintained = maintenance.section(run, records)
     return Report(
         title=f"tdebench report: {described.plan_name}",
         overview=described,
         alerts=findings.alerts(run),
-        findings=(maintained.findings if maintained else []) + findings.findings(records),
+        findings=((backups.findings if backups else []) + (maintained.findings if maintained else [])
+                  + findings.findings(records)),
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=bool(run.verdicts) and all(v.as_expected for v in run.verdicts),
         failures=tables.failures_table(run),
@@ -67,5 +70,6 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         noisy=tables.noisy_table(records),
         crud=crud.section(records),
         oltp=oltp.section(run, records),
+        backups=backups,
         maintenance=maintained,
     )

@@ -63,6 +63,8 @@ def render(report: Report) -> str:
         lines += section(report.oltp.throughput.title, table(report.oltp.throughput)
                          + [line for plot in report.oltp.figures for line in figure(plot)])
         lines += section(report.oltp.latency.title, table(report.oltp.latency))
+    if report.backups:
+        lines += section(report.backups.table.title, table(report.backups.table))
     if report.maintenance:
         for block in (report.maintenance.encrypt, report.maintenance.rekey, report.maintenance.reindex):
             lines += section(block.title, table(block))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tdebench.workloads.backup import BackupWorkload
 from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.crud import CrudWorkload
 from tdebench.workloads.oltp import OltpWorkload
@@ -10,6 +11,7 @@ from tdebench.workloads.tpch import TpchWorkload
 
 WORKLOADS: dict[str, type[Workload]] = {
     TpchWorkload.name: TpchWorkload,
+    BackupWorkload.name: BackupWorkload,
     CrudWorkload.name: CrudWorkload,
     OltpWorkload.name: OltpWorkload,
     MaintenanceWorkload.name: MaintenanceWorkload,

@@ -1,0 +1,136 @@
+"""Backup and restore (seeds 001, 002, 003): how long a backup takes with and without
+encryption, compressed or not, whether it restores completely, whether it is encrypted at
+rest, and whether it restores without the key.
+
+The data is TPC-H at the plan's scale, loaded by the tpch workload's own code, plus the
+trial's canary table. Each test is one of the engine's backup methods (`Database.backup_methods`):
+
+| test              | what                                                              |
+|-------------------|-------------------------------------------------------------------|
+| `full`            | physical backup, uncompressed                                     |
+| `full-compressed` | physical backup, gzip-compressed (level 6 for every engine)       |
+| `logical`         | the engine's logical dump (compressed where the tool's default is) |
+
+and records these steps:
+
+| step                  | timed | metrics                                                             |
+|-----------------------|-------|---------------------------------------------------------------------|
+| `backup`              | yes   | `elapsed_s`, `cpu_s` (engine and tools), `tool_cpu_s`, I/O, `size_bytes` (artifact), `unpacked_bytes` (artifact decompressed), `ratio` (= unpacked / size: the compression ratio, 1 uncompressed), `database_bytes`, `compressed` (1 or 0, the method's) |
+| `scan`                | no    | `canary_hits`, `marker_hits`, `plaintext_headers`, `files_scanned`; its `answer` is the artifact's verdict: `encrypted`, `plaintext` or `inconclusive` |
+| `restore`             | yes   | the restore into a fresh instance with the same key, until it can be connected to; `restore_ok` (1: row counts and checksums of every table equal the original's), `rows`; `answer` `ok` or `failed` |
+| `restore-without-key` | no    | encrypted configurations only: the restore into a fresh instance with a wrong key (a new random one); `restore_without_key_failed` (1: it raised, or what it restored differs); `answer` `refused` or `accepted` |
+
+A backup in plaintext while the database is encrypted is a finding, not a failure; a restore
+that loses or changes data fails the trial (WrongAnswer, after the measurements are stored).
+Everything a test writes (the artifact, its unpacked copy, the restored instances) lives in
+`backup-<test>/` in the trial's workspace and is removed before the test ends, so the trial's
+own verdict still judges the database alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, Connection,
+                                   Database)
+from tdebench.keys import Secret
+from tdebench.workloads.backup import artifact, usage
+from tdebench.workloads.backup.checksum import TableChecksum, checksums, differences
+from tdebench.workloads.base import CANARY_TABLE, RunContext, Workload, WrongAnswer, read_canaries
+from tdebench.workloads.tpch import TpchWorkload, data, schema
+
+TABLES: dict[str, tuple[str, ...]] = {**schema.TABLES, CANARY_TABLE: ("id", "canary", "marker")}
+"""Every table the workload's database holds, with its columns: what a restore must bring back."""
+
+
+class BackupWorkload(Workload):
+    name = "backup"
+    tests = (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL)
+    default_scale = 0.01
+    scale_min = data.SCALE_MIN
+    scale_max = data.SCALE_MAX
+    max_streams = 1
+
+    def __init__(self) -> None:
+        self._tpch = TpchWorkload()
+
+    def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
+        self._tpch.prepare(scale, data_dir, seed)
+
+    def load(self, ctx: RunContext, conn: Connection) -> None:
+        self._tpch.load(ctx, conn)
+
+    def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
+        if test not in self.tests:
+            raise ValueError(f"backup has no test {test!r}; valid: {', '.join(self.tests)}")
+        if ctx.provision is None:
+            raise RuntimeError("the backup workload restores into a database of its own: "
+                               "RunContext.provision must be set")
+        database = ctx.database
+        method = database.backup_method(test)
+        original = checksums(conn, ctx.dialect, TABLES)
+        readable = read_canaries(conn) == set(ctx.canaries)
+        area = database.workspace / f"backup-{test}"
+        shutil.rmtree(area, ignore_errors=True)
+        area.mkdir()
+        try:
+            backup, metrics = usage.timed(ctx.recorder, lambda: database.backup(method, area / "artifact"),
+                                          [database])
+            contents = database.backup_contents(backup, area / "unpacked")
+            checked = artifact.check(ctx.recorder.trial, database, contents, ctx.canaries, ctx.markers, readable)
+            size = backup.size_bytes()
+            unpacked = sum(scan.bytes for scan in checked.scans)
+            metrics.update(size_bytes=float(size), unpacked_bytes=float(unpacked),
+                           ratio=unpacked / size if size else float("nan"),
+                           database_bytes=float(database.size_bytes()), compressed=float(method.compressed))
+            ctx.recorder.record(test, "backup", metrics, warmup=warmup)
+            ctx.recorder.record(test, "scan", checked.metrics, warmup=warmup, answer=checked.verdict)
+            if contents != backup.path:
+                shutil.rmtree(contents, ignore_errors=True)
+            lost = self._restore(ctx, backup, area / "restored", original, warmup)
+            if not database.encryption.is_baseline:
+                refused = not self._restores_with(ctx, backup, area / "wrong-key", Secret(os.urandom(32)), original)
+                ctx.recorder.record(test, "restore-without-key", {"restore_without_key_failed": float(refused)},
+                                    warmup=warmup, answer="refused" if refused else "accepted")
+        finally:
+            shutil.rmtree(area, ignore_errors=True)
+        if lost:
+            raise WrongAnswer(f"backup {test}: the restored database differs from the original: {'; '.join(lost)}")
+
+    def _restore(self, ctx: RunContext, backup: Backup, workspace: Path, original: dict[str, TableChecksum],
+                 warmup: bool) -> list[str]:
+        """Restore into a fresh instance with the same key (timed), compare every table, record
+        the step; returns what differs (nothing when the restore lost nothing)."""
+        restored = ctx.provision(workspace, ctx.database.encryption, ctx.database.key)
+        try:
+            _, metrics = usage.timed(ctx.recorder, lambda: restored.restore(backup), [ctx.database, restored])
+            found = self._checksums(ctx, restored)
+        finally:
+            restored.close()
+        lost = differences(original, found)
+        metrics.update(restore_ok=float(not lost), rows=float(sum(c.rows for c in found.values())))
+        ctx.recorder.record(backup.method.name, "restore", metrics, warmup=warmup, answer="failed" if lost else "ok")
+        return lost
+
+    def _restores_with(self, ctx: RunContext, backup: Backup, workspace: Path, key: Secret,
+                       original: dict[str, TableChecksum]) -> bool:
+        """Whether a fresh instance with `key` restores exactly the original data from `backup`;
+        any failure on the way (the restore, the start, reading a table) means it does not."""
+        stranger = ctx.provision(workspace, ctx.database.encryption, key)
+        try:
+            stranger.restore(backup)
+            return self._checksums(ctx, stranger) == original
+        except Exception:  # the expected outcome for an encrypted backup: refused, one way or another
+            return False
+        finally:
+            stranger.close()
+
+    @staticmethod
+    def _checksums(ctx: RunContext, database: Database) -> dict[str, TableChecksum]:
+        conn = database.connect()
+        try:
+            return checksums(conn, ctx.dialect, TABLES)
+        finally:
+            conn.close()
