@@ -51,7 +51,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_method_backs_up_restores_and_is_checked(run_dir: Path) -> None:
     run_data = read_run(run_dir)
     assert all(t.status == "ok" for t in run_data.trials) and len(run_data.trials) == 2
-    steps = {(m.trial.encryption, m.test, m.step): m for m in run_data.measurements if m.trial.workload == "backup"}
+    steps = {(m.trial.encryption, m.test, m.step): m for m in run_data.measurements
+             if m.trial.workload == "backup"}
     for encryption in ("none", "aes-256-gcm"):
         for method in ("full", "full-compressed", "logical"):
             backup = steps[(encryption, method, "backup")].metrics
@@ -85,7 +86,8 @@ def test_the_report_names_the_plaintext_backup(run_dir: Path) -> None:
     assert len(rows) == 6 and rows[("aes-256-gcm", "logical")]["artifact"] == "plaintext"
     assert rows[("aes-256-gcm", "full-compressed")]["compressed"] == "true"
     report = (run_dir / "report.md").read_text()
-    assert "Backups in PLAINTEXT although the database is encrypted: duckdb aes-256-gcm logical." in report
+    assert ("Backups in PLAINTEXT although the database is encrypted (1 of 3): "
+            "duckdb (logical: aes-256-gcm).") in report
 
 
 def test_a_restore_that_loses_a_row_fails_its_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,6 +78,6 @@ def test_every_dialect_with_a_hash_function_sums_in_sql() -> None:
 def test_differences_name_each_table() -> None:
     expected = {"a": TableChecksum(3, 10), "b": TableChecksum(2, 5), "c": TableChecksum(1, 1)}
     found = {"a": TableChecksum(2, 7), "b": TableChecksum(2, 6)}
-    assert differences(expected, found) == ["a: 2 rows, expected 3", "b: the same 2 rows, but their checksum differs",
-                                            "c: missing"]
+    assert differences(expected, found) == ["a: 2 rows, expected 3",
+                                            "b: the same 2 rows, but their checksum differs", "c: missing"]
     assert differences(expected, dict(expected)) == []

@@ -87,15 +87,16 @@ def test_a_lost_restore_shows_even_though_its_trial_failed(backup_run: Path) -> 
     lost = rows_of(backup_run / "backups.csv")[("sqlite", "chacha20-poly1305", "full")]
     assert lost["restore"] == "failed" and lost["n"] == "1"  # the failed trial's timings are left out
     report = (backup_run / "report.md").read_text()
-    assert "Restores that LOST or changed data: sqlite chacha20-poly1305 full." in report
+    assert "Restores that LOST or changed data: sqlite (full: chacha20-poly1305)." in report
 
 
 def test_plaintext_backups_of_encrypted_databases_lead_the_findings(backup_run: Path) -> None:
     report = (backup_run / "report.md").read_text()
     findings = report.split("## Findings", 1)[1].split("\n- ")
-    assert findings[1].startswith("Backups in PLAINTEXT although the database is encrypted: "
-                                  "duckdb aes-256-gcm logical.")
-    assert "Restored with a wrong key (seed 003 requires this to fail): duckdb aes-256-gcm logical." in report
+    assert findings[1].startswith("Backups in PLAINTEXT although the database is encrypted (1 of 4): "
+                                  "duckdb (logical: aes-256-gcm).")
+    assert ("Restored with a wrong key, which seed 003 requires to fail (1 of 4): "
+            "duckdb (logical: aes-256-gcm).") in report
     assert ("duckdb full-compressed: compression shrank the backup 4.50× without encryption, "
             "1.00× with aes-256-gcm.") in report
     assert "## Backup and restore" in report

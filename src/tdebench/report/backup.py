@@ -138,7 +138,20 @@ def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
 
 
 def _names(rows: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{row['engine']} {row['encryption']} {row['method']}" for row in rows)
+    """The rows' configurations, compactly: per engine, the encryptions that share the same
+    methods, e.g. "duckdb (logical: aes-256-ctr, aes-256-gcm; full, logical: fs-aes-256-gcm)"."""
+    methods: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for row in rows:
+        methods[row["engine"]][row["encryption"]].add(row["method"])
+    engines = []
+    for engine, by_encryption in sorted(methods.items()):
+        groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+        for encryption, names in sorted(by_encryption.items()):
+            groups[tuple(m for m in METHODS if m in names)].append(encryption)
+        parts = [f"{', '.join(names)}: {', '.join(encryptions)}" for names, encryptions in
+                 sorted(groups.items(), key=lambda item: [METHODS.index(m) for m in item[0]])]
+        engines.append(f"{engine} ({'; '.join(parts)})")
+    return ", ".join(engines)
 
 
 def findings(table: Table) -> list[str]:
@@ -148,13 +161,15 @@ def findings(table: Table) -> list[str]:
     sentences = []
     plain = [row for row in encrypted if row["artifact"] == "plaintext"]
     if plain:
-        sentences.append(f"Backups in PLAINTEXT although the database is encrypted: {_names(plain)}. "
-                         "Anyone holding these backups reads the data without the key.")
+        sentences.append(f"Backups in PLAINTEXT although the database is encrypted ({len(plain)} of "
+                         f"{len(encrypted)}): {_names(plain)}. Anyone holding them reads the data without "
+                         "the key.")
     elif encrypted:
         sentences.append("Every backup of an encrypted database was encrypted at rest.")
     accepted = [row for row in encrypted if row["without_key"] == "accepted"]
     if accepted:
-        sentences.append(f"Restored with a wrong key (seed 003 requires this to fail): {_names(accepted)}.")
+        sentences.append(f"Restored with a wrong key, which seed 003 requires to fail ({len(accepted)} of "
+                         f"{len(encrypted)}): {_names(accepted)}.")
     lost = [row for row in rows if row["restore"] == "failed"]
     if lost:
         sentences.append(f"Restores that LOST or changed data: {_names(lost)}.")

@@ -91,7 +91,8 @@ class BackupWorkload(Workload):
                 shutil.rmtree(contents, ignore_errors=True)
             lost = self._restore(ctx, backup, area / "restored", original, warmup)
             if not database.encryption.is_baseline:
-                refused = not self._restores_with(ctx, backup, area / "wrong-key", Secret(os.urandom(32)), original)
+                wrong_key = Secret(os.urandom(32))
+                refused = not self._restores_with(ctx, backup, area / "wrong-key", wrong_key, original)
                 ctx.recorder.record(test, "restore-without-key", {"restore_without_key_failed": float(refused)},
                                     warmup=warmup, answer="refused" if refused else "accepted")
         finally:
@@ -111,7 +112,8 @@ class BackupWorkload(Workload):
             restored.close()
         lost = differences(original, found)
         metrics.update(restore_ok=float(not lost), rows=float(sum(c.rows for c in found.values())))
-        ctx.recorder.record(backup.method.name, "restore", metrics, warmup=warmup, answer="failed" if lost else "ok")
+        ctx.recorder.record(backup.method.name, "restore", metrics, warmup=warmup,
+                            answer="failed" if lost else "ok")
         return lost
 
     def _restores_with(self, ctx: RunContext, backup: Backup, workspace: Path, key: Secret,
