@@ -48,12 +48,13 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     described = findings.overview(run)
     backups = backup.section(run, records)
     maintained = maintenance.section(run, records)
+    transactions = oltp.section(run, records)
     return Report(
         title=f"tdebench report: {described.plan_name}",
         overview=described,
         alerts=findings.alerts(run),
         findings=((backups.findings if backups else []) + (maintained.findings if maintained else [])
-                  + findings.findings(records)),
+                  + (transactions.findings if transactions else []) + findings.findings(records)),
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=bool(run.verdicts) and all(v.as_expected for v in run.verdicts),
         failures=tables.failures_table(run),
@@ -69,7 +70,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         environment=tables.environment_table(run),
         noisy=tables.noisy_table(records),
         crud=crud.section(records),
-        oltp=oltp.section(run, records),
+        oltp=transactions,
         backups=backups,
         maintenance=maintained,
     )

@@ -23,7 +23,7 @@ from matplotlib.ticker import FuncFormatter
 from tdebench.report import plots
 from tdebench.report.records import BASELINE, SummaryRecord, measured
 from tdebench.report.tables import Column, Table, number, p_value, percent, text
-from tdebench.stats import overheads, summarize_many
+from tdebench.stats import SIGNIFICANCE, overheads, summarize_many
 from tdebench.store import Measurement, RunData
 from tdebench.workloads.oltp.inputs import KINDS, MIX
 
@@ -38,14 +38,39 @@ class OltpSection:
     throughput: Table
     latency: Table
     figures: list[plots.Figure]
+    findings: list[str]
 
 
 def section(run: RunData, records: list[SummaryRecord]) -> OltpSection | None:
     """The section, or None when the run has no measured oltp run to show."""
     if not any(m.trial.workload == WORKLOAD and m.step == MIX_STEP for m in run.measurements):
         return None
-    return OltpSection(throughput=throughput_table(run, csv=False), latency=latency_table(records),
-                       figures=throughput_plots(run))
+    throughput = throughput_table(run, csv=False)
+    return OltpSection(throughput=throughput, latency=latency_table(records), figures=throughput_plots(run),
+                       findings=findings(throughput.rows))
+
+
+def findings(rows: list[dict[str, Any]]) -> list[str]:
+    """One sentence per engine, warehouses and test: the baseline's TPM and each encryption's
+    change in TPM, called significant only when its interval excludes zero and p < 0.05."""
+    sentences = []
+    baselines = {(r["engine"], r["warehouses"], r["test"]): r for r in rows if r["encryption"] == BASELINE}
+    for key, base in baselines.items():
+        parts = []
+        for row in rows:
+            if (row["engine"], row["warehouses"], row["test"]) != key or row.get("tpm_vs_none_pct") is None:
+                continue
+            low, high, p = row["tpm_vs_none_ci_low"], row["tpm_vs_none_ci_high"], row["tpm_p"]
+            verdict = ("significant" if p < SIGNIFICANCE and not low <= 0 <= high
+                       else "no significant difference" if low <= 0 <= high else f"p={p_value(p)}")
+            parts.append(f"{row['encryption']} {percent(row['tpm_vs_none_pct'])} [{low:.1f}, {high:.1f}] "
+                         f"({verdict}, n={row['n']} vs {base['n']})")
+        if parts:
+            engine, warehouses, test = key
+            sentences.append(f"OLTP on {engine} (W={warehouses:g}), {test} test with {base['virtual_users']:g} "
+                             f"users ({base['driver']}): {number(base['tpm'])} TPM without encryption; TPM "
+                             + "; ".join(parts) + ".")
+    return sentences
 
 
 def _rate(m: Measurement, count: str) -> float | None:

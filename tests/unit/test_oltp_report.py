@@ -1,0 +1,124 @@
+"""The oltp workload's report section from a hand-made run: TPM and NOPM with intervals and
+overhead against `none` (oltp.csv), the latency table with the mix's shares, throughput over
+time, a failed run kept out, and reports of runs without oltp unchanged."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from fakes import write_fake_run
+from tdebench.report import build, oltp
+from tdebench.report.records import summary_records
+from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome, read_run
+
+TESTS = ("load", "stress")
+FACTORS = {"none": 1.0, "aes-256-cbc": 0.9}  # encrypted: 10% fewer transactions
+REPETITIONS = 3
+WINDOW_S = 30.0
+COMMITTED = {"new_order": 450, "payment": 430, "delivery": 40, "order_status": 40, "stock_level": 40}
+FAILED = TrialKey("sqlite", "aes-256-cbc", "oltp", 1.0, 3)  # its consistency check failed
+PLAN = '''name = "oltp-fake"
+repetitions = 3
+
+[[engines]]
+name = "sqlite"
+
+[[workloads]]
+name = "oltp"
+scale = 1
+'''
+
+
+def _run_records(trial: TrialKey, test: str, factor: float) -> list[Measurement]:
+    # repetition r is r% faster than its factor says, so every figure has a spread
+    scale = factor * (1 + 0.01 * (trial.repetition - 2)) * (1.5 if test == "stress" else 1.0)
+    committed = {kind: round(count * scale) for kind, count in COMMITTED.items()}
+    records = [Measurement(trial, test, "mix", {
+        "elapsed_s": WINDOW_S, "committed": float(sum(committed.values())),
+        "new_orders": float(committed["new_order"]), "rollbacks": 4.0, "retries": 2.0, "errors": 0.0,
+        "virtual_users": 2.0 if test == "load" else 4.0, "procedures": 0.0, "cpu_s": 20.0})]
+    for kind, count in committed.items():
+        p50 = 0.002 / factor
+        records.append(Measurement(trial, test, kind, {
+            "committed": float(count), "retries": 0.0, "errors": 0.0, "p50_elapsed_s": p50,
+            "p90_elapsed_s": 2 * p50, "p95_elapsed_s": 3 * p50, "p99_elapsed_s": 5 * p50,
+            "max_elapsed_s": 10 * p50, "mean_elapsed_s": 1.5 * p50}))
+    per_interval = sum(committed.values()) / 3
+    records += [Measurement(trial, test, "interval", {"elapsed_s": WINDOW_S / 3, "committed": per_interval,
+                                                      "new_orders": per_interval * 0.45}, stream=n)
+                for n in (1, 2, 3)]
+    failed = trial == FAILED and test == "load"
+    records.append(Measurement(trial, test, "consistency", {"conditions": 4.0, "problems": float(failed)},
+                               answer="failed" if failed else "ok"))
+    return records
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("oltp-run")
+    store = ResultStore(directory)
+    store.start(PLAN, {"cpu": {"cores": 2}})
+    for repetition in range(1, REPETITIONS + 1):
+        for encryption, factor in FACTORS.items():
+            trial = TrialKey("sqlite", encryption, "oltp", 1.0, repetition)
+            store.append(Measurement(trial, "load", "total", {"elapsed_s": 5.0}))
+            for test in TESTS:
+                for record in _run_records(trial, test, factor):
+                    store.append(record)
+            failed = trial == FAILED
+            store.append(TrialOutcome(trial, "failed" if failed else "ok", cache="warm", cache_dropped=False,
+                                      elapsed_s=70.0, error="WrongAnswer: oltp load: condition 2" if failed else ""))
+    build(directory)
+    return directory
+
+
+def test_tpm_and_nopm_with_intervals_and_overhead_against_none(run_dir: Path) -> None:
+    rows = {(r["test"], r["encryption"]): r for r in csv.DictReader((run_dir / "oltp.csv").open())}
+    assert set(rows) == {(t, e) for t in TESTS for e in FACTORS}
+    none, aes = rows[("load", "none")], rows[("load", "aes-256-cbc")]
+    assert float(none["tpm"]) == pytest.approx(sum(COMMITTED.values()) / WINDOW_S * 60)
+    assert float(none["nopm"]) == pytest.approx(450 / WINDOW_S * 60)
+    assert none["n"] == "3" and aes["n"] == "2"  # the failed repetition is left out
+    assert float(none["tpm_ci_low"]) < float(none["tpm"]) < float(none["tpm_ci_high"])
+    # the encrypted repetitions left are 1 and 2: median factor 0.9 × 0.995
+    assert float(aes["tpm_vs_none_pct"]) == pytest.approx((0.9 * 0.995 - 1) * 100, abs=0.2)
+    assert float(aes["nopm_vs_none_ci_low"]) < float(aes["nopm_vs_none_pct"]) < float(aes["nopm_vs_none_ci_high"])
+    assert none["tpm_vs_none_pct"] == "" and none["driver"] == "client" and none["virtual_users"] == "2.0"
+    assert rows[("stress", "none")]["virtual_users"] == "4.0"
+
+
+def test_the_report_has_the_oltp_sections_plot_and_the_failure(run_dir: Path) -> None:
+    report = (run_dir / "report.md").read_text()
+    throughput, latency = report.index("## OLTP throughput"), report.index("## OLTP latency")
+    assert throughput < latency < report.index("## Resources")
+    assert "plots/oltp-throughput-sqlite-w1.png" in report
+    assert (run_dir / "plots" / "oltp-throughput-sqlite-w1.png").stat().st_size > 10_000
+    assert "load consistency" in report  # the failed check is listed among the failures
+    assert ("- OLTP on sqlite (W=1), load test with 2 users (client): 2,000 TPM without encryption; TPM "
+            "aes-256-cbc -10.4% \\[-11.5, -9.3\\] (p=0.20, n=2 vs 3).") in report
+    html = (run_dir / "report.html").read_text()
+    assert "<h2>OLTP throughput</h2>" in html and "<h2>OLTP latency</h2>" in html
+
+
+def test_latency_rows_show_the_mix_beside_its_target(run_dir: Path) -> None:
+    run = read_run(run_dir)
+    table = oltp.latency_table(summary_records(run))
+    rows = {(r["test"], r["encryption"], r["transaction"]): r for r in table.rows}
+    assert len(rows) == len(TESTS) * len(FACTORS) * len(COMMITTED)
+    payment = rows[("load", "none", "payment")]
+    assert payment["share"] == pytest.approx(43.0) and payment["target"] == pytest.approx(43.0)
+    assert payment["p50"] == pytest.approx(2.0) and payment["p99"] == pytest.approx(10.0)
+    assert rows[("load", "aes-256-cbc", "payment")]["p50"] == pytest.approx(2.0 / 0.9)
+    assert list(rows)[:5] == [("load", "none", kind) for kind in COMMITTED]  # baseline first, mix order
+
+
+def test_a_run_without_oltp_has_no_oltp_section(tmp_path: Path) -> None:
+    write_fake_run(tmp_path)
+    build(tmp_path)
+    assert "OLTP" not in (tmp_path / "report.md").read_text()
+    assert oltp.section(read_run(tmp_path), []) is None
+    with (tmp_path / "oltp.csv").open() as fh:
+        assert len(list(csv.reader(fh))) == 1  # the header only
