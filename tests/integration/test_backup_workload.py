@@ -69,6 +69,8 @@ def test_every_method_backs_up_restores_and_is_checked(run_dir: Path) -> None:
                  for m in ("full", "full-compressed", "logical")}
     assert wrong_key == {"full": "refused", "full-compressed": "refused", "logical": "accepted"}
     assert ("none", "full", "restore-without-key") not in steps
+    # gzip ran as a child process: its CPU time is counted with the backup's
+    assert steps[("none", "full-compressed", "backup")].metrics["tool_cpu_s"] > 0
     # gzip shrinks the plaintext backup; the encrypted one does not compress at all
     assert steps[("none", "full-compressed", "backup")].metrics["ratio"] > 2
     assert steps[("aes-256-gcm", "full-compressed", "backup")].metrics["ratio"] < 1.01
