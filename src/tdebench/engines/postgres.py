@@ -212,7 +212,8 @@ class PostgresDatabase(Database):
             conn.close()
 
     def engine_processes(self) -> list[psutil.Process] | None:
-        return self._server.processes() if self._server is not None else []
+        # running, not just set: while it shuts down its pid is gone and the sampler must see none
+        return self._server.processes() if self._server is not None and self._server.running else []
 
     def files(self) -> list[Path]:
         if not self.data_dir.exists():
