@@ -182,6 +182,8 @@ def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
         if not workload.scale_min <= value <= workload.scale_max:
             raise check.error(f"scale factor {value:g} is out of range for {name}: "
                               f"{workload.scale_min:g} to {workload.scale_max:g}", "scale")
+        if workload.whole_scale and value != int(value):
+            raise check.error(f"scale {value:g} is not a whole number; {name}'s scale counts whole things", "scale")
         scales.append(float(value))
     tests = check.string_list(table, "tests", list(workload.tests))
     for test in tests:

@@ -379,3 +379,5 @@ def test_plan_keys_are_typed_defaulted_and_split_by_test() -> None:
     assert settings(STRESS, custom).duration_s == 1800 and custom["procedures"] is False
     with pytest.raises(PlanError, match="virtual_users = 0 is out of range: 1 to 256"):
         parse_plan(PLAN + "virtual_users = 0\n", "p.toml")
+    with pytest.raises(PlanError, match="p.toml:6: scale 1.5 is not a whole number; oltp's scale counts"):
+        parse_plan(PLAN.replace("scale = 2", "scale = 1.5"), "p.toml")

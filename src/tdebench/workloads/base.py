@@ -71,6 +71,7 @@ class Workload(ABC):
     default_scale: ClassVar[float]
     scale_min: ClassVar[float]
     scale_max: ClassVar[float]
+    whole_scale: ClassVar[bool] = False  # the scale counts things (oltp: warehouses): whole numbers only
     max_streams: ClassVar[int]
     options: ClassVar[dict[str, Option]] = {}
 

@@ -66,6 +66,7 @@ class OltpWorkload(Workload):
     default_scale = 1
     scale_min = data.WAREHOUSES_MIN
     scale_max = data.WAREHOUSES_MAX
+    whole_scale = True  # warehouses
     max_streams = 1  # oltp's concurrency is `virtual_users`, not `streams`
     options = OPTIONS
 
