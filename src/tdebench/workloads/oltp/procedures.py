@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 
 from tdebench.engines.base import Connection
-from tdebench.workloads.oltp.errors import ROLLBACK_MARKER, classify
+from tdebench.workloads.oltp.errors import classify
 from tdebench.workloads.oltp.inputs import (DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL, Delivery,
                                             Inputs, NewOrder, OrderStatus, Payment, StockLevel)
 from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
@@ -77,6 +77,3 @@ def server_side(conn: Connection, dialect: str) -> Callable[[str, Inputs], str]:
         return COMMITTED
 
     return run
-
-
-__all__ = ["ROLLBACK_MARKER", "available", "server_side", "statements"]
