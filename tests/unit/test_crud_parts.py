@@ -111,6 +111,8 @@ def test_crud_plan_keys_are_checked_and_defaulted() -> None:
         assert info.value.line == len(CRUD_PLAN.splitlines()) + 1
     with pytest.raises(PlanError, match="scale factor 100 is out of range for crud: 1000 to 1e"):
         parse_plan(CRUD_PLAN.replace("1000,", "100,"))
+    with pytest.raises(PlanError, match="scale 1500.5 is not a whole number; crud's scale counts whole things"):
+        parse_plan(CRUD_PLAN.replace("1000,", "1500.5,"))
 
 
 def test_sizes_follow_the_scale_and_the_fraction_and_lookups_the_seed() -> None:

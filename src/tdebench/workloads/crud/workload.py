@@ -69,8 +69,8 @@ COUNT_UPDATED = f"SELECT count(*) FROM {schema.TABLE} WHERE id BETWEEN ? AND ? A
 
 
 def table_rows(scale: float) -> int:
-    """The plan's scale is the number of rows in `persons`."""
-    return int(round(scale))
+    """The plan's scale is the number of rows in `persons` (a whole number: `whole_scale`)."""
+    return int(scale)
 
 
 def operation_rows(rows: int, fraction: float) -> int:
@@ -248,6 +248,7 @@ class CrudWorkload(Workload):
     default_scale = 10_000
     scale_min = ROWS_MIN
     scale_max = ROWS_MAX
+    whole_scale = True  # rows
     max_streams = 1
     options = {
         "operation_fraction": Option(0.1, "share of the table's rows each select, insert, update and "
