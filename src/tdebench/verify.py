@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,6 +39,37 @@ def canary_encodings(canary: str) -> dict[str, bytes]:
 def _patterns(canaries: Sequence[str]) -> list[tuple[str, bytes]]:
     return [(encoding, pattern) for canary in canaries
             for encoding, pattern in canary_encodings(canary).items()]
+
+
+class _Matcher:
+    """Counts many patterns in one pass per shared prefix instead of one pass per pattern.
+
+    Canaries and markers of one encoding share a prefix ("TDEBENCH-"), so each group's
+    prefix is searched once (a fast memchr-based find) and only its few occurrences are
+    compared with the members. Counting is bytes.count's: non-overlapping per pattern.
+    """
+
+    KEY_BYTES = 8  # patterns sharing this many leading bytes are searched together
+
+    def __init__(self, patterns: Sequence[tuple[bool, bytes]]) -> None:
+        groups: dict[bytes, list[tuple[bool, bytes]]] = {}
+        for is_marker, pattern in patterns:
+            groups.setdefault(pattern[:self.KEY_BYTES], []).append((is_marker, pattern))
+        self.groups = [(os.path.commonprefix([p for _, p in members]), members) for members in groups.values()]
+
+    def matches(self, buffer: bytes, tail: int) -> Iterator[tuple[bool, int]]:
+        """(is_marker, offset) of every match in `buffer` that ends past its first `tail`
+        bytes (the others were counted in the previous read)."""
+        for prefix, members in self.groups:
+            # per pattern: where its next match may start (past its last one, and ending past the tail)
+            free = {pattern: max(0, tail - len(pattern) + 1) for _, pattern in members}
+            at = buffer.find(prefix, min(free.values()))
+            while at != -1:
+                for is_marker, pattern in members:
+                    if at >= free[pattern] and buffer.startswith(pattern, at):
+                        free[pattern] = at + len(pattern)
+                        yield is_marker, at
+                at = buffer.find(prefix, at + 1)
 
 
 class _Entropy:
@@ -98,6 +129,7 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
     if chunk_size % block_size:
         raise ValueError(f"chunk_size {chunk_size} must be a multiple of block_size {block_size}")
     patterns = [(False, p) for _, p in _patterns(canaries)] + [(True, p) for _, p in _patterns(markers)]
+    matcher = _Matcher(patterns)
     overlap = max((len(p) for _, p in patterns), default=1) - 1
     entropy = _Entropy(block_size)
     hits = marker_hits = 0
@@ -110,16 +142,12 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
             entropy.add(chunk)
             buffer = tail + chunk
             base = size - len(tail)  # file offset of buffer[0]
-            for is_marker, pattern in patterns:
-                # Only hits that end past the tail: the others were counted in the last read.
-                start = max(0, len(tail) - len(pattern) + 1)
-                count = buffer.count(pattern, start)
-                if count and is_marker:
-                    marker_hits += count
-                elif count:
-                    hits += count
-                    offset = base + buffer.find(pattern, start)
-                    first = offset if first is None else min(first, offset)
+            for is_marker, at in matcher.matches(buffer, len(tail)):
+                if is_marker:
+                    marker_hits += 1
+                else:
+                    hits += 1
+                    first = base + at if first is None else min(first, base + at)
             size += len(chunk)
             tail = buffer[max(0, len(buffer) - overlap):] if overlap else b""
     return FileScan(path=os.path.relpath(path, root), bytes=size, hits=hits, first_hit_offset=first,

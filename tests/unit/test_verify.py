@@ -277,3 +277,22 @@ def test_judge_a_marker_on_disk_is_plaintext_unless_columns_are_sealed():
 def test_judge_column_layer_needs_its_markers_found():
     blind = judge(TRIAL, "encrypted", [_marked("heap", 0)], True, column_layer=True)
     assert blind.verdict == "inconclusive" and "marker" in blind.detail and blind.exposed == ()
+
+
+def test_the_prefix_search_counts_exactly_what_one_count_per_pattern_would():
+    import random
+
+    from tdebench.verify import _Matcher
+
+    rng = random.Random(3)
+    patterns = [(False, b"TDEBENCH-A1"), (False, b"TDEBENCH-A12"), (True, b"TDEBENCH-B"), (False, b"aa"),
+                (True, "TDEBENCH-A1".encode("utf-16-le"))]
+    pieces = [p for _, p in patterns] + [b"TDEBENCH-", b"a", b"x", b"\x00"]
+    for _ in range(200):
+        buffer = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        tail = rng.randint(0, min(len(buffer), 11))
+        found = list(_Matcher(patterns).matches(buffer, tail))
+        for is_marker, pattern in patterns:
+            expected = buffer.count(pattern, max(0, tail - len(pattern) + 1))
+            assert sum(1 for m, at in found if m == is_marker and buffer.startswith(pattern, at)) >= expected
+        assert len(found) == sum(buffer.count(p, max(0, tail - len(p) + 1)) for _, p in patterns)
