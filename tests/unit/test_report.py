@@ -350,3 +350,11 @@ def test_resource_plot_falls_back_to_the_lowest_sampled_repetition() -> None:
     figures = resource_plots(samples)
     assert [figure.name for figure in figures] == ["resources-mariadb-tpch-sf1.png"]
     assert figures[0].png.startswith(b"\x89PNG")
+
+
+def test_scales_read_in_their_workloads_words() -> None:
+    from tdebench.report.records import scale_label, scale_text
+
+    assert [scale_text(s) for s in (0.01, 1.0, 10.0, 1_000_000.0)] == ["0.01", "1", "10", "1,000,000"]
+    assert scale_label("tpch", 0.1) == "sf0.1" and scale_label("crud", 1e6) == "1,000,000 rows"
+    assert scale_label("oltp", 2.0) == "W=2" and scale_label("gone", 1.0) == "sf1"  # unknown: as TPC-H

@@ -36,7 +36,8 @@ _MESSAGE_START = "\\xc30c04090108"
 COLUMN_AES_256 = Encryption(
     name="column-aes-256", algorithm="AES", key_bits=256, mode="CFB (OpenPGP)", layer="column",
     covers=("the workload's sensitive columns in tables, WAL and backups (TPC-H: names, addresses, "
-            "phone numbers and account balances of customers and suppliers)",
+            "phone numbers and account balances of customers and suppliers; crud: names, card number, "
+            "address and city of birth; oltp: customers' first names, addresses, phones and balances)",
             "the canary column"),
     notes="pgcrypto pgp_sym_encrypt per value (cell-level encryption), read through decrypting views. "
           "Not encrypted: every other column, indexes on them, the catalog, statistics, and query temp "

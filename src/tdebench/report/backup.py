@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
-from tdebench.report.records import BASELINE, SummaryRecord
+from tdebench.report.records import BASELINE, SummaryRecord, scale_text
 from tdebench.report.tables import MIB, Column, Table, number, percent, text
 from tdebench.store import RunData
 
@@ -110,7 +110,7 @@ def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
     rows.sort(key=lambda row: (row["engine"], row["scale"], METHODS.index(row["method"]),
                                row["encryption"] != BASELINE, row["encryption"]))
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
-               _num("scale", "scale", lambda value: f"{value:g}"), Column("method", "method"),
+               _num("scale", "scale", scale_text), Column("method", "method"),
                Column("kind", "kind"), Column("compressed", "compressed"), _num("n", "n", text),
                _num("backup_s", "backup (ms)", _ms), _num("backup_overhead_pct", "vs none", percent),
                _num("backup_cpu_s", "CPU (ms)", _ms), _num("size_bytes", "size (MiB)", _mib),

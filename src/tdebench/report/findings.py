@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.report.records import (BASELINE, HEADLINES, Headline, SummaryRecord, deterministic,
-                                     headline_records, is_query, step_order)
+                                     headline_records, is_query, scale_label, scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, SIGNIFICANCE
 from tdebench.store import RunData, TrialKey
@@ -35,7 +35,7 @@ class Overview:
 
     @property
     def paragraph(self) -> str:
-        scales = ", ".join(f"{scale:g}" for scale in self.scales)
+        scales = ", ".join(scale_text(scale) for scale in self.scales)
         return (f"Plan “{self.plan_name}” ran the {', '.join(self.workloads)} workload at "
                 f"scale {scales} on {', '.join(self.engines)}, with encryption "
                 f"{', '.join(self.encryptions)} (“{BASELINE}” is the baseline), "
@@ -196,7 +196,7 @@ def findings(records: list[SummaryRecord]) -> list[str]:
     configs_per_engine = Counter(engine for engine, _, _ in per_config)
     sentences = []
     for (engine, workload, scale), by_encryption in sorted(per_config.items()):
-        where = f" ({workload} sf{scale:g})" if configs_per_engine[engine] > 1 else ""
+        where = f" ({workload} {scale_label(workload, scale)})" if configs_per_engine[engine] > 1 else ""
         power = [record for chosen in by_encryption.values() for headline, record in chosen
                  if headline is HEADLINES[0]]
         if len(power) > 1:
@@ -266,7 +266,7 @@ def timeout_alerts(run: RunData) -> list[str]:
     for key in sorted(timed_out, key=order):
         engine, encryption, workload, scale, test, step = key
         answers = timed_out[key]
-        where = f" {workload} sf{scale:g}" if several else ""
+        where = f" {workload} {scale_label(workload, scale)}" if several else ""
         messages.append(f"{step} hit the {timeouts[workload]:g} s timeout on {engine} {encryption}{where} "
                         f"({test} test, {answers.count('timeout')} of {len(answers)} executions); a trial "
                         "with a timeout failed and is left out of the statistics.")

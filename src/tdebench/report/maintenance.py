@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from tdebench.report.records import BASELINE, SummaryRecord
+from tdebench.report.records import BASELINE, SummaryRecord, scale_text
 from tdebench.report.tables import MIB, Column, Table, number, p_value, percent, text
 from tdebench.stats import summarize_many
 from tdebench.store import Measurement, RunData
@@ -118,7 +118,7 @@ def operations_table(run: RunData) -> Table:
             groups[(t.engine, t.encryption, t.workload, t.scale, m.test, m.step)].append(m)
     order = sorted(groups, key=lambda k: (k[4] != ENCRYPT, k[0], k[1] != BASELINE, k[1], k[3], k[5]))
     columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("workload", "workload"),
-               Column("scale", "scale", lambda v: f"{v:g}", numeric=True), Column("test", "test"),
+               Column("scale", "scale", scale_text, numeric=True), Column("test", "test"),
                Column("method", "method"), Column("n", "n", text, numeric=True),
                Column("size_mib", "database (MiB)", number, numeric=True),
                Column("seconds", "seconds (median)", number, numeric=True),
@@ -158,7 +158,7 @@ def reindex_table(run: RunData, records: list[SummaryRecord]) -> Table:
                      "p": compared.p_value if compared else None,
                      "checked": "yes" if answers == {"ok"} else "no"})
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
-               Column("scale", "scale", lambda v: f"{v:g}", numeric=True), Column("method", "method"),
+               Column("scale", "scale", scale_text, numeric=True), Column("method", "method"),
                Column("n", "n", text, numeric=True), Column("seconds", "seconds (median)", number, numeric=True),
                Column("seconds_ci", "95% CI", text, numeric=True),
                Column("overhead", "vs none", percent, numeric=True),

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from tdebench.report.records import (BASELINE, HEADLINES, QUERY_TESTS, SummaryRecord,
-                                     headline_records, is_query)
+                                     headline_records, is_query, scale_label)
 from tdebench.report.tables import MIB, samples_by_config
 from tdebench.store import Sample
 
@@ -100,9 +100,9 @@ def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
         _grouped_bars(axes, labels, series)
         axes.axhline(0, color="black", linewidth=0.8)
         axes.set_ylabel("overhead vs none (%)")
-        title = f"{engine} · {workload} sf{scale:g}: overhead vs {BASELINE} (95% CI)"
+        title = f"{engine} · {workload} {scale_label(workload, scale)}: overhead vs {BASELINE} (95% CI)"
         axes.set_title(title)
-        figures.append(Figure(title, _file_name("overhead", engine, workload, f"sf{scale:g}"), _png(figure)))
+        figures.append(Figure(title, _file_name("overhead", engine, workload, scale_label(workload, scale)), _png(figure)))
     return figures
 
 
@@ -137,9 +137,9 @@ def query_plots(records: list[SummaryRecord]) -> list[Figure]:
             axes.set_ylabel("median elapsed (ms, log scale)")
         else:
             axes.set_ylabel("median elapsed (ms)")
-        title = f"{engine} · {workload} sf{scale:g} · {test} test: per query (95% CI)"
+        title = f"{engine} · {workload} {scale_label(workload, scale)} · {test} test: per query (95% CI)"
         axes.set_title(title)
-        figures.append(Figure(title, _file_name("queries", engine, workload, f"sf{scale:g}", test), _png(figure)))
+        figures.append(Figure(title, _file_name("queries", engine, workload, scale_label(workload, scale), test), _png(figure)))
     return figures
 
 
@@ -183,9 +183,9 @@ def resource_plots(samples: list[Sample]) -> list[Figure]:
         for axes in (cpu, memory):
             axes.grid(alpha=0.3)
         cpu.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        title = f"{engine} · {workload} sf{scale:g}: CPU and engine memory during repetition 1"
+        title = f"{engine} · {workload} {scale_label(workload, scale)}: CPU and engine memory during repetition 1"
         cpu.set_title(title)
-        figures.append(Figure(title, _file_name("resources", engine, workload, f"sf{scale:g}"), _png(figure)))
+        figures.append(Figure(title, _file_name("resources", engine, workload, scale_label(workload, scale)), _png(figure)))
     return figures
 
 

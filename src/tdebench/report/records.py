@@ -23,6 +23,19 @@ QUERY_TESTS = ("power", "throughput")
 _QUERY_STEP = re.compile(r"q(\d+)")
 
 
+def scale_text(scale: float) -> str:
+    """A scale as people write it: 0.01, 10, 1,000,000 (never 1e+06)."""
+    return f"{int(scale):,}" if float(scale).is_integer() else f"{scale:g}"
+
+
+def scale_label(workload: str, scale: float) -> str:
+    """A scale in its workload's words: "sf0.01" (TPC-H), "100,000 rows" (crud), "W=2" (oltp)."""
+    from tdebench.workloads import WORKLOADS
+
+    known = WORKLOADS.get(workload)
+    return (known.scale_format if known is not None else "sf{}").format(scale_text(scale))
+
+
 @dataclass(frozen=True, order=True)
 class CellKey:
     engine: str
@@ -40,7 +53,7 @@ class CellKey:
 
     @property
     def label(self) -> str:
-        return (f"{self.engine} {self.encryption} {self.workload} sf{self.scale:g} · "
+        return (f"{self.engine} {self.encryption} {self.workload} {scale_label(self.workload, self.scale)} · "
                 f"{self.test} {self.step} {self.metric}")
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tdebench.report.records import (BASELINE, HEADLINES, SummaryRecord, deterministic,
-                                     headline_records, is_query, step_order)
+                                     headline_records, is_query, scale_text, step_order)
 from tdebench.stats import noise_advice
 from tdebench.store import Measurement, RunData, Sample, TrialKey
 
@@ -99,7 +99,7 @@ def _num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
 
 def _config_columns() -> tuple[Column, ...]:
     return (Column("engine", "engine"), Column("encryption", "encryption"),
-            Column("workload", "workload"), _num("scale", "scale", lambda value: f"{value:g}"))
+            Column("workload", "workload"), _num("scale", "scale", scale_text))
 
 
 def display_unit(unit: str) -> tuple[str, float]:

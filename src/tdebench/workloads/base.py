@@ -72,6 +72,9 @@ class Workload(ABC):
     scale_min: ClassVar[float]
     scale_max: ClassVar[float]
     whole_scale: ClassVar[bool] = False  # the scale counts things (oltp: warehouses): whole numbers only
+    # how a scale reads in reports, "{}" replaced by the number: "sf{}" (TPC-H's scale factor),
+    # "{} rows", "W={}" (warehouses)
+    scale_format: ClassVar[str] = "sf{}"
     max_streams: ClassVar[int]
     options: ClassVar[dict[str, Option]] = {}
 

@@ -249,6 +249,7 @@ class CrudWorkload(Workload):
     scale_min = ROWS_MIN
     scale_max = ROWS_MAX
     whole_scale = True  # rows
+    scale_format = "{} rows"
     max_streams = 1
     options = {
         "operation_fraction": Option(0.1, "share of the table's rows each select, insert, update and "

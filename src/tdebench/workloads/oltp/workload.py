@@ -67,6 +67,7 @@ class OltpWorkload(Workload):
     scale_min = data.WAREHOUSES_MIN
     scale_max = data.WAREHOUSES_MAX
     whole_scale = True  # warehouses
+    scale_format = "W={}"
     max_streams = 1  # oltp's concurrency is `virtual_users`, not `streams`
     options = OPTIONS
 
