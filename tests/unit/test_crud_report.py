@@ -130,6 +130,7 @@ def test_the_report_shows_the_section_and_one_scaling_figure_per_engine(crud_run
     assert (directory / "plots" / "scaling-duckdb-crud.png") in written
     markdown = (directory / "report.md").read_text()
     assert "## CRUD operations by table size" in markdown and "scaling-duckdb-crud.png" in markdown
+    assert "## Per-query" not in markdown and "Per-query" not in (directory / "report.html").read_text()
     html = (directory / "report.html").read_text()
     assert "<h2>CRUD operations by table size</h2>" in html and "<h2>Point lookup latency</h2>" in html
     assert html.count("data:image/png;base64,") == markdown.count("](plots/")

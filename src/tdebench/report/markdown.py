@@ -53,8 +53,8 @@ def render(report: Report) -> str:
     lines += section("Overhead", table(report.overhead)
                      + [line for plot in report.overhead_figures for line in figure(plot)])
     lines += section(report.cipher_context.title, table(report.cipher_context))
-    lines += section("Per-query", [line for plot in report.query_figures for line in figure(plot)]
-                     or ["_No query tests._", ""])
+    if report.query_figures:  # TPC-H's power and throughput tests
+        lines += section("Per-query", [line for plot in report.query_figures for line in figure(plot)])
     if report.crud:
         lines += section(report.crud.operations.title, table(report.crud.operations)
                          + [line for plot in report.crud.figures for line in figure(plot)])
