@@ -137,7 +137,7 @@ def test_load_and_stress_tests_are_consistent_and_mixed_as_seed_001(loaded: Load
 
 
 def test_servers_also_run_client_side_statements(loaded: Loaded) -> None:
-    if not procedures.available(loaded.engine.dialect) or loaded.trial.encryption != "none":
+    if not procedures.available(loaded.engine.dialect):
         pytest.skip("client-side statements are what DuckDB and SQLite always run (the test above)")
     measurements = loaded.run(LOAD, procedures=False)
     _assert_a_good_run(measurements, users=2)
@@ -180,8 +180,6 @@ COLLISIONS: dict[str, dict[str, Any]] = {
 
 
 def test_a_lost_race_is_retried_and_counted(loaded: Loaded) -> None:
-    if loaded.trial.encryption != "none":
-        pytest.skip("one collision per engine is enough")
     dialect = loaded.engine.dialect
     collision = COLLISIONS[dialect]
     blocker, user = loaded.database.connect(), loaded.database.connect()
