@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tdebench.workloads import ddl
 from tdebench.workloads.crud.data import COLUMNS
 
 TABLE = "persons"
@@ -46,10 +47,7 @@ DIALECTS: tuple[str, ...] = tuple(_DIALECTS)
 
 
 def _dialect(name: str) -> _Dialect:
-    try:
-        return _DIALECTS[name]
-    except KeyError:
-        raise ValueError(f"no crud schema for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
+    return ddl.dialect_of(_DIALECTS, name, "crud")  # type: ignore[return-value]
 
 
 def create_tables(dialect: str) -> list[str]:

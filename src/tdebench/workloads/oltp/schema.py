@@ -10,27 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tdebench.workloads import ddl
+from tdebench.workloads.ddl import Table
+from tdebench.workloads.ddl import columns as _cols
 
-@dataclass(frozen=True)
-class Column:
-    """One column: its name, kind (`int`, `money`, `rate`, `timestamp`, `char`, `varchar`) and,
-    for text, the spec's size; `nullable` only where the spec has NULLs (undelivered orders)."""
-
-    name: str
-    kind: str
-    length: int = 0
-    nullable: bool = False
-
-
-@dataclass(frozen=True)
-class Table:
-    name: str
-    columns: tuple[Column, ...]
-    primary_key: tuple[str, ...]  # empty: the table has none (history)
-
-
-def _cols(*spec: tuple) -> tuple[Column, ...]:
-    return tuple(Column(*s) for s in spec)
+# Column kinds: `int`, `money`, `rate`, `timestamp`, `char`, `varchar` (text with the spec's
+# size); nullable only where the spec has NULLs (undelivered orders). History has no key.
 
 
 def _address(prefix: str) -> tuple[tuple, ...]:
@@ -153,23 +138,13 @@ DIALECTS: tuple[str, ...] = tuple(_DIALECTS)
 
 
 def _dialect(name: str) -> _Dialect:
-    try:
-        return _DIALECTS[name]
-    except KeyError:
-        raise ValueError(f"no TPC-C schema for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
+    return ddl.dialect_of(_DIALECTS, name, "TPC-C")  # type: ignore[return-value]
 
 
 def create_tables(dialect: str) -> list[str]:
     spec = _dialect(dialect)
-    statements = []
-    for table in SCHEMA:
-        lines = [f"    {c.name} {spec.types[c.kind].format(length=c.length)}{'' if c.nullable else ' NOT NULL'}"
-                 for c in table.columns]
-        if table.primary_key and not spec.keys_after_load:
-            lines.append(f"    PRIMARY KEY ({', '.join(table.primary_key)})")
-        options = f" {spec.table_options}" if spec.table_options else ""
-        statements.append(f"CREATE TABLE {table.name} (\n" + ",\n".join(lines) + "\n)" + options)
-    return statements
+    return ddl.create_tables(SCHEMA, spec.types, keys_inline=not spec.keys_after_load,
+                             table_options=spec.table_options)
 
 
 def create_indexes(dialect: str) -> list[str]:
@@ -177,8 +152,7 @@ def create_indexes(dialect: str) -> list[str]:
     spec = _dialect(dialect)
     statements = []
     if spec.keys_after_load:
-        statements += [f"ALTER TABLE {t.name} ADD PRIMARY KEY ({', '.join(t.primary_key)})"
-                       for t in SCHEMA if t.primary_key]
+        statements += ddl.add_primary_keys(SCHEMA)
     statements += [f"CREATE INDEX {name} ON {table} ({', '.join(columns)})" for name, table, columns in INDEXES]
     if spec.analyze:
         statements.append(spec.analyze)

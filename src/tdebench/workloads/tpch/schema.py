@@ -8,25 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tdebench.workloads import ddl
+from tdebench.workloads.ddl import Table
+from tdebench.workloads.ddl import columns as _cols
 
-@dataclass(frozen=True)
-class Column:
-    """One column: its name and kind (`bigint`, `int`, `decimal`, `date`, `char`, `varchar`)."""
-
-    name: str
-    kind: str
-    length: int = 0  # for char/varchar: the spec's size, used by dialects that declare it
-
-
-@dataclass(frozen=True)
-class Table:
-    name: str
-    columns: tuple[Column, ...]
-    primary_key: tuple[str, ...]
-
-
-def _cols(*spec: tuple[str, str] | tuple[str, str, int]) -> tuple[Column, ...]:
-    return tuple(Column(*s) for s in spec)
+# Column kinds: `bigint`, `int`, `decimal`, `date`, `char`, `varchar` (text with the spec's size).
 
 
 # Spec 1.4.1 and 1.4.2.2 (primary keys). Integers are `bigint` or `int` exactly as DuckDB's
@@ -165,23 +151,14 @@ DIALECTS: tuple[str, ...] = tuple(_DIALECTS)
 
 
 def _dialect(name: str) -> _Dialect:
-    try:
-        return _DIALECTS[name]
-    except KeyError:
-        raise ValueError(f"no TPC-H schema for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
+    return ddl.dialect_of(_DIALECTS, name, "TPC-H")  # type: ignore[return-value]
 
 
 def create_tables(dialect: str) -> list[str]:
     """CREATE TABLE statements in load order (primary keys inline where the dialect wants)."""
     spec = _dialect(dialect)
-    statements = []
-    for table in SCHEMA:
-        lines = [f"    {c.name} {spec.types[c.kind].format(length=c.length)} NOT NULL" for c in table.columns]
-        if not spec.keys_after_load:
-            lines.append(f"    PRIMARY KEY ({', '.join(table.primary_key)})")
-        options = f" {spec.table_options}" if spec.table_options else ""
-        statements.append(f"CREATE TABLE {table.name} (\n" + ",\n".join(lines) + "\n)" + options)
-    return statements
+    return ddl.create_tables(SCHEMA, spec.types, keys_inline=not spec.keys_after_load,
+                             table_options=spec.table_options)
 
 
 def create_indexes(dialect: str) -> list[str]:
@@ -189,7 +166,7 @@ def create_indexes(dialect: str) -> list[str]:
     spec = _dialect(dialect)
     statements = []
     if spec.keys_after_load:
-        statements += [f"ALTER TABLE {t.name} ADD PRIMARY KEY ({', '.join(t.primary_key)})" for t in SCHEMA]
+        statements += ddl.add_primary_keys(SCHEMA)
     if spec.foreign_key_indexes:
         statements += [f"CREATE INDEX {table}_{'_'.join(columns)} ON {table} ({', '.join(columns)})"
                        for table, columns in FOREIGN_KEY_INDEXES]
