@@ -235,8 +235,9 @@ class GocryptfsDatabase(Database):
         is the cost of the encryption."""
         inner = self._inner().engine_processes()
         processes = list(inner) if inner is not None else [psutil.Process()]
-        if self._gocryptfs is not None:
-            processes += self._gocryptfs.processes()
+        gocryptfs = self._gocryptfs  # one read: another thread may clear it meanwhile
+        if gocryptfs is not None:
+            processes += gocryptfs.processes()
         return processes
 
     # -- maintenance: encrypting an existing database, changing its key ----------------------

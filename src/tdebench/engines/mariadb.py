@@ -356,7 +356,8 @@ class MariaDBDatabase(Database):
                       if p.is_file() and not p.is_symlink())
 
     def engine_processes(self) -> list[psutil.Process] | None:
-        return self._server.processes() if self._server is not None and self._server.running else []
+        server = self._server  # one read: another thread may clear it meanwhile
+        return server.processes() if server is not None and server.running else []
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """Parquet -> '|'-separated text (in-memory DuckDB) -> LOAD DATA LOCAL INFILE; the

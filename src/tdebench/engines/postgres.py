@@ -212,8 +212,10 @@ class PostgresDatabase(Database):
             conn.close()
 
     def engine_processes(self) -> list[psutil.Process] | None:
-        # running, not just set: while it shuts down its pid is gone and the sampler must see none
-        return self._server.processes() if self._server is not None and self._server.running else []
+        # running, not just set: while it shuts down its pid is gone and the sampler must see none;
+        # one read of the server, which another thread may clear meanwhile
+        server = self._server
+        return server.processes() if server is not None and server.running else []
 
     def files(self) -> list[Path]:
         if not self.data_dir.exists():

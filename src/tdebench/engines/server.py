@@ -178,9 +178,13 @@ class ServerProcess:
         return self._popen.pid
 
     def processes(self) -> list[psutil.Process]:
-        """The server and every process it started (PostgreSQL forks one per connection)."""
+        """The server and every process it started (PostgreSQL forks one per connection); none
+        when it is not started. Safe while another thread stops it (the sampler asks any time)."""
+        popen = self._popen  # one read: stop() may clear it meanwhile
+        if popen is None:
+            return []
         try:
-            main = psutil.Process(self.pid)
+            main = psutil.Process(popen.pid)
             return [main, *main.children(recursive=True)]
         except psutil.NoSuchProcess:
             return []
