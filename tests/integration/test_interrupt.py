@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+
+from workspaces import server_reachable_dir
 
 PLAN = '''name = "interrupted"
 repetitions = 3
@@ -47,12 +47,8 @@ def mounts_under(directory: Path) -> list[str]:
 
 @pytest.mark.parametrize("wait_for", ["postgres", "mariadbd"])
 def test_ctrl_c_during_a_trial_cleans_up_everything(tmp_path: Path, wait_for: str) -> None:
-    work = Path(tempfile.mkdtemp(prefix="tdebench-interrupt-"))  # the postgres user can enter /tmp
-    work.chmod(0o711)
-    try:
+    with server_reachable_dir("tdebench-interrupt-") as work:  # the postgres user can enter it
         check_interrupt(tmp_path, work, wait_for)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def check_interrupt(tmp_path: Path, work: Path, wait_for: str) -> None:

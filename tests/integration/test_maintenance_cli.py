@@ -5,9 +5,6 @@ time-to-encrypt table in the report, and nothing left running."""
 from __future__ import annotations
 
 import csv
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -45,18 +42,14 @@ METHODS = {("duckdb", "encrypt"): "copy-database", ("duckdb", "rekey"): "copy-da
 
 
 @pytest.fixture(scope="module")
-def run_dir() -> Iterator[Path]:
-    base = Path(tempfile.mkdtemp(prefix="tdebench-maintenance-"))  # /tmp: the postgres user can enter it
-    base.chmod(0o711)
-    try:
-        (base / "plan.toml").write_text(PLAN)
-        result = CliRunner().invoke(main, ["run", str(base / "plan.toml"), "--out", str(base / "out"), "--quiet",
-                                           "--work-dir", str(base)], catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        assert not [p for p in psutil.process_iter(["cmdline"]) if str(base) in " ".join(p.info["cmdline"] or ())]
-        yield base / "out"
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+def run_dir(server_tmp_dir: Path) -> Path:
+    base = server_tmp_dir  # the postgres user can enter it
+    (base / "plan.toml").write_text(PLAN)
+    result = CliRunner().invoke(main, ["run", str(base / "plan.toml"), "--out", str(base / "out"), "--quiet",
+                                       "--work-dir", str(base)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(base) in " ".join(p.info["cmdline"] or ())]
+    return base / "out"
 
 
 def test_every_step_ran_and_was_checked(run_dir: Path) -> None:

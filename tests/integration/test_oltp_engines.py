@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import csv
 import math
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +29,7 @@ from tdebench.workloads.oltp import checks, procedures, transactions
 from tdebench.workloads.oltp.driver import Settings, drive
 from tdebench.workloads.oltp.inputs import KINDS, MIX, PAYMENT, Customer, Payment
 from tdebench.workloads.oltp.workload import LOAD, OPTIONS, STRESS, OltpWorkload
+from workspaces import server_reachable_dir
 
 CASES = [("duckdb", "none"), ("duckdb", "aes-256-gcm"), ("sqlite", "none"), ("sqlite", "chacha20-poly1305"),
          ("mariadb", "none"), ("mariadb", "aes-256-cbc"), ("postgres", "none"), ("postgres", "column-aes-256")]
@@ -39,18 +38,10 @@ SHORT = {"virtual_users": 2, "rampup_s": 0.3, "duration_s": 2.0, "stress_virtual
 SEED = 3
 
 
-def _reachable_dir(prefix: str) -> Path:
-    """Below /tmp and 0711, so a server running as its own user (postgres) reaches its workspace."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    path.chmod(0o711)
-    return path
-
-
 @pytest.fixture(scope="module")
 def data_dir() -> Iterator[Path]:
-    path = _reachable_dir("tdebench-oltp-data-")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with server_reachable_dir("tdebench-oltp-data-") as path:
+        yield path
 
 
 class Loaded:
@@ -92,15 +83,12 @@ class Loaded:
 
 @pytest.fixture(scope="module", params=CASES, ids=["-".join(case) for case in CASES])
 def loaded(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Loaded]:
-    root = _reachable_dir("tdebench-oltp-")
-    try:
+    with server_reachable_dir("tdebench-oltp-") as root:
         database = Loaded(*request.param, root, data_dir)
         try:
             yield database
         finally:
             database.close()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _step(measurements: list[Measurement], step: str) -> Measurement:

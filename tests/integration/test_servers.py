@@ -5,9 +5,6 @@ with every answer checked, every verdict right and the engine's own state record
 from __future__ import annotations
 
 import csv
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,17 +41,13 @@ LAYER = {(engine, enc.name): enc.layer for engine, cls in ENGINES.items() for en
 
 
 @pytest.fixture(scope="module")
-def run_dir() -> Iterator[Path]:
-    base = Path(tempfile.mkdtemp(prefix="tdebench-servers-"))  # /tmp: the postgres user can enter it
-    base.chmod(0o711)
-    try:
-        (base / "plan.toml").write_text(PLAN)
-        result = CliRunner().invoke(main, ["run", str(base / "plan.toml"), "--out", str(base / "out"), "--quiet",
-                                           "--work-dir", str(base)], catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        yield base / "out"
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+def run_dir(server_tmp_dir: Path) -> Path:
+    base = server_tmp_dir  # the postgres user can enter it
+    (base / "plan.toml").write_text(PLAN)
+    result = CliRunner().invoke(main, ["run", str(base / "plan.toml"), "--out", str(base / "out"), "--quiet",
+                                       "--work-dir", str(base)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return base / "out"
 
 
 def test_every_server_encryption_ran_with_every_answer_right(run_dir: Path) -> None:
