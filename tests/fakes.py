@@ -158,10 +158,10 @@ def _trials() -> list[tuple[TrialKey, float, float]]:
             for encryption, (factor, size) in settings.items()]
 
 
-def write_fake_run(directory: Path) -> None:
+def write_fake_run(directory: Path, plan: str = PLAN) -> None:
     """Write plan.toml, environment.json and results.jsonl of a small two-engine run."""
     store = ResultStore(directory)
-    store.start(PLAN, ENVIRONMENT)
+    store.start(plan, ENVIRONMENT)
     for cipher, chunk, speed in (("aes-256-gcm", 4096, 2900.0), ("aes-256-gcm", MIB, 4100.0),
                                  ("aes-256-ctr", MIB, 5200.0), ("aes-256-cbc", MIB, 1100.0),
                                  ("chacha20-poly1305", MIB, 1900.0)):

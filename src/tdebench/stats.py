@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import mannwhitneyu
+from scipy.stats import mannwhitneyu, t as student_t
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240601
@@ -50,15 +50,24 @@ class Summary:
         return is_noisy(self.cv)
 
 
+UNPAIRED = "unpaired"
+PAIRED = "paired"
+"""How an overhead was estimated: `paired` from within-round ratios (interleaved rounds as
+blocks), `unpaired` from the two groups' medians (sequential order, or no common rounds)."""
+
+
 @dataclass(frozen=True)
 class Overhead:
-    """Treatment relative to baseline as a percentage of the baseline median.
+    """Treatment relative to baseline, in percent.
 
-    `p_value` is the two-sided Mann–Whitney U p-value exactly as scipy gives it. With few
-    repetitions it cannot get small: with n=3 against n=3 (no ties, exact test) the smallest
-    possible p is 0.1, so three repetitions can never show a significant difference on their
-    own. With ties (e.g. identical database sizes) scipy falls back to the normal
-    approximation, which can go lower.
+    Unpaired (`method` "unpaired"): the ratio of the two medians; `p_value` is the two-sided
+    Mann–Whitney U p-value exactly as scipy gives it. With few repetitions it cannot get
+    small: with n=3 against n=3 (no ties, exact test) the smallest possible p is 0.1. With ties
+    (e.g. identical database sizes) scipy falls back to the normal approximation.
+
+    Paired (`method` "paired", see `paired_overhead`): the geometric mean of the
+    within-round ratios; `p_value` is a paired t-test on their logarithms; `n_baseline` and
+    `n_treatment` both count the rounds.
     """
 
     pct: float
@@ -67,6 +76,13 @@ class Overhead:
     p_value: float
     n_baseline: int
     n_treatment: int
+    method: str = UNPAIRED
+
+    @property
+    def half_width(self) -> float:
+        """Half the CI's width in percentage points: the precision a plan's `target_ci_pct`
+        asks for (NaN when there is no interval)."""
+        return (self.ci_high - self.ci_low) / 2.0
 
     @property
     def significant(self) -> bool:
@@ -267,6 +283,92 @@ def overheads(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[
                     p_value=float(p_values[row]), n_baseline=int(base.size),
                     n_treatment=int(treat.size))
     return [results[index] for index in range(len(arrays))]
+
+
+# --- paired rounds --------------------------------------------------------------------
+#
+# With `order = "interleaved"` a round runs every configuration once, so the baseline and an
+# encryption measured in the same round share that round's state of the machine (drift,
+# neighbours, thermal state). Their ratio cancels it: the overhead is estimated from these
+# within-round ratios, on log scale, with the rounds as the independent units.
+#
+# A round may hold several paired units: the 22 queries of a power test (a composite), or
+# the S streams of a throughput step. They make one log ratio per round; the interval and
+# the test then work on the rounds. Resampling units within rounds as well (Kalibera & Jones'
+# hierarchical bootstrap) counts the units' noise twice, since it is already part of the
+# rounds' spread, and a percentile bootstrap over three to five rounds cannot reach beyond
+# their range; tests/unit/test_paired.py simulates both failures. What stays calibrated at
+# every number of rounds, with or without trial-to-trial effects, is Student's t on the
+# round log ratios: a t-interval, and the paired t-test whose verdict always agrees with it.
+# (A Wilcoxon signed-rank or a sign-flip permutation test over n rounds cannot go below
+# 2/2^n, so with fewer than six rounds they could never call anything significant.)
+
+LOG_MEAN = "log-mean"
+SUM_RATIO = "sum-ratio"
+"""How a round's units make its log ratio: `log-mean`, the mean of the units' log ratios
+(a geometric-mean composite, every query weighing alike); `sum-ratio`, the log of the ratio of
+the round's totals (any other cell: streams' times add up, and a zero unit is allowed)."""
+
+
+def round_logs(base: np.ndarray, treat: np.ndarray, how: str) -> np.ndarray:
+    """Per round (rows; columns are units), the log ratio treatment ÷ baseline."""
+    base, treat = np.asarray(base, dtype=float), np.asarray(treat, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if how == LOG_MEAN:
+            return np.mean(np.log(treat) - np.log(base), axis=-1)
+        return np.log(np.sum(treat, axis=-1)) - np.log(np.sum(base, axis=-1))
+
+
+def pairable(base: np.ndarray, treat: np.ndarray, how: str) -> bool:
+    """Whether (rounds, units) arrays of equal shape, two rounds at least, give every round a
+    finite log ratio."""
+    base, treat = np.asarray(base, dtype=float), np.asarray(treat, dtype=float)
+    if base.shape != treat.shape or base.ndim != 2 or base.shape[0] < 2:
+        return False
+    if how == LOG_MEAN and (np.any(base <= 0) or np.any(treat <= 0)):
+        return False
+    return bool(np.all(np.isfinite(round_logs(base, treat, how))))
+
+
+def paired_overhead(baseline: np.ndarray, treatment: np.ndarray, how: str = SUM_RATIO) -> Overhead:
+    """The overhead from paired rounds: the geometric mean of the within-round ratios, its 95%
+    t-interval and the two-sided paired t-test's p-value, all on the round log ratios.
+
+    `baseline` and `treatment` are (rounds, units) arrays, row r holding round r's units (the
+    queries of a composite, the streams of a step, or one value) with unit u of the treatment
+    paired with unit u of the baseline; they must be `pairable`. Without spread (every round
+    alike) the interval is the point and p is NaN.
+    """
+    if not pairable(baseline, treatment, how):
+        raise ValueError("cannot pair: equal (rounds ≥ 2, units) shapes with finite round ratios are needed")
+    logs = round_logs(baseline, treatment, how)
+    rounds = logs.size
+    mean = float(np.mean(logs))
+    deviation = float(np.std(logs, ddof=1))
+    if deviation == 0.0:
+        low = high = mean
+        p = math.nan
+    else:
+        standard_error = deviation / math.sqrt(rounds)
+        half = float(student_t.ppf(1.0 - (1.0 - CONFIDENCE) / 2.0, rounds - 1)) * standard_error
+        low, high = mean - half, mean + half
+        p = float(2.0 * student_t.sf(abs(mean) / standard_error, rounds - 1))
+    return Overhead(pct=math.expm1(mean) * 100.0, ci_low=math.expm1(low) * 100.0,
+                    ci_high=math.expm1(high) * 100.0, p_value=p, n_baseline=rounds,
+                    n_treatment=rounds, method=PAIRED)
+
+
+def minimum_detectable_effect(compared: Overhead, power: float = 0.8) -> float:
+    """The smallest overhead, in percent, that a paired t-test with this comparison's rounds
+    and spread would find significant with the given power (for a placebo: the run's noise
+    floor). Read back from its t-interval; NaN without an interval or with one round."""
+    rounds = compared.n_treatment
+    if compared.method != PAIRED or rounds < 2 or math.isnan(compared.ci_low):
+        return math.nan
+    df = rounds - 1
+    critical = float(student_t.ppf(1.0 - (1.0 - CONFIDENCE) / 2.0, df))
+    standard_error = (math.log1p(compared.ci_high / 100.0) - math.log1p(compared.ci_low / 100.0)) / 2.0 / critical
+    return math.expm1((critical + float(student_t.ppf(power, df))) * standard_error) * 100.0
 
 
 def geomean(values: Sequence[float]) -> float:

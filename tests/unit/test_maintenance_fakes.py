@@ -220,7 +220,8 @@ def test_reindex_table_reuses_the_summary_and_its_overhead(maintenance_run: Path
     rows = {row["encryption"]: row for row in table.rows}
     assert rows["none"]["overhead"] is None and rows["none"]["checked"] == "yes"
     assert rows["aes-256-gcm"]["seconds"] == pytest.approx(1.22)
-    assert rows["aes-256-gcm"]["overhead"] == pytest.approx((1.22 / 1.02 - 1) * 100)
+    # paired by round: the geometric mean of the round ratios, close to the ratio of medians here
+    assert rows["aes-256-gcm"]["overhead"] == pytest.approx((1.22 / 1.02 - 1) * 100, abs=0.01)
 
 
 def test_build_writes_maintenance_csv_and_every_section(maintenance_run: Path) -> None:

@@ -9,22 +9,22 @@ from pathlib import Path
 import pytest
 
 
-from fakes import (BASELINE_CPU_MAX, BASELINE_MEM_MAX_MIB, FAILED, LAYERED, MIB,  # noqa: E402
+from fakes import (BASELINE_CPU_MAX, BASELINE_MEM_MAX_MIB, FAILED, LAYERED, MIB, PLAN,  # noqa: E402
                    QUERY_TIMEOUT_S, REPETITIONS, SAMPLES, TIMED_OUT, TIMED_OUT_AT, VIEW_HITS,
                    write_fake_run)
 
 from tdebench.report import DERIVED, build  # noqa: E402
-from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, figure_text,  # noqa: E402
+from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, figure_text, findings,  # noqa: E402
                                       overhead_sentence, query_timeouts, timeout_alerts)
 from tdebench.report.plots import needs_log_scale, resource_plots  # noqa: E402
-from tdebench.report.records import CellKey, SummaryRecord  # noqa: E402
+from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
 from tdebench.report.tables import NOT_MEASURED, cipher_of, query_answer  # noqa: E402
 from tdebench.stats import overhead, summarize  # noqa: E402
-from tdebench.store import Measurement, RunData, Sample, TrialKey  # noqa: E402
+from tdebench.store import Measurement, RunData, Sample, TrialKey, read_run  # noqa: E402
 
 SUMMARY_COLUMNS = ["engine", "encryption", "workload", "scale", "test", "step", "metric", "unit", "n",
                    "median", "mean", "stdev", "ci_low", "ci_high", "cv", "outliers", "noisy",
-                   "overhead_pct", "overhead_ci_low", "overhead_ci_high", "p_value"]
+                   "overhead_pct", "overhead_ci_low", "overhead_ci_high", "overhead_method", "p_value"]
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,9 @@ def test_summary_csv_geomean_units_and_exclusions(run_dir: Path) -> None:
     geomeans = find(rows, engine="duckdb", encryption="aes-256-gcm", test="power", step="geomean")
     assert len(geomeans) == 1 and geomeans[0]["unit"] == "s" and geomeans[0]["n"] == "3"
     assert float(geomeans[0]["overhead_pct"]) == pytest.approx(3.0, abs=1.0)
-    assert float(geomeans[0]["p_value"]) == pytest.approx(0.1)
+    assert geomeans[0]["overhead_method"] == "paired"  # the plan's order is interleaved
+    # the baseline's slow third round widens the paired interval: not significant over 3 rounds
+    assert float(geomeans[0]["overhead_ci_low"]) < 0 < float(geomeans[0]["p_value"]) - 0.05
     # the warm-up run (100x slower) never enters statistics
     q1 = find(rows, engine="duckdb", encryption="none", test="power", step="q1", metric="elapsed_s")[0]
     assert q1["n"] == "3" and float(q1["median"]) < 0.1
@@ -157,22 +159,41 @@ def test_findings_read_like_a_summary(run_dir: Path) -> None:
     bullets = [line[2:] for line in text.split("## Failures")[0].splitlines() if line.startswith("- ")]
     # per engine: a ranking by power-test overhead, then one bullet per encryption
     assert bullets[0].startswith("duckdb, by power-test overhead, cheapest first: "
-                                 "aes-256-ctr +2.0%, aes-256-gcm +3.1%")
+                                 "aes-256-ctr +1.4%, aes-256-gcm +2.3%")
     gcm = [b for b in bullets if b.startswith("duckdb aes-256-gcm")]
     assert len(gcm) == 1
-    assert gcm[0].startswith("duckdb aes-256-gcm (n=3): power test +3.1% \\[")
-    assert "throughput +3.2%" in gcm[0] and "load +2.9%" in gcm[0]
+    # paired: the slow q9 of the baseline's third round (1.6x, in 1 of 22 queries) lowers that
+    # round's ratio, where a ratio of medians hid it
+    assert gcm[0].startswith("duckdb aes-256-gcm (3 rounds): power test +2.3% \\[")
+    assert "throughput +3.3% \\[1.2, 5.4\\] (p=0.021, significant)" in gcm[0] and "load +3.0%" in gcm[0]
     # a deterministic size: just the change, no interval, no p, no suspicion
     assert gcm[0].endswith("database size +5.0% (10.00 → 10.50 MiB).")
-    assert "(n=2 vs 3)" in next(b for b in bullets if b.startswith("sqlite aes-256-cbc"))
+    assert "(2 rounds)" in next(b for b in bullets if b.startswith("sqlite aes-256-cbc"))
     assert sum(b.startswith(("duckdb", "sqlite")) for b in bullets) == 2 + 4
     # the noise advice once, at the end, with the worst cell named
     assert text.split("## Failures")[0].count('use cache = "cold"') == 1
     noise = next(b for b in bullets if "cell(s) are noisy" in b)
     assert "worst: duckdb none tpch sf0.01 · power q9" in noise
-    assert "With n=3 repetitions the smallest possible p of the exact test is 0.10" in bullets[-1]
+    # paired rounds have no floor on p: the exact test's warning is for unpaired runs only
+    assert not any("smallest possible p" in bullet for bullet in bullets)
     assert ("Every encrypted trial clean; every baseline showed its canaries (positive control); "
             "the decrypted views of the fs layers showed their canaries (positive control).") in text
+
+
+def test_sequential_runs_are_compared_unpaired(tmp_path: Path) -> None:
+    """Without interleaved rounds the repetitions of two configurations ran at different times,
+    so they are not paired: medians, a bootstrap CI and Mann–Whitney U, and the warning that
+    three against three can never reach p < 0.05."""
+    write_fake_run(tmp_path, plan=PLAN.replace('order = "interleaved"', 'order = "sequential"'))
+    run = read_run(tmp_path)
+    records = summary_records(run)
+    geomean = next(r for r in records if (r.cell.engine, r.cell.encryption, r.cell.test, r.cell.step)
+                   == ("duckdb", "aes-256-gcm", "power", "geomean"))
+    assert geomean.overhead is not None and geomean.overhead.method == "unpaired"
+    assert geomean.overhead.pct == pytest.approx(3.0, abs=1.0)
+    assert geomean.overhead.p_value == pytest.approx(0.1)
+    bullets = findings(records)
+    assert "With n=3 repetitions the smallest possible p of the exact test is 0.10" in bullets[-1]
 
 
 def test_raw_cipher_beside_the_overheads(run_dir: Path) -> None:

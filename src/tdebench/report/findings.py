@@ -16,7 +16,7 @@ from typing import Any
 from tdebench.report.records import (BASELINE, HEADLINES, Headline, SummaryRecord, deterministic,
                                      headline_records, is_query, scale_label, scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
-from tdebench.stats import NOISE_ADVICE, NOISY_CV, SIGNIFICANCE
+from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, SIGNIFICANCE, UNPAIRED
 from tdebench.store import RunData, TrialKey
 
 
@@ -82,7 +82,9 @@ def smallest_p(n1: int, n2: int) -> float:
     return min(1.0, 2 / math.comb(n1 + n2, n1))  # int / int: 0.0, not OverflowError, for large groups
 
 
-def _n_text(n_treatment: int, n_baseline: int) -> str:
+def _n_text(n_treatment: int, n_baseline: int, method: str = UNPAIRED) -> str:
+    if method == PAIRED:
+        return f"{n_treatment} rounds"
     return f"n={n_treatment}" if n_treatment == n_baseline else f"n={n_treatment} vs {n_baseline}"
 
 
@@ -122,7 +124,7 @@ def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_
     spans_zero = compared.ci_low <= 0.0 <= compared.ci_high
     details = [] if spans_zero else [f"p={p_value(compared.p_value)}"]
     if with_n:
-        details.append(_n_text(compared.n_treatment, compared.n_baseline))
+        details.append(_n_text(compared.n_treatment, compared.n_baseline, compared.method))
     if compared.significant:
         details.append("significant")
     elif spans_zero:
@@ -143,7 +145,7 @@ def encryption_sentence(who: str, figures: list[tuple[str, SummaryRecord, Summar
     power test +190.6% [83.4, 421.7] (p=0.10, …), throughput …, database size +2.0% (…)."."""
     timed = [record.overhead for _, record, baseline in figures
              if record.overhead and not deterministic(record, baseline)]
-    sizes = {(o.n_treatment, o.n_baseline) for o in timed}
+    sizes = {(o.n_treatment, o.n_baseline, o.method) for o in timed}
     shared_n = len(sizes) == 1
     parts = [figure_text(name, record, baseline, with_n=not shared_n)
              for name, record, baseline in figures]
@@ -212,7 +214,8 @@ def findings(records: list[SummaryRecord]) -> list[str]:
     noise = noise_sentence(records)
     if noise:
         sentences.append(noise)
-    sizes = {(r.overhead.n_treatment, r.overhead.n_baseline) for r in records if r.overhead}
+    sizes = {(r.overhead.n_treatment, r.overhead.n_baseline) for r in records
+             if r.overhead and r.overhead.method == UNPAIRED}
     weak = sorted(size for size in sizes if smallest_p(*size) >= SIGNIFICANCE)
     if weak:
         n1, n2 = weak[-1]

@@ -9,12 +9,17 @@ stopped by the timeout is a failed trial (the runner marks it so).
 
 from __future__ import annotations
 
+import math
 import re
+import tomllib
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from tdebench.stats import Overhead, Summary, geomean, overheads, summarize_many
+import numpy as np
+
+from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, overheads, paired_overhead,
+                            pairable, summarize_many)
 from tdebench.store import Measurement, RunData, TrialKey
 
 BASELINE = "none"
@@ -139,44 +144,104 @@ def _cell(trial: TrialKey, test: str, step: str, metric: str) -> CellKey:
     return CellKey(trial.engine, trial.encryption, trial.workload, trial.scale, test, step, metric)
 
 
-def _geomean_values(measurements: Iterable[Measurement]) -> dict[CellKey, list[float]]:
+Unit = tuple[int, str]
+"""A paired unit within a round: (stream, step). A query test's composite pairs query q of
+stream s under an encryption with the same query of the same stream under `none`."""
+
+
+@dataclass
+class CellData:
+    """One cell's raw values: `values` over repetitions (and streams) as summarized, and the
+    same measurements per round (the repetition) and unit for the paired analysis; `how`
+    says how a round's units make its ratio (stats.LOG_MEAN for a geometric-mean composite)."""
+
+    values: list[float] = field(default_factory=list)
+    rounds: dict[int, dict[Unit, float]] = field(default_factory=lambda: defaultdict(dict))
+    how: str = SUM_RATIO
+
+
+def _geomean_values(measurements: Iterable[Measurement]) -> dict[CellKey, CellData]:
     """The derived `geomean` step: per trial and query test, the geometric mean of its
     query times, so every query weighs alike whatever its length. A trial with a zero time
     (a clock too coarse for the query) has no geometric mean and is left out."""
-    per_trial: dict[tuple[TrialKey, str], list[float]] = defaultdict(list)
+    per_trial: dict[tuple[TrialKey, str], dict[Unit, float]] = defaultdict(dict)
     for m in measurements:
         if m.test in QUERY_TESTS and is_query(m.step) and "elapsed_s" in m.metrics:
-            per_trial[(m.trial, m.test)].append(m.metrics["elapsed_s"])
-    groups: dict[CellKey, list[float]] = defaultdict(list)
+            per_trial[(m.trial, m.test)][(m.stream or 0, m.step)] = m.metrics["elapsed_s"]
+    groups: dict[CellKey, CellData] = defaultdict(lambda: CellData(how=LOG_MEAN))
     for (trial, test), times in sorted(per_trial.items()):
-        if min(times) > 0:
-            groups[_cell(trial, test, GEOMEAN_STEP, "elapsed_s")].append(geomean(times))
+        if min(times.values()) > 0:
+            data = groups[_cell(trial, test, GEOMEAN_STEP, "elapsed_s")]
+            data.values.append(geomean(list(times.values())))
+            data.rounds[trial.repetition] = times
     return groups
 
 
-def group_values(run: RunData) -> dict[CellKey, list[float]]:
+def cell_data(run: RunData) -> dict[CellKey, CellData]:
     """Every cell's values over repetitions, including the derived geomean step."""
     kept = measured(run)
-    groups: dict[CellKey, list[float]] = defaultdict(list)
+    groups: dict[CellKey, CellData] = defaultdict(CellData)
     for m in sorted(kept, key=lambda m: (m.trial, m.test, m.stream or 0, step_order(m.step))):
         for metric, value in m.metrics.items():
-            groups[_cell(m.trial, m.test, m.step, metric)].append(float(value))
+            data = groups[_cell(m.trial, m.test, m.step, metric)]
+            data.values.append(float(value))
+            data.rounds[m.trial.repetition][(m.stream or 0, m.step)] = float(value)
     groups.update(_geomean_values(kept))
     return groups
 
 
+def paired_design(run: RunData) -> bool:
+    """Whether a run's repetitions are rounds that ran every configuration side by side: the
+    plan's order is interleaved (its default). Sequential runs are compared unpaired."""
+    try:
+        plan = tomllib.loads(run.plan_text)
+    except tomllib.TOMLDecodeError:
+        return False
+    return plan.get("order", "interleaved") == "interleaved"
+
+
+def _paired_arrays(baseline: CellData, record: CellData) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (rounds, units) arrays of the rounds and units both cells have, or None when fewer
+    than two rounds pair up."""
+    rounds = sorted(set(baseline.rounds) & set(record.rounds))
+    if len(rounds) < 2:
+        return None
+    units = set.intersection(*(set(baseline.rounds[r]) & set(record.rounds[r]) for r in rounds))
+    if not units:
+        return None
+    ordered = sorted(units)
+    base = np.array([[baseline.rounds[r][u] for u in ordered] for r in rounds])
+    treat = np.array([[record.rounds[r][u] for u in ordered] for r in rounds])
+    return base, treat
+
+
+def compare(pairs: list[tuple[CellData, CellData]], paired: bool) -> list[Overhead]:
+    """The overhead of every (baseline, encryption) pair: from paired rounds where the design
+    pairs them and their rounds give finite ratios, else from the groups' medians."""
+    results: dict[int, Overhead] = {}
+    unpaired: list[int] = []
+    for index, (baseline, record) in enumerate(pairs):
+        arrays = _paired_arrays(baseline, record) if paired else None
+        if arrays is not None and pairable(*arrays, record.how):
+            results[index] = paired_overhead(*arrays, record.how)
+        else:
+            unpaired.append(index)
+    computed = overheads([(pairs[i][0].values, pairs[i][1].values) for i in unpaired]) if unpaired else []
+    results.update(zip(unpaired, computed))
+    return [results[index] for index in range(len(pairs))]
+
+
 def summary_records(run: RunData) -> list[SummaryRecord]:
-    """All cells summarized, each encrypted cell with its overhead against `none`.
-    Every cell's statistics are computed once, in vectorized batches."""
-    groups = group_values(run)
-    baselines = {cell.comparison: values for cell, values in groups.items()
-                 if cell.encryption == BASELINE}
+    """All cells summarized, each encrypted cell with its overhead against `none`, paired by
+    round when the run's order interleaved its configurations."""
+    groups = cell_data(run)
+    baselines = {cell.comparison: data for cell, data in groups.items() if cell.encryption == BASELINE}
     cells = sorted(groups, key=cell_order)
-    summaries = summarize_many([groups[cell] for cell in cells])
+    summaries = summarize_many([groups[cell].values for cell in cells])
     compared_cells = [cell for cell in cells
-                      if cell.encryption != BASELINE and baselines.get(cell.comparison)]
-    compared = dict(zip(compared_cells, overheads([(baselines[cell.comparison], groups[cell])
-                                                   for cell in compared_cells])))
+                      if cell.encryption != BASELINE and cell.comparison in baselines]
+    compared = dict(zip(compared_cells, compare([(baselines[cell.comparison], groups[cell])
+                                                 for cell in compared_cells], paired_design(run))))
     return [SummaryRecord(cell=cell, unit=unit_of(cell.metric), summary=summary,
                           overhead=compared.get(cell))
             for cell, summary in zip(cells, summaries)]
@@ -196,3 +261,23 @@ def headline_records(records: list[SummaryRecord]) -> list[tuple[Headline, Summa
                     chosen.append((headline, by_cell[cell]))
                     break
     return chosen
+
+
+def widest_headline(records: list[SummaryRecord]) -> tuple[str, float] | None:
+    """The headline overhead with the widest CI, as (label, half-width in percentage points):
+    what adaptive repetitions wait on. Deterministic figures (sizes) have no interval and are
+    left out; None when there is no headline overhead at all."""
+    baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
+    widths = []
+    for headline, record in headline_records(records):
+        compared = record.overhead
+        if compared is None or deterministic(record, baselines[record.cell.comparison]):
+            continue
+        width = compared.half_width if not math.isnan(compared.half_width) else math.inf
+        cell = record.cell
+        label = f"{cell.engine} {cell.encryption} {cell.workload} {scale_label(cell.workload, cell.scale)} {headline.label}"
+        widths.append((width, label))
+    if not widths:
+        return None
+    width, label = max(widths)
+    return label, width

@@ -15,7 +15,7 @@ from typing import Any
 
 from tdebench.report.records import (BASELINE, HEADLINES, SummaryRecord, deterministic,
                                      headline_records, is_query, scale_text, step_order)
-from tdebench.stats import noise_advice
+from tdebench.stats import PAIRED, Overhead, noise_advice
 from tdebench.store import Measurement, RunData, Sample, TrialKey
 
 MIB = 1024 * 1024
@@ -125,6 +125,7 @@ def _summary_row(record: SummaryRecord) -> dict[str, Any]:
         "overhead_pct": compared.pct if compared else None,
         "overhead_ci_low": compared.ci_low if compared else None,
         "overhead_ci_high": compared.ci_high if compared else None,
+        "overhead_method": compared.method if compared else None,
         "p_value": compared.p_value if compared else None,
     }
 
@@ -136,7 +137,8 @@ def summary_table(records: list[SummaryRecord]) -> Table:
         _num("stdev", "stdev"), _num("ci_low", "CI low"), _num("ci_high", "CI high"),
         _num("cv", "CV", ratio_percent), _num("outliers", "outliers", text), Column("noisy", "noisy"),
         _num("overhead_pct", "overhead", percent), _num("overhead_ci_low", "overhead CI low", percent),
-        _num("overhead_ci_high", "overhead CI high", percent), _num("p_value", "p", p_value))
+        _num("overhead_ci_high", "overhead CI high", percent), Column("overhead_method", "method"),
+        _num("p_value", "p", p_value))
     return Table("Summary", columns, [_summary_row(record) for record in records])
 
 
@@ -251,6 +253,22 @@ def _ci(low: float | None, high: float | None, fmt: Callable[[Any], str] = numbe
     return "–" if low is None or math.isnan(low) else f"[{fmt(low)}, {fmt(high)}]"
 
 
+OVERHEAD_NOTE = (
+    "Paired (n in rounds): each interleaved round ran every configuration once; overhead = "
+    "geometric mean of the within-round ratios to none − 1, 95% CI a t-interval over the rounds, "
+    "p a paired t-test on the round log ratios. Unpaired (n as encryption vs none, sequential "
+    "order): overhead = median / median of none − 1, CI 95% bootstrap, p two-sided Mann–Whitney U. "
+    "“exact”: a deterministic figure (a size, or no spread in either group), whose difference "
+    "needs no interval or test.")
+
+
+def n_text(compared: Overhead) -> str:
+    """How many values an overhead rests on: "5 rounds" (paired) or "3 vs 3" (unpaired)."""
+    if compared.method == PAIRED:
+        return f"{compared.n_treatment} rounds"
+    return f"{compared.n_treatment} vs {compared.n_baseline}"
+
+
 def overhead_table(records: list[SummaryRecord]) -> Table:
     """The headline figures of every encryption against `none`, in friendly units."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
@@ -270,7 +288,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
                      "overhead": compared.pct,
                      "ci": "exact" if exact else _ci(compared.ci_low, compared.ci_high, percent),
                      "p": None if exact else compared.p_value,
-                     "n": f"{compared.n_treatment} vs {compared.n_baseline}",
+                     "n": n_text(compared),
                      "noisy": record.summary.noisy or baseline.summary.noisy})
     rows.sort(key=lambda row: (row["engine"], row["workload"], row["scale"],
                                [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
@@ -279,9 +297,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
         _num("median", "median"), _num("overhead", "overhead", percent), _num("ci", "95% CI", text),
         _num("p", "p", p_value), _num("n", "n", text), Column("noisy", "noisy"))
     return Table("Overhead against no encryption", columns, rows,
-                 note="Overhead = median / median of none − 1. CI: 95% bootstrap. "
-                      "p: two-sided Mann–Whitney U. “exact”: a deterministic figure (a size, or "
-                      "no spread in either group), whose difference needs no interval or test.")
+                 note=OVERHEAD_NOTE)
 
 
 def size_table(records: list[SummaryRecord]) -> Table:
