@@ -9,6 +9,8 @@ depends on the encryption, so overheads are known exactly.
 from __future__ import annotations
 
 import hashlib
+import math
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +22,7 @@ from tdebench.measure.clock import FakeClock
 from tdebench.workloads.base import RunContext, Workload, WrongAnswer
 
 FAKE_ENC = Encryption("fake-256", "FAKE", 256, "XOR", "native", ("main file",))
-QUERY_NS = {"none": 100_000_000, "fake-256": 110_000_000}
+QUERY_NS = {"none": 100_000_000, "placebo": 100_000_000, "fake-256": 110_000_000}
 
 
 class FakeConnection:
@@ -103,9 +105,11 @@ class FakeWorkload(Workload):
     scale_max = 1.0
     max_streams = 1
 
-    def __init__(self, clock: FakeClock, fail_on: str | None = None) -> None:
+    def __init__(self, clock: FakeClock, fail_on: str | None = None, noise: float = 0.0) -> None:
         self.clock = clock
         self.fail_on = fail_on  # an encryption whose answers are "wrong"
+        self.noise = noise  # log-normal noise of every query time, seeded
+        self.random = random.Random(11)
         self.prepared: list[float] = []
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
@@ -119,7 +123,7 @@ class FakeWorkload(Workload):
         enc = ctx.database.encryption.name
         for q in (1, 2):
             with ctx.recorder.measure(test, f"q{q}", stream=0, warmup=warmup, process=False) as step:
-                self.clock.advance(QUERY_NS[enc] * q)
+                self.clock.advance(int(QUERY_NS[enc] * q * math.exp(self.random.gauss(0.0, self.noise))))
                 step.answer = "failed" if enc == self.fail_on else "ok"
         if enc == self.fail_on:
             raise WrongAnswer("q1: expected 1, got 2")

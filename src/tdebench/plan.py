@@ -20,7 +20,13 @@ from tdebench.workloads import WORKLOADS, Option
 CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "sequential")
 _TOP_KEYS = {"name", "description", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
-             "engines", "workloads"}
+             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads"}
+PLACEBO = "placebo"
+"""The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
+DEFAULT_REPETITIONS = 5
+"""Five rounds: the fewest at which a paired t-test over rounds finds a 3% overhead amid 5%
+per-query noise in 80% of plans (tests/unit/test_paired.py); with three its t has 2 degrees
+of freedom and needs an effect twice the noise floor's size."""
 _ENGINE_KEYS = {"name", "encryptions", "memory_mb"}
 _WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s"}
 
@@ -66,6 +72,15 @@ class Plan:
     workloads: tuple[WorkloadSpec, ...]
     text: str  # the file exactly as written, stored with the results
     sample_interval_s: float = 1.0  # the resource sampler's interval
+    placebo: bool = False  # every engine also runs PLACEBO (none again) as an A/A control
+    target_ci_pct: float | None = None  # adaptive: add rounds until every headline CI is ± this
+    max_minutes: float | None = None  # adaptive: the time budget for the whole run
+    max_repetitions: int = 1000  # adaptive: never more rounds than this
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the runner adds rounds after `repetitions` until the target CI is reached."""
+        return self.target_ci_pct is not None
 
     def cells(self) -> list[tuple[str, str, WorkloadSpec, float]]:
         """Every configuration: (engine, encryption, workload, scale)."""
@@ -90,22 +105,23 @@ def schedule(plan: Plan) -> list[TrialSpec]:
     """The trials in the order they run.
 
     `interleaved`: round r runs every configuration once, in an order shuffled by (seed, r),
-    before round r+1 starts, so slow drift of the machine hits every configuration alike.
-    `sequential`: all repetitions of a configuration back to back, in plan order.
+    before round r+1 starts, so slow drift of the machine hits every configuration alike and
+    the report can pair them by round. `sequential`: all repetitions of a configuration back
+    to back, in plan order.
     """
-    cells = plan.cells()
-    trials: list[TrialSpec] = []
     if plan.order == "sequential":
-        for engine, enc, workload, scale in cells:
-            for rep in range(1, plan.repetitions + 1):
-                trials.append(TrialSpec(TrialKey(engine, enc, workload.name, scale, rep), workload))
-        return trials
-    for rep in range(1, plan.repetitions + 1):
-        round_cells = list(cells)
-        random.Random(f"{plan.seed}/{rep}").shuffle(round_cells)
-        for engine, enc, workload, scale in round_cells:
-            trials.append(TrialSpec(TrialKey(engine, enc, workload.name, scale, rep), workload))
-    return trials
+        return [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep), workload)
+                for engine, enc, workload, scale in plan.cells()
+                for rep in range(1, plan.repetitions + 1)]
+    return [trial for rep in range(1, plan.repetitions + 1) for trial in round_trials(plan, rep)]
+
+
+def round_trials(plan: Plan, rep: int) -> list[TrialSpec]:
+    """Round `rep` of an interleaved plan: every configuration once, shuffled by (seed, rep)."""
+    round_cells = list(plan.cells())
+    random.Random(f"{plan.seed}/{rep}").shuffle(round_cells)
+    return [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep), workload)
+            for engine, enc, workload, scale in round_cells]
 
 
 def load_plan(path: Path) -> Plan:
@@ -130,21 +146,39 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         raise check.error("the plan has no [[engines]]; add e.g. [[engines]] name = \"duckdb\"", "[[engines]]")
     if not workloads:
         raise check.error("the plan has no [[workloads]]; add e.g. [[workloads]] name = \"tpch\"", "[[workloads]]")
+    placebo = check.boolean(data, "placebo", False)
+    order = check.choice(data, "order", "interleaved", ORDERS)
+    repetitions = check.integer(data, "repetitions", DEFAULT_REPETITIONS, 1, 1000)
+    target = check.number(data, "target_ci_pct", 0.0, 0.01, 100.0) if "target_ci_pct" in data else None
+    budget = check.number(data, "max_minutes", 0.0, 0.1, 60.0 * 24 * 30) if "max_minutes" in data else None
+    most = check.integer(data, "max_repetitions", 1000, 2, 1000)
+    if target is None and ("max_minutes" in data or "max_repetitions" in data):
+        key = "max_minutes" if "max_minutes" in data else "max_repetitions"
+        raise check.error(f"{key} bounds adaptive repetitions, which target_ci_pct turns on; "
+                          "add e.g. target_ci_pct = 2", key)
+    if target is not None and order != "interleaved":
+        raise check.error("target_ci_pct adds interleaved rounds; it needs order = \"interleaved\"", "target_ci_pct")
+    if target is not None and most < repetitions:
+        raise check.error(f"max_repetitions = {most} is below repetitions = {repetitions}", "max_repetitions")
     return Plan(
         name=check.string(data, "name", Path(source).stem),
-        repetitions=check.integer(data, "repetitions", 3, 1, 1000),
+        repetitions=repetitions,
         warmups=check.integer(data, "warmups", 1, 0, 100),
         cache=check.choice(data, "cache", "warm", CACHE_MODES),
-        order=check.choice(data, "order", "interleaved", ORDERS),
+        order=order,
         seed=check.integer(data, "seed", 1, 0, 2**63 - 1),
-        engines=tuple(_engine(check, e) for e in check.tables(engines, "engines")),
+        engines=tuple(_engine(check, e, placebo) for e in check.tables(engines, "engines")),
         workloads=tuple(_workload(check, w) for w in check.tables(workloads, "workloads")),
         text=text,
         sample_interval_s=check.number(data, "sample_interval_s", 1.0, 0.1, 60.0),
+        placebo=placebo,
+        target_ci_pct=target,
+        max_minutes=budget,
+        max_repetitions=most,
     )
 
 
-def _engine(check: "_Checker", table: dict[str, Any]) -> EngineChoice:
+def _engine(check: "_Checker", table: dict[str, Any], placebo: bool = False) -> EngineChoice:
     check.keys(table, _ENGINE_KEYS, "[[engines]]")
     name = check.choice(table, "name", None, tuple(ENGINES))
     engine = get_engine(name)
@@ -159,6 +193,8 @@ def _engine(check: "_Checker", table: dict[str, Any]) -> EngineChoice:
     if len(set(names)) != len(names):
         raise check.error(f"engine {name!r} lists an encryption twice", "encryptions")
     ordered = ["none"] + [n for n in names if n != "none"]  # the baseline every overhead needs
+    if placebo:
+        ordered.insert(1, PLACEBO)
     memory = check.integer(table, "memory_mb", 0, 16, 1 << 20) if "memory_mb" in table else None
     return EngineChoice(name, tuple(ordered), memory)
 
@@ -234,6 +270,12 @@ class _Checker:
             raise self.error(f"{key} must be a whole number from {low} to {high}", key)
         if not low <= value <= high:
             raise self.error(f"{key} = {value} is out of range: {low} to {high}", key)
+        return value
+
+    def boolean(self, table: dict[str, Any], key: str, default: bool) -> bool:
+        value = table.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(f"{key} must be true or false", key)
         return value
 
     def number(self, table: dict[str, Any], key: str, default: float, low: float, high: float) -> float:

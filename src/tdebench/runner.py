@@ -10,6 +10,7 @@ success, failure and Ctrl-C alike.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import shutil
@@ -27,8 +28,9 @@ from tdebench.keys import KeySource
 from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler
-from tdebench.plan import Plan, TrialSpec, schedule
-from tdebench.store import ResultStore, TrialOutcome, Verdict
+from tdebench.plan import Plan, TrialSpec, round_trials, schedule
+from tdebench.report.records import summary_records, widest_headline
+from tdebench.store import BUDGET, MOST_ROUNDS, REACHED, ResultStore, Stopping, TrialOutcome, Verdict, read_run
 from tdebench.workloads import WORKLOADS, RunContext, Workload
 from tdebench.workloads.base import read_canaries, write_canaries
 
@@ -124,25 +126,61 @@ class Runner:
     interrupted: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> RunSummary:
-        trials = schedule(self.plan)
-        summary = RunSummary(trials=len(trials))
+        summary = RunSummary()
         self._prepare()
+        start = self.clock.now_ns()
         root = Path(tempfile.mkdtemp(prefix="tdebench-", dir=self.workspace_parent))
         root.chmod(0o711)  # servers running as their own user (postgres) must reach their workspace
         try:
-            for index, spec in enumerate(trials, start=1):
-                if self.interrupted.is_set():
-                    raise KeyboardInterrupt
-                self.progress.trial_started(index, len(trials), spec)
-                outcome, verdict = self._trial(spec, root)
-                if outcome.status != "ok":
-                    summary.failed.append(outcome)
-                if verdict is not None and not verdict.as_expected:
-                    summary.unexpected_verdicts.append(verdict)
-                self.progress.trial_finished(outcome, verdict)
+            self._trials(schedule(self.plan), root, summary)
+            if self.plan.adaptive:
+                self._add_rounds(root, summary, start)
         finally:
             remove_tree(root)
         return summary
+
+    def _trials(self, trials: list[TrialSpec], root: Path, summary: RunSummary) -> None:
+        total = summary.trials + len(trials)
+        for spec in trials:
+            if self.interrupted.is_set():
+                raise KeyboardInterrupt
+            summary.trials += 1
+            self.progress.trial_started(summary.trials, total, spec)
+            outcome, verdict = self._trial(spec, root)
+            if outcome.status != "ok":
+                summary.failed.append(outcome)
+            if verdict is not None and not verdict.as_expected:
+                summary.unexpected_verdicts.append(verdict)
+            self.progress.trial_finished(outcome, verdict)
+
+    def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int) -> None:
+        """Adaptive repetitions: after the plan's rounds, add interleaved rounds one at a time
+        until every headline overhead's CI half-width is within `target_ci_pct`, the time
+        budget cannot fit another round, or `max_repetitions` is reached; store why it stopped."""
+        plan = self.plan
+        assert plan.target_ci_pct is not None
+        rounds = plan.repetitions
+        while True:
+            widest = widest_headline(summary_records(read_run(self.store.directory)))
+            elapsed_min = (self.clock.now_ns() - start_ns) / 60e9
+            per_round_min = elapsed_min / rounds
+            if widest is None or widest[1] <= plan.target_ci_pct:
+                reason = REACHED
+            elif rounds >= plan.max_repetitions:
+                reason = MOST_ROUNDS
+            elif plan.max_minutes is not None and elapsed_min + per_round_min > plan.max_minutes:
+                reason = BUDGET
+            else:
+                rounds += 1
+                self.progress.phase(f"round {rounds}: {widest[0]} ±{widest[1]:.1f}% > target ±{plan.target_ci_pct:g}%")
+                self._trials(round_trials(plan, rounds), root, summary)
+                continue
+            self.store.append(Stopping(rounds=rounds, reason=reason, target_ci_pct=plan.target_ci_pct,
+                                       widest=widest[0] if widest else "",
+                                       widest_ci_pct=widest[1] if widest else math.nan,
+                                       elapsed_s=elapsed_min * 60.0))
+            self.store.sync()
+            return
 
     def _prepare(self) -> None:
         for workload_spec in self.plan.workloads:

@@ -10,7 +10,8 @@ Record kinds:
 - `verdict`: the at-rest check of a trial;
 - `trial`: how a trial ended (ok or failed, with the error) and its cache state;
 - `cipher`: the machine's raw cipher throughput, measured once per run;
-- `sample`: one interval of the resource sampler (CPU %, memory, disk) during a trial.
+- `sample`: one interval of the resource sampler (CPU %, memory, disk) during a trial;
+- `stopping`: why an adaptive run stopped adding rounds (target reached, time budget, cap).
 """
 
 from __future__ import annotations
@@ -131,9 +132,29 @@ class Sample:
     disk_busy_pct: float  # the busiest disk's busy time / interval
 
 
-Record = Measurement | Verdict | TrialOutcome | CipherSpeed | Sample
+REACHED = "target reached"
+BUDGET = "time budget"
+MOST_ROUNDS = "max_repetitions"
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """Why an adaptive run (a plan with `target_ci_pct`) stopped adding rounds: `reason` is
+    REACHED, BUDGET (`max_minutes` could not fit another round) or MOST_ROUNDS; `widest` names
+    the headline figure with the widest CI at that moment, `widest_ci_pct` its half-width."""
+
+    rounds: int
+    reason: str
+    target_ci_pct: float
+    widest: str
+    widest_ci_pct: float
+    elapsed_s: float
+
+
+Record = Measurement | Verdict | TrialOutcome | CipherSpeed | Sample | Stopping
 _KINDS: dict[type, str] = {Measurement: "measurement", Verdict: "verdict",
-                           TrialOutcome: "trial", CipherSpeed: "cipher", Sample: "sample"}
+                           TrialOutcome: "trial", CipherSpeed: "cipher", Sample: "sample",
+                           Stopping: "stopping"}
 
 
 def to_json(record: Record) -> dict[str, Any]:
@@ -159,6 +180,8 @@ def from_json(data: dict[str, Any]) -> Record:
         return CipherSpeed(**data)
     if kind == "sample":
         return Sample(**data)
+    if kind == "stopping":
+        return Stopping(**data)
     raise ValueError(f"unknown record kind {kind!r}")
 
 
@@ -174,6 +197,7 @@ class RunData:
     trials: list[TrialOutcome] = field(default_factory=list)
     ciphers: list[CipherSpeed] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
+    stopping: Stopping | None = None  # adaptive runs: why the runner stopped adding rounds
 
 
 class ResultStore:
@@ -231,6 +255,8 @@ def read_run(directory: Path) -> RunData:
             run.trials.append(record)
         elif isinstance(record, Sample):
             run.samples.append(record)
+        elif isinstance(record, Stopping):
+            run.stopping = record
         else:
             run.ciphers.append(record)
     return run

@@ -67,6 +67,12 @@ def test_baseline_is_added_and_all_expands() -> None:
     ("streams = 2", "streams = 99", "streams = 99 is out of range: 1 to 10", 17),
     ('tests = ["power", "throughput"]', 'tests = ["speed"]', "no test 'speed'; valid: power, throughput", 16),
     ("seed = 1", "sed = 1", "unknown key 'sed' in plan", 7),
+    ("seed = 1", "placebo = 1", "placebo must be true or false", 7),
+    ("seed = 1", "max_minutes = 30", "max_minutes bounds adaptive repetitions, which target_ci_pct turns on", 7),
+    ("seed = 1", "target_ci_pct = 0", "target_ci_pct must be a number from 0.01 to 100", 7),
+    ("seed = 1", "target_ci_pct = 2\nmax_repetitions = 2", "max_repetitions = 2 is below repetitions = 3", 8),
+    ('order = "interleaved"', 'order = "sequential"\ntarget_ci_pct = 2', 'it needs order = "interleaved"', 7),
+    ('"aes-256-ctr"]', '"placebo"]', "no encryption 'placebo'", 11),
 ])
 def test_errors_name_file_line_and_choices(old: str, new: str, message: str, line: int) -> None:
     with pytest.raises(PlanError) as info:
@@ -150,3 +156,18 @@ def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: py
         assert info.value.line == len((base + bad).splitlines())
     with pytest.raises(PlanError, match="unknown key 'virtual_users'.*valid: name, query_timeout_s"):
         parse_plan(ISSUE_PLAN + "virtual_users = 8\n")
+
+
+def test_placebo_adds_a_second_baseline_to_every_engine() -> None:
+    plan = parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\nplacebo = true"))
+    assert plan.placebo and plan.engines[0].encryptions == ("none", "placebo", "aes-256-gcm", "aes-256-ctr")
+    placebo = get_engine("duckdb").encryption("placebo")
+    assert placebo.is_baseline and placebo.layer == "none"  # provisioned, keyed and judged like none
+    assert Counter(t.key.encryption for t in schedule(plan))["placebo"] == plan.repetitions
+
+
+def test_adaptive_keys_and_the_default_repetitions() -> None:
+    plain = parse_plan(ISSUE_PLAN.replace("repetitions = 3\n", ""))
+    assert plain.repetitions == 5 and not plain.adaptive and plain.target_ci_pct is None
+    plan = parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2\nmax_minutes = 30"))
+    assert plan.adaptive and (plan.target_ci_pct, plan.max_minutes, plan.max_repetitions) == (2.0, 30.0, 1000)

@@ -10,7 +10,8 @@ from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload
 from tdebench.measure.clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.runner import Runner
-from tdebench.store import Measurement, ResultStore, read_run
+from tdebench.report.records import summary_records, widest_headline
+from tdebench.store import BUDGET, MOST_ROUNDS, REACHED, Measurement, ResultStore, read_run
 
 
 def make_plan(**overrides) -> Plan:
@@ -194,3 +195,47 @@ def test_a_workload_may_go_cold_per_statement_in_cold_plans_only(tmp_path: Path)
         if cache == "cold":  # per trial: load, warm-up and measured run each stop the engine once more
             assert all(db.closes == 5 for db in FakeEngine.provisioned)
             assert {t.cache_dropped for t in read_run(out).trials} == {drops[0]}
+
+
+def test_placebo_runs_like_the_baseline_and_is_compared_with_it(tmp_path: Path) -> None:
+    plan = make_plan(repetitions=3, placebo=True,
+                     engines=(EngineChoice("fake", ("none", "placebo", FAKE_ENC.name)),))
+    summary, data, _ = run(tmp_path, plan)
+    assert summary.ok and summary.trials == 9
+    placebo = [v for v in data.verdicts if v.trial.encryption == "placebo"]
+    assert len(placebo) == 3 and all(v.expected == "plaintext" and v.as_expected for v in placebo)
+    record = next(r for r in summary_records(data) if (r.cell.encryption, r.cell.step) == ("placebo", "q1"))
+    assert record.overhead is not None and record.overhead.method == "paired"
+    assert record.overhead.pct == pytest.approx(0.0, abs=1e-9)
+
+
+def test_adaptive_rounds_continue_until_the_target_ci_and_say_why_they_stopped(tmp_path: Path) -> None:
+    plan = make_plan(repetitions=2, target_ci_pct=3.0)
+    summary, data, _ = run(tmp_path, plan, noise=0.05)
+    stopping = data.stopping
+    assert stopping is not None and stopping.reason == REACHED and stopping.target_ci_pct == 3.0
+    assert stopping.rounds > 2 and summary.trials == 2 * stopping.rounds  # more rounds were needed
+    assert max(t.trial.repetition for t in data.trials) == stopping.rounds
+    widest = widest_headline(summary_records(data))
+    assert widest is not None and widest[1] <= 3.0 and stopping.widest_ci_pct == widest[1]
+    # one round fewer was not enough: the runner stopped at the first round that reached it
+    fewer = data.measurements
+    data.measurements = [m for m in fewer if m.trial.repetition < stopping.rounds]
+    data.trials = [t for t in data.trials if t.trial.repetition < stopping.rounds]
+    assert widest_headline(summary_records(data))[1] > 3.0
+
+
+def test_adaptive_rounds_stop_at_max_repetitions_or_the_time_budget(tmp_path: Path) -> None:
+    _, data, _ = run(tmp_path / "cap", make_plan(repetitions=2, target_ci_pct=0.01, max_repetitions=4), noise=0.05)
+    assert data.stopping is not None and data.stopping.reason == MOST_ROUNDS and data.stopping.rounds == 4
+    assert data.stopping.widest_ci_pct > 0.01 and data.stopping.widest.startswith("fake fake-256 fakeload")
+    # each trial takes ~0.4 s of fake time (load, warm-ups, queries): a 0.05 min (3 s) budget
+    # fits the first rounds and stops before one that would not fit
+    _, data, _ = run(tmp_path / "budget", make_plan(repetitions=2, target_ci_pct=0.01, max_minutes=0.05), noise=0.05)
+    assert data.stopping is not None and data.stopping.reason == BUDGET
+    assert data.stopping.elapsed_s <= 3.0 and 2 <= data.stopping.rounds < 1000
+
+
+def test_a_plan_without_target_runs_its_repetitions_and_records_no_stopping(tmp_path: Path) -> None:
+    summary, data, _ = run(tmp_path, make_plan(repetitions=2), noise=0.05)
+    assert summary.trials == 4 and data.stopping is None

@@ -34,7 +34,8 @@ class Encryption:
 
     @property
     def is_baseline(self) -> bool:
-        return self.name == "none"
+        """Nothing encrypted: `none`, and the `placebo` that repeats it as an A/A control."""
+        return self.layer == "none"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +52,10 @@ class Encryption:
 NONE = Encryption(
     name="none", algorithm="none", key_bits=0, mode="none", layer="none", covers=(),
     notes="baseline: nothing is encrypted",
+)
+PLACEBO = Encryption(
+    name="placebo", algorithm="none", key_bits=0, mode="none", layer="none", covers=(),
+    notes="A/A control: the baseline again, run and analysed like an encryption; its overhead is the noise floor",
 )
 
 
@@ -402,6 +407,8 @@ class Engine(ABC):
         """A `Database` of the engine's own (no file-system layer) in `workspace`."""
 
     def encryption(self, name: str) -> Encryption:
+        if name == PLACEBO.name:  # every engine has it: a plan's `placebo = true`
+            return PLACEBO
         for enc in self.encryptions:
             if enc.name == name:
                 return enc
