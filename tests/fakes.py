@@ -151,22 +151,25 @@ def _samples(trial: TrialKey, factor: float) -> list[Sample]:
     return samples
 
 
-def _trials() -> list[tuple[TrialKey, float, float]]:
+def _trials(placebo: bool = False) -> list[tuple[TrialKey, float, float]]:
+    arms = {engine: {**settings, **({"placebo": settings["none"]} if placebo else {})}
+            for engine, settings in SETTINGS.items()}
     return [(TrialKey(engine, encryption, WORKLOAD, SCALE, repetition), factor, size)
             for repetition in range(1, REPETITIONS + 1)
-            for engine, settings in SETTINGS.items()
+            for engine, settings in arms.items()
             for encryption, (factor, size) in settings.items()]
 
 
-def write_fake_run(directory: Path, plan: str = PLAN) -> None:
-    """Write plan.toml, environment.json and results.jsonl of a small two-engine run."""
+def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False) -> None:
+    """Write plan.toml, environment.json and results.jsonl of a small two-engine run; with
+    `placebo`, both engines also ran the A/A arm (none again: same times, same size)."""
     store = ResultStore(directory)
     store.start(plan, ENVIRONMENT)
     for cipher, chunk, speed in (("aes-256-gcm", 4096, 2900.0), ("aes-256-gcm", MIB, 4100.0),
                                  ("aes-256-ctr", MIB, 5200.0), ("aes-256-cbc", MIB, 1100.0),
                                  ("chacha20-poly1305", MIB, 1900.0)):
         store.append(CipherSpeed(cipher, chunk, speed, library="OpenSSL 3.0.fake"))
-    for trial, factor, size in _trials():
+    for trial, factor, size in _trials(placebo):
         for record in _trial_measurements(trial, factor, size):
             store.append(record)
         for sample in _samples(trial, factor):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tdebench.engines import ENGINES, get_engine
+from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.store import TrialKey
 from tdebench.workloads import WORKLOADS, Option
 
@@ -21,7 +22,7 @@ CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "sequential")
 _TOP_KEYS = {"name", "description", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
              "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads"}
-PLACEBO = "placebo"
+PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
 """Five rounds: the fewest at which a paired t-test over rounds finds a 3% overhead amid 5%

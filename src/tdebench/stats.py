@@ -297,7 +297,7 @@ def overheads(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[
 # the test then work on the rounds. Resampling units within rounds as well (Kalibera & Jones'
 # hierarchical bootstrap) counts the units' noise twice, since it is already part of the
 # rounds' spread, and a percentile bootstrap over three to five rounds cannot reach beyond
-# their range; tests/unit/test_paired.py simulates both failures. What stays calibrated at
+# their range; bench/paired_intervals.py simulates both failures. What stays calibrated at
 # every number of rounds, with or without trial-to-trial effects, is Student's t on the
 # round log ratios: a t-interval, and the paired t-test whose verdict always agrees with it.
 # (A Wilcoxon signed-rank or a sign-flip permutation test over n rounds cannot go below

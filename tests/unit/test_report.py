@@ -18,7 +18,8 @@ from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, figure_text, find
                                       overhead_sentence, query_timeouts, timeout_alerts)
 from tdebench.report.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
-from tdebench.report.tables import NOT_MEASURED, cipher_of, query_answer  # noqa: E402
+from tdebench.report.tables import (NOT_MEASURED, cipher_context_table, cipher_of, overhead_table,  # noqa: E402
+                                    query_answer)
 from tdebench.stats import overhead, summarize  # noqa: E402
 from tdebench.store import Measurement, RunData, Sample, TrialKey, read_run  # noqa: E402
 
@@ -379,3 +380,29 @@ def test_scales_read_in_their_workloads_words() -> None:
     assert [scale_text(s) for s in (0.01, 1.0, 10.0, 1_000_000.0)] == ["0.01", "1", "10", "1,000,000"]
     assert scale_label("tpch", 0.1) == "sf0.1" and scale_label("crud", 1e6) == "1,000,000 rows"
     assert scale_label("oltp", 2.0) == "W=2" and scale_label("gone", 1.0) == "sf1"  # unknown: as TPC-H
+
+
+def test_a_placebo_states_the_noise_floor_and_what_lies_below_it(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, plan=PLAN.replace('cache = "warm"', 'cache = "warm"\nplacebo = true'), placebo=True)
+    build(tmp_path)
+    bullets = [line[2:] for line in (tmp_path / "report.md").read_text().splitlines() if line.startswith("- ")]
+    floor = next(b for b in bullets if b.startswith("duckdb noise floor"))
+    assert floor.startswith("duckdb noise floor (placebo: none against none, 3 rounds): power test ")
+    assert "resolution ±" in floor and "80% power for effects of" in floor
+    gcm = next(b for b in bullets if b.startswith("duckdb aes-256-gcm"))
+    # +3.0% [2.6, 3.4] on the load is significant against none, but the placebo reached 3.3%
+    assert "load +3.0% \\[2.6, 3.4\\] (below this run's resolution (±3.3%))" in gcm
+    assert not any(b.startswith("duckdb placebo") for b in bullets)  # not an encryption to rank
+    assert "placebo" not in next(b for b in bullets if b.startswith("duckdb, by power-test overhead"))
+    _, rows = read_csv(tmp_path / "summary.csv")
+    placebo = find(rows, engine="sqlite", encryption="placebo", test="power", step="geomean")[0]
+    assert abs(float(placebo["overhead_pct"])) < 0.5 and placebo["overhead_method"] == "paired"
+    run = read_run(tmp_path)
+    table = overhead_table(summary_records(run))
+    readings = {(row["engine"], row["encryption"], row["figure"]): row["reading"] for row in table.rows}
+    assert readings[("sqlite", "placebo", "power geomean")] == "noise floor"
+    assert readings[("duckdb", "aes-256-gcm", "load elapsed")] == "below resolution (±3.3%)"
+    assert readings[("sqlite", "aes-256-cbc", "power geomean")] == "cost"
+    assert readings[("duckdb", "aes-256-gcm", "power geomean")] == "no significant difference"
+    assert readings[("duckdb", "aes-256-gcm", "database size")] == "exact"
+    assert not any(row["encryption"] == "placebo" for row in cipher_context_table(run, summary_records(run)).rows)

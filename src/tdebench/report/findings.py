@@ -13,10 +13,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from tdebench.report.records import (BASELINE, HEADLINES, Headline, SummaryRecord, deterministic,
-                                     headline_records, is_query, scale_label, scale_text, step_order)
+from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, SummaryRecord, below_resolution,
+                                     deterministic, floors, headline_records, is_query, resolution, scale_label,
+                                     scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
-from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, SIGNIFICANCE, UNPAIRED
+from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
 from tdebench.store import RunData, TrialKey
 
 
@@ -112,9 +113,11 @@ def _noise_mark(record: SummaryRecord, baseline: SummaryRecord) -> str:
     return f"{whose}, CV {worst.summary.cv * 100:.0f}%"
 
 
-def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_n: bool = True) -> str:
+def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_n: bool = True,
+                floor: SummaryRecord | None = None) -> str:
     """One headline figure, compactly, e.g. "power test +3.1% [1.2, 5.0] (p=0.01, n=20,
-    significant)"; an interval spanning zero just says "no significant difference", and a
+    significant)"; an interval spanning zero just says "no significant difference", one that
+    overlaps the placebo's (`floor`) says "below this run's resolution (±x%)", and a
     deterministic figure only states the change."""
     if deterministic(record, baseline):
         return _exact_text(name, record, baseline)
@@ -122,10 +125,14 @@ def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_
     assert compared is not None
     interval = f"{percent(compared.pct)} [{compared.ci_low:.1f}, {compared.ci_high:.1f}]"
     spans_zero = compared.ci_low <= 0.0 <= compared.ci_high
-    details = [] if spans_zero else [f"p={p_value(compared.p_value)}"]
+    unresolved = not spans_zero and below_resolution(record, floor)
+    details = [] if spans_zero or unresolved else [f"p={p_value(compared.p_value)}"]
     if with_n:
         details.append(_n_text(compared.n_treatment, compared.n_baseline, compared.method))
-    if compared.significant:
+    if unresolved:
+        assert floor is not None
+        details.append(f"below this run's resolution (±{resolution(floor):.1f}%)")
+    elif compared.significant:
         details.append("significant")
     elif spans_zero:
         details.append("no significant difference")
@@ -134,20 +141,22 @@ def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_
     if mark:
         inside = f"{inside}; {mark}" if inside else mark
     text = f"{name} {interval} ({inside})"
-    if compared.significant and compared.pct < 0:
+    if compared.significant and compared.pct < 0 and not unresolved and record.cell.encryption != PLACEBO:
         text += (": lower than without encryption, which is unexpected; suspect the baseline "
                  "(cache, order, noise)")
     return text
 
 
-def encryption_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryRecord]]) -> str:
+def encryption_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryRecord]],
+                        floor_of: dict[tuple, SummaryRecord] | None = None) -> str:
     """Every headline figure of one encryption in one bullet, e.g. "sqlite sqlcipher (n=3):
     power test +190.6% [83.4, 421.7] (p=0.10, …), throughput …, database size +2.0% (…)."."""
     timed = [record.overhead for _, record, baseline in figures
              if record.overhead and not deterministic(record, baseline)]
     sizes = {(o.n_treatment, o.n_baseline, o.method) for o in timed}
     shared_n = len(sizes) == 1
-    parts = [figure_text(name, record, baseline, with_n=not shared_n)
+    parts = [figure_text(name, record, baseline, with_n=not shared_n,
+                         floor=(floor_of or {}).get(record.cell.comparison))
              for name, record, baseline in figures]
     head = f"{who} ({_n_text(*sizes.pop())})" if shared_n else who
     return f"{head}: {'; '.join(parts)}."
@@ -158,6 +167,14 @@ def overhead_sentence(phrase: str, record: SummaryRecord, baseline: SummaryRecor
     "duckdb aes-256-gcm power test +3.1% [1.2, 5.0] (p=0.01, n=20)."."""
     cell = record.cell
     return f"{cell.engine} {cell.encryption} {figure_text(phrase, record, baseline)}."
+
+
+def _figures(chosen: list[tuple[Headline, SummaryRecord]],
+             baselines: dict[tuple, SummaryRecord]) -> list[tuple[str, SummaryRecord, SummaryRecord]]:
+    """An encryption's headline records in headline order, named as bullets name them."""
+    ordered = sorted(chosen, key=lambda item: HEADLINES.index(item[0]))
+    return [(SHORT_NAMES.get(headline.label, headline.label), record, baselines[record.cell.comparison])
+            for headline, record in ordered]
 
 
 def ranking_sentence(engine: str, where: str, power: list[SummaryRecord]) -> str:
@@ -185,11 +202,32 @@ def noise_sentence(records: list[SummaryRecord], worst_shown: int = 3) -> str | 
             f"worst: {worst}. See “Noisy cells and outliers”.")
 
 
+def floor_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryRecord]]) -> str:
+    """The placebo's figures as the run's noise floor, e.g. "duckdb noise floor (placebo: none
+    against none, 5 rounds): power test +0.4% [-1.2, 1.9], resolution ±1.9%, 80% power for
+    effects of 2.3% or more; …"."""
+    parts = []
+    for name, record, baseline in figures:
+        compared = record.overhead
+        if compared is None or deterministic(record, baseline):
+            continue
+        mde = minimum_detectable_effect(compared)
+        power = f", 80% power for effects of {mde:.1f}% or more" if not math.isnan(mde) else ""
+        parts.append(f"{name} {percent(compared.pct)} [{compared.ci_low:.1f}, {compared.ci_high:.1f}], "
+                     f"resolution ±{resolution(record):.1f}%{power}")
+    rounds = {r.overhead.n_treatment for _, r, _ in figures if r.overhead}
+    count = f", {_n_text(rounds.pop(), 0, PAIRED)}" if len(rounds) == 1 else ""
+    return (f"{who} noise floor ({PLACEBO}: {BASELINE} against {BASELINE}{count}): {'; '.join(parts)}. "
+            "An encryption whose interval overlaps it is below this run's resolution.")
+
+
 def findings(records: list[SummaryRecord]) -> list[str]:
-    """An analyst's summary: per engine a ranking of its encryptions by power-test overhead,
-    then one bullet per encryption with its headline figures together; the noise advice
-    once at the end, and a word on statistical power."""
+    """An analyst's summary: per engine the noise floor its placebo measured (if the plan ran
+    one), a ranking of its encryptions by power-test overhead, then one bullet per encryption
+    with its headline figures together; the noise advice once at the end, and a word on
+    statistical power."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
+    floor_of = floors(records)
     per_config: dict[tuple, dict[str, list[tuple[Headline, SummaryRecord]]]] = defaultdict(lambda: defaultdict(list))
     for headline, record in headline_records(records):
         if record.overhead:
@@ -199,15 +237,16 @@ def findings(records: list[SummaryRecord]) -> list[str]:
     sentences = []
     for (engine, workload, scale), by_encryption in sorted(per_config.items()):
         where = f" ({workload} {scale_label(workload, scale)})" if configs_per_engine[engine] > 1 else ""
+        placebo = by_encryption.pop(PLACEBO, None)
+        if placebo:
+            sentences.append(floor_sentence(f"{engine}{where}", _figures(placebo, baselines)))
         power = [record for chosen in by_encryption.values() for headline, record in chosen
                  if headline is HEADLINES[0]]
         if len(power) > 1:
             sentences.append(ranking_sentence(engine, where, power))
         for encryption, chosen in sorted(by_encryption.items()):
-            chosen.sort(key=lambda item: HEADLINES.index(item[0]))
-            figures = [(SHORT_NAMES.get(headline.label, headline.label), record,
-                        baselines[record.cell.comparison]) for headline, record in chosen]
-            sentences.append(encryption_sentence(f"{engine} {encryption}{where}", figures))
+            sentences.append(encryption_sentence(f"{engine} {encryption}{where}", _figures(chosen, baselines),
+                                                 floor_of))
     if not sentences:
         sentences.append("No overhead figures: no configuration was measured both with and "
                          f"without encryption (“{BASELINE}”).")

@@ -23,6 +23,7 @@ from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, ove
 from tdebench.store import Measurement, RunData, TrialKey
 
 BASELINE = "none"
+PLACEBO = "placebo"  # the A/A arm (plan key `placebo`): none again, compared with none like an encryption
 GEOMEAN_STEP = "geomean"
 QUERY_TESTS = ("power", "throughput")
 _QUERY_STEP = re.compile(r"q(\d+)")
@@ -245,6 +246,27 @@ def summary_records(run: RunData) -> list[SummaryRecord]:
     return [SummaryRecord(cell=cell, unit=unit_of(cell.metric), summary=summary,
                           overhead=compared.get(cell))
             for cell, summary in zip(cells, summaries)]
+
+
+def resolution(floor: SummaryRecord) -> float:
+    """A run's resolution for one figure, in percent: the farthest bound of its placebo's CI
+    from zero. A measured overhead inside that range is indistinguishable from none-vs-none."""
+    compared = floor.overhead
+    assert compared is not None
+    return max(abs(compared.ci_low), abs(compared.ci_high))
+
+
+def below_resolution(record: SummaryRecord, floor: SummaryRecord | None) -> bool:
+    """Whether an encryption's CI overlaps its placebo's: then it is not reported as a cost."""
+    compared, placebo = record.overhead, floor.overhead if floor else None
+    if compared is None or placebo is None or record.cell.encryption == PLACEBO:
+        return False
+    return compared.ci_low <= placebo.ci_high and placebo.ci_low <= compared.ci_high
+
+
+def floors(records: list[SummaryRecord]) -> dict[tuple, SummaryRecord]:
+    """The placebo's record of every compared figure, by comparison key."""
+    return {r.cell.comparison: r for r in records if r.cell.encryption == PLACEBO and r.overhead}
 
 
 def headline_records(records: list[SummaryRecord]) -> list[tuple[Headline, SummaryRecord]]:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tdebench.report.records import (BASELINE, HEADLINES, SummaryRecord, deterministic,
-                                     headline_records, is_query, scale_text, step_order)
+from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, SummaryRecord, below_resolution, deterministic,
+                                     floors, headline_records, is_query, resolution, scale_text, step_order)
 from tdebench.stats import PAIRED, Overhead, noise_advice
 from tdebench.store import Measurement, RunData, Sample, TrialKey
 
@@ -259,7 +259,28 @@ OVERHEAD_NOTE = (
     "p a paired t-test on the round log ratios. Unpaired (n as encryption vs none, sequential "
     "order): overhead = median / median of none − 1, CI 95% bootstrap, p two-sided Mann–Whitney U. "
     "“exact”: a deterministic figure (a size, or no spread in either group), whose difference "
-    "needs no interval or test.")
+    "needs no interval or test. Reading: with a placebo (none against none) in the plan, its "
+    "overhead is the noise floor, and an encryption whose CI overlaps the placebo's is below "
+    "the run's resolution (± the placebo's farthest bound).")
+
+
+def reading(record: SummaryRecord, exact: bool, floor: SummaryRecord | None) -> str:
+    """What a figure says, in words: the placebo is the noise floor; an overhead overlapping
+    it is below the run's resolution; else a cost or a saving when significant."""
+    compared = record.overhead
+    assert compared is not None
+    if record.cell.encryption == PLACEBO:
+        return "noise floor"
+    if exact:
+        return "exact"
+    if compared.ci_low <= 0.0 <= compared.ci_high:
+        return "no significant difference"
+    if below_resolution(record, floor):
+        assert floor is not None
+        return f"below resolution (±{resolution(floor):.1f}%)"
+    if compared.significant:
+        return "cost" if compared.pct > 0 else "saving"
+    return "no significant difference"
 
 
 def n_text(compared: Overhead) -> str:
@@ -272,6 +293,7 @@ def n_text(compared: Overhead) -> str:
 def overhead_table(records: list[SummaryRecord]) -> Table:
     """The headline figures of every encryption against `none`, in friendly units."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
+    floor_of = floors(records)
     rows = []
     for headline, record in headline_records(records):
         if record.overhead is None:
@@ -289,13 +311,14 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
                      "ci": "exact" if exact else _ci(compared.ci_low, compared.ci_high, percent),
                      "p": None if exact else compared.p_value,
                      "n": n_text(compared),
+                     "reading": reading(record, exact, floor_of.get(record.cell.comparison)),
                      "noisy": record.summary.noisy or baseline.summary.noisy})
     rows.sort(key=lambda row: (row["engine"], row["workload"], row["scale"],
                                [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
     columns = _config_columns() + (
         Column("figure", "figure"), Column("unit", "unit"), _num("baseline", "none (median)"),
         _num("median", "median"), _num("overhead", "overhead", percent), _num("ci", "95% CI", text),
-        _num("p", "p", p_value), _num("n", "n", text), Column("noisy", "noisy"))
+        _num("p", "p", p_value), _num("n", "n", text), Column("reading", "reading"), Column("noisy", "noisy"))
     return Table("Overhead against no encryption", columns, rows,
                  note=OVERHEAD_NOTE)
 
@@ -440,7 +463,7 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     figures: dict[tuple, dict[str, SummaryRecord]] = defaultdict(dict)
     for headline, record in headline_records(records):
-        if record.overhead is not None:
+        if record.overhead is not None and record.cell.encryption != PLACEBO:  # no cipher in an A/A arm
             cell = record.cell
             figures[(cell.engine, cell.encryption, cell.workload, cell.scale)][headline.label] = record
     measured = {c.cipher for c in run.ciphers}
