@@ -495,6 +495,8 @@ def _flatten(value: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
             yield from _flatten(value[key], f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(value, (list, tuple)):
         yield prefix, ", ".join(str(item) for item in value)
+    elif value is None:  # a setting this machine does not expose, or an older run's missing key
+        yield prefix, "unknown"
     elif prefix.endswith("_bytes") and isinstance(value, int):
         yield prefix, f"{value:,} ({value / 1024 ** 3:.1f} GiB)"
     else:
