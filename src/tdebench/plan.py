@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from tdebench.engines import ENGINES, get_engine
+from tdebench.measure.affinity import CpuPinning, available_cpus
 from tdebench.store import TrialKey
 from tdebench.workloads import WORKLOADS, Option
 
 CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "sequential")
 _TOP_KEYS = {"name", "description", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
-             "engines", "workloads"}
+             "engines", "workloads", "pin_cpus"}
 _ENGINE_KEYS = {"name", "encryptions", "memory_mb"}
 _WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s"}
 
@@ -66,6 +67,7 @@ class Plan:
     workloads: tuple[WorkloadSpec, ...]
     text: str  # the file exactly as written, stored with the results
     sample_interval_s: float = 1.0  # the resource sampler's interval
+    pin_cpus: CpuPinning | None = None  # where the engine and the driver run; None: wherever the OS likes
 
     def cells(self) -> list[tuple[str, str, WorkloadSpec, float]]:
         """Every configuration: (engine, encryption, workload, scale)."""
@@ -141,7 +143,38 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         workloads=tuple(_workload(check, w) for w in check.tables(workloads, "workloads")),
         text=text,
         sample_interval_s=check.number(data, "sample_interval_s", 1.0, 0.1, 60.0),
+        pin_cpus=_pin_cpus(check, data["pin_cpus"]) if "pin_cpus" in data else None,
     )
+
+
+_PIN_EXAMPLE = "e.g. pin_cpus = { engine = [1], driver = [0] }"
+
+
+def _pin_cpus(check: "_Checker", table: Any) -> CpuPinning:
+    """`pin_cpus`: the CPUs of the engine and of the driver, each a list of CPUs this process
+    may use on this machine."""
+    if not isinstance(table, dict):
+        raise check.error(f"pin_cpus must be a table, {_PIN_EXAMPLE}", "pin_cpus")
+    unknown = sorted(set(table) - {"engine", "driver"})
+    if unknown:
+        raise check.error(f"unknown key {unknown[0]!r} in pin_cpus; valid: driver, engine", "pin_cpus")
+    usable = available_cpus()
+    chosen = {}
+    for role in ("engine", "driver"):
+        if role not in table:
+            raise check.error(f"pin_cpus needs {role} (a list of CPUs), {_PIN_EXAMPLE}", "pin_cpus")
+        value = table[role]
+        if (not isinstance(value, list) or not value
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            raise check.error(f"pin_cpus.{role} must be a non-empty list of CPU numbers, {_PIN_EXAMPLE}", "pin_cpus")
+        if len(set(value)) != len(value):
+            raise check.error(f"pin_cpus.{role} lists a CPU twice", "pin_cpus")
+        missing = sorted(set(value) - usable)
+        if missing:
+            raise check.error(f"pin_cpus.{role}: CPU {', '.join(map(str, missing))} is not available on this "
+                              f"machine; valid: {', '.join(map(str, sorted(usable)))}", "pin_cpus")
+        chosen[role] = tuple(value)
+    return CpuPinning(**chosen)
 
 
 def _engine(check: "_Checker", table: dict[str, Any]) -> EngineChoice:

@@ -150,3 +150,32 @@ def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: py
         assert info.value.line == len((base + bad).splitlines())
     with pytest.raises(PlanError, match="unknown key 'virtual_users'.*valid: name, query_timeout_s"):
         parse_plan(ISSUE_PLAN + "virtual_users = 8\n")
+
+
+PINNED = ISSUE_PLAN.replace("seed = 1\n", "seed = 1\npin_cpus = { engine = [0], driver = [0] }\n")
+
+
+def test_pin_cpus_is_optional_and_read_as_given() -> None:
+    assert parse_plan(ISSUE_PLAN).pin_cpus is None
+    pinning = parse_plan(PINNED).pin_cpus
+    assert pinning is not None and (pinning.engine, pinning.driver) == ((0,), (0,))
+    table = PINNED.replace("pin_cpus = { engine = [0], driver = [0] }\n", "").replace(
+        "[[engines]]", "[pin_cpus]\nengine = [0]\ndriver = [0]\n\n[[engines]]", 1)
+    assert parse_plan(table).pin_cpus == pinning
+
+
+@pytest.mark.parametrize("value, message", [
+    ("[0]", "pin_cpus must be a table, e.g. pin_cpus = { engine = [1], driver = [0] }"),
+    ("{ engine = [0] }", "pin_cpus needs driver (a list of CPUs)"),
+    ("{ engine = [0], driver = [0], sampler = [0] }", "unknown key 'sampler' in pin_cpus; valid: driver, engine"),
+    ("{ engine = [], driver = [0] }", "pin_cpus.engine must be a non-empty list of CPU numbers"),
+    ('{ engine = [0], driver = ["0"] }', "pin_cpus.driver must be a non-empty list of CPU numbers"),
+    ("{ engine = [true], driver = [0] }", "pin_cpus.engine must be a non-empty list of CPU numbers"),
+    ("{ engine = [0, 0], driver = [0] }", "pin_cpus.engine lists a CPU twice"),
+    ("{ engine = [4096], driver = [0] }", "pin_cpus.engine: CPU 4096 is not available on this machine; valid: 0"),
+])
+def test_pin_cpus_errors_name_file_and_line(value: str, message: str) -> None:
+    with pytest.raises(PlanError) as info:
+        parse_plan(PINNED.replace("{ engine = [0], driver = [0] }", value), "my.toml")
+    assert message in str(info.value)
+    assert str(info.value).startswith("my.toml:8: ")
