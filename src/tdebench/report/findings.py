@@ -16,7 +16,7 @@ from typing import Any
 from tdebench.report.records import (BASELINE, HEADLINES, Headline, SummaryRecord, deterministic,
                                      headline_records, is_query, scale_label, scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
-from tdebench.stats import NOISE_ADVICE, NOISY_CV, SIGNIFICANCE
+from tdebench.stats import SIGNIFICANCE
 from tdebench.store import RunData, TrialKey
 
 
@@ -173,20 +173,10 @@ def ranking_sentence(engine: str, where: str, power: list[SummaryRecord]) -> str
     return f"{engine}{where}, by power-test overhead, cheapest first: {listed} ({verdict})."
 
 
-def noise_sentence(records: list[SummaryRecord], worst_shown: int = 3) -> str | None:
-    """The noise advice, once for the whole report, with the worst cells named."""
-    noisy = sorted((r for r in records if r.summary.noisy), key=lambda r: -r.summary.cv)
-    if not noisy:
-        return None
-    worst = "; ".join(f"{r.cell.label} (CV {r.summary.cv * 100:.0f}%)" for r in noisy[:worst_shown])
-    return (f"{len(noisy)} cell(s) are noisy (CV > {NOISY_CV * 100:g}%): {NOISE_ADVICE}; "
-            f"worst: {worst}. See “Noisy cells and outliers”.")
-
-
 def findings(records: list[SummaryRecord]) -> list[str]:
     """An analyst's summary: per engine a ranking of its encryptions by power-test overhead,
-    then one bullet per encryption with its headline figures together; the noise advice
-    once at the end, and a word on statistical power."""
+    then one bullet per encryption with its headline figures together, and a word on
+    statistical power (the noise advice is report/noise.py's)."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     per_config: dict[tuple, dict[str, list[tuple[Headline, SummaryRecord]]]] = defaultdict(lambda: defaultdict(list))
     for headline, record in headline_records(records):
@@ -209,9 +199,6 @@ def findings(records: list[SummaryRecord]) -> list[str]:
     if not sentences:
         sentences.append("No overhead figures: no configuration was measured both with and "
                          f"without encryption (“{BASELINE}”).")
-    noise = noise_sentence(records)
-    if noise:
-        sentences.append(noise)
     sizes = {(r.overhead.n_treatment, r.overhead.n_baseline) for r in records if r.overhead}
     weak = sorted(size for size in sizes if smallest_p(*size) >= SIGNIFICANCE)
     if weak:
