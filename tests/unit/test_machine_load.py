@@ -97,3 +97,21 @@ def test_nothing_to_pin_leaves_the_processes_callable_alone() -> None:
         return None
 
     assert affinity.pinned(None, processes) is processes
+
+
+class _OthersProcess:
+    """A process of another user: its affinity can be read by nobody and set by nobody."""
+
+    pid = 1
+
+    def children(self, recursive: bool = False) -> list:
+        return []
+
+    def cpu_affinity(self, cpus=None):
+        raise psutil.AccessDenied(self.pid)
+
+
+def test_a_process_that_cannot_be_pinned_fails_with_the_reason(own_cpus) -> None:
+    pinning = affinity.CpuPinning(engine=(own_cpus[-1],), driver=(own_cpus[0],))
+    with pytest.raises(PermissionError, match="pin_cpus: not allowed to pin the engine's process 1"):
+        affinity.apply(pinning, [_OthersProcess()])

@@ -54,6 +54,10 @@ def _pin(process: psutil.Process, cpus: list[int]) -> None:
                     member.cpu_affinity(cpus)
             except psutil.NoSuchProcess:
                 continue
+            except psutil.AccessDenied:
+                raise PermissionError(f"pin_cpus: not allowed to pin the engine's process {member.pid} "
+                                      "(another user's: run tdebench as that user or as root, or drop "
+                                      "pin_cpus)") from None
     except psutil.NoSuchProcess:
         pass
 
