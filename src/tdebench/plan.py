@@ -15,13 +15,14 @@ from typing import Any
 
 from tdebench.engines import ENGINES, get_engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
+from tdebench.measure.affinity import CpuPinning, available_cpus
 from tdebench.store import TrialKey
 from tdebench.workloads import WORKLOADS, Option
 
 CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "sequential")
 _TOP_KEYS = {"name", "description", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
-             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads"}
+             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads", "pin_cpus"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
@@ -77,6 +78,7 @@ class Plan:
     target_ci_pct: float | None = None  # adaptive: add rounds until every headline CI is ± this
     max_minutes: float | None = None  # adaptive: the time budget for the whole run
     max_repetitions: int = 1000  # adaptive: never more rounds than this
+    pin_cpus: CpuPinning | None = None  # where the engine and the driver run; None: wherever the OS likes
 
     @property
     def adaptive(self) -> bool:
@@ -176,7 +178,38 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         target_ci_pct=target,
         max_minutes=budget,
         max_repetitions=most,
+        pin_cpus=_pin_cpus(check, data["pin_cpus"]) if "pin_cpus" in data else None,
     )
+
+
+_PIN_EXAMPLE = "e.g. pin_cpus = { engine = [1], driver = [0] }"
+
+
+def _pin_cpus(check: "_Checker", table: Any) -> CpuPinning:
+    """`pin_cpus`: the CPUs of the engine and of the driver, each a list of CPUs this process
+    may use on this machine."""
+    if not isinstance(table, dict):
+        raise check.error(f"pin_cpus must be a table, {_PIN_EXAMPLE}", "pin_cpus")
+    unknown = sorted(set(table) - {"engine", "driver"})
+    if unknown:
+        raise check.error(f"unknown key {unknown[0]!r} in pin_cpus; valid: driver, engine", "pin_cpus")
+    usable = available_cpus()
+    chosen = {}
+    for role in ("engine", "driver"):
+        if role not in table:
+            raise check.error(f"pin_cpus needs {role} (a list of CPUs), {_PIN_EXAMPLE}", "pin_cpus")
+        value = table[role]
+        if (not isinstance(value, list) or not value
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            raise check.error(f"pin_cpus.{role} must be a non-empty list of CPU numbers, {_PIN_EXAMPLE}", "pin_cpus")
+        if len(set(value)) != len(value):
+            raise check.error(f"pin_cpus.{role} lists a CPU twice", "pin_cpus")
+        missing = sorted(set(value) - usable)
+        if missing:
+            raise check.error(f"pin_cpus.{role}: CPU {', '.join(map(str, missing))} is not available on this "
+                              f"machine; valid: {', '.join(map(str, sorted(usable)))}", "pin_cpus")
+        chosen[role] = tuple(value)
+    return CpuPinning(**chosen)
 
 
 def _engine(check: "_Checker", table: dict[str, Any], placebo: bool = False) -> EngineChoice:

@@ -25,9 +25,10 @@ from typing import Protocol
 from tdebench import verify
 from tdebench.engines import Engine, get_engine
 from tdebench.keys import KeySource
+from tdebench.measure import affinity
 from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.recorder import Recorder
-from tdebench.measure.sampler import Sampler
+from tdebench.measure.sampler import Sampler, load_1m
 from tdebench.plan import Plan, TrialSpec, round_trials, schedule
 from tdebench.report.records import summary_records, widest_headline
 from tdebench.store import BUDGET, MOST_ROUNDS, REACHED, ResultStore, Stopping, TrialOutcome, Verdict, read_run
@@ -198,7 +199,10 @@ class Runner:
         workspace.mkdir(parents=True)
         secret = None if encryption.is_baseline else self.keys.key_for(key.id)
         database = engine.provision(workspace, encryption, secret)
-        recorder = Recorder(self.store, key, self.clock, processes=database.engine_processes)
+        # with pin_cpus, every look at the engine's processes pins them (and tdebench) first
+        engine_processes = affinity.pinned(self.plan.pin_cpus, database.engine_processes)
+        own_cpus, pinned_to = affinity.available_cpus(), None
+        recorder = Recorder(self.store, key, self.clock, processes=engine_processes)
         facts = _TrialFacts()
 
         def go_cold() -> bool:
@@ -215,11 +219,13 @@ class Runner:
                          new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"),
                          connection_closed=lambda: setattr(facts, "connection_closed", True))
         expected = "plaintext" if encryption.is_baseline else "encrypted"
-        start = self.clock.now_ns()
+        start, load_start = self.clock.now_ns(), load_1m()
         error, verdict = "", None
         try:
-            with Sampler(self.store, key, self.plan.sample_interval_s, database.engine_processes):
+            with Sampler(self.store, key, self.plan.sample_interval_s, engine_processes):
                 self._phases(spec, workload, ctx, facts)
+                if self.plan.pin_cpus is not None:  # read back while the engine still runs
+                    pinned_to = affinity.applied(engine_processes())
         except Exception as exc:  # the trial fails, the run goes on
             if self.interrupted.is_set():
                 raise KeyboardInterrupt from exc
@@ -230,13 +236,18 @@ class Runner:
                 error = database.key.scrub(error)
         finally:
             database.close()  # also on Ctrl-C; run() then removes every workspace
+            if self.plan.pin_cpus is not None:
+                affinity.release(own_cpus)
         try:
             verdict = self._verdict(key, expected, database, workspace, facts)
         finally:
             remove_tree(workspace)
         outcome = TrialOutcome(trial=key, status="failed" if error else "ok", cache=self.plan.cache,
                                cache_dropped=facts.cache_dropped, elapsed_s=(self.clock.now_ns() - start) / 1e9,
-                               error=error, key_derived=secret is not None and self.keys.derived)
+                               error=error, key_derived=secret is not None and self.keys.derived,
+                               load_start=load_start, load_end=load_1m(),
+                               engine_cpus=pinned_to[0] if pinned_to else None,
+                               driver_cpus=pinned_to[1] if pinned_to else None)
         self.store.append(outcome)
         self.store.sync()
         return outcome, verdict

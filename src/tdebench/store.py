@@ -8,9 +8,11 @@ trial that was running.
 Record kinds:
 - `measurement`: one measured step of a trial (a query, a load, a whole test) with its metrics;
 - `verdict`: the at-rest check of a trial;
-- `trial`: how a trial ended (ok or failed, with the error) and its cache state;
+- `trial`: how a trial ended (ok or failed, with the error), its cache state, the load average
+  around it and the CPUs it was pinned to;
 - `cipher`: the machine's raw cipher throughput, measured once per run;
-- `sample`: one interval of the resource sampler (CPU %, memory, disk) during a trial;
+- `sample`: one interval of the resource sampler (CPU %, memory, disk, other processes' CPU,
+  load average) during a trial;
 - `stopping`: why an adaptive run stopped adding rounds (target reached, time budget, cap).
 """
 
@@ -108,6 +110,13 @@ class TrialOutcome:
     elapsed_s: float
     error: str = ""
     key_derived: bool = False  # key from the user's key file (True) or random (False)
+    # the 1-minute load average as the trial started and ended; None in runs from before it was recorded
+    load_start: float | None = None
+    load_end: float | None = None
+    # the plan's pin_cpus as applied (measure/affinity.py): the CPUs the engine's processes and
+    # the driver (tdebench itself) were allowed to run on; None when the plan did not pin
+    engine_cpus: tuple[int, ...] | None = None
+    driver_cpus: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +139,10 @@ class Sample:
     disk_read_bytes: float  # all disks, during this interval
     disk_write_bytes: float
     disk_busy_pct: float  # the busiest disk's busy time / interval
+    # the CPU of processes other than tdebench's and the engine's, % of one core (measure/load.py);
+    # None in runs from before it was recorded
+    others_cpu_pct: float | None = None
+    load_1m: float | None = None  # the machine's 1-minute load average at the sample
 
 
 REACHED = "target reached"
@@ -175,6 +188,9 @@ def from_json(data: dict[str, Any]) -> Record:
         data["exposed"] = tuple(data.get("exposed", ()))
         return Verdict(**data)
     if kind == "trial":
+        for name in ("engine_cpus", "driver_cpus"):
+            if data.get(name) is not None:
+                data[name] = tuple(data[name])
         return TrialOutcome(**data)
     if kind == "cipher":
         return CipherSpeed(**data)

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from tdebench.cli import main
 from tdebench.keys import KeySource
+from tdebench.measure import affinity
 from tdebench.store import read_run
 
 TINY = '''name = "tiny"
@@ -104,6 +105,8 @@ def test_force_replaces_a_run_and_its_derived_files(tmp_path: Path) -> None:
     ('"aes-256-gcm"]', '"aes-999"]', "no encryption 'aes-999'; valid: none, aes-256-gcm, aes-256-ctr"),
     ("scale = 0.01", "scale = 50", "scale factor 50 is out of range for tpch: 0.01 to 10"),
     ("warmups = 0", "warmups = = 0", "not valid TOML"),
+    ("seed = 3", "seed = 3\npin_cpus = { engine = [4096], driver = [0] }",
+     "tiny.toml:5: pin_cpus.engine: CPU 4096 is not available on this machine; valid: "),
 ])
 def test_bad_plans_exit_2_with_file_line_and_choices(tmp_path: Path, old: str, new: str, expected: str) -> None:
     plan = write(tmp_path / "tiny.toml", TINY.replace(old, new))
@@ -111,6 +114,20 @@ def test_bad_plans_exit_2_with_file_line_and_choices(tmp_path: Path, old: str, n
     assert result.exit_code == 2
     assert expected in " ".join(result.output.split())
     assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_pin_cpus_pins_an_embedded_engine_and_records_where(tmp_path: Path) -> None:
+    cpus = sorted(affinity.available_cpus())
+    pinned = TINY.replace("seed = 3", f"seed = 3\npin_cpus = {{ engine = [{cpus[-1]}], driver = [{cpus[0]}] }}")
+    result = invoke("run", str(write(tmp_path / "tiny.toml", pinned)), "--out", str(tmp_path / "out"), "--quiet")
+    assert result.exit_code == 0, result.output
+    run = read_run(tmp_path / "out")
+    # DuckDB runs in this process: engine and driver are one process, on the engine's CPUs
+    assert [(t.engine_cpus, t.driver_cpus) for t in run.trials] == [((cpus[-1],), (cpus[-1],))] * 2
+    assert all(t.load_start is not None and t.load_end is not None for t in run.trials)
+    assert sorted(affinity.available_cpus()) == cpus  # given back after the trials
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Machine load" in report and "engine CPUs" in report
 
 
 def test_output_directory_not_writable_exits_2(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 import json
 
-from tdebench.measure.environment import CRYPTO_FLAGS, cpu_flags, cpu_model, snapshot
+from tdebench.measure.environment import (CRYPTO_FLAGS, cpu_flags, cpu_governor, cpu_model, cpu_turbo, snapshot,
+                                        virtualization)
 
 X86 = """processor\t: 0
 model name\t: Example CPU @ 3.00GHz
@@ -45,3 +46,54 @@ def test_snapshot_has_every_key_and_is_json(tmp_path):
 
 def test_snapshot_without_directory():
     assert snapshot({})["filesystem"] is None
+
+
+def _cpu_root(tmp_path, governors=(), no_turbo=None, boost=None):
+    for index, governor in enumerate(governors):
+        cpufreq = tmp_path / f"cpu{index}" / "cpufreq"
+        cpufreq.mkdir(parents=True)
+        (cpufreq / "scaling_governor").write_text(governor + "\n")
+    if no_turbo is not None:
+        (tmp_path / "intel_pstate").mkdir(parents=True)
+        (tmp_path / "intel_pstate" / "no_turbo").write_text(no_turbo)
+    if boost is not None:
+        (tmp_path / "cpufreq").mkdir(parents=True)
+        (tmp_path / "cpufreq" / "boost").write_text(boost)
+    return tmp_path
+
+
+def test_governor_from_every_core_and_unknown_without_cpufreq(tmp_path):
+    assert cpu_governor(_cpu_root(tmp_path / "a", ["performance", "performance"])) == "performance"
+    assert cpu_governor(_cpu_root(tmp_path / "b", ["powersave", "performance"])) == "performance, powersave"
+    (tmp_path / "c").mkdir()
+    assert cpu_governor(tmp_path / "c") == "unknown"
+
+
+def test_turbo_from_intel_pstate_or_cpufreq_boost(tmp_path):
+    assert cpu_turbo(_cpu_root(tmp_path / "a", no_turbo="1\n")) == "off"
+    assert cpu_turbo(_cpu_root(tmp_path / "b", no_turbo="0\n", boost="0")) == "on"  # intel_pstate first
+    assert cpu_turbo(_cpu_root(tmp_path / "c", boost="1\n")) == "on"
+    assert cpu_turbo(_cpu_root(tmp_path / "d", boost="0\n")) == "off"
+    (tmp_path / "e").mkdir()
+    assert cpu_turbo(tmp_path / "e") == "unknown"
+
+
+def test_virtualization_from_flags_markers_and_cgroup(tmp_path):
+    marker = tmp_path / ".dockerenv"
+    cgroup = tmp_path / "cgroup"
+    cgroup.write_text("0::/\n")
+    vm = X86.replace("fpu", "fpu hypervisor")
+    assert virtualization(X86, {marker: "docker"}, cgroup) == "none found"
+    assert virtualization(vm, {marker: "docker"}, cgroup) == "virtual machine"
+    marker.write_text("")
+    assert virtualization(vm, {marker: "docker"}, cgroup) == "virtual machine, container (docker)"
+    cgroup.write_text("0::/kubepods/burstable/pod1\n")
+    assert virtualization(X86, {}, cgroup) == "container (kubepods)"
+    assert virtualization("processor\t: 0\n", {}, tmp_path / "absent") == "unknown"
+
+
+def test_snapshot_records_the_machine_state_never_none(tmp_path):
+    env = snapshot({}, tmp_path)
+    for key in ("cpu_governor", "cpu_turbo", "load_average", "virtualization"):
+        assert env[key] is not None and env[key] != "None", key
+    assert env["load_average"] == "unknown" or len(env["load_average"]) == 3

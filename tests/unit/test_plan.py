@@ -171,3 +171,30 @@ def test_adaptive_keys_and_the_default_repetitions() -> None:
     assert plain.repetitions == 5 and not plain.adaptive and plain.target_ci_pct is None
     plan = parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2\nmax_minutes = 30"))
     assert plan.adaptive and (plan.target_ci_pct, plan.max_minutes, plan.max_repetitions) == (2.0, 30.0, 1000)
+PINNED = ISSUE_PLAN.replace("seed = 1\n", "seed = 1\npin_cpus = { engine = [0], driver = [0] }\n")
+
+
+def test_pin_cpus_is_optional_and_read_as_given() -> None:
+    assert parse_plan(ISSUE_PLAN).pin_cpus is None
+    pinning = parse_plan(PINNED).pin_cpus
+    assert pinning is not None and (pinning.engine, pinning.driver) == ((0,), (0,))
+    table = PINNED.replace("pin_cpus = { engine = [0], driver = [0] }\n", "").replace(
+        "[[engines]]", "[pin_cpus]\nengine = [0]\ndriver = [0]\n\n[[engines]]", 1)
+    assert parse_plan(table).pin_cpus == pinning
+
+
+@pytest.mark.parametrize("value, message", [
+    ("[0]", "pin_cpus must be a table, e.g. pin_cpus = { engine = [1], driver = [0] }"),
+    ("{ engine = [0] }", "pin_cpus needs driver (a list of CPUs)"),
+    ("{ engine = [0], driver = [0], sampler = [0] }", "unknown key 'sampler' in pin_cpus; valid: driver, engine"),
+    ("{ engine = [], driver = [0] }", "pin_cpus.engine must be a non-empty list of CPU numbers"),
+    ('{ engine = [0], driver = ["0"] }', "pin_cpus.driver must be a non-empty list of CPU numbers"),
+    ("{ engine = [true], driver = [0] }", "pin_cpus.engine must be a non-empty list of CPU numbers"),
+    ("{ engine = [0, 0], driver = [0] }", "pin_cpus.engine lists a CPU twice"),
+    ("{ engine = [4096], driver = [0] }", "pin_cpus.engine: CPU 4096 is not available on this machine; valid: "),
+])
+def test_pin_cpus_errors_name_file_and_line(value: str, message: str) -> None:
+    with pytest.raises(PlanError) as info:
+        parse_plan(PINNED.replace("{ engine = [0], driver = [0] }", value), "my.toml")
+    assert message in str(info.value)
+    assert str(info.value).startswith("my.toml:8: ")

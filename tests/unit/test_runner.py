@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload
+from tdebench.measure import affinity
 from tdebench.measure.clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.runner import Runner
@@ -239,3 +240,15 @@ def test_adaptive_rounds_stop_at_max_repetitions_or_the_time_budget(tmp_path: Pa
 def test_a_plan_without_target_runs_its_repetitions_and_records_no_stopping(tmp_path: Path) -> None:
     summary, data, _ = run(tmp_path, make_plan(repetitions=2), noise=0.05)
     assert summary.trials == 4 and data.stopping is None
+
+
+def test_trials_record_the_load_average_and_the_cpus_pin_cpus_applied(tmp_path: Path) -> None:
+    cpus = sorted(affinity.available_cpus())
+    _, unpinned, _ = run(tmp_path / "free", make_plan(repetitions=1))
+    assert all(t.engine_cpus is None and t.driver_cpus is None for t in unpinned.trials)
+    assert all(t.load_start is not None and t.load_end is not None for t in unpinned.trials)
+    pinning = affinity.CpuPinning(engine=(cpus[-1],), driver=(cpus[0],))
+    _, pinned, _ = run(tmp_path / "pinned", make_plan(repetitions=1, pin_cpus=pinning))
+    # the fake engine is embedded: engine and driver are this one process, on the engine's CPUs
+    assert [(t.engine_cpus, t.driver_cpus) for t in pinned.trials] == [((cpus[-1],), (cpus[-1],))] * 2
+    assert sorted(affinity.available_cpus()) == cpus  # given back after every trial

@@ -27,6 +27,8 @@ def test_samples_are_taken_stored_and_sane(tmp_path: Path) -> None:
     assert max(s.cpu_pct for s in samples) > 0
     assert all(s.mem_bytes > 10_000_000 and 0 < s.mem_pct < 100 for s in samples)  # this Python process
     assert all(s.disk_read_bytes >= 0 and s.disk_write_bytes >= 0 for s in samples)
+    assert all(s.others_cpu_pct is not None and s.others_cpu_pct >= 0 for s in samples)
+    assert all(s.load_1m is not None and s.load_1m >= 0 for s in samples)
 
 
 def test_sampler_stops_promptly(tmp_path: Path) -> None:

@@ -23,6 +23,12 @@ CRYPTO_FLAGS = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "sha_ni", "avx2", "avx
 PACKAGES = ("tdebench", "duckdb", "apsw-sqlite3mc", "sqlglot", "numpy", "scipy", "cryptography", "psutil")
 CPUINFO = Path("/proc/cpuinfo")
 OS_RELEASE = Path("/etc/os-release")
+CPU_ROOT = Path("/sys/devices/system/cpu")
+UNKNOWN = "unknown"
+"""What the environment says of a setting this machine does not expose (no cpufreq in most
+containers and VMs): never None, so a report never prints "None"."""
+CONTAINER_MARKERS = {Path("/.dockerenv"): "docker", Path("/run/.containerenv"): "podman"}
+CGROUP_MARKERS = ("docker", "kubepods", "containerd", "lxc", "libpod")
 
 
 def _read(path: Path) -> str:
@@ -83,6 +89,59 @@ def filesystem(directory: Path) -> str | None:
     return best[1] if best else None
 
 
+def cpu_governor(cpu_root: Path = CPU_ROOT) -> str:
+    """The CPU frequency governor of every core, e.g. "performance", or "powersave,
+    performance" when cores differ; "unknown" without cpufreq. A governor that lowers the clock
+    when idle makes the first seconds of a measurement slower than the rest."""
+    found = {_read(path).strip() for path in cpu_root.glob("cpu[0-9]*/cpufreq/scaling_governor")}
+    found.discard("")
+    return ", ".join(sorted(found)) or UNKNOWN
+
+
+def cpu_turbo(cpu_root: Path = CPU_ROOT) -> str:
+    """Whether the CPU may boost above its base clock: "on", "off" or "unknown". Intel's
+    intel_pstate says it as no_turbo (1 = off), other drivers as cpufreq/boost (1 = on). With
+    turbo on, the clock depends on temperature and on what the other cores do."""
+    no_turbo = _read(cpu_root / "intel_pstate" / "no_turbo").strip()
+    if no_turbo in ("0", "1"):
+        return "off" if no_turbo == "1" else "on"
+    boost = _read(cpu_root / "cpufreq" / "boost").strip()
+    if boost in ("0", "1"):
+        return "on" if boost == "1" else "off"
+    return UNKNOWN
+
+
+def load_average() -> list[float] | str:
+    """The 1, 5 and 15 minute load averages when the run starts, or "unknown"."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return UNKNOWN
+
+
+def virtualization(cpuinfo: str | None = None, markers: dict[Path, str] | None = None,
+                   cgroup: Path = Path("/proc/1/cgroup")) -> str:
+    """What the machine is, as far as is cheaply known: "virtual machine" (the CPU's
+    hypervisor flag), "container (docker)" (a runtime's marker file or cgroup), both joined
+    by ", ", "none found" when neither shows, or "unknown" when the CPU flags cannot be read.
+    Neighbours on a shared host are the commonest source of noise a run cannot see itself."""
+    text = _read(CPUINFO) if cpuinfo is None else cpuinfo
+    flags = _cpuinfo_field(text, "flags", "Features")
+    found = []
+    if flags is not None and "hypervisor" in flags.split():
+        found.append("virtual machine")
+    runtime = next((name for path, name in (CONTAINER_MARKERS if markers is None else markers).items()
+                    if path.exists()), None)
+    if runtime is None:
+        groups = _read(cgroup)
+        runtime = next((name for name in CGROUP_MARKERS if name in groups), None)
+    if runtime is not None:
+        found.append(f"container ({runtime})")
+    if found:
+        return ", ".join(found)
+    return "none found" if flags is not None else UNKNOWN
+
+
 def snapshot(engine_versions: dict[str, str], directory: Path | None = None) -> dict[str, Any]:
     """Everything about this machine that a result depends on, JSON-serialisable.
 
@@ -103,4 +162,8 @@ def snapshot(engine_versions: dict[str, str], directory: Path | None = None) -> 
         "packages": package_versions(),
         "engines": dict(engine_versions),
         "filesystem": filesystem(directory) if directory is not None else None,
+        "cpu_governor": cpu_governor(),
+        "cpu_turbo": cpu_turbo(),
+        "load_average": load_average(),
+        "virtualization": virtualization(),
     }

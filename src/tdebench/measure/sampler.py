@@ -2,22 +2,34 @@
 
 Seeds 001 and 004 report CPU %, memory % and disk-busy % beside their timings, to show
 whether the machine was in the same state for every configuration. A background thread takes
-one `Sample` per interval (default 1 s) and appends it to the store at once.
+one `Sample` per interval (default 1 s) and appends it to the store at once, with the CPU that
+processes other than the benchmark's used meanwhile (measure/load.py) and the load average:
+the report flags a trial measured while the machine was busy.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 import psutil
 
+from tdebench.measure.load import OthersCpu
 from tdebench.store import ResultStore, Sample, TrialKey
 
 
 def _busiest_disk_ms(counters: dict[str, object]) -> dict[str, int]:
     return {name: getattr(c, "busy_time", 0) for name, c in counters.items()}
+
+
+def load_1m() -> float | None:
+    """The machine's 1-minute load average, None where the system has none."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
 
 
 class Sampler:
@@ -50,6 +62,7 @@ class Sampler:
         psutil.cpu_percent(interval=None)  # starts the system CPU measurement interval
         disk = psutil.disk_io_counters(perdisk=False)
         busy = _busiest_disk_ms(psutil.disk_io_counters(perdisk=True) or {})
+        others = OthersCpu(self.processes)
         last = time.monotonic()
         while not self._stop.wait(self.interval_s):
             now = time.monotonic()
@@ -72,5 +85,7 @@ class Sampler:
                 disk_read_bytes=float(new_disk.read_bytes - disk.read_bytes) if disk else 0.0,
                 disk_write_bytes=float(new_disk.write_bytes - disk.write_bytes) if disk else 0.0,
                 disk_busy_pct=min(100.0, 100.0 * busiest / interval_ms) if interval_ms else 0.0,
+                others_cpu_pct=others.reading(),
+                load_1m=load_1m(),
             ))
             disk, busy, last = new_disk, new_busy, now

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tdebench.report import backup, crud, findings, maintenance, plots, tables
+from tdebench.report import backup, crud, findings, maintenance, noise, plots, tables
 from tdebench.report import oltp
 from tdebench.report.records import SummaryRecord
 from tdebench.store import RunData
@@ -32,6 +32,7 @@ class Report:
     ciphers: tables.Table
     environment: tables.Table
     noisy: tables.Table
+    machine_load: tables.Table  # every trial with the machine's load around it, busy ones marked
     crud: crud.CrudSection | None = None  # only for runs of the crud workload
     oltp: oltp.OltpSection | None = None  # only for runs of the oltp workload
     backups: backup.BackupSection | None = None  # only for runs of the backup workload
@@ -49,12 +50,15 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     backups = backup.section(run, records)
     maintained = maintenance.section(run, records)
     transactions = oltp.section(run, records)
+    noisy = noise.noisy_figures(records, transactions.throughput.rows if transactions else ())
+    loads = noise.trial_loads(run)
     return Report(
         title=f"tdebench report: {described.plan_name}",
         overview=described,
         alerts=findings.alerts(run),
         findings=((backups.findings if backups else []) + (maintained.findings if maintained else [])
-                  + (transactions.findings if transactions else []) + findings.findings(records)),
+                  + (transactions.findings if transactions else []) + findings.findings(records)
+                  + noise.findings(noisy, loads)),
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=bool(run.verdicts) and all(v.as_expected for v in run.verdicts),
         failures=tables.failures_table(run),
@@ -68,7 +72,8 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         verdicts=tables.verdicts_table(run),
         ciphers=tables.cipher_table(run),
         environment=tables.environment_table(run),
-        noisy=tables.noisy_table(records),
+        noisy=tables.noisy_table(noisy),
+        machine_load=tables.machine_load_table(loads),
         crud=crud.section(records),
         oltp=transactions,
         backups=backups,

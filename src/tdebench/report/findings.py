@@ -17,7 +17,7 @@ from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, Sum
                                      deterministic, floors, headline_records, is_query, resolution, scale_label,
                                      scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
-from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
+from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
 from tdebench.store import RunData, TrialKey
 
 
@@ -192,16 +192,6 @@ def ranking_sentence(engine: str, where: str, power: list[SummaryRecord]) -> str
     return f"{engine}{where}, by power-test overhead, cheapest first: {listed} ({verdict})."
 
 
-def noise_sentence(records: list[SummaryRecord], worst_shown: int = 3) -> str | None:
-    """The noise advice, once for the whole report, with the worst cells named."""
-    noisy = sorted((r for r in records if r.summary.noisy), key=lambda r: -r.summary.cv)
-    if not noisy:
-        return None
-    worst = "; ".join(f"{r.cell.label} (CV {r.summary.cv * 100:.0f}%)" for r in noisy[:worst_shown])
-    return (f"{len(noisy)} cell(s) are noisy (CV > {NOISY_CV * 100:g}%): {NOISE_ADVICE}; "
-            f"worst: {worst}. See “Noisy cells and outliers”.")
-
-
 def floor_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryRecord]]) -> str:
     """The placebo's figures as the run's noise floor, e.g. "duckdb noise floor (placebo: none
     against none, 5 rounds): power test +0.4% [-1.2, 1.9], resolution ±1.9%, 80% power for
@@ -224,8 +214,8 @@ def floor_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryReco
 def findings(records: list[SummaryRecord]) -> list[str]:
     """An analyst's summary: per engine the noise floor its placebo measured (if the plan ran
     one), a ranking of its encryptions by power-test overhead, then one bullet per encryption
-    with its headline figures together; the noise advice once at the end, and a word on
-    statistical power."""
+    with its headline figures together, and a word on statistical power (the noise advice is
+    report/noise.py's)."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     floor_of = floors(records)
     per_config: dict[tuple, dict[str, list[tuple[Headline, SummaryRecord]]]] = defaultdict(lambda: defaultdict(list))
@@ -250,9 +240,6 @@ def findings(records: list[SummaryRecord]) -> list[str]:
     if not sentences:
         sentences.append("No overhead figures: no configuration was measured both with and "
                          f"without encryption (“{BASELINE}”).")
-    noise = noise_sentence(records)
-    if noise:
-        sentences.append(noise)
     sizes = {(r.overhead.n_treatment, r.overhead.n_baseline) for r in records
              if r.overhead and r.overhead.method == UNPAIRED}
     weak = sorted(size for size in sizes if smallest_p(*size) >= SIGNIFICANCE)

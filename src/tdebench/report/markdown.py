@@ -70,6 +70,7 @@ def render(report: Report) -> str:
             lines += section(block.title, table(block))
     lines += section(report.resources.title, table(report.resources)
                      + [line for plot in report.resource_figures for line in figure(plot)])
-    for block in (report.sizes, report.verdicts, report.ciphers, report.environment, report.noisy):
+    for block in (report.sizes, report.verdicts, report.ciphers, report.environment, report.noisy,
+                  report.machine_load):
         lines += section(block.title, table(block))
     return "\n".join(lines)

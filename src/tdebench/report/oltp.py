@@ -116,7 +116,8 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
         for figure in RATES:
             summary = next(summaries)
             row.update({"n": summary.n, figure: summary.median, f"{figure}_ci_low": summary.ci_low,
-                        f"{figure}_ci_high": summary.ci_high})
+                        f"{figure}_ci_high": summary.ci_high, f"{figure}_cv": summary.cv,
+                        f"{figure}_outliers": summary.outliers})
             row["noisy"] = row.get("noisy", False) or summary.noisy
             change = compared.get((key, figure))
             if change is not None:

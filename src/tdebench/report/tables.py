@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tdebench.report import noise
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, SummaryRecord, below_resolution, deterministic,
                                      floors, headline_records, is_query, resolution, scale_text, step_order)
-from tdebench.stats import PAIRED, Overhead, noise_advice
+from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
 from tdebench.store import Measurement, RunData, Sample, TrialKey
 
 MIB = 1024 * 1024
@@ -121,7 +122,7 @@ def _summary_row(record: SummaryRecord) -> dict[str, Any]:
         "scale": cell.scale, "test": cell.test, "step": cell.step, "metric": cell.metric,
         "unit": record.unit, "n": summary.n, "median": summary.median, "mean": summary.mean,
         "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high,
-        "cv": summary.cv, "outliers": summary.outliers, "noisy": summary.noisy,
+        "cv": summary.cv, "outliers": summary.outliers, "noisy": noise.noisy(record),
         "overhead_pct": compared.pct if compared else None,
         "overhead_ci_low": compared.ci_low if compared else None,
         "overhead_ci_high": compared.ci_high if compared else None,
@@ -534,6 +535,8 @@ def _flatten(value: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
             yield from _flatten(value[key], f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(value, (list, tuple)):
         yield prefix, ", ".join(str(item) for item in value)
+    elif value is None:  # a setting this machine does not expose, or an older run's missing key
+        yield prefix, "unknown"
     elif prefix.endswith("_bytes") and isinstance(value, int):
         yield prefix, f"{value:,} ({value / 1024 ** 3:.1f} GiB)"
     else:
@@ -572,20 +575,50 @@ def failures_table(run: RunData) -> Table:
     return Table("Failures", columns, rows)
 
 
-def noisy_table(records: list[SummaryRecord]) -> Table:
-    """Cells too noisy to trust, or with outliers, and what to do about them."""
-    flagged = [r for r in records if r.summary.noisy or r.summary.outliers]
-    flagged.sort(key=lambda r: not r.summary.noisy)  # noisy cells first, report order within
+def noisy_table(figures: list[noise.NoisyFigure]) -> Table:
+    """One row per headline figure that is noisy or has outliers; the advice said once."""
     rows = []
-    for record in flagged:
-        summary = record.summary
-        unit, factor = display_unit(record.unit)
-        advice = (noise_advice(summary.cv) if summary.noisy else
-                  f"outliers kept, not dropped; CV {ratio_percent(summary.cv)} is within the noise limit")
-        rows.append({"cell": record.cell.label, "unit": unit, "n": summary.n,
-                     "median": summary.median * factor, "cv": summary.cv,
-                     "outliers": summary.outliers, "advice": advice})
-    columns = (_prose("cell", "cell"), Column("unit", "unit"), _num("n", "n", text),
-               _num("median", "median"), _num("cv", "CV", ratio_percent),
-               _num("outliers", "outliers", text), _prose("advice", "advice"))
-    return Table("Noisy cells and outliers", columns, rows)
+    for figure in figures:
+        unit, factor = display_unit(figure.unit)
+        rows.append({"figure": figure.label, "unit": unit, "n": figure.n, "median": figure.median * factor,
+                     "cv": figure.cv, "noisy": figure.noisy, "outliers": figure.outliers})
+    columns = (_prose("figure", "figure"), Column("unit", "unit"), _num("n", "n", text),
+               _num("median", "median"), _num("cv", "CV", ratio_percent), Column("noisy", "noisy"),
+               _num("outliers", "outliers", text))
+    return Table("Noisy figures", columns, rows,
+                 intro=(f"Headline figures whose coefficient of variation exceeds {NOISY_CV * 100:g}%, too "
+                        "noisy to resolve the few-percent overheads encryption at rest typically costs, "
+                        f"and those with outliers. What to do: {NOISE_ADVICE}."),
+                 note=("Only headline figures are judged (test composites, load, TPM and NOPM, crud "
+                       "operations, backups and restores, maintenance operations); every other cell's CV "
+                       "is in summary.csv. Outliers lie outside the Tukey fences; they are kept, not dropped."),
+                 empty=f"No headline figure is noisy (CV above {NOISY_CV * 100:g}%) or has outliers.")
+
+
+def _cpus(cpus: tuple[int, ...] | None) -> str:
+    return "–" if cpus is None else ", ".join(map(str, cpus))
+
+
+def machine_load_table(loads: list[noise.TrialLoad]) -> Table:
+    """Every trial with the machine's load around it, busy trials marked."""
+    rows = [{"trial": load.trial.id, "others_mean": load.others_mean, "others_max": load.others_max,
+             "load_start": load.load_start, "load_end": load.load_end, "engine_cpus": load.engine_cpus,
+             "driver_cpus": load.driver_cpus, "busy": "BUSY" if load.busy else ""} for load in loads]
+    pinned = any(load.engine_cpus is not None for load in loads)
+    columns = (Column("trial", "trial"), _num("others_mean", "others' CPU % mean", _pct),
+               _num("others_max", "others' CPU % max", _pct), _num("load_start", "load avg start"),
+               _num("load_end", "load avg end"))
+    if pinned:
+        columns += (Column("engine_cpus", "engine CPUs", _cpus), Column("driver_cpus", "driver CPUs", _cpus))
+    columns += (Column("busy", "busy"),)
+    recorded = any(load.others_mean is not None or load.load_start is not None for load in loads)
+    return Table(
+        "Machine load", columns, rows if recorded else [],
+        intro=("How busy the machine was with other work during each trial: the CPU used by processes "
+               "other than tdebench's and the engine's, per sampler interval, and the 1-minute load average "
+               "as the trial started and ended."),
+        note=(f"Others' CPU: % of one core (100 = one core busy all along). BUSY: more than "
+              f"{noise.BUSY_OTHERS_PCT:g}% of one core on average; what to do: {noise.BUSY_ADVICE}."
+              + (" Engine and driver CPUs: the plan's pin_cpus as applied, read back from the kernel (an "
+                 "embedded engine runs in the driver's process, so both show the engine's CPUs)." if pinned else "")),
+        empty="The machine's load was not recorded in this run (tdebench recorded it from a later version on).")

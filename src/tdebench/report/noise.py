@@ -1,0 +1,166 @@
+"""Which figures may be called noisy, and which trials ran on a busy machine.
+
+A reader draws conclusions from the headline figures: a test's composite (TPC-H power
+geometric mean, throughput total), the load, TPM and NOPM, each crud operation, each backup
+and restore, each maintenance operation. A counter (bytes read, characters written, a step's
+CPU time) or one query among 22 varies for reasons that change no conclusion, and calling all
+of them noisy (835 cells in the demo plan) buried the few that matter under one repeated
+advice. So "noisy" is said of headline figures only, here, for every table and finding; every
+cell keeps its CV in summary.csv.
+
+A trial is "busy" when processes other than the benchmark's took more than BUSY_OTHERS_PCT
+of one core on average while it ran (the sampler's readings, measure/load.py): its timings may
+include a neighbour's work.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tdebench.report.records import HEADLINES, CellKey, SummaryRecord, scale_label
+from tdebench.stats import NOISE_ADVICE, NOISY_CV, is_noisy
+from tdebench.store import RunData, TrialKey
+
+BUSY_OTHERS_PCT = 10.0
+"""A trial is busy when other processes used more than 10% of one core on average while it
+ran. An idle machine's background (the kernel's threads, a shell, systemd) stays near 1–3%;
+at 10% of a core a neighbour takes a few percent of a 2-core machine's time, the size of the
+overheads this tool has to resolve."""
+BUSY_ADVICE = ("stop what else runs on the machine (or give the benchmark cores of its own with "
+               "pin_cpus) and run these trials again")
+"""What to do about busy trials, in plain words."""
+
+
+@dataclass(frozen=True)
+class HeadlineRule:
+    """Cells that are headline figures: of these tests, steps (None: every step, each one a
+    method) and metric, in one workload or (None) any."""
+
+    tests: frozenset[str]
+    steps: frozenset[str] | None
+    metric: str
+    workload: str | None = None
+
+    def matches(self, cell: CellKey) -> bool:
+        return (cell.metric == self.metric and cell.test in self.tests
+                and (self.steps is None or cell.step in self.steps)
+                and (self.workload is None or cell.workload == self.workload))
+
+
+@functools.cache
+def headline_rules() -> tuple[HeadlineRule, ...]:
+    """The headline figures of every workload's report: the tpch-style HEADLINES (any workload
+    with those tests), crud's operations, backup's backups and restores, maintenance's
+    operations. TPM and NOPM are derived in report/oltp.py and are headline figures there."""
+    from tdebench.workloads import WORKLOADS
+    from tdebench.workloads.crud.workload import STEP
+
+    return (*(HeadlineRule(frozenset({h.test}), frozenset(h.steps), h.metric) for h in HEADLINES),
+            HeadlineRule(frozenset(WORKLOADS["crud"].tests), frozenset({STEP}), "elapsed_s", "crud"),
+            HeadlineRule(frozenset(WORKLOADS["backup"].tests), frozenset({"backup", "restore"}), "elapsed_s",
+                         "backup"),
+            HeadlineRule(frozenset(WORKLOADS["maintenance"].tests), None, "elapsed_s", "maintenance"))
+
+
+def is_headline(cell: CellKey) -> bool:
+    return any(rule.matches(cell) for rule in headline_rules())
+
+
+def noisy(record: SummaryRecord) -> bool:
+    """The one noise flag of the report: a headline figure whose CV exceeds stats.NOISY_CV."""
+    return record.summary.noisy and is_headline(record.cell)
+
+
+@dataclass(frozen=True)
+class NoisyFigure:
+    """A headline figure that is noisy or has outliers, in its table's units."""
+
+    label: str
+    unit: str  # "s", "bytes" or "" (a rate), as the summary's
+    n: int
+    median: float
+    cv: float
+    outliers: int | None  # None where not counted
+
+    @property
+    def noisy(self) -> bool:
+        return is_noisy(self.cv)
+
+
+def noisy_figures(records: Iterable[SummaryRecord], oltp_rows: Iterable[dict[str, Any]] = ()) -> list[NoisyFigure]:
+    """Every headline figure that is noisy or has outliers, the noisiest first; `oltp_rows` are
+    report/oltp.py's throughput rows, whose TPM and NOPM are headline figures too."""
+    figures = [NoisyFigure(r.cell.label, r.unit, r.summary.n, r.summary.median, r.summary.cv, r.summary.outliers)
+               for r in records if is_headline(r.cell) and (r.summary.noisy or r.summary.outliers)]
+    for row in oltp_rows:
+        for figure in ("tpm", "nopm"):
+            cv, outliers = row.get(f"{figure}_cv", float("nan")), row.get(f"{figure}_outliers")
+            if is_noisy(cv) or outliers:
+                label = (f"{row['engine']} {row['encryption']} oltp {scale_label('oltp', row['warehouses'])} · "
+                         f"{row['test']} test {figure.upper()}")
+                figures.append(NoisyFigure(label, "", row["n"], row[figure], cv, outliers))
+    return sorted(figures, key=lambda f: (not f.noisy, -f.cv if f.noisy else 0.0))
+
+
+def noise_sentence(figures: list[NoisyFigure], worst_shown: int = 3) -> str | None:
+    """The noise advice, once for the whole report, with the worst figures named."""
+    flagged = [f for f in figures if f.noisy]
+    if not flagged:
+        return None
+    worst = "; ".join(f"{f.label} (CV {f.cv * 100:.0f}%)" for f in flagged[:worst_shown])
+    return (f"{len(flagged)} headline figure(s) are noisy (CV > {NOISY_CV * 100:g}%): {NOISE_ADVICE}; "
+            f"worst: {worst}. See “Noisy figures”.")
+
+
+@dataclass(frozen=True)
+class TrialLoad:
+    """How busy the machine was around one trial, and where the trial was pinned."""
+
+    trial: TrialKey
+    others_mean: float | None  # other processes' CPU, % of one core, mean of the trial's samples
+    others_max: float | None
+    load_start: float | None
+    load_end: float | None
+    engine_cpus: tuple[int, ...] | None
+    driver_cpus: tuple[int, ...] | None
+
+    @property
+    def busy(self) -> bool:
+        return self.others_mean is not None and self.others_mean > BUSY_OTHERS_PCT
+
+
+def trial_loads(run: RunData) -> list[TrialLoad]:
+    """Every finished trial's load, in trial order; readings are None in runs from before they
+    were recorded and for trials shorter than one sampler interval."""
+    others: dict[TrialKey, list[float]] = defaultdict(list)
+    for sample in run.samples:
+        if sample.others_cpu_pct is not None:
+            others[sample.trial].append(sample.others_cpu_pct)
+    loads = []
+    for outcome in sorted(run.trials, key=lambda o: o.trial):
+        readings = others.get(outcome.trial)
+        loads.append(TrialLoad(outcome.trial, sum(readings) / len(readings) if readings else None,
+                               max(readings) if readings else None, outcome.load_start, outcome.load_end,
+                               outcome.engine_cpus, outcome.driver_cpus))
+    return loads
+
+
+def busy_sentence(loads: list[TrialLoad], named: int = 10) -> str | None:
+    """The busy trials, named (the busiest first), and the advice once."""
+    busy = sorted((load for load in loads if load.busy), key=lambda load: -(load.others_mean or 0.0))
+    if not busy:
+        return None
+    names = ", ".join(f"{load.trial.id} ({load.others_mean:.0f}%)" for load in busy[:named])
+    more = f" and {len(busy) - named} more" if len(busy) > named else ""
+    return (f"{len(busy)} of {len(loads)} trial(s) ran while other processes used more than "
+            f"{BUSY_OTHERS_PCT:g}% of one core on average: {names}{more}. Their timings may include "
+            f"another program's work: {BUSY_ADVICE}. See “Machine load”.")
+
+
+def findings(figures: list[NoisyFigure], loads: list[TrialLoad]) -> list[str]:
+    """The noise and busy-machine sentences, each at most once."""
+    return [sentence for sentence in (busy_sentence(loads), noise_sentence(figures)) if sentence]
