@@ -24,6 +24,7 @@ CELLS = {
     ("duckdb", "aes-256-gcm", "full-compressed"): (0.77, 10.0, 1.0, "encrypted", "refused"),
     ("duckdb", "aes-256-gcm", "logical"): (0.11, 10.2, 1.0, "plaintext", "accepted"),
     ("sqlite", "none", "full"): (0.03, 13.0, 1.0, "plaintext", None),
+    ("sqlite", "placebo", "full"): (0.03, 13.0, 1.0, "plaintext", None),  # A/A: plaintext, as expected
     ("sqlite", "chacha20-poly1305", "full"): (0.15, 13.1, 1.0, "encrypted", "refused"),
 }
 LOST = TrialKey("sqlite", "chacha20-poly1305", "backup", 0.01, 2)  # its restore lost a row
@@ -93,6 +94,7 @@ def test_a_lost_restore_shows_even_though_its_trial_failed(backup_run: Path) -> 
 def test_plaintext_backups_of_encrypted_databases_lead_the_findings(backup_run: Path) -> None:
     report = (backup_run / "report.md").read_text()
     findings = report.split("## Findings", 1)[1].split("\n- ")
+    # the placebo's plaintext backup is not one of an encrypted database
     assert findings[1].startswith("Backups in PLAINTEXT although the database is encrypted (1 of 4): "
                                   "duckdb (logical: aes-256-gcm).")
     assert ("Restored with a wrong key, which seed 003 requires to fail (1 of 4): "

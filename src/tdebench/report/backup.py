@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
-from tdebench.report.records import BASELINE, SummaryRecord, scale_text
+from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
 from tdebench.report.tables import MIB, Column, Table, number, percent, text
 from tdebench.store import RunData
 
@@ -157,7 +157,7 @@ def _names(rows: list[dict[str, Any]]) -> str:
 def findings(table: Table) -> list[str]:
     """Sentences for the report's findings, the plaintext backups of encrypted databases first."""
     rows = table.rows
-    encrypted = [row for row in rows if row["encryption"] != BASELINE]
+    encrypted = [row for row in rows if row["encryption"] not in (BASELINE, PLACEBO)]
     sentences = []
     plain = [row for row in encrypted if row["artifact"] == "plaintext"]
     if plain:

@@ -18,7 +18,7 @@ from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, Sum
                                      scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
-from tdebench.store import RunData, TrialKey
+from tdebench.store import RunData, Stopping, TrialKey
 
 
 @dataclass(frozen=True)
@@ -33,15 +33,27 @@ class Overview:
     repetitions: int
     cache: str
     order: str
+    stopping: Stopping | None = None
 
     @property
     def paragraph(self) -> str:
         scales = ", ".join(scale_text(scale) for scale in self.scales)
-        return (f"Plan “{self.plan_name}” ran the {', '.join(self.workloads)} workload at "
+        text = (f"Plan “{self.plan_name}” ran the {', '.join(self.workloads)} workload at "
                 f"scale {scales} on {', '.join(self.engines)}, with encryption "
                 f"{', '.join(self.encryptions)} (“{BASELINE}” is the baseline), "
                 f"{self.repetitions} repetitions of every cell, cache {self.cache}, "
                 f"order {self.order}.")
+        return text + (" " + stopping_sentence(self.stopping) if self.stopping else "")
+
+
+def stopping_sentence(stopping: Stopping) -> str:
+    """Why an adaptive run stopped adding rounds, e.g. "Adaptive repetitions stopped after 9
+    rounds: target reached (widest headline CI ±1.8%, duckdb aes-256-gcm … power geomean;
+    target ±2%)."."""
+    widest = (f"widest headline CI ±{stopping.widest_ci_pct:.1f}%, {stopping.widest}; "
+              if stopping.widest else "")
+    return (f"Adaptive repetitions stopped after {stopping.rounds} rounds: {stopping.reason} "
+            f"({widest}target ±{stopping.target_ci_pct:g}%).")
 
 
 def _plan_setting(plan: dict[str, Any], key: str) -> Any:
@@ -71,9 +83,11 @@ def overview(run: RunData) -> Overview:
         encryptions=encryptions,
         workloads=sorted({t.workload for t in trials}),
         scales=sorted({t.scale for t in trials}),
-        repetitions=int(_plan_setting(plan, "repetitions") or max((t.repetition for t in trials), default=0)),
+        repetitions=(run.stopping.rounds if run.stopping else
+                     int(_plan_setting(plan, "repetitions") or max((t.repetition for t in trials), default=0))),
         cache=str(_plan_setting(plan, "cache") or "/".join(caches) or "unknown"),
-        order=str(_plan_setting(plan, "order") or "unknown"),
+        order=str(_plan_setting(plan, "order") or "interleaved"),  # the plan's default
+        stopping=run.stopping,
     )
 
 
