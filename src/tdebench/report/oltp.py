@@ -21,9 +21,9 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter
 
 from tdebench.report import plots
-from tdebench.report.records import BASELINE, SummaryRecord, measured
-from tdebench.report.tables import Column, Table, number, p_value, percent, text
-from tdebench.stats import SIGNIFICANCE, overheads, summarize_many
+from tdebench.report.records import BASELINE, CellData, SummaryRecord, compare, measured, paired_design
+from tdebench.report.tables import Column, Table, n_text, number, p_value, percent, text
+from tdebench.stats import SIGNIFICANCE, summarize_many
 from tdebench.store import Measurement, RunData
 from tdebench.workloads.oltp.inputs import KINDS, MIX
 
@@ -62,9 +62,10 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
                 continue
             low, high, p = row["tpm_vs_none_ci_low"], row["tpm_vs_none_ci_high"], row["tpm_p"]
             verdict = ("significant" if p < SIGNIFICANCE and not low <= 0 <= high
-                       else "no significant difference" if low <= 0 <= high else f"p={p_value(p)}")
+                       else "no significant difference" if low <= 0 <= high
+                       else "the same in every round" if math.isnan(p) else f"p={p_value(p)}")
             parts.append(f"{row['encryption']} {percent(row['tpm_vs_none_pct'])} [{low:.1f}, {high:.1f}] "
-                         f"({verdict}, n={row['n']} vs {base['n']})")
+                         f"({verdict}, {row['tpm_vs_none_n']})")
         if parts:
             engine, warehouses, test = key
             sentences.append(f"OLTP on {engine} (W={warehouses:g}), {test} test with {base['virtual_users']:g} "
@@ -85,9 +86,10 @@ def _driver(procedures: set[float]) -> str:
 
 def throughput_table(run: RunData, csv: bool = True) -> Table:
     """Per engine, warehouses, test and encryption: median TPM and NOPM over the repetitions
-    with 95% bootstrap CIs, and their change against `none` (CI, Mann–Whitney U p). `csv`
-    keeps every bound in a column of its own (oltp.csv); the report joins them."""
-    rates: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    with 95% bootstrap CIs, and their change against `none` (paired by round when the run
+    interleaved, as every overhead: see records.compare). `csv` keeps every bound in a column
+    of its own (oltp.csv); the report joins them."""
+    rates: dict[tuple, dict[str, CellData]] = defaultdict(lambda: defaultdict(CellData))
     facts: dict[tuple, dict[str, set[float]]] = defaultdict(lambda: defaultdict(set))
     for m in measured(run):
         if m.trial.workload != WORKLOAD or m.step != MIX_STEP:
@@ -96,17 +98,19 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
         for figure, count in RATES.items():
             value = _rate(m, count)
             if value is not None:
-                rates[key][figure].append(value)
+                rates[key][figure].values.append(value)
+                rates[key][figure].rounds[m.trial.repetition][(0, m.step)] = value
         for fact in ("procedures", "virtual_users", "retries", "errors"):
             facts[key][fact].add(m.metrics.get(fact, math.nan))
-    keys = sorted((k for k in rates if rates[k].get("tpm")),
+    keys = sorted((k for k in rates if rates[k]["tpm"].values),
                   key=lambda k: (k[0], k[1], k[2], k[3] != BASELINE, k[3]))
-    groups = [rates[k][figure] for k in keys for figure in RATES]
+    groups = [rates[k][figure].values for k in keys for figure in RATES]
     summaries = iter(summarize_many(groups)) if groups else iter(())
     compared_keys = [(k, figure) for k in keys for figure in RATES
-                     if k[3] != BASELINE and rates.get((*k[:3], BASELINE), {}).get(figure)]
-    compared = dict(zip(compared_keys, overheads([(rates[(*k[:3], BASELINE)][figure], rates[k][figure])
-                                                  for k, figure in compared_keys]))) if compared_keys else {}
+                     if k[3] != BASELINE and (*k[:3], BASELINE) in rates
+                     and rates[(*k[:3], BASELINE)][figure].values]
+    pairs = [(rates[(*k[:3], BASELINE)][figure], rates[k][figure]) for k, figure in compared_keys]
+    compared = dict(zip(compared_keys, compare(pairs, paired_design(run)))) if compared_keys else {}
     rows = []
     for key in keys:
         engine, scale, test, encryption = key
@@ -122,7 +126,8 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
             change = compared.get((key, figure))
             if change is not None:
                 row.update({f"{figure}_vs_none_pct": change.pct, f"{figure}_vs_none_ci_low": change.ci_low,
-                            f"{figure}_vs_none_ci_high": change.ci_high, f"{figure}_p": change.p_value})
+                            f"{figure}_vs_none_ci_high": change.ci_high, f"{figure}_p": change.p_value,
+                            f"{figure}_vs_none_n": n_text(change)})
         rows.append(row)
     return _csv_table(rows) if csv else _report_table(rows)
 
@@ -176,7 +181,8 @@ def _report_table(rows: list[dict[str, Any]]) -> Table:
         note=("W: warehouses. Driver: each transaction one stored-procedure call (procedures) or "
               "client-side statements (client). A run counts only if its consistency checks "
               "passed and it had no errors; the New-Orders rolled back on purpose (1%) are not in "
-              "NOPM. p: two-sided Mann–Whitney U."),
+              "NOPM. Change vs none and p: paired by round (t-interval, paired t-test) when the "
+              "run interleaved, else medians and a two-sided Mann–Whitney U."),
         empty="No oltp run was measured.")
 
 
