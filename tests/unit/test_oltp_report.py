@@ -99,7 +99,7 @@ def test_the_report_has_the_oltp_sections_plot_and_the_failure(run_dir: Path) ->
     assert (run_dir / "plots" / "oltp-throughput-sqlite-w1.png").stat().st_size > 10_000
     assert "load consistency" in report  # the failed check is listed among the failures
     assert ("- OLTP on sqlite (W=1), load test with 2 users (client): 2,000 TPM without encryption; TPM "
-            "aes-256-cbc -10.0% \\[-10.3, -9.8\\] (significant, 2 rounds).") in report
+            "aes-256-cbc -10.0% \\[-10.6, -9.5\\] (significant, 2 rounds).") in report
     html = (run_dir / "report.html").read_text()
     assert "<h2>OLTP throughput</h2>" in html and "<h2>OLTP latency</h2>" in html
 
