@@ -43,6 +43,8 @@ Keys are random per measurement and never leave this module.
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -215,3 +217,18 @@ def measure_ciphers(seconds: float = 0.1, page_sizes: Sequence[int] = PAGE_SIZES
                         library=library(raw.library), note=raw.note, reused_context=True)
             for raw in ciphers for size in page_sizes]
 
+
+_OPENSSL_FIGURE = re.compile(r"^\+F:\d+:([^:]+):([0-9.]+)\s*$", re.MULTILINE)
+
+
+def openssl_speed(cipher: str, page_bytes: int, seconds: int = 1) -> float:
+    """MiB/s of `openssl speed -evp CIPHER -bytes PAGE -seconds N` (the system's OpenSSL
+    command, its own C loop: the check of our figures), read from its machine-readable
+    `-mr` output ("+F:<n>:<name>:<bytes per second>"). Like ours, a CPU-time figure."""
+    command = ["openssl", "speed", "-mr", "-evp", cipher, "-bytes", str(page_bytes), "-seconds", str(seconds)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60 + 10 * seconds, check=True)
+    figures = [(name, float(value)) for name, value in _OPENSSL_FIGURE.findall(done.stdout)]
+    matching = [value for name, value in figures if name.lower() == cipher.lower()]
+    if len(matching) != 1:
+        raise ValueError(f"no single figure for {cipher} in the output of {' '.join(command)}:\n{done.stdout}")
+    return matching[0] / MIB
