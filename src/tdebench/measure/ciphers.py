@@ -15,11 +15,13 @@ measures by default), so the time slices a busy machine gives to other processes
 count; the figure is the best of `REPEATS` timings, as the CPU's limit is what the fastest
 one shows and whatever shares the core or its caches only slows timings down.
 
-What remains of Python in the figure: one loop step and one or two calls per page (the
-nonce reset and the encryption), about 0.2-0.6 µs in all on this project's machine. That
-is a fixed cost per page, so it weighs most at 4 KiB (up to a third of a fast AES-CTR page)
-and vanishes at 256 KiB and 1 MiB; an engine's C code pays a smaller one of its own.
-The figures are therefore lower bounds at small pages, close to the real limit from 16 KiB.
+What remains of call overhead in the figure: one loop step and one or two calls per page
+(the nonce reset and the encryption) plus the library's own per-call work (IV reset, tag),
+0.15 µs per page (CBC) to 0.8 µs (ChaCha20-Poly1305) on this project's machine
+(`bench/cipher_agreement.py`). A fixed cost per page: at 4 KiB AES-256-CTR reads about half
+its 1 MiB figure, from 256 KiB on it vanishes; an engine's C code pays the library's part
+too. The figures are therefore lower bounds at small pages, close to the real limit from
+16 KiB.
 
 Per cipher:
 - AES-CTR: one `CipherContext`, `reset_nonce` per page (OpenSSL re-initialises the IV, as
@@ -33,7 +35,8 @@ Per cipher:
   this leaves out, as the record's note says).
 - XChaCha20-Poly1305 (gocryptfs -xchacha) and AEGIS: libsodium (bundled with PyNaCl), called
   through PyNaCl's own cffi module with one output buffer, because PyNaCl's public wrappers
-  allocate and copy every output (which halves the 4 KiB figure).
+  allocate and copy every output (which cut the 4 KiB figure to a half for XChaCha20 and
+  to a fifth for AEGIS-256 here).
 - Ascon (SQLite3MC's ascon-128): no installed library implements it in C, so it is recorded
   as unavailable, with no number.
 

@@ -438,7 +438,7 @@ def speeds_table(speeds: Iterable[CipherSpeed]) -> Table:
                *(_num(f"mib_per_s_{size}", size_text(size), text) for size in sizes),
                Column("library", "library"), _prose("note", "note"))
     method = ("One context per key, a new nonce per page, the best of several timings in CPU "
-              "time; at 4 KiB about 0.2-0.6 µs of Python per page remain in the figure "
+              "time; 0.15-0.8 µs of call overhead per page remain in the figure, most felt at 4 KiB "
               "(docs/method.md).")
     if not all(s.reused_context for s in speeds):
         method = ("Measured by an older tdebench that set up a new cipher context for every "
