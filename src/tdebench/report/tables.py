@@ -499,7 +499,9 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
         if raw is None:
             row["cipher"] = NOT_MEASURED
         else:
-            row["cipher"] = " ".join(filter(None, (raw[0], raw[1], "" if speed else f"({NOT_MEASURED})")))
+            unavailable = any(c.cipher == raw[0] and not c.available for c in run.ciphers)
+            missing = "" if speed else f"({UNAVAILABLE if unavailable else NOT_MEASURED})"
+            row["cipher"] = " ".join(filter(None, (raw[0], raw[1], missing)))
         size = chosen.get("database size")
         load = chosen.get("load elapsed")
         if size is not None:
