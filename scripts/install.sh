@@ -4,7 +4,8 @@
 #
 # Usage: scripts/install.sh [--servers] [--test]
 #   --servers  also the server engines: MariaDB, PostgreSQL, gocryptfs + FUSE
-#   --test     the servers, plus pytest and headless Chromium (the report screenshot test)
+#   --test     the servers, plus pytest, headless Chromium (the report screenshot test) and the
+#              openssl command (raw cipher figures checked against `openssl speed`)
 #
 # The servers' own system services are not started (tdebench starts private instances on
 # free loopback ports): a policy-rc.d refuses service starts while the packages install.
@@ -30,6 +31,7 @@ if [ "$servers" = 1 ]; then
   done
 fi
 if [ "$test" = 1 ] && [ ! -x /usr/bin/chromium ]; then need+=(chromium); fi
+if [ "$test" = 1 ] && ! command -v openssl >/dev/null 2>&1; then need+=(openssl); fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -306,15 +306,22 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
 
 
 @main.command()
-@click.option("--seconds", default=0.2, show_default=True, help="Time spent per cipher and chunk size.")
+@click.option("--seconds", default=0.2, show_default=True,
+              help="CPU time spent per cipher and page size.")
 def ciphers(seconds: float) -> None:
-    """This machine's raw cipher throughput (the physical limit of any encryption overhead)."""
+    """This machine's raw cipher throughput in MiB/s by page size, one core (the physical
+    limit of any encryption overhead): one context per key, a new nonce per page."""
     from tdebench.measure.ciphers import measure_ciphers
+    from tdebench.report.tables import speeds_table
 
-    table = Table("cipher", "chunk", "MiB/s")
-    for speed in measure_ciphers(seconds=seconds):
-        table.add_row(speed.cipher, f"{speed.chunk_bytes:,} B", f"{speed.mib_per_s:,.0f}")
-    out.print(table)
+    speeds = speeds_table(measure_ciphers(seconds=seconds))
+    table = Table(title=f"{speeds.title}, MiB/s by page size", title_justify="left", show_edge=False)
+    for column in speeds.columns:
+        table.add_column(column.header, justify="right" if column.numeric else "left",
+                         no_wrap=not column.prose)
+    for cells in speeds.formatted():
+        table.add_row(*cells)
+    Console(width=max(out.width, 150)).print(table)
 
 
 if __name__ == "__main__":

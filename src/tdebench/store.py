@@ -122,9 +122,15 @@ class TrialOutcome:
 @dataclass(frozen=True)
 class CipherSpeed:
     cipher: str  # e.g. "aes-256-gcm"
-    chunk_bytes: int
-    mib_per_s: float
+    chunk_bytes: int  # the page size: bytes encrypted under one nonce/IV
+    mib_per_s: float | None  # None: no installed library implements the cipher (see note)
     library: str = ""
+    note: str = ""  # why it is unavailable, or what the figure leaves out
+    reused_context: bool = False  # one context per key (False: records from before, a context per chunk)
+
+    @property
+    def available(self) -> bool:
+        return self.mib_per_s is not None
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,7 @@ def test_engine_describes_itself(engine_name: str) -> None:
     assert names[0] == "none" and len(names) == len(set(names)) > 1
     for enc in engine.encryptions[1:]:
         assert enc.layer in ("native", "fs", "column") and enc.key_bits > 0 and enc.covers
+        assert enc.cipher and (enc.page_bytes > 0) == (enc.layer != "column")  # the raw cipher's page size
     with pytest.raises(KeyError, match="valid: none"):
         engine.encryption("rot13")
 

@@ -194,6 +194,10 @@ def test_ciphers_prints_throughput() -> None:
     result = invoke("ciphers", "--seconds", "0.01")
     assert result.exit_code == 0
     assert "aes-256-gcm" in result.output and "chacha20-poly1305" in result.output
+    header = next(line for line in result.output.splitlines() if "cipher" in line and "KiB" in line)
+    assert [size in header for size in ("4 KiB", "8 KiB", "16 KiB", "256 KiB", "1 MiB")] == [True] * 5
+    ascon = next(line for line in result.output.splitlines() if line.strip().startswith("ascon-128"))
+    assert ascon.count("unavailable") >= 5  # one row per cipher, every page size marked
 
 
 def test_console_script_help_and_usage_errors_exit_codes() -> None:

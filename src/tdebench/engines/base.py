@@ -31,11 +31,29 @@ class Encryption:
     layer: str  # "none", "native", "fs" or "column"
     covers: tuple[str, ...]  # what reaches the disk encrypted: "main file", "WAL", ...
     notes: str = ""
+    page_bytes: int = 0  # bytes encrypted under one nonce/IV (the engine's page or block); 0: none, per value
 
     @property
     def is_baseline(self) -> bool:
         """Nothing encrypted: `none`, and the `placebo` that repeats it as an A/A control."""
         return self.layer == "none"
+
+    @property
+    def cipher(self) -> str:
+        """The raw cipher, as `tdebench ciphers` names it: AEADs and stream ciphers by algorithm
+        ("chacha20-poly1305", "rc4"), block ciphers by algorithm, key bits and mode
+        ("aes-256-gcm", "3des-168-cbc"); "" for the baseline."""
+        if self.is_baseline:
+            return ""
+        mode = self.mode.partition("+")[0]
+        if mode in ("AEAD", "stream"):
+            return self.algorithm.lower()
+        return f"{self.algorithm}-{self.key_bits}-{mode.split()[0]}".lower()
+
+    @property
+    def cipher_extra(self) -> str:
+        """What the engine adds on top of the raw cipher per page, e.g. "HMAC-SHA512"."""
+        return self.mode.partition("+")[2]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +64,7 @@ class Encryption:
             "layer": self.layer,
             "covers": list(self.covers),
             "notes": self.notes,
+            "page_bytes": self.page_bytes,
         }
 
 

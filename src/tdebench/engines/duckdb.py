@@ -23,6 +23,7 @@ from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
 _COVERS = ("main file", "WAL", "temp files")
+_BLOCK_BYTES = 256 * 1024  # DuckDB encrypts each block (default size 256 KiB) under its own nonce
 _CIPHERS = {"aes-256-gcm": "GCM", "aes-256-ctr": "CTR"}
 _ALIAS = "db"
 
@@ -261,9 +262,9 @@ class DuckDBEngine(Engine):
     encryptions = (
         NONE,
         Encryption("aes-256-gcm", "AES", 256, "GCM", "native", _COVERS,
-                   "authenticated; DuckDB's default cipher"),
+                   "authenticated; DuckDB's default cipher", _BLOCK_BYTES),
         Encryption("aes-256-ctr", "AES", 256, "CTR", "native", _COVERS,
-                   "not authenticated; faster than GCM where there is no AES-GCM acceleration"),
+                   "not authenticated; faster than GCM where there is no AES-GCM acceleration", _BLOCK_BYTES),
         *FS_ENCRYPTIONS,
     )
 

@@ -46,14 +46,15 @@ if TYPE_CHECKING:
 
 _COVERS = ("every file the engine writes in its directory: data, WAL/log, temp files",
            "file names (encrypted)")
+_BLOCK_BYTES = 4096  # gocryptfs encrypts every file in 4 KiB blocks, each with its own nonce
 _NOT_HIDDEN = ("not hidden: file sizes (rounded to 4 KiB blocks plus 32 B per block and an 18 B header), "
                "the number of files and the directory structure, timestamps, and access patterns; "
                "anything the engine writes outside its directory (e.g. the system temp dir) is not covered")
 FS_ENCRYPTIONS: tuple[Encryption, ...] = (
     Encryption("fs-aes-256-gcm", "AES", 256, "GCM", "fs", _COVERS,
-               f"gocryptfs default; {_NOT_HIDDEN}"),
+               f"gocryptfs default; {_NOT_HIDDEN}", _BLOCK_BYTES),
     Encryption("fs-xchacha20-poly1305", "XChaCha20-Poly1305", 256, "AEAD", "fs", _COVERS,
-               f"gocryptfs -xchacha; faster than AES-GCM without AES instructions; {_NOT_HIDDEN}"),
+               f"gocryptfs -xchacha; faster than AES-GCM without AES instructions; {_NOT_HIDDEN}", _BLOCK_BYTES),
 )
 _INIT_FLAGS = {"fs-aes-256-gcm": [], "fs-xchacha20-poly1305": ["-xchacha"]}
 _READY = b"Filesystem mounted and ready."

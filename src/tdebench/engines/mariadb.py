@@ -52,6 +52,7 @@ DEFAULT_MEMORY_MB = 256
 SCHEMA = "tdebench"
 _ALGORITHMS = {"CBC": "AES_CBC", "CTR": "AES_CTR"}
 _COVERS = ("tables", "undo log", "redo log", "temporary tables", "temp files")
+_PAGE_BYTES = 16 * 1024  # innodb_page_size, left at its default: InnoDB encrypts page by page
 _NOTES = ("InnoDB tablespaces incl. system tablespace (undo, doublewrite), redo log, InnoDB and Aria "
           "temporary tables, temp files; binlog is off (encrypt_binlog=ON would cover it); the Aria "
           "log holds no user data and is not encrypted")
@@ -509,7 +510,7 @@ class MariaDBEngine(Engine):
     capabilities = Capabilities(embedded=False, concurrent_streams=True)
     encryptions = (
         NONE,
-        *(Encryption(f"aes-{bits}-{mode.lower()}", "AES", bits, mode, "native", _COVERS, _NOTES)
+        *(Encryption(f"aes-{bits}-{mode.lower()}", "AES", bits, mode, "native", _COVERS, _NOTES, _PAGE_BYTES)
           for mode in ("CBC", "CTR") for bits in (128, 192, 256)),
         *FS_ENCRYPTIONS,  # the same server with its directory on gocryptfs: native TDE vs file system
     )

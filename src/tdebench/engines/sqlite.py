@@ -24,6 +24,7 @@ from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
 _COVERS = ("main file", "WAL/journal")
+_PAGE_BYTES = 4096  # SQLite's default page_size, which tdebench keeps: SQLite3MC encrypts page by page
 # tdebench name -> (SQLite3MC cipher, extra cipher parameters)
 _CIPHERS: dict[str, tuple[str, dict[str, str]]] = {
     "aes-128-cbc": ("aes128cbc", {}),
@@ -245,16 +246,19 @@ class SQLiteEngine(Engine):
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
     encryptions = (
         NONE,
-        Encryption("aes-128-cbc", "AES", 128, "CBC", "native", _COVERS, "wxSQLite3 AES-128"),
-        Encryption("aes-256-cbc", "AES", 256, "CBC", "native", _COVERS, "wxSQLite3 AES-256"),
+        Encryption("aes-128-cbc", "AES", 128, "CBC", "native", _COVERS, "wxSQLite3 AES-128", _PAGE_BYTES),
+        Encryption("aes-256-cbc", "AES", 256, "CBC", "native", _COVERS, "wxSQLite3 AES-256", _PAGE_BYTES),
         Encryption("chacha20-poly1305", "ChaCha20-Poly1305", 256, "AEAD", "native", _COVERS,
-                   "SQLite3MC's default cipher"),
+                   "SQLite3MC's default cipher", _PAGE_BYTES),
         Encryption("sqlcipher", "AES", 256, "CBC+HMAC-SHA512", "native", _COVERS,
-                   "SQLCipher v4 compatible; PBKDF2 with 256,000 iterations on open"),
-        Encryption("ascon-128", "Ascon-128", 128, "AEAD", "native", _COVERS, "lightweight NIST cipher"),
-        Encryption("aegis-256", "AEGIS-256", 256, "AEAD", "native", _COVERS, "Argon2id key derivation on open"),
+                   "SQLCipher v4 compatible; PBKDF2 with 256,000 iterations on open", _PAGE_BYTES),
+        Encryption("ascon-128", "Ascon-128", 128, "AEAD", "native", _COVERS, "lightweight NIST cipher",
+                   _PAGE_BYTES),
+        Encryption("aegis-256", "AEGIS-256", 256, "AEAD", "native", _COVERS, "Argon2id key derivation on open",
+                   _PAGE_BYTES),
         Encryption("rc4", "RC4", 128, "stream", "native", _COVERS,
-                   "legacy and broken: kept, as the seeds kept 3DES, to show what an old cipher costs"),
+                   "legacy and broken: kept, as the seeds kept 3DES, to show what an old cipher costs",
+                   _PAGE_BYTES),
         *FS_ENCRYPTIONS,
     )
 

@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tdebench.engines import ENGINES
 from tdebench.report import noise
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, SummaryRecord, below_resolution, deterministic,
                                      floors, headline_records, is_query, resolution, scale_text, step_order)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
-from tdebench.store import Measurement, RunData, Sample, TrialKey
+from tdebench.store import CipherSpeed, Measurement, RunData, Sample, TrialKey
 
 MIB = 1024 * 1024
 
@@ -413,49 +414,71 @@ def resources_table(run: RunData) -> Table:
         empty="No resource samples were recorded in this run.")
 
 
-def cipher_table(run: RunData) -> Table:
-    rows = [{"cipher": c.cipher, "chunk": c.chunk_bytes, "mib_per_s": c.mib_per_s, "library": c.library}
-            for c in sorted(run.ciphers, key=lambda c: (c.cipher, c.chunk_bytes))]
-    columns = (Column("cipher", "cipher"), _num("chunk", "chunk (bytes)", lambda b: f"{b:,}"),
-               _num("mib_per_s", "MiB/s"), Column("library", "library"))
-    return Table("Raw cipher throughput", columns, rows,
+def size_text(size: int) -> str:
+    """4096 → "4 KiB", 1048576 → "1 MiB"."""
+    for unit, factor in (("MiB", MIB), ("KiB", 1024)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size:,} B"
+
+
+UNAVAILABLE = "unavailable"
+
+
+def speeds_table(speeds: Iterable[CipherSpeed]) -> Table:
+    """Raw cipher throughput: one row per cipher, a column of MiB/s per page size, the library
+    and a note; a cipher no installed library implements shows "unavailable"."""
+    speeds = list(speeds)
+    sizes = sorted({s.chunk_bytes for s in speeds})
+    rows: dict[str, dict[str, Any]] = {}
+    for s in speeds:
+        row = rows.setdefault(s.cipher, {"cipher": s.cipher, "library": s.library, "note": s.note})
+        row[f"mib_per_s_{s.chunk_bytes}"] = s.mib_per_s if s.available else UNAVAILABLE
+    columns = (Column("cipher", "cipher"),
+               *(_num(f"mib_per_s_{size}", size_text(size), text) for size in sizes),
+               Column("library", "library"), _prose("note", "note"))
+    method = ("One context per key, a new nonce per page, the best of several timings in CPU "
+              "time; 0.15-0.8 µs of call overhead per page remain in the figure, most felt at 4 KiB "
+              "(docs/method.md).")
+    if not all(s.reused_context for s in speeds):
+        method = ("Measured by an older tdebench that set up a new cipher context for every "
+                  "chunk: small-chunk figures, CBC and CTR most, are far below what the cipher "
+                  "reaches; `tdebench ciphers` measures them again.")
+    return Table("Raw cipher throughput", columns, list(rows.values()),
+                 intro="MiB/s by page size (bytes encrypted under one nonce), one core.",
                  note="How fast this machine's CPU encrypts memory with each cipher, with no "
                       "database and no disk involved: the physical limit. An engine cannot "
                       "encrypt faster than this, and when its I/O rate is far below it, "
-                      "encryption should cost little.")
+                      f"encryption should cost little. {method}")
 
 
-PAGE_CHUNK = 4096
-"""The chunk size a page-encrypting engine works in: the raw throughput compared with it."""
-NOT_MEASURED = "not measured (no cryptography-package implementation)"
-CIPHER_OF = {
-    ("duckdb", "aes-256-gcm"): ("aes-256-gcm", ""),
-    ("duckdb", "aes-256-ctr"): ("aes-256-ctr", ""),
-    ("sqlite", "aes-128-cbc"): ("aes-128-cbc", ""),
-    ("sqlite", "aes-256-cbc"): ("aes-256-cbc", ""),
-    ("sqlite", "chacha20-poly1305"): ("chacha20-poly1305", ""),
-    ("sqlite", "sqlcipher"): ("aes-256-cbc", "plus HMAC"),
-}
-"""(engine, encryption) → the raw cipher measured for it and what the engine adds on top.
-An encryption not listed is matched to a measured cipher of the same name, if any."""
+def cipher_table(run: RunData) -> Table:
+    return speeds_table(run.ciphers)
+
+
+NOT_MEASURED = "not measured"
 
 
 def _thousands(value: int | None) -> str:
     return "–" if value is None else f"{value:,}"
 
 
-def cipher_of(engine: str, encryption: str, measured: Iterable[str]) -> tuple[str | None, str]:
-    """The measured cipher behind an engine's encryption, and a remark; (None, "") if none."""
-    if (engine, encryption) in CIPHER_OF:
-        return CIPHER_OF[(engine, encryption)]
-    return (encryption, "") if encryption in set(measured) else (None, "")
+def cipher_of(engine: str, encryption: str) -> tuple[str, str, int] | None:
+    """(raw cipher, what the engine adds, page bytes) behind an engine's encryption, as the
+    engine defines it (`Encryption.cipher`, `.cipher_extra`, `.page_bytes`); None if unknown."""
+    engine_class = ENGINES.get(engine)
+    found = next((e for e in engine_class.encryptions if e.name == encryption), None) if engine_class else None
+    if found is None or found.is_baseline:
+        return None
+    return found.cipher, f"plus {found.cipher_extra}" if found.cipher_extra else "", found.page_bytes
 
 
-def _raw_speed(run: RunData, cipher: str) -> tuple[int, float] | None:
-    """(chunk, MiB/s) of `cipher`: at PAGE_CHUNK if measured there, else its smallest chunk."""
-    speeds = sorted((c.chunk_bytes != PAGE_CHUNK, c.chunk_bytes, c.mib_per_s)
-                    for c in run.ciphers if c.cipher == cipher)
-    return (speeds[0][1], speeds[0][2]) if speeds else None
+def raw_speed(speeds: Iterable[CipherSpeed], cipher: str, page_bytes: int) -> CipherSpeed | None:
+    """The figure of `cipher` measured at the page size nearest `page_bytes` (on a log scale,
+    the smaller on a tie; the smallest for 0), or None if it has none."""
+    measured = [s for s in speeds if s.cipher == cipher and s.available]
+    target = math.log2(page_bytes) if page_bytes > 0 else 0.0
+    return min(measured, key=lambda s: (abs(math.log2(s.chunk_bytes) - target), s.chunk_bytes), default=None)
 
 
 def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
@@ -467,22 +490,26 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
         if record.overhead is not None and record.cell.encryption != PLACEBO:  # no cipher in an A/A arm
             cell = record.cell
             figures[(cell.engine, cell.encryption, cell.workload, cell.scale)][headline.label] = record
-    measured = {c.cipher for c in run.ciphers}
     rows = []
     for (engine, encryption, workload, scale), chosen in sorted(figures.items()):
         row: dict[str, Any] = {"engine": engine, "encryption": encryption, "workload": workload,
                                "scale": scale}
-        cipher, remark = cipher_of(engine, encryption, measured)
-        speed = _raw_speed(run, cipher) if cipher else None
-        row["cipher"] = NOT_MEASURED if speed is None else " ".join(filter(None, (cipher, remark)))
+        raw = cipher_of(engine, encryption)
+        speed = raw_speed(run.ciphers, raw[0], raw[2]) if raw else None
+        if raw is None:
+            row["cipher"] = NOT_MEASURED
+        else:
+            unavailable = any(c.cipher == raw[0] and not c.available for c in run.ciphers)
+            missing = "" if speed else f"({UNAVAILABLE if unavailable else NOT_MEASURED})"
+            row["cipher"] = " ".join(filter(None, (raw[0], raw[1], missing)))
         size = chosen.get("database size")
         load = chosen.get("load elapsed")
         if size is not None:
             row["size"] = size.summary.median / MIB
-        if speed is not None:
-            row["chunk"], row["mib_per_s"] = speed
+        if speed is not None and speed.mib_per_s:
+            row["chunk"], row["mib_per_s"] = speed.chunk_bytes, speed.mib_per_s
             if size is not None:
-                row["cipher_ms"] = size.summary.median / MIB / speed[1] * 1000.0
+                row["cipher_ms"] = size.summary.median / MIB / speed.mib_per_s * 1000.0
         if load is not None:
             base = baselines[load.cell.comparison]
             row["load_ms"] = (load.summary.median - base.summary.median) * 1000.0
@@ -493,7 +520,7 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
     configs = {(row["workload"], row["scale"]) for row in rows}
     columns = _config_columns() if len(configs) > 1 else (Column("engine", "engine"),
                                                           Column("encryption", "encryption"))
-    columns += (_prose("cipher", "raw cipher"), _num("chunk", "chunk (bytes)", _thousands),
+    columns += (_prose("cipher", "raw cipher"), _num("chunk", "page (bytes)", _thousands),
                 _num("mib_per_s", "MiB/s"), _num("size", "database (MiB)"),
                 _num("cipher_ms", "cipher time (ms)"), _num("load_ms", "load overhead (ms)"),
                 _num("times", "÷ cipher time", _times))
@@ -501,7 +528,8 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
                  note="Cipher time = database size ÷ raw throughput: encrypting every byte "
                       "of the database once, in memory, with no I/O. Load overhead = median "
                       "load time with the encryption − median without. Raw throughput is taken "
-                      f"at {PAGE_CHUNK:,}-byte chunks (a database page) where measured.")
+                      "at the encryption's page size (SQLite and gocryptfs 4 KiB, InnoDB 16 KiB, "
+                      "DuckDB 256 KiB blocks), or the nearest size measured.")
 
 
 def _times(value: float | None) -> str:
