@@ -152,8 +152,8 @@ class Sample:
 
 
 REACHED = "target reached"
-BUDGET = "time budget"
-MOST_ROUNDS = "max_repetitions"
+BUDGET = "max_minutes would be exceeded"
+MOST_ROUNDS = "max_repetitions reached"
 
 
 @dataclass(frozen=True)

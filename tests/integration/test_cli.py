@@ -222,3 +222,23 @@ def test_a_query_timeout_is_recorded_as_such_and_fails_the_trial(tmp_path: Path)
     assert all(m.metrics["elapsed_s"] >= 0.001 for m in timed_out)
     assert [t.status for t in run.trials] == ["failed"]
     assert "query timeout" in run.trials[0].error
+
+
+def test_an_adaptive_run_with_a_placebo_on_duckdb_adds_rounds_and_reports_its_noise_floor(tmp_path: Path) -> None:
+    """Real DuckDB: no run meets a ±0.01% target, so the cap of 3 rounds stops it after adding
+    one; the report says why and reads the placebo as the noise floor."""
+    plan = TINY.replace("repetitions = 1", "repetitions = 2\nplacebo = true\ntarget_ci_pct = 0.01\n"
+                        "max_repetitions = 3")
+    out = tmp_path / "out"
+    result = invoke("run", str(write(tmp_path / "adaptive.toml", plan)), "--out", str(out), "--quiet")
+    assert result.exit_code == 0, result.output
+    run = read_run(out)
+    assert run.stopping is not None and run.stopping.reason == "max_repetitions reached" and run.stopping.rounds == 3
+    assert sorted({(t.trial.encryption, t.trial.repetition) for t in run.trials}) == [
+        (enc, rep) for enc in ("aes-256-gcm", "none", "placebo") for rep in (1, 2, 3)]
+    assert all(v.as_expected for v in run.verdicts)  # the placebo is a second positive control
+    report = (out / "report.md").read_text()
+    assert "Adaptive repetitions stopped after 3 rounds: max\\_repetitions reached (widest headline CI ±" in report
+    assert "duckdb noise floor (placebo: none against none, 3 rounds): power test " in report
+    summary = (out / "summary.csv").read_text()
+    assert ",placebo,tpch,0.01,power,geomean,elapsed_s," in summary and ",paired," in summary
