@@ -30,7 +30,8 @@ from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
 from tdebench.plan import Plan, TrialSpec, round_trials, schedule
-from tdebench.report.records import summary_records, widest_headline
+from tdebench.report.noise import widest_headline
+from tdebench.report.records import summary_records
 from tdebench.store import BUDGET, MOST_ROUNDS, REACHED, ResultStore, Stopping, TrialOutcome, Verdict, read_run
 from tdebench.workloads import WORKLOADS, RunContext, Workload
 from tdebench.workloads.base import read_canaries, write_canaries
@@ -162,7 +163,8 @@ class Runner:
         assert plan.target_ci_pct is not None
         rounds = plan.repetitions
         while True:
-            widest = widest_headline(summary_records(read_run(self.store.directory)))
+            run = read_run(self.store.directory)
+            widest = widest_headline(run, summary_records(run))
             elapsed_min = (self.clock.now_ns() - start_ns) / 60e9
             per_round_min = elapsed_min / rounds
             if widest is None or widest[1] <= plan.target_ci_pct:

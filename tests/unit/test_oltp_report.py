@@ -11,6 +11,7 @@ import pytest
 
 from fakes import write_fake_run
 from tdebench.report import build, oltp
+from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
 from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome, read_run
 
@@ -123,3 +124,11 @@ def test_a_run_without_oltp_has_no_oltp_section(tmp_path: Path) -> None:
     assert oltp.section(read_run(tmp_path), []) is None
     with (tmp_path / "oltp.csv").open() as fh:
         assert len(list(csv.reader(fh))) == 1  # the header only
+
+
+def test_adaptive_repetitions_wait_on_tpm_and_nopm_too(run_dir: Path) -> None:
+    run = read_run(run_dir)
+    label, width = widest_headline(run, summary_records(run))
+    # the load's elapsed time is the same in every trial (no interval); TPM/NOPM have one
+    assert label.startswith("sqlite aes-256-cbc oltp W=1 ") and label.endswith(("TPM", "NOPM"))
+    assert 0 < width < 1

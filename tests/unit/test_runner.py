@@ -12,7 +12,8 @@ from tdebench.measure.clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.runner import Runner
 from tdebench.report.findings import overview
-from tdebench.report.records import summary_records, widest_headline
+from tdebench.report.noise import widest_headline
+from tdebench.report.records import summary_records
 from tdebench.store import BUDGET, MOST_ROUNDS, REACHED, Measurement, ResultStore, read_run
 
 
@@ -218,16 +219,16 @@ def test_adaptive_rounds_continue_until_the_target_ci_and_say_why_they_stopped(t
     assert stopping is not None and stopping.reason == REACHED and stopping.target_ci_pct == 3.0
     assert stopping.rounds > 2 and summary.trials == 2 * stopping.rounds  # more rounds were needed
     assert max(t.trial.repetition for t in data.trials) == stopping.rounds
-    widest = widest_headline(summary_records(data))
+    widest = widest_headline(data, summary_records(data))
     assert widest is not None and widest[1] <= 3.0 and stopping.widest_ci_pct == widest[1]
     assert (f"{stopping.rounds} repetitions of every cell" in overview(data).paragraph and
             f"Adaptive repetitions stopped after {stopping.rounds} rounds: target reached (widest headline "
-            f"CI ±{widest[1]:.1f}%, fake fake-256 fakeload sf1 power geomean; target ±3%).") in overview(data).paragraph
+            f"CI ±{widest[1]:.1f}%, fake fake-256 fakeload sf1 · power geomean elapsed_s; target ±3%).") in overview(data).paragraph
     # one round fewer was not enough: the runner stopped at the first round that reached it
     fewer = data.measurements
     data.measurements = [m for m in fewer if m.trial.repetition < stopping.rounds]
     data.trials = [t for t in data.trials if t.trial.repetition < stopping.rounds]
-    assert widest_headline(summary_records(data))[1] > 3.0
+    assert widest_headline(data, summary_records(data))[1] > 3.0
 
 
 def test_adaptive_rounds_stop_at_max_repetitions_or_the_time_budget(tmp_path: Path) -> None:

@@ -16,12 +16,13 @@ include a neighbour's work.
 from __future__ import annotations
 
 import functools
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tdebench.report.records import HEADLINES, CellKey, SummaryRecord, scale_label
+from tdebench.report.records import BASELINE, HEADLINES, CellKey, SummaryRecord, deterministic, scale_label
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, is_noisy
 from tdebench.store import RunData, TrialKey
 
@@ -68,6 +69,34 @@ def headline_rules() -> tuple[HeadlineRule, ...]:
 
 def is_headline(cell: CellKey) -> bool:
     return any(rule.matches(cell) for rule in headline_rules())
+
+
+def widest_headline(run: RunData, records: list[SummaryRecord]) -> tuple[str, float] | None:
+    """The headline overhead with the widest CI, as (label, half-width in percentage points):
+    what adaptive repetitions wait on. Every headline figure counts (the placebo's too), TPM
+    and NOPM included; deterministic figures (sizes) have no interval and are left out. None
+    when the run has no headline overhead at all."""
+    from tdebench.report.oltp import RATES, throughput_table
+
+    baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
+    widths: list[tuple[float, str]] = []
+    for record in records:
+        compared = record.overhead
+        if (compared is None or not is_headline(record.cell)
+                or deterministic(record, baselines[record.cell.comparison])):
+            continue
+        widths.append((compared.half_width, record.cell.label))
+    for row in throughput_table(run).rows:
+        for figure in RATES:
+            low, high = row.get(f"{figure}_vs_none_ci_low"), row.get(f"{figure}_vs_none_ci_high")
+            if low is not None:
+                label = (f"{row['engine']} {row['encryption']} oltp W={row['warehouses']:g} "
+                         f"{row['test']} {figure.upper()}")
+                widths.append(((high - low) / 2.0, label))
+    if not widths:
+        return None
+    width, label = max((math.inf if math.isnan(w) else w, label) for w, label in widths)
+    return label, width
 
 
 def noisy(record: SummaryRecord) -> bool:

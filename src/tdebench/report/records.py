@@ -9,7 +9,6 @@ stopped by the timeout is a failed trial (the runner marks it so).
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from collections import defaultdict
@@ -284,22 +283,3 @@ def headline_records(records: list[SummaryRecord]) -> list[tuple[Headline, Summa
                     break
     return chosen
 
-
-def widest_headline(records: list[SummaryRecord]) -> tuple[str, float] | None:
-    """The headline overhead with the widest CI, as (label, half-width in percentage points):
-    what adaptive repetitions wait on. Deterministic figures (sizes) have no interval and are
-    left out; None when there is no headline overhead at all."""
-    baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
-    widths = []
-    for headline, record in headline_records(records):
-        compared = record.overhead
-        if compared is None or deterministic(record, baselines[record.cell.comparison]):
-            continue
-        width = compared.half_width if not math.isnan(compared.half_width) else math.inf
-        cell = record.cell
-        label = f"{cell.engine} {cell.encryption} {cell.workload} {scale_label(cell.workload, cell.scale)} {headline.label}"
-        widths.append((width, label))
-    if not widths:
-        return None
-    width, label = max(widths)
-    return label, width
