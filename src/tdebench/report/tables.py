@@ -320,7 +320,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
     columns = _config_columns() + (
         Column("figure", "figure"), Column("unit", "unit"), _num("baseline", "none (median)"),
         _num("median", "median"), _num("overhead", "overhead", percent), _num("ci", "95% CI", text),
-        _num("p", "p", p_value), _num("n", "n", text), Column("reading", "reading"), Column("noisy", "noisy"))
+        Column("reading", "reading"), _num("p", "p", p_value), _num("n", "n", text), Column("noisy", "noisy"))
     return Table("Overhead against no encryption", columns, rows,
                  note=OVERHEAD_NOTE)
 
