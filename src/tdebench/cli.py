@@ -39,8 +39,22 @@ def usage_error(message: str) -> NoReturn:
     sys.exit(2)
 
 
+def builtin_plans() -> dict[str, Path]:
+    """The plans shipped with tdebench, by name ("quick", "servers", …)."""
+    folder = Path(str(resources.files("tdebench") / "plans"))
+    return {path.stem: path for path in sorted(folder.glob("*.toml"))}
+
+
 def default_plan() -> Path:
-    return Path(str(resources.files("tdebench") / "plans" / "quick.toml"))
+    return builtin_plans()["quick"]
+
+
+def plan_path(given: Path) -> Path:
+    """A plan file, or the name of a built-in plan ("servers", "servers.toml") when no such
+    file exists here."""
+    if given.exists() or len(given.parts) > 1:
+        return given
+    return builtin_plans().get(given.name.removesuffix(".toml"), given)
 
 
 def default_data_dir() -> Path:
@@ -77,7 +91,8 @@ def main() -> None:
 @click.option("--force", is_flag=True, help="Replace a run already in --out.")
 def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path | None,
         work_dir: Path | None, quiet: bool, force: bool) -> None:
-    """Run PLAN (a TOML file; default: the built-in quick plan) and write its report to --out.
+    """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
+    and write its report to --out.
 
     Every trial provisions a fresh database with one encryption, loads the data, runs the
     workload's tests (with warm-ups), checks every answer, closes the database and scans its
@@ -138,9 +153,10 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
 
 def _plan_or_exit(path: Path) -> Plan:
     try:
-        return load_plan(path)
+        return load_plan(plan_path(path))
     except PlanError as exc:
-        usage_error(str(exc))
+        hint = "" if path.exists() else f"\n  built-in plans: {', '.join(builtin_plans())}"
+        usage_error(str(exc) + hint)
 
 
 def _usable_engines_or_exit(plan: Plan) -> dict:

@@ -242,3 +242,16 @@ def test_an_adaptive_run_with_a_placebo_on_duckdb_adds_rounds_and_reports_its_no
     assert "duckdb noise floor (placebo: none against none, 3 rounds): power test " in report
     summary = (out / "summary.csv").read_text()
     assert ",placebo,tpch,0.01,power,geomean,elapsed_s," in summary and ",paired," in summary
+
+
+def test_a_built_in_plan_by_name_and_an_unknown_one_listing_them(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no file called servers here
+    from tdebench.cli import plan_path
+
+    assert plan_path(Path("servers")).name == "servers.toml" and plan_path(Path("servers")).is_file()
+    assert plan_path(Path("quick.toml")).is_file()
+    assert plan_path(Path("mine/servers")) == Path("mine/servers")  # a path is taken as a path
+    result = invoke("run", "nosuchplan", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "nosuchplan: cannot read plan" in text and "built-in plans: backup, crud-seed," in text and "quick" in text
