@@ -204,21 +204,26 @@ def _print_summary(summary, written: list[Path]) -> None:
     status = "[green]all trials ok[/]" if summary.ok else "[red]problems above[/]"
     err.print(f"{summary.trials} trials, {status}", highlight=False)
     if written:
-        out_dir = written[0].parent
-        names = sorted({p.relative_to(out_dir).parts[0] for p in written if p.is_relative_to(out_dir)})
+        out_dir = written[0].parent.resolve()  # a path that opens from any directory
+        names = sorted({p.resolve().relative_to(out_dir).parts[0] for p in written
+                        if p.resolve().is_relative_to(out_dir)})
         err.print(f"report: {out_dir / 'report.html'}  (also {', '.join(n for n in names if n != 'report.html')})",
                   highlight=False, soft_wrap=True)
 
 
 class _ProgressBar:
-    """A rich progress bar over trials with ETA; prints nothing when quiet."""
+    """A rich progress bar over trials with ETA; prints nothing when quiet. When stderr is not
+    a terminal (CI, a pipe, a log file) a bar cannot redraw, so each phase and each finished
+    trial is a line of its own instead."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
+        self.lines = not quiet and not err.is_terminal
         self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                             MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
-                            TimeRemainingColumn(), console=err, disable=quiet)
+                            TimeRemainingColumn(), console=err, disable=quiet or self.lines)
         self.task = self.bar.add_task("starting", total=None)
+        self.position = (0, 0)
 
     def __enter__(self) -> "_ProgressBar":
         self.bar.__enter__()
@@ -229,12 +234,20 @@ class _ProgressBar:
 
     def phase(self, text: str) -> None:
         self.bar.update(self.task, description=text)
+        if self.lines:
+            err.print(f"{text}…", highlight=False, soft_wrap=True)
 
     def trial_started(self, index: int, total: int, spec: TrialSpec) -> None:
         self.bar.update(self.task, total=total, completed=index - 1, description=spec.key.id)
+        self.position = (index, total)
 
     def trial_finished(self, outcome: TrialOutcome, verdict: Verdict | None) -> None:
         self.bar.advance(self.task)
+        if self.lines:
+            index, total = self.position
+            checked = f", {verdict.verdict}" if verdict is not None else ""
+            err.print(f"[{index}/{total}] {outcome.trial.id}: {outcome.status} in {outcome.elapsed_s:.1f} s{checked}",
+                      highlight=False, soft_wrap=True, markup=False)
         if outcome.status != "ok":
             self.bar.console.print(f"[red]failed[/] {outcome.trial.id}: {outcome.error}", highlight=False)
 

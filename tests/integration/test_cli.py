@@ -255,3 +255,13 @@ def test_a_built_in_plan_by_name_and_an_unknown_one_listing_them(tmp_path: Path,
     assert result.exit_code == 2
     text = " ".join(result.output.split())
     assert "nosuchplan: cannot read plan" in text and "built-in plans: backup, crud-seed," in text and "quick" in text
+
+
+def test_a_run_that_is_not_on_a_terminal_prints_a_line_per_phase_and_trial(tmp_path: Path) -> None:
+    result = invoke("run", str(write(tmp_path / "tiny.toml", TINY)), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "measuring this machine's raw cipher throughput…" in lines
+    assert any(line.startswith("[1/2] duckdb/") and ": ok in " in line for line in lines)
+    assert any(line.startswith("[2/2] duckdb/") and line.endswith(("plaintext", "encrypted")) for line in lines)
+    assert f"report: {(tmp_path / 'out').resolve() / 'report.html'}" in result.output
