@@ -122,8 +122,7 @@ def test_a_run_without_oltp_has_no_oltp_section(tmp_path: Path) -> None:
     build(tmp_path)
     assert "OLTP" not in (tmp_path / "report.md").read_text()
     assert oltp.section(read_run(tmp_path), []) is None
-    with (tmp_path / "oltp.csv").open() as fh:
-        assert len(list(csv.reader(fh))) == 1  # the header only
+    assert not (tmp_path / "oltp.csv").exists()  # not a lone header
 
 
 def test_adaptive_repetitions_wait_on_tpm_and_nopm_too(run_dir: Path) -> None:

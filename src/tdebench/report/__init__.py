@@ -47,8 +47,9 @@ def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
 
 def build(run_dir: Path) -> list[Path]:
     """Read the run in `run_dir` and write summary.csv, queries.csv, verdicts.csv,
-    resources.csv, crud.csv, oltp.csv, backups.csv, maintenance.csv, report.md (with
-    plots/*.png) and a self-contained report.html into it. Returns the paths written."""
+    resources.csv, the CSV of each workload it ran of crud.csv, oltp.csv, backups.csv and
+    maintenance.csv, report.md (with plots/*.png) and a self-contained report.html into it.
+    Returns the paths written."""
     run = read_run(run_dir)
     records = summary_records(run)
     written = [
@@ -56,11 +57,14 @@ def build(run_dir: Path) -> list[Path]:
         csvfiles.write(tables.queries_table(run), run_dir / QUERIES_CSV),
         csvfiles.write(tables.verdicts_table(run), run_dir / VERDICTS_CSV),
         csvfiles.write(tables.resources_table(run), run_dir / RESOURCES_CSV),
-        csvfiles.write(crud.operations_table(records), run_dir / CRUD_CSV),
-        csvfiles.write(oltp.throughput_table(run), run_dir / OLTP_CSV),
-        csvfiles.write(backup.backups_table(run, records), run_dir / BACKUPS_CSV),
-        csvfiles.write(maintenance.operations_table(run), run_dir / MAINTENANCE_CSV),
     ]
+    ran = {trial.workload for trial in (*(m.trial for m in run.measurements), *(o.trial for o in run.trials))}
+    for workload, name, table in (("crud", CRUD_CSV, lambda: crud.operations_table(records)),
+                                  ("oltp", OLTP_CSV, lambda: oltp.throughput_table(run)),
+                                  ("backup", BACKUPS_CSV, lambda: backup.backups_table(run, records)),
+                                  ("maintenance", MAINTENANCE_CSV, lambda: maintenance.operations_table(run))):
+        if workload in ran:  # a workload's own file only for runs that have it, not a lone header
+            written.append(csvfiles.write(table(), run_dir / name))
     report = assemble(run, records)
     written += _write_plots(run_dir, report.figures)
     for name, text in ((REPORT_MD, markdown.render(report)), (REPORT_HTML, html.render(report))):
