@@ -12,11 +12,14 @@ Two ratios of medians are printed, each with a bootstrap CI:
     results costs in time between queries (never inside a measured query).
 
     .venv/bin/python bench/harness_overhead.py [--scale 0.1] [--rounds 15]
+
+Tiny, for CI: --scale 0.01 --rounds 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -36,14 +39,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=1, help="the plan seed the workload's data is made from")
     parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "tdebench" / "data")
     args = parser.parse_args()
+    started_load = os.getloadavg()
 
     with tempfile.TemporaryDirectory(prefix="tdebench-bench-") as tmp:
         root = Path(tmp)
         engine = get_engine("duckdb")
         workload = TpchWorkload()
-        workload.prepare(args.scale, args.data_dir)
+        workload.prepare(args.scale, args.data_dir, args.seed)
         database = engine.provision(root / "db", NONE, None)
         (root / "db").mkdir()
         database.create()
@@ -51,7 +56,7 @@ def main() -> None:
         store.start("name = 'bench'\n", {})
         recorder = Recorder(store, TrialKey("duckdb", "none", "tpch", args.scale, 1), MonotonicClock())
         ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder,
-                         scale=args.scale, streams=1, data_dir=args.data_dir)
+                         scale=args.scale, streams=1, data_dir=args.data_dir, seed=args.seed)
         conn = database.connect()
         workload.load(ctx, conn)
         sqls = [query(q, engine.dialect) for q in streams.POWER_ORDER]
@@ -84,7 +89,9 @@ def main() -> None:
         conn.close()
         database.close()
 
-    print(f"TPC-H power test on DuckDB, scale {args.scale:g}, {args.rounds} interleaved rounds")
+    print(f"TPC-H power test on DuckDB, scale {args.scale:g}, {args.rounds} interleaved rounds; load average "
+          f"{' / '.join(f'{v:.2f}' for v in started_load)} at start, "
+          f"{' / '.join(f'{v:.2f}' for v in os.getloadavg())} at end")
     for label, times in (("measured", measured), ("wall clock", wall)):
         result = overhead(times["bare loop"], times["tdebench"])
         print(f"{label:10s}: tdebench {statistics.median(times['tdebench']) * 1000:8.1f} ms, "
