@@ -4,12 +4,6 @@ The database is ATTACHed to an in-memory DuckDB with ENCRYPTION_KEY/ENCRYPTION_C
 baseline is attached the same way without a key, so both paths differ only in encryption.
 Writing encrypted files needs OpenSSL, which DuckDB takes from its `httpfs` extension; the
 extension is loaded from its PyPI wheel (`duckdb-extension-httpfs`), never downloaded.
-
-DuckDB runs a query on as many threads as there are cores; tdebench leaves one core to
-everything else (`default_threads`): with every core in a query's pipelines, any other work on
-the machine (the driver, the resource sampler, another process) stalls a thread the others
-wait for, which made the same queries' times swing with the machine's load
-(bench/precision.py; docs/method.md, "Where the variance comes from").
 """
 
 from __future__ import annotations
@@ -31,11 +25,6 @@ from tdebench.keys import Secret
 _COVERS = ("main file", "WAL", "temp files")
 _CIPHERS = {"aes-256-gcm": "GCM", "aes-256-ctr": "CTR"}
 _ALIAS = "db"
-
-
-def default_threads() -> int:
-    """Threads per DuckDB query: the cores this process may run on, less one, at least 1."""
-    return max(1, len(os.sched_getaffinity(0)) - 1)
 
 
 class DuckDBConnection:
@@ -96,7 +85,11 @@ class DuckDBDatabase(Database):
         from tdebench.workloads.tpch.extension import extension_path
 
         self.temp_directory.mkdir(parents=True, exist_ok=True)
-        instance = duckdb.connect(":memory:", config=self._config())
+        instance = duckdb.connect(":memory:", config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "temp_directory": str(self.temp_directory),
+        })
         try:
             instance.execute(f"LOAD '{extension_path('httpfs')}'")
             options = ""
@@ -111,10 +104,6 @@ class DuckDBDatabase(Database):
             message = self.key.scrub(str(exc)) if self.key else str(exc)
             raise RuntimeError(f"duckdb could not open {self.path.name}: {message}") from None
         return instance
-
-    def _config(self) -> dict[str, Any]:
-        return {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
-                "temp_directory": str(self.temp_directory), "threads": default_threads()}
 
     def _release(self) -> None:
         self._open -= 1
@@ -181,7 +170,9 @@ class DuckDBDatabase(Database):
         from tdebench.workloads.tpch.extension import extension_path
 
         self.temp_directory.mkdir(parents=True, exist_ok=True)
-        instance = duckdb.connect(":memory:", config=self._config())
+        instance = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                                      "autoload_known_extensions": False,
+                                                      "temp_directory": str(self.temp_directory)})
         instance.execute(f"LOAD '{extension_path('httpfs')}'")
         return instance
 
