@@ -53,10 +53,12 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -65,7 +67,6 @@ import psutil
 
 from tdebench.engines import NONE, get_engine
 from tdebench.engines.base import Database, Engine
-from tdebench.engines.duckdb import default_threads
 from tdebench.keys import KeySource
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
@@ -88,14 +89,14 @@ class Arm:
     name: str
     what: str
     fresh: bool = True  # a fresh database (workspace, key, load) per trial; False: one, reused
-    threads: int | None = CORES  # DuckDB `SET threads`; None: the engine's default (tdebench's now)
+    threads: int | None = CORES  # DuckDB `SET threads`; None: the engine's own setting
     pause_gc: bool = False  # Python's collector paused while a query is timed (Recorder.pause_gc)
     sampler: bool = True
     warmups: int = 1
 
 
 REFERENCE = Arm("reference", "before this study: fresh database, DuckDB threads = cores, GC free, sampler on, 1 warm-up")
-HARNESS = Arm("harness", "the runner's trial now: engine's default threads, GC paused in queries (Recorder defaults)",
+HARNESS = Arm("harness", "the runner's trial now: the engine's settings, GC paused in queries (Recorder defaults)",
               threads=None, pause_gc=True)
 
 
@@ -225,6 +226,49 @@ class Study:
         hits = {w for w in ctx.recorder.windows for start, end in inside if w[0] <= start and end <= w[1]}
         return Trial(arm.name, encryption, round_number, passes, others, os.getloadavg()[0],
                      sum(end - start for start, end in inside) / 1e9, len(hits))
+
+
+    def busy_core_pairs(self, threads: int | None, pairs: int) -> list[tuple[float, float]]:
+        """(alone, beside a busy core) composites (s) of adjacent passes on one database: before
+        every other pass this script starts a process that spins on one core, and stops it
+        after. Adjacent passes see nearly the same ambient load, so their ratio is what one
+        busy core costs the engine's queries at this thread count."""
+        if NONE.name not in self.shared:
+            self.shared[NONE.name] = self._loaded(NONE.name, f"shared-{NONE.name}")
+        database = self.shared[NONE.name]
+        store = _Collected()
+        ctx = self._context(database, store)
+        found: list[tuple[float, float]] = []
+        conn = database.connect()
+        try:
+            if threads is not None:
+                conn.execute(f"SET threads = {threads}")
+            self.workload.run("power", ctx, conn, warmup=True)
+            for number in range(pairs):
+                composites = {}
+                for busy in ((False, True) if number % 2 == 0 else (True, False)):
+                    with _busy_core() if busy else nullcontext():
+                        del store.records[:]
+                        self.workload.run("power", ctx, conn, warmup=False)
+                    times = [m.metrics["elapsed_s"] for m in store.records
+                             if isinstance(m, Measurement) and m.step.startswith("q")]
+                    composites[busy] = math.exp(float(np.mean(np.log(times))))
+                found.append((composites[False], composites[True]))
+        finally:
+            conn.close()
+        return found
+
+
+@contextmanager
+def _busy_core() -> Iterator[None]:
+    """A process of this script's own spinning on one core while the block runs."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # started and spinning before the measured pass begins
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 @dataclass
@@ -431,7 +475,7 @@ def _pct(log_ratio: float) -> float:
 
 # -- the run -------------------------------------------------------------------------------------
 
-def run(args: argparse.Namespace) -> list[Trial]:
+def run(args: argparse.Namespace) -> tuple[list[Trial], dict[int | None, list[tuple[float, float]]]]:
     engine = get_engine(args.engine)
     arms = arms_for(args.engine)
     encryption = ENCRYPTION[args.engine]
@@ -449,12 +493,16 @@ def run(args: argparse.Namespace) -> list[Trial]:
                     trials.append(study.trial(arm, enc, round_number))
                 print(f"  round {round_number}/{args.rounds} done, load average {os.getloadavg()[0]:.2f}",
                       flush=True)
+            settings = (CORES, max(1, CORES - 1)) if args.engine == "duckdb" else (None,)
+            busy = {threads: study.busy_core_pairs(threads, args.busy_pairs)
+                    for threads in dict.fromkeys(settings)} if args.busy_pairs else {}
         finally:
             study.close()
-    return trials
+    return trials, busy
 
 
-def report(args: argparse.Namespace, trials: Sequence[Trial], started_load: tuple[float, ...]) -> None:
+def report(args: argparse.Namespace, trials: Sequence[Trial], busy: dict[int | None, list[tuple[float, float]]],
+           started_load: tuple[float, ...]) -> None:
     def of(arm: str, enc: str = "none") -> list[Trial]:
         return [t for t in trials if t.arm == arm and t.encryption == enc]
 
@@ -497,6 +545,17 @@ def report(args: argparse.Namespace, trials: Sequence[Trial], started_load: tupl
             print(f"  threads = {threads}:" + "".join(
                 f"  {label} {ms:5.1f}ms ({n:3d})" if n else f"  {label}   -   ({n:3d})"
                 for (_, _, label), (ms, n) in zip(BANDS, by_load(pooled))))
+    if busy:
+        print(f"\none busy core: {args.busy_pairs} pairs of adjacent passes on one database, one of each pair "
+              "beside a process of this script spinning on one core: median composite, and the ratio "
+              "[95% CI over pairs]")
+        for threads, pairs in busy.items():
+            alone, beside = (np.log(np.array([p[i] for p in pairs])) for i in (0, 1))
+            low, high = bootstrap(beside - alone, lambda d: float(np.mean(d)))
+            label = f"threads = {threads}" if threads is not None else args.engine
+            print(f"  {label:12s} alone {1000 * math.exp(float(np.median(alone))):5.1f}ms, beside a busy core "
+                  f"{1000 * math.exp(float(np.median(beside))):5.1f}ms: x{math.exp(float(np.mean(beside - alone))):.2f} "
+                  f"[{math.exp(low):.2f}, {math.exp(high):.2f}]")
     encryption = ENCRYPTION[args.engine]
     for name in (n for n in PAIRED if n in args.arms):
         for label, composite in (("1 shot", single_shot), ("median of k", median_of_k)):
@@ -507,8 +566,8 @@ def report(args: argparse.Namespace, trials: Sequence[Trial], started_load: tupl
 
 
 def _threads(arm: Arm) -> int:
-    """The threads a DuckDB arm's queries ran on."""
-    return arm.threads if arm.threads is not None else default_threads()
+    """The threads a DuckDB arm's queries ran on (DuckDB's default: one per core)."""
+    return arm.threads if arm.threads is not None else CORES
 
 
 def main() -> None:
@@ -519,6 +578,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="measured passes per trial (≥2)")
     parser.add_argument("--arms", nargs="+", default=None,
                         help=f"default: {' '.join(DEFAULT_ARMS)}; also: warmups-3")
+    parser.add_argument("--busy-pairs", type=int, default=6,
+                        help="pairs of passes alone / beside one busy core, per thread setting (0: none)")
     parser.add_argument("--raw", type=Path, help="also write every trial's raw times to this JSON file")
     parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "tdebench" / "data")
     args = parser.parse_args()
@@ -532,10 +593,13 @@ def main() -> None:
         parser.error("--repeats and --rounds must be at least 2 (spreads need two values)")
     started_load = os.getloadavg()
     started = time.monotonic()
-    trials = run(args)
+    trials, busy = run(args)
     if args.raw:
-        args.raw.write_text(json.dumps([t.__dict__ for t in trials], indent=1) + "\n")
-    report(args, trials, started_load)
+        raw = {"trials": [t.__dict__ for t in trials],
+               "busy_core_pairs": [{"threads": threads, "alone_s": a, "beside_busy_core_s": b}
+                                   for threads, pairs in busy.items() for a, b in pairs]}
+        args.raw.write_text(json.dumps(raw, indent=1) + "\n")
+    report(args, trials, busy, started_load)
     print(f"study took {time.monotonic() - started:.0f} s")
 
 

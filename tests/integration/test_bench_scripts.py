@@ -29,17 +29,19 @@ def test_harness_overhead_prints_both_ratios() -> None:
 
 def test_precision_prints_every_arm_and_the_paired_overhead() -> None:
     arms = ("reference", "threads-1", "gc-paused", "harness")
-    out = run("precision.py", "--scale", "0.01", "--rounds", "2", "--repeats", "2", "--arms", *arms)
+    out = run("precision.py", "--scale", "0.01", "--rounds", "2", "--repeats", "2", "--busy-pairs", "1",
+              "--arms", *arms)
     for arm in arms:
         assert re.search(rf"^{arm}\s+2\s+\d+\.\d+ms ", out, re.M), out
     assert re.search(r"^  threads-1\s+\d+\.\d\d \[", out, re.M), out  # the factor table
     assert re.search(r"^  threads = 1: ", out, re.M), out
+    assert re.search(r"^  threads = \d+\s+alone .*ms, beside a busy core .*ms: x\d", out, re.M), out
     assert re.search(r"^overhead aes-256-gcm vs none, harness, 1 shot: paired .*, unpaired ", out, re.M), out
 
 
 def test_precision_runs_on_sqlite() -> None:
     out = run("precision.py", "--engine", "sqlite", "--scale", "0.01", "--rounds", "2", "--repeats", "2",
-              "--arms", "reference")
+              "--busy-pairs", "0", "--arms", "reference")
     assert re.search(r"^overhead aes-256-cbc vs none, reference, median of k: paired ", out, re.M), out
 
 
