@@ -25,6 +25,7 @@ def test_harness_overhead_prints_both_ratios() -> None:
     assert "scale 0.01, 2 interleaved rounds" in out
     for label in ("measured", "wall clock"):
         assert re.search(rf"^{label}\s*: tdebench .* ms, bare loop .* ms, ratio \d+\.\d+ \(", out, re.M), out
+    assert len(re.findall(r"^\s+paired: median of the 2 rounds' own ratios \d+\.\d+ \[", out, re.M)) == 2, out
 
 
 def test_precision_prints_every_arm_and_the_paired_overhead() -> None:
