@@ -330,7 +330,8 @@ def _cpu_seconds() -> tuple[float, float, float]:
 
 
 def _others_cores(before: tuple[float, float, float], after: tuple[float, float, float]) -> float:
-    """The CPU every other process used between two `_cpu_seconds`, in cores."""
+    """The CPU every other process used between two `_cpu_seconds`, in cores (in a virtual
+    machine, time the host gave other guests, `steal`, included)."""
     own, machine, wall = (a - b for a, b in zip(after, before))
     return max(0.0, machine - own) / max(wall, 1e-9)
 
