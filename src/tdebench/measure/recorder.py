@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -23,12 +25,47 @@ class Step:
     answer: str | None = None
 
 
+class GcPause:
+    """Pauses Python's cyclic garbage collector while at least one measured statement runs.
+
+    A collection starts whenever enough Python objects were allocated, wherever that happens:
+    inside a query's interval (the driver building result rows) it is the harness's pause, not
+    the engine's time. `timeit` pauses the collector for the same reason. The collector is
+    resumed, if it was on, when the last concurrent statement (throughput streams) ends; the
+    garbage that piled up is then collected at the next allocation, between statements."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._resume = False
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._running == 0:
+                self._resume = gc.isenabled()
+                gc.disable()
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
+                if self._running == 0 and self._resume:
+                    gc.enable()
+
+
+GC_PAUSE = GcPause()  # one per process: the collector is process-wide
+
+
 @dataclass
 class Recorder:
     """Measures the steps of one trial and stores each the moment it ends.
 
     `process=False` skips the process counters, for steps that run concurrently with others
     (throughput streams), where this process's CPU time and I/O cannot be given to one query.
+    `timed` statements run with Python's garbage collector paused (`GcPause`) unless
+    `pause_gc` is False (bench/precision.py's reference arm).
     """
 
     store: ResultStore
@@ -36,6 +73,7 @@ class Recorder:
     clock: Clock
     # the engine's processes whose CPU and I/O are measured; None: this process (embedded engines)
     processes: Callable[[], Sequence[psutil.Process]] | None = None
+    pause_gc: bool = True
 
     @contextmanager
     def measure(self, test: str, step: str, *, stream: int | None = None, warmup: bool = False,
@@ -49,9 +87,11 @@ class Recorder:
     def timed(self, work: Callable[[], T], *, process: bool = True) -> tuple[T, dict[str, float]]:
         """Run `work` and return its result with its metrics, without storing them yet (for
         steps whose result must be checked before the measurement is recorded)."""
-        stop = self._start(process)
-        result = work()
-        return result, stop()
+        with GC_PAUSE() if self.pause_gc else nullcontext():
+            stop = self._start(process)
+            result = work()
+            metrics = stop()
+        return result, metrics
 
     def _start(self, process: bool) -> Callable[[], dict[str, float]]:
         before = self._counters() if process else None

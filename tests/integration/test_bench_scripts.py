@@ -1,0 +1,60 @@
+"""Every script in bench/ runs at tiny settings and prints what its docstring promises, so a
+change to the code it drives cannot break it unnoticed (harness_overhead.py once stopped
+running when `Workload.prepare` gained its `seed`). Speed is not checked: only that each one
+runs to the end and prints its table or ratios."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def run(script: str, *args: str, timeout: float = 120) -> str:
+    result = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_harness_overhead_prints_both_ratios() -> None:
+    out = run("harness_overhead.py", "--scale", "0.01", "--rounds", "2")
+    assert "scale 0.01, 2 interleaved rounds" in out
+    for label in ("measured", "wall clock"):
+        assert re.search(rf"^{label}\s*: tdebench .* ms, bare loop .* ms, ratio \d+\.\d+ \(", out, re.M), out
+    assert len(re.findall(r"^\s+paired: median of the 2 rounds' own ratios \d+\.\d+ \[", out, re.M)) == 2, out
+
+
+def test_precision_prints_every_arm_and_the_paired_overhead() -> None:
+    arms = ("reference", "threads-1", "gc-paused", "harness")
+    out = run("precision.py", "--scale", "0.01", "--rounds", "2", "--repeats", "2", "--busy-pairs", "1",
+              "--arms", *arms)
+    for arm in arms:
+        assert re.search(rf"^{arm}\s+2\s+\d+\.\d+ms ", out, re.M), out
+    assert re.search(r"^  threads-1\s+\d+\.\d\d \[", out, re.M), out  # the factor table
+    assert re.search(r"^  threads = 1: ", out, re.M), out
+    assert re.search(r"^  threads = \d+\s+alone .*ms, beside a busy core .*ms: x\d", out, re.M), out
+    assert re.search(r"^overhead aes-256-gcm vs none, harness, 1 shot: paired .*, unpaired ", out, re.M), out
+
+
+def test_precision_runs_on_sqlite() -> None:
+    out = run("precision.py", "--engine", "sqlite", "--scale", "0.01", "--rounds", "2", "--repeats", "2",
+              "--busy-pairs", "0", "--arms", "reference")
+    assert re.search(r"^overhead aes-256-cbc vs none, reference, median of k: paired ", out, re.M), out
+
+
+def test_verify_scan_prints_every_speed() -> None:
+    out = run("verify_scan.py", "4")
+    assert "planted hits found by both searches" in out
+    for name in ("read", "scan", "entropy", "search, prefixed", "search, count"):
+        assert re.search(rf"^  {re.escape(name)}\s+\d+\.\d MiB/s", out, re.M), out
+
+
+def test_oltp_driver_prints_its_table_for_a_server() -> None:
+    out = run("oltp_driver.py", "--engine", "postgres", "--users", "1", "2", "--duration", "1", "--rampup", "0.3",
+              timeout=180)
+    assert re.search(r"^\| 1 \| [\d,]+ \| [\d,]+ \|", out, re.M) and re.search(r"^\| 2 \| ", out, re.M), out
+    assert "NOPM from" in out

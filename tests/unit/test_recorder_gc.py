@@ -1,0 +1,110 @@
+"""The Recorder pauses Python's garbage collector while a statement's clock runs, so a
+collection (the driver allocating result rows) never lands inside a measured query; it is
+resumed afterwards, also when the statement fails, and concurrent statements (throughput
+streams) resume it only when the last one ends."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from tdebench.measure.clock import FakeClock
+from tdebench.measure.recorder import GcPause, Recorder
+from tdebench.store import TrialKey
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.records: list[object] = []
+
+    def append(self, record: object) -> None:
+        self.records.append(record)
+
+
+def recorder(**kwargs) -> Recorder:
+    return Recorder(_Store(), TrialKey("fake", "none", "tpch", 0.01, 1), FakeClock(), **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def collector_on():
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_timed_statement_runs_with_the_collector_paused_and_resumes_it() -> None:
+    result, metrics = recorder().timed(lambda: gc.isenabled())
+    assert result is False and "elapsed_s" in metrics
+    assert gc.isenabled()
+
+
+def test_no_collection_runs_inside_a_timed_statement() -> None:
+    collections: list[str] = []
+
+    def note(phase: str, info: dict) -> None:
+        collections.append(phase)
+
+    def allocate_cycles() -> int:
+        for _ in range(50_000):  # far past the collector's threshold
+            a: list = []
+            a.append(a)
+        return len(collections)
+
+    gc.callbacks.append(note)
+    try:
+        inside, _ = recorder().timed(allocate_cycles)
+        [[] for _ in range(10_000)]  # the next allocations outside run the pending collection
+        assert inside == 0 and collections
+    finally:
+        gc.callbacks.remove(note)
+
+
+def test_the_collector_is_resumed_after_a_failing_statement() -> None:
+    def fail() -> None:
+        raise RuntimeError("wrong answer")
+
+    with pytest.raises(RuntimeError):
+        recorder().timed(fail)
+    assert gc.isenabled()
+
+
+def test_pause_gc_false_leaves_the_collector_alone() -> None:
+    result, _ = recorder(pause_gc=False).timed(lambda: gc.isenabled())
+    assert result is True
+
+
+def test_a_collector_that_was_off_stays_off() -> None:
+    gc.disable()
+    recorder().timed(lambda: None)
+    assert not gc.isenabled()
+
+
+def test_concurrent_statements_resume_the_collector_when_the_last_one_ends() -> None:
+    pause = GcPause()
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def first() -> None:
+        with pause():
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(5)
+        with pause():
+            second_in.set()
+            first_out.wait(5)
+            seen["after the first ended"] = gc.isenabled()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert seen == {"after the first ended": False}
+    assert gc.isenabled()
