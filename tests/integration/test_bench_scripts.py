@@ -58,3 +58,10 @@ def test_oltp_driver_prints_its_table_for_a_server() -> None:
               timeout=180)
     assert re.search(r"^\| 1 \| [\d,]+ \| [\d,]+ \|", out, re.M) and re.search(r"^\| 2 \| ", out, re.M), out
     assert "NOPM from" in out
+
+
+def test_paired_intervals_prints_every_method_for_every_row() -> None:
+    out = run("paired_intervals.py", "--plans", "20", "--rounds", "3", "--trial-effect", "0.0", "0.03")
+    rows = re.findall(r"^\s+\d+%\s+3\s+(.*)$", out, re.M)
+    assert len(rows) == 2, out
+    assert all(len(re.findall(r"A/A\s+\d+\.\d% 3%\s+\d+\.\d% ±\d+\.\d\d", row)) == 3 for row in rows), out
