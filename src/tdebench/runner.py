@@ -192,7 +192,7 @@ class Runner:
 
     def _trial(self, spec: TrialSpec, root: Path) -> tuple[TrialOutcome, Verdict | None]:
         key = spec.key
-        engine = self.engine_factory(key.engine, memory_mb=self.plan.engine(key.engine).memory_mb)
+        engine = self.engine_factory(key.engine, memory_mb=key.memory_mb)
         encryption = engine.encryption(key.encryption)
         workload = self.workload_factory(key.workload)
         workspace = root / key.id.replace("/", "_")
@@ -247,7 +247,8 @@ class Runner:
                                error=error, key_derived=secret is not None and self.keys.derived,
                                load_start=load_start, load_end=load_1m(),
                                engine_cpus=pinned_to[0] if pinned_to else None,
-                               driver_cpus=pinned_to[1] if pinned_to else None)
+                               driver_cpus=pinned_to[1] if pinned_to else None,
+                               cache_mb=engine.cache_mb())
         self.store.append(outcome)
         self.store.sync()
         return outcome, verdict
