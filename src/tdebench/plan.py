@@ -170,6 +170,9 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         raise check.error("target_ci_pct adds interleaved rounds; it needs order = \"interleaved\"", "target_ci_pct")
     if target is not None and most < repetitions:
         raise check.error(f"max_repetitions = {most} is below repetitions = {repetitions}", "max_repetitions")
+    engine_choices = tuple(_engine(check, e, placebo) for e in check.tables(engines, "engines"))
+    workload_specs = tuple(_workload(check, w) for w in check.tables(workloads, "workloads"))
+    _check_memory_axis(check, engine_choices, workload_specs)
     return Plan(
         name=check.string(data, "name", Path(source).stem),
         repetitions=repetitions,
@@ -177,8 +180,8 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         cache=check.choice(data, "cache", "warm", CACHE_MODES),
         order=order,
         seed=check.integer(data, "seed", 1, 0, 2**63 - 1),
-        engines=tuple(_engine(check, e, placebo) for e in check.tables(engines, "engines")),
-        workloads=tuple(_workload(check, w) for w in check.tables(workloads, "workloads")),
+        engines=engine_choices,
+        workloads=workload_specs,
         text=text,
         sample_interval_s=check.number(data, "sample_interval_s", 1.0, 0.1, 60.0),
         placebo=placebo,
@@ -256,6 +259,19 @@ def _memory(check: "_Checker", table: dict[str, Any]) -> tuple[int, ...]:
     if len(set(values)) != len(values):
         raise check.error("memory_mb lists a value twice", "memory_mb")
     return values
+
+
+def _check_memory_axis(check: "_Checker", engines: tuple[EngineChoice, ...],
+                       workloads: tuple[WorkloadSpec, ...]) -> None:
+    """Several memory_mb values only with workloads whose reports keep them apart."""
+    if not any(len(e.memory_mb) > 1 for e in engines):
+        return
+    unseparated = [w.name for w in workloads if not WORKLOADS[w.name].memory_axis]
+    if unseparated:
+        separated = ", ".join(name for name, workload in WORKLOADS.items() if workload.memory_axis)
+        raise check.error(f"several memory_mb values are compared by the {separated} workload only; the "
+                          f"{unseparated[0]} report does not keep them apart yet: give one value per plan",
+                          "memory_mb")
 
 
 def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
