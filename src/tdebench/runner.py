@@ -286,7 +286,7 @@ class Runner:
             self._close(conn, facts)
         view = database.plaintext_view()
         if view is not None:  # the positive control of a layer below the engine, while mounted
-            facts.view_hits = sum(s.hits for s in verify.scan([view], facts.canaries, view))
+            facts.view_hits = sum(s.hits for s in verify.scan([view], facts.canaries, view, live=True))
 
     @staticmethod
     def _reopened(conn, database, facts: "_TrialFacts"):
