@@ -88,8 +88,9 @@ def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
         if compared is None:
             continue
         cell = record.cell
-        per_config[(cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale)][
-            cell.encryption][headline.label] = (compared.pct, compared.pct - compared.ci_low, compared.ci_high - compared.pct)
+        config = (cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale)
+        per_config[config][cell.encryption][headline.label] = (
+            compared.pct, compared.pct - compared.ci_low, compared.ci_high - compared.pct)
     figures = []
     for (_, _, engine, workload, scale), by_encryption in sorted(per_config.items()):
         labels = [h.label for h in HEADLINES if any(h.label in v for v in by_encryption.values())]

@@ -42,15 +42,10 @@ def scale_label(workload: str, scale: float) -> str:
     return (known.scale_format if known is not None else "sf{}").format(scale_text(scale))
 
 
-def memory_text(memory_mb: int | None) -> str:
-    """A plan's memory_mb as a label says it: "64 MB"; "" when the plan gave none."""
-    return "" if memory_mb is None else f"{memory_mb} MB"
-
-
 def engine_label(engine: str, memory_mb: int | None) -> str:
     """An engine as a configuration names it: "duckdb", or "duckdb 64 MB" when the plan gave it
     memory_mb, so that runs without it read exactly as before."""
-    return f"{engine} {memory_text(memory_mb)}" if memory_mb is not None else engine
+    return f"{engine} {memory_mb} MB" if memory_mb is not None else engine
 
 
 @dataclass(frozen=True, order=True)

@@ -204,8 +204,7 @@ def queries_table(run: RunData) -> Table:
             executions[key][t.repetition] = m
     repetitions = max((rep for runs in executions.values() for rep in runs), default=0)
     columns = (_config_columns(uses_memory(key[-1] for key in executions))
-               + (Column("test", "test"), _num("stream", "stream", text),
-                                    Column("query", "query"))
+               + (Column("test", "test"), _num("stream", "stream", text), Column("query", "query"))
                + tuple(_num(f"exec_{i}", f"exec {i} (ms)") for i in range(1, repetitions + 1))
                + (_num("average_ms", "average (ms)"), _num("stdev_ms", "stdev (ms)"),
                   Column("answer", "answer")))
@@ -345,8 +344,8 @@ def size_table(records: list[SummaryRecord]) -> Table:
                      "workload": cell.workload, "scale": cell.scale,
                      "size": record.summary.median / MIB,
                      "overhead": record.overhead.pct if record.overhead else None})
-    columns = _config_columns(uses_memory(row["memory_mb"] for row in rows)) + (_num("size", "size (MiB, median)"),
-                                   _num("overhead", "vs none", percent))
+    columns = _config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
+        _num("size", "size (MiB, median)"), _num("overhead", "vs none", percent))
     return Table("Database size", columns, rows)
 
 
