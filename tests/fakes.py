@@ -151,25 +151,39 @@ def _samples(trial: TrialKey, factor: float) -> list[Sample]:
     return samples
 
 
-def _trials(placebo: bool = False) -> list[tuple[TrialKey, float, float]]:
+def _trials(placebo: bool = False, memories: tuple[int | None, ...] = (None,)) -> list[tuple[TrialKey, float, float]]:
     arms = {engine: {**settings, **({"placebo": settings["none"]} if placebo else {})}
             for engine, settings in SETTINGS.items()}
-    return [(TrialKey(engine, encryption, WORKLOAD, SCALE, repetition), factor, size)
+    return [(TrialKey(engine, encryption, WORKLOAD, SCALE, repetition, memory), _squeezed(factor, size, memory), size)
             for repetition in range(1, REPETITIONS + 1)
             for engine, settings in arms.items()
+            for memory in memories
             for encryption, (factor, size) in settings.items()]
 
 
-def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False) -> None:
+def _squeezed(factor: float, size_mib: float, memory: int | None) -> float:
+    """An encryption costs SQUEEZE times as much when the database does not fit in its memory."""
+    return 1.0 + (factor - 1.0) * SQUEEZE if memory is not None and size_mib > memory else factor
+
+
+SQUEEZE = 3.0
+
+
+def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False,
+                   memories: tuple[int | None, ...] | None = None, cache: str = "warm") -> None:
     """Write plan.toml, environment.json and results.jsonl of a small two-engine run; with
-    `placebo`, both engines also ran the A/A arm (none again: same times, same size)."""
+    `placebo`, both engines also ran the A/A arm (none again: same times, same size). With
+    `memories` (memory_mb values; None: the engine's default), every configuration ran at each,
+    each trial records its cache (the value, or 0 for no limit) and encryption costs SQUEEZE
+    times as much where the database is larger than the memory; `cache` is the trials' cache
+    mode ("cold": the OS cache was dropped)."""
     store = ResultStore(directory)
     store.start(plan, ENVIRONMENT)
     for cipher, chunk, speed in (("aes-256-gcm", 4096, 2900.0), ("aes-256-gcm", MIB, 4100.0),
                                  ("aes-256-ctr", MIB, 5200.0), ("aes-256-cbc", MIB, 1100.0),
                                  ("chacha20-poly1305", MIB, 1900.0)):
         store.append(CipherSpeed(cipher, chunk, speed, library="OpenSSL 3.0.fake"))
-    for trial, factor, size in _trials(placebo):
+    for trial, factor, size in _trials(placebo, memories or (None,)):
         for record in _trial_measurements(trial, factor, size):
             store.append(record)
         for sample in _samples(trial, factor):
@@ -183,5 +197,6 @@ def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False) -> 
         elif trial == TIMED_OUT:
             error = (f"WrongAnswer: tpch power: 1 wrong or missing answer(s): {TIMED_OUT_AT} stopped by "
                      f"the {QUERY_TIMEOUT_S:g} s query timeout")
-        store.append(TrialOutcome(trial, "failed" if error else "ok", cache="warm", cache_dropped=False,
-                                  elapsed_s=2.0, error=error))
+        store.append(TrialOutcome(trial, "failed" if error else "ok", cache=cache, cache_dropped=cache == "cold",
+                                  elapsed_s=2.0, error=error,
+                                  cache_mb=None if memories is None else trial.memory_mb or 0))

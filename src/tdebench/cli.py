@@ -162,7 +162,7 @@ def _plan_or_exit(path: Path) -> Plan:
 def _usable_engines_or_exit(plan: Plan) -> dict:
     engines = {}
     for choice in plan.engines:
-        engine = get_engine(choice.name, memory_mb=choice.memory_mb)
+        engine = get_engine(choice.name)  # memory_mb does not change what can run
         for name in choice.encryptions:
             available = engine.encryption_availability(engine.encryption(name))
             if not available.usable:
@@ -282,6 +282,7 @@ def engines(as_json: bool) -> None:
             "reason": available.reason,
             "fix": available.fix,
             "embedded": engine.capabilities.embedded,
+            "memory_mb": engine.memory_use,
             "encryptions": [_encryption_row(engine, e) for e in engine.encryptions],
         })
     if as_json:
@@ -291,6 +292,8 @@ def engines(as_json: bool) -> None:
     for row in rows:
         state = "[green]usable[/]" if row["usable"] else f"[red]not usable[/]: {row['reason']} (fix: {row['fix']})"
         wide.print(f"[bold]{row['name']}[/] {row['version'] or ''} — {state}", highlight=False)
+        wide.print(f"memory_mb sets: {row['memory_mb']} (the fs-* encryptions: the same, in the engine "
+                   "inside the mount)", highlight=False, soft_wrap=True)
         table = Table(show_edge=False, pad_edge=False)
         for column in ("encryption", "algorithm", "key bits", "mode", "layer", "covers", "usable here", "notes"):
             table.add_column(column)

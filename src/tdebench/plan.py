@@ -46,7 +46,13 @@ class PlanError(ValueError):
 class EngineChoice:
     name: str
     encryptions: tuple[str, ...]  # always starts with "none", the baseline
-    memory_mb: int | None = None  # servers: buffer pool / shared_buffers; None: tdebench's default
+    # the engine's cache in MB, one configuration per value (Engine.memory_use says what each engine
+    # sets); empty: the engine's default (servers 256 MB, embedded engines no limit)
+    memory_mb: tuple[int, ...] = ()
+
+    def memories(self) -> tuple[int | None, ...]:
+        """The memory values to run: the plan's, or None (the engine's default) when it gave none."""
+        return self.memory_mb or (None,)
 
 
 @dataclass(frozen=True)
@@ -85,10 +91,11 @@ class Plan:
         """Whether the runner adds rounds after `repetitions` until the target CI is reached."""
         return self.target_ci_pct is not None
 
-    def cells(self) -> list[tuple[str, str, WorkloadSpec, float]]:
-        """Every configuration: (engine, encryption, workload, scale)."""
-        return [(e.name, enc, w, scale)
-                for e in self.engines for enc in e.encryptions
+    def cells(self) -> list[tuple[str, str, WorkloadSpec, float, int | None]]:
+        """Every configuration: (engine, encryption, workload, scale, memory_mb). Every memory
+        value of an engine runs every encryption, so each is compared with `none` at that memory."""
+        return [(e.name, enc, w, scale, memory)
+                for e in self.engines for memory in e.memories() for enc in e.encryptions
                 for w in self.workloads for scale in w.scales]
 
     def workload(self, name: str) -> WorkloadSpec:
@@ -113,8 +120,8 @@ def schedule(plan: Plan) -> list[TrialSpec]:
     to back, in plan order.
     """
     if plan.order == "sequential":
-        return [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep), workload)
-                for engine, enc, workload, scale in plan.cells()
+        return [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep, memory), workload)
+                for engine, enc, workload, scale, memory in plan.cells()
                 for rep in range(1, plan.repetitions + 1)]
     return [trial for rep in range(1, plan.repetitions + 1) for trial in round_trials(plan, rep)]
 
@@ -123,8 +130,8 @@ def round_trials(plan: Plan, rep: int) -> list[TrialSpec]:
     """Round `rep` of an interleaved plan: every configuration once, shuffled by (seed, rep)."""
     round_cells = list(plan.cells())
     random.Random(f"{plan.seed}/{rep}").shuffle(round_cells)
-    return [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep), workload)
-            for engine, enc, workload, scale in round_cells]
+    return [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep, memory), workload)
+            for engine, enc, workload, scale, memory in round_cells]
 
 
 def load_plan(path: Path) -> Plan:
@@ -163,6 +170,9 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         raise check.error("target_ci_pct adds interleaved rounds; it needs order = \"interleaved\"", "target_ci_pct")
     if target is not None and most < repetitions:
         raise check.error(f"max_repetitions = {most} is below repetitions = {repetitions}", "max_repetitions")
+    engine_choices = tuple(_engine(check, e, placebo) for e in check.tables(engines, "engines"))
+    workload_specs = tuple(_workload(check, w) for w in check.tables(workloads, "workloads"))
+    _check_memory_axis(check, engine_choices, workload_specs)
     return Plan(
         name=check.string(data, "name", Path(source).stem),
         repetitions=repetitions,
@@ -170,8 +180,8 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         cache=check.choice(data, "cache", "warm", CACHE_MODES),
         order=order,
         seed=check.integer(data, "seed", 1, 0, 2**63 - 1),
-        engines=tuple(_engine(check, e, placebo) for e in check.tables(engines, "engines")),
-        workloads=tuple(_workload(check, w) for w in check.tables(workloads, "workloads")),
+        engines=engine_choices,
+        workloads=workload_specs,
         text=text,
         sample_interval_s=check.number(data, "sample_interval_s", 1.0, 0.1, 60.0),
         placebo=placebo,
@@ -229,8 +239,39 @@ def _engine(check: "_Checker", table: dict[str, Any], placebo: bool = False) -> 
     ordered = ["none"] + [n for n in names if n != "none"]  # the baseline every overhead needs
     if placebo:
         ordered.insert(1, PLACEBO)
-    memory = check.integer(table, "memory_mb", 0, 16, 1 << 20) if "memory_mb" in table else None
-    return EngineChoice(name, tuple(ordered), memory)
+    return EngineChoice(name, tuple(ordered), _memory(check, table))
+
+
+_MEMORY_MB = (16, 1 << 20)
+
+
+def _memory(check: "_Checker", table: dict[str, Any]) -> tuple[int, ...]:
+    """`memory_mb`: one whole number of MB, or a list of them (one configuration each)."""
+    if "memory_mb" not in table:
+        return ()
+    raw = table["memory_mb"]
+    if not isinstance(raw, list):
+        return (check.integer(table, "memory_mb", 0, *_MEMORY_MB),)
+    if not raw:
+        raise check.error("memory_mb must be a whole number or a non-empty list of them, "
+                          "e.g. memory_mb = [64, 1024]", "memory_mb")
+    values = tuple(check.integer({"memory_mb": value}, "memory_mb", 0, *_MEMORY_MB) for value in raw)
+    if len(set(values)) != len(values):
+        raise check.error("memory_mb lists a value twice", "memory_mb")
+    return values
+
+
+def _check_memory_axis(check: "_Checker", engines: tuple[EngineChoice, ...],
+                       workloads: tuple[WorkloadSpec, ...]) -> None:
+    """Several memory_mb values only with workloads whose reports keep them apart."""
+    if not any(len(e.memory_mb) > 1 for e in engines):
+        return
+    unseparated = [w.name for w in workloads if not WORKLOADS[w.name].memory_axis]
+    if unseparated:
+        separated = ", ".join(name for name, workload in WORKLOADS.items() if workload.memory_axis)
+        raise check.error(f"several memory_mb values are compared by the {separated} workload only; the "
+                          f"{unseparated[0]} report does not keep them apart yet: give one value per plan",
+                          "memory_mb")
 
 
 def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:

@@ -194,7 +194,7 @@ class Runner:
 
     def _trial(self, spec: TrialSpec, root: Path) -> tuple[TrialOutcome, Verdict | None]:
         key = spec.key
-        engine = self.engine_factory(key.engine, memory_mb=self.plan.engine(key.engine).memory_mb)
+        engine = self.engine_factory(key.engine, memory_mb=key.memory_mb)
         encryption = engine.encryption(key.encryption)
         workload = self.workload_factory(key.workload)
         workspace = root / key.id.replace("/", "_")
@@ -249,7 +249,8 @@ class Runner:
                                error=error, key_derived=secret is not None and self.keys.derived,
                                load_start=load_start, load_end=load_1m(),
                                engine_cpus=pinned_to[0] if pinned_to else None,
-                               driver_cpus=pinned_to[1] if pinned_to else None)
+                               driver_cpus=pinned_to[1] if pinned_to else None,
+                               cache_mb=engine.cache_mb())
         self.store.append(outcome)
         self.store.sync()
         return outcome, verdict
@@ -287,7 +288,7 @@ class Runner:
             self._close(conn, facts)
         view = database.plaintext_view()
         if view is not None:  # the positive control of a layer below the engine, while mounted
-            facts.view_hits = sum(s.hits for s in verify.scan([view], facts.canaries, view))
+            facts.view_hits = sum(s.hits for s in verify.scan([view], facts.canaries, view, live=True))
 
     @staticmethod
     def _reopened(conn, database, facts: "_TrialFacts"):

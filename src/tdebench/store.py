@@ -40,10 +40,14 @@ class TrialKey:
     workload: str
     scale: float
     repetition: int
+    # the plan's memory_mb for the engine (a plan axis: one configuration per value); None when
+    # the plan gave none (the engine's default) and in runs from before it was an axis
+    memory_mb: int | None = None
 
     @property
     def id(self) -> str:
-        return f"{self.engine}/{self.encryption}/{self.workload}/sf{self.scale:g}/r{self.repetition}"
+        memory = f"/m{self.memory_mb}" if self.memory_mb is not None else ""
+        return f"{self.engine}/{self.encryption}/{self.workload}/sf{self.scale:g}{memory}/r{self.repetition}"
 
     @property
     def config(self) -> tuple[str, str, str, float]:
@@ -117,6 +121,9 @@ class TrialOutcome:
     # the driver (tdebench itself) were allowed to run on; None when the plan did not pin
     engine_cpus: tuple[int, ...] | None = None
     driver_cpus: tuple[int, ...] | None = None
+    # the memory the engine's own cache was given, in MB, as applied (Engine.cache_mb): 0 when
+    # tdebench set no limit (an embedded engine without memory_mb); None in runs from before it was recorded
+    cache_mb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +186,8 @@ _KINDS: dict[type, str] = {Measurement: "measurement", Verdict: "verdict",
 def to_json(record: Record) -> dict[str, Any]:
     data = asdict(record)
     data["kind"] = _KINDS[type(record)]
+    if "trial" in data and data["trial"]["memory_mb"] is None:  # records as before memory was an axis
+        del data["trial"]["memory_mb"]
     return data
 
 

@@ -177,14 +177,24 @@ def _files(paths: Iterable[Path]) -> list[Path]:
 
 
 def scan(paths: Iterable[Path], canaries: Sequence[str], root: Path,
-         signature: tuple[int, bytes] | None = None, markers: Sequence[str] = ()) -> tuple[FileScan, ...]:
+         signature: tuple[int, bytes] | None = None, markers: Sequence[str] = (),
+         live: bool = False) -> tuple[FileScan, ...]:
     """Scan every regular file under `paths` (directories recursively, symlinks inside them
     not followed), sorted by path.
 
     The signature is checked on every file: only the main file can match it, because a
-    WAL, journal or temp file never starts with the main file's magic bytes.
+    WAL, journal or temp file never starts with the main file's magic bytes. `live`: the
+    engine is still running there (an fs layer's decrypted view), so a file it deletes between
+    the listing and the read (PostgreSQL's pg_internal.init) is left out instead of failing.
     """
-    return tuple(scan_file(path, canaries, root, signature, markers=markers) for path in _files(paths))
+    scans = []
+    for path in _files(paths):
+        try:
+            scans.append(scan_file(path, canaries, root, signature, markers=markers))
+        except FileNotFoundError:
+            if not live:
+                raise
+    return tuple(scans)
 
 
 def label_first_hit(scans: Sequence[FileScan], root: Path, canaries: Sequence[str]) -> str | None:

@@ -296,3 +296,24 @@ def test_the_prefix_search_counts_exactly_what_one_count_per_pattern_would():
             expected = buffer.count(pattern, max(0, tail - len(pattern) + 1))
             assert sum(1 for m, at in found if m == is_marker and buffer.startswith(pattern, at)) >= expected
         assert len(found) == sum(buffer.count(p, max(0, tail - len(p) + 1)) for _, p in patterns)
+
+
+def test_a_live_scan_leaves_out_a_file_deleted_while_it_runs(tmp_path, monkeypatch):
+    """An engine still running in an fs layer's decrypted view may delete a file between the
+    listing and the read (PostgreSQL's pg_internal.init); a closed database may not."""
+    import tdebench.verify as verify
+
+    (tmp_path / "kept").write_bytes(CANARY.encode())
+    (tmp_path / "gone").write_bytes(b"x")
+    listed = verify._files
+
+    def listing_then_delete(paths):
+        files = listed(paths)
+        (tmp_path / "gone").unlink()
+        return files
+
+    monkeypatch.setattr(verify, "_files", listing_then_delete)
+    assert [s.path for s in scan([tmp_path], [CANARY], tmp_path, live=True)] == ["kept"]
+    (tmp_path / "gone").write_bytes(b"x")
+    with pytest.raises(FileNotFoundError):
+        scan([tmp_path], [CANARY], tmp_path)

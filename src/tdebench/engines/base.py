@@ -386,10 +386,17 @@ class Engine(ABC):
     dialect: ClassVar[str]  # sqlglot dialect name of its SQL
     capabilities: ClassVar[Capabilities]
     encryptions: ClassVar[tuple[Encryption, ...]]
+    # what a plan's memory_mb sets in this engine, and what it gets without one (`tdebench engines`)
+    memory_use: ClassVar[str] = "not used"
 
     def __init__(self, memory_mb: int | None = None) -> None:
-        # servers: buffer pool / shared_buffers; None: the engine's tdebench default
+        # the plan's memory_mb (memory_use says what it sets); None: the engine's tdebench default
         self.memory_mb = memory_mb
+
+    def cache_mb(self) -> int:
+        """The memory the engine's own cache gets, in MB, as a trial records it: memory_mb, or
+        the default tdebench gives the engine; 0 when tdebench sets no limit."""
+        return self.memory_mb or 0
 
     @abstractmethod
     def version(self) -> str:

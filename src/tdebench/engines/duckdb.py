@@ -55,6 +55,7 @@ class DuckDBConnection:
 
 @dataclass
 class DuckDBDatabase(Database):
+    memory_mb: int | None = None  # DuckDB's memory_limit in MiB; None: DuckDB's default (80% of RAM)
     path: Path = field(init=False)
     _instance: Any = field(default=None, init=False, repr=False)
     _open: int = field(default=0, init=False, repr=False)
@@ -90,6 +91,7 @@ class DuckDBDatabase(Database):
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
             "temp_directory": str(self.temp_directory),
+            **self._memory_config(),
         })
         try:
             instance.execute(f"LOAD '{extension_path('httpfs')}'")
@@ -105,6 +107,11 @@ class DuckDBDatabase(Database):
             message = self.key.scrub(str(exc)) if self.key else str(exc)
             raise RuntimeError(f"duckdb could not open {self.path.name}: {message}") from None
         return instance
+
+    def _memory_config(self) -> dict[str, str]:
+        """The plan's memory_mb as DuckDB's memory_limit (MiB, as the servers count it); what does
+        not fit spills to the temp directory, inside the workspace and so inside the at-rest scan."""
+        return {} if self.memory_mb is None else {"memory_limit": f"{self.memory_mb}MiB"}
 
     def _release(self) -> None:
         self._open -= 1
@@ -173,7 +180,8 @@ class DuckDBDatabase(Database):
         self.temp_directory.mkdir(parents=True, exist_ok=True)
         instance = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
                                                       "autoload_known_extensions": False,
-                                                      "temp_directory": str(self.temp_directory)})
+                                                      "temp_directory": str(self.temp_directory),
+                                                      **self._memory_config()})
         instance.execute(f"LOAD '{extension_path('httpfs')}'")
         return instance
 
@@ -259,6 +267,8 @@ class DuckDBEngine(Engine):
     name = "duckdb"
     dialect = "duckdb"
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
+    memory_use = ("memory_limit (its buffer manager: data pages, hash tables, sorts; what does not fit "
+                  "spills to temp files in the workspace); without it DuckDB's default, 80% of RAM")
     encryptions = (
         NONE,
         Encryption("aes-256-gcm", "AES", 256, "GCM", "native", _COVERS,
@@ -286,7 +296,7 @@ class DuckDBEngine(Engine):
         return Availability(True)
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
-        return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key)
+        return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb)
 
 
 def _quoted(path: Path) -> str:

@@ -508,6 +508,7 @@ class MariaDBEngine(Engine):
     name = "mariadb"
     dialect = "mysql"
     capabilities = Capabilities(embedded=False, concurrent_streams=True)
+    memory_use = f"innodb_buffer_pool_size; without it {DEFAULT_MEMORY_MB} MB"
     encryptions = (
         NONE,
         *(Encryption(f"aes-{bits}-{mode.lower()}", "AES", bits, mode, "native", _COVERS, _NOTES, _PAGE_BYTES)
@@ -540,3 +541,6 @@ class MariaDBEngine(Engine):
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return MariaDBDatabase(workspace=workspace, encryption=encryption, key=key,
                                memory_mb=self.memory_mb or DEFAULT_MEMORY_MB)
+
+    def cache_mb(self) -> int:
+        return self.memory_mb or DEFAULT_MEMORY_MB

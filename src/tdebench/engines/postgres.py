@@ -384,6 +384,8 @@ class PostgresEngine(Engine):
     name = "postgres"
     dialect = "postgres"
     capabilities = Capabilities(embedded=False, concurrent_streams=True)
+    memory_use = (f"shared_buffers (reads beyond it go through the OS page cache); without it "
+                  f"{DEFAULT_MEMORY_MB} MB")
     encryptions = (NONE, pgcrypto.COLUMN_AES_256, *FS_ENCRYPTIONS)
 
     def version(self) -> str:
@@ -429,3 +431,6 @@ class PostgresEngine(Engine):
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return PostgresDatabase(workspace=workspace, encryption=encryption, key=key,
                                 memory_mb=self.memory_mb or DEFAULT_MEMORY_MB)
+
+    def cache_mb(self) -> int:
+        return self.memory_mb or DEFAULT_MEMORY_MB

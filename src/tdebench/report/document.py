@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tdebench.report import backup, crud, findings, maintenance, noise, plots, tables
+from tdebench.report import backup, cache, crud, findings, maintenance, noise, plots, tables
 from tdebench.report import oltp
 from tdebench.report.records import SummaryRecord
 from tdebench.store import RunData
@@ -37,6 +37,7 @@ class Report:
     oltp: oltp.OltpSection | None = None  # only for runs of the oltp workload
     backups: backup.BackupSection | None = None  # only for runs of the backup workload
     maintenance: maintenance.MaintenanceSection | None = None  # only for runs of the maintenance workload
+    cache_fit: tables.Table | None = None  # only for runs that recorded each trial's cache (report/cache.py)
 
     @property
     def figures(self) -> list[plots.Figure]:
@@ -57,7 +58,8 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         overview=described,
         alerts=findings.alerts(run),
         findings=((backups.findings if backups else []) + (maintained.findings if maintained else [])
-                  + (transactions.findings if transactions else []) + findings.findings(records)
+                  + (transactions.findings if transactions else []) + cache.findings(run)
+                  + findings.findings(records)
                   + noise.findings(noisy, loads)),
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=bool(run.verdicts) and all(v.as_expected for v in run.verdicts),
@@ -78,4 +80,5 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         oltp=transactions,
         backups=backups,
         maintenance=maintained,
+        cache_fit=cache.cache_fit_table(run),
     )

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, SummaryRecord, below_resolution,
-                                     deterministic, floors, headline_records, is_query, resolution, scale_label,
-                                     scale_text, step_order)
+                                     deterministic, engine_label, floors, headline_records, is_query, memory_order,
+                                     resolution, scale_label, scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
 from tdebench.store import RunData, Stopping, TrialKey
@@ -236,10 +236,11 @@ def findings(records: list[SummaryRecord]) -> list[str]:
     for headline, record in headline_records(records):
         if record.overhead:
             cell = record.cell
-            per_config[(cell.engine, cell.workload, cell.scale)][cell.encryption].append((headline, record))
-    configs_per_engine = Counter(engine for engine, _, _ in per_config)
+            per_config[(cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale)][
+                cell.encryption].append((headline, record))
+    configs_per_engine = Counter(engine for _, _, engine, _, _ in per_config)
     sentences = []
-    for (engine, workload, scale), by_encryption in sorted(per_config.items()):
+    for (_, _, engine, workload, scale), by_encryption in sorted(per_config.items()):
         where = f" ({workload} {scale_label(workload, scale)})" if configs_per_engine[engine] > 1 else ""
         placebo = by_encryption.pop(PLACEBO, None)
         if placebo:
@@ -294,7 +295,8 @@ def timeout_alerts(run: RunData) -> list[str]:
     executions: dict[tuple, list[str | None]] = defaultdict(list)
     for m in run.measurements:
         if not m.warmup and is_query(m.step):
-            executions[(*m.trial.config, m.test, m.step)].append(m.answer)
+            executions[(engine_label(m.trial.engine, m.trial.memory_mb), *m.trial.config[1:], m.test,
+                        m.step)].append(m.answer)
     timed_out = {key: answers for key, answers in executions.items() if "timeout" in answers}
     if not timed_out:
         return []

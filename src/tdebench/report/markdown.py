@@ -52,6 +52,8 @@ def render(report: Report) -> str:
         lines += section(report.failures.title, table(report.failures))
     lines += section("Overhead", table(report.overhead)
                      + [line for plot in report.overhead_figures for line in figure(plot)])
+    if report.cache_fit:
+        lines += section(report.cache_fit.title, table(report.cache_fit))
     lines += section(report.cipher_context.title, table(report.cipher_context))
     if report.query_figures:  # TPC-H's power and throughput tests
         lines += section("Per-query", [line for plot in report.query_figures for line in figure(plot)])

@@ -20,8 +20,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from tdebench.report.records import (BASELINE, HEADLINES, QUERY_TESTS, SummaryRecord,
-                                     headline_records, is_query, scale_label)
+from tdebench.report.records import (BASELINE, HEADLINES, QUERY_TESTS, SummaryRecord, engine_label,
+                                     headline_records, is_query, memory_order, scale_label)
 from tdebench.report.tables import MIB, samples_by_config
 from tdebench.store import Sample
 
@@ -88,10 +88,11 @@ def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
         if compared is None:
             continue
         cell = record.cell
-        per_config[(cell.engine, cell.workload, cell.scale)][cell.encryption][headline.label] = (
+        config = (cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale)
+        per_config[config][cell.encryption][headline.label] = (
             compared.pct, compared.pct - compared.ci_low, compared.ci_high - compared.pct)
     figures = []
-    for (engine, workload, scale), by_encryption in sorted(per_config.items()):
+    for (_, _, engine, workload, scale), by_encryption in sorted(per_config.items()):
         labels = [h.label for h in HEADLINES if any(h.label in v for v in by_encryption.values())]
         missing = (np.nan, np.nan, np.nan)
         series = {enc: [values.get(label, missing) for label in labels]
@@ -118,11 +119,12 @@ def query_plots(records: list[SummaryRecord]) -> list[Figure]:
     for record in records:
         cell, summary = record.cell, record.summary
         if cell.test in QUERY_TESTS and is_query(cell.step) and cell.metric == "elapsed_s":
-            per_config[(cell.engine, cell.workload, cell.scale, cell.test)][cell.encryption][cell.step] = (
+            per_config[(cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale,
+                        cell.test)][cell.encryption][cell.step] = (
                 summary.median * 1000, (summary.median - summary.ci_low) * 1000,
                 (summary.ci_high - summary.median) * 1000)
     figures = []
-    for (engine, workload, scale, test), by_encryption in sorted(per_config.items()):
+    for (_, _, engine, workload, scale, test), by_encryption in sorted(per_config.items()):
         queries = list(dict.fromkeys(step for values in by_encryption.values() for step in values))
         missing = (np.nan, np.nan, np.nan)
         series = {enc: [values.get(query, missing) for query in queries]
@@ -158,10 +160,10 @@ def resource_plots(samples: list[Sample]) -> list[Figure]:
     """Per engine, workload and scale: system CPU % (top) and engine memory in MiB (bottom)
     over the trial's time, one line per encryption, from repetition 1 of each."""
     per_config: dict[tuple, dict[str, list[Sample]]] = defaultdict(dict)
-    for (engine, encryption, workload, scale), group in samples_by_config(samples).items():
-        per_config[(engine, workload, scale)][encryption] = group
+    for (engine, encryption, workload, scale, memory), group in samples_by_config(samples).items():
+        per_config[(engine, memory_order(memory), engine_label(engine, memory), workload, scale)][encryption] = group
     figures = []
-    for (engine, workload, scale), by_encryption in sorted(per_config.items()):
+    for (_, _, engine, workload, scale), by_encryption in sorted(per_config.items()):
         figure = MplFigure(figsize=(WIDTH_INCHES, 5.2), dpi=DPI)
         FigureCanvasAgg(figure)
         cpu, memory = figure.subplots(2, 1, sharex=True)

@@ -41,6 +41,12 @@ def scale_label(workload: str, scale: float) -> str:
     return (known.scale_format if known is not None else "sf{}").format(scale_text(scale))
 
 
+def engine_label(engine: str, memory_mb: int | None) -> str:
+    """An engine as a configuration names it: "duckdb", or "duckdb 64 MB" when the plan gave it
+    memory_mb, so that runs without it read exactly as before."""
+    return f"{engine} {memory_mb} MB" if memory_mb is not None else engine
+
+
 @dataclass(frozen=True, order=True)
 class CellKey:
     engine: str
@@ -50,15 +56,22 @@ class CellKey:
     test: str
     step: str
     metric: str
+    memory_mb: int | None = None  # the trial's memory_mb: part of the configuration, so of the comparison
 
     @property
-    def comparison(self) -> tuple[str, str, float, str, str, str]:
-        """Everything but the encryption: cells with equal comparison keys are compared."""
-        return (self.engine, self.workload, self.scale, self.test, self.step, self.metric)
+    def comparison(self) -> tuple:
+        """Everything but the encryption: cells with equal comparison keys are compared (an
+        encryption at 64 MB with none at 64 MB)."""
+        return (self.engine, self.workload, self.scale, self.test, self.step, self.metric, self.memory_mb)
+
+    @property
+    def configured(self) -> str:
+        """The engine as configured: its name, and its memory_mb when the plan gave one."""
+        return engine_label(self.engine, self.memory_mb)
 
     @property
     def label(self) -> str:
-        return (f"{self.engine} {self.encryption} {self.workload} {scale_label(self.workload, self.scale)} · "
+        return (f"{self.configured} {self.encryption} {self.workload} {scale_label(self.workload, self.scale)} · "
                 f"{self.test} {self.step} {self.metric}")
 
 
@@ -113,8 +126,13 @@ def step_order(step: str) -> tuple[int, int, str]:
 
 def cell_order(cell: CellKey) -> tuple:
     """Report order: by configuration and step, the baseline first among encryptions."""
-    return (cell.engine, cell.workload, cell.scale, cell.test, step_order(cell.step),
-            cell.metric, cell.encryption != BASELINE, cell.encryption)
+    return (cell.engine, memory_order(cell.memory_mb), cell.workload, cell.scale, cell.test,
+            step_order(cell.step), cell.metric, cell.encryption != BASELINE, cell.encryption)
+
+
+def memory_order(memory_mb: int | None) -> int:
+    """Memory values in ascending order, the engine's default (None) first."""
+    return -1 if memory_mb is None else memory_mb
 
 
 def unit_of(metric: str) -> str:
@@ -141,7 +159,7 @@ def measured(run: RunData) -> list[Measurement]:
 
 
 def _cell(trial: TrialKey, test: str, step: str, metric: str) -> CellKey:
-    return CellKey(trial.engine, trial.encryption, trial.workload, trial.scale, test, step, metric)
+    return CellKey(trial.engine, trial.encryption, trial.workload, trial.scale, test, step, metric, trial.memory_mb)
 
 
 Unit = tuple[int, str]
@@ -273,11 +291,11 @@ def headline_records(records: list[SummaryRecord]) -> list[tuple[Headline, Summa
     by_cell = {record.cell: record for record in records}
     chosen = []
     for headline in HEADLINES:
-        configs = sorted({(c.engine, c.encryption, c.workload, c.scale) for c in by_cell
-                          if c.test == headline.test and c.metric == headline.metric})
-        for engine, encryption, workload, scale in configs:
+        configs = sorted({(c.engine, memory_order(c.memory_mb), c.encryption, c.workload, c.scale, c.memory_mb)
+                          for c in by_cell if c.test == headline.test and c.metric == headline.metric})
+        for engine, _, encryption, workload, scale, memory in configs:
             for step in headline.steps:
-                cell = CellKey(engine, encryption, workload, scale, headline.test, step, headline.metric)
+                cell = CellKey(engine, encryption, workload, scale, headline.test, step, headline.metric, memory)
                 if cell in by_cell:
                     chosen.append((headline, by_cell[cell]))
                     break

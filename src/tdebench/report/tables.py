@@ -16,7 +16,8 @@ from typing import Any
 from tdebench.engines import ENGINES
 from tdebench.report import noise
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, SummaryRecord, below_resolution, deterministic,
-                                     floors, headline_records, is_query, resolution, scale_text, step_order)
+                                     floors, headline_records, is_query, memory_order, resolution, scale_text,
+                                     step_order)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
 from tdebench.store import CipherSpeed, Measurement, RunData, Sample, TrialKey
 
@@ -99,9 +100,16 @@ def _num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
     return Column(key, header, fmt, numeric=True)
 
 
-def _config_columns() -> tuple[Column, ...]:
-    return (Column("engine", "engine"), Column("encryption", "encryption"),
-            Column("workload", "workload"), _num("scale", "scale", scale_text))
+def _config_columns(memory: bool = False) -> tuple[Column, ...]:
+    """engine, encryption, workload, scale; and after the engine its memory_mb, when the run used it."""
+    engine = (Column("engine", "engine"),) + ((_num("memory_mb", "memory (MB)", text),) if memory else ())
+    return engine + (Column("encryption", "encryption"), Column("workload", "workload"),
+                     _num("scale", "scale", scale_text))
+
+
+def uses_memory(memories: Iterable[int | None]) -> bool:
+    """Whether a run gave any engine memory_mb: only then do its tables show the memory column."""
+    return any(memory is not None for memory in memories)
 
 
 def display_unit(unit: str) -> tuple[str, float]:
@@ -119,7 +127,7 @@ def display_unit(unit: str) -> tuple[str, float]:
 def _summary_row(record: SummaryRecord) -> dict[str, Any]:
     cell, summary, compared = record.cell, record.summary, record.overhead
     return {
-        "engine": cell.engine, "encryption": cell.encryption, "workload": cell.workload,
+        "engine": cell.engine, "memory_mb": cell.memory_mb, "encryption": cell.encryption, "workload": cell.workload,
         "scale": cell.scale, "test": cell.test, "step": cell.step, "metric": cell.metric,
         "unit": record.unit, "n": summary.n, "median": summary.median, "mean": summary.mean,
         "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high,
@@ -133,7 +141,7 @@ def _summary_row(record: SummaryRecord) -> dict[str, Any]:
 
 
 def summary_table(records: list[SummaryRecord]) -> Table:
-    columns = _config_columns() + (
+    columns = _config_columns(uses_memory(r.cell.memory_mb for r in records)) + (
         Column("test", "test"), Column("step", "step"), Column("metric", "metric"),
         Column("unit", "unit"), _num("n", "n", text), _num("median", "median"), _num("mean", "mean"),
         _num("stdev", "stdev"), _num("ci_low", "CI low"), _num("ci_high", "CI high"),
@@ -164,8 +172,8 @@ def query_answer(answers: Iterable[str | None]) -> str:
 
 
 def _query_row(key: tuple, executions: dict[int, Measurement], repetitions: int) -> dict[str, Any]:
-    engine, encryption, workload, scale, test, stream, step = key
-    row: dict[str, Any] = {"engine": engine, "encryption": encryption, "workload": workload,
+    engine, encryption, workload, scale, test, stream, step, memory = key
+    row: dict[str, Any] = {"engine": engine, "memory_mb": memory, "encryption": encryption, "workload": workload,
                            "scale": scale, "test": test, "stream": stream, "query": step}
     times = []
     for repetition in range(1, repetitions + 1):
@@ -193,18 +201,18 @@ def queries_table(run: RunData) -> Table:
     for m in run.measurements:
         if not m.warmup and is_query(m.step):
             t = m.trial
-            key = (t.engine, t.encryption, t.workload, t.scale, m.test, m.stream, m.step)
+            key = (t.engine, t.encryption, t.workload, t.scale, m.test, m.stream, m.step, t.memory_mb)
             executions[key][t.repetition] = m
     repetitions = max((rep for runs in executions.values() for rep in runs), default=0)
-    columns = (_config_columns() + (Column("test", "test"), _num("stream", "stream", text),
-                                    Column("query", "query"))
+    columns = (_config_columns(uses_memory(key[-1] for key in executions))
+               + (Column("test", "test"), _num("stream", "stream", text), Column("query", "query"))
                + tuple(_num(f"exec_{i}", f"exec {i} (ms)") for i in range(1, repetitions + 1))
                + (_num("average_ms", "average (ms)"), _num("stdev_ms", "stdev (ms)"),
                   Column("answer", "answer")))
 
     def order(key: tuple) -> tuple:
-        engine, encryption, workload, scale, test, stream, step = key
-        return (engine, encryption != BASELINE, encryption, workload, scale, test,
+        engine, encryption, workload, scale, test, stream, step, memory = key
+        return (engine, memory_order(memory), encryption != BASELINE, encryption, workload, scale, test,
                 stream or 0, step_order(step))
 
     rows = [_query_row(key, executions[key], repetitions) for key in sorted(executions, key=order)]
@@ -212,15 +220,15 @@ def queries_table(run: RunData) -> Table:
 
 
 def _baseline_first(trial: TrialKey) -> tuple:
-    return (trial.engine, trial.encryption != BASELINE, trial.encryption, trial.workload,
-            trial.scale, trial.repetition)
+    return (trial.engine, memory_order(trial.memory_mb), trial.encryption != BASELINE, trial.encryption,
+            trial.workload, trial.scale, trial.repetition)
 
 
 # --- verdicts.csv ----------------------------------------------------------------------
 
 
 def verdicts_table(run: RunData) -> Table:
-    columns = _config_columns() + (
+    columns = _config_columns(uses_memory(v.trial.memory_mb for v in run.verdicts)) + (
         _num("repetition", "rep", text), Column("verdict", "verdict"), Column("expected", "expected"),
         Column("as_expected", "as expected"), _num("files_scanned", "files", text),
         _num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
@@ -228,7 +236,7 @@ def verdicts_table(run: RunData) -> Table:
         _prose("engine_state", "engine reports"),
         _num("view_hits", "canaries in decrypted view", text),
         _prose("exposed", "plaintext of unsealed columns in"))
-    rows = [{"engine": v.trial.engine, "encryption": v.trial.encryption,
+    rows = [{"engine": v.trial.engine, "memory_mb": v.trial.memory_mb, "encryption": v.trial.encryption,
              "workload": v.trial.workload, "scale": v.trial.scale,
              "repetition": v.trial.repetition, "verdict": v.verdict, "expected": v.expected,
              "as_expected": v.as_expected, "files_scanned": v.files_scanned,
@@ -304,7 +312,8 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
         baseline = baselines[record.cell.comparison]
         compared = record.overhead
         exact = deterministic(record, baseline)
-        rows.append({"engine": record.cell.engine, "encryption": record.cell.encryption,
+        rows.append({"engine": record.cell.engine, "memory_mb": record.cell.memory_mb,
+                     "encryption": record.cell.encryption,
                      "workload": record.cell.workload, "scale": record.cell.scale,
                      "figure": headline.label, "unit": unit,
                      "baseline": baseline.summary.median * factor,
@@ -315,9 +324,9 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
                      "n": n_text(compared),
                      "reading": reading(record, exact, floor_of.get(record.cell.comparison)),
                      "noisy": record.summary.noisy or baseline.summary.noisy})
-    rows.sort(key=lambda row: (row["engine"], row["workload"], row["scale"],
+    rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["workload"], row["scale"],
                                [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
-    columns = _config_columns() + (
+    columns = _config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
         Column("figure", "figure"), Column("unit", "unit"), _num("baseline", "none (median)"),
         _num("median", "median"), _num("overhead", "overhead", percent), _num("ci", "95% CI", text),
         Column("reading", "reading"), _num("p", "p", p_value), _num("n", "n", text), Column("noisy", "noisy"))
@@ -332,23 +341,23 @@ def size_table(records: list[SummaryRecord]) -> Table:
         cell = record.cell
         if (cell.test, cell.step, cell.metric) != ("load", "database", "size_bytes"):
             continue
-        rows.append({"engine": cell.engine, "encryption": cell.encryption,
+        rows.append({"engine": cell.engine, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
                      "workload": cell.workload, "scale": cell.scale,
                      "size": record.summary.median / MIB,
                      "overhead": record.overhead.pct if record.overhead else None})
-    columns = _config_columns() + (_num("size", "size (MiB, median)"),
-                                   _num("overhead", "vs none", percent))
+    columns = _config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
+        _num("size", "size (MiB, median)"), _num("overhead", "vs none", percent))
     return Table("Database size", columns, rows)
 
 
-def samples_by_config(samples: Iterable[Sample]) -> dict[tuple[str, str, str, float], list[Sample]]:
-    """The resource samples per configuration (engine, encryption, workload, scale), in
-    report order (by engine, workload and scale, the baseline first), each list in trial
-    and time order."""
-    groups: dict[tuple[str, str, str, float], list[Sample]] = defaultdict(list)
+def samples_by_config(samples: Iterable[Sample]) -> dict[tuple[str, str, str, float, int | None], list[Sample]]:
+    """The resource samples per configuration (engine, encryption, workload, scale, memory_mb),
+    in report order (by engine, memory, workload and scale, the baseline first), each list in
+    trial and time order."""
+    groups: dict[tuple[str, str, str, float, int | None], list[Sample]] = defaultdict(list)
     for sample in sorted(samples, key=lambda s: (s.trial, s.t_s)):
-        groups[sample.trial.config].append(sample)
-    order = sorted(groups, key=lambda c: (c[0], c[2], c[3], c[1] != BASELINE, c[1]))
+        groups[(*sample.trial.config, sample.trial.memory_mb)].append(sample)
+    order = sorted(groups, key=lambda c: (c[0], memory_order(c[4]), c[2], c[3], c[1] != BASELINE, c[1]))
     return {config: groups[config] for config in order}
 
 
@@ -381,8 +390,9 @@ def resources_table(run: RunData) -> Table:
     """What the machine and the engine did during each configuration's trials (seed 004's
     CPU %, RAM % and disk-busy %; seed 001's CPU % and memory %), over all its trials' samples."""
     rows = []
-    for (engine, encryption, workload, scale), samples in samples_by_config(run.samples).items():
-        rows.append({"engine": engine, "encryption": encryption, "workload": workload, "scale": scale,
+    for (engine, encryption, workload, scale, memory), samples in samples_by_config(run.samples).items():
+        rows.append({"engine": engine, "memory_mb": memory, "encryption": encryption, "workload": workload,
+                     "scale": scale,
                      "trials": len({s.trial for s in samples}),
                      "cpu_pct_mean": _mean([s.cpu_pct for s in samples]),
                      "cpu_pct_max": max(s.cpu_pct for s in samples),
@@ -392,7 +402,7 @@ def resources_table(run: RunData) -> Table:
                      "disk_read_bytes": sum(s.disk_read_bytes for s in samples),
                      "disk_write_bytes": sum(s.disk_write_bytes for s in samples),
                      "samples": len(samples)})
-    columns = _config_columns() + (
+    columns = _config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
         _num("trials", "trials", text), _num("cpu_pct_mean", "CPU % mean", _pct),
         _num("cpu_pct_max", "CPU % max", _pct), _num("mem_bytes_max", "memory max (MiB)", _mib),
         _num("mem_pct_max", "memory % max", _pct), _num("disk_busy_pct_mean", "disk busy % mean", _pct),
@@ -489,10 +499,11 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
     for headline, record in headline_records(records):
         if record.overhead is not None and record.cell.encryption != PLACEBO:  # no cipher in an A/A arm
             cell = record.cell
-            figures[(cell.engine, cell.encryption, cell.workload, cell.scale)][headline.label] = record
+            figures[(cell.engine, memory_order(cell.memory_mb), cell.encryption, cell.workload, cell.scale,
+                     cell.memory_mb)][headline.label] = record
     rows = []
-    for (engine, encryption, workload, scale), chosen in sorted(figures.items()):
-        row: dict[str, Any] = {"engine": engine, "encryption": encryption, "workload": workload,
+    for (engine, _, encryption, workload, scale, memory), chosen in sorted(figures.items()):
+        row: dict[str, Any] = {"engine": engine, "memory_mb": memory, "encryption": encryption, "workload": workload,
                                "scale": scale}
         raw = cipher_of(engine, encryption)
         speed = raw_speed(run.ciphers, raw[0], raw[2]) if raw else None
@@ -518,8 +529,8 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
             row["times"] = row["load_ms"] / row["cipher_ms"]
         rows.append(row)
     configs = {(row["workload"], row["scale"]) for row in rows}
-    columns = _config_columns() if len(configs) > 1 else (Column("engine", "engine"),
-                                                          Column("encryption", "encryption"))
+    memory = uses_memory(row["memory_mb"] for row in rows)
+    columns = _config_columns(memory) if len(configs) > 1 else _config_columns(memory)[:-2]
     columns += (_prose("cipher", "raw cipher"), _num("chunk", "page (bytes)", _thousands),
                 _num("mib_per_s", "MiB/s"), _num("size", "database (MiB)"),
                 _num("cipher_ms", "cipher time (ms)"), _num("load_ms", "load overhead (ms)"),

@@ -77,6 +77,10 @@ class Workload(ABC):
     scale_format: ClassVar[str] = "sf{}"
     max_streams: ClassVar[int]
     options: ClassVar[dict[str, Option]] = {}
+    # whether the workload's report keeps configurations that differ only in memory_mb apart, so
+    # a plan may give an engine several memory values (a workload's own section, e.g. crud's,
+    # groups by engine, encryption and scale)
+    memory_axis: ClassVar[bool] = False
 
     @abstractmethod
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:

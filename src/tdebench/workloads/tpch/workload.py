@@ -24,6 +24,7 @@ class TpchWorkload(Workload):
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX
     max_streams = streams.MAX_STREAMS
+    memory_axis = True
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         data.generate(scale, data_dir)

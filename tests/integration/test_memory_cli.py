@@ -1,0 +1,51 @@
+"""memory_mb as a plan axis through the real command line: one DuckDB run at two memory sizes."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tdebench.cli import main
+from tdebench.store import read_run
+
+PLAN = '''name = "memory"
+repetitions = 1
+warmups = 0
+seed = 3
+
+[[engines]]
+name = "duckdb"
+encryptions = ["none", "aes-256-gcm"]
+memory_mb = [64, 128]
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power"]
+'''
+
+
+def test_a_memory_list_runs_each_value_and_compares_within_it(tmp_path: Path) -> None:
+    plan = tmp_path / "memory.toml"
+    plan.write_text(PLAN)
+    result = CliRunner().invoke(main, ["run", str(plan), "--out", str(tmp_path / "out"), "--quiet"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    run = read_run(tmp_path / "out")
+    assert sorted((t.trial.memory_mb, t.trial.encryption, t.cache_mb) for t in run.trials) == [
+        (64, "aes-256-gcm", 64), (64, "none", 64), (128, "aes-256-gcm", 128), (128, "none", 128)]
+    assert {t.trial.id for t in run.trials} >= {"duckdb/none/tpch/sf0.01/m64/r1", "duckdb/none/tpch/sf0.01/m128/r1"}
+    with (tmp_path / "out" / "summary.csv").open() as fh:
+        rows = [row for row in csv.DictReader(fh) if (row["test"], row["step"]) == ("power", "geomean")]
+    # one overhead per memory value, each against none at that value
+    compared = {row["memory_mb"]: row["overhead_pct"] for row in rows if row["encryption"] == "aes-256-gcm"}
+    assert set(compared) == {"64", "128"} and all(compared.values())
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Cache fit" in report and "| duckdb | 64 | aes-256-gcm |" in report
+    # SF 0.01 (a few MiB) fits in 64 MB, and the plan's cache is warm
+    assert "tpch sf0.01 runs entirely in cache" in report
+    engines = json.loads(CliRunner().invoke(main, ["engines", "--json"]).output)
+    assert all(row["memory_mb"] for row in engines)  # what memory_mb sets, per engine

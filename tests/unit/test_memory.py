@@ -1,0 +1,139 @@
+"""memory_mb as a plan axis: trial identity, storage, the comparison within one memory value,
+and the report's cache fit (data size against the memory the engine was given)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload
+from fakes import PLAN, SQUEEZE, write_fake_run
+from tdebench import report
+from tdebench.measure.clock import FakeClock
+from tdebench.plan import EngineChoice, Plan, WorkloadSpec
+from tdebench.report import cache
+from tdebench.report.records import summary_records
+from tdebench.runner import Runner
+from tdebench.store import ResultStore, RunData, TrialKey, TrialOutcome, from_json, read_run, to_json
+
+
+def test_a_trial_key_with_memory_round_trips_and_old_records_still_load(tmp_path: Path) -> None:
+    key = TrialKey("duckdb", "aes-256-gcm", "tpch", 1.0, 2, memory_mb=64)
+    assert key.id == "duckdb/aes-256-gcm/tpch/sf1/m64/r2"
+    outcome = TrialOutcome(key, "ok", cache="cold", cache_dropped=True, elapsed_s=1.0, cache_mb=64)
+    store = ResultStore(tmp_path)
+    store.start("name = 'x'\n", {})
+    store.append(outcome)
+    assert read_run(tmp_path).trials == [outcome]
+    # without memory_mb a record is written exactly as before memory was an axis
+    plain = TrialKey("duckdb", "none", "tpch", 1.0, 1)
+    assert plain.id == "duckdb/none/tpch/sf1/r1"
+    data = to_json(TrialOutcome(plain, "ok", cache="warm", cache_dropped=False, elapsed_s=1.0))
+    assert "memory_mb" not in data["trial"]
+    # a record from an older version: no memory_mb in its trial, no cache_mb
+    old = {"kind": "trial", "trial": {"engine": "duckdb", "encryption": "none", "workload": "tpch",
+                                      "scale": 0.01, "repetition": 1},
+           "status": "ok", "cache": "warm", "cache_dropped": False, "elapsed_s": 2.0}
+    loaded = from_json(json.loads(json.dumps(old)))
+    assert isinstance(loaded, TrialOutcome)
+    assert loaded.trial == TrialKey("duckdb", "none", "tpch", 0.01, 1)
+    assert loaded.trial.memory_mb is None and loaded.cache_mb is None
+
+
+def _run(directory: Path, memory_mb: tuple[int, ...]) -> RunData:
+    plan = Plan(name="fake", repetitions=2, warmups=0, cache="warm", order="interleaved", seed=7,
+                engines=(EngineChoice("fake", ("none", FAKE_ENC.name), memory_mb),),
+                workloads=(WorkloadSpec("fakeload", (1.0,), ("power",), 1),), text="name = 'fake'\n")
+    clock = FakeClock()
+    store = ResultStore(directory / "out")
+    store.start(plan.text, {})
+    given = []
+
+    def engine(name: str, **settings) -> FakeEngine:
+        given.append(settings["memory_mb"])
+        return FakeEngine(**settings)
+
+    summary = Runner(plan=plan, store=store, data_dir=directory / "data", clock=clock, engine_factory=engine,
+                     workload_factory=lambda name: FakeWorkload(clock), drop_cache=lambda: True,
+                     workspace_parent=directory).run()
+    assert summary.ok
+    run_data = read_run(directory / "out")
+    assert given == [o.trial.memory_mb for o in run_data.trials]  # each trial's engine got its memory
+    return run_data
+
+
+def test_the_runner_gives_each_trial_its_memory_and_records_the_cache(tmp_path: Path) -> None:
+    data = _run(tmp_path, (32, 128))
+    assert sorted((o.trial.memory_mb, o.cache_mb) for o in data.trials) == [(32, 32)] * 4 + [(128, 128)] * 4
+    data = _run(tmp_path / "default", ())
+    assert {(o.trial.memory_mb, o.cache_mb) for o in data.trials} == {(None, 0)}  # no limit set
+
+
+def _record(records, engine: str, encryption: str, memory: int | None, step: str = "geomean"):
+    return next(r for r in records if (r.cell.engine, r.cell.encryption, r.cell.memory_mb, r.cell.test,
+                                       r.cell.step) == (engine, encryption, memory, "power", step))
+
+
+def test_an_encryption_is_compared_with_none_at_the_same_memory(tmp_path: Path) -> None:
+    """At 4 MB the fake databases (8–10.5 MiB) do not fit and encryption costs SQUEEZE times
+    as much; each memory value's overhead must come from its own baseline."""
+    write_fake_run(tmp_path, memories=(4, 64))
+    records = summary_records(read_run(tmp_path))
+    small, large = (_record(records, "duckdb", "aes-256-gcm", memory) for memory in (4, 64))
+    assert large.overhead is not None and small.overhead is not None
+    assert large.overhead.pct == pytest.approx(3.0, abs=0.5)
+    assert small.overhead.pct == pytest.approx(3.0 * SQUEEZE, abs=0.7)
+    assert _record(records, "duckdb", "none", 4).overhead is None  # each memory value has its baseline
+    report.build(tmp_path)
+    with (tmp_path / "summary.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0])[:3] == ["engine", "memory_mb", "encryption"]
+    assert {row["memory_mb"] for row in rows} == {"4", "64"}
+    text = (tmp_path / "report.md").read_text()
+    assert "- duckdb 4 MB aes-256-gcm (3 rounds): power test +9." in text
+    assert "- duckdb 64 MB aes-256-gcm (3 rounds): power test +3." in text
+    assert (tmp_path / "plots" / "overhead-duckdb_4_MB-tpch-sf0.01.png").is_file()
+
+
+def test_a_run_without_memory_has_no_memory_column(tmp_path: Path) -> None:
+    write_fake_run(tmp_path)
+    report.build(tmp_path)
+    with (tmp_path / "summary.csv").open() as fh:
+        assert "memory_mb" not in next(csv.reader(fh))
+    assert cache.cache_fit_table(read_run(tmp_path)) is None  # cache not recorded: no section
+    assert "## Cache fit" not in (tmp_path / "report.md").read_text()
+
+
+def test_a_run_entirely_in_cache_says_its_overheads_are_the_cipher_path(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, memories=(None,))
+    run_data = read_run(tmp_path)
+    assert cache.findings(run_data) == [
+        "tpch sf0.01 runs entirely in cache (databases up to 10.50 MiB, every engine's cache larger or "
+        "unlimited, nothing dropped): these overheads are the CPU cost of the cipher path, not I/O."]
+    table = cache.cache_fit_table(run_data)
+    assert table is not None and "memory_mb" not in table.keys
+    assert {(row["cache"], row["fits"], row["regime"]) for row in table.rows} == {("no limit", "yes", cache.IN_MEMORY)}
+    report.build(tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    findings = text.split("## Failures")[0]
+    assert "runs entirely in cache" in findings and "## Cache fit" in text
+
+
+def test_cold_data_larger_than_the_cache_is_named_with_its_ratio(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, plan=PLAN.replace('"warm"', '"cold"'), memories=(4, 64), cache="cold")
+    run_data = read_run(tmp_path)
+    (sentence,) = cache.findings(run_data)
+    assert sentence.startswith("tpch sf0.01: the data is larger than the engine's cache on duckdb 4 MB (2.6× "
+                               "its cache), sqlite 4 MB (2.1× its cache): evicted pages are read and decrypted "
+                               "again, from disk after each drop")
+    assert "64 MB" not in sentence
+    table = cache.cache_fit_table(run_data)
+    assert table is not None and table.keys[:2] == ["engine", "memory_mb"]
+    rows = {(row["engine"], row["memory_mb"], row["encryption"]): row for row in table.rows}
+    small, large = rows[("duckdb", 4, "aes-256-gcm")], rows[("duckdb", 64, "aes-256-gcm")]
+    assert (small["cache"], small["fits"], small["regime"]) == ("4 MB", "no", cache.EVICTED_DISK)
+    assert (large["cache"], large["fits"], large["regime"]) == ("64 MB", "yes", cache.DISK_ONCE)
+    assert small["os_cache"] == "dropped before each measured test"
