@@ -173,6 +173,11 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     engine_choices = tuple(_engine(check, e, placebo) for e in check.tables(engines, "engines"))
     workload_specs = tuple(_workload(check, w) for w in check.tables(workloads, "workloads"))
     _check_memory_axis(check, engine_choices, workload_specs)
+    for kind, names in (("engines", [e.name for e in engine_choices]), ("workloads", [w.name for w in workload_specs])):
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:  # two tables of one name would run its trials twice and silently double n
+            raise check.error(f"[[{kind}]] {twice[0]!r} is given twice; merge its settings into one table "
+                              f"(lists: encryptions, memory_mb, scales, tests)", f'"{twice[0]}"')
     return Plan(
         name=check.string(data, "name", Path(source).stem),
         repetitions=repetitions,

@@ -243,3 +243,14 @@ def test_several_memory_values_only_where_the_report_keeps_them_apart() -> None:
         parse_plan(crud, "my.toml")
     assert parse_plan(_with_memory("64").replace('name = "tpch"\nscale = 0.01\ntests = ["power", "throughput"]'
                                                  '\nstreams = 2', 'name = "crud"')).engines[0].memory_mb == (64,)
+
+
+@pytest.mark.parametrize("extra, kind, name", [
+    ('\n[[engines]]\nname = "duckdb"\nencryptions = ["aes-256-ctr"]\n', "engines", "duckdb"),
+    ('\n[[workloads]]\nname = "tpch"\nscale = 0.1\n', "workloads", "tpch"),
+])
+def test_an_engine_or_workload_given_twice_is_refused(extra: str, kind: str, name: str) -> None:
+    with pytest.raises(PlanError) as info:
+        parse_plan(ISSUE_PLAN + extra, "my.toml")
+    assert f"[[{kind}]] '{name}' is given twice; merge its settings into one table" in str(info.value)
+    assert str(info.value).startswith("my.toml:")
