@@ -65,3 +65,9 @@ def test_paired_intervals_prints_every_method_for_every_row() -> None:
     rows = re.findall(r"^\s+\d+%\s+3\s+(.*)$", out, re.M)
     assert len(rows) == 2, out
     assert all(len(re.findall(r"A/A\s+\d+\.\d% 3%\s+\d+\.\d% ±\d+\.\d\d", row)) == 3 for row in rows), out
+
+
+def test_instances_prints_both_designs() -> None:
+    out = run("instances.py", "--trials", "2", "--instances", "2")
+    assert re.search(r"^1 instance per trial\s+: composite median\s+\d+\.\d\d ms, CV between trials\s+\d+\.\d%", out, re.M), out
+    assert re.search(r"^2 instances per trial\s+: composite median", out, re.M), out
