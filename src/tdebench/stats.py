@@ -382,8 +382,3 @@ def geomean(values: Sequence[float]) -> float:
 
 def is_noisy(cv: float) -> bool:
     return not math.isnan(cv) and cv > NOISY_CV
-
-
-def noise_advice(cv: float) -> str:
-    """What to do about a noisy cell, in plain words."""
-    return f"CV {cv * 100:.1f}% > {NOISY_CV * 100:g}%: {NOISE_ADVICE}"

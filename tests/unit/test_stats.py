@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tdebench.stats import NOISY_CV, geomean, noise_advice, overhead, overheads, summarize, summarize_many
+from tdebench.stats import NOISE_ADVICE, NOISY_CV, geomean, overhead, overheads, summarize, summarize_many
 
 
 def normal(n: int, mean: float = 100.0, sd: float = 2.0, seed: int = 7) -> np.ndarray:
@@ -105,7 +105,7 @@ def test_noise_flag_and_advice() -> None:
     assert not summarize([100.0, 101.0, 99.0]).noisy
     noisy = summarize([80.0, 100.0, 120.0])
     assert noisy.cv > NOISY_CV and noisy.noisy
-    assert noise_advice(0.082) == 'CV 8.2% > 5%: raise repetitions, use cache = "cold" or quiet the machine'
+    assert NOISE_ADVICE == 'raise repetitions, use cache = "cold" or quiet the machine'
 
 
 def test_batched_statistics_equal_one_at_a_time() -> None:
