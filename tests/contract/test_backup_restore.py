@@ -3,7 +3,7 @@
 checksums), its artifact is encrypted at rest exactly where this table says, and a restore
 with a wrong key fails exactly where the artifact is encrypted.
 
-The table is the measured truth that README.md reports: physical backups keep the engine's
+The table is the measured truth that docs/manual.md reports: physical backups keep the engine's
 own encryption; logical dumps are plaintext (except what column-level encryption sealed);
 the file-system layer protects no backup, because the engine's tool reads the decrypted view.
 """
