@@ -34,7 +34,7 @@ from workspaces import server_reachable_dir
 CASES = [("duckdb", "none"), ("duckdb", "aes-256-gcm"), ("sqlite", "none"), ("sqlite", "chacha20-poly1305"),
          ("mariadb", "none"), ("mariadb", "aes-256-cbc"), ("postgres", "none"), ("postgres", "column-aes-256")]
 SHORT = {"virtual_users": 2, "rampup_s": 0.3, "duration_s": 2.0, "stress_virtual_users": 3,
-         "stress_rampup_s": 0.3, "stress_duration_s": 1.5, "interval_s": 0.5}
+         "stress_rampup_s": 0.3, "stress_duration_s": 3.0, "interval_s": 0.5}
 SEED = 3
 
 
