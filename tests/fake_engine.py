@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,12 +105,17 @@ class FakeWorkload(Workload):
     scale_max = 1.0
     max_streams = 1
 
-    def __init__(self, clock: FakeClock, fail_on: str | None = None, noise: float = 0.0) -> None:
+    def __init__(self, clock: FakeClock, fail_on: str | None = None, noise: float = 0.0,
+                 drift: float = 0.0) -> None:
         self.clock = clock
         self.fail_on = fail_on  # an encryption whose answers are "wrong"
         self.noise = noise  # log-normal noise of every query time, seeded
+        # a machine whose speed wanders slowly: up to ±`drift` (log scale) over a 4 s period of
+        # fake time, the same for whatever runs at that moment
+        self.drift = drift
         self.random = random.Random(11)
         self.prepared: list[float] = []
+        self.order: list[tuple[str, int, int, bool]] = []  # (encryption, repetition, query, warm-up) as run
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         self.prepared.append(scale)
@@ -120,10 +125,28 @@ class FakeWorkload(Workload):
             self.clock.advance(50_000_000)
 
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
+        for _ in self._queries(test, ctx, warmup):
+            pass
+
+    def _queries(self, test: str, ctx: RunContext, warmup: bool) -> Iterator[None]:
         enc = ctx.database.encryption.name
         for q in (1, 2):
+            self.order.append((enc, ctx.recorder.trial.repetition, q, warmup))
             with ctx.recorder.measure(test, f"q{q}", stream=0, warmup=warmup, process=False) as step:
-                self.clock.advance(int(QUERY_NS[enc] * q * math.exp(self.random.gauss(0.0, self.noise))))
+                noise = math.exp(self.random.gauss(0.0, self.noise))
+                self.clock.advance(int(QUERY_NS[enc] * q * noise * self._speed()))
                 step.answer = "failed" if enc == self.fail_on else "ok"
+            yield
         if enc == self.fail_on:
             raise WrongAnswer("q1: expected 1, got 2")
+
+    def _speed(self) -> float:
+        return math.exp(self.drift * math.sin(2 * math.pi * self.clock.now_ns() / 4e9))
+
+
+class SteppedFakeWorkload(FakeWorkload):
+    """The fake workload with a pause after every query, as TPC-H's power test: lockstep plans
+    run the configurations' queries in turn."""
+
+    def steps(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> Iterator[None]:
+        return self._queries(test, ctx, warmup)

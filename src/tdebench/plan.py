@@ -20,7 +20,9 @@ from tdebench.store import TrialKey
 from tdebench.workloads import WORKLOADS, Option
 
 CACHE_MODES = ("warm", "cold")
-ORDERS = ("interleaved", "sequential")
+ORDERS = ("interleaved", "lockstep", "sequential")
+PAIRED_ORDERS = ("interleaved", "lockstep")
+"""Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
 _TOP_KEYS = {"name", "description", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
              "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads", "pin_cpus"}
 PLACEBO = PLACEBO_ENCRYPTION.name
@@ -116,8 +118,9 @@ def schedule(plan: Plan) -> list[TrialSpec]:
 
     `interleaved`: round r runs every configuration once, in an order shuffled by (seed, r),
     before round r+1 starts, so slow drift of the machine hits every configuration alike and
-    the report can pair them by round. `sequential`: all repetitions of a configuration back
-    to back, in plan order.
+    the report can pair them by round. `lockstep`: the same rounds, with the configurations of
+    a group (`group_of`) next to each other, so the runner can run them side by side.
+    `sequential`: all repetitions of a configuration back to back, in plan order.
     """
     if plan.order == "sequential":
         return [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep, memory), workload)
@@ -127,11 +130,42 @@ def schedule(plan: Plan) -> list[TrialSpec]:
 
 
 def round_trials(plan: Plan, rep: int) -> list[TrialSpec]:
-    """Round `rep` of an interleaved plan: every configuration once, shuffled by (seed, rep)."""
-    round_cells = list(plan.cells())
-    random.Random(f"{plan.seed}/{rep}").shuffle(round_cells)
-    return [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep, memory), workload)
-            for engine, enc, workload, scale, memory in round_cells]
+    """Round `rep` of an interleaved or lockstep plan: every configuration once, shuffled by
+    (seed, rep); in lockstep, the groups are shuffled and so is the order within each."""
+    rng = random.Random(f"{plan.seed}/{rep}")
+    trials = [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep, memory), workload)
+              for engine, enc, workload, scale, memory in plan.cells()]
+    if plan.order != "lockstep":
+        rng.shuffle(trials)
+        return trials
+    groups = lockstep_groups(trials)
+    rng.shuffle(groups)
+    for group in groups:
+        rng.shuffle(group)
+    return [trial for group in groups for trial in group]
+
+
+def default_order(cache: str) -> str:
+    """The order of a plan that names none: lockstep, the most precise, where the cache is warm;
+    interleaved where it is cold (each measured test must run alone after the cache is dropped)."""
+    return "lockstep" if cache == "warm" else "interleaved"
+
+
+def group_of(key: TrialKey) -> tuple:
+    """What lockstep runs side by side: every encryption (the baseline and placebo included) of
+    one engine, memory, workload, scale and round; only these are ever compared with each other."""
+    return (key.engine, key.memory_mb, key.workload, key.scale, key.repetition)
+
+
+def lockstep_groups(trials: list[TrialSpec]) -> list[list[TrialSpec]]:
+    """Consecutive trials of one group (`group_of`) together, in the order given."""
+    groups: list[list[TrialSpec]] = []
+    for trial in trials:
+        if groups and group_of(groups[-1][0].key) == group_of(trial.key):
+            groups[-1].append(trial)
+        else:
+            groups.append([trial])
+    return groups
 
 
 def load_plan(path: Path) -> Plan:
@@ -157,7 +191,8 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     if not workloads:
         raise check.error("the plan has no [[workloads]]; add e.g. [[workloads]] name = \"tpch\"", "[[workloads]]")
     placebo = check.boolean(data, "placebo", False)
-    order = check.choice(data, "order", "interleaved", ORDERS)
+    cache = check.choice(data, "cache", "warm", CACHE_MODES)
+    order = check.choice(data, "order", default_order(cache), ORDERS)
     repetitions = check.integer(data, "repetitions", DEFAULT_REPETITIONS, 1, 1000)
     target = check.number(data, "target_ci_pct", 0.0, 0.01, 100.0) if "target_ci_pct" in data else None
     budget = check.number(data, "max_minutes", 0.0, 0.1, 60.0 * 24 * 30) if "max_minutes" in data else None
@@ -166,8 +201,12 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         key = "max_minutes" if "max_minutes" in data else "max_repetitions"
         raise check.error(f"{key} bounds adaptive repetitions, which target_ci_pct turns on; "
                           "add e.g. target_ci_pct = 2", key)
-    if target is not None and order != "interleaved":
-        raise check.error("target_ci_pct adds interleaved rounds; it needs order = \"interleaved\"", "target_ci_pct")
+    if target is not None and order not in PAIRED_ORDERS:
+        raise check.error("target_ci_pct adds rounds; it needs order = \"lockstep\" or \"interleaved\"",
+                          "target_ci_pct")
+    if order == "lockstep" and cache == "cold":
+        raise check.error("order = \"lockstep\" runs a group's configurations side by side, each keeping its "
+                          "data in memory; a cold cache needs each test alone: use order = \"interleaved\"", "order")
     if target is not None and most < repetitions:
         raise check.error(f"max_repetitions = {most} is below repetitions = {repetitions}", "max_repetitions")
     engine_choices = tuple(_engine(check, e, placebo) for e in check.tables(engines, "engines"))
@@ -182,7 +221,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         name=check.string(data, "name", Path(source).stem),
         repetitions=repetitions,
         warmups=check.integer(data, "warmups", 1, 0, 100),
-        cache=check.choice(data, "cache", "warm", CACHE_MODES),
+        cache=cache,
         order=order,
         seed=check.integer(data, "seed", 1, 0, 2**63 - 1),
         engines=engine_choices,

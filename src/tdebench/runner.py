@@ -17,22 +17,26 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+import psutil
+
 from tdebench import verify
 from tdebench.engines import Engine, get_engine
-from tdebench.keys import KeySource
+from tdebench.engines.base import NONE, Connection, Database
+from tdebench.keys import KeySource, Secret
 from tdebench.measure import affinity
 from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
-from tdebench.plan import Plan, TrialSpec, round_trials, schedule
+from tdebench.plan import Plan, TrialSpec, lockstep_groups, round_trials, schedule
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
-from tdebench.store import BUDGET, MOST_ROUNDS, REACHED, ResultStore, Stopping, TrialOutcome, Verdict, read_run
+from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, Record, ResultStore, Stopping, TrialKey, TrialOutcome, Verdict,
+                            read_run)
 from tdebench.workloads import WORKLOADS, RunContext, Workload
 from tdebench.workloads.base import read_canaries, write_canaries
 
@@ -112,6 +116,46 @@ class _TrialFacts:
 
 
 @dataclass
+class _Trial:
+    """One trial's parts while it runs, alone or side by side with its lockstep group."""
+
+    spec: TrialSpec
+    engine: Engine
+    workload: Workload
+    workspace: Path
+    secret: Secret | None
+    database: Database
+    processes: Callable[[], Sequence[psutil.Process] | None]  # the engine's (pinned with pin_cpus)
+    ctx: RunContext
+    facts: _TrialFacts
+    start_ns: int
+    load_start: float | None
+    conn: Connection | None = None  # the tests' connection, between load and finish
+    error: str = ""  # set by the first phase that failed; later phases are skipped
+    pinned_to: tuple | None = None
+
+    @property
+    def key(self) -> TrialKey:
+        return self.spec.key
+
+
+class _Unrecorded(ResultStore):
+    """A store that keeps nothing: the priming trials' measurements are not results."""
+
+    def append(self, record: Record) -> None:
+        pass
+
+    def sync(self) -> None:
+        pass
+
+
+def _group_text(key: TrialKey) -> str:
+    """A lockstep group as progress names it: "duckdb/tpch/sf0.01" (the round is added by callers)."""
+    memory = f" {key.memory_mb} MB" if key.memory_mb is not None else ""
+    return f"{key.engine}{memory}/{key.workload}/sf{key.scale:g}"
+
+
+@dataclass
 class Runner:
     plan: Plan
     store: ResultStore
@@ -130,10 +174,11 @@ class Runner:
     def run(self) -> RunSummary:
         summary = RunSummary()
         self._prepare()
-        start = self.clock.now_ns()
         root = Path(tempfile.mkdtemp(prefix="tdebench-", dir=self.workspace_parent))
         root.chmod(0o711)  # servers running as their own user (postgres) must reach their workspace
         try:
+            self._prime(root)
+            start = self.clock.now_ns()  # max_minutes budgets the rounds
             self._trials(schedule(self.plan), root, summary)
             if self.plan.adaptive:
                 self._add_rounds(root, summary, start)
@@ -143,17 +188,44 @@ class Runner:
 
     def _trials(self, trials: list[TrialSpec], root: Path, summary: RunSummary) -> None:
         total = summary.trials + len(trials)
-        for spec in trials:
+        groups = lockstep_groups(trials) if self.plan.order == "lockstep" else [[trial] for trial in trials]
+        for group in groups:
             if self.interrupted.is_set():
                 raise KeyboardInterrupt
-            summary.trials += 1
-            self.progress.trial_started(summary.trials, total, spec)
-            outcome, verdict = self._trial(spec, root)
-            if outcome.status != "ok":
-                summary.failed.append(outcome)
-            if verdict is not None and not verdict.as_expected:
-                summary.unexpected_verdicts.append(verdict)
-            self.progress.trial_finished(outcome, verdict)
+            if len(group) == 1:
+                self.progress.trial_started(summary.trials + 1, total, group[0])
+            else:
+                self.progress.phase(f"{_group_text(group[0].key)}/r{group[0].key.repetition}: "
+                                    f"{len(group)} configurations side by side")
+            for spec, (outcome, verdict) in zip(group, self._group(group, root)):
+                summary.trials += 1
+                if len(group) > 1:
+                    self.progress.trial_started(summary.trials, total, spec)
+                if outcome.status != "ok":
+                    summary.failed.append(outcome)
+                if verdict is not None and not verdict.as_expected:
+                    summary.unexpected_verdicts.append(verdict)
+                self.progress.trial_finished(outcome, verdict)
+
+    def _prime(self, root: Path) -> None:
+        """Before anything is measured, one unrecorded trial of each engine's baseline per
+        workload, scale and memory (unless the plan asks for no warm-ups): a process's first
+        large load pays for growing its heap (DuckDB's first lineitem load took 0.7 s instead of
+        0.1 s), which would otherwise land on whichever configuration happens to run first."""
+        if self.plan.warmups == 0:
+            return
+        primer = replace(self, plan=replace(self.plan, warmups=0), store=_Unrecorded(self.store.directory),
+                         progress=SilentProgress())  # the load and each test once
+        seen = set()
+        for spec in schedule(self.plan):
+            key = spec.key
+            if (key.engine, key.memory_mb, key.workload, key.scale) in seen:
+                continue
+            seen.add((key.engine, key.memory_mb, key.workload, key.scale))
+            if self.interrupted.is_set():
+                raise KeyboardInterrupt
+            self.progress.phase(f"priming {_group_text(key)}: one unrecorded trial of none")
+            primer._group([TrialSpec(replace(key, encryption=NONE.name, repetition=0), spec.workload)], root)
 
     def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int) -> None:
         """Adaptive repetitions: after the plan's rounds, add interleaved rounds one at a time
@@ -192,19 +264,46 @@ class Runner:
                 self.progress.phase(f"preparing {workload_spec.name} data at scale {scale:g}")
                 workload.prepare(scale, self.data_dir, self.plan.seed)
 
-    def _trial(self, spec: TrialSpec, root: Path) -> tuple[TrialOutcome, Verdict | None]:
+    def _group(self, group: list[TrialSpec], root: Path) -> list[tuple[TrialOutcome, Verdict | None]]:
+        """Run trials side by side (one alone unless the order is lockstep): provision and load
+        each, warm each up, then run each measured test on all of them in turn, step by step;
+        close them, then judge each at rest and remove its workspace."""
+        own_cpus = affinity.available_cpus()
+        trials: list[_Trial] = []
+        try:
+            for spec in group:
+                trials.append(self._start(spec, root))
+            first, rest = trials[0], trials[1:]
+            with Sampler(self.store, first.key, self.plan.sample_interval_s, first.processes,
+                         beside=[(trial.key, trial.processes) for trial in rest]):
+                self._in_turn(trials, self._load_steps)
+                for test in group[0].workload.tests:
+                    for trial in trials:
+                        self._guard(trial, lambda: self._warm_up(trial, test))
+                    self._in_turn(trials, lambda trial: self._measured_steps(trial, test))
+                for trial in trials:
+                    self._finish(trial)
+        finally:
+            for trial in trials:  # also on Ctrl-C; run() then removes every workspace
+                self._release(trial, quietly=True)
+                trial.database.close()
+            if self.plan.pin_cpus is not None:
+                affinity.release(own_cpus)
+        return [self._end(trial) for trial in trials]
+
+    def _start(self, spec: TrialSpec, root: Path) -> "_Trial":
+        """Provision a trial's database in a workspace of its own, with what its phases need."""
         key = spec.key
         engine = self.engine_factory(key.engine, memory_mb=key.memory_mb)
         encryption = engine.encryption(key.encryption)
-        workload = self.workload_factory(key.workload)
         workspace = root / key.id.replace("/", "_")
         workspace.mkdir(parents=True)
         secret = None if encryption.is_baseline else self.keys.key_for(key.id)
+        start, load_start = self.clock.now_ns(), load_1m()
         database = engine.provision(workspace, encryption, secret)
         # with pin_cpus, every look at the engine's processes pins them (and tdebench) first
-        engine_processes = affinity.pinned(self.plan.pin_cpus, database.engine_processes)
-        own_cpus, pinned_to = affinity.available_cpus(), None
-        recorder = Recorder(self.store, key, self.clock, processes=engine_processes)
+        processes = affinity.pinned(self.plan.pin_cpus, database.engine_processes)
+        recorder = Recorder(self.store, key, self.clock, processes=processes)
         facts = _TrialFacts()
 
         def go_cold() -> bool:
@@ -220,49 +319,37 @@ class Runner:
                          provision=engine.provision, canaries=tuple(facts.canaries), markers=tuple(facts.markers),
                          new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"),
                          connection_closed=lambda: setattr(facts, "connection_closed", True))
-        expected = "plaintext" if encryption.is_baseline else "encrypted"
-        start, load_start = self.clock.now_ns(), load_1m()
-        error, verdict = "", None
-        try:
-            with Sampler(self.store, key, self.plan.sample_interval_s, engine_processes):
-                self._phases(spec, workload, ctx, facts)
-                if self.plan.pin_cpus is not None:  # read back while the engine still runs
-                    pinned_to = affinity.applied(engine_processes())
-        except Exception as exc:  # the trial fails, the run goes on
-            if self.interrupted.is_set():
-                raise KeyboardInterrupt from exc
-            error = f"{type(exc).__name__}: {exc}"
-            if secret is not None:
-                error = secret.scrub(error)
-            if database.key is not None:  # a workload may have changed the key (maintenance: rekey)
-                error = database.key.scrub(error)
-        finally:
-            database.close()  # also on Ctrl-C; run() then removes every workspace
-            if self.plan.pin_cpus is not None:
-                affinity.release(own_cpus)
-        try:
-            verdict = self._verdict(key, expected, database, workspace, facts)
-        finally:
-            remove_tree(workspace)
-        outcome = TrialOutcome(trial=key, status="failed" if error else "ok", cache=self.plan.cache,
-                               cache_dropped=facts.cache_dropped, elapsed_s=(self.clock.now_ns() - start) / 1e9,
-                               error=error, key_derived=secret is not None and self.keys.derived,
-                               load_start=load_start, load_end=load_1m(),
-                               engine_cpus=pinned_to[0] if pinned_to else None,
-                               driver_cpus=pinned_to[1] if pinned_to else None,
-                               cache_mb=engine.cache_mb())
-        self.store.append(outcome)
-        self.store.sync()
-        return outcome, verdict
+        return _Trial(spec=spec, engine=engine, workload=self.workload_factory(key.workload), workspace=workspace,
+                      secret=secret, database=database, processes=processes, ctx=ctx, facts=facts,
+                      start_ns=start, load_start=load_start)
 
-    def _phases(self, spec: TrialSpec, workload: Workload, ctx: RunContext, facts: "_TrialFacts") -> None:
-        """Load, then run every test, noting in `facts` what the verdict needs to know."""
-        database, recorder = ctx.database, ctx.recorder
+    def _guard(self, trial: "_Trial", work: Callable[[], object]) -> None:
+        """Run a phase of a trial that has not failed yet; an exception fails the trial, not the run."""
+        if trial.error:
+            return
+        try:
+            work()
+        except Exception as exc:
+            self._fail(trial, exc)
+
+    def _fail(self, trial: "_Trial", exc: Exception) -> None:
+        if self.interrupted.is_set():
+            raise KeyboardInterrupt from exc
+        error = f"{type(exc).__name__}: {exc}"
+        if trial.secret is not None:
+            error = trial.secret.scrub(error)
+        if trial.database.key is not None:  # a workload may have changed the key (maintenance: rekey)
+            error = trial.database.key.scrub(error)
+        trial.error = error
+
+    def _load_steps(self, trial: "_Trial") -> Iterator[None]:
+        """Create and load the database with the canaries, then open the connection the tests use."""
+        database, recorder, facts = trial.database, trial.ctx.recorder, trial.facts
         with recorder.measure("open", "create"):
             database.create()
         conn = database.connect()
         try:
-            workload.load(ctx, conn)
+            yield from trial.workload.load_steps(trial.ctx, conn)
             write_canaries(database, conn, facts.canaries, facts.markers)
             facts.canaries_readable = read_canaries(conn) == set(facts.canaries)
         finally:
@@ -271,24 +358,99 @@ class Runner:
         recorder.record("load", "database", {"size_bytes": float(database.size_bytes())})
         facts.cache_dropped = self.plan.cache == "cold" and self._go_cold(database)
         with recorder.measure("open", "connect"):
-            conn = database.connect()
+            trial.conn = database.connect()
+
+    def _warm_up(self, trial: "_Trial", test: str) -> None:
+        for _ in range(self.plan.warmups):
+            trial.conn = self._reopened(trial.conn, trial.database, trial.facts)
+            trial.workload.run(test, trial.ctx, trial.conn, warmup=True)
+
+    def _in_turn(self, trials: list["_Trial"], steps_of: Callable[["_Trial"], Iterator[None]]) -> None:
+        """Run each trial's steps (`steps_of`: its load, or a measured test). Side by side
+        (lockstep), the trials take turns step by step (a table's load, a TPC-H query), the
+        first to go rotating with every turn, so that whatever the machine does in a given
+        second falls on every configuration alike."""
+        running = [(trial, steps_of(trial)) for trial in trials if not trial.error]
+        turn = 0
         try:
-            for test in spec.workload.tests:
-                for _ in range(self.plan.warmups):
-                    conn = self._reopened(conn, database, facts)
-                    workload.run(test, ctx, conn, warmup=True)
-                if self.plan.cache == "cold":
-                    self._close(conn, facts)
-                    facts.cache_dropped = self._go_cold(database) and facts.cache_dropped
-                    conn = database.connect()
-                else:
-                    conn = self._reopened(conn, database, facts)
-                workload.run(test, ctx, conn, warmup=False)
+            while running:
+                start = turn % len(running)
+                for trial, steps in running[start:] + running[:start]:
+                    if not self._advance(trial, steps):
+                        running.remove((trial, steps))
+                turn += 1
+        finally:  # interrupted: end the others' steps now (their connections close) before the databases
+            for _, steps in running:
+                try:
+                    steps.close()
+                except Exception:  # noqa: BLE001 - already leaving on the interruption
+                    pass
+
+    def _measured_steps(self, trial: "_Trial", test: str) -> Iterator[None]:
+        if self.plan.cache == "cold":
+            self._close(trial.conn, trial.facts)
+            trial.facts.cache_dropped = self._go_cold(trial.database) and trial.facts.cache_dropped
+            trial.conn = trial.database.connect()
+        else:
+            trial.conn = self._reopened(trial.conn, trial.database, trial.facts)
+        yield from trial.workload.steps(test, trial.ctx, trial.conn, warmup=False)
+
+    def _advance(self, trial: "_Trial", steps: Iterator[None]) -> bool:
+        """Run a trial's next step; False when its test is over or has failed."""
+        try:
+            next(steps)
+        except StopIteration:
+            return False
+        except Exception as exc:
+            self._fail(trial, exc)
+            return False
+        return True
+
+    def _finish(self, trial: "_Trial") -> None:
+        """Close the tests' connection; then, if the trial went well, what is read while the
+        engine still runs: the decrypted view's canaries (the positive control of a layer below
+        the engine, while mounted) and the CPUs the engine was pinned to."""
+        self._release(trial)
+        self._guard(trial, lambda: self._while_open(trial))
+
+    def _release(self, trial: "_Trial", quietly: bool = False) -> None:
+        """Close the tests' connection, a failed trial's too; failing to close fails a trial that
+        was ok (`quietly`: ignored, on the way out of an interruption)."""
+        if trial.conn is None:
+            return
+        conn, trial.conn = trial.conn, None
+        try:
+            self._close(conn, trial.facts)
+        except Exception as exc:
+            if not quietly and not trial.error:
+                self._fail(trial, exc)
+
+    def _while_open(self, trial: "_Trial") -> None:
+        view = trial.database.plaintext_view()
+        if view is not None:
+            trial.facts.view_hits = sum(s.hits for s in verify.scan([view], trial.facts.canaries, view, live=True))
+        if self.plan.pin_cpus is not None:
+            trial.pinned_to = affinity.applied(trial.processes())
+
+    def _end(self, trial: "_Trial") -> tuple[TrialOutcome, Verdict | None]:
+        """Judge a closed trial at rest, remove its workspace, and store how it ended."""
+        key = trial.key
+        expected = "plaintext" if trial.database.encryption.is_baseline else "encrypted"
+        try:
+            verdict = self._verdict(key, expected, trial.database, trial.workspace, trial.facts)
         finally:
-            self._close(conn, facts)
-        view = database.plaintext_view()
-        if view is not None:  # the positive control of a layer below the engine, while mounted
-            facts.view_hits = sum(s.hits for s in verify.scan([view], facts.canaries, view, live=True))
+            remove_tree(trial.workspace)
+        facts, pinned_to = trial.facts, trial.pinned_to
+        outcome = TrialOutcome(trial=key, status="failed" if trial.error else "ok", cache=self.plan.cache,
+                               cache_dropped=facts.cache_dropped, elapsed_s=(self.clock.now_ns() - trial.start_ns) / 1e9,
+                               error=trial.error, key_derived=trial.secret is not None and self.keys.derived,
+                               load_start=trial.load_start, load_end=load_1m(),
+                               engine_cpus=pinned_to[0] if pinned_to else None,
+                               driver_cpus=pinned_to[1] if pinned_to else None,
+                               cache_mb=trial.engine.cache_mb())
+        self.store.append(outcome)
+        self.store.sync()
+        return outcome, verdict
 
     @staticmethod
     def _reopened(conn, database, facts: "_TrialFacts"):

@@ -77,12 +77,22 @@ class Overhead:
     n_baseline: int
     n_treatment: int
     method: str = UNPAIRED
+    # paired only: the standard deviation of the round log ratios, about the CV of the ratio
+    # between rounds: the noise the CI is made of (the configurations' own spread between rounds
+    # cancels in the pairing); NaN unpaired
+    spread: float = math.nan
 
     @property
     def half_width(self) -> float:
         """Half the CI's width in percentage points: the precision a plan's `target_ci_pct`
         asks for (NaN when there is no interval)."""
         return (self.ci_high - self.ci_low) / 2.0
+
+    @property
+    def noisy(self) -> bool:
+        """A paired comparison whose round ratios spread more than NOISY_CV (unpaired: never;
+        there the groups' own CVs say it)."""
+        return is_noisy(self.spread)
 
     @property
     def significant(self) -> bool:
@@ -355,7 +365,7 @@ def paired_overhead(baseline: np.ndarray, treatment: np.ndarray, how: str = SUM_
         p = float(2.0 * student_t.sf(abs(mean) / standard_error, rounds - 1))
     return Overhead(pct=math.expm1(mean) * 100.0, ci_low=math.expm1(low) * 100.0,
                     ci_high=math.expm1(high) * 100.0, p_value=p, n_baseline=rounds,
-                    n_treatment=rounds, method=PAIRED)
+                    n_treatment=rounds, method=PAIRED, spread=deviation)
 
 
 def minimum_detectable_effect(compared: Overhead, power: float = 0.8) -> float:

@@ -67,6 +67,9 @@ class Measurement:
     stream: int | None = None  # throughput test: stream number (1..S); power test: 0
     warmup: bool = False  # warm-up runs are kept but never enter statistics
     answer: str | None = None  # "ok", "failed" or "unchecked" for a query; None otherwise
+    # which measured pass of its test within the trial (tpch's `passes`, 1-based); statistics
+    # take each step's median over a trial's passes, so a trial still counts once
+    pass_number: int = 1
 
 
 @dataclass(frozen=True)

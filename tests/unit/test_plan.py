@@ -62,7 +62,7 @@ def test_baseline_is_added_and_all_expands() -> None:
     ("scale = 0.01", "scale = 100", "scale factor 100 is out of range for tpch: 0.01 to 10", 15),
     ("scale = 0.01", "scale = 0.001", "out of range", 15),
     ('cache = "warm"', 'cache = "lukewarm"', "unknown cache 'lukewarm'; valid: warm, cold", 5),
-    ('order = "interleaved"', 'order = "random"', "valid: interleaved, sequential", 6),
+    ('order = "interleaved"', 'order = "random"', "valid: interleaved, lockstep, sequential", 6),
     ("repetitions = 3", "repetitions = 0", "repetitions = 0 is out of range: 1 to 1000", 3),
     ("streams = 2", "streams = 99", "streams = 99 is out of range: 1 to 10", 17),
     ('tests = ["power", "throughput"]', 'tests = ["speed"]', "no test 'speed'; valid: power, throughput", 16),
@@ -71,8 +71,10 @@ def test_baseline_is_added_and_all_expands() -> None:
     ("seed = 1", "max_minutes = 30", "max_minutes bounds adaptive repetitions, which target_ci_pct turns on", 7),
     ("seed = 1", "target_ci_pct = 0", "target_ci_pct must be a number from 0.01 to 100", 7),
     ("seed = 1", "target_ci_pct = 2\nmax_repetitions = 2", "max_repetitions = 2 is below repetitions = 3", 8),
-    ('order = "interleaved"', 'order = "sequential"\ntarget_ci_pct = 2', 'it needs order = "interleaved"', 7),
+    ('order = "interleaved"', 'order = "sequential"\ntarget_ci_pct = 2', 'it needs order = "lockstep" or "interleaved"', 7),
     ('"aes-256-ctr"]', '"placebo"]', "no encryption 'placebo'", 11),
+    ('cache = "warm"          # or "cold"\norder = "interleaved"', 'cache = "cold"\norder = "lockstep"',
+     'a cold cache needs each test alone', 6),
 ])
 def test_errors_name_file_line_and_choices(old: str, new: str, message: str, line: int) -> None:
     with pytest.raises(PlanError) as info:
@@ -154,7 +156,7 @@ def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: py
         with pytest.raises(PlanError, match=message) as info:
             parse_plan(base + bad + "\n", "p.toml")
         assert info.value.line == len((base + bad).splitlines())
-    with pytest.raises(PlanError, match="unknown key 'virtual_users'.*valid: name, query_timeout_s"):
+    with pytest.raises(PlanError, match="unknown key 'virtual_users'.*valid: name, passes, query_timeout_s"):
         parse_plan(ISSUE_PLAN + "virtual_users = 8\n")
 
 

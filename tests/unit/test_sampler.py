@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+import psutil
 
 from tdebench.measure.sampler import Sampler
 from tdebench.store import ResultStore, TrialKey, read_run
@@ -39,3 +43,22 @@ def test_sampler_stops_promptly(tmp_path: Path) -> None:
         pass
     assert time.monotonic() - started < 5
     assert read_run(tmp_path).samples == []
+
+
+def test_a_lockstep_groups_trials_share_one_sampler_each_with_its_own_engines_memory(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.start("name = 'x'\n", {})
+    mine, server = TrialKey("duckdb", "none", "tpch", 0.01, 1), TrialKey("mariadb", "none", "tpch", 0.01, 1)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with Sampler(store, mine, interval_s=0.05, beside=[(server, lambda: [psutil.Process(child.pid)])]):
+            time.sleep(0.4)
+    finally:
+        child.kill()
+        child.wait()
+    samples = read_run(tmp_path).samples
+    by_trial = {key: [s for s in samples if s.trial == key] for key in (mine, server)}
+    assert len(by_trial[mine]) == len(by_trial[server]) >= 3
+    for a, b in zip(by_trial[mine], by_trial[server]):
+        assert (a.t_s, a.cpu_pct, a.others_cpu_pct) == (b.t_s, b.cpu_pct, b.others_cpu_pct)  # the machine's, shared
+        assert a.mem_bytes > b.mem_bytes > 0  # each trial's own engine: this process, the small child

@@ -77,12 +77,13 @@ class Recorder:
 
     @contextmanager
     def measure(self, test: str, step: str, *, stream: int | None = None, warmup: bool = False,
-                process: bool = True) -> Iterator[Step]:
+                process: bool = True, pass_number: int = 1) -> Iterator[Step]:
         current = Step()
         stop = self._start(process)
         yield current
         metrics = stop()
-        self.record(test, step, metrics, stream=stream, warmup=warmup, answer=current.answer)
+        self.record(test, step, metrics, stream=stream, warmup=warmup, answer=current.answer,
+                    pass_number=pass_number)
 
     def timed(self, work: Callable[[], T], *, process: bool = True) -> tuple[T, dict[str, float]]:
         """Run `work` and return its result with its metrics, without storing them yet (for
@@ -109,6 +110,6 @@ class Recorder:
         return counters.take(self.processes() if self.processes is not None else None)
 
     def record(self, test: str, step: str, metrics: dict[str, float], *, stream: int | None = None,
-               warmup: bool = False, answer: str | None = None) -> None:
+               warmup: bool = False, answer: str | None = None, pass_number: int = 1) -> None:
         self.store.append(Measurement(trial=self.trial, test=test, step=step, metrics=metrics,
-                                      stream=stream, warmup=warmup, answer=answer))
+                                      stream=stream, warmup=warmup, answer=answer, pass_number=pass_number))

@@ -13,6 +13,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from tdebench.plan import default_order
+from tdebench.report import noise
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, SummaryRecord, below_resolution,
                                      deterministic, engine_label, floors, headline_records, is_query, memory_order,
                                      resolution, scale_label, scale_text, step_order)
@@ -86,7 +88,7 @@ def overview(run: RunData) -> Overview:
         repetitions=(run.stopping.rounds if run.stopping else
                      int(_plan_setting(plan, "repetitions") or max((t.repetition for t in trials), default=0))),
         cache=str(_plan_setting(plan, "cache") or "/".join(caches) or "unknown"),
-        order=str(_plan_setting(plan, "order") or "interleaved"),  # the plan's default
+        order=str(_plan_setting(plan, "order") or default_order(str(_plan_setting(plan, "cache") or "warm"))),
         stopping=run.stopping,
     )
 
@@ -118,13 +120,9 @@ def _exact_text(name: str, record: SummaryRecord, baseline: SummaryRecord) -> st
 
 
 def _noise_mark(record: SummaryRecord, baseline: SummaryRecord) -> str:
-    """"noisy, CV 29%" for the noisier of the two groups, or nothing."""
-    noisy = [r for r in (record, baseline) if r.summary.noisy]
-    if not noisy:
-        return ""
-    worst = max(noisy, key=lambda r: r.summary.cv)
-    whose = "noisy" if worst is record else "noisy baseline"
-    return f"{whose}, CV {worst.summary.cv * 100:.0f}%"
+    """"noisy, CV 29%" (report/noise.comparison_noise), or nothing."""
+    found = noise.comparison_noise(record, baseline)
+    return "" if found is None else f"{found[0]}, CV {found[1] * 100:.0f}%"
 
 
 def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_n: bool = True,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.report.records import BASELINE, HEADLINES, CellKey, SummaryRecord, deterministic, scale_label
-from tdebench.stats import NOISE_ADVICE, NOISY_CV, is_noisy
+from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
 from tdebench.store import RunData, TrialKey
 
 BUSY_OTHERS_PCT = 10.0
@@ -100,8 +100,23 @@ def widest_headline(run: RunData, records: list[SummaryRecord]) -> tuple[str, fl
 
 
 def noisy(record: SummaryRecord) -> bool:
-    """The one noise flag of the report: a headline figure whose CV exceeds stats.NOISY_CV."""
+    """The noise flag of a figure itself (summary.csv): a headline figure whose CV exceeds
+    stats.NOISY_CV."""
     return record.summary.noisy and is_headline(record.cell)
+
+
+def comparison_noise(record: SummaryRecord, baseline: SummaryRecord) -> tuple[str, float] | None:
+    """Why a compared figure is noisy, as (whose, CV), or None: a paired comparison by the
+    spread of its round ratios ("noisy rounds"), which is what its CI is made of; an unpaired
+    one by the noisier group's CV ("noisy", "noisy baseline")."""
+    compared = record.overhead
+    if compared is not None and compared.method == PAIRED:
+        return ("noisy rounds", compared.spread) if compared.noisy else None
+    groups = [r for r in (record, baseline) if r.summary.noisy]
+    if not groups:
+        return None
+    worst = max(groups, key=lambda r: r.summary.cv)
+    return ("noisy" if worst is record else "noisy baseline"), worst.summary.cv
 
 
 @dataclass(frozen=True)
@@ -123,8 +138,18 @@ class NoisyFigure:
 def noisy_figures(records: Iterable[SummaryRecord], oltp_rows: Iterable[dict[str, Any]] = ()) -> list[NoisyFigure]:
     """Every headline figure that is noisy or has outliers, the noisiest first; `oltp_rows` are
     report/oltp.py's throughput rows, whose TPM and NOPM are headline figures too."""
-    figures = [NoisyFigure(r.cell.label, r.unit, r.summary.n, r.summary.median, r.summary.cv, r.summary.outliers)
-               for r in records if is_headline(r.cell) and (r.summary.noisy or r.summary.outliers)]
+    paired = {r.cell.comparison for r in records if r.overhead is not None and r.overhead.method == PAIRED}
+    figures = []
+    for r in records:
+        if not is_headline(r.cell):
+            continue
+        if r.cell.comparison not in paired:
+            if r.summary.noisy or r.summary.outliers:
+                figures.append(NoisyFigure(r.cell.label, r.unit, r.summary.n, r.summary.median, r.summary.cv,
+                                           r.summary.outliers))
+        elif r.overhead is not None and r.overhead.noisy:  # paired: the comparison, not the figure, counts
+            figures.append(NoisyFigure(f"{r.cell.label} ÷ {BASELINE} by round", r.unit, r.overhead.n_treatment,
+                                       r.summary.median, r.overhead.spread, None))
     for row in oltp_rows:
         for figure in ("tpm", "nopm"):
             cv, outliers = row.get(f"{figure}_cv", float("nan")), row.get(f"{figure}_outliers")

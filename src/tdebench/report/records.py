@@ -13,12 +13,13 @@ import re
 import tomllib
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, overheads, paired_overhead,
                             pairable, summarize_many)
+from tdebench.plan import PAIRED_ORDERS, default_order
 from tdebench.store import Measurement, RunData, TrialKey
 
 BASELINE = "none"
@@ -153,9 +154,26 @@ def failed_trials(run: RunData) -> set[TrialKey]:
 
 
 def measured(run: RunData) -> list[Measurement]:
-    """The measurements that enter statistics: no warm-ups, no failed trials."""
+    """The measurements that enter statistics: no warm-ups, no failed trials, and a step that a
+    trial measured in several passes (tpch's `passes`) once, with each metric's median over them."""
     failed = failed_trials(run)
-    return [m for m in run.measurements if not m.warmup and m.trial not in failed]
+    return over_passes([m for m in run.measurements if not m.warmup and m.trial not in failed])
+
+
+def over_passes(measurements: list[Measurement]) -> list[Measurement]:
+    """One measurement per trial, test, step and stream: the passes' median of every metric."""
+    passes: dict[tuple, list[Measurement]] = defaultdict(list)
+    for m in measurements:
+        passes[(m.trial, m.test, m.step, m.stream)].append(m)
+    merged = []
+    for group in passes.values():
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        names = dict.fromkeys(name for m in group for name in m.metrics)
+        metrics = {name: float(np.median([m.metrics[name] for m in group if name in m.metrics])) for name in names}
+        merged.append(replace(group[0], metrics=metrics, pass_number=0))
+    return merged
 
 
 def _cell(trial: TrialKey, test: str, step: str, metric: str) -> CellKey:
@@ -210,12 +228,12 @@ def cell_data(run: RunData) -> dict[CellKey, CellData]:
 
 def paired_design(run: RunData) -> bool:
     """Whether a run's repetitions are rounds that ran every configuration side by side: the
-    plan's order is interleaved (its default). Sequential runs are compared unpaired."""
+    plan's order is interleaved (its default) or lockstep. Sequential runs are compared unpaired."""
     try:
         plan = tomllib.loads(run.plan_text)
     except tomllib.TOMLDecodeError:
         return False
-    return plan.get("order", "interleaved") == "interleaved"
+    return plan.get("order", default_order(plan.get("cache", "warm"))) in PAIRED_ORDERS
 
 
 def _paired_arrays(baseline: CellData, record: CellData) -> tuple[np.ndarray, np.ndarray] | None:

@@ -323,7 +323,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
                      "p": None if exact else compared.p_value,
                      "n": n_text(compared),
                      "reading": reading(record, exact, floor_of.get(record.cell.comparison)),
-                     "noisy": record.summary.noisy or baseline.summary.noisy})
+                     "noisy": noise.comparison_noise(record, baseline) is not None})
     rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["workload"], row["scale"],
                                [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
     columns = _config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
@@ -627,7 +627,10 @@ def noisy_table(figures: list[noise.NoisyFigure]) -> Table:
     return Table("Noisy figures", columns, rows,
                  intro=(f"Headline figures whose coefficient of variation exceeds {NOISY_CV * 100:g}%, too "
                         "noisy to resolve the few-percent overheads encryption at rest typically costs, "
-                        f"and those with outliers. What to do: {NOISE_ADVICE}."),
+                        f"and those with outliers. What to do: {NOISE_ADVICE}. Where rounds are paired "
+                        "(order interleaved or lockstep), a figure's own spread between rounds cancels in "
+                        "its comparison with none: there the comparison is judged, by the spread (CV) of "
+                        "its round-by-round ratios (\u201c÷ none by round\u201d), which is what its CI is made of."),
                  note=("Only headline figures are judged (test composites, load, TPM and NOPM, crud "
                        "operations, backups and restores, maintenance operations); every other cell's CV "
                        "is in summary.csv. Outliers lie outside the Tukey fences; they are kept, not dropped."),

@@ -7,7 +7,7 @@ it sees an engine only through `Database` and `Connection`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -91,10 +91,22 @@ class Workload(ABC):
     def load(self, ctx: RunContext, conn: Connection) -> None:
         """Create the schema and load the data, measured as test `load`."""
 
+    def load_steps(self, ctx: RunContext, conn: Connection) -> Iterator[None]:
+        """Load like `load`, pausing (yield) between parts, as `steps` does for a test."""
+        self.load(ctx, conn)
+        yield
+
     @abstractmethod
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
         """Run one test once, measuring every step; raise WrongAnswer after the test if any
         answer was wrong (the measurements are stored first)."""
+
+    def steps(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> Iterator[None]:
+        """Run one test like `run`, pausing (yield) between its parts, so that the runner can run
+        the other configurations' parts in between (order = "lockstep"). A workload whose tests
+        have no such parts runs the whole test as one."""
+        self.run(test, ctx, conn, warmup=warmup)
+        yield
 
 
 def write_canaries(database: Database, conn: Connection, canaries: Sequence[str], markers: Sequence[str]) -> None:

@@ -9,12 +9,22 @@ test's clock starts, so key derivation never counts as query time.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from tdebench.engines.base import Connection, QueryTimeout
-from tdebench.workloads.base import RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.tpch import answers, data, schema, streams
 from tdebench.workloads.tpch.queries import query
+
+
+def add_metrics(total: dict[str, float], metrics: dict[str, float]) -> dict[str, float]:
+    """Add a part's metrics (time, CPU, I/O) into `total` and return it; a query's `rows` is
+    not summed (a count of answers, not a cost)."""
+    for name, value in metrics.items():
+        if name != "rows":
+            total[name] = total.get(name, 0.0) + value
+    return total
 
 
 class TpchWorkload(Workload):
@@ -25,51 +35,84 @@ class TpchWorkload(Workload):
     scale_max = data.SCALE_MAX
     max_streams = streams.MAX_STREAMS
     memory_axis = True
+    options = {
+        "passes": Option(1, "measured passes of each test per trial; statistics take each query's median over "
+                            "them (the trial's database is loaded once)", low=1, high=100),
+    }
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         data.generate(scale, data_dir)
 
     def load(self, ctx: RunContext, conn: Connection) -> None:
+        for _ in self.load_steps(ctx, conn):
+            pass
+
+    def load_steps(self, ctx: RunContext, conn: Connection) -> Iterator[None]:
+        """Create the tables, then load them one by one, pausing after each; `tables` is the sum of
+        the tables' loads, `total` that and the indexes (their time alone: in lockstep, other
+        configurations' loads run in between)."""
         files = data.generate(ctx.scale, ctx.data_dir)  # cached by prepare(): no generation here
         for statement in schema.create_tables(ctx.dialect):
             conn.execute(statement)
         for table in schema.SCHEMA:
             if table.name in schema.SENSITIVE:  # a no-op unless the encryption is column-level
                 ctx.database.seal_columns(conn, table.name, schema.SENSITIVE[table.name], table.primary_key)
-        with ctx.recorder.measure("load", "total"):
-            with ctx.recorder.measure("load", "tables"):
-                for table, columns in schema.TABLES.items():
-                    ctx.database.bulk_load(conn, table, columns, files[table])
-            with ctx.recorder.measure("load", "indexes"):
-                for statement in schema.create_indexes(ctx.dialect):
-                    conn.execute(statement)
+        tables: dict[str, float] = {}
+        for table, columns in schema.TABLES.items():
+            _, metrics = ctx.recorder.timed(lambda: ctx.database.bulk_load(conn, table, columns, files[table]))
+            add_metrics(tables, metrics)
+            yield
+        _, indexes = ctx.recorder.timed(lambda: [conn.execute(s) for s in schema.create_indexes(ctx.dialect)])
+        ctx.recorder.record("load", "tables", tables)
+        ctx.recorder.record("load", "indexes", indexes)
+        ctx.recorder.record("load", "total", add_metrics(dict(tables), indexes))
 
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
-        if test == "power":
-            with ctx.recorder.measure("power", "total", warmup=warmup):
-                wrong = self._stream(ctx, conn, "power", 0, warmup, process=True)
-        elif test == "throughput":
-            wrong = self._throughput(ctx, warmup)
-        else:
+        for _ in self.steps(test, ctx, conn, warmup=warmup):
+            pass
+
+    def steps(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> Iterator[None]:
+        """The test's measured passes (`passes`; a warm-up is one pass): the power test pauses
+        after every query, the throughput test after every pass. Wrong answers fail the test
+        after its last pass."""
+        if test not in self.tests:
             raise ValueError(f"tpch has no test {test!r}; valid: {', '.join(self.tests)}")
+        wrong: list[str] = []
+        for number in range(1, 2 if warmup else ctx.options.get("passes", 1) + 1):
+            if test == "power":
+                yield from self._power(ctx, conn, warmup, number, wrong)
+            else:
+                wrong.extend(self._throughput(ctx, warmup, number))
+                yield
         if wrong:
             raise WrongAnswer(f"tpch {test}: {len(wrong)} wrong or missing answer(s): " + "; ".join(wrong))
 
-    def _throughput(self, ctx: RunContext, warmup: bool) -> list[str]:
+    def _power(self, ctx: RunContext, conn: Connection, warmup: bool, pass_number: int,
+               wrong: list[str]) -> Iterator[None]:
+        """One pass of the power test; its `total` is the sum of its queries' measurements (their
+        time alone: in lockstep, other configurations' queries run between them)."""
+        total: dict[str, float] = {}
+        for metrics in self._stream(ctx, conn, "power", 0, warmup, pass_number, wrong, process=True):
+            add_metrics(total, metrics)
+            yield
+        ctx.recorder.record("power", "total", total, warmup=warmup, pass_number=pass_number)
+
+    def _throughput(self, ctx: RunContext, warmup: bool, pass_number: int) -> list[str]:
         conns = [ctx.database.connect() for _ in range(ctx.streams)]
         wrong: list[str] = []
         failures: list[BaseException] = []
 
         def stream(number: int, conn: Connection) -> None:
             try:
-                wrong.extend(self._stream(ctx, conn, "throughput", number, warmup, process=False))
+                for _ in self._stream(ctx, conn, "throughput", number, warmup, pass_number, wrong, process=False):
+                    pass
             except BaseException as exc:  # re-raised in the main thread below
                 failures.append(exc)
 
         threads = [threading.Thread(target=stream, args=(n, c), name=f"tpch-stream-{n}")
                    for n, c in enumerate(conns, start=1)]
         try:
-            with ctx.recorder.measure("throughput", "total", warmup=warmup):
+            with ctx.recorder.measure("throughput", "total", warmup=warmup, pass_number=pass_number):
                 for thread in threads:
                     thread.start()
                 for thread in threads:
@@ -81,11 +124,11 @@ class TpchWorkload(Workload):
             raise failures[0]
         return wrong
 
-    def _stream(self, ctx: RunContext, conn: Connection, test: str, number: int, warmup: bool,
-                *, process: bool) -> list[str]:
-        """Run one stream's 22 queries; each is timed alone, then checked, then recorded.
-        A query stopped by the timeout is recorded with answer "timeout" and the stream goes on."""
-        wrong = []
+    def _stream(self, ctx: RunContext, conn: Connection, test: str, number: int, warmup: bool, pass_number: int,
+                wrong: list[str], *, process: bool) -> Iterator[dict[str, float]]:
+        """Run one stream's 22 queries, yielding each one's metrics; each is timed alone, then
+        checked, then recorded. A wrong answer is added to `wrong`; a query stopped by the
+        timeout is recorded with answer "timeout" and the stream goes on."""
         conn.set_timeout(ctx.query_timeout_s)
         for q in streams.stream_order(number):
             sql = query(q, ctx.dialect)
@@ -94,14 +137,16 @@ class TpchWorkload(Workload):
                 rows, metrics = ctx.recorder.timed(lambda: conn.execute(sql), process=process)
             except QueryTimeout:
                 # the time until the engine stopped it: a lower bound of the query's time
-                elapsed = (ctx.recorder.clock.now_ns() - started) / 1e9
+                metrics = {"elapsed_s": (ctx.recorder.clock.now_ns() - started) / 1e9}
                 wrong.append(f"q{q} stopped by the {ctx.query_timeout_s:g} s query timeout")
-                ctx.recorder.record(test, f"q{q}", {"elapsed_s": elapsed}, stream=number, warmup=warmup,
-                                    answer="timeout")
+                ctx.recorder.record(test, f"q{q}", metrics, stream=number, warmup=warmup, answer="timeout",
+                                    pass_number=pass_number)
+                yield metrics
                 continue
             result = answers.check(q, ctx.scale, rows)
             if result.status == "failed":
                 wrong.append(result.message)
             metrics["rows"] = float(len(rows))
-            ctx.recorder.record(test, f"q{q}", metrics, stream=number, warmup=warmup, answer=result.status)
-        return wrong
+            ctx.recorder.record(test, f"q{q}", metrics, stream=number, warmup=warmup, answer=result.status,
+                                pass_number=pass_number)
+            yield metrics
