@@ -110,8 +110,8 @@ class FakeWorkload(Workload):
         self.clock = clock
         self.fail_on = fail_on  # an encryption whose answers are "wrong"
         self.noise = noise  # log-normal noise of every query time, seeded
-        # a machine whose speed wanders slowly: up to ±`drift` (log scale) over a 4 s period of
-        # fake time, the same for whatever runs at that moment
+        # a machine whose speed wanders slowly over seconds of fake time (three slow waves, about
+        # ±`drift` on log scale), the same for whatever runs at that moment
         self.drift = drift
         self.random = random.Random(11)
         self.prepared: list[float] = []
@@ -141,7 +141,9 @@ class FakeWorkload(Workload):
             raise WrongAnswer("q1: expected 1, got 2")
 
     def _speed(self) -> float:
-        return math.exp(self.drift * math.sin(2 * math.pi * self.clock.now_ns() / 4e9))
+        t = self.clock.now_ns() / 1e9
+        wave = math.sin(2 * math.pi * t / 3.1) + math.sin(2 * math.pi * t / 4.7 + 1) + math.sin(2 * math.pi * t / 7.3 + 2)
+        return math.exp(self.drift * wave / 1.5)
 
 
 class SteppedFakeWorkload(FakeWorkload):

@@ -208,14 +208,13 @@ class Runner:
                 self.progress.trial_finished(outcome, verdict)
 
     def _prime(self, root: Path) -> None:
-        """Before anything is measured, one unrecorded trial of each engine's baseline per
+        """Before anything is measured, one unrecorded load of each engine's baseline per
         workload, scale and memory (unless the plan asks for no warm-ups): a process's first
         large load pays for growing its heap (DuckDB's first lineitem load took 0.7 s instead of
-        0.1 s), which would otherwise land on whichever configuration happens to run first."""
+        0.1 s), which would otherwise land on whichever configuration happens to load first."""
         if self.plan.warmups == 0:
             return
-        primer = replace(self, plan=replace(self.plan, warmups=0), store=_Unrecorded(self.store.directory),
-                         progress=SilentProgress())  # the load and each test once
+        primer = replace(self, store=_Unrecorded(self.store.directory))
         seen = set()
         for spec in schedule(self.plan):
             key = spec.key
@@ -224,8 +223,21 @@ class Runner:
             seen.add((key.engine, key.memory_mb, key.workload, key.scale))
             if self.interrupted.is_set():
                 raise KeyboardInterrupt
-            self.progress.phase(f"priming {_group_text(key)}: one unrecorded trial of none")
-            primer._group([TrialSpec(replace(key, encryption=NONE.name, repetition=0), spec.workload)], root)
+            self.progress.phase(f"priming {_group_text(key)}: one unrecorded load of none")
+            trial = primer._start(TrialSpec(replace(key, encryption=NONE.name, repetition=0), spec.workload), root)
+            try:
+                trial.database.create()
+                conn = trial.database.connect()
+                try:
+                    trial.workload.load(trial.ctx, conn)
+                finally:
+                    conn.close()
+            except Exception as exc:  # the trials will fail the same way, and say so
+                if self.interrupted.is_set():
+                    raise KeyboardInterrupt from exc
+            finally:
+                trial.database.close()
+                remove_tree(trial.workspace)
 
     def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int) -> None:
         """Adaptive repetitions: after the plan's rounds, add interleaved rounds one at a time

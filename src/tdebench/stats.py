@@ -25,7 +25,7 @@ SIGNIFICANCE = 0.05
 NOISY_CV = 0.05
 """A cell whose coefficient of variation exceeds 5% is too noisy to resolve the few-percent
 overheads encryption at rest typically costs."""
-NOISE_ADVICE = 'raise repetitions, use cache = "cold" or quiet the machine'
+NOISE_ADVICE = 'raise repetitions or (tpch) passes, use order = "lockstep", or quiet the machine'
 """What to do about noisy cells, in plain words."""
 _BATCH_ELEMENTS = 4_000_000
 """Bootstrap batches are cut so one resampled block stays near 32 MB of floats."""

@@ -176,6 +176,6 @@ def test_a_workload_that_goes_cold_before_a_statement_gets_an_open_connection_fo
                      workspace_parent=tmp_path).run()
     run = read_run(tmp_path / "out")
     assert summary.ok, [t.error for t in run.trials]
-    assert went_cold == [True] * 9  # (the priming trial and) 2 trials × 3 measured tests
+    assert went_cold == [True] * 6  # 2 trials × 3 measured tests
     assert all(db.connections == 0 for db in FakeEngine.provisioned)  # every connection closed, once
     assert {m.test for m in run.measurements if not m.warmup} >= {"power", "throughput", "again"}

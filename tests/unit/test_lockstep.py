@@ -63,19 +63,20 @@ def test_lockstep_runs_the_configurations_queries_in_turn_and_rotates_who_goes_f
     assert len(data.verdicts) == 6 and all(v.as_expected for v in data.verdicts)
 
 
-def test_a_priming_trial_of_none_runs_first_and_is_never_recorded(tmp_path: Path) -> None:
+def test_a_priming_load_of_none_comes_first_and_is_never_recorded(tmp_path: Path) -> None:
     _, data, workload = run(tmp_path, make_plan(order="interleaved"))
-    primed = [entry for entry in workload.order if entry[1] == 0]
-    assert primed == workload.order[:len(primed)] and primed  # before every recorded trial
-    assert {enc for enc, *_ in primed} == {BASELINE}
+    primer, *trials = FakeEngine.provisioned
+    assert primer.workspace.name.endswith("_r0") and primer.encryption.name == BASELINE
+    assert len(trials) == 6 and primer.closed and not primer.workspace.exists()
+    assert all(rep > 0 for _, rep, _, _ in workload.order)  # loaded only: no test ran on it
     recorded = {m.trial.repetition for m in data.measurements} | {t.trial.repetition for t in data.trials}
     assert recorded == {1, 2} and {s.trial.repetition for s in data.samples} <= {1, 2}
-    assert len(FakeEngine.provisioned) == 7 and all(db.closed for db in FakeEngine.provisioned)
+    assert all(db.closed for db in FakeEngine.provisioned)
 
 
 def test_no_priming_when_the_plan_asks_for_no_warm_ups(tmp_path: Path) -> None:
-    _, _, workload = run(tmp_path, make_plan(warmups=0))
-    assert all(rep > 0 for _, rep, _, _ in workload.order)
+    run(tmp_path, make_plan(warmups=0))
+    assert len(FakeEngine.provisioned) == 6
 
 
 def test_a_trial_that_fails_in_a_lockstep_group_leaves_the_others_measured(tmp_path: Path) -> None:
@@ -99,7 +100,7 @@ def test_lockstep_pairs_away_a_machine_whose_speed_wanders(tmp_path: Path) -> No
     is less than half as wide."""
     widths = {}
     for order in ("interleaved", "lockstep"):
-        _, data, _ = run(tmp_path, make_plan(order=order, repetitions=5), noise=0.005, drift=0.10)
+        _, data, _ = run(tmp_path, make_plan(order=order, repetitions=8), noise=0.005, drift=0.10)
         placebo, fake = _placebo_and_fake(summary_records(data))
         widths[order] = placebo.half_width
         if order == "lockstep":
@@ -124,7 +125,7 @@ def test_a_paired_comparison_is_judged_noisy_by_its_round_ratios_not_by_the_figu
         tmp_path: Path) -> None:
     flagged = {}
     for order in ("interleaved", "lockstep"):
-        _, data, _ = run(tmp_path, make_plan(order=order, repetitions=5), noise=0.005, drift=0.10)
+        _, data, _ = run(tmp_path, make_plan(order=order, repetitions=8), noise=0.005, drift=0.10)
         records = summary_records(data)
         none = next(r for r in records if r.cell.step == "geomean" and r.cell.encryption == BASELINE)
         placebo = next(r for r in records if r.cell.step == "geomean" and r.cell.encryption == PLACEBO)
@@ -159,7 +160,7 @@ def test_ctrl_c_in_the_middle_of_a_lockstep_group_closes_every_connection_and_da
                     workload_factory=lambda name: Interrupting(clock), workspace_parent=tmp_path)
     with pytest.raises(KeyboardInterrupt):
         runner.run()
-    assert len(FakeEngine.provisioned) == 4  # the priming trial and round 1's group
+    assert len(FakeEngine.provisioned) == 4  # the priming load and round 1's group
     assert all(db.closed and db.connections == 0 for db in FakeEngine.provisioned)
     assert not list(tmp_path.glob("tdebench-*"))
     assert read_run(tmp_path / "out").trials == []  # nothing of the interrupted group is stored as finished

@@ -77,7 +77,7 @@ def test_only_noisy_headline_figures_are_flagged_each_once() -> None:
         ("postgres none oltp W=2 · stress test NOPM", False),  # listed for its outlier only
     ]
     table = noisy_table(figures)
-    assert len(table.rows) == 3 and 'raise repetitions, use cache = "cold"' in table.intro
+    assert len(table.rows) == 3 and 'raise repetitions or (tpch) passes, use order = "lockstep"' in table.intro
     assert not any("advice" in row for row in table.rows)  # said once, above the table
     sentence = noise_sentence(figures)
     assert sentence is not None and sentence.startswith("2 headline figure(s) are noisy (CV > 5%): raise")

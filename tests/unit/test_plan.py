@@ -256,3 +256,10 @@ def test_an_engine_or_workload_given_twice_is_refused(extra: str, kind: str, nam
         parse_plan(ISSUE_PLAN + extra, "my.toml")
     assert f"[[{kind}]] '{name}' is given twice; merge its settings into one table" in str(info.value)
     assert str(info.value).startswith("my.toml:")
+
+
+def test_the_default_order_is_lockstep_with_a_warm_cache_and_interleaved_with_a_cold_one() -> None:
+    base = '[[engines]]\nname = "duckdb"\n[[workloads]]\nname = "tpch"\n'
+    assert parse_plan(base).order == "lockstep"
+    assert parse_plan('cache = "cold"\n' + base).order == "interleaved"
+    assert parse_plan('cache = "cold"\norder = "sequential"\n' + base).order == "sequential"

@@ -177,7 +177,7 @@ def test_findings_read_like_a_summary(run_dir: Path) -> None:
     assert "(2 rounds)" in next(b for b in bullets if b.startswith("sqlite aes-256-cbc"))
     assert sum(b.startswith(("duckdb", "sqlite")) for b in bullets) == 2 + 4
     # no headline figure is noisy, so no noise advice (the noisy q9 cell is one query of the test)
-    assert 'use cache = "cold"' not in text.split("## Failures")[0]
+    assert 'use order = "lockstep"' not in text.split("## Failures")[0]
     # paired rounds have no floor on p: the exact test's warning is for unpaired runs only
     assert not any("smallest possible p" in bullet for bullet in bullets)
     assert ("Every encrypted trial clean; every baseline showed its canaries (positive control); "

@@ -105,7 +105,7 @@ def test_noise_flag_and_advice() -> None:
     assert not summarize([100.0, 101.0, 99.0]).noisy
     noisy = summarize([80.0, 100.0, 120.0])
     assert noisy.cv > NOISY_CV and noisy.noisy
-    assert NOISE_ADVICE == 'raise repetitions, use cache = "cold" or quiet the machine'
+    assert NOISE_ADVICE == 'raise repetitions or (tpch) passes, use order = "lockstep", or quiet the machine'
 
 
 def test_batched_statistics_equal_one_at_a_time() -> None:

@@ -182,7 +182,7 @@ def _report_table(rows: list[dict[str, Any]]) -> Table:
               "client-side statements (client). A run counts only if its consistency checks "
               "passed and it had no errors; the New-Orders rolled back on purpose (1%) are not in "
               "NOPM. Change vs none and p: paired by round (t-interval, paired t-test) when the "
-              "run interleaved, else medians and a two-sided Mann–Whitney U."),
+              "run went in rounds (lockstep, interleaved), else medians and a two-sided Mann–Whitney U."),
         empty="No oltp run was measured.")
 
 

@@ -228,7 +228,8 @@ def cell_data(run: RunData) -> dict[CellKey, CellData]:
 
 def paired_design(run: RunData) -> bool:
     """Whether a run's repetitions are rounds that ran every configuration side by side: the
-    plan's order is interleaved (its default) or lockstep. Sequential runs are compared unpaired."""
+    plan's order is lockstep or interleaved (one of them is always the default). Sequential
+    runs are compared unpaired."""
     try:
         plan = tomllib.loads(run.plan_text)
     except tomllib.TOMLDecodeError:
@@ -269,7 +270,7 @@ def compare(pairs: list[tuple[CellData, CellData]], paired: bool) -> list[Overhe
 
 def summary_records(run: RunData) -> list[SummaryRecord]:
     """All cells summarized, each encrypted cell with its overhead against `none`, paired by
-    round when the run's order interleaved its configurations."""
+    round when the run's order ran its configurations in rounds (lockstep, interleaved)."""
     groups = cell_data(run)
     baselines = {cell.comparison: data for cell, data in groups.items() if cell.encryption == BASELINE}
     cells = sorted(groups, key=cell_order)

@@ -264,7 +264,7 @@ def _ci(low: float | None, high: float | None, fmt: Callable[[Any], str] = numbe
 
 
 OVERHEAD_NOTE = (
-    "Paired (n in rounds): each interleaved round ran every configuration once; overhead = "
+    "Paired (n in rounds): each round (lockstep or interleaved) ran every configuration once; overhead = "
     "geometric mean of the within-round ratios to none − 1, 95% CI a t-interval over the rounds, "
     "p a paired t-test on the round log ratios. Unpaired (n as encryption vs none, sequential "
     "order): overhead = median / median of none − 1, CI 95% bootstrap, p two-sided Mann–Whitney U. "
