@@ -1,5 +1,7 @@
-"""The runner: executes a plan's trials, one at a time, storing every number as it is taken.
+"""The runner: executes a plan's trials, storing every number as it is taken.
 
+Trials run one at a time, or (order = "lockstep") a round's group of comparable trials side by
+side: through the same phases together, their load and measured tests step by step in turn.
 A trial goes through fixed phases:
   provision → load (+ canaries) → [cold: stop the engine, sync, drop OS cache] → open → warm-ups
   → [cold: stop, drop caches, start again] → measured tests → close → at-rest scan (verdict)
@@ -240,7 +242,7 @@ class Runner:
                 remove_tree(trial.workspace)
 
     def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int) -> None:
-        """Adaptive repetitions: after the plan's rounds, add interleaved rounds one at a time
+        """Adaptive repetitions: after the plan's rounds, add rounds (in the plan's order) one at a time
         until every headline overhead's CI half-width is within `target_ci_pct`, the time
         budget cannot fit another round, or `max_repetitions` is reached; store why it stopped."""
         plan = self.plan
