@@ -34,7 +34,7 @@ from tdebench.measure import affinity
 from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
-from tdebench.plan import Plan, TrialSpec, lockstep_groups, round_trials, schedule
+from tdebench.plan import Plan, TrialSpec, group_of, lockstep_groups, round_trials, schedule
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
 from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, Record, ResultStore, Stopping, TrialKey, TrialOutcome, Verdict,
@@ -142,7 +142,7 @@ class _Trial:
 
 
 class _Unrecorded(ResultStore):
-    """A store that keeps nothing: the priming trials' measurements are not results."""
+    """A store that keeps nothing: the priming loads' measurements are not results."""
 
     def append(self, record: Record) -> None:
         pass
@@ -219,14 +219,14 @@ class Runner:
         primer = replace(self, store=_Unrecorded(self.store.directory))
         seen = set()
         for spec in schedule(self.plan):
-            key = spec.key
-            if (key.engine, key.memory_mb, key.workload, key.scale) in seen:
+            key = replace(spec.key, encryption=NONE.name, repetition=0)
+            if group_of(key) in seen:
                 continue
-            seen.add((key.engine, key.memory_mb, key.workload, key.scale))
+            seen.add(group_of(key))
             if self.interrupted.is_set():
                 raise KeyboardInterrupt
             self.progress.phase(f"priming {_group_text(key)}: one unrecorded load of none")
-            trial = primer._start(TrialSpec(replace(key, encryption=NONE.name, repetition=0), spec.workload), root)
+            trial = primer._start(TrialSpec(key, spec.workload), root)
             try:
                 trial.database.create()
                 conn = trial.database.connect()
