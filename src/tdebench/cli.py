@@ -141,7 +141,11 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
                             keys=keys, progress=progress, workspace_parent=work_dir,
                             interrupted=interrupted)
             summary = runner.run()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Exception) as exc:
+        # an error raised after Ctrl-C is the interrupt's: shutil.rmtree, interrupted while it
+        # closes a directory, turns the KeyboardInterrupt into "Bad file descriptor"
+        if not (isinstance(exc, KeyboardInterrupt) or interrupted.is_set()):
+            raise
         err.print("[yellow]interrupted:[/] servers, mounts and workspaces were cleaned up; "
                   f"the report covers the trials that finished ({out_dir}/report.html)")
         report.build(out_dir)

@@ -265,3 +265,29 @@ def test_a_run_that_is_not_on_a_terminal_prints_a_line_per_phase_and_trial(tmp_p
     assert any(line.startswith("[1/2] duckdb/") and ": ok in " in line for line in lines)
     assert any(line.startswith("[2/2] duckdb/") and line.endswith(("plaintext", "encrypted")) for line in lines)
     assert f"report: {(tmp_path / 'out').resolve() / 'report.html'}" in result.output
+
+
+@pytest.mark.parametrize("interrupted", [True, False])
+def test_an_error_after_ctrl_c_is_the_interrupt(tmp_path: Path, monkeypatch, interrupted: bool) -> None:
+    """shutil.rmtree, interrupted while it closes a directory, raises "Bad file descriptor"
+    instead of KeyboardInterrupt (a clean-clone CI run hit it during priming): after Ctrl-C any
+    error ends the run as interrupted (exit 130); without Ctrl-C an error stays an error."""
+    from tdebench import runner as runner_module
+    from tdebench.measure import ciphers
+
+    def failing_run(self):
+        if interrupted:
+            self.interrupted.set()
+        raise OSError(9, "Bad file descriptor")
+
+    monkeypatch.setattr(ciphers, "measure_ciphers", lambda **_: [])
+    monkeypatch.setattr(runner_module.Runner, "run", failing_run)
+    args = ["run", str(write(tmp_path / "tiny.toml", TINY)), "--out", str(tmp_path / "out"), "--quiet"]
+    if interrupted:
+        result = invoke(*args)
+        assert result.exit_code == 130
+        assert "interrupted" in result.output
+        assert (tmp_path / "out" / "report.html").is_file()
+    else:
+        with pytest.raises(OSError, match="Bad file descriptor"):
+            invoke(*args)
