@@ -8,7 +8,6 @@ output directory, unusable engine); 130 interrupted.
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from tdebench.engines import ENGINES, get_engine
 from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.keys import KeyFileError, KeySource
 from tdebench.plan import Plan, PlanError, TrialSpec, load_plan
-from tdebench.store import RAW_FILES, RESULTS, ResultStore, TrialOutcome, Verdict, read_run
+from tdebench.store import ResultStore, TrialOutcome, Verdict, read_run
 
 err = Console(stderr=True)
 out = Console()
@@ -88,7 +87,7 @@ def main() -> None:
               help="Where trial workspaces (databases, servers, mounts) live while they run; each is "
                    "removed after its trial. [default: the system's temporary directory]")
 @click.option("--quiet", is_flag=True, help="No progress bar; only the final summary.")
-@click.option("--force", is_flag=True, help="Replace a run already in --out.")
+@click.option("--force", is_flag=True, help="Replace a tdebench run already in --out (only the files it wrote are removed).")
 def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path | None,
         work_dir: Path | None, quiet: bool, force: bool) -> None:
     """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
@@ -99,12 +98,9 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
     files for the trial's canary strings. Raw numbers go to OUT/results.jsonl as they are
     taken; summary.csv, queries.csv, verdicts.csv, resources.csv, report.md and report.html
     follow. A query past the plan's query_timeout_s is stopped and recorded as "timeout".
+    --out must be new, empty, or hold a tdebench run (replaced only with --force); one run
+    at a time may use it.
     """
-    from tdebench import report
-    from tdebench.measure.ciphers import measure_ciphers
-    from tdebench.measure.environment import snapshot
-    from tdebench.runner import Runner
-
     the_plan = _plan_or_exit(plan or default_plan())
     try:
         keys = KeySource(key_file)
@@ -117,7 +113,26 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
         problem = engine.workspace_problem(work_dir or Path(tempfile.gettempdir()))
         if problem:
             usage_error(problem)
-    _prepare_out_dir(out_dir, force)
+    from tdebench import outdir
+    try:
+        out_lock = outdir.prepare(out_dir, force)
+    except outdir.OutDirError as exc:
+        usage_error(str(exc))
+    try:  # the lock is held until the run has written its report
+        _measure(the_plan, engines, out_dir, keys, data_dir, work_dir, quiet)
+    finally:
+        outdir.unlock(out_dir, out_lock)
+
+
+def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data_dir: Path | None,
+             work_dir: Path | None, quiet: bool) -> NoReturn:
+    """Run the plan into `out_dir` and report it; exits 0 (all ok), 1 (a trial failed or a
+    verdict was unexpected) or 130 (interrupted)."""
+    from tdebench import report
+    from tdebench.measure.ciphers import measure_ciphers
+    from tdebench.measure.environment import snapshot
+    from tdebench.runner import Runner
+
     store = ResultStore(out_dir)
     store.start(the_plan.text, snapshot({name: engine.version() for name, engine in engines.items()}))
     interrupted = threading.Event()
@@ -173,30 +188,6 @@ def _usable_engines_or_exit(plan: Plan) -> dict:
                 usage_error(f"{choice.name} {name} cannot run here: {available.reason}\n  fix: {available.fix}")
         engines[choice.name] = engine
     return engines
-
-
-def _prepare_out_dir(out_dir: Path, force: bool) -> None:
-    if out_dir.exists() and not out_dir.is_dir():
-        usage_error(f"--out {out_dir} exists and is not a directory")
-    if (out_dir / RESULTS).exists():
-        if not force:
-            usage_error(f"--out {out_dir} already holds a run; choose another directory or pass --force "
-                        "to replace it")
-        from tdebench.report import DERIVED
-
-        for name in RAW_FILES + DERIVED:
-            path = out_dir / name
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / ".tdebench-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        usage_error(f"--out {out_dir} is not writable: {exc.strerror}")
 
 
 def _print_summary(summary, written: list[Path]) -> None:

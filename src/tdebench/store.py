@@ -3,7 +3,8 @@
 A run directory holds `results.jsonl` (one JSON object per line, each with a `kind`),
 `plan.toml` (the plan exactly as given) and `environment.json`. Everything else in the
 directory is derived from these three by `tdebench report`, so a crash loses at most the
-trial that was running.
+trial that was running. `manifest.json` lists every file tdebench wrote there (the raw files,
+the report's): `run --force` removes those and nothing else (see outdir.py).
 
 Record kinds:
 - `measurement`: one measured step of a trial (a query, a load, a whole test) with its metrics;
@@ -29,6 +30,7 @@ RESULTS = "results.jsonl"
 PLAN = "plan.toml"
 ENVIRONMENT = "environment.json"
 RAW_FILES = (RESULTS, PLAN, ENVIRONMENT)
+MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True, order=True)
@@ -253,6 +255,7 @@ class ResultStore:
         (self.directory / PLAN).write_text(plan_text)
         (self.directory / ENVIRONMENT).write_text(json.dumps(environment, indent=2, sort_keys=True) + "\n")
         self.path.write_text("")
+        record_written(self.directory, [self.directory / name for name in RAW_FILES])
 
     def append(self, record: Record) -> None:
         line = json.dumps(to_json(record), sort_keys=True) + "\n"
@@ -262,6 +265,29 @@ class ResultStore:
     def sync(self) -> None:
         with self._lock, self.path.open("a") as fh:
             os.fsync(fh.fileno())
+
+
+def manifest(directory: Path) -> list[str] | None:
+    """The files tdebench wrote into a run directory (paths relative to it), or None when the
+    directory has no manifest (no run, or a run of a tdebench from before manifests)."""
+    path = directory / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        files = json.loads(path.read_text())["files"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a tdebench manifest ({exc})") from None
+    return [name for name in files if isinstance(name, str)]
+
+
+def record_written(directory: Path, paths: list[Path]) -> None:
+    """Add `paths` (files inside `directory`) to its manifest; the manifest names itself. Written
+    to a temporary file and renamed, so a crash leaves the old manifest or the new one."""
+    names = set(manifest(directory) or ()) | {MANIFEST}
+    names |= {path.relative_to(directory).as_posix() for path in paths}
+    temporary = directory / (MANIFEST + ".tmp")
+    temporary.write_text(json.dumps({"files": sorted(names)}, indent=1) + "\n")
+    temporary.replace(directory / MANIFEST)
 
 
 def read_run(directory: Path) -> RunData:

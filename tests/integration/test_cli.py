@@ -92,12 +92,27 @@ def test_force_replaces_a_run_and_its_derived_files(tmp_path: Path) -> None:
     plan = write(tmp_path / "tiny.toml", TINY.replace('["none", "aes-256-gcm"]', '["none"]'))
     out = tmp_path / "out"
     assert invoke("run", str(plan), "--out", str(out), "--quiet").exit_code == 0
-    stale = out / "plots" / "stale.png"
-    stale.write_bytes(b"old")
+    old_plots = sorted((out / "plots").glob("*.png"))
+    mine = out / "plots" / "mine.png"
+    mine.write_bytes(b"the user's own")
     result = invoke("run", str(plan), "--out", str(out), "--quiet", "--force")
     assert result.exit_code == 0, result.output
-    assert not stale.exists() and (out / "report.html").is_file()
+    assert (out / "report.html").is_file() and old_plots
+    assert mine.read_bytes() == b"the user's own"  # --force removes only what the run wrote
     assert len(read_run(out).trials) == 1  # the old run's records are gone
+    assert not (out / ".tdebench.lock").exists()
+
+
+def test_run_refuses_a_directory_of_user_files_even_with_force(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    (out / "plots").mkdir(parents=True)
+    (out / "report.md").write_text("my notes")
+    (out / "plots" / "chart.png").write_bytes(b"my chart")
+    result = invoke("run", str(write(tmp_path / "tiny.toml", TINY)), "--out", str(out), "--force")
+    assert result.exit_code == 2
+    assert "holds no tdebench run" in " ".join(result.output.split())
+    assert sorted(p.name for p in out.rglob("*")) == ["chart.png", "plots", "report.md"]
+    assert (out / "report.md").read_text() == "my notes"
 
 
 @pytest.mark.parametrize("old, new, expected", [

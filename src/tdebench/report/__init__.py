@@ -14,7 +14,7 @@ from tdebench.report.document import assemble
 from tdebench.report.plots import Figure
 from tdebench.report.records import summary_records
 from tdebench.report import oltp
-from tdebench.store import read_run
+from tdebench.store import RAW_FILES, manifest, read_run, record_written
 
 __all__ = ["DERIVED", "build"]
 
@@ -28,15 +28,19 @@ REPORT_MD, REPORT_HTML = "report.md", "report.html"
 DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV, CRUD_CSV, OLTP_CSV, BACKUPS_CSV,
            MAINTENANCE_CSV, REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
 """Every file and directory `build` writes at the top of a run directory: all derived, so
-they may be deleted (e.g. by `run --force`) and rebuilt from the raw records."""
+they may be deleted and rebuilt from the raw records. `run --force` removes what the run's
+manifest lists; these names serve runs from before manifests (outdir.py)."""
 
 
 def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
-    """Plots for report.md; stale plots of an earlier build are removed first."""
+    """Plots for report.md; the plots of an earlier build (those its manifest lists, never
+    another file in plots/) are removed first."""
     plots_dir = report_dir / markdown.PLOTS_DIR
-    plots_dir.mkdir(exist_ok=True)
-    for old in plots_dir.glob("*.png"):
-        old.unlink()
+    for name in manifest(report_dir) or ():
+        if name.startswith(f"{markdown.PLOTS_DIR}/"):
+            (report_dir / name).unlink(missing_ok=True)
+    if figures:
+        plots_dir.mkdir(exist_ok=True)
     written = []
     for figure in figures:
         path = plots_dir / figure.name
@@ -71,4 +75,5 @@ def build(run_dir: Path) -> list[Path]:
         path = run_dir / name
         path.write_text(text, encoding="utf-8")
         written.append(path)
+    record_written(run_dir, [run_dir / name for name in RAW_FILES] + written)
     return written
