@@ -8,6 +8,7 @@ benchmarking is an hour lost.
 from __future__ import annotations
 
 import random
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,7 +216,10 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     for kind, names in (("engines", [e.name for e in engine_choices]), ("workloads", [w.name for w in workload_specs])):
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:  # two tables of one name would run its trials twice and silently double n
-            raise check.error(f"[[{kind}]] {twice[0]!r} is given twice; merge its settings into one table "
+            lines = [n for n, line in enumerate(check.lines, start=1)
+                     if re.match(rf"""\s*name\s*=\s*["']{re.escape(twice[0])}["']""", line)]
+            where = f" (lines {', '.join(map(str, lines))})" if len(lines) > 1 else ""
+            raise check.error(f"[[{kind}]] {twice[0]!r} is given twice{where}; merge its settings into one table "
                               f"(lists: encryptions, memory_mb, scales, tests)", f'"{twice[0]}"')
     return Plan(
         name=check.string(data, "name", Path(source).stem),

@@ -254,8 +254,12 @@ def test_several_memory_values_only_where_the_report_keeps_them_apart() -> None:
 def test_an_engine_or_workload_given_twice_is_refused(extra: str, kind: str, name: str) -> None:
     with pytest.raises(PlanError) as info:
         parse_plan(ISSUE_PLAN + extra, "my.toml")
-    assert f"[[{kind}]] '{name}' is given twice; merge its settings into one table" in str(info.value)
-    assert str(info.value).startswith("my.toml:")
+    text = ISSUE_PLAN + extra
+    lines = [n for n, line in enumerate(text.splitlines(), start=1) if line == f'name = "{name}"']
+    assert len(lines) == 2
+    assert (f"[[{kind}]] '{name}' is given twice (lines {lines[0]}, {lines[1]}); merge its settings into one "
+            "table") in str(info.value)
+    assert str(info.value).startswith(f"my.toml:{lines[0]}:")
 
 
 def test_the_default_order_is_lockstep_with_a_warm_cache_and_interleaved_with_a_cold_one() -> None:
