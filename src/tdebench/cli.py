@@ -18,6 +18,7 @@ from typing import NoReturn
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
@@ -113,6 +114,7 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
         problem = engine.workspace_problem(work_dir or Path(tempfile.gettempdir()))
         if problem:
             usage_error(problem)
+    _clean_dead_runs(work_dir)
     from tdebench import outdir
     try:
         out_lock = outdir.prepare(out_dir, force)
@@ -330,6 +332,32 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
         out.print(line, highlight=False)
     out.print("[red]PLAINTEXT FOUND[/]" if state == "plaintext" else "[green]no canary found[/]")
     sys.exit(1 if state == "plaintext" else 0)
+
+
+@main.command()
+@click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where the killed runs' workspaces are. [default: the system's temporary directory]")
+def clean(work_dir: Path | None) -> None:
+    """Clean up after killed runs: stop the servers and gocryptfs processes their state files
+    name (by pid and start time), unmount what is still mounted in their workspaces, and remove
+    the workspaces (databases, key files). `tdebench run` does this first by itself; a running
+    run is never touched. Exit 1 if something could not be cleaned."""
+    if work_dir is not None and not work_dir.is_dir():
+        usage_error(f"--work-dir {work_dir} is not an existing directory")
+    cleaned = _clean_dead_runs(work_dir)
+    if not cleaned:
+        out.print(f"nothing to clean in {work_dir or tempfile.gettempdir()}", highlight=False)
+    sys.exit(0 if all(c.removed for c in cleaned) else 1)
+
+
+def _clean_dead_runs(work_dir: Path | None) -> list:
+    """Clean up after killed runs in the workspace directory, saying what was done."""
+    from tdebench import runstate
+
+    cleaned = runstate.clean_dead_runs(work_dir or Path(tempfile.gettempdir()))
+    for one in cleaned:
+        (out if one.removed else err).print(escape(str(one)), highlight=False)
+    return cleaned
 
 
 @main.command()

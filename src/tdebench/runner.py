@@ -26,7 +26,7 @@ from typing import Protocol
 
 import psutil
 
-from tdebench import verify
+from tdebench import runstate, verify
 from tdebench.engines import Engine, get_engine
 from tdebench.engines.base import NONE, Connection, Database
 from tdebench.keys import KeySource, Secret
@@ -176,14 +176,15 @@ class Runner:
     def run(self) -> RunSummary:
         summary = RunSummary()
         self._prepare()
-        root = Path(tempfile.mkdtemp(prefix="tdebench-", dir=self.workspace_parent))
+        root = Path(tempfile.mkdtemp(prefix=runstate.ROOT_PREFIX, dir=self.workspace_parent))
         root.chmod(0o711)  # servers running as their own user (postgres) must reach their workspace
         try:
-            self._prime(root)
-            start = self.clock.now_ns()  # max_minutes budgets the rounds
-            self._trials(schedule(self.plan), root, summary)
-            if self.plan.adaptive:
-                self._add_rounds(root, summary, start)
+            with runstate.recording(root):  # a killed run's servers and mounts can be found again
+                self._prime(root)
+                start = self.clock.now_ns()  # max_minutes budgets the rounds
+                self._trials(schedule(self.plan), root, summary)
+                if self.plan.adaptive:
+                    self._add_rounds(root, summary, start)
         finally:
             remove_tree(root)
         return summary

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -86,3 +88,57 @@ def test_a_work_dir_the_postgres_user_cannot_enter_is_refused_before_the_run(tmp
     assert done.returncode == 2
     assert "the postgres user cannot enter" in done.stderr and "chmod o+x" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
+    """SIGKILL leaves no chance to clean up: the servers die with their parent (SIGTERM from the
+    kernel), and `tdebench clean` finds the rest through the run's state file — a live gocryptfs
+    mount of the decrypted database, the workspace with its key files — and removes it all."""
+    with server_reachable_dir("tdebench-killed-") as work:
+        (tmp_path / "plan.toml").write_text(PLAN)
+        exe = Path(sys.executable).with_name("tdebench")
+        run = subprocess.Popen([exe, "run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"),
+                                "--work-dir", str(work), "--quiet"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 240
+            while not {"postgres", "gocryptfs"} <= {p.name() for p in users_of(work)}:
+                assert run.poll() is None and time.monotonic() < deadline, "no fs trial on postgres started"
+                time.sleep(0.2)
+            time.sleep(1.0)
+        finally:
+            run.kill()
+            run.wait()
+        assert mounts_under(work), "the killed run's decrypted view is still mounted"
+        [root] = list(work.iterdir())
+        state = [json.loads(line) for line in (root / "run-state.jsonl").read_text().splitlines()]
+        assert state[0] == {"kind": "run", "pid": run.pid, "started": state[0]["started"]}
+        assert {"postgres", "gocryptfs", "initdb"} <= {entry["what"] for entry in state[1:]}
+        deadline = time.monotonic() + 30  # postgres got SIGTERM from the kernel when its parent died
+        while any(p.name() == "postgres" for p in users_of(work)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(p.name() == "postgres" for p in users_of(work)), "postgres outlived its killed parent"
+
+        cleaned = subprocess.run([exe, "clean", "--work-dir", str(work)], capture_output=True, text=True, timeout=120)
+        assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+        assert f"cleaned up after a killed run (pid {run.pid})" in cleaned.stdout
+        said = " ".join(cleaned.stdout.split())
+        # gocryptfs unmounts when it is stopped; what stays mounted after that is unmounted
+        assert "stopped gocryptfs" in said or "unmounted" in said, said
+        assert f"removed {root}" in said
+        assert users_of(work) == [] and mounts_under(work) == []
+        assert list(work.iterdir()) == []
+        again = subprocess.run([exe, "clean", "--work-dir", str(work)], capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0 and "nothing to clean" in again.stdout
+
+
+def test_clean_leaves_a_running_run_alone(tmp_path: Path) -> None:
+    with server_reachable_dir("tdebench-alive-") as work:
+        root = work / "tdebench-alive"
+        root.mkdir()
+        (root / "run-state.jsonl").write_text(json.dumps(
+            {"kind": "run", "pid": os.getpid(), "started": psutil.Process().create_time()}) + "\n")
+        exe = Path(sys.executable).with_name("tdebench")
+        done = subprocess.run([exe, "clean", "--work-dir", str(work)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "nothing to clean" in done.stdout
+        assert (root / "run-state.jsonl").is_file()

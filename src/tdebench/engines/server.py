@@ -5,7 +5,9 @@ file inside the trial's workspace, listening on 127.0.0.1 or a socket only. `sta
 until the server answers (`ready`), and reports a server that dies or never answers with the
 tail of its own log. `stop` sends SIGTERM to the group and SIGKILL after a grace period, so
 nothing is left behind on success, failure or Ctrl-C. Servers that refuse to run as root
-(PostgreSQL) run as their Debian system user (`run_as`).
+(PostgreSQL) run as their Debian system user (`run_as`). Every server and setup tool is
+written into the run's state file as it starts and gets SIGTERM if tdebench itself is killed
+(runstate.py), so not even a killed run leaves one behind.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+from tdebench.runstate import PARENT_DEATH, register
 
 
 class ServerError(RuntimeError):
@@ -131,10 +135,12 @@ def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout:
     is being removed."""
     with log.open("ab") as out:
         try:
-            tool = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT, env=env, user=run_as,
-                                    group=_group(run_as), stdin=subprocess.DEVNULL, start_new_session=True)
+            tool = subprocess.Popen([*PARENT_DEATH, *argv], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    user=run_as, group=_group(run_as), stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
         except OSError as exc:
             raise ServerError(f"{argv[0]} failed: {exc}\n{log_tail(log)}") from None
+        register(tool.pid, Path(argv[0]).name)
         try:
             code = tool.wait(timeout=timeout)
         except BaseException as exc:
@@ -192,13 +198,14 @@ class ServerProcess:
     def start(self) -> None:
         out = self.log.open("ab")
         try:
-            self._popen = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
+            self._popen = subprocess.Popen([*PARENT_DEATH, *self.argv], stdout=out, stderr=subprocess.STDOUT,
                                            stdin=subprocess.DEVNULL, env=self.env, user=self.run_as,
                                            group=_group(self.run_as), start_new_session=True)
         except OSError as exc:
             raise ServerError(f"{self.name} could not start: {exc}") from None
         finally:
             out.close()
+        register(self._popen.pid, self.name)
         try:
             self._wait_until_ready()
         except BaseException:  # not ready in time, or Ctrl-C while waiting: no server may outlive us

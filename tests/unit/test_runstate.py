@@ -1,0 +1,89 @@
+"""Recovery from a killed run (runstate.py): what a run starts is written down, and a dead
+run's processes are stopped by pid *and* start time, never a process that merely reuses a pid."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import psutil
+
+from tdebench import runstate
+
+
+def dead_pid() -> tuple[int, float]:
+    """The pid and start time of a process that has exited."""
+    process = subprocess.Popen(["true"])
+    started = psutil.Process(process.pid).create_time()
+    process.wait()
+    return process.pid, started
+
+
+def state(root: Path, *entries: dict) -> Path:
+    root.mkdir()
+    (root / runstate.STATE).write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return root
+
+
+def test_a_recording_run_writes_itself_and_what_it_starts(tmp_path: Path) -> None:
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        runstate.register(sleeper.pid, "outside a run")  # no run recording: nothing written
+        with runstate.recording(tmp_path):
+            runstate.register(sleeper.pid, "sleep")
+        runstate.register(sleeper.pid, "after the run")
+        lines = [json.loads(line) for line in (tmp_path / runstate.STATE).read_text().splitlines()]
+        assert [e["kind"] for e in lines] == ["run", "process"]
+        assert lines[0]["pid"] == os.getpid() and lines[1] == {
+            "kind": "process", "pid": sleeper.pid, "what": "sleep",
+            "started": psutil.Process(sleeper.pid).create_time()}
+        assert runstate.dead_runs(tmp_path.parent) == []  # this run is alive
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_dead_runs_processes_are_stopped_and_its_root_removed(tmp_path: Path) -> None:
+    pid, started = dead_pid()
+    server = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        root = state(tmp_path / "tdebench-dead", {"kind": "run", "pid": pid, "started": started},
+                     {"kind": "process", "pid": server.pid, "what": "sleep",
+                      "started": psutil.Process(server.pid).create_time()})
+        (root / "key.pem").write_text("secret")
+        (tmp_path / "tdebench-unrelated").mkdir()  # no state file: not tdebench's to judge
+        assert runstate.dead_runs(tmp_path) == [root]
+        [cleaned] = runstate.clean_dead_runs(tmp_path)
+        assert server.wait(timeout=15) is not None
+        assert cleaned.removed and not root.exists() and (tmp_path / "tdebench-unrelated").is_dir()
+        assert str(cleaned) == (f"cleaned up after a killed run (pid {pid}): stopped sleep (pid {server.pid}); "
+                                f"removed {root}")
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def test_a_recycled_pid_is_never_signalled(tmp_path: Path) -> None:
+    pid, started = dead_pid()
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        state(tmp_path / "tdebench-dead", {"kind": "run", "pid": pid, "started": started},
+              {"kind": "process", "pid": bystander.pid, "what": "postgres", "started": started - 60})  # another start time
+        [cleaned] = runstate.clean_dead_runs(tmp_path)
+        assert cleaned.stopped == [] and cleaned.removed
+        assert bystander.poll() is None  # the process now holding that pid lives on
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_a_torn_state_line_is_skipped(tmp_path: Path) -> None:
+    pid, started = dead_pid()
+    root = state(tmp_path / "tdebench-torn", {"kind": "run", "pid": pid, "started": started})
+    with (root / runstate.STATE).open("a") as fh:
+        fh.write('{"kind": "process", "pid": 12')
+    assert runstate.dead_runs(tmp_path) == [root]
+    assert runstate.clean(root).removed
