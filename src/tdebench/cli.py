@@ -27,15 +27,26 @@ from tdebench.engines import ENGINES, get_engine
 from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.keys import KeyFileError, KeySource
 from tdebench.plan import Plan, PlanError, TrialSpec, load_plan
-from tdebench.store import ResultStore, TrialOutcome, Verdict, read_run
+from tdebench.store import RESULTS, OutputError, ResultStore, TrialOutcome, Verdict, read_run
 
 err = Console(stderr=True)
 out = Console()
 
 
+MESSAGE_LIMIT = 2000  # characters of one error message: a long plan value or engine output is cut
+
+
+def plain(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """User or engine text as printed: cut to `limit` characters, rich markup escaped (so a
+    plan's `[[engines]]` or an engine's `[red]` prints as written)."""
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(text) - limit} more characters)"
+    return escape(text)
+
+
 def usage_error(message: str) -> NoReturn:
     """Bad input: say what and how to fix it, exit 2."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {plain(message)}", highlight=False, soft_wrap=True)
     sys.exit(2)
 
 
@@ -130,13 +141,15 @@ def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data
              work_dir: Path | None, quiet: bool) -> NoReturn:
     """Run the plan into `out_dir` and report it; exits 0 (all ok), 1 (a trial failed or a
     verdict was unexpected) or 130 (interrupted)."""
-    from tdebench import report
     from tdebench.measure.ciphers import measure_ciphers
     from tdebench.measure.environment import snapshot
     from tdebench.runner import Runner
 
     store = ResultStore(out_dir)
-    store.start(the_plan.text, snapshot({name: engine.version() for name, engine in engines.items()}))
+    try:
+        store.start(the_plan.text, snapshot({name: engine.version() for name, engine in engines.items()}))
+    except OutputError as exc:
+        usage_error(str(exc))
     interrupted = threading.Event()
 
     def interrupt(signum: int, frame: object) -> None:
@@ -158,6 +171,8 @@ def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data
                             keys=keys, progress=progress, workspace_parent=work_dir,
                             interrupted=interrupted)
             summary = runner.run()
+    except OutputError as exc:  # the run stopped and cleaned up: nothing more could be recorded
+        usage_error(f"{exc}; the records written before are in {out_dir / RESULTS}")
     except (KeyboardInterrupt, Exception) as exc:
         # an error raised after Ctrl-C is the interrupt's: shutil.rmtree, interrupted while it
         # closes a directory, turns the KeyboardInterrupt into "Bad file descriptor"
@@ -165,11 +180,21 @@ def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data
             raise
         err.print("[yellow]interrupted:[/] servers, mounts and workspaces were cleaned up; "
                   f"the report covers the trials that finished ({out_dir}/report.html)")
-        report.build(out_dir)
+        _report_or_exit(out_dir)
         sys.exit(130)
-    written = report.build(out_dir)
+    written = _report_or_exit(out_dir)
     _print_summary(summary, written)
     sys.exit(0 if summary.ok else 1)
+
+
+def _report_or_exit(run_dir: Path) -> list[Path]:
+    """Build the report of `run_dir`; exit 2 if it cannot be written (no space left, …)."""
+    from tdebench import report
+
+    try:
+        return report.build(run_dir)
+    except OutputError as exc:
+        usage_error(f"{exc}; the raw records are kept: `tdebench report {run_dir}` writes the report later")
 
 
 def _plan_or_exit(path: Path) -> Plan:
@@ -194,10 +219,10 @@ def _usable_engines_or_exit(plan: Plan) -> dict:
 
 def _print_summary(summary, written: list[Path]) -> None:
     for outcome in summary.failed:
-        err.print(f"[bold red]FAILED[/] {outcome.trial.id}: {outcome.error}", highlight=False)
+        err.print(f"[bold red]FAILED[/] {outcome.trial.id}: {plain(outcome.error)}", highlight=False)
     for verdict in summary.unexpected_verdicts:
         err.print(f"[bold red]VERDICT[/] {verdict.trial.id}: {verdict.verdict} (expected {verdict.expected}) "
-                  f"{verdict.detail}", highlight=False)
+                  f"{plain(verdict.detail)}", highlight=False)
     status = "[green]all trials ok[/]" if summary.ok else "[red]problems above[/]"
     err.print(f"{summary.trials} trials, {status}", highlight=False)
     if written:
@@ -232,7 +257,7 @@ class _ProgressBar:
     def phase(self, text: str) -> None:
         self.bar.update(self.task, description=text)
         if self.lines:
-            err.print(f"{text}…", highlight=False, soft_wrap=True)
+            err.print(f"{text}…", highlight=False, soft_wrap=True, markup=False)
 
     def trial_started(self, index: int, total: int, spec: TrialSpec) -> None:
         self.bar.update(self.task, total=total, completed=index - 1, description=spec.key.id)
@@ -246,20 +271,18 @@ class _ProgressBar:
             err.print(f"[{index}/{total}] {outcome.trial.id}: {outcome.status} in {outcome.elapsed_s:.1f} s{checked}",
                       highlight=False, soft_wrap=True, markup=False)
         if outcome.status != "ok":
-            self.bar.console.print(f"[red]failed[/] {outcome.trial.id}: {outcome.error}", highlight=False)
+            self.bar.console.print(f"[red]failed[/] {outcome.trial.id}: {plain(outcome.error)}", highlight=False)
 
 
 @main.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 def report_command(run_dir: Path) -> None:
     """Rebuild every derived file of RUN_DIR from its raw results.jsonl, plan.toml and environment.json."""
-    from tdebench import report
-
     try:
         read_run(run_dir)
     except (FileNotFoundError, ValueError) as exc:
         usage_error(str(exc))
-    for path in report.build(run_dir):
+    for path in _report_or_exit(run_dir):
         out.print(str(path), highlight=False)
 
 
@@ -326,10 +349,12 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
         state, scans = verify.verify_paths(list(paths), list(canaries))
     except FileNotFoundError as exc:
         usage_error(str(exc))
+    except OSError as exc:  # a file this user may not read, a device that fails
+        usage_error(f"cannot read {exc.filename or ', '.join(map(str, paths))}: {exc.strerror or exc}")
     if state == "empty":
         usage_error(f"nothing to scan: no bytes in {', '.join(map(str, paths))}")
     for line in verify.describe(scans):
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, markup=False)
     out.print("[red]PLAINTEXT FOUND[/]" if state == "plaintext" else "[green]no canary found[/]")
     sys.exit(1 if state == "plaintext" else 0)
 
@@ -356,7 +381,7 @@ def _clean_dead_runs(work_dir: Path | None) -> list:
 
     cleaned = runstate.clean_dead_runs(work_dir or Path(tempfile.gettempdir()))
     for one in cleaned:
-        (out if one.removed else err).print(escape(str(one)), highlight=False)
+        (out if one.removed else err).print(plain(str(one)), highlight=False)
     return cleaned
 
 

@@ -172,9 +172,15 @@ def lockstep_groups(trials: list[TrialSpec]) -> list[list[TrialSpec]]:
 def load_plan(path: Path) -> Plan:
     """Read and check a plan file; PlanError (with file and line) on any mistake."""
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise PlanError(f"cannot read plan: {exc.strerror}", str(path)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise PlanError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); TOML plans are UTF-8", str(path),
+                        line) from None
     return parse_plan(text, str(path))
 
 
@@ -210,8 +216,10 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
                           "data in memory; a cold cache needs each test alone: use order = \"interleaved\"", "order")
     if target is not None and most < repetitions:
         raise check.error(f"max_repetitions = {most} is below repetitions = {repetitions}", "max_repetitions")
-    engine_choices = tuple(_engine(check, e, placebo) for e in check.tables(engines, "engines"))
-    workload_specs = tuple(_workload(check, w) for w in check.tables(workloads, "workloads"))
+    engine_choices = tuple(_engine(check.within("engines", i), e, placebo)
+                           for i, e in enumerate(check.tables(engines, "engines")))
+    workload_specs = tuple(_workload(check.within("workloads", i), w)
+                           for i, w in enumerate(check.tables(workloads, "workloads")))
     _check_memory_axis(check, engine_choices, workload_specs)
     for kind, names in (("engines", [e.name for e in engine_choices]), ("workloads", [w.name for w in workload_specs])):
         twice = sorted({name for name in names if names.count(name) > 1})
@@ -219,7 +227,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
             lines = [n for n, line in enumerate(check.lines, start=1)
                      if re.match(rf"""\s*name\s*=\s*["']{re.escape(twice[0])}["']""", line)]
             where = f" (lines {', '.join(map(str, lines))})" if len(lines) > 1 else ""
-            raise check.error(f"[[{kind}]] {twice[0]!r} is given twice{where}; merge its settings into one table "
+            raise check.error(f"[[{kind}]] {shown(twice[0])} is given twice{where}; merge its settings into one table "
                               f"(lists: encryptions, memory_mb, scales, tests)", f'"{twice[0]}"')
     return Plan(
         name=check.string(data, "name", Path(source).stem),
@@ -250,7 +258,7 @@ def _pin_cpus(check: "_Checker", table: Any) -> CpuPinning:
         raise check.error(f"pin_cpus must be a table, {_PIN_EXAMPLE}", "pin_cpus")
     unknown = sorted(set(table) - {"engine", "driver"})
     if unknown:
-        raise check.error(f"unknown key {unknown[0]!r} in pin_cpus; valid: driver, engine", "pin_cpus")
+        raise check.error(f"unknown key {shown(unknown[0])} in pin_cpus; valid: driver, engine", "pin_cpus")
     usable = available_cpus()
     chosen = {}
     for role in ("engine", "driver"):
@@ -281,7 +289,7 @@ def _engine(check: "_Checker", table: dict[str, Any], placebo: bool = False) -> 
         names = check.string_list(table, "encryptions", list(valid))
     for enc in names:
         if enc not in valid:
-            raise check.error(f"engine {name!r} has no encryption {enc!r}; valid: {', '.join(valid)}", enc)
+            raise check.error(f"engine {name!r} has no encryption {shown(enc)}; valid: {', '.join(valid)}", enc)
     if len(set(names)) != len(names):
         raise check.error(f"engine {name!r} lists an encryption twice", "encryptions")
     ordered = ["none"] + [n for n in names if n != "none"]  # the baseline every overhead needs
@@ -337,7 +345,7 @@ def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
     scales = []
     for value in raw:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise check.error(f"scale {value!r} is not a number", "scale")
+            raise check.error(f"scale {shown(value)} is not a number", "scale")
         if not workload.scale_min <= value <= workload.scale_max:
             raise check.error(f"scale factor {value:g} is out of range for {name}: "
                               f"{workload.scale_min:g} to {workload.scale_max:g}", "scale")
@@ -347,22 +355,41 @@ def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
     tests = check.string_list(table, "tests", list(workload.tests))
     for test in tests:
         if test not in workload.tests:
-            raise check.error(f"workload {name!r} has no test {test!r}; valid: {', '.join(workload.tests)}", test)
+            raise check.error(f"workload {name!r} has no test {shown(test)}; valid: {', '.join(workload.tests)}", test)
     streams = check.integer(table, "streams", min(2, workload.max_streams), 1, workload.max_streams)
     timeout = check.number(table, "query_timeout_s", 600.0, 0.001, 86400.0)
     options = tuple((key, check.option(table, key, option)) for key, option in sorted(workload.options.items()))
     return WorkloadSpec(name, tuple(scales), tuple(tests), streams, timeout, options)
 
 
-class _Checker:
-    """Typed reads from parsed TOML that fail with the line the key is on."""
+def shown(value: Any, limit: int = 60) -> str:
+    """A value from the plan as an error message quotes it: repr, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
 
-    def __init__(self, text: str, source: str) -> None:
+
+class _Checker:
+    """Typed reads from parsed TOML that fail with the line the key is on: the first line from
+    `first` on that holds it (a table's checker starts at the table's header, so a key missing
+    from the table points there)."""
+
+    def __init__(self, text: str, source: str, first: int = 1, last: int | None = None) -> None:
         self.lines = text.splitlines()
         self.source = source
+        self.first, self.last = first, last or len(self.lines)
+
+    def within(self, kind: str, index: int) -> "_Checker":
+        """The checker of the `index`-th [[kind]] table, from its header to the next table's
+        (the whole file's if the plan writes the tables another way)."""
+        headers = [n for n, line in enumerate(self.lines, start=1) if line.split("#", 1)[0].strip().startswith("[")]
+        mine = [n for n in headers if self.lines[n - 1].split("#", 1)[0].replace(" ", "").strip() == f"[[{kind}]]"]
+        if index >= len(mine):
+            return self
+        following = [n for n in headers if n > mine[index]]
+        return _Checker("\n".join(self.lines), self.source, mine[index], following[0] - 1 if following else None)
 
     def line_of(self, needle: str) -> int | None:
-        for number, line in enumerate(self.lines, start=1):
+        for number, line in enumerate(self.lines[self.first - 1:self.last], start=self.first):
             code = line.split("#", 1)[0]
             if needle in code:
                 return number
@@ -374,7 +401,7 @@ class _Checker:
     def keys(self, table: dict[str, Any], valid: set[str], where: str) -> None:
         for key in table:
             if key not in valid:
-                raise self.error(f"unknown key {key!r} in {where}; valid: {', '.join(sorted(valid))}", key)
+                raise self.error(f"unknown key {shown(key)} in {where}; valid: {', '.join(sorted(valid))}", key)
 
     def tables(self, value: Any, name: str) -> list[dict[str, Any]]:
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
@@ -412,7 +439,7 @@ class _Checker:
         if value is None:
             raise self.error(f"missing {key}; valid: {', '.join(valid)}", "[[")
         if value not in valid:
-            raise self.error(f"unknown {key} {value!r}; valid: {', '.join(valid)}", str(value))
+            raise self.error(f"unknown {key} {shown(value)}; valid: {', '.join(valid)}", str(value))
         return value
 
     def option(self, table: dict[str, Any], key: str, option: Option) -> Any:

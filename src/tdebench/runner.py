@@ -37,8 +37,8 @@ from tdebench.measure.sampler import Sampler, load_1m
 from tdebench.plan import Plan, TrialSpec, group_of, lockstep_groups, round_trials, schedule
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
-from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, Record, ResultStore, Stopping, TrialKey, TrialOutcome, Verdict,
-                            read_run)
+from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, OutputError, Record, ResultStore, Stopping, TrialKey,
+                            TrialOutcome, Verdict, read_run)
 from tdebench.workloads import WORKLOADS, RunContext, Workload
 from tdebench.workloads.base import read_canaries, write_canaries
 
@@ -350,6 +350,8 @@ class Runner:
     def _fail(self, trial: "_Trial", exc: Exception) -> None:
         if self.interrupted.is_set():
             raise KeyboardInterrupt from exc
+        if isinstance(exc, OutputError):  # nothing more can be recorded: the run stops, cleaning up
+            raise exc
         error = f"{type(exc).__name__}: {exc}"
         if trial.secret is not None:
             error = trial.secret.scrub(error)

@@ -19,9 +19,17 @@ Record kinds:
 
 from __future__ import annotations
 
+import dataclasses
+import errno
+import functools
 import json
 import os
+import shutil
 import threading
+import types
+import typing
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,29 +204,106 @@ def to_json(record: Record) -> dict[str, Any]:
     return data
 
 
-def from_json(data: dict[str, Any]) -> Record:
+def from_json(data: Any) -> Record:
+    """The record a JSON object holds; ValueError naming the field when its shape is wrong (a
+    missing or unknown field, a value of the wrong type), so a damaged results.jsonl is
+    refused when it is read, not deep inside a report."""
+    if not isinstance(data, dict):
+        raise ValueError("a record must be a JSON object")
     data = dict(data)
-    kind = data.pop("kind")
-    if "trial" in data:
-        data["trial"] = TrialKey(**data["trial"])
-    if kind == "measurement":
-        return Measurement(**data)
-    if kind == "verdict":
-        data["files"] = tuple(FileScan(**f) for f in data.get("files", ()))
-        data["exposed"] = tuple(data.get("exposed", ()))
-        return Verdict(**data)
-    if kind == "trial":
-        for name in ("engine_cpus", "driver_cpus"):
-            if data.get(name) is not None:
-                data[name] = tuple(data[name])
-        return TrialOutcome(**data)
-    if kind == "cipher":
-        return CipherSpeed(**data)
-    if kind == "sample":
-        return Sample(**data)
-    if kind == "stopping":
-        return Stopping(**data)
-    raise ValueError(f"unknown record kind {kind!r}")
+    kind = data.pop("kind", None)
+    classes = {name: cls for cls, name in _KINDS.items()}
+    if kind not in classes:
+        raise ValueError(f"unknown record kind {kind!r}")
+    try:
+        return _converter(classes[kind])(data)
+    except _Shape as exc:
+        raise ValueError(f"{kind}{exc.path}: {exc.problem}") from None
+
+
+class _Shape(Exception):
+    """A JSON value of the wrong shape; `path` (".trial.scale") grows as it is re-raised outwards."""
+
+    def __init__(self, problem: str, path: str = "") -> None:
+        super().__init__(problem)
+        self.problem, self.path = problem, path
+
+
+@functools.cache
+def _converter(hint: Any) -> Callable[[Any], Any]:
+    """A function that reads a JSON value as the type `hint` (made once per type): dataclasses
+    field by field, lists as tuples, whole numbers as floats where a float is expected; _Shape
+    when the value does not fit."""
+    if hint is float:
+        def number(value: Any) -> float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise _Shape(f"must be a number, not {type(value).__name__}")
+            return float(value)
+        return number
+    if hint in (str, int, bool):
+        def exactly(value: Any) -> Any:
+            if type(value) is not hint:
+                raise _Shape(f"must be {hint.__name__}, not {type(value).__name__}")
+            return value
+        return exactly
+    if hint is Any:
+        return lambda value: value
+    if dataclasses.is_dataclass(hint):
+        return _record_converter(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = _converter(next(a for a in args if a is not type(None)))
+        return lambda value: None if value is None and type(None) in args else inner(value)
+    if origin is tuple:
+        item = _converter(args[0])
+
+        def sequence(value: Any) -> tuple:
+            if not isinstance(value, list):
+                raise _Shape("must be a list")
+            return tuple(_each(item, enumerate(value), "[{}]"))
+        return sequence
+    if origin is dict:
+        item = _converter(args[1])
+
+        def mapping(value: Any) -> dict:
+            if not isinstance(value, dict):
+                raise _Shape("must be an object")
+            return dict(_each(item, value.items(), ".{}", keyed=True))
+        return mapping
+    raise TypeError(f"no JSON reading for {hint!r}")
+
+
+def _record_converter(cls: type) -> Callable[[Any], Any]:
+    hints = typing.get_type_hints(cls)
+    fields = {name: _converter(hint) for name, hint in hints.items()}
+    required = {f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+
+    def record(value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise _Shape("must be an object")
+        if not value.keys() <= fields.keys():
+            raise _Shape(f"unknown field {sorted(value.keys() - fields.keys())[0]!r}")
+        if not required <= value.keys():
+            raise _Shape(f"missing field {sorted(required - value.keys())[0]!r}")
+        name = ""
+        try:
+            return cls(**{(name := key): fields[key](item) for key, item in value.items()})
+        except _Shape as exc:
+            exc.path = f".{name}{exc.path}"
+            raise
+    return record
+
+
+def _each(convert: Callable[[Any], Any], items: Any, step: str, keyed: bool = False) -> Iterator[Any]:
+    """Convert the values of (index or key, value) pairs; a _Shape names where it was."""
+    where = None
+    try:
+        for where, item in items:
+            yield (where, convert(item)) if keyed else convert(item)
+    except _Shape as exc:
+        exc.path = step.format(where) + exc.path
+        raise
 
 
 @dataclass
@@ -251,20 +336,42 @@ class ResultStore:
         self._lock = threading.Lock()
 
     def start(self, plan_text: str, environment: dict[str, Any]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        (self.directory / PLAN).write_text(plan_text)
-        (self.directory / ENVIRONMENT).write_text(json.dumps(environment, indent=2, sort_keys=True) + "\n")
-        self.path.write_text("")
-        record_written(self.directory, [self.directory / name for name in RAW_FILES])
+        with writing(self.directory):
+            self.directory.mkdir(parents=True, exist_ok=True)
+            (self.directory / PLAN).write_text(plan_text)
+            (self.directory / ENVIRONMENT).write_text(json.dumps(environment, indent=2, sort_keys=True) + "\n")
+            self.path.write_text("")
+            record_written(self.directory, [self.directory / name for name in RAW_FILES])
 
     def append(self, record: Record) -> None:
         line = json.dumps(to_json(record), sort_keys=True) + "\n"
-        with self._lock, self.path.open("a") as fh:
+        with self._lock, writing(self.path), self.path.open("a") as fh:
             fh.write(line)
 
     def sync(self) -> None:
-        with self._lock, self.path.open("a") as fh:
+        with self._lock, writing(self.path), self.path.open("a") as fh:
             os.fsync(fh.fileno())
+
+
+class OutputError(Exception):
+    """A file of the run directory could not be written (no space left, read-only, …); the
+    message names the file system and what to do. The records written before it are kept."""
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an OSError while writing `path` (in a run directory) into an OutputError."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            mount = path if path.is_dir() else path.parent
+            while not os.path.ismount(mount) and mount != mount.parent:
+                mount = mount.parent
+            free = shutil.disk_usage(mount).free
+            raise OutputError(f"no space left on {mount} (the file system of {path}; {free:,} bytes free): "
+                              "free some space, then run again") from None
+        raise OutputError(f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
 
 
 def manifest(directory: Path) -> list[str] | None:
@@ -286,8 +393,9 @@ def record_written(directory: Path, paths: list[Path]) -> None:
     names = set(manifest(directory) or ()) | {MANIFEST}
     names |= {path.relative_to(directory).as_posix() for path in paths}
     temporary = directory / (MANIFEST + ".tmp")
-    temporary.write_text(json.dumps({"files": sorted(names)}, indent=1) + "\n")
-    temporary.replace(directory / MANIFEST)
+    with writing(temporary):
+        temporary.write_text(json.dumps({"files": sorted(names)}, indent=1) + "\n")
+        temporary.replace(directory / MANIFEST)
 
 
 def read_run(directory: Path) -> RunData:
@@ -302,11 +410,16 @@ def read_run(directory: Path) -> RunData:
         if not line.strip():
             continue
         try:
-            record = from_json(json.loads(line))
+            data = json.loads(line)
         except json.JSONDecodeError:
             if number == len(lines):
                 break
             raise ValueError(f"{directory / RESULTS}:{number}: not valid JSON") from None
+        try:
+            record = from_json(data)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{directory / RESULTS}:{number}: not a tdebench record "
+                             f"({type(exc).__name__}: {str(exc)[:200]})") from None
         if isinstance(record, Measurement):
             run.measurements.append(record)
         elif isinstance(record, Verdict):

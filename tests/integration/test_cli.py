@@ -306,3 +306,45 @@ def test_an_error_after_ctrl_c_is_the_interrupt(tmp_path: Path, monkeypatch, int
     else:
         with pytest.raises(OSError, match="Bad file descriptor"):
             invoke(*args)
+
+
+@pytest.fixture
+def small_file_system(tmp_path: Path):
+    """A 24 KiB tmpfs: room for a run's first records, not for the whole run."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_no_space_left_in_out_is_one_clear_line(small_file_system: Path, tmp_path: Path) -> None:
+    out = small_file_system / "out"
+    result = CliRunner().invoke(main, ["run", str(write(tmp_path / "tiny.toml", TINY)), "--out", str(out), "--quiet"],
+                                catch_exceptions=False, terminal_width=10_000)
+    assert result.exit_code == 2, result.output
+    assert f"error: no space left on {small_file_system}" in result.output and "Traceback" not in result.output
+    assert read_run(out).plan_text == TINY  # what was written before stays readable (a torn last line is dropped)
+    with open(small_file_system / "filler", "wb", buffering=0) as filler:  # whatever room is left
+        try:
+            while True:
+                filler.write(b"\0" * 1024)
+        except OSError:
+            pass
+    result = CliRunner().invoke(main, ["report", str(out)], catch_exceptions=False, terminal_width=10_000)
+    assert result.exit_code == 2 and "no space left on" in result.output and "tdebench report" in result.output
+
+
+def test_verify_on_a_file_it_may_not_read_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    """Root reads every file, so the refusal an unprivileged user meets is raised by hand here."""
+    from tdebench import verify
+
+    def refused(paths, canaries):
+        raise PermissionError(13, "Permission denied", str(paths[0]))
+
+    monkeypatch.setattr(verify, "verify_paths", refused)
+    result = invoke("verify", str(tmp_path), "--canary", "abcdef")
+    assert result.exit_code == 2
+    assert result.output.strip() == f"error: cannot read {tmp_path}: Permission denied"

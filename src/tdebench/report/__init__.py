@@ -14,7 +14,7 @@ from tdebench.report.document import assemble
 from tdebench.report.plots import Figure
 from tdebench.report.records import summary_records
 from tdebench.report import oltp
-from tdebench.store import RAW_FILES, manifest, read_run, record_written
+from tdebench.store import RAW_FILES, RunData, manifest, read_run, record_written, writing
 
 __all__ = ["DERIVED", "build"]
 
@@ -55,6 +55,11 @@ def build(run_dir: Path) -> list[Path]:
     maintenance.csv, report.md (with plots/*.png) and a self-contained report.html into it.
     Returns the paths written."""
     run = read_run(run_dir)
+    with writing(run_dir):  # no space left, read-only: an OutputError that says so
+        return _write(run_dir, run)
+
+
+def _write(run_dir: Path, run: RunData) -> list[Path]:
     records = summary_records(run)
     written = [
         csvfiles.write(tables.summary_table(records), run_dir / SUMMARY_CSV),
