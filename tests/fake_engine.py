@@ -19,10 +19,21 @@ from typing import Any
 from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Engine, Encryption
 from tdebench.keys import Secret
 from tdebench.measure.clock import FakeClock
+from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.workloads.base import RunContext, Workload, WrongAnswer
 
 FAKE_ENC = Encryption("fake-256", "FAKE", 256, "XOR", "native", ("main file",))
 QUERY_NS = {"none": 100_000_000, "placebo": 100_000_000, "fake-256": 110_000_000}
+
+
+def fake_plan(**overrides: Any) -> Plan:
+    """A plan of the fake engine (none and FAKE_ENC) and workload, interleaved, 2 repetitions."""
+    values: dict[str, Any] = dict(
+        name="fake", repetitions=2, warmups=1, cache="warm", order="interleaved", seed=7,
+        engines=(EngineChoice("fake", ("none", FAKE_ENC.name)),),
+        workloads=(WorkloadSpec("fakeload", (1.0,), ("power",), 1),), text="name = 'fake'\n")
+    values.update(overrides)
+    return Plan(**values)
 
 
 class FakeConnection:

@@ -12,6 +12,7 @@ import signal
 import sys
 import tempfile
 import threading
+from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import NoReturn
@@ -26,8 +27,9 @@ from rich.table import Table
 from tdebench.engines import ENGINES, get_engine
 from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.keys import KeyFileError, KeySource
-from tdebench.plan import Plan, PlanError, TrialSpec, load_plan
-from tdebench.store import RESULTS, OutputError, ResultStore, TrialOutcome, Verdict, read_run
+from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan, planned, to_run
+from tdebench.store import (PLAN, RESULTS, Cut, OutputError, ResultStore, Resumed, TrialOutcome, Verdict,
+                            keep_complete, read_run)
 
 err = Console(stderr=True)
 out = Console()
@@ -81,6 +83,7 @@ def main() -> None:
     Typical use:
       tdebench engines                      # what can run here, with every encryption
       tdebench run --out results/quick      # the default plan (embedded engines, TPC-H SF 0.01)
+      tdebench run --resume results/quick   # finish a run that was interrupted or killed
       tdebench report results/quick         # rebuild every derived file from results.jsonl
       tdebench verify DIR --canary SECRET   # is SECRET anywhere in the bytes under DIR?
     """
@@ -88,8 +91,8 @@ def main() -> None:
 
 @main.command()
 @click.argument("plan", required=False, type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
-              help="Run directory for results.jsonl, the CSVs and the reports.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              help="Run directory for results.jsonl, the CSVs and the reports (required, unless --resume).")
 @click.option("--key-file", type=click.Path(path_type=Path),
               help="Secret (16+ bytes, mode 0600) from which every trial's key is derived (HKDF). "
                    "Without it, keys are random per trial.")
@@ -100,10 +103,14 @@ def main() -> None:
                    "removed after its trial. [default: the system's temporary directory]")
 @click.option("--quiet", is_flag=True, help="No progress bar; only the final summary.")
 @click.option("--force", is_flag=True, help="Replace a tdebench run already in --out (only the files it wrote are removed).")
-def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path | None,
-        work_dir: Path | None, quiet: bool, force: bool) -> None:
+@click.option("--resume", "resume_dir", type=click.Path(path_type=Path),
+              help="Continue the interrupted or killed run in this directory with the plan stored there: "
+                   "its complete trials are kept, the rest run in the original order. Not with PLAN, "
+                   "--out or --force; pass the run's --key-file again, if it had one.")
+def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir: Path | None,
+        work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None) -> None:
     """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
-    and write its report to --out.
+    and write its report to --out; or, with --resume DIR, finish the interrupted run in DIR.
 
     Every trial provisions a fresh database with one encryption, loads the data, runs the
     workload's tests (with warm-ups), checks every answer, closes the database and scans its
@@ -112,8 +119,34 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
     follow. A query past the plan's query_timeout_s is stopped and recorded as "timeout".
     --out must be new, empty, or hold a tdebench run (replaced only with --force); one run
     at a time may use it.
+
+    --resume DIR keeps every trial of DIR whose record of how it ended is stored, drops the
+    records of a trial that was cut off (and a half-written last line), runs the missing
+    trials in the plan's order, and says in the report that the run was resumed.
     """
+    if resume_dir is not None:
+        given = [name for name, value in (("PLAN", plan), ("--out", out_dir), ("--force", force)) if value]
+        if given:
+            usage_error(f"--resume continues the run in its directory with the plan stored there: "
+                        f"leave out {', '.join(given)}")
+        _resume(resume_dir, key_file, data_dir, work_dir, quiet)
+    if out_dir is None:
+        usage_error("--out DIR is required: the run's directory (or --resume DIR to finish an interrupted run)")
     the_plan = _plan_or_exit(plan or default_plan())
+    keys, engines = _ready_or_exit(the_plan, key_file, work_dir)
+    from tdebench import outdir
+    try:
+        out_lock = outdir.prepare(out_dir, force)
+    except outdir.OutDirError as exc:
+        usage_error(str(exc))
+    try:  # the lock is held until the run has written its report
+        _measure(the_plan, engines, out_dir, keys, data_dir, work_dir, quiet)
+    finally:
+        outdir.unlock(out_dir, out_lock)
+
+
+def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None) -> tuple[KeySource, dict]:
+    """The key source and the plan's engines, once every one can run here in `work_dir`."""
     try:
         keys = KeySource(key_file)
     except KeyFileError as exc:
@@ -126,30 +159,95 @@ def run(plan: Path | None, out_dir: Path, key_file: Path | None, data_dir: Path 
         if problem:
             usage_error(problem)
     _clean_dead_runs(work_dir)
+    return keys, engines
+
+
+def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
+            quiet: bool) -> NoReturn:
+    """`run --resume DIR`: check the run in DIR and its plan, lock DIR, cut its results down to
+    the complete trials, record the resume, and run the rest."""
     from tdebench import outdir
+
     try:
-        out_lock = outdir.prepare(out_dir, force)
+        stored = read_run(directory)
+    except (FileNotFoundError, ValueError) as exc:
+        usage_error(f"--resume: {exc}")
+    try:
+        the_plan = parse_plan(stored.plan_text, str(directory / PLAN))
+    except PlanError as exc:
+        usage_error(f"--resume: the run's plan no longer parses here: {exc}")
+    keys, engines = _ready_or_exit(the_plan, key_file, work_dir)
+    try:
+        resume_lock = outdir.lock(directory, "--resume")
     except outdir.OutDirError as exc:
         usage_error(str(exc))
+    except PermissionError as exc:
+        usage_error(f"--resume {directory} is not writable: {exc.strerror}")
     try:  # the lock is held until the run has written its report
-        _measure(the_plan, engines, out_dir, keys, data_dir, work_dir, quiet)
+        try:
+            cut = _cut(directory, the_plan, engines)
+        except OutputError as exc:
+            usage_error(str(exc))
+        _measure(the_plan, engines, directory, keys, data_dir, work_dir, quiet, resumed=cut)
     finally:
-        outdir.unlock(out_dir, out_lock)
+        outdir.unlock(directory, resume_lock)
+
+
+def _cut(directory: Path, the_plan: Plan, engines: dict) -> Cut:
+    """Cut the locked run in `directory` down to its complete trials, store a `resume` record
+    (with what of the environment changed since the run started) and say what is left to run."""
+    from tdebench.measure.environment import differences, snapshot
+
+    results = directory / RESULTS
+    last_write = results.stat().st_mtime  # about when the run was interrupted
+    stored = read_run(directory)
+    cut = keep_complete(directory)
+    now = datetime.now(timezone.utc)
+    since = stored.resumes[-1].at_utc if stored.resumes else stored.environment.get("timestamp_utc")
+    before_s = stored.resumes[-1].elapsed_before_s if stored.resumes else 0.0
+    try:  # this part of the run: from its start (or the last resume) to its last record
+        before_s += max(0.0, last_write - datetime.fromisoformat(str(since)).timestamp())
+    except ValueError:  # an environment.json without its time: the budget counts from here
+        pass
+    changed = differences(stored.environment, snapshot(_engine_versions(engines)))
+    store = ResultStore(directory)
+    store.append(Resumed(kept=cut.kept, dropped=cut.dropped, torn_line=cut.torn_line,
+                         at_utc=now.isoformat(timespec="seconds"), elapsed_before_s=round(before_s, 1),
+                         changed=tuple(changed)))
+    store.sync()
+    done = stored.complete_trials()
+    total, left = len(planned(the_plan, done)), len(to_run(the_plan, done))
+    dropped = [f"{cut.dropped} incomplete trial{'' if cut.dropped == 1 else 's'} dropped"] if cut.dropped else []
+    dropped += ["a half-written last line dropped"] if cut.torn_line else []
+    more = (f", then rounds until every headline CI is within ±{the_plan.target_ci_pct:g}%"
+            if the_plan.adaptive and stored.stopping is None else "")
+    err.print(f"resuming {directory}: {total - left} of {total} trials complete, {left} to run{more}"
+              + (f" ({'; '.join(dropped)})" if dropped else ""), highlight=False, soft_wrap=True, markup=False)
+    if changed:
+        err.print("[yellow]warning:[/] the environment differs from the run's start (environment.json); the "
+                  f"report will say so: {'; '.join(changed)}", highlight=False, soft_wrap=True)
+    return cut
+
+
+def _engine_versions(engines: dict) -> dict[str, str]:
+    return {name: engine.version() for name, engine in engines.items()}
 
 
 def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data_dir: Path | None,
-             work_dir: Path | None, quiet: bool) -> NoReturn:
-    """Run the plan into `out_dir` and report it; exits 0 (all ok), 1 (a trial failed or a
-    verdict was unexpected) or 130 (interrupted)."""
+             work_dir: Path | None, quiet: bool, resumed: Cut | None = None) -> NoReturn:
+    """Run the plan into `out_dir` (a new run, or the rest of one `resumed`) and report it; exits
+    0 (all ok), 1 (a trial failed or a verdict was unexpected), 2 (no space left in `out_dir`) or
+    130 (interrupted)."""
     from tdebench.measure.ciphers import measure_ciphers
     from tdebench.measure.environment import snapshot
     from tdebench.runner import Runner
 
     store = ResultStore(out_dir)
-    try:
-        store.start(the_plan.text, snapshot({name: engine.version() for name, engine in engines.items()}))
-    except OutputError as exc:
-        usage_error(str(exc))
+    if resumed is None:
+        try:
+            store.start(the_plan.text, snapshot(_engine_versions(engines)))
+        except OutputError as exc:
+            usage_error(str(exc))
     interrupted = threading.Event()
 
     def interrupt(signum: int, frame: object) -> None:
@@ -164,9 +262,10 @@ def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data
     progress = _ProgressBar(quiet)
     try:
         with progress, interrupt_on_signals():  # Ctrl-C also stops a long embedded query at once
-            progress.phase("measuring this machine's raw cipher throughput")
-            for speed in measure_ciphers():
-                store.append(speed)
+            if resumed is None or not resumed.ciphers:
+                progress.phase("measuring this machine's raw cipher throughput")
+                for speed in measure_ciphers():
+                    store.append(speed)
             runner = Runner(plan=the_plan, store=store, data_dir=data_dir or default_data_dir(),
                             keys=keys, progress=progress, workspace_parent=work_dir,
                             interrupted=interrupted)
@@ -179,7 +278,8 @@ def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data
         if not (isinstance(exc, KeyboardInterrupt) or interrupted.is_set()):
             raise
         err.print("[yellow]interrupted:[/] servers, mounts and workspaces were cleaned up; "
-                  f"the report covers the trials that finished ({out_dir}/report.html)")
+                  f"the report covers the trials that finished ({out_dir}/report.html); "
+                  f"tdebench run --resume {out_dir} finishes the run", highlight=False, soft_wrap=True)
         _report_or_exit(out_dir)
         sys.exit(130)
     written = _report_or_exit(out_dir)
@@ -224,7 +324,8 @@ def _print_summary(summary, written: list[Path]) -> None:
         err.print(f"[bold red]VERDICT[/] {verdict.trial.id}: {verdict.verdict} (expected {verdict.expected}) "
                   f"{plain(verdict.detail)}", highlight=False)
     status = "[green]all trials ok[/]" if summary.ok else "[red]problems above[/]"
-    err.print(f"{summary.trials} trials, {status}", highlight=False)
+    kept = f" ({summary.kept} kept from before the interruption)" if summary.kept else ""
+    err.print(f"{summary.trials} trials{kept}, {status}", highlight=False)
     if written:
         out_dir = written[0].parent.resolve()  # a path that opens from any directory
         names = sorted({p.resolve().relative_to(out_dir).parts[0] for p in written

@@ -64,9 +64,10 @@ def remove_written(directory: Path, files: list[str]) -> None:
             pass
 
 
-def lock(directory: Path) -> IO[str]:
+def lock(directory: Path, option: str = "--out") -> IO[str]:
     """Take the directory's run lock for as long as the returned file stays open (close it with
-    `unlock`); OutDirError naming the other run's pid if a run holds it."""
+    `unlock`); OutDirError naming the other run's pid if a run holds it (`option`: how the
+    command line named the directory, "--out" or "--resume")."""
     handle = open(directory / LOCK, "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -74,8 +75,9 @@ def lock(directory: Path) -> IO[str]:
         handle.seek(0)
         holder = handle.read().strip() or "unknown"
         handle.close()
-        raise OutDirError(f"--out {directory} is in use by another tdebench run (pid {holder}); wait for it "
-                          "to finish or choose another directory") from None
+        other = " or choose another directory" if option == "--out" else ""
+        raise OutDirError(f"{option} {directory} is in use by another tdebench run (pid {holder}); wait for it "
+                          f"to finish{other}") from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"{os.getpid()}\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import re
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,21 @@ def schedule(plan: Plan) -> list[TrialSpec]:
                 for engine, enc, workload, scale, memory in plan.cells()
                 for rep in range(1, plan.repetitions + 1)]
     return [trial for rep in range(1, plan.repetitions + 1) for trial in round_trials(plan, rep)]
+
+
+def planned(plan: Plan, done: Collection[TrialKey] = ()) -> list[TrialSpec]:
+    """The trials a run of `plan` has to have, in the order they run: `schedule(plan)`, and for
+    an adaptive plan also the rounds past its repetitions that the run has begun (the highest
+    round among `done`, the trials already complete), whose missing trials a resumed run adds
+    before it decides on another round."""
+    rounds = max((key.repetition for key in done), default=0) if plan.adaptive else 0
+    return schedule(plan) + [trial for rep in range(plan.repetitions + 1, rounds + 1)
+                             for trial in round_trials(plan, rep)]
+
+
+def to_run(plan: Plan, done: Collection[TrialKey] = ()) -> list[TrialSpec]:
+    """The planned trials (`planned`) that are not among `done`, in the order they run."""
+    return [spec for spec in planned(plan, done) if spec.key not in done]
 
 
 def round_trials(plan: Plan, rep: int) -> list[TrialSpec]:

@@ -7,7 +7,9 @@ A trial goes through fixed phases:
   → [cold: stop, drop caches, start again] → measured tests → close → at-rest scan (verdict)
   → remove the workspace.
 A failing trial is recorded with its error and the run goes on; the workspace is removed on
-success, failure and Ctrl-C alike.
+success, failure and Ctrl-C alike. The runner runs the trials its store does not have yet: all
+of them in a new run; in a resumed one (`tdebench run --resume`, its store cut down to the
+complete trials by `store.keep_complete`) the rest, in the same order.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from tdebench.measure import affinity
 from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
-from tdebench.plan import Plan, TrialSpec, group_of, lockstep_groups, round_trials, schedule
+from tdebench.plan import Plan, TrialSpec, group_of, lockstep_groups, round_trials, schedule, to_run
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
 from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, OutputError, Record, ResultStore, Stopping, TrialKey,
@@ -68,7 +70,10 @@ class SilentProgress:
 
 @dataclass
 class RunSummary:
+    """The whole run's trials: those kept from before an interruption (`kept`) and those run now."""
+
     trials: int = 0
+    kept: int = 0
     failed: list[TrialOutcome] = field(default_factory=list)
     unexpected_verdicts: list[Verdict] = field(default_factory=list)
 
@@ -174,7 +179,21 @@ class Runner:
     interrupted: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> RunSummary:
-        summary = RunSummary()
+        """Run the plan's trials that the store does not have complete yet, in the schedule's
+        order (a lockstep group of which some are complete runs the others side by side), then,
+        for an adaptive plan that has not stopped yet, add rounds after the highest one stored.
+        The summary covers the kept trials too."""
+        stored = read_run(self.store.directory)
+        done = stored.complete_trials()
+        summary = RunSummary(trials=len(done), kept=len(done),
+                             failed=[o for o in stored.trials if o.trial in done and o.status != "ok"],
+                             unexpected_verdicts=[v for v in stored.verdicts
+                                                  if v.trial in done and not v.as_expected])
+        trials = to_run(self.plan, done)
+        adding = self.plan.adaptive and stored.stopping is None
+        if not trials and not adding:
+            return summary
+        rounds = max([self.plan.repetitions, *(key.repetition for key in done)])
         self._prepare()
         root = Path(tempfile.mkdtemp(prefix=runstate.ROOT_PREFIX, dir=self.workspace_parent))
         root.chmod(0o711)  # servers running as their own user (postgres) must reach their workspace
@@ -182,9 +201,10 @@ class Runner:
             with runstate.recording(root):  # a killed run's servers and mounts can be found again
                 self._prime(root)
                 start = self.clock.now_ns()  # max_minutes budgets the rounds
-                self._trials(schedule(self.plan), root, summary)
-                if self.plan.adaptive:
-                    self._add_rounds(root, summary, start)
+                self._trials(trials, root, summary)
+                if adding:
+                    before_s = stored.resumes[-1].elapsed_before_s if stored.resumes else 0.0
+                    self._add_rounds(root, summary, start - int(before_s * 1e9), rounds)
         finally:
             remove_tree(root)
         return summary
@@ -242,13 +262,13 @@ class Runner:
                 trial.database.close()
                 remove_tree(trial.workspace)
 
-    def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int) -> None:
-        """Adaptive repetitions: after the plan's rounds, add rounds (in the plan's order) one at a time
-        until every headline overhead's CI half-width is within `target_ci_pct`, the time
-        budget cannot fit another round, or `max_repetitions` is reached; store why it stopped."""
+    def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int, rounds: int) -> None:
+        """Adaptive repetitions: after the `rounds` stored (the plan's, or more in a resumed run),
+        add rounds (in the plan's order) one at a time until every headline overhead's CI
+        half-width is within `target_ci_pct`, the time budget (counted from `start_ns`) cannot fit
+        another round, or `max_repetitions` is reached; store why it stopped."""
         plan = self.plan
         assert plan.target_ci_pct is not None
-        rounds = plan.repetitions
         while True:
             run = read_run(self.store.directory)
             widest = widest_headline(run, summary_records(run))

@@ -14,7 +14,13 @@ Record kinds:
 - `cipher`: the machine's raw cipher throughput, measured once per run;
 - `sample`: one interval of the resource sampler (CPU %, memory, disk, other processes' CPU,
   load average) during a trial;
-- `stopping`: why an adaptive run stopped adding rounds (target reached, time budget, cap).
+- `stopping`: why an adaptive run stopped adding rounds (target reached, time budget, cap);
+- `resume`: `tdebench run --resume` continued the run here: how many trials it kept, how many
+  incomplete ones it dropped, and what of the environment had changed.
+
+A trial is complete when its `trial` record is stored: the runner writes it last, after the
+trial's measurements, samples and verdict. `keep_complete` cuts an interrupted run's
+results.jsonl down to its complete trials before `run --resume` continues it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import shutil
 import threading
 import types
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -177,6 +183,23 @@ MOST_ROUNDS = "max_repetitions reached"
 
 
 @dataclass(frozen=True)
+class Resumed:
+    """`run --resume` continued the run from here: `kept` complete trials were kept, `dropped`
+    trials that had begun but not ended were removed (to run again), and `torn_line` says
+    whether a half-written last line was removed. `elapsed_before_s` is the run's time before
+    this resume (its earlier parts, from their start to their last record), which adaptive runs
+    count against `max_minutes`; `changed` lists what of the environment differs from
+    environment.json (e.g. "kernel: 6.1.0-17-amd64 → 6.1.0-18-amd64")."""
+
+    kept: int
+    dropped: int
+    torn_line: bool
+    at_utc: str
+    elapsed_before_s: float = 0.0
+    changed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Stopping:
     """Why an adaptive run (a plan with `target_ci_pct`) stopped adding rounds: `reason` is
     REACHED, BUDGET (`max_minutes` could not fit another round) or MOST_ROUNDS; `widest` names
@@ -190,10 +213,11 @@ class Stopping:
     elapsed_s: float
 
 
-Record = Measurement | Verdict | TrialOutcome | CipherSpeed | Sample | Stopping
+Record = Measurement | Verdict | TrialOutcome | CipherSpeed | Sample | Stopping | Resumed
+_TRIAL_RECORDS = (Measurement, Verdict, TrialOutcome, Sample)  # the records of one trial
 _KINDS: dict[type, str] = {Measurement: "measurement", Verdict: "verdict",
                            TrialOutcome: "trial", CipherSpeed: "cipher", Sample: "sample",
-                           Stopping: "stopping"}
+                           Stopping: "stopping", Resumed: "resume"}
 
 
 def to_json(record: Record) -> dict[str, Any]:
@@ -213,7 +237,7 @@ def from_json(data: Any) -> Record:
     data = dict(data)
     kind = data.pop("kind", None)
     classes = {name: cls for cls, name in _KINDS.items()}
-    if kind not in classes:
+    if not isinstance(kind, str) or kind not in classes:
         raise ValueError(f"unknown record kind {kind!r}")
     try:
         return _converter(classes[kind])(data)
@@ -319,6 +343,19 @@ class RunData:
     ciphers: list[CipherSpeed] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     stopping: Stopping | None = None  # adaptive runs: why the runner stopped adding rounds
+    resumes: list[Resumed] = field(default_factory=list)  # each `run --resume` that continued the run
+
+    def complete_trials(self) -> set[TrialKey]:
+        """The trials that ended (see `complete_trials`)."""
+        return complete_trials([*self.trials, *self.verdicts])
+
+
+def complete_trials(records: Iterable[Record]) -> set[TrialKey]:
+    """The trials that ended: their `trial` record is stored, which the runner writes last,
+    after the trial's measurements, samples and verdict (so the verdict must be stored too)."""
+    records = list(records)
+    ended = {record.trial for record in records if isinstance(record, TrialOutcome)}
+    return ended & {record.trial for record in records if isinstance(record, Verdict)}
 
 
 class ResultStore:
@@ -398,14 +435,11 @@ def record_written(directory: Path, paths: list[Path]) -> None:
         temporary.replace(directory / MANIFEST)
 
 
-def read_run(directory: Path) -> RunData:
-    """Read a run directory; a torn last line (a crash mid-write) is ignored."""
-    missing = [name for name in RAW_FILES if not (directory / name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{directory} is not a tdebench run directory: missing {', '.join(missing)}")
-    run = RunData(directory=directory, plan_text=(directory / PLAN).read_text(),
-                  environment=json.loads((directory / ENVIRONMENT).read_text()))
-    lines = (directory / RESULTS).read_text().splitlines()
+def _records(path: Path) -> tuple[list[tuple[bytes, Record]], bool]:
+    """Every line of a results.jsonl with its record, and whether a torn last line (a crash
+    mid-write) was left out; ValueError for a line that is not JSON anywhere else."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    records = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -413,13 +447,23 @@ def read_run(directory: Path) -> RunData:
             data = json.loads(line)
         except json.JSONDecodeError:
             if number == len(lines):
-                break
-            raise ValueError(f"{directory / RESULTS}:{number}: not valid JSON") from None
+                return records, True
+            raise ValueError(f"{path}:{number}: not valid JSON") from None
         try:
-            record = from_json(data)
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{directory / RESULTS}:{number}: not a tdebench record "
-                             f"({type(exc).__name__}: {str(exc)[:200]})") from None
+            records.append((line, from_json(data)))
+        except ValueError as exc:
+            raise ValueError(f"{path}:{number}: not a tdebench record ({str(exc)[:200]})") from None
+    return records, False
+
+
+def read_run(directory: Path) -> RunData:
+    """Read a run directory; a torn last line (a crash mid-write) is ignored."""
+    missing = [name for name in RAW_FILES if not (directory / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{directory} is not a tdebench run directory: missing {', '.join(missing)}")
+    run = RunData(directory=directory, plan_text=(directory / PLAN).read_text(),
+                  environment=json.loads((directory / ENVIRONMENT).read_text()))
+    for _, record in _records(directory / RESULTS)[0]:
         if isinstance(record, Measurement):
             run.measurements.append(record)
         elif isinstance(record, Verdict):
@@ -430,6 +474,51 @@ def read_run(directory: Path) -> RunData:
             run.samples.append(record)
         elif isinstance(record, Stopping):
             run.stopping = record
+        elif isinstance(record, Resumed):
+            run.resumes.append(record)
         else:
             run.ciphers.append(record)
     return run
+
+
+@dataclass(frozen=True)
+class Cut:
+    """What `keep_complete` left of an interrupted run's results.jsonl."""
+
+    kept: int  # complete trials, every record of them kept as it was
+    dropped: int  # trials that had begun but not ended: all their records removed
+    torn_line: bool  # a half-written last line was removed
+    ciphers: bool  # the cipher records were kept: the run had got past measuring them
+
+
+def keep_complete(directory: Path) -> Cut:
+    """Cut results.jsonl down to what an interrupted run finished: the records of its complete
+    trials (`RunData.complete_trials`), its cipher records once the run had got past them (a
+    record of another kind follows), and its `stopping` and `resume` records; every kept line
+    stays byte for byte as it was. The new file is written beside the old one, fsynced and
+    renamed over it, so a failure midway leaves the original untouched."""
+    path = directory / RESULTS
+    records, torn = _records(path)
+    complete = complete_trials(record for _, record in records)
+    begun = {record.trial for _, record in records if isinstance(record, _TRIAL_RECORDS)}
+    last_cipher = max((i for i, (_, record) in enumerate(records) if isinstance(record, CipherSpeed)), default=None)
+    ciphers = last_cipher is not None and last_cipher + 1 < len(records)
+    kept = [line if line.endswith(b"\n") else line + b"\n" for line, record in records
+            if (record.trial in complete if isinstance(record, _TRIAL_RECORDS)
+                else ciphers or not isinstance(record, CipherSpeed))]
+    temporary = directory / (RESULTS + ".tmp")
+    try:
+        with writing(temporary), temporary.open("wb") as fh:
+            fh.writelines(kept)
+            fh.flush()
+            os.fsync(fh.fileno())
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    directory_fd = os.open(directory, os.O_RDONLY)
+    try:  # the rename itself reaches the disk
+        os.fsync(directory_fd)
+    finally:
+        os.close(directory_fd)
+    return Cut(kept=len(complete), dropped=len(begun - complete), torn_line=torn, ciphers=ciphers)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload
+from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload, fake_plan
 from tdebench.measure import affinity
 from tdebench.measure.clock import FakeClock
-from tdebench.plan import EngineChoice, Plan, WorkloadSpec
+from tdebench.plan import EngineChoice, Plan
 from tdebench.runner import Runner
 from tdebench.report.findings import overview
 from tdebench.report.noise import widest_headline
@@ -17,12 +17,7 @@ from tdebench.report.records import summary_records
 from tdebench.store import BUDGET, MOST_ROUNDS, REACHED, Measurement, ResultStore, read_run
 
 
-def make_plan(**overrides) -> Plan:
-    values = dict(name="fake", repetitions=2, warmups=1, cache="warm", order="interleaved", seed=7,
-                  engines=(EngineChoice("fake", ("none", FAKE_ENC.name)),),
-                  workloads=(WorkloadSpec("fakeload", (1.0,), ("power",), 1),), text="name = 'fake'\n")
-    values.update(overrides)
-    return Plan(**values)
+make_plan = fake_plan
 
 
 def run(tmp_path: Path, plan: Plan, **kwargs):

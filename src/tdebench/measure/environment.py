@@ -11,6 +11,7 @@ import socket
 import sys
 from datetime import datetime, timezone
 from importlib import metadata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,32 @@ def snapshot(engine_versions: dict[str, str], directory: Path | None = None) -> 
         "load_average": load_average(),
         "virtualization": virtualization(),
     }
+
+
+def flatten(value: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
+    """A snapshot as (key, text) pairs: nested keys joined by dots ("engines.duckdb"), lists
+    by commas, sizes in bytes with their GiB."""
+    if isinstance(value, dict):
+        for key in sorted(value):
+            yield from flatten(value[key], f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, (list, tuple)):
+        yield prefix, ", ".join(str(item) for item in value)
+    elif value is None:  # a setting this machine does not expose, or an older run's missing key
+        yield prefix, UNKNOWN
+    elif prefix.endswith("_bytes") and isinstance(value, int):
+        yield prefix, f"{value:,} ({value / 1024 ** 3:.1f} GiB)"
+    else:
+        yield prefix, str(value)
+
+
+MOMENTARY = ("timestamp_utc", "load_average", "filesystem")
+"""What a snapshot takes of the moment (or of the output directory), not of the machine."""
+
+
+def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What a result depends on that differs between two snapshots, e.g. "kernel:
+    6.1.0-17-amd64 → 6.1.0-18-amd64" or "engines.duckdb: 1.1.0 → 1.1.3"; only settings both
+    recorded (an older tdebench recorded fewer), and nothing of the moment (`MOMENTARY`)."""
+    old, new = ({key: text for key, text in flatten(snapshot) if key.split(".")[0] not in MOMENTARY}
+                for snapshot in (before, after))
+    return [f"{key}: {old[key]} → {new[key]}" for key in sorted(old.keys() & new.keys()) if old[key] != new[key]]

@@ -20,7 +20,7 @@ from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, Sum
                                      resolution, scale_label, scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
-from tdebench.store import RunData, Stopping, TrialKey
+from tdebench.store import Resumed, RunData, Stopping, TrialKey
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class Overview:
     cache: str
     order: str
     stopping: Stopping | None = None
+    resumes: tuple[Resumed, ...] = ()
 
     @property
     def paragraph(self) -> str:
@@ -45,7 +46,24 @@ class Overview:
                 f"{', '.join(self.encryptions)} (“{BASELINE}” is the baseline), "
                 f"{self.repetitions} repetitions of every cell, cache {self.cache}, "
                 f"order {self.order}.")
-        return text + (" " + stopping_sentence(self.stopping) if self.stopping else "")
+        more = ([stopping_sentence(self.stopping)] if self.stopping else []) + (
+            [resumed_sentence(self.resumes)] if self.resumes else [])
+        return " ".join([text, *more])
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def resumed_sentence(resumes: tuple[Resumed, ...]) -> str:
+    """How often an interrupted run was continued (`tdebench run --resume`), e.g. "The run was
+    interrupted and resumed 1 time; 6 trials kept from before the interruption, 1 incomplete
+    trial dropped and run again."."""
+    before = "the interruption" if len(resumes) == 1 else "the last interruption"
+    dropped = sum(resumed.dropped for resumed in resumes)
+    return (f"The run was interrupted and resumed {_counted(len(resumes), 'time')}; "
+            f"{_counted(resumes[-1].kept, 'trial')} kept from before {before}, "
+            f"{_counted(dropped, 'incomplete trial')} dropped and run again.")
 
 
 def stopping_sentence(stopping: Stopping) -> str:
@@ -90,6 +108,7 @@ def overview(run: RunData) -> Overview:
         cache=str(_plan_setting(plan, "cache") or "/".join(caches) or "unknown"),
         order=str(_plan_setting(plan, "order") or default_order(str(_plan_setting(plan, "cache") or "warm"))),
         stopping=run.stopping,
+        resumes=tuple(run.resumes),
     )
 
 
@@ -332,6 +351,10 @@ def alerts(run: RunData) -> list[str]:
     if not_dropped:
         messages.append(f"{len(not_dropped)} cold-cache trial(s) could not drop the OS page cache "
                         "(needs root): their timings are warmer than asked.")
+    messages += [f"The environment had changed when the run was resumed at {resumed.at_utc}: "
+                 f"{'; '.join(resumed.changed)}. The trials before and after it ran on different setups "
+                 "(environment.json is the run's start)."
+                 for resumed in run.resumes if resumed.changed]
     return messages
 
 

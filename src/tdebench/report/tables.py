@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tdebench.engines import ENGINES
+from tdebench.measure.environment import flatten
 from tdebench.report import noise
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, SummaryRecord, below_resolution, deterministic,
                                      floors, headline_records, is_query, memory_order, resolution, scale_text,
@@ -568,23 +569,9 @@ def _cipher_intro(rows: list[dict[str, Any]]) -> str:
     return text
 
 
-def _flatten(value: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
-    if isinstance(value, dict):
-        for key in sorted(value):
-            yield from _flatten(value[key], f"{prefix}.{key}" if prefix else str(key))
-    elif isinstance(value, (list, tuple)):
-        yield prefix, ", ".join(str(item) for item in value)
-    elif value is None:  # a setting this machine does not expose, or an older run's missing key
-        yield prefix, "unknown"
-    elif prefix.endswith("_bytes") and isinstance(value, int):
-        yield prefix, f"{value:,} ({value / 1024 ** 3:.1f} GiB)"
-    else:
-        yield prefix, str(value)
-
-
 def environment_table(run: RunData) -> Table:
     """The environment rendered generically: nested keys joined by dots, lists by commas."""
-    rows = [{"key": key, "value": value} for key, value in _flatten(run.environment)]
+    rows = [{"key": key, "value": value} for key, value in flatten(run.environment)]
     return Table("Environment", (Column("key", "key"), _prose("value", "value")), rows)
 
 

@@ -1,0 +1,151 @@
+"""`tdebench run --resume` through the real command line on DuckDB: a run killed (SIGKILL)
+mid-trial is finished with the trials it completed kept byte for byte (issue 10, item 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tdebench import outdir
+from tdebench.cli import main
+from tdebench.plan import parse_plan, schedule
+from tdebench.store import RESULTS, TrialKey, read_run
+from test_cli import TINY
+
+PLAN = TINY.replace("repetitions = 1", "repetitions = 3")  # two lockstep groups after the first
+TDEBENCH = Path(sys.executable).with_name("tdebench")
+
+
+def records(data: bytes) -> list[tuple[bytes, dict]]:
+    """The whole lines of a results.jsonl with their JSON (a torn last line left out)."""
+    lines = data.splitlines(keepends=True)
+    found = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            found.append((line, json.loads(line)))
+        except json.JSONDecodeError:
+            assert number == len(lines), "only the last line may be torn"
+    return found
+
+
+def key_of(record: dict) -> TrialKey | None:
+    return TrialKey(**record["trial"]) if "trial" in record else None
+
+
+def kill_after_first_trial(out: Path, work: Path) -> None:
+    """Start a run and SIGKILL it as soon as a trial's outcome is in its results.jsonl."""
+    run = subprocess.Popen([TDEBENCH, "run", str(out.parent / "plan.toml"), "--out", str(out),
+                            "--work-dir", str(work), "--quiet"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        results = out / RESULTS
+        while not (results.is_file() and b'"kind": "trial"' in results.read_bytes()):
+            assert run.poll() is None, run.stdout.read()
+            assert time.monotonic() < deadline, "no trial ended within 300 s"
+            time.sleep(0.02)
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        run.stdout.close()
+    assert run.returncode == -signal.SIGKILL
+
+
+def test_a_run_killed_mid_trial_is_finished_by_resume_with_its_trials_kept(tmp_path: Path) -> None:
+    (tmp_path / "plan.toml").write_text(PLAN)
+    out, work = tmp_path / "out", tmp_path / "work"
+    work.mkdir()
+    kill_after_first_trial(out, work)
+    for left in work.glob("tdebench-*"):  # the killed run could not remove its workspace
+        shutil.rmtree(left)
+
+    before = records((out / RESULTS).read_bytes())
+    ended = {key_of(r) for _, r in before if r["kind"] == "trial"}
+    complete = ended & {key_of(r) for _, r in before if r["kind"] == "verdict"}
+    planned = [spec.key for spec in schedule(parse_plan(PLAN))]
+    assert 1 <= len(complete) < len(planned), "killed before the run ended"
+    kept = [line for line, r in before if r["kind"] == "cipher" or key_of(r) in complete]
+
+    resumed = subprocess.run([TDEBENCH, "run", "--resume", str(out), "--work-dir", str(work), "--quiet"],
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    left = len(planned) - len(complete)
+    assert (f"resuming {out}: {len(complete)} of {len(planned)} trials complete, {left} to run"
+            in " ".join(resumed.stderr.split()))
+    assert f"{len(planned)} trials ({len(complete)} kept from before the interruption), all trials ok" in resumed.stderr
+
+    after = (out / RESULTS).read_bytes().splitlines(keepends=True)
+    assert after[:len(kept)] == kept  # the kept trials' records (and the ciphers), byte for byte
+    assert json.loads(after[len(kept)])["kind"] == "resume"
+    run = read_run(out)
+    assert sorted(outcome.trial for outcome in run.trials) == sorted(planned)  # every trial exactly once
+    assert sorted(verdict.trial for verdict in run.verdicts) == sorted(planned)
+    assert all(outcome.status == "ok" for outcome in run.trials)
+    assert [(r.kept, r.changed) for r in run.resumes] == [(len(complete), ())]
+    assert "The run was interrupted and resumed 1 time" in (out / "report.md").read_text()
+    assert "resumed 1 time" in (out / "report.html").read_text()
+    assert list(work.iterdir()) == [] and not (out / ".tdebench.lock").exists()
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def fake_run_dir(path: Path, plan: str = PLAN) -> Path:
+    """A directory holding a run's raw files and no trial yet."""
+    path.mkdir()
+    (path / "plan.toml").write_text(plan)
+    (path / "environment.json").write_text("{}\n")
+    (path / RESULTS).write_text("")
+    return path
+
+
+def test_resume_refuses_a_directory_without_a_run_in_one_line(tmp_path: Path) -> None:
+    for directory in (tmp_path / "missing", tmp_path):
+        result = invoke("run", "--resume", str(directory))
+        assert result.exit_code == 2
+        assert result.output.strip().count("\n") == 0
+        assert f"--resume: {directory} is not a tdebench run directory: missing results.jsonl" in result.output
+
+
+def test_resume_takes_no_plan_out_or_force(tmp_path: Path) -> None:
+    run_dir = fake_run_dir(tmp_path / "run")
+    for extra, named in ((["--force"], "--force"), (["--out", str(tmp_path / "x")], "--out"),
+                         ([str(run_dir / "plan.toml")], "PLAN")):
+        result = invoke("run", "--resume", str(run_dir), *extra)
+        assert result.exit_code == 2
+        assert f"leave out {named}" in result.output
+    assert (run_dir / RESULTS).read_text() == ""
+    result = invoke("run", str(run_dir / "plan.toml"))
+    assert result.exit_code == 2 and "--out DIR is required" in result.output
+
+
+def test_resume_refuses_a_plan_that_no_longer_parses(tmp_path: Path) -> None:
+    run_dir = fake_run_dir(tmp_path / "run", PLAN.replace('name = "duckdb"', 'name = "oracle"'))
+    result = invoke("run", "--resume", str(run_dir))
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "the run's plan no longer parses here" in text and "plan.toml:7: unknown name 'oracle'" in text
+
+
+def test_resume_refuses_a_run_that_is_still_going(tmp_path: Path) -> None:
+    run_dir = fake_run_dir(tmp_path / "run")
+    held = outdir.lock(run_dir)  # as the running tdebench holds it
+    try:
+        result = invoke("run", "--resume", str(run_dir))
+    finally:
+        outdir.unlock(run_dir, held)
+    assert result.exit_code == 2
+    assert f"--resume {run_dir} is in use by another tdebench run (pid {os.getpid()})" in " ".join(result.output.split())
+    assert (run_dir / RESULTS).read_text() == ""  # nothing was cut
