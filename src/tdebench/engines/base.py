@@ -234,6 +234,13 @@ class Database(ABC):
         """Bytes on disk of every file the database wrote."""
         return sum(p.stat().st_size for p in self.files() if p.is_file())
 
+    @property
+    def server_user(self) -> str | None:
+        """The OS user the engine's server runs as (PostgreSQL: `postgres`): besides root, the
+        only user a layer below the engine (gocryptfs) lets into the decrypted view. None for
+        engines that run inside the tdebench process, as its user."""
+        return None
+
     def engine_processes(self) -> list[psutil.Process] | None:
         """The processes whose CPU time and I/O are the engine's: a server's process tree.
         None for embedded engines, which run inside the tdebench process."""
