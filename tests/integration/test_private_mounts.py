@@ -1,6 +1,7 @@
-"""gocryptfs mounts only the server's user can enter (issue 10, item 1): real trials through
-the Runner (a tiny plan, real engines and real gocryptfs mounts) probed by another local user
-(`nobody`) while they run."""
+"""gocryptfs mounts only the server's user can enter, and an fs verdict that needs its positive
+control (issue 10, items 1 and 5): real trials through the Runner (a tiny plan, real engines
+and real gocryptfs mounts) probed by another local user (`nobody`) while they run, and a mount
+that vanishes mid-trial."""
 
 from __future__ import annotations
 
@@ -152,3 +153,23 @@ def test_only_the_servers_user_enters_the_mount_and_the_trial_still_runs(engine:
         lines = attempts[what].stdout.splitlines()  # one refusal per file, not only the first
         assert len(lines) == len(files) and all(line.endswith("Permission denied") for line in lines), what
 
+
+def lazy_unmount(database: Database) -> None:
+    """The mount vanishes under the running engine, which keeps its open files (and a server
+    its working directory) on the detached mount."""
+    assert isinstance(database, GocryptfsDatabase)
+    subprocess.run(["fusermount3", "-u", "-z", str(database.mount_point)], check=True, capture_output=True)
+    assert not database.is_mounted
+
+
+@pytest.mark.parametrize("engine", ["postgres", "sqlite"])
+def test_a_mount_that_vanished_mid_trial_makes_the_verdict_an_error(engine: str) -> None:
+    with server_reachable_dir("tdebench-vanished-") as work:
+        summary, run = run_trial(engine, work, lazy_unmount)
+        assert left_behind(work) == []
+    assert [m.answer for m in run.measurements if m.step == "count"] == ["ok"]  # the engine went on
+    (verdict,) = run.verdicts
+    assert verdict.verdict == "error", verdict.detail
+    assert "was gone before verification" in verdict.detail and "positive control failed" in verdict.detail
+    assert verdict.view_hits is None
+    assert not summary.ok and summary.unexpected_verdicts == [verdict]  # the run exits 1

@@ -132,6 +132,11 @@ class EncryptionNotActive(RuntimeError):
     """The engine reports that data which should be encrypted is not (yet)."""
 
 
+class PlaintextViewGone(RuntimeError):
+    """A layer below the engine (gocryptfs) whose decrypted view should be there, the engine
+    running on it, is not (its mount vanished): the view cannot serve as the positive control."""
+
+
 class QueryTimeout(RuntimeError):
     """A statement ran past the connection's timeout and was stopped by the engine."""
 
@@ -262,7 +267,9 @@ class Database(ABC):
 
     def plaintext_view(self) -> Path | None:
         """For layers that encrypt below the engine (gocryptfs): the decrypted view of the
-        files, scanned while mounted as the positive control. None for everything else."""
+        files, scanned while mounted as the positive control; PlaintextViewGone when it should
+        be there and is not (the mount vanished, or the database is closed). None for everything
+        else."""
         return None
 
     def plaintext_signature(self) -> tuple[int, bytes] | None:

@@ -27,8 +27,9 @@ the view's own owners and modes. The view's root shows the cipher directory's mo
 this process), so that user may enter while the cipher directory stays root's. gocryptfs
 creates files with the caller's credentials, so the engine's directory is also really owned
 by the server's user in the cipher directory. Should the mount vanish, the bare mount point
-(root's, 0700) keeps a server from writing plaintext beside the cipher directory. gocryptfs
-defaults are kept (preallocation on, no kernel_cache), the same for every engine.
+(root's, 0700) keeps a server from writing plaintext beside the cipher directory, and the
+verdict is `error` (`plaintext_view` raises; see verify.judge). gocryptfs defaults are kept
+(preallocation on, no kernel_cache), the same for every engine.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Connection, Database, Encryption,
-                                   SensitiveColumns)
+                                   PlaintextViewGone, SensitiveColumns)
 from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool, user_ids
 from tdebench.keys import Secret
 
@@ -252,8 +253,13 @@ class GocryptfsDatabase(Database):
             return []
         return sorted(p for p in self.cipher_dir.rglob("*") if p.is_file())
 
-    def plaintext_view(self) -> Path | None:
-        return self.mount_point if self.is_mounted else None
+    def plaintext_view(self) -> Path:
+        """The mount point, while it is a mount; PlaintextViewGone otherwise (closed, or the mount
+        vanished: a lazy unmount leaves the engine running on the detached mount)."""
+        if not self.is_mounted:
+            raise PlaintextViewGone(f"the gocryptfs mount at {self.mount_point} was gone before verification "
+                                    "(not a mount point any more)")
+        return self.mount_point
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """The engine's own fast path (DuckDB read_parquet, LOAD DATA, COPY): the layer below
