@@ -30,7 +30,7 @@ import psutil
 
 from tdebench import runstate, verify
 from tdebench.engines import Engine, get_engine
-from tdebench.engines.base import NONE, Connection, Database
+from tdebench.engines.base import NONE, Connection, Database, PlaintextViewGone
 from tdebench.keys import KeySource, Secret
 from tdebench.measure import affinity
 from tdebench.measure.clock import Clock, MonotonicClock
@@ -119,6 +119,7 @@ class _TrialFacts:
     cache_dropped: bool = False
     engine_state: str = ""
     view_hits: int | None = None
+    view_gone: str = ""  # why a layer's decrypted view could not be scanned (its mount vanished)
     connection_closed: bool = False  # a workload went cold (go_cold) and closed the connection it was given
 
 
@@ -463,9 +464,10 @@ class Runner:
                 self._fail(trial, exc)
 
     def _while_open(self, trial: "_Trial") -> None:
-        view = trial.database.plaintext_view()
-        if view is not None:
-            trial.facts.view_hits = sum(s.hits for s in verify.scan([view], trial.facts.canaries, view, live=True))
+        try:
+            trial.facts.view_hits = verify.view_hits(trial.database.plaintext_view(), trial.facts.canaries, live=True)
+        except PlaintextViewGone as exc:  # the verdict says so (error); the measurements stand
+            trial.facts.view_gone = str(exc)
         if self.plan.pin_cpus is not None:
             trial.pinned_to = affinity.applied(trial.processes())
 
@@ -519,7 +521,7 @@ class Runner:
             label = verify.label_first_hit(scans, workspace, facts.canaries)
             verdict = verify.judge(key, expected, scans, facts.canaries_readable, first_hit_label=label,
                                    view_hits=facts.view_hits, engine_state=facts.engine_state,
-                                   column_layer=database.encryption.layer == "column")
+                                   column_layer=database.encryption.layer == "column", view_gone=facts.view_gone)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
         self.store.append(verdict)

@@ -197,6 +197,14 @@ def scan(paths: Iterable[Path], canaries: Sequence[str], root: Path,
     return tuple(scans)
 
 
+def view_hits(view: Path | None, canaries: Sequence[str], live: bool = False) -> int | None:
+    """The canary hits in a layer's decrypted view (`Database.plaintext_view`), scanned while the
+    engine runs: that layer's positive control. None without a view (no layer below the engine)."""
+    if view is None:
+        return None
+    return sum(s.hits for s in scan([view], canaries, view, live=live))
+
+
 def label_first_hit(scans: Sequence[FileScan], root: Path, canaries: Sequence[str]) -> str | None:
     """"path@offset (encoding)" of the first canary hit, in scan order.
 
@@ -237,7 +245,7 @@ def _summary(scans: Sequence[FileScan]) -> str:
 
 def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_readable: bool,
           first_hit_label: str | None = None, view_hits: int | None = None,
-          engine_state: str = "", column_layer: bool = False) -> Verdict:
+          engine_state: str = "", column_layer: bool = False, view_gone: str = "") -> Verdict:
     """The verdict of a trial's scans. Rules, in order:
 
     1. no file, or 0 bytes scanned → "inconclusive" (nothing was looked at);
@@ -248,14 +256,15 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
        marker hit, except under column-level encryption, which leaves markers readable;
     4. no hit, but the canary could not be read back through the engine → "inconclusive":
        the data looked for may never have been written, so its absence proves nothing;
-    5. a file-system layer whose decrypted view (scanned while mounted, `view_hits`) did not
-       show the canaries → "inconclusive": that layer's positive control failed;
+    5. a file-system layer whose decrypted view could not be scanned (`view_gone` says why:
+       its mount vanished) or, scanned while mounted (`view_hits`), did not show the canaries
+       → "error": that layer's positive control failed, so the run must not pass;
     6. column-level encryption (`column_layer`) where no marker was found → "inconclusive":
        the canary table's rows were not seen at all, so the canary's absence proves nothing;
     7. otherwise → "encrypted"; under column-level encryption `exposed` lists the files that
        hold the plaintext of the columns it leaves unencrypted.
 
-    "error" is never produced here: the caller turns an exception into `error_verdict`.
+    Otherwise "error" is not produced here: the caller turns an exception into `error_verdict`.
     `first_hit_label` is the caller's label of the first hit (see `label_first_hit`, which
     adds the encoding); without it the label is built from the scans.
     """
@@ -292,9 +301,12 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
     if not canary_readable:
         return verdict("inconclusive", "no canary found, but the canary could not be read back "
                        f"through the engine, so it may never have been written; {summary}")
+    if view_gone:
+        return verdict("error", f"{view_gone}: the decrypted view could not be scanned, so the positive "
+                       f"control failed; {summary}")
     if view_hits == 0:
-        return verdict("inconclusive", "positive control failed: the decrypted view did not show the "
-                       f"canaries, so their absence below it proves nothing; {summary}")
+        return verdict("error", "no canary found in the decrypted view: the positive control failed, so "
+                       f"their absence below it proves nothing; {summary}")
     if column_layer and not exposed:
         return verdict("inconclusive", "positive control failed: the marker beside each canary, in a column "
                        f"column-level encryption leaves readable, was not found either; {summary}")

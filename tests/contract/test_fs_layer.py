@@ -13,6 +13,7 @@ import pytest
 
 from tdebench import verify
 from tdebench.engines import get_engine
+from tdebench.engines.base import PlaintextViewGone
 from tdebench.engines.fs import FS_ENCRYPTIONS, GocryptfsDatabase, mounted
 from tdebench.engines.server import user_ids
 from tdebench.keys import Secret
@@ -48,7 +49,9 @@ def test_cipher_dir_hides_what_the_mounted_view_shows(encryption: str, tmp_path:
         assert hits(database.cipher_dir) == 0
     finally:
         database.close()
-    assert database.plaintext_view() is None and not mounted(database.mount_point)
+    assert not mounted(database.mount_point)
+    with pytest.raises(PlaintextViewGone, match="was gone before verification"):
+        database.plaintext_view()  # closed: there is no view to take the positive control from
     assert database.files() and all(database.cipher_dir in p.parents for p in database.files())
     assert hits(tmp_path) == 0  # nothing in the whole workspace at rest
 

@@ -81,8 +81,7 @@ def test_an_unencrypted_database_is_encrypted_in_place(engine: str, encryption: 
         assert method
         state = database.encryption_state()  # raises if the engine says something is not encrypted
         assert contents(database) == (rows, set(CANARIES))
-        view = database.plaintext_view()
-        view_hits = sum(s.hits for s in verify.scan([view], CANARIES, view)) if view else None
+        view_hits = verify.view_hits(database.plaintext_view(), CANARIES)
     finally:
         database.close()
     verdict = at_rest(database, tmp_path, view_hits, state)

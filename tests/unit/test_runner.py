@@ -167,6 +167,33 @@ def test_a_decrypted_view_is_scanned_as_the_positive_control(tmp_path: Path) -> 
     assert encrypted.verdict == "encrypted" and encrypted.view_hits == 4  # CANARY_COUNT
 
 
+def test_a_decrypted_view_without_canaries_or_gone_makes_the_verdict_an_error(tmp_path: Path) -> None:
+    from fake_engine import FakeDatabase
+    from tdebench.engines.base import PlaintextViewGone
+
+    def empty_view(self) -> Path:  # the layer's view shows files, but not the canaries the engine wrote
+        shown = self.workspace.parent / f"view-{self.workspace.name}"
+        shown.mkdir(exist_ok=True)
+        (shown / "plain.db").write_text("rows without the canaries")
+        return shown
+
+    def gone_view(self) -> Path:
+        raise PlaintextViewGone(f"the gocryptfs mount at {self.workspace}/plain was gone before verification")
+
+    for name, view, detail in (
+            ("empty", empty_view, "no canary found in the decrypted view: the positive control failed"),
+            ("gone", gone_view, "the gocryptfs mount at ")):
+        FakeDatabase.plaintext_view = view
+        try:
+            summary, data, _ = run(tmp_path / name, make_plan(repetitions=1))
+        finally:
+            del FakeDatabase.plaintext_view
+        encrypted = next(v for v in data.verdicts if v.trial.encryption == "fake-256")
+        assert encrypted.verdict == "error" and encrypted.detail.startswith(detail), encrypted.detail
+        assert not summary.ok and summary.unexpected_verdicts == [encrypted]  # the run exits 1
+        assert not summary.failed  # the measurements stand; the verdict says what is wrong
+
+
 def test_a_workload_may_go_cold_per_statement_in_cold_plans_only(tmp_path: Path) -> None:
     clock = FakeClock()
     seen: list[object] = []

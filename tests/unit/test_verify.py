@@ -242,7 +242,13 @@ def test_judge_baseline_with_only_a_plaintext_header_fails_positive_control():
 
 def test_judge_fs_layer_needs_canaries_in_its_decrypted_view():
     blind = judge(TRIAL, "encrypted", [_scan()], True, view_hits=0)
-    assert blind.verdict == "inconclusive" and "decrypted view" in blind.detail
+    assert blind.verdict == "error" and not blind.as_expected
+    assert blind.detail.startswith("no canary found in the decrypted view: the positive control failed")
+    gone = judge(TRIAL, "encrypted", [_scan()], True, view_gone="the gocryptfs mount at /w/plain was gone")
+    assert gone.verdict == "error" and gone.detail.startswith("the gocryptfs mount at /w/plain was gone: ")
+    assert gone.view_hits is None and gone.files_scanned == 1  # the files at rest were still scanned
+    leaked = judge(TRIAL, "encrypted", [_scan(hits=2)], True, view_gone="the gocryptfs mount at /w/plain was gone")
+    assert leaked.verdict == "plaintext"  # a canary on disk is proof, positive control or not
     seen = judge(TRIAL, "encrypted", [_scan()], True, view_hits=3, engine_state="12 of 12 encrypted")
     assert seen.verdict == "encrypted" and "showed them 3 times" in seen.detail
     assert (seen.view_hits, seen.engine_state) == (3, "12 of 12 encrypted")

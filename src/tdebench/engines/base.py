@@ -132,6 +132,11 @@ class EncryptionNotActive(RuntimeError):
     """The engine reports that data which should be encrypted is not (yet)."""
 
 
+class PlaintextViewGone(RuntimeError):
+    """A layer below the engine (gocryptfs) whose decrypted view should be there, the engine
+    running on it, is not (its mount vanished): the view cannot serve as the positive control."""
+
+
 class QueryTimeout(RuntimeError):
     """A statement ran past the connection's timeout and was stopped by the engine."""
 
@@ -234,6 +239,13 @@ class Database(ABC):
         """Bytes on disk of every file the database wrote."""
         return sum(p.stat().st_size for p in self.files() if p.is_file())
 
+    @property
+    def server_user(self) -> str | None:
+        """The OS user the engine's server runs as (PostgreSQL: `postgres`): besides root, the
+        only user a layer below the engine (gocryptfs) lets into the decrypted view. None for
+        engines that run inside the tdebench process, as its user."""
+        return None
+
     def engine_processes(self) -> list[psutil.Process] | None:
         """The processes whose CPU time and I/O are the engine's: a server's process tree.
         None for embedded engines, which run inside the tdebench process."""
@@ -255,7 +267,9 @@ class Database(ABC):
 
     def plaintext_view(self) -> Path | None:
         """For layers that encrypt below the engine (gocryptfs): the decrypted view of the
-        files, scanned while mounted as the positive control. None for everything else."""
+        files, scanned while mounted as the positive control; PlaintextViewGone when it should
+        be there and is not (the mount vanished, or the database is closed). None for everything
+        else."""
         return None
 
     def plaintext_signature(self) -> tuple[int, bytes] | None:

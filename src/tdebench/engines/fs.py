@@ -5,21 +5,31 @@ is the cipher directory, where every file's content is encrypted in 4 KiB blocks
 by default, XChaCha20-Poly1305 with `-xchacha`) and every file name is encrypted (EME).
 This is the "transparent file encryption" model to compare native TDE against on one engine.
 
-Layout of a trial's workspace:
-  cipher/          what is on disk: gocryptfs.conf (the master key, wrapped by the key below
-                   through scrypt), gocryptfs.diriv and the encrypted files
-  plain/           the mount point: the decrypted view while mounted, empty otherwise
-  plain/<engine>/  the inner engine's own workspace
-  gocryptfs.log    gocryptfs's messages (informational ones included: its "ready" line is
-                   the readiness signal; none of them carries key material)
+Layout of a trial's workspace (root's; 0711 when a server's user must pass through it to
+the mount, else 0700):
+  cipher/          what is on disk, root's only (0700): gocryptfs.conf (the master key,
+                   wrapped by the key below through scrypt), gocryptfs.diriv and the encrypted files
+  plain/           the mount point: the decrypted view while mounted; the bare directory
+                   below it is root's only (0700) and empty
+  plain/<engine>/  the inner engine's own workspace (0700, the server's user's)
+  gocryptfs.log    gocryptfs's messages, 0600 (informational ones included: its "ready" line
+                   is the readiness signal; none of them carries key material)
 
 The trial's key (hex) is the gocryptfs password. It is written to a 0600 pass file only for
 the moment gocryptfs reads it (init, mount) and removed right after, so it is never on any
-command line, never in a log and not at rest beside the cipher directory. gocryptfs runs as
-root with `-allow_other` (which includes `default_permissions`), so a server running as its
-own user (PostgreSQL as `postgres`) can use the mount, with the kernel checking permissions
-and files created owned by that user. gocryptfs defaults are kept (preallocation on, no
-kernel_cache), the same for every engine.
+command line, never in a log and not at rest beside the cipher directory.
+
+Who may enter the decrypted view: root, and the user the engine's server runs as
+(`Database.server_user`: PostgreSQL's `postgres`), nobody else. gocryptfs runs as root with
+`-allow_other`, which includes `default_permissions`: the kernel checks every access against
+the view's own owners and modes. The view's root shows the cipher directory's mode (0700);
+`-force_owner` presents the view as owned by the server's user (root for engines that run in
+this process), so that user may enter while the cipher directory stays root's. gocryptfs
+creates files with the caller's credentials, so the engine's directory is also really owned
+by the server's user in the cipher directory. Should the mount vanish, the bare mount point
+(root's, 0700) keeps a server from writing plaintext beside the cipher directory, and the
+verdict is `error` (`plaintext_view` raises; see verify.judge). gocryptfs defaults are kept
+(preallocation on, no kernel_cache), the same for every engine.
 """
 
 from __future__ import annotations
@@ -37,8 +47,8 @@ from typing import TYPE_CHECKING
 import psutil
 
 from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Connection, Database, Encryption,
-                                   SensitiveColumns)
-from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool
+                                   PlaintextViewGone, SensitiveColumns)
+from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool, user_ids
 from tdebench.keys import Secret
 
 if TYPE_CHECKING:
@@ -115,6 +125,14 @@ class GocryptfsDatabase(Database):
     def is_mounted(self) -> bool:
         return mounted(self.mount_point)
 
+    @property
+    def server_user(self) -> str | None:
+        return self.inner.server_user if self.inner is not None else None
+
+    def _owner(self) -> tuple[int, int]:
+        """(uid, gid) the decrypted view belongs to: the server's user, or this process's."""
+        return user_ids(self.server_user) if self.server_user else (os.geteuid(), os.getegid())
+
     def _inner(self) -> Database:
         assert self.inner is not None, "use GocryptfsDatabase.wrapping()"
         return self.inner
@@ -124,7 +142,7 @@ class GocryptfsDatabase(Database):
         """The key as a gocryptfs password file (0600) for as long as gocryptfs reads it."""
         assert self.key is not None, "an encrypted file system needs a key"
         path = self.workspace / "fs.pass"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.fchmod(fd, 0o600)
             os.write(fd, self.key.hex().encode() + b"\n")
@@ -140,18 +158,33 @@ class GocryptfsDatabase(Database):
 
     def _set_up(self, make: Callable[[Database], None]) -> None:
         """A new cipher directory with this key, mounted, and the engine's database made in it by `make`."""
-        self.cipher_dir.mkdir(parents=True, exist_ok=True)
-        self.mount_point.mkdir(parents=True, exist_ok=True)
+        self._make_private()
         with self.passfile() as password:
             run_tool(["gocryptfs", "-init", *_INIT_FLAGS[self.encryption.name], "-q", "-passfile", str(password),
                       str(self.cipher_dir)], self.log, timeout=120)
         try:
             self._mount()
-            self._inner().workspace.mkdir(parents=True, exist_ok=True)
+            directory = self._inner().workspace
+            directory.mkdir(exist_ok=True)
+            _own(directory, *self._owner(), 0o700)  # in the cipher directory too: the server creates files in it
             make(self._inner())
         except BaseException:
             self.close()
             raise
+
+    def _make_private(self) -> None:
+        """The workspace, cipher directory, mount point and log, root's: the server's user may
+        only pass through the workspace (0711; 0700 without one), nobody but root may enter the
+        cipher directory or the bare mount point (0700) or read the log (0600). A workspace a
+        server had before (encrypt_existing's source) is root's again."""
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        root = os.geteuid(), os.getegid()
+        _own(self.workspace, *root, 0o711 if self.server_user else 0o700)
+        for directory in (self.cipher_dir, self.mount_point):
+            directory.mkdir(exist_ok=True)
+            _own(directory, *root, 0o700)
+        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
+        _own(self.log, *root, 0o600)
 
     def connect(self) -> Connection:
         """Mounts again after `close()` (scrypt key derivation: timed as `open`), then the engine's connect."""
@@ -165,8 +198,8 @@ class GocryptfsDatabase(Database):
         with self.passfile() as password:
             process = ServerProcess(
                 "gocryptfs",
-                ["gocryptfs", "-fg", "-allow_other", "-passfile", str(password), str(self.cipher_dir),
-                 str(self.mount_point)],
+                ["gocryptfs", "-fg", "-allow_other", "-force_owner", "{}:{}".format(*self._owner()),
+                 "-passfile", str(password), str(self.cipher_dir), str(self.mount_point)],
                 self.log, ready=lambda: self._ready(start), start_timeout=60, stop_timeout=10)
             process.start()
         self._gocryptfs = process
@@ -220,8 +253,13 @@ class GocryptfsDatabase(Database):
             return []
         return sorted(p for p in self.cipher_dir.rglob("*") if p.is_file())
 
-    def plaintext_view(self) -> Path | None:
-        return self.mount_point if self.is_mounted else None
+    def plaintext_view(self) -> Path:
+        """The mount point, while it is a mount; PlaintextViewGone otherwise (closed, or the mount
+        vanished: a lazy unmount leaves the engine running on the detached mount)."""
+        if not self.is_mounted:
+            raise PlaintextViewGone(f"the gocryptfs mount at {self.mount_point} was gone before verification "
+                                    "(not a mount point any more)")
+        return self.mount_point
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """The engine's own fast path (DuckDB read_parquet, LOAD DATA, COPY): the layer below
@@ -259,8 +297,6 @@ class GocryptfsDatabase(Database):
         return "copy-into-mount"
 
     def _move_into(self, originals: list[Path], directory: Path) -> None:
-        owner = originals[0].parent.stat() if originals else directory.stat()
-        os.chown(directory, owner.st_uid, owner.st_gid)
         for path in originals:
             run_tool(["cp", "-a", str(path), str(directory / path.name)], self.log, timeout=_COPY_TIMEOUT_S)
         for path in originals:
@@ -322,3 +358,8 @@ class GocryptfsDatabase(Database):
 
     def backup_contents(self, backup: Backup, scratch: Path) -> Path:
         return self._inner().backup_contents(backup, scratch)
+
+
+def _own(path: Path, uid: int, gid: int, mode: int) -> None:
+    os.chown(path, uid, gid, follow_symlinks=False)
+    path.chmod(mode)

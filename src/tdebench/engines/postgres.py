@@ -116,6 +116,10 @@ class PostgresDatabase(Database):
         return self.workspace / "pgdata"
 
     @property
+    def server_user(self) -> str | None:
+        return USER
+
+    @property
     def log(self) -> Path:
         return self.workspace / "postgres.log"
 

@@ -124,8 +124,7 @@ def _check(ctx: RunContext, database: Database, workspace: Path, before: checks.
         problems += [wrong] if wrong else []
     finally:
         conn.close()
-    view = database.plaintext_view()
-    view_hits = sum(s.hits for s in verify.scan([view], ctx.canaries, view)) if view is not None else None
+    view_hits = verify.view_hits(database.plaintext_view(), ctx.canaries)  # raises if a mount vanished
     verdict = _at_rest(ctx, database, workspace, readable=after.canaries == set(ctx.canaries),
                        view_hits=view_hits, engine_state=engine_state)
     if verdict.verdict != "encrypted":
