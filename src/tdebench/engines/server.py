@@ -122,8 +122,10 @@ def _log_since(log: Path, offset: int) -> str:
 
 
 def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout: float = 300,
-             env: dict[str, str] | None = None) -> None:
+             env: dict[str, str] | None = None, pass_fds: Sequence[int] = ()) -> None:
     """Run a setup tool (initdb, mariadb-install-db) to completion; ServerError with its output if it fails.
+    `pass_fds`: descriptors the tool inherits under the same numbers (e.g. a directory it reaches
+    through /proc/self/fd).
 
     The tool runs in a process group of its own, and the whole group is killed if it times out or
     tdebench is interrupted: these tools start servers of their own (mariadb-install-db runs
@@ -132,7 +134,8 @@ def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout:
     with log.open("ab") as out:
         try:
             tool = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT, env=env, user=run_as,
-                                    group=_group(run_as), stdin=subprocess.DEVNULL, start_new_session=True)
+                                    group=_group(run_as), stdin=subprocess.DEVNULL, start_new_session=True,
+                                    pass_fds=tuple(pass_fds))
         except OSError as exc:
             raise ServerError(f"{argv[0]} failed: {exc}\n{log_tail(log)}") from None
         try:
