@@ -1,19 +1,18 @@
-"""The PostgreSQL engine's server management, against real servers on loopback: a server that
-cannot start says why (its log's tail), a taken port is survived or reported, a workspace the
-`postgres` user cannot reach is refused clearly, and no server outlives its database."""
+"""The PostgreSQL engine's server management, against real servers: a server that cannot
+start says why (its log's tail), servers listen on their own sockets only (no TCP port to
+clash on), a workspace the `postgres` user cannot reach is refused clearly, and no server
+outlives its database."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tdebench.engines import server  # its start_on_free_port picks the ports
 from tdebench.engines.base import NONE
 from tdebench.engines.postgres import PostgresDatabase, PostgresEngine
-from tdebench.engines.server import ServerError, free_port
+from tdebench.engines.server import ServerError
 
 
 
@@ -40,38 +39,22 @@ def test_a_server_that_cannot_start_reports_its_log_tail(tmp_path: Path, monkeyp
     assert not servers_of(db)
 
 
-def test_a_taken_port_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        busy = taken.getsockname()[1]
-        offered = iter([busy])
-        monkeypatch.setattr(server, "free_port", lambda: next(offered, None) or free_port())
-        db = database(tmp_path)
-        try:
+def test_servers_open_no_tcp_port_so_two_run_side_by_side(tmp_path: Path) -> None:
+    """Each server's only way in is the socket in its own workspace: no port to clash on."""
+    first, second = database(tmp_path), PostgresEngine().provision(tmp_path / "ws2", NONE, None)
+    try:
+        for db in (first, second):
             db.create()
+        for db in (first, second):
             conn = db.connect()
-            assert conn.execute("SELECT current_setting('port')::int") != [(busy,)]
+            assert conn.execute("SELECT current_setting('listen_addresses')") == [("",)]
             conn.close()
-            assert "Address already in use" in db.log.read_text()
-        finally:
-            db.close()
-    assert not servers_of(db)
-
-
-def test_a_port_that_stays_taken_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        busy = taken.getsockname()[1]
-        monkeypatch.setattr(server, "free_port", lambda: busy)
-        db = database(tmp_path)
-        try:
-            with pytest.raises(ServerError, match=f"port {busy}(.|\n)*Address already in use"):
-                db.create()
-        finally:
-            db.close()
-    assert not servers_of(db)
+            assert servers_of(db)
+            assert not [c for p in servers_of(db) for c in p.net_connections("inet")]
+    finally:
+        first.close()
+        second.close()
+    assert not servers_of(first) and not servers_of(second)
 
 
 def test_a_workspace_postgres_cannot_enter_is_refused(tmp_path: Path) -> None:
@@ -99,3 +82,23 @@ def test_close_stops_the_server_even_with_a_session_open(tmp_path: Path) -> None
         reopened.close()
         db.close()
 
+
+
+def test_a_workspace_path_too_long_for_a_socket_still_works(tmp_path: Path) -> None:
+    """A socket's path may have 107 bytes; the socket lives in the workspace, whose path may be
+    longer (a trial's fs mount, the maintenance and backup workloads' nested workspaces)."""
+    workspace = tmp_path / ("long-" * 20) / "ws"
+    assert len(str(workspace / "sock/.s.PGSQL.5432")) > 107
+    db = PostgresEngine().provision(workspace, NONE, None)
+    try:
+        db.create()
+        conn = db.connect()
+        assert conn.execute("SELECT 1") == [(1,)]
+        conn.close()
+        # the client tools reach it too (pg_basebackup, pg_dump)
+        backup = db.backup(db.backup_method("full"), tmp_path / "backup")
+        assert (backup.path / "data" / "PG_VERSION").is_file()
+        assert (db.socket_dir / ".s.PGSQL.5432").is_socket()
+    finally:
+        db.close()
+    assert not db.socket_dir.exists() and not servers_of(db)

@@ -23,9 +23,9 @@ TOOL_TIMEOUT_S = 4 * 3600.0  # a backup or restore of a large database takes a w
 
 
 def run_backup_tool(argv: Sequence[str], log: Path, run_as: str | None = None,
-                    env: dict[str, str] | None = None) -> None:
+                    env: dict[str, str] | None = None, pass_fds: Sequence[int] = ()) -> None:
     """One backup or restore tool, to completion (ServerError with its log's tail if it fails)."""
-    run_tool(argv, log, run_as=run_as, timeout=TOOL_TIMEOUT_S, env=env)
+    run_tool(argv, log, run_as=run_as, timeout=TOOL_TIMEOUT_S, env=env, pass_fds=pass_fds)
 
 
 def pipeline(stages: Sequence[Sequence[str]], log: Path, *, stdout: Path | None = None,

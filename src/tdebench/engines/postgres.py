@@ -5,11 +5,30 @@ seeds' literature compares with TDE: the file-system layer's (engines/fs.py: the
 directory on a gocryptfs mount) and cell-level encryption of the workload's sensitive columns
 with pgcrypto (engines/pgcrypto.py).
 
-Each `PostgresDatabase` is its own cluster: `initdb` into `<workspace>/pgdata`, a postmaster
-on 127.0.0.1 with a free port and a private socket directory, run as the `postgres` system
-user (PostgreSQL refuses to run as root). Settings are PostgreSQL's defaults (fsync,
-synchronous_commit, WAL, checkpoints) except `shared_buffers` (the engine's `memory_mb`,
-default 256 MB), so every encryption runs the same configuration.
+Each `PostgresDatabase` is its own cluster: `initdb` into `<workspace>/pgdata` and a postmaster,
+both run as the `postgres` system user (PostgreSQL refuses to run as root). Settings are
+PostgreSQL's defaults (fsync, synchronous_commit, WAL, checkpoints) except `shared_buffers` (the
+engine's `memory_mb`, default 256 MB), so every encryption runs the same configuration, and
+those that keep the server private.
+
+No other local user can enter the server or read what it writes (issue 10):
+- It opens no TCP port (`listen_addresses` empty). Its only way in is a Unix socket in
+  `<workspace>/sock`, a directory of the `postgres` user's with mode 0700. The server names it
+  relative to its data directory (`../sock`) and tdebench's clients through a descriptor of the
+  directory (`/proc/self/fd/<n>`, passed down to client tools), so no workspace path is too long
+  for the 107 bytes a socket's path may have.
+- pg_hba.conf has no `trust` line: only the `postgres` role, over that socket, with
+  `scram-sha-256`. Its password is 32 random bytes (hex), new for every cluster: `initdb` reads
+  it from a 0600 file of the `postgres` user in the workspace, deleted right after. tdebench
+  holds it in memory only (a `Secret`), by the cluster's system identifier, so a copy of the
+  cluster (a physical backup restored, the fs layer's copy into its mount) opens with it too.
+  psycopg gets it as a connection argument, the client tools (pg_dump, pg_basebackup,
+  pg_restore) in their own environment (PGPASSWORD); never on a command line, in a log or in
+  an error message.
+- The workspace (0700), the data directory (0700, initdb's) and the logs (0600) are the
+  `postgres` user's and closed to everyone else.
+- The column layer's key reaches the server only as a bound parameter, and the log settings
+  (`_LOG_SETTINGS`) keep parameters out of the log even when statement logging is on.
 
 `close()` stops the server with SIGINT, PostgreSQL's "fast" shutdown: open sessions are
 ended and a shutdown checkpoint writes every dirty page, so afterwards every file is at rest
@@ -19,9 +38,11 @@ trial may never do.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,13 +58,36 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
 from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
-from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, run_tool, start_on_free_port,
-                                     unreachable_by, user_ids)
-from tdebench.keys import Secret
+from tdebench.engines.server import ServerError, ServerProcess, chown_tree, run_tool, unreachable_by, user_ids
+from tdebench.keys import KEY_BYTES, Secret
 
 USER = "postgres"  # the Debian package's system user, owner of every cluster tdebench makes
 DEFAULT_MEMORY_MB = 256
 _INSTALL = "apt-get install -y postgresql postgresql-contrib"
+# Only names the socket file: the server opens no TCP port, and its socket directory is its own.
+_PORT = 5432
+_SOCKET_DIR = "sock"  # in the workspace, beside the data directory
+# The whole of pg_hba.conf: the superuser tdebench connects as, over the private socket, with
+# the cluster's password; `replication` for pg_basebackup. No TCP, no other role, no `trust`.
+_HBA = ("# tdebench: only its own superuser, over the private socket, with the cluster's password\n"
+        f"local  all          {USER}  scram-sha-256\n"
+        f"local  replication  {USER}  scram-sha-256\n")
+# Set on the command line, where they take precedence over postgresql.conf and ALTER SYSTEM
+# (only a session of tdebench's own superuser could still change them for itself). The column
+# layer's key reaches the server only as a bound parameter (pgcrypto.set_key_statement, and
+# reseal's old and new key), never in a statement's text; with these, no parameter and no
+# statement text reaches the log, not even when statement logging is turned on or a statement
+# that carries the key fails.
+_LOG_SETTINGS = {
+    "log_statement": "none",                  # statements are not logged
+    "log_min_duration_statement": "-1",       # nor slow ones
+    "log_min_error_statement": "panic",       # nor the text of one that fails
+    "log_parameter_max_length": "0",          # statement logging (if on) shows no bound parameter
+    "log_parameter_max_length_on_error": "0",  # nor does the message of a failing statement
+}
+# The password of every cluster this process made, by the cluster's system identifier (which
+# every copy keeps): a copy's server checks the password of the cluster it was copied from.
+_PASSWORDS: dict[int, Secret] = {}
 
 
 def bin_dir() -> Path | None:
@@ -108,8 +152,9 @@ class PostgresDatabase(Database):
     memory_mb: int = DEFAULT_MEMORY_MB
     bin: Path = field(default_factory=lambda: bin_dir() or Path("/usr/lib/postgresql/bin"))
     _server: ServerProcess | None = field(default=None, init=False, repr=False)
-    _socket_dir: Path | None = field(default=None, init=False, repr=False)
-    _port: int = field(default=0, init=False, repr=False)
+    # while the server runs: its socket directory, open (O_PATH), and its cluster's password
+    _socket_fd: int | None = field(default=None, init=False, repr=False)
+    _password: Secret | None = field(default=None, init=False, repr=False)
 
     @property
     def data_dir(self) -> Path:
@@ -118,6 +163,10 @@ class PostgresDatabase(Database):
     @property
     def server_user(self) -> str | None:
         return USER
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.workspace / _SOCKET_DIR
 
     @property
     def log(self) -> Path:
@@ -134,15 +183,24 @@ class PostgresDatabase(Database):
                 conn.close()
 
     def _init_cluster(self) -> None:
-        """A new, empty cluster in the workspace, started: what `create` and a logical restore
-        begin with."""
+        """A new, empty cluster in the workspace, with a password of its own, started: what
+        `create` and a logical restore begin with."""
         self._claim_workspace()
-        run_tool([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", USER, "--auth=trust",
-                  "--encoding=UTF8", "--locale=C"], self.workspace / "initdb.log", run_as=USER, env=_ENV)
+        password = Secret(os.urandom(KEY_BYTES))
+        pwfile = _private_file(self.workspace / "initdb.pw", password.hex() + "\n")
+        try:
+            run_tool([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", USER, "--auth=scram-sha-256",
+                      f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C"],
+                     _private_file(self.workspace / "initdb.log"), run_as=USER, env=_ENV)
+        finally:
+            pwfile.unlink(missing_ok=True)
+        _private_file(self.data_dir / "pg_hba.conf", _HBA)
+        _PASSWORDS[_system_identifier(self.data_dir)] = password
         self._start()
 
     def _claim_workspace(self) -> None:
-        """The workspace, made, checked to be reachable by the server's user, and given to it."""
+        """The workspace, made, checked to be reachable by the server's user, given to it and
+        closed to everyone else."""
         self.workspace.mkdir(parents=True, exist_ok=True)
         blocked = unreachable_by(self.workspace, USER)
         if blocked is not None:
@@ -150,41 +208,66 @@ class PostgresDatabase(Database):
                               f"{self.workspace}; fix with: chmod o+x {blocked} (or use a workspace "
                               f"below a directory it can enter)")
         chown_tree(self.workspace, USER)
+        self.workspace.chmod(0o700)
 
     @property
     def _column_layer(self) -> bool:
         return self.encryption.layer == "column"
 
     def _start(self) -> None:
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="tdebench-pg-"))  # short: sockets allow 107 bytes
+        self._password = _cluster_password(self.data_dir)
+        self.socket_dir.mkdir(mode=0o700, exist_ok=True)
+        os.chown(self.socket_dir, *user_ids(USER))
+        self.socket_dir.chmod(0o700)
+        self._socket_fd = os.open(self.socket_dir, os.O_PATH | os.O_DIRECTORY)
         try:
-            self._socket_dir.chmod(0o755)
-            chown_tree(self._socket_dir, USER)
-
-            def server_on(port: int) -> ServerProcess:
-                self._port = port
-                return ServerProcess("postgres", self._argv(), self.log, self._answers, run_as=USER,
-                                     env=_ENV, stop_signal=signal.SIGINT)
-
-            self._server, self._port = start_on_free_port(server_on)
+            self._server = ServerProcess("postgres", self._argv(), _private_file(self.log), self._answers,
+                                         run_as=USER, env=_ENV, stop_signal=signal.SIGINT)
+            self._server.start()  # stops the server again if it does not answer
         except BaseException:
+            self._server = None
             self._remove_socket_dir()
             raise
 
     def _argv(self) -> list[str]:
-        return [str(self.bin / "postgres"), "-D", str(self.data_dir), "-p", str(self._port),
-                "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self._socket_dir}",
-                "-c", f"shared_buffers={self.memory_mb}MB"]
+        settings = {"listen_addresses": "",  # no TCP
+                    # relative to the data directory, the server's working directory: always short
+                    "unix_socket_directories": os.path.relpath(self.socket_dir, self.data_dir),
+                    "unix_socket_permissions": "0700",
+                    "shared_buffers": f"{self.memory_mb}MB", **_LOG_SETTINGS}
+        return [str(self.bin / "postgres"), "-D", str(self.data_dir), "-p", str(_PORT),
+                *(arg for name, value in settings.items() for arg in ("-c", f"{name}={value}"))]
+
+    @property
+    def _host(self) -> str:
+        """The socket directory as clients name it: through its descriptor, a path short enough
+        for a socket however long the workspace's path is."""
+        if self._socket_fd is None:
+            raise ServerError("postgres: the server is not started")
+        return f"/proc/self/fd/{self._socket_fd}"
 
     def _open(self, connect_timeout: int = 10) -> Any:
         import psycopg
 
-        return psycopg.connect(host=str(self._socket_dir), port=self._port, user=USER, dbname="postgres",
-                               autocommit=True, connect_timeout=connect_timeout)
+        assert self._password is not None
+        try:
+            return psycopg.connect(host=self._host, port=_PORT, user=USER, password=self._password.hex(),
+                                   dbname="postgres", autocommit=True, connect_timeout=connect_timeout)
+        except psycopg.Error as exc:
+            raise ServerError(f"postgres: could not connect through {self.socket_dir}: "
+                              f"{self._password.scrub(str(exc))}") from None
 
     def _answers(self) -> bool:
         self._open(connect_timeout=2).close()
         return True
+
+    def _run_client(self, tool: str, args: Sequence[str], log: Path) -> None:
+        """A client tool (pg_dump, pg_basebackup, pg_restore) against the running server, to
+        completion, as the server's user: through the private socket, whose directory's
+        descriptor it inherits, with the password in its own environment only."""
+        assert self._password is not None and self._socket_fd is not None
+        run_backup_tool([str(self.bin / tool), "-h", self._host, "-p", str(_PORT), "-U", USER, *args], log,
+                        run_as=USER, env={**_ENV, "PGPASSWORD": self._password.hex()}, pass_fds=[self._socket_fd])
 
     def connect(self) -> Connection:
         """A new session (a new backend process); starts the server again after `close()`.
@@ -253,9 +336,12 @@ class PostgresDatabase(Database):
             self._remove_socket_dir()
 
     def _remove_socket_dir(self) -> None:
-        if self._socket_dir is not None:
-            shutil.rmtree(self._socket_dir, ignore_errors=True)
-            self._socket_dir = None
+        """The socket directory this database opened, closed and removed (with what a killed
+        server left in it); another database's in the same workspace is left alone."""
+        if self._socket_fd is not None:
+            os.close(self._socket_fd)
+            self._socket_fd = None
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     # -- maintenance: encrypting an existing database, changing its key ----------------------
 
@@ -319,30 +405,29 @@ class PostgresDatabase(Database):
         it leaves plaintext in the database stays plaintext in the backup."""
         if self._server is None or not self._server.running:
             raise ServerError("postgres: start the server (connect) before backing it up")
-        target.mkdir(parents=True)
+        target.mkdir(mode=0o700, parents=True)
         chown_tree(target, USER)
-        server = ["-h", str(self._socket_dir), "-p", str(self._port), "-U", USER]
+        log = _private_file(self.workspace / "backup.log")
         if method.kind == "logical":
-            argv = [str(self.bin / "pg_dump"), *server, "-Fc", "-f", str(target / _DUMP_FILE), "postgres"]
+            self._run_client("pg_dump", ["-Fc", "-f", str(target / _DUMP_FILE), "postgres"], log)
         else:
             layout = ["-D", str(target), "-Ft", "-z"] if method.compressed else ["-D", str(target / _DATA), "-Fp"]
-            argv = [str(self.bin / "pg_basebackup"), *server, "--checkpoint=fast", "-X", "stream", *layout]
-        run_backup_tool(argv, self.workspace / "backup.log", run_as=USER, env=_ENV)
+            self._run_client("pg_basebackup", ["--checkpoint=fast", "-X", "stream", *layout], log)
         return Backup(method, target)
 
     def restore(self, backup: Backup) -> None:
         """Physical: the data directory copied or untarred into the workspace and started; the
         server replays the WAL the backup carries. Logical: a new, empty cluster and
         `pg_restore` into it (the column layer's extension, sealed tables, views and triggers
-        included, so the dump must not meet those of `create`)."""
-        log = self.workspace / "restore.log"
+        included, so the dump must not meet those of `create`). A physical copy keeps the
+        original cluster's password (in its catalog), which its server then asks for."""
+        self._claim_workspace()
+        log = _private_file(self.workspace / "restore.log")
         if backup.method.kind == "logical":
             self._init_cluster()
-            run_backup_tool([str(self.bin / "pg_restore"), "-h", str(self._socket_dir), "-p", str(self._port),
-                             "-U", USER, "-d", "postgres", "--exit-on-error", str(backup.path / _DUMP_FILE)],
-                            log, run_as=USER, env=_ENV)
+            self._run_client("pg_restore", ["-d", "postgres", "--exit-on-error", str(backup.path / _DUMP_FILE)],
+                             log)
             return
-        self._claim_workspace()
         if backup.method.compressed:
             self.data_dir.mkdir(mode=0o700)
             chown_tree(self.data_dir, USER)
@@ -358,7 +443,7 @@ class PostgresDatabase(Database):
         if not backup.method.compressed:
             return backup.path
         scratch.mkdir(parents=True)
-        log = self.workspace / "backup.log"
+        log = _private_file(self.workspace / "backup.log")
         if backup.method.kind == "logical":  # zlib-compressed table data: pg_restore writes it out as SQL
             run_backup_tool([str(self.bin / "pg_restore"), "-f", str(scratch / "dump.sql"),
                              str(backup.path / _DUMP_FILE)], log, env=_ENV)
@@ -382,6 +467,42 @@ _BACKUP_METHODS = (
 
 
 _ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C"}
+
+
+def _private_file(path: Path, text: str | None = None) -> Path:
+    """`path`, created if missing, the server user's and closed to everyone else (0600), with
+    `text` as its contents if given (else appended to as a log): before anything is written."""
+    uid, gid = user_ids(USER)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if text is not None else os.O_APPEND)
+    fd = os.open(path, flags, 0o600)
+    try:
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, 0o600)
+        if text is not None:
+            os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    return path
+
+
+def _system_identifier(data_dir: Path) -> int:
+    """The cluster's identity: the first field of its pg_control (in the machine's byte order),
+    chosen by initdb and kept by every copy of the cluster."""
+    with (data_dir / "global" / "pg_control").open("rb") as control:
+        return int.from_bytes(control.read(8), sys.byteorder)
+
+
+def _cluster_password(data_dir: Path) -> Secret:
+    """The password of the cluster in `data_dir`, which this process made (or made the original of)."""
+    try:
+        identity = _system_identifier(data_dir)
+    except OSError as exc:
+        raise ServerError(f"postgres: no cluster in {data_dir}: {exc.strerror}") from None
+    password = _PASSWORDS.get(identity)
+    if password is None:
+        raise ServerError(f"postgres: the cluster in {data_dir} was not made by this tdebench process, "
+                          f"so its password is unknown")
+    return password
 
 
 class PostgresEngine(Engine):

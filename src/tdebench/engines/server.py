@@ -126,8 +126,10 @@ def _log_since(log: Path, offset: int) -> str:
 
 
 def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout: float = 300,
-             env: dict[str, str] | None = None) -> None:
+             env: dict[str, str] | None = None, pass_fds: Sequence[int] = ()) -> None:
     """Run a setup tool (initdb, mariadb-install-db) to completion; ServerError with its output if it fails.
+    `pass_fds`: descriptors the tool inherits under the same numbers (e.g. a directory it reaches
+    through /proc/self/fd).
 
     The tool runs in a process group of its own, and the whole group is killed if it times out or
     tdebench is interrupted: these tools start servers of their own (mariadb-install-db runs
@@ -137,7 +139,7 @@ def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout:
         try:
             tool = subprocess.Popen([*PARENT_DEATH, *argv], stdout=out, stderr=subprocess.STDOUT, env=env,
                                     user=run_as, group=_group(run_as), stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+                                    start_new_session=True, pass_fds=tuple(pass_fds))
         except OSError as exc:
             raise ServerError(f"{argv[0]} failed: {exc}\n{log_tail(log)}") from None
         register(tool.pid, Path(argv[0]).name)
