@@ -482,7 +482,7 @@ def _clean_dead_runs(work_dir: Path | None) -> list:
 
     cleaned = runstate.clean_dead_runs(work_dir or Path(tempfile.gettempdir()))
     for one in cleaned:
-        (out if one.removed else err).print(plain(str(one)), highlight=False)
+        (out if one.removed else err).print(plain(str(one)), highlight=False, soft_wrap=True)
     return cleaned
 
 
