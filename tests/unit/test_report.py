@@ -162,7 +162,8 @@ def test_report_md_sections_in_order_and_failure_on_top(run_dir: Path) -> None:
 
 def test_findings_read_like_a_summary(run_dir: Path) -> None:
     text = (run_dir / "report.md").read_text()
-    bullets = [line[2:] for line in text.split("## Failures")[0].splitlines() if line.startswith("- ")]
+    findings = text.split("## Findings")[1].split("## Failures")[0]
+    bullets = [line[2:] for line in findings.splitlines() if line.startswith("- ")]
     # per engine: a ranking by power-test overhead, then one bullet per encryption
     assert bullets[0].startswith("duckdb, by power-test overhead, cheapest first: "
                                  "aes-256-ctr +1.4%, aes-256-gcm +2.3%")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tdebench.report import backup, cache, crud, findings, maintenance, noise, plots, tables
+from tdebench.report import backup, cache, crud, findings, headline, maintenance, noise, plots, tables
 from tdebench.report import oltp
 from tdebench.report.records import SummaryRecord
 from tdebench.store import RunData
@@ -15,6 +15,7 @@ class Report:
     """Sections in reading order; every renderer walks them in this order."""
 
     title: str
+    headline: list[str]  # the first lines: each encryption's cost in plain words (headline.py)
     overview: findings.Overview
     alerts: list[str]
     findings: list[str]
@@ -55,6 +56,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     loads = noise.trial_loads(run)
     return Report(
         title=f"tdebench report: {described.plan_name}",
+        headline=headline.headline(run, records),
         overview=described,
         alerts=findings.alerts(run),
         findings=((backups.findings if backups else []) + (maintained.findings if maintained else [])

@@ -40,7 +40,10 @@ def section(title: str, body: list[str]) -> list[str]:
 
 
 def render(report: Report) -> str:
-    lines = [f"# {escape(report.title)}", "", escape(report.overview.paragraph), ""]
+    lines = [f"# {escape(report.title)}", ""]
+    if report.headline:
+        lines += ["**In one minute:**", "", *[f"- {escape(sentence)}" for sentence in report.headline], ""]
+    lines += [escape(report.overview.paragraph), ""]
     findings = []
     if report.alerts:
         findings += ["> **⚠ Do not trust these results blindly:**", ">"]

@@ -1,0 +1,101 @@
+"""The report's first lines: what each encryption costs, in plain words, for a reader with a minute.
+
+One sentence per engine, workload and scale (and memory): its encryptions grouped as a DBA
+asks about them — no measurable cost, a cost (with its interval), more than double the time —
+on that configuration's best-resolved timing figure (of the power test, the throughput test and
+the load, the one whose overheads have the narrowest 95% intervals), with the run's resolution
+(the placebo's noise floor) where the plan ran one. Then the at-rest checks in one line, and
+whether the data fit in memory (cache.py), since that decides what the percentages mean.
+
+A cost is only called one when findings.py would: its interval excludes zero (p < 0.05) and
+lies outside the placebo's; everything else is "no measurable cost" at this run's resolution.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from tdebench.report import cache
+from tdebench.report.findings import SHORT_NAMES, verdict_summary
+from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, SummaryRecord, below_resolution,
+                                     engine_label, floors, headline_records, memory_order, resolution, scale_label)
+from tdebench.report.tables import percent
+from tdebench.store import RunData
+
+DOUBLES_PCT = 100.0
+"""An overhead from which an encryption is named apart: it more than doubles the time."""
+
+
+def _interval(record: SummaryRecord) -> str:
+    compared = record.overhead
+    assert compared is not None
+    return f"{record.cell.encryption} {percent(compared.pct)} [{compared.ci_low:+.1f}, {compared.ci_high:+.1f}]"
+
+
+def _width(records: list[SummaryRecord]) -> float:
+    """How well a figure resolves its overheads: the median half-width of their intervals."""
+    return statistics.median((r.overhead.ci_high - r.overhead.ci_low) / 2 for r in records)  # type: ignore[union-attr]
+
+
+def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None) -> list[str]:
+    """The encryptions of one figure, cheapest first, in the groups a reader decides by."""
+    free, costs, doubles, faster = [], [], [], []
+    for record in sorted(records, key=lambda r: (r.overhead.pct, r.cell.encryption)):  # type: ignore[union-attr]
+        compared = record.overhead
+        assert compared is not None
+        if not compared.significant or below_resolution(record, floor):
+            free.append(record)
+        elif compared.pct < 0:
+            faster.append(record)
+        elif compared.pct >= DOUBLES_PCT:
+            doubles.append(record)
+        else:
+            costs.append(record)
+    groups = []
+    if free:
+        groups.append(f"no measurable cost for {', '.join(_interval(r) for r in free)}")
+    if costs:
+        span = (percent(costs[0].overhead.pct) if len(costs) == 1  # type: ignore[union-attr]
+                else f"{percent(costs[0].overhead.pct)} to {percent(costs[-1].overhead.pct)}")  # type: ignore[union-attr]
+        groups.append(f"costs {span}: {', '.join(_interval(r) for r in costs)}")
+    if doubles:
+        groups.append(f"more than doubles the time (avoid where speed matters): "
+                      f"{', '.join(_interval(r) for r in doubles)}")
+    if faster:
+        groups.append(f"faster than no encryption, which only noise or a different plan can explain: "
+                      f"{', '.join(_interval(r) for r in faster)}")
+    return groups
+
+
+def _sentence(engine: str, memory: int | None, workload: str, scale: float, figure: Headline,
+              records: list[SummaryRecord], floor: SummaryRecord | None) -> str:
+    who = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
+           f"{SHORT_NAMES.get(figure.label, figure.label)}")
+    rounds = {r.overhead.n_treatment for r in records}  # type: ignore[union-attr]
+    counted = f"{rounds.pop()} rounds; " if len(rounds) == 1 else ""
+    floor_text = (f"noise floor ±{resolution(floor):.1f}%" if floor is not None
+                  else "no placebo arm, so no measured noise floor")
+    return f"{who} ({counted}{floor_text}): {'; '.join(_grouped(records, floor))}."
+
+
+def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
+    """The report's opening sentences (see the module)."""
+    floor_of = floors(records)
+    per_config: dict[tuple, dict[Headline, list[SummaryRecord]]] = defaultdict(lambda: defaultdict(list))
+    for figure, record in headline_records(records):
+        cell = record.cell
+        if (figure.metric == "elapsed_s" and record.overhead is not None
+                and cell.encryption not in (BASELINE, PLACEBO)):
+            per_config[(cell.engine, memory_order(cell.memory_mb), cell.memory_mb, cell.workload, cell.scale)][
+                figure].append(record)
+    sentences = []
+    for (engine, _, memory, workload, scale), by_figure in sorted(per_config.items()):
+        figure, chosen = min(by_figure.items(), key=lambda item: (_width(item[1]), HEADLINES.index(item[0])))
+        sentences.append(_sentence(engine, memory, workload, scale, figure, chosen,
+                                   floor_of.get(chosen[0].cell.comparison)))
+    if run.verdicts:
+        expected = sum(v.as_expected for v in run.verdicts)
+        sentences.append(f"At rest: {expected}/{len(run.verdicts)} verdicts as expected. {verdict_summary(run)}")
+    sentences += [s for s in cache.findings(run)]
+    return sentences

@@ -1,0 +1,68 @@
+"""The report's opening lines (report/headline.py): each encryption's cost in plain words,
+grouped as a DBA decides, first under the title of report.md and report.html."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+from fakes import write_fake_run
+from tdebench.report import build
+from tdebench.report.headline import _grouped, headline
+from tdebench.report.records import summary_records
+from tdebench.stats import PAIRED, Overhead
+from tdebench.store import read_run
+
+
+def record(encryption: str, pct: float, low: float, high: float, p: float) -> SimpleNamespace:
+    """What the grouping reads of a summary record: its encryption and overhead."""
+    return SimpleNamespace(cell=SimpleNamespace(encryption=encryption),
+                           overhead=Overhead(pct, low, high, p, 5, 5, PAIRED))
+
+
+def test_encryptions_are_grouped_by_what_they_cost() -> None:
+    floor = record("placebo", 0.2, -2.0, 2.0, 0.8)
+    groups = _grouped([record("slowest", 150.0, 140.0, 160.0, 1e-6), record("cheap", 1.0, -1.5, 3.5, 0.4),
+                       record("paid", 5.0, 3.0, 7.0, 0.001), record("in-floor", 3.0, 1.0, 5.0, 0.01),
+                       record("quicker", -8.0, -10.0, -6.0, 0.001)], floor)
+    assert groups == [
+        "no measurable cost for cheap +1.0% [-1.5, +3.5], in-floor +3.0% [+1.0, +5.0]",  # overlaps the floor
+        "costs +5.0%: paid +5.0% [+3.0, +7.0]",
+        "more than doubles the time (avoid where speed matters): slowest +150.0% [+140.0, +160.0]",
+        "faster than no encryption, which only noise or a different plan can explain: quicker -8.0% [-10.0, -6.0]",
+    ]
+    assert _grouped([record("a", 4.0, 2.0, 6.0, 0.01), record("b", 9.0, 7.0, 11.0, 0.01)], None) == [
+        "costs +4.0% to +9.0%: a +4.0% [+2.0, +6.0], b +9.0% [+7.0, +11.0]"]
+
+
+def test_one_sentence_per_engine_with_its_noise_floor_and_the_at_rest_line(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, placebo=True)
+    run = read_run(tmp_path)
+    sentences = headline(run, summary_records(run))
+    duckdb, sqlite, at_rest = sentences[:3]
+    assert duckdb.startswith("duckdb · tpch sf0.01 · ") and "noise floor ±" in duckdb
+    assert sqlite.startswith("sqlite · tpch sf0.01 · ") and "noise floor ±" in sqlite
+    for sentence, encryptions in ((duckdb, ("aes-256-gcm", "aes-256-ctr")),
+                                  (sqlite, ("aes-256-cbc", "chacha20-poly1305"))):
+        for encryption in encryptions:  # every encryption once, none and the placebo never
+            assert len(re.findall(rf"\b{encryption} [+-]\d", sentence)) == 1, sentence
+        assert "placebo" not in sentence and " none " not in sentence
+    expected = sum(v.as_expected for v in run.verdicts)
+    assert at_rest.startswith(f"At rest: {expected}/{len(run.verdicts)} verdicts as expected.")
+
+
+def test_without_a_placebo_the_sentence_says_there_is_no_noise_floor(tmp_path: Path) -> None:
+    write_fake_run(tmp_path)
+    run = read_run(tmp_path)
+    assert all("no placebo arm, so no measured noise floor" in s for s in headline(run, summary_records(run))[:2])
+
+
+def test_the_headline_comes_first_under_the_title(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, placebo=True)
+    build(tmp_path)
+    markdown = (tmp_path / "report.md").read_text().splitlines()
+    assert markdown[0].startswith("# ") and markdown[2] == "**In one minute:**" and markdown[4].startswith("- duckdb")
+    html = (tmp_path / "report.html").read_text()
+    body = html[html.index("<body>"):]
+    assert body.index("</h1>") < body.index('class="headline"') < body.index("<h2")
