@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from tdebench.cli import main
 from tdebench.engines import server as server_module
 from tdebench.engines.mariadb import USER, MariaDBDatabase, MariaDBEngine
-from tdebench.engines.server import user_ids
+from tdebench.engines.server import ServerError, user_ids
 from tdebench.keys import Secret
 from workspaces import as_hostile_user, server_reachable_dir
 
@@ -248,3 +248,13 @@ def test_a_work_dir_the_mysql_user_cannot_enter_is_refused_before_the_run(tmp_pa
     message = " ".join(result.output.split())
     assert "the mysql user cannot enter" in message and "chmod o+x" in message, message
     assert not (tmp_path / "out").exists()
+
+
+def test_a_workspace_the_mysql_user_cannot_reach_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    db = provision(tmp_path, "trial")  # below pytest's own 0700 directories
+    try:
+        with pytest.raises(ServerError, match="the mysql user cannot enter .*chmod o\\+x"):
+            db.create()
+        assert db.engine_processes() == [] and not db.datadir.exists()
+    finally:
+        db.close()

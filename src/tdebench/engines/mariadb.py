@@ -61,7 +61,7 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, free_port, new_password, private_dir,
-                                     run_tool, start_on_free_port, unreachable_by, user_ids, workspace_problem,
+                                     run_tool, start_on_free_port, user_ids, workspace_problem,
                                      write_private)
 from tdebench.keys import Secret
 
@@ -183,8 +183,9 @@ class MariaDBDatabase(Database):
 
     def create(self) -> None:
         """A fresh data directory, encrypted from its first page, served and with schema `tdebench`.
-        `mariadb-install-db` leaves root@localhost with `unix_socket` or no valid password and
-        serves nothing; the first start gives it this database's password."""
+        `mariadb-install-db` (which serves nothing) makes root@localhost the one account, with an
+        invalid password and a `unix_socket` login for OS root; the first start replaces both
+        with this database's password."""
         self._claim_workspace()
         self._write_files(self.port or free_port())
         log = write_private(self.workspace / "install.log", user=USER)
@@ -220,11 +221,9 @@ class MariaDBDatabase(Database):
         """The workspace and the server's directories in it, owned by `mysql` and 0700, so that
         the server can use them and no other user can enter them. Idempotent."""
         self.workspace.mkdir(parents=True, exist_ok=True)
-        blocked = unreachable_by(self.workspace.parent, USER)
-        if blocked is not None:
-            raise ServerError(f"the {USER} user cannot enter {blocked}, so it cannot reach the workspace "
-                              f"{self.workspace}; fix with: chmod o+x {blocked} (or use a workspace "
-                              f"below a directory it can enter)")
+        problem = workspace_problem(self.workspace.parent, USER, "MariaDB")
+        if problem is not None:
+            raise ServerError(problem)
         for directory in (self.workspace, self.datadir, self.tmpdir, self.secure_dir, self.workspace / "run"):
             private_dir(directory, USER)
 
