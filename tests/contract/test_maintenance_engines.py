@@ -30,7 +30,8 @@ CANARY_ONLY = (SensitiveColumns(CANARY_TABLE, ("canary",), ("id",)),)
 # (engine, encryption): every native kind and both layers, each engine at least once
 ENCRYPT = [("sqlite", "aes-128-cbc"), ("sqlite", "aegis-256"), ("sqlite", "sqlcipher"),
            ("duckdb", "aes-256-gcm"), ("duckdb", "aes-256-ctr"), ("mariadb", "aes-192-ctr"),
-           ("postgres", "column-aes-256"), ("sqlite", "fs-aes-256-gcm"), ("postgres", "fs-xchacha20-poly1305")]
+           ("postgres", "column-aes-256"), ("sqlite", "fs-aes-256-gcm"), ("postgres", "fs-xchacha20-poly1305"),
+           ("mariadb", "fs-aes-256-gcm")]  # a data directory copied into the mount opens with its own password
 REKEY = [("sqlite", "chacha20-poly1305"), ("duckdb", "aes-256-gcm"), ("postgres", "column-aes-256"),
          ("duckdb", "fs-aes-256-gcm")]
 

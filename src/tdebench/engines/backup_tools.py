@@ -23,18 +23,19 @@ TOOL_TIMEOUT_S = 4 * 3600.0  # a backup or restore of a large database takes a w
 
 
 def run_backup_tool(argv: Sequence[str], log: Path, run_as: str | None = None,
-                    env: dict[str, str] | None = None, pass_fds: Sequence[int] = ()) -> None:
-    """One backup or restore tool, to completion (ServerError with its log's tail if it fails)."""
-    run_tool(argv, log, run_as=run_as, timeout=TOOL_TIMEOUT_S, env=env, pass_fds=pass_fds)
+                    env: dict[str, str] | None = None, pass_fds: Sequence[int] = (), umask: int = -1) -> None:
+    """One backup or restore tool, to completion (ServerError with its log's tail if it fails);
+    `pass_fds` and `umask` as `run_tool`'s (umask 0o077: what it writes is private)."""
+    run_tool(argv, log, run_as=run_as, timeout=TOOL_TIMEOUT_S, env=env, pass_fds=pass_fds, umask=umask)
 
 
 def pipeline(stages: Sequence[Sequence[str]], log: Path, *, stdout: Path | None = None,
-             run_as: str | None = None, env: dict[str, str] | None = None) -> None:
+             run_as: str | None = None, env: dict[str, str] | None = None, umask: int = -1) -> None:
     """`stage1 | stage2 | … > stdout` in bash with pipefail, so any stage's failure fails it."""
     command = " | ".join(shlex.join(stage) for stage in stages)
     if stdout is not None:
         command += f" > {shlex.quote(str(stdout))}"
-    run_backup_tool(["bash", "-o", "pipefail", "-c", command], log, run_as=run_as, env=env)
+    run_backup_tool(["bash", "-o", "pipefail", "-c", command], log, run_as=run_as, env=env, umask=umask)
 
 
 def gzip_command() -> list[str]:

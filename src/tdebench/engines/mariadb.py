@@ -6,14 +6,28 @@ socket in the workspace, with its option file, error log, tmpdir and key file th
 removing the workspace removes everything and no server already on the machine is touched.
 Both read only the workspace's option file (`--defaults-file`), never /etc/mysql.
 
-The server runs as the user tdebench runs as (`--user=root` when that is root): a `mysql`
-server user could not enter pytest's or the runner's 0700 temporary directories, and a
-root-owned 0600 key file is as private as it gets.
+No other local user can enter it. The server and `mariadb-install-db` run as the Debian
+`mysql` system user, never as root, in its own group only. The workspace, the data directory,
+tmpdir, the socket's directory (`run/`, or a short one under the system temp directory when
+the workspace's path is too long for a socket) and `secure_file_priv`'s directory (`files/`,
+the only place `SELECT … INTO OUTFILE` and `LOAD_FILE` may touch) are owned by `mysql` and
+0700; the option file, key file and logs are 0600, and so is every file the server makes
+(`UMASK`) or a tool writes (umask 077: backups too). The server's one account is
+`root@localhost`, reachable only over the socket, with a random password per database
+(`server.new_password`) held in memory: no anonymous account, no `unix_socket` login (not
+even for OS root), and over TCP no account at all. Each start sets the password with an
+`--init-file`, which the server runs before it accepts a connection and which is removed once
+it answers; so a data directory copied from another database (a restore, the fs layer's
+encrypt-existing) opens with this database's password. tdebench connects with the password as
+a PyMySQL argument; its client tools (`mariadb-backup`, `mariadb-dump`, `mariadb`) read it from
+a 0600 option file of tdebench's user (`--defaults-file`, their first option) that exists only
+while a tool runs. It is in no argv, environment, log or error message (`ServerError`s are
+scrubbed of it).
 
 Encryption: the trial's key is written as key id 1 (`1;<hex>`, first 16/24/32 bytes of the
-Secret for 128/192/256 bits) into a 0600 file in the workspace, named only in the option
-file; the mode (CBC or CTR) is `file_key_management_encryption_algorithm`. The option file
-turns on every encryption the server has: InnoDB tablespaces (user tables, the system
+Secret for 128/192/256 bits) into a 0600 file in the workspace owned by `mysql`, named only
+in the option file; the mode (CBC or CTR) is `file_key_management_encryption_algorithm`. The
+option file turns on every encryption the server has: InnoDB tablespaces (user tables, the system
 tablespace with undo log and doublewrite buffer, system tables), the redo log, InnoDB and
 Aria temporary tables, temp files (filesort, merge files), Aria tables and the binlog.
 The binlog is off (as a default server has it), so `covers` does not claim it. Temp files
@@ -32,7 +46,8 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,9 +60,12 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
                                    parquet_to_csv, qmark_to_format)
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
-from tdebench.engines.server import ServerError, ServerProcess, free_port, run_tool, start_on_free_port
+from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, free_port, new_password, private_dir,
+                                     run_tool, start_on_free_port, user_ids, workspace_problem,
+                                     write_private)
 from tdebench.keys import Secret
 
+USER = "mysql"  # the Debian package's system user: every server tdebench starts runs as it
 DEFAULT_MEMORY_MB = 256
 SCHEMA = "tdebench"
 _ALGORITHMS = {"CBC": "AES_CBC", "CTR": "AES_CTR"}
@@ -57,6 +75,7 @@ _NOTES = ("InnoDB tablespaces incl. system tablespace (undo, doublewrite), redo 
           "temporary tables, temp files; binlog is off (encrypt_binlog=ON would cover it); the Aria "
           "log holds no user data and is not encrypted")
 _TIMEOUT_ERROR = 1969  # ER_STATEMENT_TIMEOUT: "max_statement_time exceeded"
+_PRIVATE = 0o077  # the umask of every tool tdebench runs for MariaDB: what it writes is 0600 / 0700
 _SOCKET_MAX = 100  # sun_path holds 108 bytes; long workspace paths put the socket elsewhere
 _SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin"])
 # encrypting an existing database: the threads' page budget (pages/s) and how long to wait for them
@@ -128,6 +147,11 @@ class MariaDBDatabase(Database):
     stop_timeout: float = 600.0  # a clean shutdown flushes the buffer pool; SIGKILL only past this
     _server: ServerProcess | None = field(default=None, init=False, repr=False)
     _socket_dir: Path | None = field(default=None, init=False, repr=False)
+    _password: Secret = field(default_factory=new_password, init=False, repr=False)
+
+    @property
+    def server_user(self) -> str | None:
+        return USER
 
     @property
     def datadir(self) -> Path:
@@ -136,6 +160,11 @@ class MariaDBDatabase(Database):
     @property
     def tmpdir(self) -> Path:
         return self.workspace / "tmp"
+
+    @property
+    def secure_dir(self) -> Path:
+        """`secure_file_priv`: the one directory the server reads and writes files in for SQL."""
+        return self.workspace / "files"
 
     @property
     def option_file(self) -> Path:
@@ -152,18 +181,22 @@ class MariaDBDatabase(Database):
 
     @property
     def socket(self) -> Path:
-        return (self._socket_dir or self.workspace) / "mysqld.sock"
+        return (self._socket_dir or self.workspace / "run") / "mysqld.sock"
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def create(self) -> None:
-        """A fresh data directory, encrypted from its first page, served and with schema `tdebench`."""
-        self.datadir.mkdir(parents=True)
-        self.tmpdir.mkdir(parents=True, exist_ok=True)
+        """A fresh data directory, encrypted from its first page, served and with schema `tdebench`.
+        `mariadb-install-db` (which serves nothing) makes root@localhost the one account, with an
+        invalid password and a `unix_socket` login for OS root; the first start replaces both
+        with this database's password."""
+        self._claim_workspace()
         self._write_files(self.port or free_port())
+        log = write_private(self.workspace / "install.log", user=USER)
         argv = [_required("mariadb-install-db"), f"--defaults-file={self.option_file}",
-                *self._user_option(), "--auth-root-authentication-method=normal", "--skip-test-db"]
-        run_tool(argv, self.workspace / "install.log")
+                "--auth-root-authentication-method=socket", "--auth-root-socket-user=root", "--skip-test-db"]
+        with self._scrubbed():
+            run_tool(argv, log, run_as=USER, env=_server_env(), umask=_PRIVATE)
         self._start()
         conn = self._raw_connect(database=None)
         try:
@@ -188,19 +221,38 @@ class MariaDBDatabase(Database):
                 shutil.rmtree(self._socket_dir, ignore_errors=True)
                 self._socket_dir = None
 
+    def _claim_workspace(self) -> None:
+        """The workspace and the server's directories in it, owned by `mysql` and 0700, so that
+        the server can use them and no other user can enter them. Idempotent."""
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        problem = workspace_problem(self.workspace.parent, USER, "MariaDB")
+        if problem is not None:
+            raise ServerError(problem)
+        for directory in (self.workspace, self.datadir, self.tmpdir, self.secure_dir, self.workspace / "run"):
+            private_dir(directory, USER)
+
     def _start(self) -> None:
-        if len(str(self.workspace / "mysqld.sock")) > _SOCKET_MAX and self._socket_dir is None:
-            self._socket_dir = Path(tempfile.mkdtemp(prefix="tdebench-mariadb-"))
+        self._claim_workspace()
+        if len(str(self.workspace / "run" / "mysqld.sock")) > _SOCKET_MAX and self._socket_dir is None:
+            self._socket_dir = private_dir(Path(tempfile.mkdtemp(prefix="tdebench-mariadb-")), USER)
+        init_file = self.workspace / "init.sql"
 
         def server_on(port: int) -> ServerProcess:
             self._write_files(port)  # the key and the port may differ from the last start
             return ServerProcess(
                 name="mariadbd",
-                argv=[_required("mariadbd"), f"--defaults-file={self.option_file}", *self._user_option()],
-                log=self.log, ready=self._ping,
+                argv=[_required("mariadbd"), f"--defaults-file={self.option_file}", f"--init-file={init_file}"],
+                log=write_private(self.log, user=USER), ready=self._ping, run_as=USER, env=_server_env(),
                 start_timeout=self.start_timeout, stop_timeout=self.stop_timeout)
 
-        self._server, self.port = start_on_free_port(server_on, preferred=self.port)
+        # run before the server accepts a connection: no moment without this database's password
+        write_private(init_file, "ALTER USER root@localhost IDENTIFIED VIA mysql_native_password "
+                                 f"USING PASSWORD('{self._password.hex()}');\n", USER)
+        try:
+            with self._scrubbed():
+                self._server, self.port = start_on_free_port(server_on, preferred=self.port)
+        finally:
+            init_file.unlink(missing_ok=True)
 
     def _ping(self) -> bool:
         conn = self._raw_connect(database=None, timeout=2)
@@ -214,13 +266,40 @@ class MariaDBDatabase(Database):
     def _raw_connect(self, database: str | None, timeout: int = 10) -> Any:
         import pymysql
 
-        return pymysql.connect(unix_socket=str(self.socket), user="root", database=database,
-                               local_infile=True, autocommit=True, charset="utf8mb4",
+        return pymysql.connect(unix_socket=str(self.socket), user="root", password=self._password.hex(),
+                               database=database, local_infile=True, autocommit=True, charset="utf8mb4",
                                connect_timeout=timeout)
 
-    @staticmethod
-    def _user_option() -> list[str]:
-        return ["--user=root"] if os.geteuid() == 0 else []
+    @contextmanager
+    def _scrubbed(self) -> Iterator[None]:
+        """A ServerError (a server's or tool's log tail) without this database's password."""
+        try:
+            yield
+        except ServerError as exc:
+            raise ServerError(self._password.scrub(str(exc))) from None
+
+    @contextmanager
+    def _client_options(self) -> Iterator[Path]:
+        """The option file tdebench's client tools read (`--defaults-file`, their first option):
+        the server's options and root's login with this database's password, 0600 and readable
+        by tdebench's user only, for as long as a tool runs."""
+        login = f"user=root\npassword={self._password.hex()}\nsocket={self.socket}\n"
+        path = write_private(self.workspace / "client.cnf", f"!include {self.option_file}\n" +
+                             "".join(f"[{group}]\n{login}" for group in ("client", "mariadb-backup")))
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+    def _run_client(self, tool: str, args: Sequence[str], log: Path, gzipped: Path | None = None) -> None:
+        """A client tool logged in through `_client_options`; with `gzipped`, its output piped
+        through gzip into that file."""
+        with self._client_options() as options, self._scrubbed():
+            argv = [_required(tool), f"--defaults-file={options}", *args]
+            if gzipped is None:
+                run_backup_tool(argv, log, umask=_PRIVATE)
+            else:
+                pipeline([argv, gzip_command()], log, stdout=gzipped, umask=_PRIVATE)
 
     # -- configuration -----------------------------------------------------------------------
 
@@ -231,7 +310,7 @@ class MariaDBDatabase(Database):
         text = "# written by tdebench for one trial; see tdebench/engines/mariadb.py\n[mariadbd]\n"
         text += "".join(f"{name}={value}\n" if value is not None else f"{name}\n"
                         for name, value in options.items())
-        self.option_file.write_text(text)
+        write_private(self.option_file, text, USER)
 
     def _options(self, port: int) -> dict[str, str | None]:
         options: dict[str, str | None] = {
@@ -241,7 +320,8 @@ class MariaDBDatabase(Database):
             "port": str(port),
             "bind-address": "127.0.0.1",
             "skip-name-resolve": None,
-            "pid-file": str(self.workspace / "mysqld.pid"),
+            "pid-file": str(self.workspace / "run" / "mysqld.pid"),
+            "secure_file_priv": str(self.secure_dir),
             "innodb_buffer_pool_size": f"{self.memory_mb}M",
             # A restart must really start cold: no buffer pool dump/reload across restarts.
             "innodb_buffer_pool_dump_at_shutdown": "OFF",
@@ -272,12 +352,7 @@ class MariaDBDatabase(Database):
     def _write_key(self) -> None:
         assert self.key is not None, "an encrypted database needs a key"
         key = self.key.raw()[: self.encryption.key_bits // 8]
-        fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, f"1;{key.hex()}\n".encode())
-        finally:
-            os.close(fd)
+        write_private(self.key_file, f"1;{key.hex()}\n", USER)
 
     # -- state, files, processes ----------------------------------------------------------------
 
@@ -419,42 +494,38 @@ class MariaDBDatabase(Database):
         under this encryption) and the redo log written meanwhile; full-compressed streams it
         (`--stream=xbstream`) through gzip, as MariaDB's documentation recommends. It finds the
         key plugin in the running server; the key file itself is never copied. Logical:
-        `mariadb-dump` of the schema through the server, so plaintext SQL."""
+        `mariadb-dump` of the schema through the server, so plaintext SQL. `target` is 0700."""
         if self._server is None or not self._server.running:
             raise ServerError("mariadb: start the server (connect) before backing it up")
-        target.mkdir(parents=True)
-        log = self.workspace / "backup.log"
-        tool = [_required("mariadb-backup"), f"--defaults-file={self.option_file}", "--backup", "--user=root",
-                f"--socket={self.socket}"]
+        target.mkdir(parents=True, mode=0o700)
+        log = write_private(self.workspace / "backup.log", user=USER)
         if method.kind == "logical":
-            run_backup_tool([_required("mariadb-dump"), "--no-defaults", f"--socket={self.socket}",
-                             "--user=root", "--single-transaction", "--databases", SCHEMA,
-                             f"--result-file={target / _DUMP_FILE}"], log)
+            self._run_client("mariadb-dump", ["--single-transaction", "--databases", SCHEMA,
+                                              f"--result-file={target / _DUMP_FILE}"], log)
         elif method.compressed:
             scratch = Path(tempfile.mkdtemp(prefix="stream-", dir=self.workspace))  # its temporary files
             try:
-                pipeline([[*tool, "--stream=xbstream", f"--target-dir={scratch}"], gzip_command()], log,
-                         stdout=target / _STREAM_FILE)
+                self._run_client("mariadb-backup", ["--backup", "--stream=xbstream", f"--target-dir={scratch}"],
+                                 log, gzipped=target / _STREAM_FILE)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
         else:
-            run_backup_tool([*tool, f"--target-dir={target / _BACKUP_DIR}"], log)
+            self._run_client("mariadb-backup", ["--backup", f"--target-dir={target / _BACKUP_DIR}"], log)
         return Backup(method, target)
 
     def restore(self, backup: Backup) -> None:
         """Physical: the backup unpacked (or copied) into the workspace, `mariadb-backup --prepare`
         (applies the redo log: needs the key, which the backup's `backup-my.cnf` names by the
         path of the original key file, so it is pointed at this database's), `--move-back`
-        into the new data directory, start. Logical: a new server with this key, the dump run
-        into it."""
-        log = self.workspace / "restore.log"
+        into the new data directory, given to `mysql`, start (which sets this database's
+        password). Logical: a new server with this key, the dump run into it."""
         if backup.method.kind == "logical":
             self.create()
-            run_backup_tool([_required("mariadb"), "--no-defaults", f"--socket={self.socket}", "--user=root",
-                             SCHEMA, "-e", f"source {backup.path / _DUMP_FILE}"], log)
+            log = write_private(self.workspace / "restore.log", user=USER)
+            self._run_client("mariadb", [SCHEMA, "-e", f"source {backup.path / _DUMP_FILE}"], log)
             return
-        self.datadir.mkdir(parents=True)
-        self.tmpdir.mkdir(parents=True, exist_ok=True)
+        self._claim_workspace()
+        log = write_private(self.workspace / "restore.log", user=USER)
         self._write_files(self.port or free_port())  # this database's option file and key file
         prepared = self.workspace / "restore"
         if backup.method.compressed:
@@ -466,25 +537,26 @@ class MariaDBDatabase(Database):
                                   lambda _: f"file_key_management_filename={self.key_file}", options.read_text()))
         try:
             run_backup_tool([_required("mariadb-backup"), f"--defaults-file={options}", "--prepare",
-                             f"--target-dir={prepared}"], log)
+                             f"--target-dir={prepared}"], log, umask=_PRIVATE)
             run_backup_tool([_required("mariadb-backup"), f"--defaults-file={self.option_file}", "--move-back",
-                             f"--target-dir={prepared}"], log)
+                             f"--target-dir={prepared}"], log, umask=_PRIVATE)
         finally:
             shutil.rmtree(prepared, ignore_errors=True)
+        chown_tree(self.datadir, USER)
         self._start()
 
     def backup_contents(self, backup: Backup, scratch: Path) -> Path:
         if not backup.method.compressed:
             return backup.path
-        self._unstream(backup, scratch, self.workspace / "backup.log")
+        self._unstream(backup, scratch, write_private(self.workspace / "backup.log", user=USER))
         return scratch
 
     @staticmethod
     def _unstream(backup: Backup, target: Path, log: Path) -> None:
-        """A compressed stream backup's files, decompressed and unpacked into the new directory."""
-        target.mkdir(parents=True)
+        """A compressed stream backup's files, decompressed and unpacked into the new directory (0700)."""
+        target.mkdir(parents=True, mode=0o700)
         pipeline([["gzip", "-dc", str(backup.path / _STREAM_FILE)],
-                  [_required("mbstream"), "-x", "-C", str(target)]], log)
+                  [_required("mbstream"), "-x", "-C", str(target)]], log, umask=_PRIVATE)
 
 
 _BACKUP_DIR = "backup"
@@ -495,6 +567,13 @@ _BACKUP_METHODS = (
     BackupMethod(BACKUP_FULL_COMPRESSED, "physical", True, "mariadb-backup --backup --stream=xbstream | gzip"),
     BackupMethod(BACKUP_LOGICAL, "logical", False, "mariadb-dump --single-transaction (SQL text)"),
 )
+
+
+def _server_env() -> dict[str, str]:
+    """The environment of `mariadbd` and `mariadb-install-db`: ours, with the modes the server
+    creates files with (it sets its umask from these, over the one it was started with) at 0600
+    for files and 0700 for directories."""
+    return {**os.environ, "UMASK": "0600", "UMASK_DIR": "0700"}
 
 
 def _required(name: str) -> str:
@@ -532,11 +611,19 @@ class MariaDBEngine(Engine):
             return Availability(False, f"{' and '.join(missing)} not found",
                                 "apt-get install -y mariadb-server mariadb-backup")
         try:
+            user_ids(USER)
+        except KeyError:
+            return Availability(False, f"there is no {USER!r} system user to run the server as",
+                                "apt-get install -y mariadb-server")
+        try:
             import pymysql  # noqa: F401
         except ImportError as exc:
             return Availability(False, f"the MariaDB driver PyMySQL is not installed: {exc}",
                                 "pip install -e .")
         return Availability(True)
+
+    def workspace_problem(self, parent: Path) -> str | None:
+        return workspace_problem(parent, USER, "MariaDB")
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return MariaDBDatabase(workspace=workspace, encryption=encryption, key=key,

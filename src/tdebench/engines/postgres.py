@@ -58,7 +58,8 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
 from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
-from tdebench.engines.server import ServerError, ServerProcess, chown_tree, run_tool, unreachable_by, user_ids
+from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, run_tool, unreachable_by, user_ids,
+                                     workspace_problem)
 from tdebench.keys import KEY_BYTES, Secret
 
 USER = "postgres"  # the Debian package's system user, owner of every cluster tdebench makes
@@ -546,12 +547,7 @@ class PostgresEngine(Engine):
         return available
 
     def workspace_problem(self, parent: Path) -> str | None:
-        blocked = unreachable_by(parent, USER)
-        if blocked is None:
-            return None
-        return (f"the {USER} user cannot enter {blocked}, so a PostgreSQL server cannot reach workspaces "
-                f"below {parent}; fix with: chmod o+x {blocked}, or choose --work-dir below a directory "
-                f"it can enter")
+        return workspace_problem(parent, USER, "PostgreSQL")
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return PostgresDatabase(workspace=workspace, encryption=encryption, key=key,

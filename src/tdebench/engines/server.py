@@ -4,10 +4,12 @@ A `ServerProcess` runs one server binary in its own process group, with its outp
 file inside the trial's workspace, listening on 127.0.0.1 or a socket only. `start` waits
 until the server answers (`ready`), and reports a server that dies or never answers with the
 tail of its own log. `stop` sends SIGTERM to the group and SIGKILL after a grace period, so
-nothing is left behind on success, failure or Ctrl-C. Servers that refuse to run as root
-(PostgreSQL) run as their Debian system user (`run_as`). Every server and setup tool is
-written into the run's state file as it starts and gets SIGTERM if tdebench itself is killed
-(runstate.py), so not even a killed run leaves one behind.
+nothing is left behind on success, failure or Ctrl-C. Servers run as their Debian system
+user (`run_as`: PostgreSQL as `postgres`, MariaDB as `mysql`), never as root, with that user's
+group only. For keeping other local users out there are files and directories private to one
+user (`write_private`, `private_dir`) and a random password per database (`new_password`).
+Every server and setup tool is written into the run's state file as it starts and gets SIGTERM
+if tdebench itself is killed (runstate.py), so not even a killed run leaves one behind.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import grp
 import os
 import pwd
 import re
+import secrets
 import signal
 import socket
 import stat
@@ -27,6 +30,7 @@ from pathlib import Path
 
 import psutil
 
+from tdebench.keys import Secret
 from tdebench.runstate import PARENT_DEATH, register
 
 
@@ -73,6 +77,36 @@ def chown_tree(path: Path, user: str) -> None:
             os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
 
 
+def new_password() -> Secret:
+    """A random password for one database's accounts, held in memory like a key: a client sends
+    its `.hex()`; its repr never shows it and `scrub` removes it from error text."""
+    return Secret(secrets.token_bytes(24))
+
+
+def write_private(path: Path, text: str | None = None, user: str | None = None) -> Path:
+    """`path` as a 0600 file owned by `user` (a server's, which reads or writes it) or else by
+    tdebench's user: `text` replaces its content; None makes it if missing and keeps what it
+    holds (a log). A symlink at `path` is refused, not followed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if text is None else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.fchown(fd, *(user_ids(user) if user is not None else (os.geteuid(), os.getegid())))
+        if text is not None:
+            os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    return path
+
+
+def private_dir(path: Path, user: str) -> Path:
+    """`path` (made if missing) owned by `user` and 0700; what is inside stays as it is."""
+    path.mkdir(parents=True, exist_ok=True)
+    os.chown(path, *user_ids(user), follow_symlinks=False)
+    path.chmod(0o700)
+    return path
+
+
 def unreachable_by(path: Path, user: str) -> Path | None:
     """The first directory on the way to `path` that `user` may not enter (no search
     permission), or None. A server running as `user` needs every one of them."""
@@ -92,6 +126,17 @@ def unreachable_by(path: Path, user: str) -> Path | None:
         if not allowed:
             return directory
     return None
+
+
+def workspace_problem(parent: Path, user: str, server: str) -> str | None:
+    """Why a `server` running as `user` cannot reach workspaces below `parent`, with the fix; None
+    when it can (`Engine.workspace_problem`)."""
+    blocked = unreachable_by(parent, user)
+    if blocked is None:
+        return None
+    return (f"the {user} user cannot enter {blocked}, so a {server} server cannot reach workspaces "
+            f"below {parent}; fix with: chmod o+x {blocked}, or choose --work-dir below a directory "
+            f"it can enter")
 
 
 _PORT_TAKEN = re.compile(r"Address already in use|Bind on TCP/IP port")
@@ -126,7 +171,7 @@ def _log_since(log: Path, offset: int) -> str:
 
 
 def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout: float = 300,
-             env: dict[str, str] | None = None, pass_fds: Sequence[int] = ()) -> None:
+             env: dict[str, str] | None = None, pass_fds: Sequence[int] = (), umask: int = -1) -> None:
     """Run a setup tool (initdb, mariadb-install-db) to completion; ServerError with its output if it fails.
     `pass_fds`: descriptors the tool inherits under the same numbers (e.g. a directory it reaches
     through /proc/self/fd).
@@ -134,12 +179,13 @@ def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout:
     The tool runs in a process group of its own, and the whole group is killed if it times out or
     tdebench is interrupted: these tools start servers of their own (mariadb-install-db runs
     `mariadbd --bootstrap`), which must not outlive them and keep writing into a workspace that
-    is being removed."""
+    is being removed. `umask`: the tool's (e.g. 0o077: what it creates is private); -1 keeps ours."""
     with log.open("ab") as out:
         try:
             tool = subprocess.Popen([*PARENT_DEATH, *argv], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    user=run_as, group=_group(run_as), stdin=subprocess.DEVNULL,
-                                    start_new_session=True, pass_fds=tuple(pass_fds))
+                                    user=run_as, group=_group(run_as), extra_groups=_extra_groups(run_as),
+                                    umask=umask, stdin=subprocess.DEVNULL, start_new_session=True,
+                                    pass_fds=tuple(pass_fds))
         except OSError as exc:
             raise ServerError(f"{argv[0]} failed: {exc}\n{log_tail(log)}") from None
         register(tool.pid, Path(argv[0]).name)
@@ -157,6 +203,12 @@ def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout:
 
 def _group(user: str | None) -> int | None:
     return user_ids(user)[1] if user else None
+
+
+def _extra_groups(user: str | None) -> list[int] | None:
+    """None (keep ours) without `user`; else none: a child run as `user` drops root's
+    supplementary groups, so it is in its own group only."""
+    return [] if user else None
 
 
 @dataclass
@@ -202,7 +254,8 @@ class ServerProcess:
         try:
             self._popen = subprocess.Popen([*PARENT_DEATH, *self.argv], stdout=out, stderr=subprocess.STDOUT,
                                            stdin=subprocess.DEVNULL, env=self.env, user=self.run_as,
-                                           group=_group(self.run_as), start_new_session=True)
+                                           group=_group(self.run_as), extra_groups=_extra_groups(self.run_as),
+                                           start_new_session=True)
         except OSError as exc:
             raise ServerError(f"{self.name} could not start: {exc}") from None
         finally:
