@@ -197,7 +197,7 @@ class Runner:
         rounds = max([self.plan.repetitions, *(key.repetition for key in done)])
         self._prepare()
         root = Path(tempfile.mkdtemp(prefix=runstate.ROOT_PREFIX, dir=self.workspace_parent))
-        root.chmod(0o711)  # servers running as their own user (postgres) must reach their workspace
+        root.chmod(0o711)  # servers running as their own user (postgres, mysql) must reach their workspace
         try:
             with runstate.recording(root):  # a killed run's servers and mounts can be found again
                 self._prime(root)

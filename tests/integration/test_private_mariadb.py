@@ -28,6 +28,7 @@ from tdebench.engines import server as server_module
 from tdebench.engines.mariadb import USER, MariaDBDatabase, MariaDBEngine
 from tdebench.engines.server import ServerError, user_ids
 from tdebench.keys import Secret
+from tdebench.runstate import PARENT_DEATH
 from workspaces import as_hostile_user, server_reachable_dir
 
 ENGINE = MariaDBEngine()
@@ -182,14 +183,16 @@ def test_the_password_is_in_no_argv_environment_or_log(monkeypatch: pytest.Monke
     init_files: list[tuple[int, int, str]] = []
     real = subprocess.Popen
 
-    def spy(argv: Any, *args: Any, **kwargs: Any) -> subprocess.Popen:
-        argv = [str(a) for a in argv]
+    def spy(given: Any, *args: Any, **kwargs: Any) -> subprocess.Popen:
+        argv = [str(a) for a in given]
+        if argv[:len(PARENT_DEATH)] == PARENT_DEATH:  # servers and tools start under setpriv
+            argv = argv[len(PARENT_DEATH):]
         started.append((argv, dict(kwargs.get("env") or {})))
         if Path(argv[0]).name == "mariadbd":
             init = Path(next(a for a in argv if a.startswith("--init-file=")).split("=", 1)[1])
             info = init.stat()
             init_files.append((stat.S_IMODE(info.st_mode), info.st_uid, as_hostile_user(["cat", str(init)]).stdout))
-        return real(argv, *args, **kwargs)
+        return real(given, *args, **kwargs)
 
     with server_reachable_dir("tdebench-private-mariadb-") as root:
         original, copies = provision(root, "original", "aes-128-ctr"), []
