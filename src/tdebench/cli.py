@@ -436,18 +436,21 @@ def _encryption_row(engine, encryption) -> dict:
 @click.option("--canary", "canaries", multiple=True, required=True,
               help="A string that must not appear on disk (repeatable). Searched as UTF-8, UTF-16LE and UTF-16BE.")
 def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
-    """Scan every file under PATHS for the canary strings; exit 1 if any is found in plaintext,
-    2 if there is nothing to scan.
+    """Scan every file under PATHS for the canary strings and print a verdict: plaintext (a
+    canary found; exit 1), encrypted (no canary, and at most 5% of the 4 KiB blocks below 7
+    bits/byte of entropy; exit 0) or inconclusive (no canary, but the data is not uniformly
+    random or too small to tell; exit 3). Exit 2: bad input or nothing to scan.
 
     The same scan tdebench runs on every trial: byte search in three encodings and the
-    entropy of each 4 KiB block. Use it on a data directory, a backup, a dump.
+    entropy of each 4 KiB block. Use it on a data directory, a backup, a dump. Unlike a trial,
+    it cannot prove the canary was ever written: write it yourself before you scan.
     """
     from tdebench import verify
 
     if any(len(c) < 4 for c in canaries):
         usage_error("a canary needs at least 4 characters, or every file would match by chance")
     try:
-        state, scans = verify.verify_paths(list(paths), list(canaries))
+        state, scans, why = verify.verify_paths(list(paths), list(canaries))
     except FileNotFoundError as exc:
         usage_error(str(exc))
     except OSError as exc:  # a file this user may not read, a device that fails
@@ -455,9 +458,14 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
     if state == "empty":
         usage_error(f"nothing to scan: no bytes in {', '.join(map(str, paths))}")
     for line in verify.describe(scans):
-        out.print(line, highlight=False, markup=False)
-    out.print("[red]PLAINTEXT FOUND[/]" if state == "plaintext" else "[green]no canary found[/]")
-    sys.exit(1 if state == "plaintext" else 0)
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    colour = {"plaintext": "red", "encrypted": "green", "inconclusive": "yellow"}[state]
+    out.print(f"verdict: [bold {colour}]{state}[/]: {plain(why)}", highlight=False, soft_wrap=True)
+    sys.exit(VERIFY_EXIT[state])
+
+
+VERIFY_EXIT = {"encrypted": 0, "plaintext": 1, "inconclusive": 3}
+"""`tdebench verify`'s exit code per verdict (2 is bad input, as for every command)."""
 
 
 @main.command()

@@ -328,20 +328,40 @@ def _root(paths: Sequence[Path]) -> Path:
     return common.parent if common.is_file() else common
 
 
-def verify_paths(paths: Sequence[Path], canaries: Sequence[str]) -> tuple[str, tuple[FileScan, ...]]:
-    """`tdebench verify`: scan files or directory trees for canaries.
+ENCRYPTED_LOW_SHARE = 0.05
+"""`tdebench verify` calls files without a canary "encrypted" only when at most this share of
+their blocks (zero blocks left out) is below LOW_ENTROPY: a database's plaintext headers are a
+few blocks, plaintext or compressed data is most of them."""
 
-    Returns "plaintext" when a canary is found, "empty" when no byte was scanned, else
-    "clean". Paths in the scans are relative to the deepest directory holding every path.
-    A missing path raises FileNotFoundError naming it.
+
+def verify_paths(paths: Sequence[Path], canaries: Sequence[str]) -> tuple[str, tuple[FileScan, ...], str]:
+    """`tdebench verify`: scan files or directory trees for canaries and judge them, without
+    the positive control a trial has (nothing here proves the canary was ever written).
+
+    Returns the state, the scans and why: "plaintext" (a canary found), "encrypted" (no
+    canary, and the blocks look like ciphertext: see ENCRYPTED_LOW_SHARE), "inconclusive" (no
+    canary, but the data is not uniformly random, or too small to tell: the canary may just not
+    be in these files) or "empty" (no byte scanned). Paths in the scans are relative to the
+    deepest directory holding every path. A missing path raises FileNotFoundError naming it.
     """
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("no path to verify")
     scans = scan(paths, canaries, _root(paths))
     if sum(s.bytes for s in scans) == 0:
-        return "empty", scans
-    return ("plaintext" if any(s.hits for s in scans) else "clean"), scans
+        return "empty", scans, "no bytes to scan"
+    found = [s for s in scans if s.hits]
+    if found:
+        return "plaintext", scans, (f"a canary found {sum(s.hits for s in found)} times in {len(found)} "
+                                    f"file{'' if len(found) == 1 else 's'}")
+    blocks, low = sum(s.blocks for s in scans), sum(s.low_entropy_blocks for s in scans)
+    if not blocks:
+        return "inconclusive", scans, "no canary, but the files are too small to judge by entropy"
+    share = f"{low:,}/{blocks:,} blocks below {LOW_ENTROPY:g} bits/byte"
+    if low <= ENCRYPTED_LOW_SHARE * blocks:
+        return "encrypted", scans, f"no canary, and the data looks like ciphertext ({share})"
+    return "inconclusive", scans, (f"no canary, but {share}: plaintext, compressed or structured data, "
+                                   "so the canary may simply not be in these files")
 
 
 def describe(scans: Sequence[FileScan]) -> list[str]:

@@ -188,16 +188,22 @@ def test_engines_lists_every_encryption(tmp_path: Path) -> None:
     assert text.exit_code == 0 and "chacha20-poly1305" in text.output
 
 
-def test_verify_finds_plaintext_exit_1_and_clean_exit_0(tmp_path: Path) -> None:
+def test_verify_says_plaintext_1_encrypted_0_inconclusive_3(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "plain.sqlite")
     db.execute("CREATE TABLE t (s TEXT)")
     db.execute("INSERT INTO t VALUES ('my-secret-canary-42')")
     db.commit()
     db.close()
     found = invoke("verify", str(tmp_path), "--canary", "my-secret-canary-42")
-    assert found.exit_code == 1 and "PLAINTEXT FOUND" in found.output and "plain.sqlite" in found.output
-    clean = invoke("verify", str(tmp_path), "--canary", "something-else-entirely")
-    assert clean.exit_code == 0 and "no canary found" in clean.output
+    assert found.exit_code == 1 and "verdict: plaintext: a canary found" in found.output
+    assert "plain.sqlite" in found.output
+    # no canary in a plaintext database proves nothing: its pages are not ciphertext
+    unsure = invoke("verify", str(tmp_path), "--canary", "something-else-entirely")
+    assert unsure.exit_code == 3 and "verdict: inconclusive: no canary, but" in unsure.output
+    (tmp_path / "cipher").mkdir()
+    (tmp_path / "cipher" / "data.bin").write_bytes(os.urandom(64 * 4096))
+    clean = invoke("verify", str(tmp_path / "cipher"), "--canary", "my-secret-canary-42")
+    assert clean.exit_code == 0 and "verdict: encrypted: no canary, and the data looks like ciphertext" in clean.output
     missing = invoke("verify", str(tmp_path / "absent"), "--canary", "abcdef")
     assert missing.exit_code == 2
     (tmp_path / "empty").mkdir()

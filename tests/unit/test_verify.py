@@ -199,8 +199,8 @@ def test_error_verdict():
 def test_verify_paths_directory_tree(tmp_path):
     _file(tmp_path, "db/main.db", os.urandom(8192))
     _file(tmp_path, "db/logs/wal", _noise(100) + CANARY.encode("utf-16-le"))
-    result, scans = verify_paths([tmp_path / "db"], [CANARY])
-    assert result == "plaintext"
+    result, scans, why = verify_paths([tmp_path / "db"], [CANARY])
+    assert result == "plaintext" and why == "a canary found 1 times in 1 file"
     assert [s.path for s in scans] == ["logs/wal", "main.db"]
     lines = describe(scans)
     assert len(lines) == 2
@@ -208,12 +208,21 @@ def test_verify_paths_directory_tree(tmp_path):
     assert "entropy" in lines[1] and "0/2 blocks low" in lines[1]
 
 
-def test_verify_paths_clean_empty_missing(tmp_path):
+def test_verify_paths_encrypted_inconclusive_empty_missing(tmp_path):
     enc = _file(tmp_path, "enc.db", os.urandom(4096))
-    assert verify_paths([enc], [CANARY])[0] == "clean"
-    assert verify_paths([enc], [CANARY])[1][0].path == "enc.db"
+    state, scans, why = verify_paths([enc], [CANARY])
+    assert state == "encrypted" and scans[0].path == "enc.db"
+    assert why == "no canary, and the data looks like ciphertext (0/1 blocks below 7 bits/byte)"
+    # a plaintext header or two among ciphertext pages (a database's) is still ciphertext
+    mixed = _file(tmp_path, "mixed.db", b"header\n" * 585 + os.urandom(39 * 4096 - 4095))
+    assert verify_paths([mixed], [CANARY])[0] == "encrypted"
+    text = _file(tmp_path, "notes.txt", b"nothing secret here, just words\n" * 1000)
+    state, _, why = verify_paths([text], [CANARY])
+    assert state == "inconclusive" and why.startswith("no canary, but 7/7 blocks below 7 bits/byte")
+    tiny = _file(tmp_path, "tiny", os.urandom(100))
+    assert verify_paths([tiny], [CANARY])[0] == "inconclusive"
     (tmp_path / "empty").mkdir()
-    assert verify_paths([tmp_path / "empty"], [CANARY]) == ("empty", ())
+    assert verify_paths([tmp_path / "empty"], [CANARY]) == ("empty", (), "no bytes to scan")
     with pytest.raises(FileNotFoundError, match="missing"):
         verify_paths([tmp_path / "missing"], [CANARY])
 
