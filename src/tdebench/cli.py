@@ -375,6 +375,29 @@ class _ProgressBar:
             self.bar.console.print(f"[red]failed[/] {outcome.trial.id}: {plain(outcome.error)}", highlight=False)
 
 
+@main.command()
+def plans() -> None:
+    """List the built-in plans (`tdebench run NAME` runs one): what each compares, how many
+    trials it runs (at least, for an adaptive plan) and how long a run took where its author
+    timed it."""
+    from tdebench.plan import schedule
+
+    table = Table(show_edge=False, pad_edge=False, expand=False)
+    for column in ("plan", "trials", "measured duration", "what"):
+        table.add_column(column, justify="right" if column == "trials" else "left",
+                         no_wrap=column != "what" and column != "measured duration")
+    for name, path in builtin_plans().items():
+        try:
+            the_plan = load_plan(path)
+        except PlanError as exc:
+            table.add_row(name, "–", "–", plain(f"does not load here: {exc}"))
+            continue
+        trials = len(schedule(the_plan))
+        table.add_row(name, f"≥{trials}" if the_plan.adaptive else str(trials), plain(the_plan.measured or "–"),
+                      plain(the_plan.description))
+    out.print(table)
+
+
 @main.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 def report_command(run_dir: Path) -> None:

@@ -25,7 +25,7 @@ CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "lockstep", "sequential")
 PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
-_TOP_KEYS = {"name", "description", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
+_TOP_KEYS = {"name", "description", "measured", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
              "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads", "pin_cpus"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
@@ -89,6 +89,10 @@ class Plan:
     max_minutes: float | None = None  # adaptive: the time budget for the whole run
     max_repetitions: int = 1000  # adaptive: never more rounds than this
     pin_cpus: CpuPinning | None = None  # where the engine and the driver run; None: wherever the OS likes
+    description: str = ""  # what the plan compares, in a line (`tdebench plans` lists it)
+    # how long a run of the plan took and where, as its author timed it (`tdebench plans` lists it);
+    # free text, never computed: e.g. "4 min 37 s, 2 cores, idle machine (2026-11-22)"
+    measured: str = ""
 
     @property
     def adaptive(self) -> bool:
@@ -261,6 +265,8 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         max_minutes=budget,
         max_repetitions=most,
         pin_cpus=_pin_cpus(check, data["pin_cpus"]) if "pin_cpus" in data else None,
+        description=check.string(data, "description", ""),
+        measured=check.string(data, "measured", ""),
     )
 
 
