@@ -282,17 +282,26 @@ def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data
                   f"tdebench run --resume {out_dir} finishes the run", highlight=False, soft_wrap=True)
         _report_or_exit(out_dir)
         sys.exit(130)
-    written = _report_or_exit(out_dir)
-    _print_summary(summary, written)
+    built = _report_or_exit(out_dir)
+    _print_summary(summary, built.paths)
+    if built.headline:  # the report's first lines: what a reader came for
+        err.print("In one minute:", highlight=False)
+        for sentence in built.headline[:TOP_LINES]:
+            err.print(f"  - {plain(sentence)}", highlight=False, soft_wrap=True)
     sys.exit(0 if summary.ok else 1)
 
 
-def _report_or_exit(run_dir: Path) -> list[Path]:
-    """Build the report of `run_dir`; exit 2 if it cannot be written (no space left, …)."""
+TOP_LINES = 3
+"""How many of the report's "In one minute" sentences `run` prints at its end."""
+
+
+def _report_or_exit(run_dir: Path):
+    """Build the report of `run_dir` (a report.Built); exit 2 if it cannot be written (no space
+    left, …)."""
     from tdebench import report
 
     try:
-        return report.build(run_dir)
+        return report.build_report(run_dir)
     except OutputError as exc:
         usage_error(f"{exc}; the raw records are kept: `tdebench report {run_dir}` writes the report later")
 
@@ -406,7 +415,7 @@ def report_command(run_dir: Path) -> None:
         read_run(run_dir)
     except (FileNotFoundError, ValueError) as exc:
         usage_error(str(exc))
-    for path in _report_or_exit(run_dir):
+    for path in _report_or_exit(run_dir).paths:
         out.print(str(path), highlight=False)
 
 

@@ -98,6 +98,9 @@ def test_force_replaces_a_run_and_its_derived_files(tmp_path: Path) -> None:
     result = invoke("run", str(plan), "--out", str(out), "--quiet", "--force")
     assert result.exit_code == 0, result.output
     assert (out / "report.html").is_file() and old_plots
+    # the run ends with the report's first lines (no encryption here, so no cost: the at-rest checks)
+    end = result.output.split("In one minute:")[1].splitlines()
+    assert end[1].startswith("  - At rest: 1/1 verdicts as expected.")
     assert mine.read_bytes() == b"the user's own"  # --force removes only what the run wrote
     assert len(read_run(out).trials) == 1  # the old run's records are gone
     assert not (out / ".tdebench.lock").exists()

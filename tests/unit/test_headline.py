@@ -15,10 +15,10 @@ from tdebench.stats import PAIRED, Overhead
 from tdebench.store import read_run
 
 
-def record(encryption: str, pct: float, low: float, high: float, p: float) -> SimpleNamespace:
+def record(encryption: str, pct: float, low: float, high: float, p: float, rounds: int = 5) -> SimpleNamespace:
     """What the grouping reads of a summary record: its encryption and overhead."""
     return SimpleNamespace(cell=SimpleNamespace(encryption=encryption),
-                           overhead=Overhead(pct, low, high, p, 5, 5, PAIRED))
+                           overhead=Overhead(pct, low, high, p, rounds, rounds, PAIRED))
 
 
 def test_encryptions_are_grouped_by_what_they_cost() -> None:
@@ -34,6 +34,9 @@ def test_encryptions_are_grouped_by_what_they_cost() -> None:
     ]
     assert _grouped([record("a", 4.0, 2.0, 6.0, 0.01), record("b", 9.0, 7.0, 11.0, 0.01)], None) == [
         "costs +4.0% to +9.0%: a +4.0% [+2.0, +6.0], b +9.0% [+7.0, +11.0]"]
+    # one round has no interval: its figure is neither a cost nor "no measurable cost"
+    assert _grouped([record("single", 23.3, 23.3, 23.3, float("nan"), rounds=1)], None) == [
+        "measured once, so no interval and no conclusion: single +23.3%"]
 
 
 def test_one_sentence_per_engine_with_its_noise_floor_and_the_at_rest_line(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ wrote before.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from tdebench.report import backup, crud, csvfiles, html, maintenance, markdown, tables
@@ -16,7 +17,7 @@ from tdebench.report.records import summary_records
 from tdebench.report import oltp
 from tdebench.store import RAW_FILES, RunData, manifest, read_run, record_written, writing
 
-__all__ = ["DERIVED", "build"]
+__all__ = ["DERIVED", "Built", "build", "build_report"]
 
 SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV = "summary.csv", "queries.csv", "verdicts.csv"
 RESOURCES_CSV = "resources.csv"
@@ -49,17 +50,30 @@ def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
     return written
 
 
+@dataclass(frozen=True)
+class Built:
+    """What `build_report` wrote, and the report's opening sentences (the CLI prints them)."""
+
+    paths: list[Path]
+    headline: list[str]
+
+
 def build(run_dir: Path) -> list[Path]:
     """Read the run in `run_dir` and write summary.csv, queries.csv, verdicts.csv,
     resources.csv, the CSV of each workload it ran of crud.csv, oltp.csv, backups.csv and
     maintenance.csv, report.md (with plots/*.png) and a self-contained report.html into it.
     Returns the paths written."""
+    return build_report(run_dir).paths
+
+
+def build_report(run_dir: Path) -> Built:
+    """`build`, also returning the report's "In one minute" sentences."""
     run = read_run(run_dir)
     with writing(run_dir):  # no space left, read-only: an OutputError that says so
         return _write(run_dir, run)
 
 
-def _write(run_dir: Path, run: RunData) -> list[Path]:
+def _write(run_dir: Path, run: RunData) -> Built:
     records = summary_records(run)
     written = [
         csvfiles.write(tables.summary_table(records), run_dir / SUMMARY_CSV),
@@ -81,4 +95,4 @@ def _write(run_dir: Path, run: RunData) -> list[Path]:
         path.write_text(text, encoding="utf-8")
         written.append(path)
     record_written(run_dir, [run_dir / name for name in RAW_FILES] + written)
-    return written
+    return Built(written, report.headline)

@@ -40,11 +40,13 @@ def _width(records: list[SummaryRecord]) -> float:
 
 def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None) -> list[str]:
     """The encryptions of one figure, cheapest first, in the groups a reader decides by."""
-    free, costs, doubles, faster = [], [], [], []
+    once, free, costs, doubles, faster = [], [], [], [], []
     for record in sorted(records, key=lambda r: (r.overhead.pct, r.cell.encryption)):  # type: ignore[union-attr]
         compared = record.overhead
         assert compared is not None
-        if not compared.significant or below_resolution(record, floor):
+        if min(compared.n_treatment, compared.n_baseline) < 2:
+            once.append(record)
+        elif not compared.significant or below_resolution(record, floor):
             free.append(record)
         elif compared.pct < 0:
             faster.append(record)
@@ -53,6 +55,9 @@ def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None) -> list[
         else:
             costs.append(record)
     groups = []
+    if once:
+        groups.append("measured once, so no interval and no conclusion: "
+                      + ", ".join(f"{r.cell.encryption} {percent(r.overhead.pct)}" for r in once))  # type: ignore[union-attr]
     if free:
         groups.append(f"no measurable cost for {', '.join(_interval(r) for r in free)}")
     if costs:
@@ -73,7 +78,8 @@ def _sentence(engine: str, memory: int | None, workload: str, scale: float, figu
     who = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
            f"{SHORT_NAMES.get(figure.label, figure.label)}")
     rounds = {r.overhead.n_treatment for r in records}  # type: ignore[union-attr]
-    counted = f"{rounds.pop()} rounds; " if len(rounds) == 1 else ""
+    count = rounds.pop() if len(rounds) == 1 else None
+    counted = f"{count} round{'' if count == 1 else 's'}; " if count is not None else ""
     floor_text = (f"noise floor ±{resolution(floor):.1f}%" if floor is not None
                   else "no placebo arm, so no measured noise floor")
     return f"{who} ({counted}{floor_text}): {'; '.join(_grouped(records, floor))}."
