@@ -170,21 +170,24 @@ SQUEEZE = 3.0
 
 
 def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False,
-                   memories: tuple[int | None, ...] | None = None, cache: str = "warm") -> None:
+                   memories: tuple[int | None, ...] | None = None, cache: str = "warm",
+                   slow: dict[str, float] | None = None, environment: dict | None = None) -> None:
     """Write plan.toml, environment.json and results.jsonl of a small two-engine run; with
     `placebo`, both engines also ran the A/A arm (none again: same times, same size). With
     `memories` (memory_mb values; None: the engine's default), every configuration ran at each,
     each trial records its cache (the value, or 0 for no limit) and encryption costs SQUEEZE
     times as much where the database is larger than the memory; `cache` is the trials' cache
-    mode ("cold": the OS cache was dropped)."""
+    mode ("cold": the OS cache was dropped). `slow` multiplies every time of an engine's trials
+    (every encryption's, `none`'s too; sizes stay), e.g. {"duckdb": 1.1}; the noise stays the
+    same, so two fake runs differ by exactly that factor. `environment` replaces ENVIRONMENT."""
     store = ResultStore(directory)
-    store.start(plan, ENVIRONMENT)
+    store.start(plan, ENVIRONMENT if environment is None else environment)
     for cipher, chunk, speed in (("aes-256-gcm", 4096, 2900.0), ("aes-256-gcm", MIB, 4100.0),
                                  ("aes-256-ctr", MIB, 5200.0), ("aes-256-cbc", MIB, 1100.0),
                                  ("chacha20-poly1305", MIB, 1900.0)):
         store.append(CipherSpeed(cipher, chunk, speed, library="OpenSSL 3.0.fake"))
     for trial, factor, size in _trials(placebo, memories or (None,)):
-        for record in _trial_measurements(trial, factor, size):
+        for record in _trial_measurements(trial, factor * (slow or {}).get(trial.engine, 1.0), size):
             store.append(record)
         for sample in _samples(trial, factor):
             store.append(sample)

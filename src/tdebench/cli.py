@@ -1,13 +1,15 @@
-"""The `tdebench` command: run, report, engines, verify, ciphers.
+"""The `tdebench` command: run, report, compare, engines, verify, ciphers.
 
 Exit codes: 0 success; 1 the run finished but something is wrong (a failed trial, a wrong
-answer, an unexpected verdict) or `verify` found plaintext; 2 bad input (plan, options,
-output directory, unusable engine); 130 interrupted.
+answer, an unexpected verdict), `verify` found plaintext or `compare --fail-above` found a
+figure that got slower; 2 bad input (plan, options, output directory, unusable engine);
+130 interrupted.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sys
 import tempfile
@@ -85,6 +87,7 @@ def main() -> None:
       tdebench run --out results/quick      # the default plan (embedded engines, TPC-H SF 0.01)
       tdebench run --resume results/quick   # finish a run that was interrupted or killed
       tdebench report results/quick         # rebuild every derived file from results.jsonl
+      tdebench compare results/old results/quick   # what changed from one run to the next
       tdebench verify DIR --canary SECRET   # is SECRET anywhere in the bytes under DIR?
     """
 
@@ -417,6 +420,81 @@ def report_command(run_dir: Path) -> None:
         usage_error(str(exc))
     for path in _report_or_exit(run_dir).paths:
         out.print(str(path), highlight=False)
+
+
+NAMED = 10
+"""Figures `compare --fail-above` names on its line; the comparison lists them all."""
+
+
+@main.command("compare")
+@click.argument("run_a", metavar="A", type=click.Path(path_type=Path))
+@click.argument("run_b", metavar="B", type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              help="Write compare.md, compare.html and compare.csv here (a new or empty directory) instead of "
+                   "printing the comparison.")
+@click.option("--fail-above", "fail_above", type=float, metavar="PCT",
+              help="Exit 1 if a timed headline figure got slower in B by more than PCT percent with its whole "
+                   "95% CI above 0.")
+def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: float | None) -> None:
+    """What changed from run A (the baseline) to run B (the new one): per configuration and
+    headline figure both measured, the change of the median (B ÷ A − 1, 95% bootstrap CI,
+    Mann–Whitney p) and the change of the overhead against none, read as slower, faster or
+    within noise by its CI; what differs between the runs' environments and plans first, and
+    the configurations only one run has.
+
+    Prints the comparison as Markdown, or writes it to --out. Exit 0; 1 with --fail-above PCT
+    when a timed headline figure's median change exceeds PCT and its CI lies entirely above 0
+    (sizes, overheads and figures with fewer than 3 trials in a run never count); 2 bad input,
+    or no figure in both runs.
+    """
+    from tdebench.report import compare
+
+    if fail_above is not None and not (math.isfinite(fail_above) and fail_above >= 0):
+        usage_error(f"--fail-above {fail_above:g}: give a percentage of 0 or more, e.g. --fail-above 5")
+    sides = []
+    for label, directory in (("A", run_a), ("B", run_b)):
+        try:
+            sides.append(compare.side(label, directory, read_run(directory)))
+        except (OSError, ValueError) as exc:
+            usage_error(f"{label}: {exc}")
+    if out_dir is not None:
+        _empty_out_or_exit(out_dir)
+    comparison = compare.compare_runs(*sides)
+    if out_dir is None:
+        click.echo(compare.render_markdown(compare.document(comparison)))
+    else:
+        try:
+            written = compare.write(comparison, out_dir)
+        except OutputError as exc:
+            usage_error(str(exc))
+        for path in written:
+            out.print(str(path), highlight=False, soft_wrap=True, markup=False)
+    if not comparison.changes:
+        usage_error(f"no headline figure of the same configuration is in both {run_a} and {run_b}: nothing to compare")
+    if fail_above is None:
+        return
+    slower = comparison.regressions(fail_above)
+    if slower:
+        named = ", ".join(f"{c.where} {c.name} {c.median.pct:+.1f}% [{c.median.ci_low:.1f}, {c.median.ci_high:.1f}]"
+                          for c in slower[:NAMED]) + (f" and {len(slower) - NAMED} more" if len(slower) > NAMED else "")
+        err.print(f"[bold red]slower:[/] {len(slower)} headline figure(s) got slower by more than {fail_above:g}% "
+                  f"with the 95% CI above 0: {plain(named)}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    err.print(f"no headline figure got slower by more than {fail_above:g}% with its 95% CI above 0",
+              highlight=False, soft_wrap=True, markup=False)
+
+
+def _empty_out_or_exit(directory: Path) -> None:
+    """compare's --out: a new or empty directory (it is created), so that nothing but the
+    comparison's own files is ever written into a directory of other files."""
+    if directory.exists() and not directory.is_dir():
+        usage_error(f"--out {directory} exists and is not a directory")
+    if directory.is_dir() and any(directory.iterdir()):
+        usage_error(f"--out {directory} is not empty; choose a new or empty directory for the comparison")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        usage_error(f"--out {directory} cannot be created: {exc.strerror or exc}")
 
 
 @main.command()

@@ -25,6 +25,11 @@ SIGNIFICANCE = 0.05
 NOISY_CV = 0.05
 """A cell whose coefficient of variation exceeds 5% is too noisy to resolve the few-percent
 overheads encryption at rest typically costs."""
+MIN_BOOTSTRAP = 3
+"""The fewest values per group whose bootstrap interval is read as an interval between runs
+(`log_standard_error`, `tdebench compare`): with two values per group the 95% interval of an
+A/A ratio of medians excludes 0 about a third of the time, with three about 9%, with five 4%
+(docs/method.md, “Comparing two runs”)."""
 NOISE_ADVICE = 'raise repetitions or (tpch) passes, use order = "lockstep", or quiet the machine'
 """What to do about noisy cells, in plain words."""
 _BATCH_ELEMENTS = 4_000_000
@@ -52,8 +57,10 @@ class Summary:
 
 UNPAIRED = "unpaired"
 PAIRED = "paired"
+BETWEEN_RUNS = "between runs"
 """How an overhead was estimated: `paired` from within-round ratios (interleaved rounds as
-blocks), `unpaired` from the two groups' medians (sequential order, or no common rounds)."""
+blocks), `unpaired` from the two groups' medians (sequential order, or no common rounds);
+`between runs` is the change of one overhead from one run to another (`overhead_change`)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,10 @@ class Overhead:
     Paired (`method` "paired", see `paired_overhead`): the geometric mean of the
     within-round ratios; `p_value` is a paired t-test on their logarithms; `n_baseline` and
     `n_treatment` both count the rounds.
+
+    Between runs (`method` "between runs", see `overhead_change`): how one overhead changed
+    from a run to another, as the ratio of their ratios; `n_baseline` and `n_treatment` are the
+    two overheads' own `n_treatment`.
     """
 
     pct: float
@@ -360,7 +371,7 @@ def paired_overhead(baseline: np.ndarray, treatment: np.ndarray, how: str = SUM_
         p = math.nan
     else:
         standard_error = deviation / math.sqrt(rounds)
-        half = float(student_t.ppf(1.0 - (1.0 - CONFIDENCE) / 2.0, rounds - 1)) * standard_error
+        half = _critical(rounds - 1) * standard_error
         low, high = mean - half, mean + half
         p = float(2.0 * student_t.sf(abs(mean) / standard_error, rounds - 1))
     return Overhead(pct=math.expm1(mean) * 100.0, ci_low=math.expm1(low) * 100.0,
@@ -371,14 +382,66 @@ def paired_overhead(baseline: np.ndarray, treatment: np.ndarray, how: str = SUM_
 def minimum_detectable_effect(compared: Overhead, power: float = 0.8) -> float:
     """The smallest overhead, in percent, that a paired t-test with this comparison's rounds
     and spread would find significant with the given power (for a placebo: the run's noise
-    floor). Read back from its t-interval; NaN without an interval or with one round."""
-    rounds = compared.n_treatment
-    if compared.method != PAIRED or rounds < 2 or math.isnan(compared.ci_low):
+    floor). NaN without an interval or with one round."""
+    if compared.method != PAIRED:
         return math.nan
-    df = rounds - 1
-    critical = float(student_t.ppf(1.0 - (1.0 - CONFIDENCE) / 2.0, df))
-    standard_error = (math.log1p(compared.ci_high / 100.0) - math.log1p(compared.ci_low / 100.0)) / 2.0 / critical
-    return math.expm1((critical + float(student_t.ppf(power, df))) * standard_error) * 100.0
+    standard_error, df = log_standard_error(compared)
+    if math.isnan(standard_error):
+        return math.nan
+    return math.expm1((_critical(df) + float(student_t.ppf(power, df))) * standard_error) * 100.0
+
+
+def _critical(df: float) -> float:
+    """The two-sided critical value of Student's t at CONFIDENCE (the normal's at df = ∞)."""
+    return float(student_t.ppf(1.0 - (1.0 - CONFIDENCE) / 2.0, df))
+
+
+def log_standard_error(compared: Overhead) -> tuple[float, float]:
+    """The standard error of an overhead on log scale, of log(1 + pct/100), and its degrees of
+    freedom: what two overheads measured independently need to be compared (`overhead_change`).
+
+    Paired: the t-interval's own, the round log ratios' standard deviation ÷ √rounds, with
+    rounds − 1 degrees of freedom. Unpaired: read back from the bootstrap interval as if it
+    were normal on log scale, its width ÷ (2 × 1.96), with infinite degrees of freedom. NaN when
+    there is no interval: fewer than two rounds, a group of fewer than MIN_BOOTSTRAP values
+    (one value's bootstrap interval is the point itself, two values' is far too narrow), or a
+    bound that is NaN or at −100%."""
+    if compared.method == PAIRED:
+        rounds = compared.n_treatment
+        if rounds < 2 or math.isnan(compared.spread):
+            return math.nan, math.nan
+        return compared.spread / math.sqrt(rounds), float(rounds - 1)
+    if min(compared.n_baseline, compared.n_treatment) < MIN_BOOTSTRAP or not compared.ci_low > -100.0:
+        return math.nan, math.nan
+    width = math.log1p(compared.ci_high / 100.0) - math.log1p(compared.ci_low / 100.0)
+    return width / 2.0 / _critical(math.inf), math.inf
+
+
+def overhead_change(before: Overhead, after: Overhead) -> Overhead:
+    """How an overhead changed between two independent runs: `after`'s ratio to its baseline ÷
+    `before`'s, − 1, in percent, with a 95% interval and a two-sided p-value.
+
+    On log scale the change is the difference of the two log ratios, and being independent
+    their standard errors add in quadrature: SE = √(SE_before² + SE_after²) (`log_standard_error`).
+    The interval is Student's t with the Welch–Satterthwaite degrees of freedom (normal when
+    both are unpaired), back-transformed; p is the matching t-test, so the interval and the
+    test agree. Without an interval in either run the change has none (NaN bounds and p);
+    when both are exact (no spread) the interval is the point and p is NaN."""
+    change = math.log1p(after.pct / 100.0) - math.log1p(before.pct / 100.0)
+    (se_before, df_before), (se_after, df_after) = log_standard_error(before), log_standard_error(after)
+    standard_error = math.hypot(se_before, se_after)
+    low = high = p = math.nan
+    if standard_error == 0.0:
+        low = high = change
+    elif not math.isnan(standard_error):
+        shares = sum(se ** 4 / df for se, df in ((se_before, df_before), (se_after, df_after)) if se > 0)
+        df = standard_error ** 4 / shares if shares > 0 else math.inf
+        half = _critical(df) * standard_error
+        low, high = change - half, change + half
+        p = float(2.0 * student_t.sf(abs(change) / standard_error, df))
+    return Overhead(pct=math.expm1(change) * 100.0, ci_low=math.expm1(low) * 100.0,
+                    ci_high=math.expm1(high) * 100.0, p_value=p, n_baseline=before.n_treatment,
+                    n_treatment=after.n_treatment, method=BETWEEN_RUNS)
 
 
 def geomean(values: Sequence[float]) -> float:

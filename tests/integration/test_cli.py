@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import sqlite3
@@ -357,3 +358,32 @@ def test_verify_on_a_file_it_may_not_read_is_one_line(tmp_path: Path, monkeypatc
     result = invoke("verify", str(tmp_path), "--canary", "abcdef")
     assert result.exit_code == 2
     assert result.output.strip() == f"error: cannot read {tmp_path}: Permission denied"
+
+
+def test_compare_two_real_runs(tmp_path: Path) -> None:
+    """Two runs of TINY in three rounds (so every timed figure has an interval), compared."""
+    plan = write(tmp_path / "tiny.toml", TINY.replace("repetitions = 1", "repetitions = 3"))
+    for name in ("a", "b"):
+        result = invoke("run", str(plan), "--out", str(tmp_path / name), "--quiet")
+        assert result.exit_code == 0, result.output
+    printed = CliRunner().invoke(main, ["compare", str(tmp_path / "a"), str(tmp_path / "b")],
+                                 catch_exceptions=False, terminal_width=10_000)
+    assert printed.exit_code == 0, printed.output
+    assert "Traceback" not in printed.output and "## Only in one run" not in printed.output
+    figures = ("power geomean", "load elapsed", "database size")
+    for encryption in ("none", "aes-256-gcm"):
+        for figure in figures:
+            assert f"| duckdb | {encryption} | tpch | 0.01 | {figure} |" in printed.output, (encryption, figure)
+    overheads = printed.output.split("## Change of the overhead against none")[1]
+    assert "| duckdb | aes-256-gcm | tpch | 0.01 | power geomean |" in overheads
+    result = invoke("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp"),
+                    "--fail-above", "1000")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == ["compare.csv", "compare.html", "compare.md"]
+    with (tmp_path / "cmp" / "compare.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2 * len(figures)
+    for row in rows:
+        assert row["n_a"] == row["n_b"] == "3"
+        expected = {"exact"} if row["figure"] == "database size" else {"slower", "faster", "within noise"}
+        assert row["change_reading"] in expected, row

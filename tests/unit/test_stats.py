@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from tdebench.stats import NOISE_ADVICE, NOISY_CV, geomean, overhead, overheads, summarize, summarize_many
+from tdebench.stats import (BETWEEN_RUNS, NOISE_ADVICE, NOISY_CV, geomean, log_standard_error, overhead,
+                            overhead_change, overheads, paired_overhead, summarize, summarize_many)
 
 
 def normal(n: int, mean: float = 100.0, sd: float = 2.0, seed: int = 7) -> np.ndarray:
@@ -123,3 +124,69 @@ def test_batched_statistics_equal_one_at_a_time() -> None:
         assert (compared.pct, compared.p_value, compared.n_baseline) == (single.pct, single.p_value, single.n_baseline)
         assert np.allclose([compared.ci_low, compared.ci_high], [single.ci_low, single.ci_high],
                            rtol=0, atol=0, equal_nan=True)
+
+
+# --- between runs (tdebench compare): an overhead's log-scale standard error and its change ---
+
+
+def test_log_standard_error_is_the_paired_intervals_own() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.uniform(1.0, 2.0, size=(5, 4))
+    compared = paired_overhead(base, base * rng.normal(1.05, 0.02, size=(5, 4)))
+    se, df = log_standard_error(compared)
+    assert df == 4
+    assert se == pytest.approx(compared.spread / math.sqrt(5))
+    # mean ± t(0.975, 4) × se on log scale is the interval the overhead states
+    centre = math.log1p(compared.pct / 100)
+    assert math.log1p(compared.ci_high / 100) - centre == pytest.approx(2.7764451 * se, rel=1e-6)
+
+
+def test_log_standard_error_unpaired_reads_the_bootstrap_interval_and_needs_two_values() -> None:
+    compared = overhead([1.0, 1.1, 0.9, 1.05, 0.95], [1.2, 1.3, 1.1, 1.25, 1.15])
+    se, df = log_standard_error(compared)
+    assert df == math.inf
+    width = math.log1p(compared.ci_high / 100) - math.log1p(compared.ci_low / 100)
+    assert se == pytest.approx(width / (2 * 1.959964), rel=1e-5)
+    # one value in a group: its bootstrap interval is the point, which is no interval at all;
+    # two: far too narrow (an A/A comparison would exclude 0 about a third of the time)
+    assert all(math.isnan(x) for x in log_standard_error(overhead([1.0], [1.2, 1.3, 1.25])))
+    assert all(math.isnan(x) for x in log_standard_error(overhead([1.0, 1.1], [1.2, 1.3, 1.25])))
+
+
+def test_overhead_change_of_an_overhead_with_itself_is_zero_within_noise() -> None:
+    rng = np.random.default_rng(2)
+    base = rng.uniform(1.0, 2.0, size=(5, 3))
+    compared = paired_overhead(base, base * rng.normal(1.05, 0.02, size=(5, 3)))
+    change = overhead_change(compared, compared)
+    assert change.method == BETWEEN_RUNS
+    assert change.pct == pytest.approx(0.0, abs=1e-12)
+    assert change.ci_low < 0 < change.ci_high and change.p_value == pytest.approx(1.0)
+    assert not change.significant
+    # SE = √2 × each one's; Welch–Satterthwaite df of two equal SEs with 4 df each is 8
+    se = math.sqrt(2) * compared.spread / math.sqrt(5)
+    assert math.log1p(change.ci_high / 100) == pytest.approx(2.3060041 * se, rel=1e-6)
+
+
+def test_overhead_change_is_the_ratio_of_the_ratios_and_exact_without_spread() -> None:
+    base = np.ones((2, 1))  # two rounds alike: no spread at all
+    before, after = paired_overhead(base, base * 1.10), paired_overhead(base, base * 1.21)
+    assert before.spread == after.spread == 0.0
+    change = overhead_change(before, after)
+    assert change.pct == pytest.approx(10.0)
+    assert change.ci_low == change.ci_high == pytest.approx(10.0) and math.isnan(change.p_value)
+    one = overhead([1.0], [1.1])  # no interval in one run: none for the change
+    assert math.isnan(overhead_change(one, after).ci_low)
+
+
+def test_overhead_change_keeps_its_false_alarms_near_five_percent() -> None:
+    """Two independent runs of 5 rounds with the same true overhead (+5%), each round with 3%
+    noise and a drift of its own: the change's interval excludes 0 in about 5% of pairs."""
+    rng = np.random.default_rng(3)
+
+    def run() -> object:
+        drift = rng.normal(1.0, 0.05, size=(5, 1))
+        base = drift * rng.normal(1.0, 0.03, size=(5, 22))
+        return paired_overhead(base, drift * 1.05 * rng.normal(1.0, 0.03, size=(5, 22)), "log-mean")
+
+    alarms = sum(overhead_change(run(), run()).significant for _ in range(400))
+    assert alarms / 400 < 0.09

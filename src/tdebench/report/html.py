@@ -1,7 +1,9 @@
-"""report.html: one self-contained file (inline CSS, plots as data URIs, no scripts) so it
-can be mailed, archived or opened offline and still show everything."""
+"""report.html (and compare.html): one self-contained file (inline CSS, plots as data URIs, no
+scripts) so it can be mailed, archived or opened offline and still show everything."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import jinja2
 
@@ -16,5 +18,10 @@ def _environment() -> jinja2.Environment:
                               trim_blocks=True, lstrip_blocks=True)
 
 
+def render_template(name: str, **context: Any) -> str:
+    """A page of the templates directory, rendered with `context`."""
+    return _environment().get_template(name).render(**context)
+
+
 def render(report: Report) -> str:
-    return _environment().get_template(TEMPLATE).render(report=report)
+    return render_template(TEMPLATE, report=report)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -268,12 +268,13 @@ def compare(pairs: list[tuple[CellData, CellData]], paired: bool) -> list[Overhe
     return [results[index] for index in range(len(pairs))]
 
 
-def summary_records(run: RunData) -> list[SummaryRecord]:
-    """All cells summarized, each encrypted cell with its overhead against `none`, paired by
-    round when the run's order ran its configurations in rounds (lockstep, interleaved)."""
+def summary_records(run: RunData, keep: Callable[[CellKey], bool] | None = None) -> list[SummaryRecord]:
+    """All cells summarized (or those `keep` accepts; a kept cell's baseline need not be kept),
+    each encrypted cell with its overhead against `none`, paired by round when the run's order
+    ran its configurations in rounds (lockstep, interleaved)."""
     groups = cell_data(run)
     baselines = {cell.comparison: data for cell, data in groups.items() if cell.encryption == BASELINE}
-    cells = sorted(groups, key=cell_order)
+    cells = sorted((cell for cell in groups if keep is None or keep(cell)), key=cell_order)
     summaries = summarize_many([groups[cell].values for cell in cells])
     compared_cells = [cell for cell in cells
                       if cell.encryption != BASELINE and cell.comparison in baselines]

@@ -101,7 +101,7 @@ def _num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
     return Column(key, header, fmt, numeric=True)
 
 
-def _config_columns(memory: bool = False) -> tuple[Column, ...]:
+def config_columns(memory: bool = False) -> tuple[Column, ...]:
     """engine, encryption, workload, scale; and after the engine its memory_mb, when the run used it."""
     engine = (Column("engine", "engine"),) + ((_num("memory_mb", "memory (MB)", text),) if memory else ())
     return engine + (Column("encryption", "encryption"), Column("workload", "workload"),
@@ -142,7 +142,7 @@ def _summary_row(record: SummaryRecord) -> dict[str, Any]:
 
 
 def summary_table(records: list[SummaryRecord]) -> Table:
-    columns = _config_columns(uses_memory(r.cell.memory_mb for r in records)) + (
+    columns = config_columns(uses_memory(r.cell.memory_mb for r in records)) + (
         Column("test", "test"), Column("step", "step"), Column("metric", "metric"),
         Column("unit", "unit"), _num("n", "n", text), _num("median", "median"), _num("mean", "mean"),
         _num("stdev", "stdev"), _num("ci_low", "CI low"), _num("ci_high", "CI high"),
@@ -205,7 +205,7 @@ def queries_table(run: RunData) -> Table:
             key = (t.engine, t.encryption, t.workload, t.scale, m.test, m.stream, m.step, t.memory_mb)
             executions[key][t.repetition] = m
     repetitions = max((rep for runs in executions.values() for rep in runs), default=0)
-    columns = (_config_columns(uses_memory(key[-1] for key in executions))
+    columns = (config_columns(uses_memory(key[-1] for key in executions))
                + (Column("test", "test"), _num("stream", "stream", text), Column("query", "query"))
                + tuple(_num(f"exec_{i}", f"exec {i} (ms)") for i in range(1, repetitions + 1))
                + (_num("average_ms", "average (ms)"), _num("stdev_ms", "stdev (ms)"),
@@ -229,7 +229,7 @@ def _baseline_first(trial: TrialKey) -> tuple:
 
 
 def verdicts_table(run: RunData) -> Table:
-    columns = _config_columns(uses_memory(v.trial.memory_mb for v in run.verdicts)) + (
+    columns = config_columns(uses_memory(v.trial.memory_mb for v in run.verdicts)) + (
         _num("repetition", "rep", text), Column("verdict", "verdict"), Column("expected", "expected"),
         Column("as_expected", "as expected"), _num("files_scanned", "files", text),
         _num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
@@ -260,7 +260,7 @@ def verdicts_table(run: RunData) -> Table:
 # --- report-only tables ----------------------------------------------------------------
 
 
-def _ci(low: float | None, high: float | None, fmt: Callable[[Any], str] = number) -> str:
+def interval_text(low: float | None, high: float | None, fmt: Callable[[Any], str] = number) -> str:
     return "–" if low is None or math.isnan(low) else f"[{fmt(low)}, {fmt(high)}]"
 
 
@@ -320,14 +320,14 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
                      "baseline": baseline.summary.median * factor,
                      "median": record.summary.median * factor,
                      "overhead": compared.pct,
-                     "ci": "exact" if exact else _ci(compared.ci_low, compared.ci_high, percent),
+                     "ci": "exact" if exact else interval_text(compared.ci_low, compared.ci_high, percent),
                      "p": None if exact else compared.p_value,
                      "n": n_text(compared),
                      "reading": reading(record, exact, floor_of.get(record.cell.comparison)),
                      "noisy": noise.comparison_noise(record, baseline) is not None})
     rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["workload"], row["scale"],
                                [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
-    columns = _config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
+    columns = config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
         Column("figure", "figure"), Column("unit", "unit"), _num("baseline", "none (median)"),
         _num("median", "median"), _num("overhead", "overhead", percent), _num("ci", "95% CI", text),
         Column("reading", "reading"), _num("p", "p", p_value), _num("n", "n", text), Column("noisy", "noisy"))
@@ -346,7 +346,7 @@ def size_table(records: list[SummaryRecord]) -> Table:
                      "workload": cell.workload, "scale": cell.scale,
                      "size": record.summary.median / MIB,
                      "overhead": record.overhead.pct if record.overhead else None})
-    columns = _config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
+    columns = config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
         _num("size", "size (MiB, median)"), _num("overhead", "vs none", percent))
     return Table("Database size", columns, rows)
 
@@ -403,7 +403,7 @@ def resources_table(run: RunData) -> Table:
                      "disk_read_bytes": sum(s.disk_read_bytes for s in samples),
                      "disk_write_bytes": sum(s.disk_write_bytes for s in samples),
                      "samples": len(samples)})
-    columns = _config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
+    columns = config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
         _num("trials", "trials", text), _num("cpu_pct_mean", "CPU % mean", _pct),
         _num("cpu_pct_max", "CPU % max", _pct), _num("mem_bytes_max", "memory max (MiB)", _mib),
         _num("mem_pct_max", "memory % max", _pct), _num("disk_busy_pct_mean", "disk busy % mean", _pct),
@@ -531,7 +531,7 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
         rows.append(row)
     configs = {(row["workload"], row["scale"]) for row in rows}
     memory = uses_memory(row["memory_mb"] for row in rows)
-    columns = _config_columns(memory) if len(configs) > 1 else _config_columns(memory)[:-2]
+    columns = config_columns(memory) if len(configs) > 1 else config_columns(memory)[:-2]
     columns += (_prose("cipher", "raw cipher"), _num("chunk", "page (bytes)", _thousands),
                 _num("mib_per_s", "MiB/s"), _num("size", "database (MiB)"),
                 _num("cipher_ms", "cipher time (ms)"), _num("load_ms", "load overhead (ms)"),

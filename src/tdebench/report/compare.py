@@ -1,0 +1,626 @@
+"""`tdebench compare A B`: what changed from run A (the baseline) to run B (the new one).
+
+Two runs are independent: different trials, perhaps another machine, engine version or
+kernel. For every configuration (engine, memory_mb, encryption, workload, scale) and headline
+figure (report/noise.is_headline) that both runs measured, a comparison states
+
+- the change of the median, B against A: `stats.overheads` on the two runs' values (one per
+  trial) with A as the baseline: the ratio of the medians − 1, a bootstrap CI and a
+  Mann–Whitney U p-value, exactly as an unpaired overhead within a run;
+- the change of the overhead against `none`: each run's overhead as its own report states it
+  (paired within the run where its order paired it) and `stats.overhead_change`, the change of
+  the ratio with the two log ratios' standard errors added in quadrature.
+
+A change is read from its interval: "slower" (an overhead: "higher") when its 95% CI lies
+above 0, "faster" ("lower") below 0, "within noise" when it includes 0; "no interval" when a
+run has fewer than 3 trials of the figure (stats.MIN_BOOTSTRAP); "exact" for a figure without
+measurement noise (a size). The p-value stands beside it: with 3 trials against 3 the exact
+test cannot go below 0.10, so a rule on p would never flag anything in small runs.
+`regressions` (the CLI's `--fail-above`) applies the same reading.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from tdebench.measure.environment import differences
+from tdebench.plan import PlanError, parse_plan
+from tdebench.report import csvfiles, findings as report_findings, html, markdown
+from tdebench.report.noise import is_headline
+from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, CellKey, SummaryRecord, cell_data, deterministic,
+                                     engine_label, failed_trials, floors, memory_order, resolution, scale_label,
+                                     step_order, summary_records)
+from tdebench.report.tables import (Column, Table, config_columns, display_unit, interval_text, number, p_value,
+                                    percent, text, uses_memory)
+from tdebench.stats import MIN_BOOTSTRAP, SIGNIFICANCE, Overhead, overhead_change, overheads
+from tdebench.store import PLAN, RunData, writing
+
+COMPARE_MD, COMPARE_HTML, COMPARE_CSV = "compare.md", "compare.html", "compare.csv"
+WRITTEN = (COMPARE_MD, COMPARE_HTML, COMPARE_CSV)
+"""Every file `write` puts into its directory, and nothing else."""
+TEMPLATE = "compare.html.j2"
+
+SLOWER, FASTER = "slower", "faster"
+HIGHER, LOWER = "higher", "lower"
+WITHIN_NOISE, NO_INTERVAL, EXACT = "within noise", "no interval", "exact"
+TIMED = "s"  # the unit of the figures that can get slower; sizes ("bytes") cannot
+LISTED = 12
+"""Configurations named in one findings sentence; compare.csv has every figure."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run of a comparison: A, the baseline, or B, the new one."""
+
+    label: str
+    directory: Path
+    run: RunData
+    records: dict[CellKey, SummaryRecord]  # the headline figures, as the run's report states them
+    values: dict[CellKey, list[float]]  # their values as the run's summary has them, one per trial
+
+    @property
+    def baselines(self) -> dict[tuple, SummaryRecord]:
+        return {cell.comparison: r for cell, r in self.records.items() if cell.encryption == BASELINE}
+
+
+def side(label: str, directory: Path, run: RunData) -> Side:
+    records = summary_records(run, keep=is_headline)
+    data = cell_data(run)
+    return Side(label, directory, run, {r.cell: r for r in records}, {r.cell: data[r.cell].values for r in records})
+
+
+def figure_name(cell: CellKey) -> str:
+    """A headline figure as tables name it: "power geomean", "database size" (report/records.py's
+    HEADLINES), else its test and step ("full backup", "encrypt rewrite"; crud's "insert")."""
+    for headline in HEADLINES:
+        if cell.test == headline.test and cell.step in headline.steps and cell.metric == headline.metric:
+            return headline.label
+    return cell.test if cell.step == "total" else f"{cell.test} {cell.step}"
+
+
+def _figure_order(cell: CellKey) -> tuple:
+    labels = [headline.label for headline in HEADLINES]
+    name = figure_name(cell)
+    return (labels.index(name) if name in labels else len(labels), cell.test, step_order(cell.step), cell.metric)
+
+
+Config = tuple[str, int | None, str, str, float]  # engine, memory_mb, encryption, workload, scale
+
+
+def config_of(cell: CellKey) -> Config:
+    return (cell.engine, cell.memory_mb, cell.encryption, cell.workload, cell.scale)
+
+
+def config_order(config: Config) -> tuple:
+    engine, memory, encryption, workload, scale = config
+    return (engine, memory_order(memory), workload, scale, encryption != BASELINE, encryption)
+
+
+def config_label(config: Config) -> str:
+    """e.g. "duckdb aes-256-gcm tpch sf0.01", "duckdb 64 MB none tpch sf0.1"."""
+    engine, memory, encryption, workload, scale = config
+    return f"{engine_label(engine, memory)} {encryption} {workload} {scale_label(workload, scale)}"
+
+
+def _order(cell: CellKey) -> tuple:
+    return (*config_order(config_of(cell)), *_figure_order(cell))
+
+
+def _exact(before: float, after: float, n_before: int, n_after: int) -> Overhead:
+    """A change without noise: after ÷ before − 1 in percent, the interval at the point."""
+    pct = (after / before - 1.0) * 100.0 if before != 0 else math.nan
+    return Overhead(pct=pct, ci_low=pct, ci_high=pct, p_value=math.nan, n_baseline=n_before, n_treatment=n_after)
+
+
+def _reading(change: Overhead, exact: bool, up: str, down: str) -> str:
+    if exact:
+        return EXACT
+    if math.isnan(change.ci_low):
+        return NO_INTERVAL
+    if change.ci_low > 0.0:
+        return up
+    if change.ci_high < 0.0:
+        return down
+    return WITHIN_NOISE
+
+
+@dataclass(frozen=True)
+class FigureChange:
+    """One headline figure of one configuration in both runs."""
+
+    a: SummaryRecord
+    b: SummaryRecord
+    median: Overhead  # B's median against A's; NaN bounds and p without an interval
+    exact: bool  # a figure without measurement noise in both runs (records.deterministic)
+    overhead: Overhead | None  # the change of the overhead against none; None for none itself
+    overhead_exact: bool
+    floor_a: SummaryRecord | None  # each run's placebo of this figure, if it ran one
+    floor_b: SummaryRecord | None
+
+    @property
+    def cell(self) -> CellKey:
+        return self.b.cell
+
+    @property
+    def unit(self) -> str:
+        return self.b.unit
+
+    @property
+    def name(self) -> str:
+        return figure_name(self.cell)
+
+    @property
+    def where(self) -> str:
+        return config_label(config_of(self.cell))
+
+    @property
+    def reading(self) -> str:
+        return _reading(self.median, self.exact, SLOWER if self.unit == TIMED else HIGHER,
+                        FASTER if self.unit == TIMED else LOWER)
+
+    @property
+    def overhead_reading(self) -> str | None:
+        if self.overhead is None:
+            return None
+        return _reading(self.overhead, self.overhead_exact, HIGHER, LOWER)
+
+
+def _median_changes(pairs: list[tuple[Side, Side, CellKey]]) -> list[tuple[Overhead, bool]]:
+    """Each figure's median change, B against A, and whether it is exact: exact figures from
+    their medians, the others by `stats.overheads` in one batch; a figure with fewer than
+    MIN_BOOTSTRAP trials in a run has no interval (the bootstrap of one value is the value
+    itself, of two far too narrow)."""
+    exact = [deterministic(b.records[cell], a.records[cell]) for a, b, cell in pairs]
+    noisy = [index for index, is_exact in enumerate(exact) if not is_exact]
+    computed = dict(zip(noisy, overheads([(pairs[i][0].values[pairs[i][2]], pairs[i][1].values[pairs[i][2]])
+                                          for i in noisy]) if noisy else []))
+    changes = []
+    for index, (a, b, cell) in enumerate(pairs):
+        if exact[index]:
+            before, after = a.records[cell].summary, b.records[cell].summary
+            changes.append((_exact(before.median, after.median, before.n, after.n), True))
+            continue
+        change = computed[index]
+        if min(change.n_baseline, change.n_treatment) < MIN_BOOTSTRAP:
+            change = Overhead(pct=change.pct, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
+                              n_baseline=change.n_baseline, n_treatment=change.n_treatment)
+        changes.append((change, False))
+    return changes
+
+
+def _overhead_change(a: Side, b: Side, cell: CellKey) -> tuple[Overhead | None, bool]:
+    before, after = a.records[cell], b.records[cell]
+    if before.overhead is None or after.overhead is None:
+        return None, False
+    if deterministic(before, a.baselines[cell.comparison]) and deterministic(after, b.baselines[cell.comparison]):
+        return _exact(1.0 + before.overhead.pct / 100.0, 1.0 + after.overhead.pct / 100.0,
+                      before.overhead.n_treatment, after.overhead.n_treatment), True
+    return overhead_change(before.overhead, after.overhead), False
+
+
+def _only(mine: Side, other: Side) -> list[str]:
+    """What `mine` measured and `other` did not: whole configurations by name, then single
+    figures of configurations both have."""
+    theirs = {config_of(cell) for cell in other.records}
+    missing = sorted((cell for cell in mine.records if cell not in other.records), key=_order)
+    whole = sorted({config_of(cell) for cell in missing} - theirs, key=config_order)
+    return [config_label(config) for config in whole] + [
+        f"{config_label(config_of(cell))} {figure_name(cell)}" for cell in missing if config_of(cell) in theirs]
+
+
+def plan_settings(run: RunData) -> dict[str, Any] | None:
+    """The run's plan with its defaults filled in (plan.parse_plan), as nested settings: what
+    may differ between two runs beyond their configurations (repetitions, order, cache, passes,
+    …), or None when the stored plan no longer parses here. Engines, encryptions and scales are
+    left out: they are the configurations, and "only in A/B" names those."""
+    try:
+        plan = parse_plan(run.plan_text, str(run.directory / PLAN))
+    except PlanError:
+        return None
+
+    def value(item: Any) -> Any:
+        return "not set" if item is None else asdict(item) if is_dataclass(item) else item
+
+    settings = {field.name: value(getattr(plan, field.name)) for field in fields(plan)
+                if field.name not in ("name", "text", "engines", "workloads")}
+    settings["workloads"] = {w.name: {"tests": w.tests, "streams": w.streams, "query_timeout_s": w.query_timeout_s,
+                                      **{key: value(option) for key, option in w.options}}
+                             for w in plan.workloads}
+    return {"plan": settings}
+
+
+def run_differences(a: RunData, b: RunData) -> list[str]:
+    """What differs between the runs' environments (measure/environment.differences: CPU,
+    cores, kernel, engine and package versions, Python, governor, …), then between their
+    plans' settings ("plan.repetitions: 3 → 5")."""
+    found = differences(a.environment, b.environment)
+    settings = [plan_settings(run) for run in (a, b)]
+    if settings[0] is not None and settings[1] is not None:
+        return found + differences(settings[0], settings[1])
+    unparsed = [label for label, setting in zip("AB", settings) if setting is None]
+    whose = "A's and B's stored plans do" if len(unparsed) == 2 else f"{unparsed[0]}'s stored plan does"
+    return found + [f"plan: {whose} not parse here, so the plans' settings were not compared"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: Side
+    b: Side
+    differences: list[str]
+    only_a: list[str]
+    only_b: list[str]
+    changes: list[FigureChange]
+
+    def regressions(self, threshold_pct: float) -> list[FigureChange]:
+        """The timed headline figures that got slower in B by more than `threshold_pct` with
+        their whole 95% CI above 0 (`--fail-above`): median change > threshold and CI low > 0.
+        Sizes, overheads and figures without an interval (fewer than MIN_BOOTSTRAP trials in a run)
+        never count."""
+        return [change for change in self.changes
+                if change.unit == TIMED and change.median.pct > threshold_pct and change.median.ci_low > 0.0]
+
+
+def compare_runs(a: Side, b: Side) -> Comparison:
+    """Every headline figure both runs measured, compared, in report order."""
+    common = sorted(set(a.records) & set(b.records), key=_order)
+    medians = _median_changes([(a, b, cell) for cell in common])
+    floors_a, floors_b = floors(list(a.records.values())), floors(list(b.records.values()))
+    changes = []
+    for cell, (median, exact) in zip(common, medians):
+        overhead, overhead_exact = _overhead_change(a, b, cell)
+        changes.append(FigureChange(a.records[cell], b.records[cell], median, exact, overhead, overhead_exact,
+                                    floors_a.get(cell.comparison), floors_b.get(cell.comparison)))
+    return Comparison(a, b, run_differences(a.run, b.run), _only(a, b), _only(b, a), changes)
+
+
+# --- findings ---------------------------------------------------------------------------
+
+
+def _interval(change: Overhead) -> str:
+    return f"{percent(change.pct)} [{change.ci_low:.1f}, {change.ci_high:.1f}]"
+
+
+def _grouped(changes: Iterable[FigureChange], show: Callable[[FigureChange], str]) -> str:
+    """Changes by configuration, e.g. "duckdb none tpch sf0.01: power geomean +10.0% [8.9, 11.1],
+    load elapsed +9.8% [9.1, 10.6]; duckdb aes-256-gcm …", at most LISTED configurations."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for change in changes:
+        groups[change.where].append(show(change))
+    parts = [f"{where}: {', '.join(shown)}" for where, shown in groups.items()]
+    if len(parts) > LISTED:
+        parts = parts[:LISTED] + [f"and {len(parts) - LISTED} more configurations ({COMPARE_CSV} has every figure)"]
+    return "; ".join(parts)
+
+
+def _span(values: list[float]) -> str:
+    """"+9.6% to +10.4%", or one figure when they round alike."""
+    low, high = percent(min(values)), percent(max(values))
+    return low if low == high else f"{low} to {high}"
+
+
+def _share(part: int, whole: int) -> str:
+    """"every timed figure", or "9 of the 18 timed figures"."""
+    return "every timed figure" if part == whole else f"{part} of the {whole} timed figures"
+
+
+def _count(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _median_sentences(changes: list[FigureChange]) -> list[str]:
+    timed = [c for c in changes if c.unit == TIMED]
+    sentences = []
+    for reading, words in ((SLOWER, "Slower in B beyond noise (the 95% CI of the change above 0)"),
+                           (FASTER, "Faster in B beyond noise (the 95% CI of the change below 0)")):
+        moved = [c for c in timed if c.reading == reading]
+        if moved:
+            sentences.append(f"{words}: {_grouped(moved, lambda c: f'{c.name} {_interval(c.median)}')}.")
+    within = [c for c in timed if c.reading == WITHIN_NOISE]
+    if within:
+        largest = max(within, key=lambda c: abs(c.median.pct))
+        sentences.append(f"Within noise (the CI includes 0): {_share(len(within), len(timed))}; the "
+                         f"largest change {largest.where} {largest.name} {_interval(largest.median)}.")
+    single = [c for c in timed if c.reading == NO_INTERVAL]
+    if single:
+        span = _span([c.median.pct for c in single])
+        sentences.append(f"No interval for {_count(len(single), 'timed figure')}: a run has fewer than "
+                         f"{MIN_BOOTSTRAP} trials of {'it' if len(single) == 1 else 'them'}, too few for a bootstrap "
+                         f"interval, so {'its change' if len(single) == 1 else 'their changes'} ({span}) cannot be "
+                         "told from noise: raise repetitions.")
+    sizes = [c for c in changes if c.unit != TIMED]
+    grown = [c for c in sizes if c.exact and round(c.median.pct, 6) != 0]
+    if grown:
+        unit, factor = display_unit(grown[0].unit)
+        sentences.append("Changed in size: " + _grouped(grown, lambda c: (
+            f"{c.name} {number(c.a.summary.median * factor)} → {number(c.b.summary.median * factor)} {unit} "
+            f"({percent(c.median.pct)})")) + ".")
+    elif sizes and all(c.exact for c in sizes):
+        sentences.append(f"Every size ({_count(len(sizes), 'figure')}) is the same in both runs.")
+    return sentences
+
+
+def _overhead_sentences(changes: list[FigureChange]) -> list[str]:
+    compared = [c for c in changes if c.overhead is not None]
+    if not compared:
+        return []
+    sentences = []
+
+    def shown(c: FigureChange) -> str:
+        assert c.overhead is not None and c.a.overhead is not None and c.b.overhead is not None
+        change = f"exact, {percent(c.overhead.pct)}" if c.overhead_exact else f"change {_interval(c.overhead)}"
+        return f"{c.name} from {percent(c.a.overhead.pct)} in A to {percent(c.b.overhead.pct)} in B ({change})"
+
+    moved = [c for c in compared if c.overhead_reading in (HIGHER, LOWER)
+             or (c.overhead_exact and round(c.overhead.pct, 6) != 0)]  # type: ignore[union-attr]
+    if moved:
+        sentences.append(f"The overhead against {BASELINE} changed beyond noise: {_grouped(moved, shown)}.")
+    noisy = [c for c in compared if not c.overhead_exact]
+    within = [c for c in noisy if c.overhead_reading == WITHIN_NOISE]
+    if within:
+        largest = max(within, key=lambda c: abs(c.overhead.pct))  # type: ignore[union-attr]
+        sentences.append(f"Overheads against {BASELINE} within noise of A's: {_share(len(within), len(noisy))}; "
+                         f"the largest change {largest.where} {shown(largest)}.")
+    single = [c for c in compared if c.overhead_reading == NO_INTERVAL]
+    if single:
+        sentences.append(f"No interval for the change of {_count(len(single), 'overhead')}: a run has too "
+                         f"few trials of {'it' if len(single) == 1 else 'them'} or of {BASELINE} (unpaired: fewer "
+                         f"than {MIN_BOOTSTRAP}; paired: one round).")
+    return sentences
+
+
+def _together_sentences(changes: list[FigureChange]) -> list[str]:
+    """Where every timed figure of an engine, none included, moved the same way while its
+    overheads did not: then the engine or the machine changed, not the cost of encryption."""
+    groups: dict[tuple, list[FigureChange]] = defaultdict(list)
+    for change in changes:
+        cell = change.cell
+        groups[(cell.engine, memory_order(cell.memory_mb), engine_label(cell.engine, cell.memory_mb), cell.workload,
+                cell.scale)].append(change)
+    sentences = []
+    for (_, _, engine, workload, scale), group in sorted(groups.items()):
+        timed = [c for c in group if c.unit == TIMED and c.reading != NO_INTERVAL]
+        readings = {c.reading for c in timed}
+        if (len(readings) != 1 or readings & {WITHIN_NOISE, EXACT} or not any(c.cell.encryption == BASELINE for c in timed)
+                or any(c.overhead_reading in (HIGHER, LOWER) for c in group)):
+            continue
+        sentences.append(f"Every timed figure of {engine} ({workload} {scale_label(workload, scale)}), {BASELINE} "
+                         f"included, got {readings.pop()} in B ({_span([c.median.pct for c in timed])}) while its "
+                         f"overheads against {BASELINE} stayed within noise: what changed is the engine or the "
+                         "machine, not the cost of its encryption.")
+    return sentences
+
+
+def _resolution_sentence(changes: list[FigureChange]) -> str:
+    """Each run's resolution of the overheads compared: its placebo's farthest CI bound from
+    zero, per engine and figure (records.resolution), or that neither run ran a placebo."""
+    seen: dict[tuple, str] = {}
+    for change in changes:
+        if change.overhead is None or change.overhead_exact or change.cell.comparison in seen:
+            continue
+        each = [f"±{resolution(floor):.1f}% in {label}" for label, floor in (("A", change.floor_a), ("B", change.floor_b))
+                if floor is not None]
+        if each:
+            cell = change.cell
+            seen[cell.comparison] = (f"{engine_label(cell.engine, cell.memory_mb)} {cell.workload} "
+                                     f"{scale_label(cell.workload, cell.scale)} {change.name} {', '.join(each)}")
+    if not seen:
+        return (f"Neither run has a {PLACEBO} arm (plan key placebo = true) for the overheads compared, so neither "
+                "states its noise floor; the intervals are all there is.")
+    return (f"Resolution of the overheads ({PLACEBO}: {BASELINE} against {BASELINE}, per run): "
+            f"{'; '.join(seen.values())}. It bounds the noise of an overhead within its run; the change of a "
+            "median between runs has its own interval.")
+
+
+def _p_sentence(changes: list[FigureChange]) -> str | None:
+    sizes = {(c.median.n_baseline, c.median.n_treatment) for c in changes
+             if c.unit == TIMED and c.reading not in (NO_INTERVAL, EXACT)}
+    weak = sorted(size for size in sizes if report_findings.smallest_p(*size) >= SIGNIFICANCE)
+    if not weak:
+        return None
+    n_a, n_b = weak[-1]
+    return (f"With {n_a} trials against {n_b} the exact Mann–Whitney test cannot reach p < 0.05 (its smallest p "
+            f"is {report_findings.smallest_p(n_a, n_b):.2f}), so the medians' changes are read from their bootstrap "
+            "CIs, which with so few trials cannot reach beyond the trials' range and may be too narrow. More "
+            "repetitions make both trustworthy.")
+
+
+def comparison_findings(comparison: Comparison) -> list[str]:
+    """The comparison in plain words: what got slower or faster beyond noise, what stayed within
+    it, sizes, overheads, a change shared by a whole engine, each run's resolution, and what
+    weakens the figures (few trials, failed trials, differing setups)."""
+    changes = comparison.changes
+    if not changes:
+        return ["No headline figure of the same configuration is in both runs: nothing to compare."]
+    configs = {config_of(c.cell) for c in changes}
+    sentences = [f"{_count(len(changes), 'headline figure')} of {_count(len(configs), 'configuration')} are "
+                 "in both runs; B is compared with A, the baseline."]
+    if comparison.differences:
+        keys = sorted({difference.split(":")[0] for difference in comparison.differences})
+        shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+        sentences.append(f"The runs differ in {shown} (see “What differs”): any change below may come from them.")
+    sentences += _median_sentences(changes) + _together_sentences(changes) + _overhead_sentences(changes)
+    sentences.append(_resolution_sentence(changes))
+    weak = _p_sentence(changes)
+    if weak:
+        sentences.append(weak)
+    for each in (comparison.a, comparison.b):
+        failed = len(failed_trials(each.run))
+        if failed:
+            sentences.append(f"Run {each.label} has {_count(failed, 'failed trial')}, left out of its figures "
+                             f"(its report names {'it' if failed == 1 else 'them'}).")
+    return sentences
+
+
+# --- tables ---------------------------------------------------------------------------
+
+
+def _num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
+    return Column(key, header, fmt, numeric=True)
+
+
+def _bounds(prefix: str, change: Overhead | None) -> dict[str, Any]:
+    if change is None:
+        return {}
+    return {f"{prefix}_pct": change.pct, f"{prefix}_ci_low": change.ci_low, f"{prefix}_ci_high": change.ci_high}
+
+
+def _row(change: FigureChange) -> dict[str, Any]:
+    """One figure's raw values (compare.csv) and its display texts (the tables)."""
+    cell, median = change.cell, change.median
+    unit, factor = display_unit(change.unit)
+    row: dict[str, Any] = {
+        "engine": cell.engine, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
+        "workload": cell.workload, "scale": cell.scale, "figure": change.name, "test": cell.test,
+        "step": cell.step, "metric": cell.metric, "unit": change.unit, "display_unit": unit,
+        "n_a": change.a.summary.n, "n_b": change.b.summary.n,
+        "median_a": change.a.summary.median, "median_b": change.b.summary.median,
+        "shown_a": change.a.summary.median * factor, "shown_b": change.b.summary.median * factor,
+        **_bounds("change", median), "change_p": median.p_value, "change_reading": change.reading,
+        "change_ci": "exact" if change.exact else interval_text(median.ci_low, median.ci_high, percent),
+        "p_shown": None if change.exact else median.p_value,
+    }
+    for label, record in (("a", change.a), ("b", change.b)):
+        row.update(_bounds(f"overhead_{label}", record.overhead))
+        if record.overhead is not None:
+            exact = change.overhead_exact
+            row[f"overhead_{label}_shown"] = percent(record.overhead.pct) + (
+                "" if exact else f" {interval_text(record.overhead.ci_low, record.overhead.ci_high, percent)}")
+    if change.overhead is not None:
+        row.update(_bounds("overhead_change", change.overhead))
+        row.update({"overhead_change_p": change.overhead.p_value, "overhead_reading": change.overhead_reading,
+                    "overhead_change_ci": "exact" if change.overhead_exact else interval_text(
+                        change.overhead.ci_low, change.overhead.ci_high, percent),
+                    "overhead_p_shown": None if change.overhead_exact else change.overhead.p_value})
+    for label, floor in (("a", change.floor_a), ("b", change.floor_b)):
+        if floor is not None and change.overhead is not None and not change.overhead_exact:
+            row[f"resolution_{label}"] = resolution(floor)
+    return row
+
+
+CSV_KEYS = ("engine", "memory_mb", "encryption", "workload", "scale", "figure", "test", "step", "metric", "unit",
+            "n_a", "n_b", "median_a", "median_b", "change_pct", "change_ci_low", "change_ci_high", "change_p",
+            "change_reading", "overhead_a_pct", "overhead_a_ci_low", "overhead_a_ci_high", "overhead_b_pct",
+            "overhead_b_ci_low", "overhead_b_ci_high", "overhead_change_pct", "overhead_change_ci_low",
+            "overhead_change_ci_high", "overhead_change_p", "overhead_reading", "resolution_a", "resolution_b")
+
+
+def csv_table(comparison: Comparison) -> Table:
+    """compare.csv: every figure in both runs, raw (seconds, bytes, full precision)."""
+    return Table("Comparison", tuple(Column(key, key) for key in CSV_KEYS), [_row(c) for c in comparison.changes])
+
+
+MEDIAN_NOTE = (
+    "Change = median in B ÷ median in A − 1, over each run's trials (a run's figure has one value per trial); "
+    "95% CI a bootstrap of that ratio, both runs resampled independently; p a two-sided Mann–Whitney U test. "
+    "Reading: slower or faster when the CI excludes 0, within noise when it includes 0, no interval when a run "
+    f"has fewer than {MIN_BOOTSTRAP} trials of the figure, exact for a figure without measurement noise (a size). "
+    "Medians in the unit shown.")
+OVERHEAD_NOTE = (
+    "Each run's overhead against none as its own report states it (paired by round where its order was lockstep "
+    "or interleaved). Change = (1 + B's overhead) ÷ (1 + A's overhead) − 1: how much more (or less) the "
+    "configuration costs against none in B than in A, about the difference in points for small overheads; 95% CI "
+    "from the two overheads' standard errors on log scale, added in quadrature (docs/method.md). Resolution: each "
+    "run's placebo, the farthest bound of its CI from 0.")
+
+
+def median_table(comparison: Comparison, rows: list[dict[str, Any]]) -> Table:
+    memory = uses_memory(c.cell.memory_mb for c in comparison.changes)
+    columns = config_columns(memory) + (
+        Column("figure", "figure"), Column("display_unit", "unit"), _num("shown_a", "A (median)"),
+        _num("shown_b", "B (median)"), _num("change_pct", "change", percent), _num("change_ci", "95% CI", text),
+        Column("change_reading", "reading"), _num("p_shown", "p", p_value), _num("n_a", "n A", text),
+        _num("n_b", "n B", text))
+    return Table("Change of the median, B against A", columns, rows, note=MEDIAN_NOTE,
+                 empty="No headline figure of the same configuration is in both runs.")
+
+
+def overhead_change_table(comparison: Comparison, rows: list[dict[str, Any]]) -> Table:
+    memory = uses_memory(c.cell.memory_mb for c in comparison.changes)
+    compared = [row for row in rows if "overhead_change_pct" in row]
+    floors_shown = any("resolution_a" in row or "resolution_b" in row for row in compared)
+    columns = config_columns(memory) + (
+        Column("figure", "figure"), _num("overhead_a_shown", "A overhead", text),
+        _num("overhead_b_shown", "B overhead", text), _num("overhead_change_pct", "change", percent),
+        _num("overhead_change_ci", "95% CI", text), Column("overhead_reading", "reading"),
+        _num("overhead_p_shown", "p", p_value))
+    if floors_shown:
+        columns += (_num("resolution_a", "resolution A", _plus_minus), _num("resolution_b", "resolution B", _plus_minus))
+    return Table(f"Change of the overhead against {BASELINE}", columns, compared, note=OVERHEAD_NOTE,
+                 empty=f"No overhead against {BASELINE} is in both runs.")
+
+
+def _plus_minus(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"±{value:.1f}%"
+
+
+# --- the document -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    """What compare.md, compare.html and the printed comparison show, in reading order."""
+
+    title: str
+    runs: list[str]  # A and B: where, which plan, when, on which host
+    differences: list[str]
+    same: str  # said instead of the differences when there are none
+    only: list[str]  # "only in A: …"
+    findings: list[str]
+    tables: list[Table]
+
+
+def _run_line(each: Side) -> str:
+    environment = each.run.environment
+    role = "the baseline" if each.label == "A" else "the new run"
+    when = environment.get("timestamp_utc", "an unknown time")
+    host = environment.get("hostname")
+    return (f"{each.label} ({role}): {each.directory}, plan “{report_findings.overview(each.run).plan_name}”, "
+            f"started {when}" + (f" on {host}" if host else "") + ".")
+
+
+def document(comparison: Comparison) -> CompareReport:
+    rows = [_row(change) for change in comparison.changes]
+    only = ([f"only in A: {item}" for item in comparison.only_a] + [f"only in B: {item}" for item in comparison.only_b])
+    return CompareReport(
+        title="tdebench compare: B against A",
+        runs=[_run_line(comparison.a), _run_line(comparison.b)],
+        differences=comparison.differences,
+        same=("The runs' environments and plan settings agree on everything both recorded (the time, the load "
+              "average and the output's file system aside)."),
+        only=only,
+        findings=comparison_findings(comparison),
+        tables=[median_table(comparison, rows), overhead_change_table(comparison, rows)])
+
+
+def render_markdown(report: CompareReport) -> str:
+    escape = markdown.escape
+    lines = [f"# {escape(report.title)}", "", *(f"- {escape(line)}" for line in report.runs), ""]
+    lines += markdown.section("What differs between the runs", [f"- {escape(d)}" for d in report.differences] + [""]
+                              if report.differences else [escape(report.same), ""])
+    if report.only:
+        lines += markdown.section("Only in one run", [f"- {escape(item)}" for item in report.only] + [""])
+    lines += markdown.section("Findings", [f"- {escape(sentence)}" for sentence in report.findings] + [""])
+    for block in report.tables:
+        lines += markdown.section(block.title, markdown.table(block))
+    return "\n".join(lines)
+
+
+def render_html(report: CompareReport) -> str:
+    return html.render_template(TEMPLATE, report=report)
+
+
+def write(comparison: Comparison, directory: Path) -> list[Path]:
+    """compare.md, compare.html and compare.csv into `directory` (which must exist); an
+    OutputError when they cannot be written (no space left, read-only)."""
+    report = document(comparison)
+    paths = [directory / name for name in WRITTEN]
+    with writing(directory):
+        paths[0].write_text(render_markdown(report), encoding="utf-8")
+        paths[1].write_text(render_html(report), encoding="utf-8")
+        csvfiles.write(csv_table(comparison), paths[2])
+    return paths
