@@ -161,7 +161,8 @@ class CipherSpeed:
 
 @dataclass(frozen=True)
 class Sample:
-    """One interval of the resource sampler during a trial (seeds 001 and 004)."""
+    """One interval of the resource sampler during a trial (as Madyatmadja et al. (2021) and
+    Carvalho (2025) sampled)."""
 
     trial: TrialKey
     t_s: float  # seconds since the trial's sampler started

@@ -1,8 +1,9 @@
 """The oltp workload on every engine for real: one warehouse, a few seconds of the mix with
 two virtual users, on `none` and one real encryption each; the consistency checks pass, the
-mix is seed 001's within sampling tolerance, servers run stored procedures by default and
-client-side statements on request, a forced deadlock, serialization failure, write conflict
-or busy database is retried and counted, and the CLI writes the report's OLTP section."""
+mix is that of Madyatmadja et al. (2021) within sampling tolerance, servers run stored
+procedures by default and client-side statements on request, a forced deadlock,
+serialization failure, write conflict or busy database is retried and counted, and the CLI
+writes the report's OLTP section."""
 
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def _assert_a_good_run(measurements: list[Measurement], users: int) -> None:
     assert committed > 20 and mix.metrics["elapsed_s"] == pytest.approx(SHORT["duration_s"] if users == 2
                                                                          else SHORT["stress_duration_s"])
     assert _step(measurements, "consistency").answer == "ok"
-    for kind in KINDS:  # the mix: each type's share within 4.5 standard deviations of seed 001's
+    for kind in KINDS:  # the mix: each type's share within 4.5 standard deviations of the article's
         share, target = _step(measurements, kind).metrics["committed"] / committed, MIX[kind]
         assert abs(share - target) <= 4.5 * math.sqrt(target * (1 - target) / committed) + 0.01, (kind, share)
     new_order = _step(measurements, "new_order")

@@ -97,7 +97,7 @@ def test_plaintext_backups_of_encrypted_databases_lead_the_findings(backup_run: 
     # the placebo's plaintext backup is not one of an encrypted database
     assert findings[1].startswith("Backups in PLAINTEXT although the database is encrypted (1 of 4): "
                                   "duckdb (logical: aes-256-gcm).")
-    assert ("Restored with a wrong key, which seed 003 requires to fail (1 of 4): "
+    assert ("Restored with a wrong key, which Aydın (2022) requires to fail (1 of 4): "
             "duckdb (logical: aes-256-gcm).") in report
     assert ("duckdb full-compressed: compression shrank the backup 4.50× without encryption, "
             "1.00× with aes-256-gcm.") in report

@@ -100,7 +100,7 @@ def test_crud_csv_has_every_operation_by_table_size_with_its_overhead(crud_run: 
     assert float(select["median_ms"]) == pytest.approx(4.0 * 1.2, rel=0.01)
     assert float(select["overhead_pct"]) == pytest.approx(20.0, abs=1.5)
     assert float(select["cpu_ms"]) == pytest.approx(float(select["median_ms"]) / 2)
-    # seed 000's throughput: bytes processed / elapsed / 1024²
+    # the throughput of Moulianitakis & Asimakopoulos (2019): bytes processed / elapsed / 1024²
     assert float(select["mb_per_s"]) == pytest.approx(100 * ROW_BYTES / (float(select["median_ms"]) / 1000) / MIB)
     assert float(select["size_after_mib"]) - float(select["size_before_mib"]) == pytest.approx(8192 / MIB)
     # the failed trial's operations are left out: its update and everything it never ran

@@ -1,5 +1,6 @@
 """PostgreSQL's column layer: cell-level encryption of a workload's sensitive columns with
-pgcrypto, the model the seeds' literature compares with TDE.
+pgcrypto, the model the literature of the source studies (docs/references.md) compares with
+TDE.
 
 Sealing a table (right after the workload creates it, still empty) moves it into the schema
 `tdebench_sealed`, turns each sensitive column into `bytea` holding an OpenPGP message

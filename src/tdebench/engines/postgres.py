@@ -1,9 +1,9 @@
 """PostgreSQL (Debian `postgresql`): a server tdebench creates, starts and stops per trial.
 
 Community PostgreSQL has no native encryption at rest, so it offers the two models the
-seeds' literature compares with TDE: the file-system layer's (engines/fs.py: the whole data
-directory on a gocryptfs mount) and cell-level encryption of the workload's sensitive columns
-with pgcrypto (engines/pgcrypto.py).
+literature of the source studies (docs/references.md) compares with TDE: the file-system
+layer's (engines/fs.py: the whole data directory on a gocryptfs mount) and cell-level
+encryption of the workload's sensitive columns with pgcrypto (engines/pgcrypto.py).
 
 Each `PostgresDatabase` is its own cluster: `initdb` into `<workspace>/pgdata` and a postmaster,
 both run as the `postgres` system user (PostgreSQL refuses to run as root). Settings are

@@ -263,7 +263,8 @@ class SQLiteEngine(Engine):
         Encryption("aegis-256", "AEGIS-256", 256, "AEAD", "native", _COVERS, "Argon2id key derivation on open",
                    _PAGE_BYTES),
         Encryption("rc4", "RC4", 128, "stream", "native", _COVERS,
-                   "legacy and broken: kept, as the seeds kept 3DES, to show what an old cipher costs",
+                   "legacy and broken: kept, as Moulianitakis & Asimakopoulos (2019) kept 3DES, to show "
+                   "what an old cipher costs",
                    _PAGE_BYTES),
         *FS_ENCRYPTIONS,
     )

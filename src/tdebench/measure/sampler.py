@@ -1,10 +1,11 @@
 """The resource sampler: system CPU, engine memory and disk activity over a trial's time.
 
-Seeds 001 and 004 report CPU %, memory % and disk-busy % beside their timings, to show
-whether the machine was in the same state for every configuration. A background thread takes
-one `Sample` per interval (default 1 s) and appends it to the store at once, with the CPU that
-processes other than the benchmark's used meanwhile (measure/load.py) and the load average:
-the report flags a trial measured while the machine was busy.
+Madyatmadja et al. (2021) and Carvalho (2025) (docs/references.md) report CPU %, memory %
+and disk-busy % beside their timings, to show whether the machine was in the same state for
+every configuration. A background thread takes one `Sample` per interval (default 1 s) and
+appends it to the store at once, with the CPU that processes other than the benchmark's used
+meanwhile (measure/load.py) and the load average: the report flags a trial measured while the
+machine was busy.
 """
 
 from __future__ import annotations

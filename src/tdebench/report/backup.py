@@ -1,7 +1,8 @@
-"""The backup workload's part of the report (seeds 001, 002, 003): per engine, encryption and
-backup method, how long the backup took and what it cost against no encryption, how large it
-is and how well it compressed, whether it is encrypted at rest, whether its restore brought
-back every row, and whether a restore with a wrong key was refused.
+"""The backup workload's part of the report (the backup tests of Madyatmadja et al. (2021),
+Dolyetyus (n.d.) and Aydın (2022), docs/references.md): per engine, encryption and backup
+method, how long the backup took and what it cost against no encryption, how large it is and
+how well it compressed, whether it is encrypted at rest, whether its restore brought back every
+row, and whether a restore with a wrong key was refused.
 
 Timings and sizes are the summary's medians (failed trials left out, as everywhere). The
 categorical results come from every measured run, failed trials included, and the worst one
@@ -120,9 +121,10 @@ def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
                Column("without_key", "restore with a wrong key"))
     return Table(
         "Backup and restore", columns, rows,
-        intro=("Each backup method of each engine, medians over the repetitions (seeds 001, 002 and "
-               "003 measured backups with and without TDE, compressed and not). Backup at rest: the "
-               "artifact, decompressed, scanned for the trial's canaries like the database itself."),
+        intro=("Each backup method of each engine, medians over the repetitions (Madyatmadja et al. "
+               "(2021), Dolyetyus (n.d.) and Aydın (2022) measured backups with and without TDE, "
+               "compressed and not). Backup at rest: the artifact, decompressed, scanned for the "
+               "trial's canaries like the database itself."),
         note=("Backup and restore: elapsed time; CPU: the engine's processes plus the tools it ran "
               "(mariadb-backup, pg_basebackup, gzip, …). vs none: the backup's time against the same "
               "method without encryption. Compression: the artifact's decompressed size ÷ its size "
@@ -168,7 +170,7 @@ def findings(table: Table) -> list[str]:
         sentences.append("Every backup of an encrypted database was encrypted at rest.")
     accepted = [row for row in encrypted if row["without_key"] == "accepted"]
     if accepted:
-        sentences.append(f"Restored with a wrong key, which seed 003 requires to fail ({len(accepted)} of "
+        sentences.append(f"Restored with a wrong key, which Aydın (2022) requires to fail ({len(accepted)} of "
                          f"{len(encrypted)}): {_names(accepted)}.")
     lost = [row for row in rows if row["restore"] == "failed"]
     if lost:

@@ -1,5 +1,6 @@
-"""The crud workload's part of the report: every operation by table size (seed 000's tables),
-the seeds' scaling figures, and the point lookups' latency distribution.
+"""The crud workload's part of the report: every operation by table size (the tables of
+Moulianitakis & Asimakopoulos (2019), docs/references.md), the thesis's scaling figures, and
+the point lookups' latency distribution.
 
 Every figure is a summary record, as in every other table: medians over the repetitions,
 bootstrap intervals and overheads against `none` (stats.py).
@@ -50,8 +51,9 @@ def _interval(low: float, high: float) -> str:
 
 def operations_table(records: list[SummaryRecord]) -> Table:
     """One row per engine, encryption, table size and operation of the crud workload: the
-    median time with its overhead against `none`, CPU, seed 000's throughput, I/O and the
-    database's size (crud.csv: no rows for a run without crud)."""
+    median time with its overhead against `none`, CPU, the throughput of Moulianitakis &
+    Asimakopoulos (2019), I/O and the database's size (crud.csv: no rows for a run without
+    crud)."""
     by_cell = {record.cell: record for record in records}
 
     def median(record: SummaryRecord, metric: str) -> float | None:
@@ -99,11 +101,12 @@ def operations_table(records: list[SummaryRecord]) -> Table:
                "lookups together, and a full scan; the overhead against no encryption on the same "
                "engine and table size with its 95% bootstrap CI and Mann–Whitney U p."),
         note=("Rows: rows returned or changed, as counted by the check after the operation. MB/s: "
-              "seed 000's throughput, bytes processed ÷ median elapsed ÷ 1024², where bytes "
-              "processed = rows × the table's average logical row size (4 bytes per INTEGER, 8 "
-              "per BIGINT, the length of every text). CPU, read and written: the engine's "
-              "processes (storage I/O; zero when the page cache served it). Size before and "
-              "after: every file of the database just before and after the operation."))
+              "the throughput of Moulianitakis & Asimakopoulos (2019), bytes processed ÷ median "
+              "elapsed ÷ 1024², where bytes processed = rows × the table's average logical row "
+              "size (4 bytes per INTEGER, 8 per BIGINT, the length of every text). CPU, read and "
+              "written: the engine's processes (storage I/O; zero when the page cache served it). "
+              "Size before and after: every file of the database just before and after the "
+              "operation."))
 
 
 def latency_table(records: list[SummaryRecord]) -> Table:

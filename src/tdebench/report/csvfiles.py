@@ -1,7 +1,7 @@
 """The CSV files: plain, one header row, no index, so Excel and pandas open them as they are.
 
 Values are written raw (seconds, bytes, full precision) except where the file's shape
-says otherwise (queries.csv is in ms, as the seeds' spreadsheets were). Missing values
+says otherwise (queries.csv is in ms, as the spreadsheets of Carvalho (2025) were). Missing values
 and NaN are empty cells, which Excel reads as blank rather than as text.
 """
 

@@ -65,7 +65,7 @@ def section(run: RunData, records: list[SummaryRecord]) -> MaintenanceSection | 
                     "How long turning encryption on takes for a loaded, unencrypted database of the same "
                     "engine, and its throughput: the database's bytes (every file it wrote, as in the "
                     "database size; MariaDB's include its preallocated redo log and system tablespace) / "
-                    "elapsed / 1024², seed 000's MB/s.",
+                    "elapsed / 1024², the MB/s of Moulianitakis & Asimakopoulos (2019).",
                     "Verified: the engine's own state, the data (row counts, canaries, TPC-H Q1) and the "
                     "at-rest scan of everything left in the database's directory, all as expected.")
     rekey = _only(operations, REKEY, "Changing the key",
@@ -138,7 +138,8 @@ def _only(table: Table, test: str, title: str, intro: str, verified: str) -> Tab
 
 
 def reindex_table(run: RunData, records: list[SummaryRecord]) -> Table:
-    """Seed 002's index rebuild: median time per method with its overhead against `none`."""
+    """The index rebuild of Dolyetyus (n.d.): median time per method with its overhead against
+    `none`."""
     checked: dict[tuple, set[str | None]] = defaultdict(set)
     for m in run.measurements:
         if m.test == REINDEX and not m.warmup:

@@ -1,6 +1,6 @@
 """The oltp workload's part of the report: TPM and NOPM per encryption with their intervals
 and overhead against `none`, latency percentiles per transaction type, and throughput over
-time (seed 001's load and stress tests).
+time (the load and stress tests of Madyatmadja et al. (2021), docs/references.md).
 
 TPM and NOPM are derived here from the raw records of each measured run (committed
 transactions and New-Orders ÷ the window's minutes) and summarised with stats.py exactly as
@@ -173,11 +173,11 @@ def _report_table(rows: list[dict[str, Any]]) -> Table:
                     _num(f"{figure}_vs_none_ci", "95% CI", text), _num(f"{figure}_p", "p", p_value))
     return Table(
         "OLTP throughput", columns + (Column("noisy", "noisy"),), shown,
-        intro=("Seed 001's figures per encryption: TPM, the transactions committed per minute of the "
-               "measured window (all five types), and NOPM, the New-Orders committed per minute, "
-               "each the median over the repetitions with its 95% bootstrap CI, and its change "
-               "against no encryption on the same engine, warehouses and test (a drop in TPM is "
-               "the cost)."),
+        intro=("The figures of Madyatmadja et al. (2021) per encryption: TPM, the transactions "
+               "committed per minute of the measured window (all five types), and NOPM, the "
+               "New-Orders committed per minute, each the median over the repetitions with its 95% "
+               "bootstrap CI, and its change against no encryption on the same engine, warehouses "
+               "and test (a drop in TPM is the cost)."),
         note=("W: warehouses. Driver: each transaction one stored-procedure call (procedures) or "
               "client-side statements (client). A run counts only if its consistency checks "
               "passed and it had no errors; the New-Orders rolled back on purpose (1%) are not in "
@@ -221,7 +221,7 @@ def latency_table(records: list[SummaryRecord]) -> Table:
                "commit (retries included), per run from a log-bucketed histogram (2.2% wide "
                "buckets), and here the median of each figure over the repetitions."),
         note=("Committed: median per run. Share: its part of all committed transactions, beside "
-              "seed 001's target mix."),
+              "the target mix of Madyatmadja et al. (2021)."),
         empty="No oltp transaction latencies were recorded.")
 
 

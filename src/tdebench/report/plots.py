@@ -199,8 +199,9 @@ def _plain_log_axis(axis) -> None:
 
 def scaling_plots(records: list[SummaryRecord], workload: str, tests: tuple[str, ...], step: str,
                   x_label: str) -> list[Figure]:
-    """Seed 000's scaling figures: per engine, one panel per test with the median elapsed time
-    of its `step` (95% CI as error bars) against the scale, one line per encryption."""
+    """The scaling figures of Moulianitakis & Asimakopoulos (2019): per engine, one panel per
+    test with the median elapsed time of its `step` (95% CI as error bars) against the scale,
+    one line per encryption."""
     points: dict[str, dict[str, dict[str, list[tuple[float, float, float, float]]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list)))
     for record in records:

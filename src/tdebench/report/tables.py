@@ -195,7 +195,7 @@ def _sample_stdev(values: list[float]) -> float:
 
 
 def queries_table(run: RunData) -> Table:
-    """The seeds' spreadsheet: one row per query and stream, one column per execution.
+    """The spreadsheet of Carvalho (2025): one row per query and stream, one column per execution.
     Every execution is shown, failed trials included, so nothing measured is hidden; a
     timed-out execution shows the time until it was stopped (a lower bound)."""
     executions: dict[tuple, dict[int, Measurement]] = defaultdict(dict)
@@ -388,8 +388,9 @@ def _pct(value: float | None) -> str:
 
 
 def resources_table(run: RunData) -> Table:
-    """What the machine and the engine did during each configuration's trials (seed 004's
-    CPU %, RAM % and disk-busy %; seed 001's CPU % and memory %), over all its trials' samples."""
+    """What the machine and the engine did during each configuration's trials (the CPU %, RAM %
+    and disk-busy % of Carvalho (2025); the CPU % and memory % of Madyatmadja et al. (2021)),
+    over all its trials' samples."""
     rows = []
     for (engine, encryption, workload, scale, memory), samples in samples_by_config(run.samples).items():
         rows.append({"engine": engine, "memory_mb": memory, "encryption": encryption, "workload": workload,

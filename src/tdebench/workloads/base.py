@@ -50,9 +50,9 @@ class RunContext:
     query_timeout_s: float | None = None  # None: no limit
     options: Mapping[str, Any] = field(default_factory=dict)  # the workload's own plan keys (Option)
     # cold plans only: stop the engine and drop the OS page cache, so the next `connect()`
-    # starts with nothing cached (for workloads that go cold before every statement, as seed
-    # 002 did); close every connection first, the one `run` was given included (the runner
-    # opens a new one for the next run). True only if the kernel really dropped it.
+    # starts with nothing cached (for workloads that go cold before every statement, as
+    # Dolyetyus (n.d.) did); close every connection first, the one `run` was given included
+    # (the runner opens a new one for the next run). True only if the kernel really dropped it.
     go_cold: Callable[[], bool] | None = None
     # for workloads that need a database of their own beside the trial's (maintenance: an
     # unencrypted copy to encrypt): `provision(workspace, encryption, key)` is the engine's

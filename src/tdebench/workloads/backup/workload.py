@@ -1,6 +1,7 @@
-"""Backup and restore (seeds 001, 002, 003): how long a backup takes with and without
-encryption, compressed or not, whether it restores completely, whether it is encrypted at
-rest, and whether it restores without the key.
+"""Backup and restore (the backup tests of Madyatmadja et al. (2021), Dolyetyus (n.d.) and
+Aydın (2022), docs/references.md): how long a backup takes with and without encryption,
+compressed or not, whether it restores completely, whether it is encrypted at rest, and
+whether it restores without the key.
 
 The data is TPC-H at the plan's scale, loaded by the tpch workload's own code, plus the
 trial's canary table. Each test is one of the engine's backup methods (`Database.backup_methods`):

@@ -24,9 +24,9 @@ from tdebench.workloads.crud import names
 GENERATOR = 1
 COLUMNS: tuple[str, ...] = ("id", "first_name", "last_name", "age", "credit_card_no", "address",
                             "city_of_birth", "gender")
-"""Seed 000's table (ID, FirstName, LastName, Age, CreditCardNo, Address, CityOfBirth,
-Gender) in snake case, which every engine keeps as written (PostgreSQL folds unquoted
-CamelCase to lower case)."""
+"""The table of Moulianitakis & Asimakopoulos (2019) (ID, FirstName, LastName, Age,
+CreditCardNo, Address, CityOfBirth, Gender) in snake case, which every engine keeps as written
+(PostgreSQL folds unquoted CamelCase to lower case)."""
 TEXT_COLUMNS: tuple[str, ...] = ("first_name", "last_name", "address", "city_of_birth", "gender")
 FIXED_BYTES = 4 + 4 + 8
 """The logical size of a row's numbers: id and age are 32-bit, credit_card_no 64-bit."""
@@ -100,7 +100,8 @@ class Facts:
 
     @property
     def row_bytes(self) -> float:
-        """Average logical bytes per row: what seed 000's throughput counts as processed."""
+        """Average logical bytes per row: what the throughput of Moulianitakis & Asimakopoulos
+        (2019) counts as processed."""
         return self.logical_bytes / self.rows
 
 

@@ -1,9 +1,10 @@
 """The `persons` table and its staging twin, as DDL per SQL dialect.
 
 `persons` holds the table the operations run on; `persons_staging` holds the k rows the
-insert test copies in (seed 000's `randominput1m`), loaded before any clock starts. Column
-kinds map to each dialect's types the way the TPC-H schema's do (workloads/tpch/schema.py),
-with seed 000's `varchar(255)` where a dialect declares lengths.
+insert test copies in (the `randominput1m` of Moulianitakis & Asimakopoulos (2019)), loaded
+before any clock starts. Column kinds map to each dialect's types the way the TPC-H schema's
+do (workloads/tpch/schema.py), with the thesis's `varchar(255)` where a dialect declares
+lengths.
 """
 
 from __future__ import annotations

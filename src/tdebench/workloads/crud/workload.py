@@ -1,12 +1,14 @@
-"""CRUD by table size: seed 000's SELECT, INSERT and DELETE of k rows and seed 002's UPDATE,
-plus point lookups (a latency distribution) and a full scan, each measured on its own.
+"""CRUD by table size: the SELECT, INSERT and DELETE of k rows of Moulianitakis &
+Asimakopoulos (2019) and the UPDATE of Dolyetyus (n.d.) (docs/references.md), plus point
+lookups (a latency distribution) and a full scan, each measured on its own.
 
 The table `persons` has N rows (the plan's scale) with ids 1..N; an operation touches
-k = operation_fraction × N of them (seed 000 touched 1M of 10M rows: 0.1, the default):
+k = operation_fraction × N of them (Moulianitakis & Asimakopoulos touched 1M of 10M rows: 0.1,
+the default):
 
 | test     | measured statement                                    | checked (unmeasured)                  | undone (unmeasured)          |
 |----------|-------------------------------------------------------|---------------------------------------|------------------------------|
-| `select` | SELECT every column of ids 1..k (seed 000's TOP k)    | k rows, ids 1..k                      | –                            |
+| `select` | SELECT every column of ids 1..k (the thesis's TOP k)  | k rows, ids 1..k                      | –                            |
 | `insert` | INSERT the k staging rows (ids N+1..N+k)              | k rows in N+1..N+k                    | DELETE them                  |
 | `update` | UPDATE age = age + 1000 of ids k+1..2k                | k rows of k+1..2k have age ≥ 1000     | age − 1000                   |
 | `delete` | DELETE ids N+1..N+k (inserted just before, unmeasured)| none left in N+1..N+k                 | –                            |
@@ -24,8 +26,8 @@ how often they run (warm-ups run each one too), and `scan` checks it: a count or
 one row fails the trial. The statements are plain SQL that DuckDB, SQLite, MariaDB and
 PostgreSQL all accept, so there is one text per statement rather than one per dialect.
 
-Cold plans (`cache = "cold"`) give the workload `go_cold`: as seed 002 emptied the buffer
-cache before every statement, each measured statement starts cold. The runner has just
+Cold plans (`cache = "cold"`) give the workload `go_cold`: as Dolyetyus (n.d.) emptied the
+buffer cache before every statement, each measured statement starts cold. The runner has just
 stopped the engine and dropped the OS cache before a measured run (method.md, step 6), so
 the first statement of a test needs nothing more; a statement after unmeasured work (the
 delete after its setup) closes the connection, goes cold and reconnects, untimed. The
@@ -100,7 +102,8 @@ class _Shape:
                    lookup_ids(ctx.seed, rows, ctx.options["lookups"]))
 
     def processed(self, rows: int) -> float:
-        """Seed 000's bytes processed: rows × the table's average logical row size."""
+        """The bytes processed of Moulianitakis & Asimakopoulos (2019): rows × the table's
+        average logical row size."""
         return rows * self.facts.row_bytes
 
 
@@ -128,8 +131,9 @@ class _Session:
         return int(self.execute(sql, params)[0][0])
 
     def measure(self, work: Callable[[Connection], T], shape: _Shape, rows: int) -> tuple[T, dict[str, float]]:
-        """Run `work` timed (cold first, if asked), with seed 000's bytes processed for `rows`
-        and the database's size before and after; a timeout is recorded and fails the test."""
+        """Run `work` timed (cold first, if asked), with the bytes processed for `rows` (as
+        Moulianitakis & Asimakopoulos (2019) count them) and the database's size before and
+        after; a timeout is recorded and fails the test."""
         self._go_cold()
         database, recorder = self.ctx.database, self.ctx.recorder
         size_before = database.size_bytes()

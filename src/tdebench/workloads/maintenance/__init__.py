@@ -1,4 +1,5 @@
-"""Maintenance: index rebuild, encrypting an existing database, changing its key (seed 002)."""
+"""Maintenance: index rebuild (after Dolyetyus (n.d.), docs/references.md), encrypting an
+existing database, changing its key."""
 
 from tdebench.workloads.maintenance.workload import MaintenanceWorkload
 

@@ -1,6 +1,7 @@
 """Encrypting an existing database: the time from a loaded, unencrypted database to the same
 data encrypted with the trial's encryption and key — the first question a team with a 500 GB
-database asks — and its throughput (database bytes / elapsed / 1024², seed 000's MB/s).
+database asks — and its throughput (database bytes / elapsed / 1024², the MB/s of
+Moulianitakis & Asimakopoulos (2019), docs/references.md).
 
 Each run starts from nothing, beside the trial's own database, in `<workspace>/maintenance-encrypt`:
 

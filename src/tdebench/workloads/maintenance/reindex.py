@@ -1,4 +1,5 @@
-"""Index rebuild of the largest table, lineitem (seed 002 rebuilt every index of its database).
+"""Index rebuild of the largest table, lineitem (Dolyetyus (n.d.), docs/references.md, rebuilt
+every index of its database).
 
 Per dialect, the engine's own way to rebuild lineitem's indexes:
 

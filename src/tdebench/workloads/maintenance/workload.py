@@ -1,6 +1,6 @@
-"""The maintenance workload (seed 002's index rebuild, plus the two questions a team asks
-before and after turning encryption on): TPC-H data at the plan's scale, loaded by the TPC-H
-workload, and three tests.
+"""The maintenance workload (the index rebuild of Dolyetyus (n.d.), docs/references.md, plus
+the two questions a team asks before and after turning encryption on): TPC-H data at the
+plan's scale, loaded by the TPC-H workload, and three tests.
 
 - `reindex`: rebuild lineitem's indexes (see reindex.py), with and without encryption;
 - `encrypt`: encrypt an unencrypted copy of the database in place (see encrypt.py);

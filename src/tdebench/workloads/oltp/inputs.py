@@ -16,8 +16,8 @@ NEW_ORDER, PAYMENT, DELIVERY, ORDER_STATUS, STOCK_LEVEL = (
 KINDS = (NEW_ORDER, PAYMENT, DELIVERY, ORDER_STATUS, STOCK_LEVEL)
 READ_ONLY = frozenset({ORDER_STATUS, STOCK_LEVEL})
 MIX: dict[str, float] = {NEW_ORDER: 0.45, PAYMENT: 0.43, DELIVERY: 0.04, ORDER_STATUS: 0.04, STOCK_LEVEL: 0.04}
-"""The mix seed 001 lists (HammerDB's, the spec's minimum percentages with New-Order taking
-the rest): the share of each transaction type among all transactions."""
+"""The mix Madyatmadja et al. (2021) list (HammerDB's, the spec's minimum percentages with
+New-Order taking the rest): the share of each transaction type among all transactions."""
 
 SYLLABLES = ("BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING")
 UNUSED_ITEM = ITEMS + 1  # clause 2.4.1.5: the 1% rolled-back New-Orders ask for an item that does not exist

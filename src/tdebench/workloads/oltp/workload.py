@@ -1,5 +1,6 @@
-"""The oltp workload: TPC-C's five transactions in seed 001's mix, run by virtual users in a
-load test and a stress test, every run followed by the consistency checks.
+"""The oltp workload: TPC-C's five transactions in the mix of Madyatmadja et al. (2021)
+(docs/references.md), run by virtual users in a load test and a stress test, every run
+followed by the consistency checks.
 
 What one run of a test stores (test `load` or `stress`; every record also says `warmup`):
 - step `mix`: the measured window's length (`elapsed_s`), committed transactions and
@@ -34,10 +35,12 @@ OPTIONS: dict[str, Option] = {
     "rampup_s": Option(2.0, "load test: seconds of unmeasured running before the window", low=0.0, high=86400.0),
     "duration_s": Option(10.0, "load test: seconds in the measured window", low=0.1, high=86400.0),
     "transactions": Option(0, "load test: end the window at this many committed transactions instead "
-                              "(seed 001: 100000); 0 = run for duration_s", low=0, high=10**9),
-    "stress_virtual_users": Option(4, "stress test: virtual users (seed 001: 4)", low=1, high=MAX_USERS),
+                              "(Madyatmadja et al. (2021): 100000); 0 = run for duration_s", low=0, high=10**9),
+    "stress_virtual_users": Option(4, "stress test: virtual users (Madyatmadja et al. (2021): 4)",
+                                   low=1, high=MAX_USERS),
     "stress_rampup_s": Option(2.0, "stress test: seconds of ramp-up", low=0.0, high=86400.0),
-    "stress_duration_s": Option(20.0, "stress test: seconds in the window (seed 001: 1800)", low=0.1, high=86400.0),
+    "stress_duration_s": Option(20.0, "stress test: seconds in the window (Madyatmadja et al. (2021): 1800)",
+                                low=0.1, high=86400.0),
     "interval_s": Option(2.0, "seconds per point of the throughput time series", low=0.1, high=3600.0),
     "procedures": Option(True, "on MariaDB and PostgreSQL, run each transaction as one stored-procedure "
                                "call (as HammerDB does); false: client-side statements. DuckDB and SQLite "

@@ -1,9 +1,9 @@
 """TPC-H: load, power test and throughput test, every answer checked.
 
 The power test runs the 22 queries one after another in the spec's stream-0 order (the
-order seed 004 used); the throughput test runs S streams at once, each on its own
-connection and in its own spec order. Connections for the streams are opened before the
-test's clock starts, so key derivation never counts as query time.
+order Carvalho (2025), docs/references.md, used); the throughput test runs S streams at
+once, each on its own connection and in its own spec order. Connections for the streams are
+opened before the test's clock starts, so key derivation never counts as query time.
 """
 
 from __future__ import annotations
