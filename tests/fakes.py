@@ -14,11 +14,17 @@ features placed on purpose so tests can check them:
 - fs-layer-style verdicts (duckdb aes-256-ctr) with an engine-reported state and canary hits
   in the decrypted view;
 - an environment value with HTML in it, which must come out escaped.
+
+`DEMO` shapes a run the size of the demo plan (plans/quick.toml) instead: DuckDB with 3 and
+SQLite with 8 encryptions (none included) and the placebo, 5 lockstep rounds, the power test
+only, every trial sampled with the machine's load, noisier timings and none of the features
+placed on purpose (no failure, no fs layer).
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tdebench.store import (CipherSpeed, FileScan, Measurement, ResultStore, Sample, TrialKey, TrialOutcome,
@@ -72,24 +78,87 @@ ENVIRONMENT = {
 }
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What a fake run holds: the default is the small run the module describes."""
+
+    settings: dict[str, dict[str, tuple[float, float]]] = field(default_factory=lambda: SETTINGS)
+    repetitions: int = REPETITIONS
+    streams: tuple[int, ...] = STREAMS  # () for the power test only
+    spread: float = 0.01  # timings vary by ± this fraction
+    placed: bool = True  # the features above placed on purpose: failures, the slow repetition, LAYERED
+    sample_all: bool = False  # samples for every trial (else the repetitions described above)
+    loads: bool = False  # the machine's load recorded (others' CPU, load averages)
+    environment: dict = field(default_factory=lambda: ENVIRONMENT)
+    ciphers: tuple[tuple[str, int, float], ...] = (  # (cipher, page bytes, MiB/s)
+        ("aes-256-gcm", 4096, 2900.0), ("aes-256-gcm", MIB, 4100.0), ("aes-256-ctr", MIB, 5200.0),
+        ("aes-256-cbc", MIB, 1100.0), ("chacha20-poly1305", MIB, 1900.0))
+
+
+DEMO_PLAN = """\
+name = "demo"
+repetitions = 5
+cache = "warm"
+placebo = true
+order = "lockstep"
+
+[[engines]]
+name = "duckdb"
+encryptions = ["none", "aes-256-gcm", "aes-256-ctr"]
+
+[[engines]]
+name = "sqlite"
+encryptions = ["none", "aes-128-cbc", "aes-256-cbc", "chacha20-poly1305", "sqlcipher", "ascon-128", "aegis-256", "rc4"]
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power"]
+"""
+DEMO_CIPHERS = ("aes-128-gcm", "aes-128-ctr", "aes-128-cbc", "aes-192-gcm", "aes-192-ctr", "aes-192-cbc",
+                "aes-256-gcm", "aes-256-ctr", "aes-256-cbc", "chacha20-poly1305", "xchacha20-poly1305",
+                "aegis-128l", "aegis-256", "ascon-128", "3des-168-cbc", "rc4")
+DEMO_ENVIRONMENT = {  # as environment.json records a machine, with as many settings as a real one
+    "cpu_flags": {flag: True for flag in ("aes", "avx2", "avx512f", "pclmulqdq", "sha_ni", "vaes", "vpclmulqdq")},
+    "cpu_governor": "performance", "cpu_model": "Fake CPU 9000 @ 3.00GHz", "cpu_turbo": "on",
+    "engines": {"duckdb": "1.5.5", "sqlite": "SQLite 3.54.0, SQLite3 Multiple Ciphers 2.6.1"},
+    "filesystem": "ext4", "hostname": "fake", "kernel": "6.1.0-fake-amd64", "load_average": [0.5, 0.4, 0.3],
+    "logical_cores": 8, "machine": "x86_64", "memory_bytes": 16 * 1024 * MIB, "os": "Debian GNU/Linux 12 (bookworm)",
+    "packages": {"apsw-sqlite3mc": "3.54.0.0", "cryptography": "48.0.0", "duckdb": "1.5.5", "numpy": "2.4.6",
+                 "psutil": "7.2.2", "scipy": "1.17.1", "sqlglot": "30.30.0", "tdebench": "0.1.0"},
+    "physical_cores": 4, "python": "3.11.2", "timestamp_utc": "2026-01-01T00:00:00+00:00", "virtualization": "none",
+}
+DEMO = Shape(
+    settings={"duckdb": {"none": (1.00, 9.26), "aes-256-gcm": (1.02, 9.26), "aes-256-ctr": (1.07, 9.26)},
+              "sqlite": {"none": (1.00, 13.19), "aes-128-cbc": (1.21, 13.19), "aes-256-cbc": (1.34, 13.19),
+                         "chacha20-poly1305": (1.70, 13.29), "sqlcipher": (2.94, 13.45),
+                         "ascon-128": (3.20, 13.29), "aegis-256": (1.11, 13.39), "rc4": (3.38, 13.19)}},
+    repetitions=5, streams=(), spread=0.08, placed=False, sample_all=True, loads=True,
+    environment=DEMO_ENVIRONMENT,
+    ciphers=tuple((cipher, size, 1000.0 + 40.0 * index + size / 1024) for index, cipher in enumerate(DEMO_CIPHERS)
+                  for size in (4096, 8192, 16384, 262144, MIB)))
+BUSY = 2  # in DEMO, the trials of this repetition ran on a busy machine
+
+
 def _base_seconds(step: str) -> float:
     """A query's typical time: different per query so the per-query plot has shape."""
     return 0.010 + 0.004 * (int(step[1:]) % 7)
 
 
-def _noise(*identity: object) -> float:
-    """±1% noise, the same every time for the same record."""
-    return 1.0 + random.Random("/".join(map(str, identity))).uniform(-0.01, 0.01)
+def _noise(*identity: object, spread: float = 0.01) -> float:
+    """±1% noise (± `spread`), the same every time for the same record."""
+    return 1.0 + random.Random("/".join(map(str, identity))).uniform(-spread, spread)
 
 
-def _query(trial: TrialKey, factor: float, test: str, stream: int, step: str) -> Measurement:
-    seconds = _base_seconds(step) * factor * _noise(trial.id, test, stream, step)
-    if (trial, test, step) == NOISY:
+def _query(trial: TrialKey, factor: float, test: str, stream: int, step: str, shape: Shape) -> Measurement:
+    seconds = _base_seconds(step) * factor * _noise(trial.id, test, stream, step, spread=shape.spread)
+    placed = trial if shape.placed else None
+    if (placed, test, step) == NOISY:
         seconds *= 1.6
     answer = "ok" if test == "power" else "unchecked"
-    if trial == FAILED and step == FAILED_AT:
+    if placed == FAILED and step == FAILED_AT:
         answer = "failed"
-    if trial == TIMED_OUT and step == TIMED_OUT_AT:
+    if placed == TIMED_OUT and step == TIMED_OUT_AT:
         # the time until the query was stopped, as the workload records it; no cpu_s
         return Measurement(trial, test, step, {"elapsed_s": QUERY_TIMEOUT_S * 1.0002},
                            stream=stream, answer="timeout")
@@ -97,36 +166,38 @@ def _query(trial: TrialKey, factor: float, test: str, stream: int, step: str) ->
                        stream=stream, answer=answer)
 
 
-def _trial_measurements(trial: TrialKey, factor: float, size_mib: float) -> list[Measurement]:
-    records = [Measurement(trial, "load", "total", {"elapsed_s": 0.5 * factor * _noise(trial.id, "load")}),
+def _trial_measurements(trial: TrialKey, factor: float, size_mib: float, shape: Shape) -> list[Measurement]:
+    records = [Measurement(trial, "load", "total",
+                           {"elapsed_s": 0.5 * factor * _noise(trial.id, "load", spread=shape.spread)}),
                Measurement(trial, "load", "database", {"size_bytes": size_mib * MIB})]
     if trial.encryption == "none" and trial.engine == "duckdb" and trial.repetition == 1:
         records.append(Measurement(trial, "power", "q1", {"elapsed_s": 100 * _base_seconds("q1")},
                                    stream=0, warmup=True, answer="ok"))
     for step in QUERIES:
-        records.append(_query(trial, factor, "power", 0, step))
-        if trial == FAILED and step == FAILED_AT:
+        records.append(_query(trial, factor, "power", 0, step, shape))
+        if shape.placed and trial == FAILED and step == FAILED_AT:
             return records
     records.append(Measurement(trial, "power", "total", {"elapsed_s": sum(
         r.metrics["elapsed_s"] for r in records if r.test == "power" and not r.warmup)}))
-    if trial == TIMED_OUT:  # the power test raised WrongAnswer after its last query
+    if (shape.placed and trial == TIMED_OUT) or not shape.streams:  # TIMED_OUT: WrongAnswer after its last query
         return records
-    for stream in STREAMS:
-        records += [_query(trial, factor, "throughput", stream, step) for step in QUERIES]
-    records.append(Measurement(trial, "throughput", "total", {"elapsed_s": 0.6 * factor * _noise(trial.id, "tt")}))
+    for stream in shape.streams:
+        records += [_query(trial, factor, "throughput", stream, step, shape) for step in QUERIES]
+    records.append(Measurement(trial, "throughput", "total",
+                               {"elapsed_s": 0.6 * factor * _noise(trial.id, "tt", spread=shape.spread)}))
     return records
 
 
-def _verdict(trial: TrialKey) -> Verdict:
+def _verdict(trial: TrialKey, layered: bool = True) -> Verdict:
     database = f"{trial.engine}.db"
-    if trial.encryption == "none":
+    if trial.encryption in ("none", "placebo"):
         scan = FileScan(database, 4 * MIB, hits=12, first_hit_offset=8192, entropy_mean=3.1,
                         low_entropy_blocks=900, blocks=1024, plaintext_header=True)
         return Verdict(trial, "plaintext", "plaintext", 1, scan.bytes, f"{database}@8192 (utf-8)",
                        detail="canaries found: positive control", files=(scan,))
     scan = FileScan(database, 4 * MIB, hits=0, first_hit_offset=None, entropy_mean=7.99,
                     low_entropy_blocks=0, blocks=1024, plaintext_header=False)
-    if trial.engine == "duckdb" and trial.encryption == LAYERED:
+    if layered and trial.engine == "duckdb" and trial.encryption == LAYERED:
         return Verdict(trial, "encrypted", "encrypted", 1, scan.bytes, None,
                        detail=f"no canary and no plaintext header found; the decrypted view showed "
                               f"them {VIEW_HITS} times", files=(scan,),
@@ -134,28 +205,31 @@ def _verdict(trial: TrialKey) -> Verdict:
     return Verdict(trial, "encrypted", "encrypted", 1, scan.bytes, None, files=(scan,))
 
 
-def _samples(trial: TrialKey, factor: float) -> list[Sample]:
+def _samples(trial: TrialKey, factor: float, shape: Shape) -> list[Sample]:
     """One a second: CPU busy while the queries run, memory growing, the disk busy while loading."""
-    if not (trial.repetition <= 2 if trial.engine == "duckdb" else trial.repetition == 1):
+    if not (shape.sample_all or (trial.repetition <= 2 if trial.engine == "duckdb" else trial.repetition == 1)):
         return []
+    others = (40.0 if trial.repetition == BUSY else 2.0) if shape.loads else None
     samples = []
     for second in range(1, SAMPLES + 1):
         loading = second <= 3
         cpu = (35.0 if loading else 80.0 + (second % 3) * 5.0) * factor ** 2
         mem = (200.0 + (second - 1) * 5.0 + trial.repetition * 3.0) * MIB * (1.0 + 2.0 * (factor - 1.0))
         samples.append(Sample(trial, t_s=second * 1.0 + 0.001 * trial.repetition, cpu_pct=min(cpu, 100.0),
-                              mem_bytes=mem, mem_pct=100.0 * mem / ENVIRONMENT["memory_bytes"],
+                              mem_bytes=mem, mem_pct=100.0 * mem / shape.environment["memory_bytes"],
                               disk_read_bytes=(4.0 if loading else 0.5) * MIB,
                               disk_write_bytes=(8.0 if loading else 0.25) * MIB,
-                              disk_busy_pct=60.0 if loading else 3.0))
+                              disk_busy_pct=60.0 if loading else 3.0, others_cpu_pct=others,
+                              load_1m=None if others is None else 0.5 + others / 100.0))
     return samples
 
 
-def _trials(placebo: bool = False, memories: tuple[int | None, ...] = (None,)) -> list[tuple[TrialKey, float, float]]:
+def _trials(shape: Shape, placebo: bool = False,
+            memories: tuple[int | None, ...] = (None,)) -> list[tuple[TrialKey, float, float]]:
     arms = {engine: {**settings, **({"placebo": settings["none"]} if placebo else {})}
-            for engine, settings in SETTINGS.items()}
+            for engine, settings in shape.settings.items()}
     return [(TrialKey(engine, encryption, WORKLOAD, SCALE, repetition, memory), _squeezed(factor, size, memory), size)
-            for repetition in range(1, REPETITIONS + 1)
+            for repetition in range(1, shape.repetitions + 1)
             for engine, settings in arms.items()
             for memory in memories
             for encryption, (factor, size) in settings.items()]
@@ -171,35 +245,39 @@ SQUEEZE = 3.0
 
 def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False,
                    memories: tuple[int | None, ...] | None = None, cache: str = "warm",
-                   slow: dict[str, float] | None = None, environment: dict | None = None) -> None:
+                   shape: Shape = Shape(), slow: dict[str, float] | None = None,
+                   environment: dict | None = None) -> None:
     """Write plan.toml, environment.json and results.jsonl of a small two-engine run; with
     `placebo`, both engines also ran the A/A arm (none again: same times, same size). With
     `memories` (memory_mb values; None: the engine's default), every configuration ran at each,
     each trial records its cache (the value, or 0 for no limit) and encryption costs SQUEEZE
     times as much where the database is larger than the memory; `cache` is the trials' cache
-    mode ("cold": the OS cache was dropped). `slow` multiplies every time of an engine's trials
-    (every encryption's, `none`'s too; sizes stay), e.g. {"duckdb": 1.1}; the noise stays the
-    same, so two fake runs differ by exactly that factor. `environment` replaces ENVIRONMENT."""
+    mode ("cold": the OS cache was dropped). `shape`: what else the run holds (DEMO: a run the
+    size of the demo plan, to be written with DEMO_PLAN, placebo and memories=(None,)). `slow`
+    multiplies every time of an engine's trials (every encryption's, `none`'s too; sizes stay),
+    e.g. {"duckdb": 1.1}; the noise stays the same, so two fake runs differ by exactly that
+    factor. `environment` replaces the shape's environment."""
     store = ResultStore(directory)
-    store.start(plan, ENVIRONMENT if environment is None else environment)
-    for cipher, chunk, speed in (("aes-256-gcm", 4096, 2900.0), ("aes-256-gcm", MIB, 4100.0),
-                                 ("aes-256-ctr", MIB, 5200.0), ("aes-256-cbc", MIB, 1100.0),
-                                 ("chacha20-poly1305", MIB, 1900.0)):
+    store.start(plan, shape.environment if environment is None else environment)
+    for cipher, chunk, speed in shape.ciphers:
         store.append(CipherSpeed(cipher, chunk, speed, library="OpenSSL 3.0.fake"))
-    for trial, factor, size in _trials(placebo, memories or (None,)):
-        for record in _trial_measurements(trial, factor * (slow or {}).get(trial.engine, 1.0), size):
+    for trial, factor, size in _trials(shape, placebo, memories or (None,)):
+        for record in _trial_measurements(trial, factor * (slow or {}).get(trial.engine, 1.0), size, shape):
             store.append(record)
-        for sample in _samples(trial, factor):
+        samples = _samples(trial, factor, shape)
+        for sample in samples:
             store.append(sample)
-        failed = trial == FAILED
+        failed = shape.placed and trial == FAILED
         if not failed:
-            store.append(_verdict(trial))
+            store.append(_verdict(trial, layered=shape.placed))
         error = ""
         if failed:
             error = "database disk image is malformed"
-        elif trial == TIMED_OUT:
+        elif shape.placed and trial == TIMED_OUT:
             error = (f"WrongAnswer: tpch power: 1 wrong or missing answer(s): {TIMED_OUT_AT} stopped by "
                      f"the {QUERY_TIMEOUT_S:g} s query timeout")
         store.append(TrialOutcome(trial, "failed" if error else "ok", cache=cache, cache_dropped=cache == "cold",
                                   elapsed_s=2.0, error=error,
-                                  cache_mb=None if memories is None else trial.memory_mb or 0))
+                                  cache_mb=None if memories is None else trial.memory_mb or 0,
+                                  load_start=samples[0].load_1m if samples else None,
+                                  load_end=samples[-1].load_1m if samples else None))

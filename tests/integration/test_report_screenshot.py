@@ -1,4 +1,5 @@
-"""Render report.html of the fake run in headless Chromium: the report must really draw.
+"""Render report.html in headless Chromium: the report must really draw, and a run the size of
+the demo plan must give a page a reader can navigate at 1280 px.
 
 A missing browser is a failure, not a skip: a skipped test would let a broken report pass
 unnoticed on the machine that is supposed to check it.
@@ -6,30 +7,93 @@ unnoticed on the machine that is supposed to check it.
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 from matplotlib import image
 
 
-from fakes import write_fake_run  # noqa: E402
+from fakes import DEMO, DEMO_PLAN, write_fake_run  # noqa: E402
 
 from tdebench.report import build  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
+WIDTH = 1280
+MAX_HEIGHT = 8000
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+MEASURE = """<script>
+window.addEventListener("load", () => {
+  const root = document.documentElement;
+  const overflowing = () => [...document.querySelectorAll(".scroll")]
+    .filter(box => box.offsetParent !== null && box.scrollWidth > box.clientWidth + 1)
+    .map(box => (box.closest("section") || {id: "(no section)"}).id);
+  const h1 = document.querySelector("h1");
+  const result = {
+    width: root.scrollWidth, height: root.scrollHeight,
+    after_h1: h1.nextElementSibling ? h1.nextElementSibling.className : "",
+    links: [...document.querySelectorAll("nav.toc a")].map(a => {
+      const target = document.getElementById(a.getAttribute("href").slice(1));
+      const heading = target && target.querySelector("h2");
+      return [a.textContent, a.getAttribute("href"), heading ? heading.textContent : null];
+    }),
+    sections: [...document.querySelectorAll("h2")].map(h => h.parentElement.id),
+    images: [...document.images].map(img => img.complete ? img.naturalWidth : 0),
+    overflowing: overflowing(),
+    folded: document.querySelectorAll("details").length,
+  };
+  document.querySelectorAll("details").forEach(fold => { fold.open = true; });
+  result.open_width = root.scrollWidth;
+  result.open_overflowing = overflowing();
+  const out = document.createElement("pre");
+  out.id = "measured";
+  out.textContent = JSON.stringify(result);
+  document.body.appendChild(out);
+});
+</script>"""
 
 
-def screenshot(html: Path, png: Path, profile: Path) -> subprocess.CompletedProcess[str]:
-    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-               "--no-first-run", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={png}",
-               "--window-size=1280,4000", html.resolve().as_uri()]
+def chromium(profile: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    command = [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *arguments]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
-def test_report_renders_in_chromium(tmp_path: Path) -> None:
+def screenshot(html: Path, png: Path, profile: Path, height: int = 4000) -> subprocess.CompletedProcess[str]:
+    return chromium(profile, f"--screenshot={png}", f"--window-size={WIDTH},{height}", html.resolve().as_uri())
+
+
+def measure(report: Path, scratch: Path) -> dict:
+    """The page as Chromium lays it out at WIDTH px: a copy of it with a script that measures it
+    once loaded (the report itself has none) and writes the figures into the DOM, dumped."""
+    page = scratch / "measured.html"
+    page.write_text(report.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    result = chromium(scratch / "profile-measure", f"--window-size={WIDTH},900", "--virtual-time-budget=10000",
+                      "--dump-dom", page.resolve().as_uri())
+    found = re.search(r'<pre id="measured">(.*?)</pre>', result.stdout, flags=re.DOTALL)
+    assert found, f"nothing measured; chromium said:\n{result.stderr[-2000:]}"
+    return json.loads(html.unescape(found.group(1)))
+
+
+def assert_drawn(png: Path, result: subprocess.CompletedProcess[str], height: int) -> None:
+    assert png.is_file(), f"no screenshot; chromium said:\n{result.stderr[-2000:]}"
+    pixels = image.imread(png)
+    assert pixels.shape[0] >= height and pixels.shape[1] >= WIDTH
+    colours = np.unique(pixels.reshape(-1, pixels.shape[-1])[::7], axis=0)
+    assert len(colours) > 50, "screenshot is (nearly) blank"
+
+
+@pytest.fixture(scope="module")
+def chromium_present() -> None:
     assert CHROMIUM.is_file(), f"{CHROMIUM} not found: apt-get install -y chromium"
+
+
+def test_report_renders_in_chromium(tmp_path: Path, chromium_present: None) -> None:
     run_dir = tmp_path / "run"
     write_fake_run(run_dir)
     build(run_dir)
@@ -37,8 +101,30 @@ def test_report_renders_in_chromium(tmp_path: Path) -> None:
 
     result = screenshot(run_dir / "report.html", png, tmp_path / "profile")
 
-    assert png.is_file(), f"no screenshot; chromium said:\n{result.stderr[-2000:]}"
-    pixels = image.imread(png)
-    assert pixels.shape[0] >= 4000 and pixels.shape[1] >= 1280
-    colours = np.unique(pixels.reshape(-1, pixels.shape[-1])[::7], axis=0)
-    assert len(colours) > 50, "screenshot is (nearly) blank"
+    assert_drawn(png, result, 4000)
+
+
+def test_a_demo_sized_report_navigates_at_1280_px(tmp_path: Path, chromium_present: None) -> None:
+    """The demo plan's size (13 configurations, 65 trials): no page-wide horizontal scroll, no
+    table scrolling inside its box, folded or not; every contents link leads to its section;
+    every plot loads; "In one minute" first under the title; under MAX_HEIGHT px. The
+    screenshot of the whole page stays in tmp_path (report.png) to look at."""
+    run_dir = tmp_path / "run"
+    write_fake_run(run_dir, plan=DEMO_PLAN, placebo=True, memories=(None,), shape=DEMO)
+    build(run_dir)
+
+    page = measure(run_dir / "report.html", tmp_path)
+    png = tmp_path / "report.png"
+    result = screenshot(run_dir / "report.html", png, tmp_path / "profile", height=page["height"])
+
+    assert_drawn(png, result, page["height"])
+    assert page["width"] <= WIDTH and page["open_width"] <= WIDTH
+    assert page["overflowing"] == [] and page["open_overflowing"] == []
+    assert page["height"] < MAX_HEIGHT, f"the page is {page['height']} px tall"
+    assert page["after_h1"] == "headline"
+    assert page["images"] and all(width > 0 for width in page["images"])
+    assert len(page["links"]) == len(page["sections"]) >= 10
+    for title, href, heading in page["links"]:
+        assert heading == title, f"contents link {title} → {href} leads to {heading}"
+    assert [href[1:] for _, href, _ in page["links"]] == page["sections"]  # every section, in order
+    assert page["folded"] >= 3  # at least the verdicts by trial, the machine load and the environment

@@ -114,8 +114,12 @@ def cache_fit_table(run: RunData) -> Table | None:
                   Column("os_cache", "OS page cache"), Column("regime", "measured pages", prose=True)))
     machine = run.environment.get("memory_bytes")
     ram = f" This machine has {machine / 1024 ** 3:.1f} GiB of memory." if isinstance(machine, int | float) else ""
+    spilled = sum(row["fits"] != "yes" for row in rows)
     return Table(
         "Cache fit", columns, rows,
+        summary=(f"{len(rows)} configurations: "
+                 + (f"{spilled} do not fit in their engine's cache in every trial" if spilled
+                    else "every one fits in its engine's cache")),
         intro=("Did the data fit in the memory the engine was given? Database: its size on disk after "
                "the load (median over trials). Engine cache: the plan's memory_mb as the engine applies it "
                "(DuckDB memory_limit, SQLite cache_size per connection, MariaDB's InnoDB buffer pool, "

@@ -1,13 +1,79 @@
-"""The report's content, assembled once from the run and rendered as markdown and HTML."""
+"""The report's content, assembled once from the run and rendered as markdown and HTML.
+
+Both renderers walk the same sections (`Report.sections`) in the same order, each with the
+anchor its table of contents links to, so report.md and report.html cannot disagree on what
+the report holds or where a link leads.
+"""
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tdebench.report import backup, cache, crud, findings, headline, maintenance, noise, plots, tables
 from tdebench.report import oltp
 from tdebench.report.records import SummaryRecord
 from tdebench.store import RunData
+
+
+FOLD_ABOVE = 10
+"""A reference table longer than this many rows is folded in report.html (a <details> under its
+one-line summary), so that it does not push the sections after it down the page."""
+RESERVED_ANCHORS = frozenset({"headline", "contents"})
+"""Ids report.html gives to other elements than sections: no section takes them."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """A table as a section shows it: open, or in report.html folded under its one-line summary;
+    `markdown` False leaves it out of report.md (where its CSV holds the rows)."""
+
+    table: tables.Table
+    folded: bool = False
+    markdown: bool = True
+
+
+def long_part(table: tables.Table) -> Part:
+    """A reference table, folded when it is longer than FOLD_ABOVE rows."""
+    return Part(table, folded=len(table.rows) > FOLD_ABOVE)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One h2 of the report: its title, its anchor (the id its contents entry links to), its
+    tables and then its plots."""
+
+    title: str
+    anchor: str
+    parts: tuple[Part, ...] = ()
+    figures: tuple[plots.Figure, ...] = ()
+
+
+def slug(title: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-") or "section"
+
+
+def anchors(titles: Iterable[str]) -> list[str]:
+    """One unique anchor per title, in order: a repeated slug gets -1, -2 as on GitHub, and none
+    takes a RESERVED_ANCHORS id."""
+    taken = set(RESERVED_ANCHORS)
+    result = []
+    for title in titles:
+        base = candidate = slug(title)
+        count = 0
+        while candidate in taken:
+            count += 1
+            candidate = f"{base}-{count}"
+        taken.add(candidate)
+        result.append(candidate)
+    return result
+
+
+FINDINGS = "Findings"
+FINDINGS_ANCHOR = anchors([FINDINGS])[0]  # the first section, always
 
 
 @dataclass(frozen=True)
@@ -29,7 +95,8 @@ class Report:
     resources: tables.Table  # empty (with its one-line `empty` text) when nothing was sampled
     resource_figures: list[plots.Figure]
     sizes: tables.Table
-    verdicts: tables.Table
+    verdicts: tables.Table  # one row per configuration
+    verdict_trials: tables.Table  # one row per trial (verdicts.csv's rows), folded in report.html
     ciphers: tables.Table
     environment: tables.Table
     noisy: tables.Table
@@ -42,9 +109,48 @@ class Report:
 
     @property
     def figures(self) -> list[plots.Figure]:
-        return (self.overhead_figures + self.query_figures + self.resource_figures
-                + (self.crud.figures if self.crud else [])
-                + (self.oltp.figures if self.oltp else []))
+        return [figure for section in self.sections for figure in section.figures]
+
+    @property
+    def contents(self) -> list[tuple[str, str]]:
+        """(title, anchor) of every section, Findings first: the table of contents."""
+        return [(FINDINGS, FINDINGS_ANCHOR)] + [(s.title, s.anchor) for s in self.sections]
+
+    @functools.cached_property
+    def sections(self) -> list[Section]:
+        """Every section after Findings (which the renderers draw themselves), in reading order."""
+        blocks: list[tuple[str, tuple[Part, ...], list[plots.Figure]]] = []
+
+        def add(title: str, parts: Iterable[Part | tables.Table] = (), figures: Iterable[plots.Figure] = ()) -> None:
+            blocks.append((title, tuple(p if isinstance(p, Part) else Part(p) for p in parts), list(figures)))
+
+        if self.failures.rows:
+            add(self.failures.title, [self.failures])
+        add("Overhead", [self.overhead], self.overhead_figures)
+        if self.cache_fit:
+            add(self.cache_fit.title, [long_part(self.cache_fit)])
+        add(self.cipher_context.title, [self.cipher_context])
+        if self.query_figures:  # TPC-H's power and throughput tests
+            add("Per-query", figures=self.query_figures)
+        if self.crud:
+            add(self.crud.operations.title, [self.crud.operations], self.crud.figures)
+            add(self.crud.latency.title, [self.crud.latency])
+        if self.oltp:
+            add(self.oltp.throughput.title, [self.oltp.throughput], self.oltp.figures)
+            add(self.oltp.latency.title, [self.oltp.latency])
+        if self.backups:
+            add(self.backups.table.title, [self.backups.table])
+        if self.maintenance:
+            for block in (self.maintenance.encrypt, self.maintenance.rekey, self.maintenance.reindex):
+                add(block.title, [block])
+        add(self.resources.title, [long_part(self.resources)], self.resource_figures)
+        add(self.sizes.title, [long_part(self.sizes)])
+        add(self.verdicts.title, [self.verdicts, Part(self.verdict_trials, folded=True, markdown=False)])
+        for block in (self.ciphers, self.environment, self.noisy, self.machine_load):
+            add(block.title, [long_part(block)])
+        ids = anchors([FINDINGS] + [title for title, _, _ in blocks])[1:]
+        return [Section(title, anchor, parts, tuple(figures))
+                for (title, parts, figures), anchor in zip(blocks, ids)]
 
 
 def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
@@ -73,7 +179,8 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         resources=tables.resources_table(run),
         resource_figures=plots.resource_plots(run.samples),
         sizes=tables.size_table(records),
-        verdicts=tables.verdicts_table(run),
+        verdicts=tables.verdict_summary_table(run),
+        verdict_trials=tables.verdicts_table(run, csv=False),
         ciphers=tables.cipher_table(run),
         environment=tables.environment_table(run),
         noisy=tables.noisy_table(noisy),

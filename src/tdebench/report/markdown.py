@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tdebench.report.document import Report
+from tdebench.report.document import FINDINGS, Report
 from tdebench.report.plots import Figure
 from tdebench.report.tables import Table
 
@@ -39,43 +39,26 @@ def section(title: str, body: list[str]) -> list[str]:
     return [f"## {escape(title)}", "", *body]
 
 
+def contents(report: Report) -> list[str]:
+    """The table of contents: one line of links to the sections' anchors (GitHub's own)."""
+    links = " · ".join(f"[{escape(title)}](#{anchor})" for title, anchor in report.contents)
+    return [f"**Contents:** {links}", ""]
+
+
 def render(report: Report) -> str:
     lines = [f"# {escape(report.title)}", ""]
     if report.headline:
         lines += ["**In one minute:**", "", *[f"- {escape(sentence)}" for sentence in report.headline], ""]
     lines += [escape(report.overview.paragraph), ""]
+    lines += contents(report)
     findings = []
     if report.alerts:
         findings += ["> **⚠ Do not trust these results blindly:**", ">"]
         findings += [f"> - **{escape(alert)}**" for alert in report.alerts] + [""]
     findings += [f"- {escape(sentence)}" for sentence in report.findings] + [""]
     findings += [f"**At rest:** {escape(report.verdict_summary)}", ""]
-    lines += section("Findings", findings)
-    if report.failures.rows:
-        lines += section(report.failures.title, table(report.failures))
-    lines += section("Overhead", table(report.overhead)
-                     + [line for plot in report.overhead_figures for line in figure(plot)])
-    if report.cache_fit:
-        lines += section(report.cache_fit.title, table(report.cache_fit))
-    lines += section(report.cipher_context.title, table(report.cipher_context))
-    if report.query_figures:  # TPC-H's power and throughput tests
-        lines += section("Per-query", [line for plot in report.query_figures for line in figure(plot)])
-    if report.crud:
-        lines += section(report.crud.operations.title, table(report.crud.operations)
-                         + [line for plot in report.crud.figures for line in figure(plot)])
-        lines += section(report.crud.latency.title, table(report.crud.latency))
-    if report.oltp:
-        lines += section(report.oltp.throughput.title, table(report.oltp.throughput)
-                         + [line for plot in report.oltp.figures for line in figure(plot)])
-        lines += section(report.oltp.latency.title, table(report.oltp.latency))
-    if report.backups:
-        lines += section(report.backups.table.title, table(report.backups.table))
-    if report.maintenance:
-        for block in (report.maintenance.encrypt, report.maintenance.rekey, report.maintenance.reindex):
-            lines += section(block.title, table(block))
-    lines += section(report.resources.title, table(report.resources)
-                     + [line for plot in report.resource_figures for line in figure(plot)])
-    for block in (report.sizes, report.verdicts, report.ciphers, report.environment, report.noisy,
-                  report.machine_load):
-        lines += section(block.title, table(block))
+    lines += section(FINDINGS, findings)
+    for entry in report.sections:
+        lines += section(entry.title, [line for part in entry.parts if part.markdown for line in table(part.table)]
+                         + [line for plot in entry.figures for line in figure(plot)])
     return "\n".join(lines)

@@ -227,15 +227,22 @@ def latency_table(records: list[SummaryRecord]) -> Table:
 
 def throughput_plots(run: RunData) -> list[plots.Figure]:
     """Per engine and warehouses: TPM in each interval of the window, one panel per test, one
-    line per encryption, from the lowest measured repetition of each (as the resource plots)."""
+    line per encryption, from the lowest measured repetition of each; a line only with
+    plots.MIN_POINTS intervals or more, a figure only with a line."""
     series: dict[tuple, dict[str, dict[str, dict[int, list[Measurement]]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list))))
     for m in measured(run):
         if m.trial.workload == WORKLOAD and m.step == INTERVAL_STEP:
             series[(m.trial.engine, m.trial.scale)][m.test][m.trial.encryption][m.trial.repetition].append(m)
     figures = []
-    for (engine, scale), by_test in sorted(series.items()):
-        tests = sorted(by_test)
+    for (engine, scale), all_tests in sorted(series.items()):
+        # one interval is a flat line at the test's TPM, which the throughput table gives already
+        by_test = {test: {encryption: runs for encryption, runs in by_enc.items()
+                          if len(runs[min(runs)]) >= plots.MIN_POINTS}
+                   for test, by_enc in all_tests.items()}
+        tests = sorted(test for test, by_enc in by_test.items() if by_enc)
+        if not tests:
+            continue
         figure = MplFigure(figsize=(plots.WIDTH_INCHES, 0.9 + 2.6 * len(tests)), dpi=plots.DPI)
         FigureCanvasAgg(figure)
         panels = figure.subplots(len(tests), 1, squeeze=False)[:, 0]

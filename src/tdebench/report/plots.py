@@ -32,6 +32,12 @@ LOG_SPAN = 20.0
 short queries do not shrink to invisible bars beside one long query."""
 ROTATE_LABELS_ABOVE = 24
 """More groups than this and their labels are turned upright so they cannot overlap."""
+MIN_POINTS = 2
+"""A line over time needs this many readings to show anything the tables do not: a single
+reading is a dot that the resources table already gives as its mean and peak."""
+MIN_SERIES = 2
+"""An overhead plot compares encryptions: with a single one its few bars only repeat the
+overhead table's rows, so it is not drawn."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,8 @@ def _grouped_bars(axes: Axes, groups: list[str], series: dict[str, list[tuple[fl
 
 
 def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
-    """Per engine and workload: each headline figure's overhead per encryption, CI as error bars."""
+    """Per engine and workload: each headline figure's overhead per encryption, CI as error bars;
+    none where fewer than MIN_SERIES encryptions (the placebo counts) compare."""
     per_config: dict[tuple, dict[str, dict[str, tuple[float, float, float]]]] = defaultdict(lambda: defaultdict(dict))
     for headline, record in headline_records(records):
         compared = record.overhead
@@ -97,6 +104,8 @@ def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
         missing = (np.nan, np.nan, np.nan)
         series = {enc: [values.get(label, missing) for label in labels]
                   for enc, values in sorted(by_encryption.items())}
+        if len(series) < MIN_SERIES:
+            continue
         figure, axes = _new_figure(3.6)
         _grouped_bars(axes, labels, series)
         axes.axhline(0, color="black", linewidth=0.8)
@@ -150,30 +159,48 @@ MARKERS_BELOW = 40
 readings stay visible as readings rather than as a straight line."""
 
 
-def _first_repetition(samples: list[Sample]) -> tuple[int, list[Sample]]:
-    """Repetition 1's samples, or those of the lowest repetition that has any."""
-    repetition = min(s.trial.repetition for s in samples)
-    return repetition, [s for s in samples if s.trial.repetition == repetition]
+def _first_repetition(samples: list[Sample]) -> tuple[int, list[Sample]] | None:
+    """Repetition 1's samples, or those of the lowest repetition that has MIN_POINTS of them;
+    None when no repetition has that many."""
+    by_repetition: dict[int, list[Sample]] = defaultdict(list)
+    for sample in samples:
+        by_repetition[sample.trial.repetition].append(sample)
+    return next(((repetition, chosen) for repetition, chosen in sorted(by_repetition.items())
+                 if len(chosen) >= MIN_POINTS), None)
+
+
+def _lines(by_encryption: dict[str, list[Sample]]) -> list[tuple[str, list[Sample]]]:
+    """The lines of one resource plot, (label, samples): each encryption's chosen repetition,
+    those with fewer than MIN_POINTS readings left out."""
+    lines = []
+    for encryption, group in by_encryption.items():
+        found = _first_repetition(group)
+        if found is not None:
+            repetition, chosen = found
+            lines.append((encryption if repetition == 1 else f"{encryption} (repetition {repetition})", chosen))
+    return lines
 
 
 def resource_plots(samples: list[Sample]) -> list[Figure]:
     """Per engine, workload and scale: system CPU % (top) and engine memory in MiB (bottom)
-    over the trial's time, one line per encryption, from repetition 1 of each."""
+    over the trial's time, one line per encryption, from repetition 1 of each (or the lowest with
+    MIN_POINTS readings); none where no encryption has that many readings in a trial."""
     per_config: dict[tuple, dict[str, list[Sample]]] = defaultdict(dict)
     for (engine, encryption, workload, scale, memory), group in samples_by_config(samples).items():
         per_config[(engine, memory_order(memory), engine_label(engine, memory), workload, scale)][encryption] = group
     figures = []
     for (_, _, engine, workload, scale), by_encryption in sorted(per_config.items()):
-        figure = MplFigure(figsize=(WIDTH_INCHES, 5.2), dpi=DPI)
+        lines = _lines(by_encryption)
+        if not lines:
+            continue
+        figure = MplFigure(figsize=(WIDTH_INCHES, 4.4), dpi=DPI)
         FigureCanvasAgg(figure)
         cpu, memory = figure.subplots(2, 1, sharex=True)
-        colours = colormaps["tab10" if len(by_encryption) <= 10 else "tab20"]
-        for index, (encryption, group) in enumerate(by_encryption.items()):
-            repetition, chosen = _first_repetition(group)
+        colours = colormaps["tab10" if len(lines) <= 10 else "tab20"]
+        for index, (label, chosen) in enumerate(lines):
             times = [s.t_s for s in chosen]
             style = {"color": colours(index), "linewidth": 1.4,
-                     "marker": "o" if len(chosen) < MARKERS_BELOW else None, "markersize": 3,
-                     "label": encryption if repetition == 1 else f"{encryption} (repetition {repetition})"}
+                     "marker": "o" if len(chosen) < MARKERS_BELOW else None, "markersize": 3, "label": label}
             cpu.plot(times, [s.cpu_pct for s in chosen], **style)
             memory.plot(times, [s.mem_bytes / MIB for s in chosen], **style)
         cpu.set_ylim(0, 105)
@@ -201,7 +228,8 @@ def scaling_plots(records: list[SummaryRecord], workload: str, tests: tuple[str,
                   x_label: str) -> list[Figure]:
     """The scaling figures of Moulianitakis & Asimakopoulos (2019): per engine, one panel per
     test with the median elapsed time of its `step` (95% CI as error bars) against the scale,
-    one line per encryption."""
+    one line per encryption; only tests measured at MIN_POINTS scales or more, and no figure
+    for an engine without one."""
     points: dict[str, dict[str, dict[str, list[tuple[float, float, float, float]]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list)))
     for record in records:
@@ -212,7 +240,11 @@ def scaling_plots(records: list[SummaryRecord], workload: str, tests: tuple[str,
                  (summary.ci_high - summary.median) * 1000))
     figures = []
     for engine, by_test in sorted(points.items()):
-        shown = [test for test in tests if test in by_test]
+        # a panel with one table size is a dot per encryption: the operations table says as much
+        shown = [test for test in tests if test in by_test
+                 and len({scale for by_enc in by_test[test].values() for scale, *_ in by_enc}) >= MIN_POINTS]
+        if not shown:
+            continue
         columns = min(3, len(shown))
         rows = -(-len(shown) // columns)
         figure = MplFigure(figsize=(WIDTH_INCHES, 0.8 + 2.8 * rows), dpi=DPI)

@@ -7,8 +7,9 @@ machine units), while markdown and HTML show them through each column's formatte
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, SummaryRecord
                                      floors, headline_records, is_query, memory_order, resolution, scale_text,
                                      step_order)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
-from tdebench.store import CipherSpeed, Measurement, RunData, Sample, TrialKey
+from tdebench.store import CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
 
 MIB = 1024 * 1024
 
@@ -84,6 +85,16 @@ class Table:
     note: str = ""  # shown below the table
     intro: str = ""  # shown above the table
     empty: str = ""  # shown alone, instead of intro, table and note, when there are no rows
+    summary: str = ""  # its rows in one line, shown where they are folded away (report.html)
+    alarm: str = ""  # the key of a row value that, when true, marks the row as one to look at
+
+    @property
+    def fold_summary(self) -> str:
+        """The line shown in place of the folded rows: the summary, else how many there are."""
+        return self.summary or f"{self.title}: {len(self.rows)} rows"
+
+    def alarmed(self, row: dict[str, Any]) -> bool:
+        return bool(self.alarm and row.get(self.alarm))
 
     @property
     def keys(self) -> list[str]:
@@ -106,6 +117,13 @@ def config_columns(memory: bool = False) -> tuple[Column, ...]:
     engine = (Column("engine", "engine"),) + ((_num("memory_mb", "memory (MB)", text),) if memory else ())
     return engine + (Column("encryption", "encryption"), Column("workload", "workload"),
                      _num("scale", "scale", scale_text))
+
+
+def _shown_config_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
+    """The configuration columns of a report-only table: workload and scale only when its rows
+    have more than one of them (the overview names the one a run has), memory only when used."""
+    columns = config_columns(uses_memory(row["memory_mb"] for row in rows))
+    return columns if len({(row["workload"], row["scale"]) for row in rows}) > 1 else columns[:-2]
 
 
 def uses_memory(memories: Iterable[int | None]) -> bool:
@@ -228,25 +246,27 @@ def _baseline_first(trial: TrialKey) -> tuple:
 # --- verdicts.csv ----------------------------------------------------------------------
 
 
-def verdicts_table(run: RunData) -> Table:
-    columns = config_columns(uses_memory(v.trial.memory_mb for v in run.verdicts)) + (
-        _num("repetition", "rep", text), Column("verdict", "verdict"), Column("expected", "expected"),
-        Column("as_expected", "as expected"), _num("files_scanned", "files", text),
-        _num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
-        _prose("first_hit", "first canary hit"), _prose("detail", "detail"),
-        _prose("engine_state", "engine reports"),
-        _num("view_hits", "canaries in decrypted view", text),
-        _prose("exposed", "plaintext of unsealed columns in"))
-    rows = [{"engine": v.trial.engine, "memory_mb": v.trial.memory_mb, "encryption": v.trial.encryption,
-             "workload": v.trial.workload, "scale": v.trial.scale,
+def verdicts_table(run: RunData, csv: bool = True) -> Table:
+    """Every trial's verdict: verdicts.csv (`csv`), or the report's narrower table of the same
+    rows, each trial named by its id and the columns no trial filled left out."""
+    config = config_columns(uses_memory(v.trial.memory_mb for v in run.verdicts))
+    columns = (_num("repetition", "rep", text), Column("verdict", "verdict"), Column("expected", "expected"),
+               Column("as_expected", "as expected"), _num("files_scanned", "files", text),
+               _num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
+               _prose("first_hit", "first canary hit"), _prose("detail", "detail"))
+    extra = (_prose("engine_state", "engine reports"), _num("view_hits", "canaries in decrypted view", text),
+             _prose("exposed", "plaintext of unsealed columns in"))
+    rows = [{"trial": v.trial.id, "engine": v.trial.engine, "memory_mb": v.trial.memory_mb,
+             "encryption": v.trial.encryption, "workload": v.trial.workload, "scale": v.trial.scale,
              "repetition": v.trial.repetition, "verdict": v.verdict, "expected": v.expected,
-             "as_expected": v.as_expected, "files_scanned": v.files_scanned,
+             "as_expected": v.as_expected, "unexpected": not v.as_expected, "files_scanned": v.files_scanned,
              "bytes_scanned": v.bytes_scanned, "first_hit": v.first_hit, "detail": v.detail,
              "engine_state": v.engine_state or None, "view_hits": v.view_hits,
              "exposed": ", ".join(v.exposed) or None}
             for v in sorted(run.verdicts, key=lambda v: _baseline_first(v.trial))]
+    filled = tuple(column for column in extra if any(row[column.key] is not None for row in rows))
     note = ""
-    if any(row["engine_state"] is not None or row["view_hits"] is not None or row["exposed"] for row in rows):
+    if filled:
         note = ("Engine reports: the encryption state the engine itself gives (e.g. MariaDB's "
                 "INNODB_TABLESPACES_ENCRYPTION), checked before measuring. Canaries in decrypted "
                 "view: for a file-system layer, the canary hits in its plaintext view, scanned "
@@ -254,7 +274,47 @@ def verdicts_table(run: RunData) -> Table:
                 "Plaintext of unsealed columns in: for column-level encryption, the files where the "
                 "marker beside each canary (in a column it leaves unencrypted) was found: they hold "
                 "the other columns in plaintext, by design.")
-    return Table("Verdicts", columns, rows, note=note)
+    if csv:
+        return Table("Verdicts", config + columns + extra, rows, note=note)
+    unexpected = sum(row["unexpected"] for row in rows)
+    return Table("Verdicts by trial", (Column("trial", "trial"),) + columns[1:] + filled, rows, note=note,
+                 alarm="unexpected",
+                 summary=(f"Each trial's verdict ({len(rows)}"
+                          + (f", {unexpected} NOT as expected" if unexpected else ", all as expected")
+                          + "): files scanned, first canary hit, detail"))
+
+
+def _verdict_count(verdicts: list[Verdict], trials: int) -> dict[str, Any]:
+    """One configuration's verdicts in a few words: "5/5 encrypted", or "4/5 encrypted, 1
+    plaintext" (the expected verdict counted first), and its trials without a verdict."""
+    expected = verdicts[0].expected
+    counts = Counter(v.verdict for v in verdicts)
+    words = [f"{counts.pop(expected, 0)}/{len(verdicts)} {expected}"]
+    words += [f"{count} {verdict}" for verdict, count in sorted(counts.items())]
+    if trials > len(verdicts):
+        missing = trials - len(verdicts)
+        words.append(f"{missing} trial{'s' if missing > 1 else ''} without a verdict")
+    unexpected = sum(not v.as_expected for v in verdicts)
+    return {"expected": expected, "verdicts": ", ".join(words), "unexpected": unexpected,
+            "as_expected": f"NO: {unexpected} of {len(verdicts)}" if unexpected else "yes"}
+
+
+def verdict_summary_table(run: RunData) -> Table:
+    """One row per configuration (engine, memory, encryption, workload, scale): how many of its
+    trials got which verdict; a configuration with any verdict not as expected is marked."""
+    groups: dict[TrialKey, list[Verdict]] = defaultdict(list)
+    for v in sorted(run.verdicts, key=lambda v: _baseline_first(v.trial)):
+        groups[dataclasses.replace(v.trial, repetition=0)].append(v)
+    trials = Counter(dataclasses.replace(o.trial, repetition=0) for o in run.trials)
+    rows = [{"engine": key.engine, "memory_mb": key.memory_mb, "encryption": key.encryption,
+             "workload": key.workload, "scale": key.scale,
+             **_verdict_count(verdicts, max(trials[key], len(verdicts)))} for key, verdicts in groups.items()]
+    columns = _shown_config_columns(rows) + (
+        Column("expected", "expected"), Column("verdicts", "verdicts"),
+        Column("as_expected", "as expected"))
+    return Table("Verdicts", columns, rows, alarm="unexpected",
+                 note=("One row per configuration. Each trial's verdict, with the files scanned, the first "
+                       "canary hit and the details, is in verdicts.csv, and in report.html under this table."))
 
 
 # --- report-only tables ----------------------------------------------------------------
@@ -327,7 +387,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
                      "noisy": noise.comparison_noise(record, baseline) is not None})
     rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["workload"], row["scale"],
                                [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
-    columns = config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
+    columns = _shown_config_columns(rows) + (
         Column("figure", "figure"), Column("unit", "unit"), _num("baseline", "none (median)"),
         _num("median", "median"), _num("overhead", "overhead", percent), _num("ci", "95% CI", text),
         Column("reading", "reading"), _num("p", "p", p_value), _num("n", "n", text), Column("noisy", "noisy"))
@@ -346,9 +406,16 @@ def size_table(records: list[SummaryRecord]) -> Table:
                      "workload": cell.workload, "scale": cell.scale,
                      "size": record.summary.median / MIB,
                      "overhead": record.overhead.pct if record.overhead else None})
-    columns = config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
+    columns = _shown_config_columns(rows) + (
         _num("size", "size (MiB, median)"), _num("overhead", "vs none", percent))
-    return Table("Database size", columns, rows)
+    changed = [row for row in rows if row["overhead"] is not None]
+    summary = f"{len(rows)} configurations"
+    if rows:
+        summary += f", {number(min(r['size'] for r in rows))} to {number(max(r['size'] for r in rows))} MiB"
+    if changed:
+        most = max(changed, key=lambda row: abs(row["overhead"]))
+        summary += f"; the largest change: {most['engine']} {most['encryption']} {percent(most['overhead'])}"
+    return Table("Database size", columns, rows, summary=summary)
 
 
 def samples_by_config(samples: Iterable[Sample]) -> dict[tuple[str, str, str, float, int | None], list[Sample]]:
@@ -414,6 +481,7 @@ def resources_table(run: RunData) -> Table:
     every = f" about every {interval:.3g} s" if interval else ""
     return Table(
         "Resources", columns, rows,
+        summary=f"{len(rows)} configurations: CPU, memory and disk over their trials' samples",
         intro=(f"The resource sampler's readings,{every} during every trial (failed ones "
                "included), per configuration: what the machine and the engine were doing "
                "while they were measured."),
@@ -457,6 +525,7 @@ def speeds_table(speeds: Iterable[CipherSpeed]) -> Table:
                   "chunk: small-chunk figures, CBC and CTR most, are far below what the cipher "
                   "reaches; `tdebench ciphers` measures them again.")
     return Table("Raw cipher throughput", columns, list(rows.values()),
+                 summary=f"{len(rows)} ciphers at {len(sizes)} page size(s)",
                  intro="MiB/s by page size (bytes encrypted under one nonce), one core.",
                  note="How fast this machine's CPU encrypts memory with each cipher, with no "
                       "database and no disk involved: the physical limit. An engine cannot "
@@ -530,13 +599,10 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
         if row.get("cipher_ms") and row.get("load_ms") is not None and row["load_ms"] > 0:
             row["times"] = row["load_ms"] / row["cipher_ms"]
         rows.append(row)
-    configs = {(row["workload"], row["scale"]) for row in rows}
-    memory = uses_memory(row["memory_mb"] for row in rows)
-    columns = config_columns(memory) if len(configs) > 1 else config_columns(memory)[:-2]
-    columns += (_prose("cipher", "raw cipher"), _num("chunk", "page (bytes)", _thousands),
-                _num("mib_per_s", "MiB/s"), _num("size", "database (MiB)"),
-                _num("cipher_ms", "cipher time (ms)"), _num("load_ms", "load overhead (ms)"),
-                _num("times", "÷ cipher time", _times))
+    columns = _shown_config_columns(rows) + (
+        _prose("cipher", "raw cipher"), _num("chunk", "page (bytes)", _thousands), _num("mib_per_s", "MiB/s"),
+        _num("size", "database (MiB)"), _num("cipher_ms", "cipher time (ms)"),
+        _num("load_ms", "load overhead (ms)"), _num("times", "÷ cipher time", _times))
     return Table("Against the raw cipher", columns, rows, intro=_cipher_intro(rows),
                  note="Cipher time = database size ÷ raw throughput: encrypting every byte "
                       "of the database once, in memory, with no I/O. Load overhead = median "
@@ -573,7 +639,8 @@ def _cipher_intro(rows: list[dict[str, Any]]) -> str:
 def environment_table(run: RunData) -> Table:
     """The environment rendered generically: nested keys joined by dots, lists by commas."""
     rows = [{"key": key, "value": value} for key, value in flatten(run.environment)]
-    return Table("Environment", (Column("key", "key"), _prose("value", "value")), rows)
+    return Table("Environment", (Column("key", "key"), _prose("value", "value")), rows,
+                 summary=f"{len(rows)} settings of the machine and its software, as the run recorded them")
 
 
 def _where(m: Measurement) -> str:
@@ -612,7 +679,10 @@ def noisy_table(figures: list[noise.NoisyFigure]) -> Table:
     columns = (_prose("figure", "figure"), Column("unit", "unit"), _num("n", "n", text),
                _num("median", "median"), _num("cv", "CV", ratio_percent), Column("noisy", "noisy"),
                _num("outliers", "outliers", text))
-    return Table("Noisy figures", columns, rows,
+    flagged = [figure for figure in figures if figure.noisy]
+    summary = (f"{len(flagged)} noisy headline figure(s), {len(figures) - len(flagged)} with outliers only"
+               + (f"; the noisiest: {flagged[0].label} (CV {flagged[0].cv * 100:.0f}%)" if flagged else ""))
+    return Table("Noisy figures", columns, rows, summary=summary,
                  intro=(f"Headline figures whose coefficient of variation exceeds {NOISY_CV * 100:g}%, too "
                         "noisy to resolve the few-percent overheads encryption at rest typically costs, "
                         f"and those with outliers. What to do: {NOISE_ADVICE}. Where rounds are paired "
@@ -642,8 +712,11 @@ def machine_load_table(loads: list[noise.TrialLoad]) -> Table:
         columns += (Column("engine_cpus", "engine CPUs", _cpus), Column("driver_cpus", "driver CPUs", _cpus))
     columns += (Column("busy", "busy"),)
     recorded = any(load.others_mean is not None or load.load_start is not None for load in loads)
+    busy = sorted((load for load in loads if load.busy), key=lambda load: -(load.others_mean or 0.0))
+    summary = (f"{len(loads)} trials, {len(busy)} busy (others above {noise.BUSY_OTHERS_PCT:g}% of one core)"
+               + (f"; the busiest: {busy[0].trial.id} ({busy[0].others_mean:.0f}%)" if busy else ""))
     return Table(
-        "Machine load", columns, rows if recorded else [],
+        "Machine load", columns, rows if recorded else [], summary=summary, alarm="busy",
         intro=("How busy the machine was with other work during each trial: the CPU used by processes "
                "other than tdebench's and the engine's, per sampler interval, and the 1-minute load average "
                "as the trial started and ended."),
