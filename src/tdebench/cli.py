@@ -519,21 +519,33 @@ def engines(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    wide = Console(width=max(out.width, 150))
+    notes: dict[str, int] = {}  # each distinct note once, numbered in order of appearance
+
+    def mark(text: str) -> str:
+        return f"[{notes.setdefault(text, len(notes) + 1)}]" if text else "-"
+
     for row in rows:
-        state = "[green]usable[/]" if row["usable"] else f"[red]not usable[/]: {row['reason']} (fix: {row['fix']})"
-        wide.print(f"[bold]{row['name']}[/] {row['version'] or ''} — {state}", highlight=False)
-        wide.print(f"memory_mb sets: {row['memory_mb']} (the fs-* encryptions: the same, in the engine "
-                   "inside the mount)", highlight=False, soft_wrap=True)
+        if row["usable"]:
+            out.print(f"[bold]{plain(row['name'])}[/] {plain(row['version'] or '')} — [green]usable[/]", highlight=False)
+        else:
+            out.print(f"[bold]{plain(row['name'])}[/] — [red]not usable[/]: {plain(row['reason'])}\n  fix: "
+                      f"{plain(row['fix'])}", highlight=False)
+        out.print(f"memory_mb sets: {mark(row['memory_mb'])}", highlight=False, markup=False)
         table = Table(show_edge=False, pad_edge=False)
-        for column in ("encryption", "algorithm", "key bits", "mode", "layer", "covers", "usable here", "notes"):
-            table.add_column(column)
+        for column in ("encryption", "algorithm", "bits", "mode", "layer", "usable", "notes"):
+            table.add_column(column, no_wrap=column in ("encryption", "bits", "layer", "notes"), min_width=len(column),
+                             overflow="fold")
         for enc in row["encryptions"]:
             here = "yes" if enc["usable"] else f"no: {enc['reason']} (fix: {enc['fix']})"
-            table.add_row(enc["name"], enc["algorithm"], str(enc["key_bits"] or "-"), enc["mode"],
-                          enc["layer"], ", ".join(enc["covers"]) or "-", here, enc["notes"])
-        wide.print(table)
-        wide.print()
+            about = "; ".join(part for part in (
+                f"covers {', '.join(enc['covers'])}" if enc["covers"] else "", enc["notes"]) if part)
+            table.add_row(enc["name"], enc["algorithm"], str(enc["key_bits"] or "-"), enc["mode"], enc["layer"],
+                          plain(here), mark(about))
+        out.print(table)
+        out.print()
+    out.print("Notes:", highlight=False)
+    for text, number in notes.items():
+        out.print(f"[{number}] {text}", highlight=False, markup=False)
 
 
 def _encryption_row(engine, encryption) -> dict:

@@ -188,8 +188,15 @@ def test_engines_lists_every_encryption(tmp_path: Path) -> None:
     gcm = rows["duckdb"]["encryptions"][1]
     assert (gcm["algorithm"], gcm["key_bits"], gcm["mode"], gcm["layer"]) == ("AES", 256, "GCM", "native")
     assert "WAL" in gcm["covers"]
-    text = invoke("engines")
-    assert text.exit_code == 0 and "chacha20-poly1305" in text.output
+    text = CliRunner().invoke(main, ["engines"], catch_exceptions=False, terminal_width=80)
+    assert text.exit_code == 0
+    lines = text.output.splitlines()
+    assert max(len(line) for line in lines) <= 80  # follows the terminal's width
+    for row in rows.values():  # every encryption of every engine has its row
+        assert all(any(line.startswith(e["name"] + " ") for line in lines) for e in row["encryptions"])
+    # each note once, in the legend: the gocryptfs note is shared by every engine's fs-* rows
+    legend = text.output.split("\nNotes:\n")[1]
+    assert legend.count("gocryptfs default") == 1 and "gocryptfs default" not in text.output.split("\nNotes:\n")[0]
 
 
 def test_verify_says_plaintext_1_encrypted_0_inconclusive_3(tmp_path: Path) -> None:
