@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tdebench.engines.server import ServerProcess
+from tdebench.engines.server import ServerProcess, log_tail
 
 
 def test_processes_are_empty_not_an_error_around_a_stop(tmp_path: Path) -> None:
@@ -24,3 +24,17 @@ def test_processes_are_empty_not_an_error_around_a_stop(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert server.processes() == [] and not server.running
+
+
+def test_a_failed_tools_log_shows_its_errors_and_a_full_disk(tmp_path: Path) -> None:
+    """mariadb-install-db ends with a page of advice that hid its errors; a full disk is named,
+    since the log goes with the workspace."""
+    log = tmp_path / "install.log"
+    advice = [f"boilerplate advice line {n}" for n in range(30)]
+    log.write_text("\n".join(["starting", "2026-11-23 0 [ERROR] InnoDB: preallocating 12582912 bytes for file "
+                              "./ibdata1 failed with error 28", *advice]) + "\n")
+    shown = log_tail(log)
+    assert shown.splitlines()[0].startswith("no space left on ") and "bytes free)" in shown.splitlines()[0]
+    assert "failed with error 28" in shown and "boilerplate" not in shown
+    log.write_text("\n".join(["starting", *advice]) + "\n")  # no error line: the tail, as before
+    assert log_tail(log, lines=3).splitlines() == advice[-3:]

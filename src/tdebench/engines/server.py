@@ -19,6 +19,7 @@ import os
 import pwd
 import re
 import secrets
+import shutil
 import signal
 import socket
 import stat
@@ -38,12 +39,35 @@ class ServerError(RuntimeError):
     """A server that could not be set up, started or stopped; the message has its log's tail."""
 
 
+_ERROR_LINE = re.compile(r"\[ERROR\]|\bERROR\b|FATAL|PANIC|Errcode|errno|No space left", re.IGNORECASE)
+_NO_SPACE = re.compile(r"No space left|Errcode: 28|errno: 28|error 28\b", re.IGNORECASE)
+
+
 def log_tail(path: Path, lines: int = 20) -> str:
+    """What a failed server or tool said: its error lines when it logged any (a tool's closing
+    boilerplate, such as mariadb-install-db's advice, would hide them), else the last `lines`;
+    led by "no space left on …" when the log or the file system says so, since the log itself
+    is removed with the workspace."""
     try:
         text = path.read_text(errors="replace").splitlines()
     except OSError:
         return "(no log)"
-    return "\n".join(text[-lines:]) or "(empty log)"
+    errors = [line for line in text if _ERROR_LINE.search(line)]
+    shown = "\n".join((errors or text)[-lines:]) or "(empty log)"
+    full = _no_space(path.parent) if any(_NO_SPACE.search(line) for line in text) else ""
+    return f"{full}\n{shown}" if full else shown
+
+
+def _no_space(directory: Path) -> str:
+    """"no space left on <mount> (<n> bytes free)" for the file system holding `directory`."""
+    mount = directory
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    try:
+        free = f"{shutil.disk_usage(directory).free:,} bytes free"
+    except OSError:
+        free = "free space unknown"
+    return f"no space left on {mount} ({free})"
 
 
 def free_port() -> int:
