@@ -6,7 +6,8 @@ setup tool and gocryptfs it starts (pid, start time, what). A run that ends norm
 them all and removes the root with the file. A run that is killed (SIGKILL, the OOM killer)
 cannot: its servers get SIGTERM from the kernel as their parent dies (`PARENT_DEATH`, set by
 `setpriv` before the server's own program starts), and what still remains — a server that
-ignored it, a gocryptfs mount of a decrypted database, key files, the workspace — is found
+ignored it, a gocryptfs mount of a decrypted database (`register_mount`), key files, the
+workspace — is found
 by the next `tdebench run` or `tdebench clean` through this file: `dead_runs` lists the roots
 whose run no longer exists, `clean` stops the processes the file names (only if the pid still
 has the recorded start time: never a process by name, never a recycled pid), unmounts what
@@ -68,6 +69,12 @@ def register(pid: int, what: str) -> None:
     """Write down a process the run has just started (no-op outside a recording run)."""
     if _state is not None:
         _append(_state, {"kind": "process", "pid": pid, "started": _started(pid), "what": what})
+
+
+def register_mount(path: Path) -> None:
+    """Write down a mount point the run has just mounted (no-op outside a recording run)."""
+    if _state is not None:
+        _append(_state, {"kind": "mount", "path": str(path)})
 
 
 def _alive(entry: dict) -> psutil.Process | None:
@@ -150,7 +157,7 @@ def clean(root: Path, grace_s: float = 10.0) -> Cleaned:
         _signal(process, signal.SIGKILL)
     psutil.wait_procs(still, timeout=5)
     cleaned.stopped = [f"{e.get('what', 'process')} (pid {e['pid']})" for e, _ in living]
-    for point in mounts_below(root):
+    for point in mounts_below(root):  # every mount point the run recorded lies below its root
         for argv in (["fusermount3", "-u", point], ["umount", point], ["fusermount3", "-u", "-z", point]):
             subprocess.run(argv, capture_output=True, check=False)
             if point not in mounts_below(root):

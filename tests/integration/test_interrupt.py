@@ -113,7 +113,9 @@ def test_a_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
         [root] = list(work.iterdir())
         state = [json.loads(line) for line in (root / "run-state.jsonl").read_text().splitlines()]
         assert state[0] == {"kind": "run", "pid": run.pid, "started": state[0]["started"]}
-        assert {"postgres", "gocryptfs", "initdb"} <= {entry["what"] for entry in state[1:]}
+        assert {"postgres", "gocryptfs", "initdb"} <= {entry["what"] for entry in state[1:] if "what" in entry}
+        recorded = [entry["path"] for entry in state if entry["kind"] == "mount"]
+        assert recorded and set(mounts_under(work)) <= set(recorded)  # every live mount was written down
         deadline = time.monotonic() + 30  # postgres got SIGTERM from the kernel when its parent died
         while any(p.name() == "postgres" for p in users_of(work)) and time.monotonic() < deadline:
             time.sleep(0.2)

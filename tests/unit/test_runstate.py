@@ -33,9 +33,12 @@ def test_a_recording_run_writes_itself_and_what_it_starts(tmp_path: Path) -> Non
         runstate.register(sleeper.pid, "outside a run")  # no run recording: nothing written
         with runstate.recording(tmp_path):
             runstate.register(sleeper.pid, "sleep")
+            runstate.register_mount(tmp_path / "plain")
         runstate.register(sleeper.pid, "after the run")
+        runstate.register_mount(tmp_path / "after")
         lines = [json.loads(line) for line in (tmp_path / runstate.STATE).read_text().splitlines()]
-        assert [e["kind"] for e in lines] == ["run", "process"]
+        assert [e["kind"] for e in lines] == ["run", "process", "mount"]
+        assert lines[2] == {"kind": "mount", "path": str(tmp_path / "plain")}
         assert lines[0]["pid"] == os.getpid() and lines[1] == {
             "kind": "process", "pid": sleeper.pid, "what": "sleep",
             "started": psutil.Process(sleeper.pid).create_time()}

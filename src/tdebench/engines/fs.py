@@ -49,6 +49,7 @@ import psutil
 from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Connection, Database, Encryption,
                                    PlaintextViewGone, SensitiveColumns)
 from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool, user_ids
+from tdebench.runstate import register_mount
 from tdebench.keys import Secret
 
 if TYPE_CHECKING:
@@ -202,6 +203,7 @@ class GocryptfsDatabase(Database):
                  "-passfile", str(password), str(self.cipher_dir), str(self.mount_point)],
                 self.log, ready=lambda: self._ready(start), start_timeout=60, stop_timeout=10)
             process.start()
+        register_mount(self.mount_point)  # a killed run's decrypted view is found and unmounted
         self._gocryptfs = process
 
     def _ready(self, log_start: int) -> bool:
