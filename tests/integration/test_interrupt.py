@@ -13,6 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tdebench.plan import parse_plan, schedule
+from tdebench.store import read_run
+
 from workspaces import server_reachable_dir
 
 PLAN = '''name = "interrupted"
@@ -30,6 +33,21 @@ encryptions = ["aes-256-cbc"]
 [[workloads]]
 name = "tpch"
 scale = 0.01
+'''
+
+
+KILLED_PLAN = '''name = "killed"
+repetitions = 1
+warmups = 0
+
+[[engines]]
+name = "postgres"
+encryptions = ["fs-aes-256-gcm"]
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power"]
 '''
 
 
@@ -93,9 +111,10 @@ def test_a_work_dir_the_postgres_user_cannot_enter_is_refused_before_the_run(tmp
 def test_a_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
     """SIGKILL leaves no chance to clean up: the servers die with their parent (SIGTERM from the
     kernel), and `tdebench clean` finds the rest through the run's state file — a live gocryptfs
-    mount of the decrypted database, the workspace with its key files — and removes it all."""
+    mount of the decrypted database, the workspace with its key files — and removes it all; then
+    `run --resume` finishes the plan with the trials that ended kept."""
     with server_reachable_dir("tdebench-killed-") as work:
-        (tmp_path / "plan.toml").write_text(PLAN)
+        (tmp_path / "plan.toml").write_text(KILLED_PLAN)
         exe = Path(sys.executable).with_name("tdebench")
         run = subprocess.Popen([exe, "run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"),
                                 "--work-dir", str(work), "--quiet"], stdout=subprocess.DEVNULL,
@@ -132,6 +151,15 @@ def test_a_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
         assert list(work.iterdir()) == []
         again = subprocess.run([exe, "clean", "--work-dir", str(work)], capture_output=True, text=True, timeout=60)
         assert again.returncode == 0 and "nothing to clean" in again.stdout
+
+        # and the killed run is finished where it stopped, every trial once, nothing left behind
+        resumed = subprocess.run([exe, "run", "--resume", str(tmp_path / "out"), "--work-dir", str(work), "--quiet"],
+                                 capture_output=True, text=True, timeout=600)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        finished = read_run(tmp_path / "out")
+        assert sorted(o.trial for o in finished.trials) == sorted(spec.key for spec in schedule(parse_plan(KILLED_PLAN)))
+        assert all(v.as_expected for v in finished.verdicts) and len(finished.resumes) == 1
+        assert users_of(work) == [] and mounts_under(work) == [] and list(work.iterdir()) == []
 
 
 def test_clean_leaves_a_running_run_alone(tmp_path: Path) -> None:
