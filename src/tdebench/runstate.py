@@ -115,6 +115,18 @@ def dead_runs(parent: Path) -> list[Path]:
     return dead
 
 
+def file_system_of(path: Path) -> tuple[Path, int | None]:
+    """The mount point holding `path` (a directory, or a file's directory) and the bytes free
+    there (None if the file system cannot say): what a "no space left" message names."""
+    mount = path if path.is_dir() else path.parent
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    try:
+        return mount, shutil.disk_usage(mount).free
+    except OSError:
+        return mount, None
+
+
 def mounts_below(root: Path) -> list[str]:
     """Mount points at or below `root`, deepest first."""
     prefix = str(root.resolve())

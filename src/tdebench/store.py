@@ -30,7 +30,6 @@ import errno
 import functools
 import json
 import os
-import shutil
 import threading
 import types
 import typing
@@ -39,6 +38,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tdebench.runstate import file_system_of
 
 RESULTS = "results.jsonl"
 PLAN = "plan.toml"
@@ -403,11 +404,9 @@ def writing(path: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            mount = path if path.is_dir() else path.parent
-            while not os.path.ismount(mount) and mount != mount.parent:
-                mount = mount.parent
-            free = shutil.disk_usage(mount).free
-            raise OutputError(f"no space left on {mount} (the file system of {path}; {free:,} bytes free): "
+            mount, free = file_system_of(path)
+            left = f"{free:,} bytes free" if free is not None else "free space unknown"
+            raise OutputError(f"no space left on {mount} (the file system of {path}; {left}): "
                               "free some space, then run again") from None
         raise OutputError(f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
 

@@ -19,7 +19,6 @@ import os
 import pwd
 import re
 import secrets
-import shutil
 import signal
 import socket
 import stat
@@ -32,7 +31,7 @@ from pathlib import Path
 import psutil
 
 from tdebench.keys import Secret
-from tdebench.runstate import PARENT_DEATH, register
+from tdebench.runstate import PARENT_DEATH, file_system_of, register
 
 
 class ServerError(RuntimeError):
@@ -60,14 +59,8 @@ def log_tail(path: Path, lines: int = 20) -> str:
 
 def _no_space(directory: Path) -> str:
     """"no space left on <mount> (<n> bytes free)" for the file system holding `directory`."""
-    mount = directory
-    while not os.path.ismount(mount) and mount != mount.parent:
-        mount = mount.parent
-    try:
-        free = f"{shutil.disk_usage(directory).free:,} bytes free"
-    except OSError:
-        free = "free space unknown"
-    return f"no space left on {mount} ({free})"
+    mount, free = file_system_of(directory)
+    return f"no space left on {mount} ({f'{free:,} bytes free' if free is not None else 'free space unknown'})"
 
 
 def free_port() -> int:
