@@ -76,5 +76,5 @@ def test_instances_prints_both_designs() -> None:
 def test_lockstep_prints_every_layout_against_blocked() -> None:
     out = run("lockstep.py", "--rounds", "2", "--passes", "2")
     for layout in ("queries in turn", "passes in turn", "blocked"):
-        assert re.search(rf"^{layout}\s*: spread of the A/A ratio\s+\d+\.\d% \(mean\s+[+-]\d+\.\d%\),\s+\d\.\d\dx blocked's$",
+        assert re.search(rf"^{layout}\s*: spread of the A/A ratio\s+\d+\.\d% \(mean\s+[+-]\d+\.\d%\),\s+\d+\.\d\dx blocked's$",
                          out, re.M), out
