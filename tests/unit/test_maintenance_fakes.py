@@ -188,7 +188,8 @@ def _rows(maintenance_run: Path, test: str) -> dict[tuple[str, str], dict]:
     run = read_run(maintenance_run)
     section = report.section(run, summary_records(run))
     assert section is not None
-    table = section.encrypt if test == "encrypt" else section.rekey
+    encrypt, rekey, _reindex = (block.parts[0].table for block in section.blocks)
+    table = encrypt if test == "encrypt" else rekey
     return {(row["engine"], row["encryption"]): row for row in table.rows}
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from tdebench.report.noise import (BUSY_OTHERS_PCT, busy_sentence, findings, is_headline, noise_sentence, noisy,
                                    noisy_figures, trial_loads)
+from tdebench.report.oltp import noisy_rates
 from tdebench.report.records import CellKey, SummaryRecord, unit_of
 from tdebench.report.tables import machine_load_table, noisy_table, summary_table
 from tdebench.stats import summarize
@@ -70,7 +71,7 @@ def test_only_noisy_headline_figures_are_flagged_each_once() -> None:
     assert [row["noisy"] for row in summary_table(records).rows] == [True, False, False, False]
     oltp = [{"engine": "postgres", "encryption": "none", "warehouses": 2.0, "test": "stress", "n": 5,
              "tpm": 6000.0, "tpm_cv": 0.12, "tpm_outliers": 0, "nopm": 2600.0, "nopm_cv": 0.03, "nopm_outliers": 1}]
-    figures = noisy_figures(records, oltp)
+    figures = noisy_figures(records, noisy_rates(oltp))
     assert [(f.label, f.noisy) for f in figures] == [
         ("duckdb none tpch sf0.01 · power geomean elapsed_s", True),
         ("postgres none oltp W=2 · stress test TPM", True),

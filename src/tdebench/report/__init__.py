@@ -10,24 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench.report import backup, crud, csvfiles, html, maintenance, markdown, tables
+from tdebench.report import csvfiles, html, markdown, tables, workloads
 from tdebench.report.document import assemble
 from tdebench.report.plots import Figure
 from tdebench.report.records import summary_records
-from tdebench.report import oltp
 from tdebench.store import RAW_FILES, RunData, manifest, read_run, record_written, writing
 
 __all__ = ["DERIVED", "Built", "build", "build_report"]
 
 SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV = "summary.csv", "queries.csv", "verdicts.csv"
 RESOURCES_CSV = "resources.csv"
-CRUD_CSV = "crud.csv"
-OLTP_CSV = "oltp.csv"
-BACKUPS_CSV = "backups.csv"
-MAINTENANCE_CSV = "maintenance.csv"
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
-DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV, CRUD_CSV, OLTP_CSV, BACKUPS_CSV,
-           MAINTENANCE_CSV, REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
+DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV, *workloads.CSV_FILES, REPORT_MD, REPORT_HTML,
+           markdown.PLOTS_DIR)
 """Every file and directory `build` writes at the top of a run directory: all derived, so
 they may be deleted and rebuilt from the raw records. `run --force` removes what the run's
 manifest lists; these names serve runs from before manifests (outdir.py)."""
@@ -60,8 +55,8 @@ class Built:
 
 def build(run_dir: Path) -> list[Path]:
     """Read the run in `run_dir` and write summary.csv, queries.csv, verdicts.csv,
-    resources.csv, the CSV of each workload it ran of crud.csv, oltp.csv, backups.csv and
-    maintenance.csv, report.md (with plots/*.png) and a self-contained report.html into it.
+    resources.csv, the CSV of each workload section the report has (crud.csv, oltp.csv,
+    backups.csv, maintenance.csv), report.md (with plots/*.png) and a self-contained report.html into it.
     Returns the paths written."""
     return build_report(run_dir).paths
 
@@ -81,14 +76,9 @@ def _write(run_dir: Path, run: RunData) -> Built:
         csvfiles.write(tables.verdicts_table(run), run_dir / VERDICTS_CSV),
         csvfiles.write(tables.resources_table(run), run_dir / RESOURCES_CSV),
     ]
-    ran = {trial.workload for trial in (*(m.trial for m in run.measurements), *(o.trial for o in run.trials))}
-    for workload, name, table in (("crud", CRUD_CSV, lambda: crud.operations_table(records)),
-                                  ("oltp", OLTP_CSV, lambda: oltp.throughput_table(run)),
-                                  ("backup", BACKUPS_CSV, lambda: backup.backups_table(run, records)),
-                                  ("maintenance", MAINTENANCE_CSV, lambda: maintenance.operations_table(run))):
-        if workload in ran:  # a workload's own file only for runs that have it, not a lone header
-            written.append(csvfiles.write(table(), run_dir / name))
     report = assemble(run, records)
+    for section in report.workloads:  # a workload's own file only when its section has rows
+        written.append(csvfiles.write(section.csv, run_dir / section.csv_name))
     written += _write_plots(run_dir, report.figures)
     for name, text in ((REPORT_MD, markdown.render(report)), (REPORT_HTML, html.render(report))):
         path = run_dir / name

@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
+from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import MIB, Column, Table, number, percent, text
 from tdebench.store import RunData
 
@@ -28,16 +28,13 @@ KIND = {BACKUP_FULL: "physical", BACKUP_FULL_COMPRESSED: "physical", BACKUP_LOGI
 Config = tuple[str, str, float, str]  # engine, encryption, scale, method
 
 
-@dataclass(frozen=True)
-class BackupSection:
-    table: Table
-    findings: list[str]
+CSV = "backups.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> BackupSection | None:
-    """The section, or None when the run backed nothing up."""
+def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+    """The backups table (backups.csv), or None when the run backed nothing up."""
     table = backups_table(run, records)
-    return BackupSection(table, findings(table)) if table.rows else None
+    return WorkloadSection((block(table),), CSV, table, tuple(findings(table))) if table.rows else None
 
 
 def _worst(answers: Iterable[str | None], order: tuple[str, ...]) -> str | None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 
 from tdebench.report import plots
 from tdebench.report.records import BASELINE, SummaryRecord
+from tdebench.report.sections import WorkloadSection, block
+from tdebench.store import RunData
 from tdebench.report.tables import MIB, Column, Table, number, p_value, percent, text
 from tdebench.workloads.crud.workload import LATENCY_METRICS, OPERATIONS, POINT, STEP
 
@@ -22,19 +23,19 @@ WORKLOAD = "crud"
 TESTS = tuple(OPERATIONS)
 
 
-@dataclass(frozen=True)
-class CrudSection:
-    operations: Table
-    latency: Table
-    figures: list[plots.Figure]
+CSV = "crud.csv"
 
 
-def section(records: list[SummaryRecord]) -> CrudSection | None:
-    """The section, or None when the run has no crud operation to show."""
+def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+    """The operations with their scaling plots and the point lookups' latency (crud.csv: the
+    operations), or None when the run has no crud operation to show."""
     if not any(record.cell.workload == WORKLOAD and record.cell.test in TESTS for record in records):
         return None
-    return CrudSection(operations=operations_table(records), latency=latency_table(records),
-                       figures=plots.scaling_plots(records, WORKLOAD, TESTS, STEP, "rows in the table"))
+    operations = operations_table(records)
+    return WorkloadSection(
+        blocks=(block(operations, figures=plots.scaling_plots(records, WORKLOAD, TESTS, STEP, "rows in the table")),
+                block(latency_table(records))),
+        csv_name=CSV, csv=operations)
 
 
 def _rows(value: float | None) -> str:

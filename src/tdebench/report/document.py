@@ -12,32 +12,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tdebench.report import backup, cache, crud, findings, headline, maintenance, noise, plots, tables
-from tdebench.report import oltp
+from tdebench.report import cache, findings, headline, noise, plots, tables, workloads
 from tdebench.report.records import SummaryRecord
+from tdebench.report.sections import FOLD_ABOVE, Block, Part, WorkloadSection, long_part
 from tdebench.store import RunData
 
 
-FOLD_ABOVE = 10
-"""A reference table longer than this many rows is folded in report.html (a <details> under its
-one-line summary), so that it does not push the sections after it down the page."""
 RESERVED_ANCHORS = frozenset({"headline", "contents"})
 """Ids report.html gives to other elements than sections: no section takes them."""
-
-
-@dataclass(frozen=True)
-class Part:
-    """A table as a section shows it: open, or in report.html folded under its one-line summary;
-    `markdown` False leaves it out of report.md (where its CSV holds the rows)."""
-
-    table: tables.Table
-    folded: bool = False
-    markdown: bool = True
-
-
-def long_part(table: tables.Table) -> Part:
-    """A reference table, folded when it is longer than FOLD_ABOVE rows."""
-    return Part(table, folded=len(table.rows) > FOLD_ABOVE)
 
 
 @dataclass(frozen=True)
@@ -101,10 +83,7 @@ class Report:
     environment: tables.Table
     noisy: tables.Table
     machine_load: tables.Table  # every trial with the machine's load around it, busy ones marked
-    crud: crud.CrudSection | None = None  # only for runs of the crud workload
-    oltp: oltp.OltpSection | None = None  # only for runs of the oltp workload
-    backups: backup.BackupSection | None = None  # only for runs of the backup workload
-    maintenance: maintenance.MaintenanceSection | None = None  # only for runs of the maintenance workload
+    workloads: tuple[WorkloadSection, ...] = ()  # each workload's own, for the workloads the run has
     cache_fit: tables.Table | None = None  # only for runs that recorded each trial's cache (report/cache.py)
 
     @property
@@ -119,10 +98,10 @@ class Report:
     @functools.cached_property
     def sections(self) -> list[Section]:
         """Every section after Findings (which the renderers draw themselves), in reading order."""
-        blocks: list[tuple[str, tuple[Part, ...], list[plots.Figure]]] = []
+        blocks: list[Block] = []
 
         def add(title: str, parts: Iterable[Part | tables.Table] = (), figures: Iterable[plots.Figure] = ()) -> None:
-            blocks.append((title, tuple(p if isinstance(p, Part) else Part(p) for p in parts), list(figures)))
+            blocks.append(Block(title, tuple(p if isinstance(p, Part) else Part(p) for p in parts), tuple(figures)))
 
         if self.failures.rows:
             add(self.failures.title, [self.failures])
@@ -132,41 +111,28 @@ class Report:
         add(self.cipher_context.title, [self.cipher_context])
         if self.query_figures:  # TPC-H's power and throughput tests
             add("Per-query", figures=self.query_figures)
-        if self.crud:
-            add(self.crud.operations.title, [self.crud.operations], self.crud.figures)
-            add(self.crud.latency.title, [self.crud.latency])
-        if self.oltp:
-            add(self.oltp.throughput.title, [self.oltp.throughput], self.oltp.figures)
-            add(self.oltp.latency.title, [self.oltp.latency])
-        if self.backups:
-            add(self.backups.table.title, [self.backups.table])
-        if self.maintenance:
-            for block in (self.maintenance.encrypt, self.maintenance.rekey, self.maintenance.reindex):
-                add(block.title, [block])
+        for workload in self.workloads:
+            blocks += workload.blocks
         add(self.resources.title, [long_part(self.resources)], self.resource_figures)
         add(self.sizes.title, [long_part(self.sizes)])
         add(self.verdicts.title, [self.verdicts, Part(self.verdict_trials, folded=True, markdown=False)])
         for block in (self.ciphers, self.environment, self.noisy, self.machine_load):
             add(block.title, [long_part(block)])
-        ids = anchors([FINDINGS] + [title for title, _, _ in blocks])[1:]
-        return [Section(title, anchor, parts, tuple(figures))
-                for (title, parts, figures), anchor in zip(blocks, ids)]
+        ids = anchors([FINDINGS] + [block.title for block in blocks])[1:]
+        return [Section(block.title, anchor, block.parts, block.figures) for block, anchor in zip(blocks, ids)]
 
 
 def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     described = findings.overview(run)
-    backups = backup.section(run, records)
-    maintained = maintenance.section(run, records)
-    transactions = oltp.section(run, records)
-    noisy = noise.noisy_figures(records, transactions.throughput.rows if transactions else ())
+    sections = workloads.sections(run, records)
+    noisy = noise.noisy_figures(records, [figure for section in sections for figure in section.noisy])
     loads = noise.trial_loads(run)
     return Report(
         title=f"tdebench report: {described.plan_name}",
         headline=headline.headline(run, records),
         overview=described,
         alerts=findings.alerts(run),
-        findings=((backups.findings if backups else []) + (maintained.findings if maintained else [])
-                  + (transactions.findings if transactions else []) + cache.findings(run)
+        findings=([sentence for section in sections for sentence in section.findings] + cache.findings(run)
                   + findings.findings(records)
                   + noise.findings(noisy, loads)),
         verdict_summary=findings.verdict_summary(run),
@@ -185,9 +151,6 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         environment=tables.environment_table(run),
         noisy=tables.noisy_table(noisy),
         machine_load=tables.machine_load_table(loads),
-        crud=crud.section(records),
-        oltp=transactions,
-        backups=backups,
-        maintenance=maintained,
+        workloads=sections,
         cache_fit=cache.cache_fit_table(run),
     )

@@ -11,10 +11,10 @@ its overhead against `none` (it is in summary.csv too).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from tdebench.report.records import BASELINE, SummaryRecord, scale_text
+from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import MIB, Column, Table, number, p_value, percent, text
 from tdebench.stats import summarize_many
 from tdebench.store import Measurement, RunData
@@ -48,16 +48,12 @@ KEEPS_THE_DATA = frozenset({"rewrap-master-key"})
 """Methods that change a key without re-encrypting any data: no throughput is shown for them."""
 
 
-@dataclass(frozen=True)
-class MaintenanceSection:
-    encrypt: Table
-    rekey: Table
-    reindex: Table
-    findings: list[str]
+CSV = "maintenance.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> MaintenanceSection | None:
-    """The section, or None when the run has no maintenance step to show."""
+def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+    """Time to encrypt, changing the key and the index rebuild (maintenance.csv: encrypt and
+    rekey), or None when the run has no maintenance step to show."""
     if not any(m.test in (ENCRYPT, REKEY, REINDEX) and m.trial.workload == "maintenance" for m in run.measurements):
         return None
     operations = operations_table(run)
@@ -73,8 +69,8 @@ def section(run: RunData, records: list[SummaryRecord]) -> MaintenanceSection | 
                   "throughput (database bytes / elapsed / 1024²).",
                   "Verified: the old key opens nothing, the new one opens the database, and its row counts "
                   "and canaries are what they were.")
-    return MaintenanceSection(encrypt=encrypt, rekey=rekey, reindex=reindex_table(run, records),
-                              findings=findings(encrypt))
+    return WorkloadSection(blocks=(block(encrypt), block(rekey), block(reindex_table(run, records))),
+                           csv_name=CSV, csv=operations, findings=tuple(findings(encrypt)))
 
 
 def _method(step: str) -> str:

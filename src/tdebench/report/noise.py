@@ -20,9 +20,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from tdebench.report.records import BASELINE, HEADLINES, CellKey, SummaryRecord, deterministic, scale_label
+from tdebench.report.records import BASELINE, HEADLINES, CellKey, SummaryRecord, deterministic
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
 from tdebench.store import RunData, TrialKey
 
@@ -135,9 +134,10 @@ class NoisyFigure:
         return is_noisy(self.cv)
 
 
-def noisy_figures(records: Iterable[SummaryRecord], oltp_rows: Iterable[dict[str, Any]] = ()) -> list[NoisyFigure]:
-    """Every headline figure that is noisy or has outliers, the noisiest first; `oltp_rows` are
-    report/oltp.py's throughput rows, whose TPM and NOPM are headline figures too."""
+def noisy_figures(records: Iterable[SummaryRecord], others: Iterable[NoisyFigure] = ()) -> list[NoisyFigure]:
+    """Every headline figure that is noisy or has outliers, the noisiest first: of the summary
+    records, and `others`, the noisy headline figures a workload derives itself (oltp's TPM and
+    NOPM, sections.WorkloadSection.noisy)."""
     paired = {r.cell.comparison for r in records if r.overhead is not None and r.overhead.method == PAIRED}
     figures = []
     for r in records:
@@ -150,13 +150,7 @@ def noisy_figures(records: Iterable[SummaryRecord], oltp_rows: Iterable[dict[str
         elif r.overhead is not None and r.overhead.noisy:  # paired: the comparison, not the figure, counts
             figures.append(NoisyFigure(f"{r.cell.label} ÷ {BASELINE} by round", r.unit, r.overhead.n_treatment,
                                        r.summary.median, r.overhead.spread, None))
-    for row in oltp_rows:
-        for figure in ("tpm", "nopm"):
-            cv, outliers = row.get(f"{figure}_cv", float("nan")), row.get(f"{figure}_outliers")
-            if is_noisy(cv) or outliers:
-                label = (f"{row['engine']} {row['encryption']} oltp {scale_label('oltp', row['warehouses'])} · "
-                         f"{row['test']} test {figure.upper()}")
-                figures.append(NoisyFigure(label, "", row["n"], row[figure], cv, outliers))
+    figures += others
     return sorted(figures, key=lambda f: (not f.noisy, -f.cv if f.noisy else 0.0))
 
 

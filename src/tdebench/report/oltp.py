@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from matplotlib import colormaps
@@ -21,9 +20,12 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter
 
 from tdebench.report import plots
-from tdebench.report.records import BASELINE, CellData, SummaryRecord, compare, measured, paired_design
+from tdebench.report.noise import NoisyFigure
+from tdebench.report.records import (BASELINE, CellData, SummaryRecord, compare, measured, paired_design,
+                                     scale_label)
+from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import Column, Table, n_text, number, p_value, percent, text
-from tdebench.stats import SIGNIFICANCE, summarize_many
+from tdebench.stats import SIGNIFICANCE, is_noisy, summarize_many
 from tdebench.store import Measurement, RunData
 from tdebench.workloads.oltp.inputs import KINDS, MIX
 
@@ -33,21 +35,32 @@ PERCENTILES = ("p50", "p90", "p95", "p99", "max")
 RATES = {"tpm": "committed", "nopm": "new_orders"}  # figure → the count it is per minute of
 
 
-@dataclass(frozen=True)
-class OltpSection:
-    throughput: Table
-    latency: Table
-    figures: list[plots.Figure]
-    findings: list[str]
+CSV = "oltp.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> OltpSection | None:
-    """The section, or None when the run has no measured oltp run to show."""
+def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+    """TPM and NOPM with their plots over time, and the latency percentiles (oltp.csv: TPM and
+    NOPM, every bound in a column of its own), or None when the run has no measured oltp run."""
     if not any(m.trial.workload == WORKLOAD and m.step == MIX_STEP for m in run.measurements):
         return None
     throughput = throughput_table(run, csv=False)
-    return OltpSection(throughput=throughput, latency=latency_table(records), figures=throughput_plots(run),
-                       findings=findings(throughput.rows))
+    return WorkloadSection(blocks=(block(throughput, figures=throughput_plots(run)), block(latency_table(records))),
+                           csv_name=CSV, csv=throughput_table(run), findings=tuple(findings(throughput.rows)),
+                           noisy=tuple(noisy_rates(throughput.rows)))
+
+
+def noisy_rates(rows: list[dict[str, Any]]) -> list[NoisyFigure]:
+    """TPM and NOPM of the throughput rows that are noisy or have outliers: headline figures
+    that are no summary record, so the noise table learns of them here."""
+    figures = []
+    for row in rows:
+        for figure in RATES:
+            cv, outliers = row.get(f"{figure}_cv", float("nan")), row.get(f"{figure}_outliers")
+            if is_noisy(cv) or outliers:
+                label = (f"{row['engine']} {row['encryption']} oltp {scale_label(WORKLOAD, row['warehouses'])} · "
+                         f"{row['test']} test {figure.upper()}")
+                figures.append(NoisyFigure(label, "", row["n"], row[figure], cv, outliers))
+    return figures
 
 
 def findings(rows: list[dict[str, Any]]) -> list[str]:

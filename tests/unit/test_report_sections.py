@@ -1,0 +1,67 @@
+"""A workload's report section plugs in through one interface: a module with `section` and
+`CSV`, listed in report/workloads.py. A made-up workload's section, registered the same way,
+shows up in report.md, report.html, the findings, the noise table, the manifest and its own CSV
+with nothing else in report/ changed; and a run without it gets none of these."""
+
+from __future__ import annotations
+
+import csv
+import types
+from pathlib import Path
+
+import pytest
+
+from fakes import write_fake_run
+
+from tdebench.report import build, workloads
+from tdebench.report.noise import NoisyFigure
+from tdebench.report.records import SummaryRecord
+from tdebench.report.sections import Block, Part, WorkloadSection, block
+from tdebench.report.tables import Column, Table
+from tdebench.store import RunData, manifest
+
+CSV = "vacuum.csv"
+SENTENCE = "Vacuum took 12% longer with aes-256-gcm."
+
+
+def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+    """A section built from the run itself (one row per engine), or None for a run with no trial."""
+    engines = sorted({outcome.trial.engine for outcome in run.trials})
+    if not engines:
+        return None
+    table = Table("Vacuum", (Column("engine", "engine", str),), [{"engine": e} for e in engines])
+    detail = Table("Vacuum detail", (Column("engine", "engine in detail", str),), [{"engine": e} for e in engines])
+    return WorkloadSection(blocks=(block(table), Block("Vacuum, in detail", (Part(detail, markdown=False),))),
+                           csv_name=CSV, csv=table, findings=(SENTENCE,),
+                           noisy=(NoisyFigure("duckdb none vacuum · full", "s", 5, 1.0, 0.3, None),))
+
+
+@pytest.fixture
+def registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    vacuum = types.SimpleNamespace(CSV=CSV, section=section)
+    monkeypatch.setattr(workloads, "MODULES", (*workloads.MODULES, vacuum))
+
+
+def test_a_registered_section_reaches_every_output(registered: None, tmp_path: Path) -> None:
+    write_fake_run(tmp_path)
+    written = build(tmp_path)
+    assert tmp_path / CSV in written and CSV in (manifest(tmp_path) or ())
+    with (tmp_path / CSV).open(newline="") as fh:
+        assert [row["engine"] for row in csv.DictReader(fh)] == ["duckdb", "sqlite"]
+    markdown = (tmp_path / "report.md").read_text()
+    html = (tmp_path / "report.html").read_text()
+    for text in (markdown, html):
+        assert SENTENCE in text and "duckdb none vacuum · full" in text  # findings and the noise table
+    assert "## Vacuum" in markdown and "[Vacuum](#vacuum)" in markdown  # a section with its contents link
+    assert "## Vacuum, in detail" in markdown and "engine in detail" not in markdown  # a markdown=False part
+    assert 'id="vacuum"' in html and 'id="vacuum-in-detail"' in html and "engine in detail" in html
+    # after the per-query plots, before the resources, as every workload's section
+    assert markdown.index("## Per-query") < markdown.index("## Vacuum") < markdown.index("## Resources")
+
+
+def test_a_run_without_the_workload_gets_nothing_of_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(workloads, "MODULES", (types.SimpleNamespace(CSV=CSV, section=lambda run, records: None),))
+    write_fake_run(tmp_path)
+    written = build(tmp_path)
+    assert not (tmp_path / CSV).exists() and tmp_path / CSV not in written
+    assert "Vacuum" not in (tmp_path / "report.md").read_text()
