@@ -32,27 +32,60 @@ if [ "$servers" = 1 ]; then
 fi
 if [ "$test" = 1 ] && [ ! -x /usr/bin/chromium ]; then need+=(chromium); fi
 if [ "$test" = 1 ] && ! command -v openssl >/dev/null 2>&1; then need+=(openssl); fi
+SECONDS=0
+step() { echo "install: $*"; }
+done_step() { echo "install:   done in ${SECONDS} s"; SECONDS=0; }
+
+# apt-get's output goes to a log (its tail is shown if it fails); a line every tenth of the
+# packages it sets up shows that it moves.
+apt_progress() {
+  local total=$1 log=$2 count=0 shown=0 line
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >> "$log"
+    case "$line" in
+      "Setting up "*)
+        count=$((count + 1))
+        if [ $((count * 10 / total)) -gt "$shown" ] || [ "$count" = "$total" ]; then
+          shown=$((count * 10 / total))
+          echo "install:   set up $count of $total packages (${SECONDS} s)"
+        fi ;;
+    esac
+  done
+}
+
 if [ ${#need[@]} -gt 0 ]; then
-  echo "installing Debian packages: ${need[*]}"
+  step "Debian packages ${need[*]} and what they depend on (a few minutes on a fresh machine)"
   export DEBIAN_FRONTEND=noninteractive
   policy=/usr/sbin/policy-rc.d
-  placed=0
+  placed=0 log=$(mktemp /tmp/tdebench-apt.XXXXXX.log)
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && placed=1
   fi
   trap '[ "$placed" = 1 ] && rm -f "$policy"' EXIT
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  total=$(apt-get install -s -y --no-install-recommends "${need[@]}" | grep -c '^Inst ' || true)
+  step "  apt-get install: $total package(s)"
+  if ! apt-get install -y --no-install-recommends "${need[@]}" 2>&1 | apt_progress "$((total > 0 ? total : 1))" "$log"
+  then
+    echo "install: apt-get install failed; the end of its output ($log):" >&2
+    tail -n 25 "$log" >&2
+    exit 1
+  fi
+  rm -f "$log"
+  done_step
 fi
 
 if [ ! -x .venv/bin/python ]; then
+  step "a Python virtual environment in .venv"
   python3 -m venv .venv
 fi
 extra=""
 [ "$test" = 1 ] && extra="[test]"
 stamp=".venv/.installed${extra}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  step "tdebench${extra} and its pinned Python packages into .venv (pip, about a minute)"
   .venv/bin/pip install --quiet --upgrade pip
   .venv/bin/pip install --quiet -e ".${extra}"
   touch "$stamp"
+  done_step
 fi
