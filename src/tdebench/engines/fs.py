@@ -285,8 +285,8 @@ class GocryptfsDatabase(Database):
 
     def encrypt_existing(self, source: Database, sensitive: Sequence[SensitiveColumns] = ()) -> str:
         """A new cipher directory with this key, mounted, and everything in the unencrypted
-        database's workspace copied into the engine's directory inside the mount (`cp -a`:
-        modes and owners kept, so a server finds its files as it left them); the originals are
+        database's workspace copied into the engine's directory inside the mount (`cp -a` as the
+        server's user: modes kept, so a server finds its files as it left them); the originals are
         then deleted (not shredded: their blocks stay on the disk until overwritten)."""
         inner = self._inner()
         if (type(source) is not type(inner) or source.workspace != self.workspace
@@ -299,8 +299,13 @@ class GocryptfsDatabase(Database):
         return "copy-into-mount"
 
     def _move_into(self, originals: list[Path], directory: Path) -> None:
+        """Copied by the server's user (root for engines in this process), as the server writes
+        its own files: gocryptfs then creates each cipher-side file as that user. Copied by root,
+        a server's files stayed root's on the cipher side (gocryptfs left `cp -a`'s chown of a
+        file to the view), and MariaDB then sometimes failed to open a tablespace (OS error 13)."""
         for path in originals:
-            run_tool(["cp", "-a", str(path), str(directory / path.name)], self.log, timeout=_COPY_TIMEOUT_S)
+            run_tool(["cp", "-a", str(path), str(directory / path.name)], self.log, run_as=self.server_user,
+                     timeout=_COPY_TIMEOUT_S)
         for path in originals:
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
