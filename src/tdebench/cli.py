@@ -109,7 +109,7 @@ def main() -> None:
 @click.option("--resume", "resume_dir", type=click.Path(path_type=Path),
               help="Continue the interrupted or killed run in this directory with the plan stored there: "
                    "its complete trials are kept, the rest run in the original order. Not with PLAN, "
-                   "--out or --force; pass the run's --key-file again, if it had one.")
+                   "--out or --force; pass the run's --key-file again, if it had one (refused without it).")
 def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir: Path | None,
         work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None) -> None:
     """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
@@ -180,6 +180,10 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
     except PlanError as exc:
         usage_error(f"--resume: the run's plan no longer parses here: {exc}")
     keys, engines = _ready_or_exit(the_plan, key_file, work_dir)
+    if not keys.derived and any(outcome.key_derived for outcome in stored.trials):
+        usage_error(f"--resume: the trials of {directory} so far used keys derived from a key file; pass that "
+                    "file again with --key-file, so the rest are derived from it too (without it, they would "
+                    "get random keys and the run could not be repeated with the file)")
     try:
         resume_lock = outdir.lock(directory, "--resume")
     except outdir.OutDirError as exc:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from tdebench import outdir
 from tdebench.cli import main
 from tdebench.plan import parse_plan, schedule
-from tdebench.store import RESULTS, TrialKey, read_run
+from tdebench.store import RESULTS, ResultStore, TrialKey, TrialOutcome, read_run
 from test_cli import TINY
 
 PLAN = TINY.replace("repetitions = 1", "repetitions = 3")  # two lockstep groups after the first
@@ -149,3 +149,19 @@ def test_resume_refuses_a_run_that_is_still_going(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert f"--resume {run_dir} is in use by another tdebench run (pid {os.getpid()})" in " ".join(result.output.split())
     assert (run_dir / RESULTS).read_text() == ""  # nothing was cut
+
+
+def test_resume_without_the_key_file_of_a_derived_run_is_refused(tmp_path: Path) -> None:
+    """Its remaining trials would silently get random keys: the run could no longer be repeated."""
+    run_dir = fake_run_dir(tmp_path / "run")
+    the_plan = parse_plan(PLAN, "plan.toml")
+    first = next(spec.key for spec in schedule(the_plan) if spec.key.encryption != "none")
+    store = ResultStore(run_dir)
+    store.append(TrialOutcome(first, "ok", "warm", False, 1.0, key_derived=True))
+    store.sync()
+    before = (run_dir / RESULTS).read_bytes()
+    result = invoke("run", "--resume", str(run_dir))
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "used keys derived from a key file; pass that file again with --key-file" in text
+    assert (run_dir / RESULTS).read_bytes() == before  # nothing was cut or appended
