@@ -14,14 +14,15 @@ from fakes import (BASELINE_CPU_MAX, BASELINE_MEM_MAX_MIB, FAILED, LAYERED, MIB,
                    write_fake_run)
 
 from tdebench.report import DERIVED, build  # noqa: E402
-from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, figure_text, findings,  # noqa: E402
-                                      overhead_sentence, query_timeouts, timeout_alerts)
+from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, alerts, at_rest_ok, figure_text, findings,  # noqa: E402
+                                      overhead_sentence, query_timeouts, timeout_alerts, verdict_summary)
 from tdebench.report.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
 from tdebench.report.tables import (NOT_MEASURED, cipher_context_table, cipher_of, overhead_table,  # noqa: E402
                                     query_answer)
 from tdebench.stats import overhead, summarize  # noqa: E402
-from tdebench.store import Measurement, RunData, Sample, TrialKey, read_run  # noqa: E402
+from tdebench.store import (Measurement, RunData, Sample, TrialKey, TrialOutcome, Verdict,  # noqa: E402
+                            read_run)
 
 SUMMARY_COLUMNS = ["engine", "encryption", "workload", "scale", "test", "step", "metric", "unit", "n",
                    "median", "mean", "stdev", "ci_low", "ci_high", "cv", "outliers", "noisy",
@@ -410,3 +411,25 @@ def test_a_placebo_states_the_noise_floor_and_what_lies_below_it(tmp_path: Path)
     assert readings[("duckdb", "aes-256-gcm", "power geomean")] == "no significant difference"
     assert readings[("duckdb", "aes-256-gcm", "database size")] == "exact"
     assert not any(row["encryption"] == "placebo" for row in cipher_context_table(run, summary_records(run)).rows)
+
+
+def _verdict(trial: TrialKey, verdict: str, expected: str = "encrypted") -> Verdict:
+    return Verdict(trial, verdict, expected, 3, 3000, "db@0 (utf-8)" if verdict == "plaintext" else None)
+
+
+def test_a_failed_trials_inconclusive_scan_is_its_failure_not_a_second_alert() -> None:
+    """Its failure explains the scan; a leak found in a failed trial's files still counts."""
+    ok, broken, leaked = (TrialKey("sqlite", "aes-256-cbc", "tpch", 0.01, r) for r in (1, 2, 3))
+    run = RunData(Path("."), PLAN, {},
+                  verdicts=[_verdict(ok, "encrypted"), _verdict(broken, "inconclusive")],
+                  trials=[TrialOutcome(ok, "ok", "warm", False, 1.0),
+                          TrialOutcome(broken, "failed", "warm", False, 1.0, error="disk image is malformed")])
+    messages = alerts(run)
+    assert messages == [f"Trial {broken.id} FAILED: disk image is malformed"]
+    assert at_rest_ok(run)
+    assert verdict_summary(run).endswith("(1 failed trial not judged).")
+    run.verdicts.append(_verdict(leaked, "plaintext"))
+    run.trials.append(TrialOutcome(leaked, "failed", "warm", False, 1.0, error="lost"))
+    assert f"Trial {leaked.id}: at-rest verdict 'plaintext', expected 'encrypted' (first canary at db@0 (utf-8))" \
+        in alerts(run)
+    assert not at_rest_ok(run) and "1 of 2 encrypted trials NOT clean" in verdict_summary(run)

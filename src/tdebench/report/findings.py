@@ -20,7 +20,7 @@ from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, Sum
                                      resolution, scale_label, scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
-from tdebench.store import Resumed, RunData, Stopping, TrialKey
+from tdebench.store import Resumed, RunData, Stopping, TrialKey, Verdict
 
 
 @dataclass(frozen=True)
@@ -346,7 +346,7 @@ def alerts(run: RunData) -> list[str]:
     messages += timeout_alerts(run)
     messages += [f"Trial {v.trial.id}: at-rest verdict {v.verdict!r}, expected {v.expected!r}"
                  + (f" (first canary at {v.first_hit})" if v.first_hit else "")
-                 for v in sorted(run.verdicts, key=lambda v: v.trial) if not v.as_expected]
+                 for v in sorted(judged(run), key=lambda v: v.trial) if not v.as_expected]
     not_dropped = [o for o in run.trials if o.cache == "cold" and not o.cache_dropped]
     if not_dropped:
         messages.append(f"{len(not_dropped)} cold-cache trial(s) could not drop the OS page cache "
@@ -358,11 +358,35 @@ def alerts(run: RunData) -> list[str]:
     return messages
 
 
+def judged(run: RunData) -> list[Verdict]:
+    """The verdicts that judge a database: all but the unexpected ones of failed trials that
+    found no leak. A trial that failed (before its canaries were written, or with its database
+    half made) leaves an inconclusive scan, which its failure already explains; a failed trial
+    whose files held plaintext they should not is still a leak, and is judged."""
+    failed = {o.trial for o in run.trials if o.status != "ok"}
+    return [v for v in run.verdicts
+            if v.trial not in failed or v.as_expected or (v.verdict == "plaintext" and v.expected == "encrypted")]
+
+
+def unjudged_text(run: RunData) -> str:
+    """" (n failed trials not judged)" when some verdicts are not judged, else ""."""
+    left = len(run.verdicts) - len(judged(run))
+    return f" ({left} failed trial{'' if left == 1 else 's'} not judged)" if left else ""
+
+
+def at_rest_ok(run: RunData) -> bool:
+    """Every judged verdict as expected, and at least one judged."""
+    verdicts = judged(run)
+    return bool(verdicts) and all(v.as_expected for v in verdicts)
+
+
 def verdict_summary(run: RunData) -> str:
     """One sentence on the at-rest checks, including the positive controls: the baseline's
-    canaries, and for file-system layers the canaries in their decrypted views."""
-    encrypted = [v for v in run.verdicts if v.expected == "encrypted"]
-    baseline = [v for v in run.verdicts if v.expected == "plaintext"]
+    canaries, and for file-system layers the canaries in their decrypted views. Failed trials
+    with no plaintext found are left out (`judged`) and counted at the end."""
+    verdicts = judged(run)
+    encrypted = [v for v in verdicts if v.expected == "encrypted"]
+    baseline = [v for v in verdicts if v.expected == "plaintext"]
     parts = []
     if encrypted:
         bad = [v for v in encrypted if not v.as_expected]
@@ -377,12 +401,12 @@ def verdict_summary(run: RunData) -> str:
                      "the scan may be blind, so clean verdicts prove less")
     else:
         parts.append("no baseline was checked, so there is no positive control")
-    layered = [v for v in run.verdicts if v.view_hits is not None]
+    layered = [v for v in verdicts if v.view_hits is not None]
     if layered:
         blind = [v for v in layered if not v.view_hits]
         parts.append("the decrypted views of the fs layers showed their canaries (positive control)"
                      if not blind else
                      f"{len(blind)} of {len(layered)} decrypted views of the fs layers did not show "
                      "their canaries: their clean verdicts prove nothing")
-    sentence = "; ".join(parts)
+    sentence = "; ".join(parts) + unjudged_text(run)
     return sentence[0].upper() + sentence[1:] + "."

@@ -17,7 +17,7 @@ import statistics
 from collections import defaultdict
 
 from tdebench.report import cache
-from tdebench.report.findings import SHORT_NAMES, verdict_summary
+from tdebench.report.findings import SHORT_NAMES, judged, verdict_summary
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, SummaryRecord, below_resolution,
                                      engine_label, floors, headline_records, memory_order, resolution, scale_label)
 from tdebench.report.tables import percent
@@ -100,8 +100,9 @@ def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
         figure, chosen = min(by_figure.items(), key=lambda item: (_width(item[1]), HEADLINES.index(item[0])))
         sentences.append(_sentence(engine, memory, workload, scale, figure, chosen,
                                    floor_of.get(chosen[0].cell.comparison)))
-    if run.verdicts:
-        expected = sum(v.as_expected for v in run.verdicts)
-        sentences.append(f"At rest: {expected}/{len(run.verdicts)} verdicts as expected. {verdict_summary(run)}")
+    verdicts = judged(run)
+    if verdicts:
+        expected = sum(v.as_expected for v in verdicts)
+        sentences.append(f"At rest: {expected}/{len(verdicts)} verdicts as expected. {verdict_summary(run)}")
     sentences += [s for s in cache.findings(run)]
     return sentences
