@@ -245,7 +245,7 @@ def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data
     """Run the plan into `out_dir` (a new run, or the rest of one `resumed`) and report it; exits
     0 (all ok), 1 (a trial failed or a verdict was unexpected), 2 (no space left in `out_dir`) or
     130 (interrupted)."""
-    from tdebench.measure.ciphers import measure_ciphers
+    from tdebench.measure.ciphers import measure_ciphers, used_by
     from tdebench.measure.environment import snapshot
     from tdebench.runner import Runner
 
@@ -271,7 +271,9 @@ def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data
         with progress, interrupt_on_signals():  # Ctrl-C also stops a long embedded query at once
             if resumed is None or not resumed.ciphers:
                 progress.phase("measuring this machine's raw cipher throughput")
-                for speed in measure_ciphers():
+                used = [engines[choice.name].encryption(name).cipher
+                        for choice in the_plan.engines for name in choice.encryptions]
+                for speed in measure_ciphers(ciphers=used_by(used)):  # `tdebench ciphers` measures them all
                     store.append(speed)
             runner = Runner(plan=the_plan, store=store, data_dir=data_dir or default_data_dir(),
                             keys=keys, progress=progress, workspace_parent=work_dir,

@@ -12,7 +12,7 @@ import pytest
 
 from tdebench import verify
 from tdebench.engines.base import EncryptionNotActive
-from tdebench.engines.pgcrypto import COLUMN_AES_256, SCHEMA, stored_table_statement
+from tdebench.engines.pgcrypto import COLUMN_AES_256, COLUMN_CIPHERS, SCHEMA, seal, state, stored_table_statement
 from tdebench.engines.postgres import PostgresEngine
 from tdebench.keys import Secret
 
@@ -83,6 +83,31 @@ def test_plaintext_stored_behind_the_views_back_is_reported(sealed) -> None:
     conn.execute(f"INSERT INTO {SCHEMA}.person (id, name, balance, note) VALUES (1, 'plain', 'plain', 'n')")
     with pytest.raises(EncryptionNotActive, match="values of person.balance are not AES-256 OpenPGP messages"):
         db.encryption_state()
+
+
+def test_every_cipher_seals_with_its_own_algorithm_and_the_state_tells_them_apart(sealed) -> None:
+    """AES-128/192/256, Triple DES, Blowfish and CAST5: each table's values are OpenPGP messages
+    whose session key packet names that cipher (the octet `state` checks), and read back through
+    the view. A table sealed with another cipher than the one asked about fails `state`."""
+    _, conn, _ = sealed
+    for name, cipher in COLUMN_CIPHERS.items():
+        table = "t_" + name.removeprefix("column-").replace("-", "")
+        conn.execute(f"CREATE TABLE {table} (id INT NOT NULL, v TEXT NOT NULL)")
+        seal(conn, cipher, table, ("v",), ("id",))
+        conn.execute(f"INSERT INTO {table} (id, v) VALUES (1, ?)", [f"secret of {name}"])
+        assert conn.execute(f"SELECT v FROM {table}") == [(f"secret of {name}",)]
+        ((start,),) = conn.execute(f"SELECT encode(substring(v for 6), 'hex') FROM {SCHEMA}.{table}")
+        assert start == f"c30c04{cipher.openpgp_id:02x}0108", name
+    conn.execute("DROP VIEW person")
+    conn.execute(f"DROP TABLE {SCHEMA}.person")
+    with pytest.raises(EncryptionNotActive, match="values of t_3des.v are not AES-256 OpenPGP messages"):
+        state(conn, COLUMN_CIPHERS["column-aes-256"])
+    for name in COLUMN_CIPHERS:
+        if name != "column-3des":
+            table = "t_" + name.removeprefix("column-").replace("-", "")
+            conn.execute(f"DROP VIEW {table}")
+            conn.execute(f"DROP TABLE {SCHEMA}.{table}")
+    assert state(conn, COLUMN_CIPHERS["column-3des"]).endswith("1 values, each an OpenPGP message under Triple DES")
 
 
 def test_sealing_refuses_unknown_and_key_columns(sealed) -> None:

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from tdebench.cli import main
 from tdebench.keys import KeySource
 from tdebench.measure import affinity
+from tdebench.measure.ciphers import PAGE_SIZES
 from tdebench.store import read_run
 
 TINY = '''name = "tiny"
@@ -177,13 +178,17 @@ def test_engines_lists_every_encryption(tmp_path: Path) -> None:
         "none", "aes-128-cbc", "aes-256-cbc", "chacha20-poly1305", "sqlcipher", "ascon-128", "aegis-256", "rc4", *fs]
     assert [e["name"] for e in rows["mariadb"]["encryptions"]] == [
         "none", "aes-128-cbc", "aes-192-cbc", "aes-256-cbc", "aes-128-ctr", "aes-192-ctr", "aes-256-ctr", *fs]
-    assert [e["name"] for e in rows["postgres"]["encryptions"]] == ["none", "column-aes-256", *fs]
+    columns = ["column-aes-128", "column-aes-192", "column-aes-256", "column-3des", "column-blowfish", "column-cast5"]
+    assert [e["name"] for e in rows["postgres"]["encryptions"]] == ["none", *columns, *fs]
     assert all(row["usable"] and row["version"] for row in rows.values())
     assert all(e["usable"] for row in rows.values() for e in row["encryptions"])
-    column = rows["postgres"]["encryptions"][1]
+    column = rows["postgres"]["encryptions"][3]
     assert (column["layer"], column["algorithm"], column["key_bits"]) == ("column", "AES", 256)
     assert "Not encrypted: every other column" in column["notes"]
-    xchacha = rows["postgres"]["encryptions"][3]
+    triple = rows["postgres"]["encryptions"][4]
+    assert (triple["algorithm"], triple["key_bits"], triple["mode"]) == ("3DES", 168, "CFB (OpenPGP)")
+    assert "legacy 64-bit-block cipher" in triple["notes"]
+    xchacha = rows["postgres"]["encryptions"][8]
     assert (xchacha["layer"], xchacha["algorithm"], xchacha["key_bits"]) == ("fs", "XChaCha20-Poly1305", 256)
     gcm = rows["duckdb"]["encryptions"][1]
     assert (gcm["algorithm"], gcm["key_bits"], gcm["mode"], gcm["layer"]) == ("AES", 256, "GCM", "native")
@@ -297,6 +302,9 @@ def test_a_run_that_is_not_on_a_terminal_prints_a_line_per_phase_and_trial(tmp_p
     assert any(line.startswith("[1/2] duckdb/") and ": ok in " in line for line in lines)
     assert any(line.startswith("[2/2] duckdb/") and line.endswith(("plaintext", "encrypted")) for line in lines)
     assert f"report: {(tmp_path / 'out').resolve() / 'report.html'}" in result.output
+    # the plan's one cipher, at every page size (`tdebench ciphers` measures them all)
+    assert {(s.cipher, s.chunk_bytes) for s in read_run(tmp_path / "out").ciphers} == {
+        ("aes-256-gcm", size) for size in PAGE_SIZES}
 
 
 @pytest.mark.parametrize("interrupted", [True, False])

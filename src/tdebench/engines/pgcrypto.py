@@ -4,7 +4,8 @@ TDE.
 
 Sealing a table (right after the workload creates it, still empty) moves it into the schema
 `tdebench_sealed`, turns each sensitive column into `bytea` holding an OpenPGP message
-(`pgp_sym_encrypt`, AES-256), and puts a view under the table's own name in `public` that
+(`pgp_sym_encrypt` with the encryption's cipher: AES-128/192/256, Triple DES, Blowfish or
+CAST5, `COLUMN_CIPHERS`), and puts a view under the table's own name in `public` that
 decrypts them again with the session's key. INSTEAD OF triggers on the view encrypt every
 inserted or updated value before it reaches a page, so the plaintext of a sensitive column
 never reaches a data file or the WAL, and the workload's SQL (bulk COPY included) runs
@@ -21,29 +22,78 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tdebench.engines.base import Connection, Encryption, EncryptionNotActive
 
 SCHEMA = "tdebench_sealed"
 KEY_SETTING = "tdebench.key"
-# One OpenPGP symmetric-key message per value. s2k-mode=1 (salted, not iterated): the key is
-# 256 random bits, so iterating the hash would add only time, once per value.
-_OPTIONS = "cipher-algo=aes256, s2k-mode=1, s2k-digest-algo=sha256"
 _KEY = f"current_setting('{KEY_SETTING}')"
-# How every such message starts (RFC 4880 5.3): a symmetric-key session key packet (tag 3,
-# 12 bytes), version 4, cipher 9 = AES-256, S2K mode 1 (salted), hash 8 = SHA-256.
-_MESSAGE_START = "\\xc30c04090108"
 
-COLUMN_AES_256 = Encryption(
-    name="column-aes-256", algorithm="AES", key_bits=256, mode="CFB (OpenPGP)", layer="column",
-    covers=("the workload's sensitive columns in tables, WAL and backups (TPC-H: names, addresses, "
-            "phone numbers and account balances of customers and suppliers; crud: names, card number, "
-            "address and city of birth; oltp: customers' first names, addresses, phones and balances)",
-            "the canary column"),
-    notes="pgcrypto pgp_sym_encrypt per value (cell-level encryption), read through decrypting views. "
+
+@dataclass(frozen=True)
+class ColumnCipher:
+    """One cipher pgcrypto's OpenPGP functions offer (`cipher-algo=`), as its message marks it."""
+
+    option: str  # pgcrypto's name: aes128, aes192, aes256, 3des, bf, cast5
+    openpgp_id: int  # RFC 4880 9.2: the algorithm octet of the message's session key packet
+    algorithm: str  # as `Encryption.algorithm` names it
+    key_bits: int
+    label: str  # how reports and errors say it, e.g. "AES-256", "Triple DES"
+    legacy: bool = False  # kept for comparison with old studies, not for new data
+
+    @property
+    def options(self) -> str:
+        """pgp_sym_encrypt's options: one OpenPGP symmetric-key message per value. s2k-mode=1
+        (salted, not iterated): the key is 256 random bits, so iterating the hash would add only
+        time, once per value; S2K derives the cipher's key (of its size) from it."""
+        return f"cipher-algo={self.option}, s2k-mode=1, s2k-digest-algo=sha256"
+
+    @property
+    def message_start(self) -> str:
+        """How every such message starts (RFC 4880 5.3), as a bytea literal: a symmetric-key
+        session key packet (tag 3, 12 bytes), version 4, this cipher, S2K mode 1 (salted), hash
+        8 = SHA-256."""
+        return f"\\xc30c04{self.openpgp_id:02x}0108"
+
+
+COLUMN_CIPHERS: dict[str, ColumnCipher] = {
+    "column-aes-128": ColumnCipher("aes128", 7, "AES", 128, "AES-128"),
+    "column-aes-192": ColumnCipher("aes192", 8, "AES", 192, "AES-192"),
+    "column-aes-256": ColumnCipher("aes256", 9, "AES", 256, "AES-256"),
+    "column-3des": ColumnCipher("3des", 2, "3DES", 168, "Triple DES", legacy=True),
+    "column-blowfish": ColumnCipher("bf", 4, "Blowfish", 128, "Blowfish", legacy=True),
+    "column-cast5": ColumnCipher("cast5", 3, "CAST5", 128, "CAST5", legacy=True),
+}
+"""Every cipher of the column layer by its encryption's name: the AES key lengths, and the
+Triple DES (168-bit keys) of the framework study's comparison with Blowfish and CAST5 beside it."""
+
+_COVERS = ("the workload's sensitive columns in tables, WAL and backups (TPC-H: names, addresses, "
+           "phone numbers and account balances of customers and suppliers; crud: names, card number, "
+           "address and city of birth; oltp: customers' first names, addresses, phones and balances)",
+           "the canary column")
+_NOTES = ("pgcrypto pgp_sym_encrypt per value (cell-level encryption), read through decrypting views. "
           "Not encrypted: every other column, indexes on them, the catalog, statistics, and query temp "
-          "files (sorts and hashes spill decrypted values); the key is a session setting the client sends",
-)
+          "files (sorts and hashes spill decrypted values); the key is a session setting the client sends")
+
+
+def _encryption(name: str, cipher: ColumnCipher) -> Encryption:
+    legacy = f"{cipher.label}: a legacy 64-bit-block cipher, for comparison only. " if cipher.legacy else ""
+    return Encryption(name=name, algorithm=cipher.algorithm, key_bits=cipher.key_bits, mode="CFB (OpenPGP)",
+                      layer="column", covers=_COVERS, notes=legacy + _NOTES)
+
+
+COLUMN_ENCRYPTIONS: tuple[Encryption, ...] = tuple(_encryption(name, c) for name, c in COLUMN_CIPHERS.items())
+COLUMN_AES_256 = next(e for e in COLUMN_ENCRYPTIONS if e.name == "column-aes-256")
+
+
+def column_cipher(encryption: Encryption) -> ColumnCipher:
+    """The cipher of a column-layer encryption (KeyError names the valid ones)."""
+    try:
+        return COLUMN_CIPHERS[encryption.name]
+    except KeyError:
+        raise KeyError(f"no column cipher {encryption.name!r}; valid: {', '.join(COLUMN_CIPHERS)}") from None
+
 
 _STORED_TABLE_DDL = re.compile(
     r"\s*(ALTER\s+TABLE|CREATE\s+(UNIQUE\s+)?INDEX|REINDEX|CLUSTER|VACUUM|TRUNCATE|ANALYZE)\b", re.IGNORECASE)
@@ -60,9 +110,11 @@ def set_key_statement() -> str:
     return f"SELECT set_config('{KEY_SETTING}', ?, false)"
 
 
-def seal(conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[str], existing: bool = False) -> None:
-    """Seal the `sensitive` columns of the empty table `public.<table>` (see the module); with
-    `existing`, of a loaded one: its values are encrypted in place, in one rewrite of the table."""
+def seal(conn: Connection, cipher: ColumnCipher, table: str, sensitive: Sequence[str], key: Sequence[str],
+         existing: bool = False) -> None:
+    """Seal the `sensitive` columns of the empty table `public.<table>` with `cipher` (see the
+    module); with `existing`, of a loaded one: its values are encrypted in place, in one rewrite
+    of the table."""
     columns = conn.execute(
         "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
         "WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
@@ -79,14 +131,14 @@ def seal(conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[s
         return f"pgp_sym_decrypt({name}, {_KEY})::{type_} AS {name}" if name in sensitive else name
 
     def sealed(name: str) -> str:
-        return f"pgp_sym_encrypt(NEW.{name}::text, {_KEY}, '{_OPTIONS}')" if name in sensitive else f"NEW.{name}"
+        return f"pgp_sym_encrypt(NEW.{name}::text, {_KEY}, '{cipher.options}')" if name in sensitive else f"NEW.{name}"
 
     match = " AND ".join(f"{c} = OLD.{c}" for c in key)
     function = f"{SCHEMA}.{table}_write"
     statements = [
         f"ALTER TABLE public.{table} SET SCHEMA {SCHEMA}",
         f"ALTER TABLE {stored} " + ", ".join(
-            f"ALTER COLUMN {c} TYPE bytea USING " + (f"pgp_sym_encrypt({c}::text, {_KEY}, '{_OPTIONS}')"
+            f"ALTER COLUMN {c} TYPE bytea USING " + (f"pgp_sym_encrypt({c}::text, {_KEY}, '{cipher.options}')"
                                                      if existing else "NULL") for c in sensitive),
         f"CREATE VIEW public.{table} AS SELECT {', '.join(plain(n, t) for n, t in columns)} FROM {stored}",
         f"""CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -108,9 +160,9 @@ END $$""",
         conn.execute(statement)
 
 
-def state(conn: Connection) -> str:
+def state(conn: Connection, cipher: ColumnCipher) -> str:
     """What the database itself holds: every value of every sealed column starts like an
-    OpenPGP message encrypted with AES-256 under a salted SHA-256 key. Raises
+    OpenPGP message encrypted with `cipher` under a salted SHA-256 key. Raises
     EncryptionNotActive if one does not, or if nothing is sealed."""
     columns = _sealed_columns(conn)
     if not columns:
@@ -118,14 +170,14 @@ def state(conn: Connection) -> str:
     values = 0
     for table, column in columns:
         ((count, other),) = conn.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE substring({column} for 6) <> '{_MESSAGE_START}'::bytea) "
+            f"SELECT count(*), count(*) FILTER (WHERE substring({column} for 6) <> '{cipher.message_start}'::bytea) "
             f"FROM {SCHEMA}.{table}")
         if other:
-            raise EncryptionNotActive(f"{other} values of {table}.{column} are not AES-256 OpenPGP messages")
+            raise EncryptionNotActive(f"{other} values of {table}.{column} are not {cipher.label} OpenPGP messages")
         values += count
     tables = len({table for table, _ in columns})
     return (f"pgcrypto: {len(columns)} columns of {tables} tables sealed, "
-            f"{values:,} values, each an AES-256 OpenPGP message")
+            f"{values:,} values, each an OpenPGP message under {cipher.label}")
 
 
 def _sealed_columns(conn: Connection) -> list[tuple[str, str]]:
@@ -140,7 +192,7 @@ def _sealed_columns(conn: Connection) -> list[tuple[str, str]]:
 # -- maintenance: sealing loaded tables, changing the key ---------------------------------------
 
 
-def reseal(conn: Connection, old_key: str, new_key: str) -> None:
+def reseal(conn: Connection, cipher: ColumnCipher, old_key: str, new_key: str) -> None:
     """Every sealed value decrypted with `old_key` and encrypted with `new_key`, one UPDATE per
     table with the keys as bound parameters; then `retire` rewrites the tables (the old row
     versions, under the old key, go with the old files) and the WAL written before."""
@@ -148,7 +200,7 @@ def reseal(conn: Connection, old_key: str, new_key: str) -> None:
     for table, column in _sealed_columns(conn):
         by_table.setdefault(table, []).append(column)
     for table, columns in by_table.items():
-        sets = ", ".join(f"{c} = pgp_sym_encrypt(pgp_sym_decrypt({c}, ?), ?, '{_OPTIONS}')" for c in columns)
+        sets = ", ".join(f"{c} = pgp_sym_encrypt(pgp_sym_decrypt({c}, ?), ?, '{cipher.options}')" for c in columns)
         conn.execute(f"UPDATE {SCHEMA}.{table} SET {sets}", [k for _ in columns for k in (old_key, new_key)])
     retire(conn, [f"{SCHEMA}.{table}" for table in by_table])
 

@@ -215,6 +215,10 @@ class PostgresDatabase(Database):
     def _column_layer(self) -> bool:
         return self.encryption.layer == "column"
 
+    @property
+    def _cipher(self) -> pgcrypto.ColumnCipher:
+        return pgcrypto.column_cipher(self.encryption)
+
     def _start(self) -> None:
         self._password = _cluster_password(self.data_dir)
         self.socket_dir.mkdir(mode=0o700, exist_ok=True)
@@ -288,14 +292,14 @@ class PostgresDatabase(Database):
 
     def seal_columns(self, conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[str]) -> None:
         if self._column_layer:
-            pgcrypto.seal(conn, table, sensitive, key)
+            pgcrypto.seal(conn, self._cipher, table, sensitive, key)
 
     def encryption_state(self) -> str:
         if not self._column_layer:
             return ""
         conn = self.connect()
         try:
-            return pgcrypto.state(conn)
+            return pgcrypto.state(conn, self._cipher)
         finally:
             conn.close()
 
@@ -360,7 +364,7 @@ class PostgresDatabase(Database):
             conn.execute("CREATE EXTENSION pgcrypto")
             conn.execute(f"CREATE SCHEMA {pgcrypto.SCHEMA}")
             for table in sensitive:
-                pgcrypto.seal(conn, table.table, table.columns, table.key, existing=True)
+                pgcrypto.seal(conn, self._cipher, table.table, table.columns, table.key, existing=True)
             conn.execute("ANALYZE")
             pgcrypto.retire(conn, ["pg_catalog.pg_statistic"])
         finally:
@@ -374,7 +378,7 @@ class PostgresDatabase(Database):
         old = self.key
         conn = self.connect()
         try:
-            pgcrypto.reseal(conn, old.hex(), new_key.hex())
+            pgcrypto.reseal(conn, self._cipher, old.hex(), new_key.hex())
         except Exception as exc:
             raise RuntimeError(f"postgres could not reseal: {new_key.scrub(old.scrub(str(exc)))}") from None
         finally:
@@ -512,7 +516,7 @@ class PostgresEngine(Engine):
     capabilities = Capabilities(embedded=False, concurrent_streams=True)
     memory_use = (f"shared_buffers (reads beyond it go through the OS page cache); without it "
                   f"{DEFAULT_MEMORY_MB} MB")
-    encryptions = (NONE, pgcrypto.COLUMN_AES_256, *FS_ENCRYPTIONS)
+    encryptions = (NONE, *pgcrypto.COLUMN_ENCRYPTIONS, *FS_ENCRYPTIONS)
 
     def version(self) -> str:
         directory = bin_dir()
