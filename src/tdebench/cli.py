@@ -2,8 +2,8 @@
 
 Exit codes: 0 success; 1 the run finished but something is wrong (a failed trial, a wrong
 answer, an unexpected verdict), `verify` found plaintext or `compare --fail-above` found a
-figure that got slower; 2 bad input (plan, options, output directory, unusable engine);
-130 interrupted.
+figure that got slower (a TPM or NOPM lower); 2 bad input (plan, options, output directory,
+unusable engine); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -440,7 +440,7 @@ NAMED = 10
                    "printing the comparison.")
 @click.option("--fail-above", "fail_above", type=float, metavar="PCT",
               help="Exit 1 if a timed headline figure got slower in B by more than PCT percent with its whole "
-                   "95% CI above 0.")
+                   "95% CI above 0, or a TPM/NOPM figure lower by more than PCT percent with its CI below 0.")
 def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: float | None) -> None:
     """What changed from run A (the baseline) to run B (the new one): per configuration and
     headline figure both measured, the change of the median (B ÷ A − 1, 95% bootstrap CI,
@@ -449,9 +449,10 @@ def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: 
     the configurations only one run has.
 
     Prints the comparison as Markdown, or writes it to --out. Exit 0; 1 with --fail-above PCT
-    when a timed headline figure's median change exceeds PCT and its CI lies entirely above 0
-    (sizes, overheads and figures with fewer than 3 trials in a run never count); 2 bad input,
-    or no figure in both runs.
+    when a timed headline figure's median change exceeds PCT and its CI lies entirely above 0,
+    or a TPM or NOPM fell by more than PCT with its CI entirely below 0 (sizes, overheads and
+    figures with fewer than 3 trials in a run never count); 2 bad input, or no figure in both
+    runs.
     """
     from tdebench.report import compare
 
@@ -484,9 +485,11 @@ def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: 
         named = ", ".join(f"{c.where} {c.name} {c.median.pct:+.1f}% [{c.median.ci_low:.1f}, {c.median.ci_high:.1f}]"
                           for c in slower[:NAMED]) + (f" and {len(slower) - NAMED} more" if len(slower) > NAMED else "")
         err.print(f"[bold red]slower:[/] {len(slower)} headline figure(s) got slower by more than {fail_above:g}% "
-                  f"with the 95% CI above 0: {plain(named)}", highlight=False, soft_wrap=True)
+                  f"with the 95% CI above 0 (a TPM or NOPM: lower, its CI below 0): {plain(named)}",
+                  highlight=False, soft_wrap=True)
         sys.exit(1)
-    err.print(f"no headline figure got slower by more than {fail_above:g}% with its 95% CI above 0",
+    err.print(f"no headline figure got slower by more than {fail_above:g}% with its 95% CI above 0 "
+              "(and no TPM or NOPM lower)",
               highlight=False, soft_wrap=True, markup=False)
 
 

@@ -288,3 +288,44 @@ def test_cli_runs_with_nothing_in_common_are_exit_2(runs: dict[str, Path], tmp_p
     assert "only in A: duckdb none tpch sf0.01" in result.output
     assert "only in B: duckdb 64 MB none tpch sf0.01" in result.output
     assert result.output.strip().splitlines()[-1].startswith("error: no headline figure of the same configuration")
+
+
+def oltp_run(directory: Path, factor: float) -> Path:
+    """The hand-made oltp run of test_oltp_report, its encrypted throughput times `factor`."""
+    from test_oltp_report import PLAN as OLTP_PLAN, REPETITIONS, TESTS, _run_records
+
+    from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome
+
+    store = ResultStore(directory)
+    store.start(OLTP_PLAN, {"cpu": {"cores": 2}})
+    for repetition in range(1, REPETITIONS + 1):
+        for encryption, base in (("none", 1.0), ("aes-256-cbc", 0.9 * factor)):
+            trial = TrialKey("sqlite", encryption, "oltp", 1.0, repetition)
+            store.append(Measurement(trial, "load", "total", {"elapsed_s": 5.0}))
+            for test in TESTS:
+                for record in _run_records(trial, test, base):
+                    if record.step == "consistency":  # every check passed
+                        record = replace(record, metrics={"conditions": 4.0, "problems": 0.0}, answer="ok")
+                    store.append(record)
+            store.append(TrialOutcome(trial, "ok", cache="warm", cache_dropped=False, elapsed_s=70.0))
+    return directory
+
+
+def test_tpm_and_nopm_are_compared_and_a_drop_fails_above_a_threshold(tmp_path: Path) -> None:
+    """Throughput is a headline figure too: a TPM 10% lower in B is found, said in the findings
+    and makes --fail-above fail, as a slower time does."""
+    a, b = oltp_run(tmp_path / "a", 1.0), oltp_run(tmp_path / "b", 0.9)
+    comparison = compared(a, b)
+    rates = {(c.cell.encryption, c.name): c for c in comparison.changes if c.unit == "/min"}
+    assert set(rates) == {(e, f"{t} {r}") for e in ("none", "aes-256-cbc") for t in ("load", "stress")
+                          for r in ("TPM", "NOPM")}
+    assert rates[("none", "stress TPM")].reading == compare.WITHIN_NOISE
+    dropped = rates[("aes-256-cbc", "stress TPM")]
+    assert dropped.reading == compare.LOWER and dropped.median.pct == pytest.approx(-10.0, abs=0.5)
+    assert {(c.cell.encryption, c.name) for c in comparison.regressions(5)} == {
+        ("aes-256-cbc", f"{t} {r}") for t in ("load", "stress") for r in ("TPM", "NOPM")}
+    assert not comparison.regressions(15)
+    assert any(s.startswith("Throughput lower in B beyond noise") and "stress TPM -9.9%" in s
+               for s in compare.comparison_findings(comparison)), compare.comparison_findings(comparison)
+    result = invoke(str(a), str(b), "--fail-above", "5")
+    assert result.exit_code == 1 and "(a TPM or NOPM: lower, its CI below 0)" in " ".join(result.output.split())

@@ -9,7 +9,6 @@ import pytest
 
 from tdebench.report.noise import (BUSY_OTHERS_PCT, busy_sentence, findings, is_headline, noise_sentence, noisy,
                                    noisy_figures, trial_loads)
-from tdebench.report.oltp import noisy_rates
 from tdebench.report.records import CellKey, SummaryRecord, unit_of
 from tdebench.report.tables import machine_load_table, noisy_table, summary_table
 from tdebench.stats import summarize
@@ -35,6 +34,8 @@ def cell(workload: str, test: str, step: str, metric: str = "elapsed_s") -> Cell
     cell("backup", "logical", "restore"),
     cell("maintenance", "encrypt", "copy-database"),
     cell("maintenance", "reindex", "rebuild-table"),
+    cell("oltp", "stress", "mix", "tpm"),
+    cell("oltp", "load", "mix", "nopm"),
 ])
 def test_headline_figures(headline: CellKey) -> None:
     assert is_headline(headline)
@@ -51,6 +52,7 @@ def test_headline_figures(headline: CellKey) -> None:
     cell("crud", "insert", "total", "write_bytes"),
     cell("crud", "lookup", "point", "p99_elapsed_s"),
     cell("oltp", "load", "mix", "committed"),
+    cell("oltp", "load", "interval", "tpm"),
     cell("backup", "full", "scan"),
     cell("backup", "full", "backup", "cpu_s"),
 ])
@@ -69,13 +71,13 @@ def test_only_noisy_headline_figures_are_flagged_each_once() -> None:
                record(cell("tpch", "throughput", "total"), QUIET_VALUES)]
     assert [noisy(r) for r in records] == [True, False, False, False]
     assert [row["noisy"] for row in summary_table(records).rows] == [True, False, False, False]
-    oltp = [{"engine": "postgres", "encryption": "none", "warehouses": 2.0, "test": "stress", "n": 5,
-             "tpm": 6000.0, "tpm_cv": 0.12, "tpm_outliers": 0, "nopm": 2600.0, "nopm_cv": 0.03, "nopm_outliers": 1}]
-    figures = noisy_figures(records, noisy_rates(oltp))
-    assert [(f.label, f.noisy) for f in figures] == [
-        ("duckdb none tpch sf0.01 · power geomean elapsed_s", True),
-        ("postgres none oltp W=2 · stress test TPM", True),
-        ("postgres none oltp W=2 · stress test NOPM", False),  # listed for its outlier only
+    oltp = [record(CellKey("postgres", "none", "oltp", 2.0, "stress", "mix", "tpm"), [6000, 7800, 4800, 6600]),
+            record(CellKey("postgres", "none", "oltp", 2.0, "stress", "mix", "nopm"), [2600, 2601, 2600, 2601, 2680])]
+    figures = noisy_figures(records + oltp)
+    assert [(f.label, f.noisy, f.unit) for f in figures] == [
+        ("duckdb none tpch sf0.01 · power geomean elapsed_s", True, "s"),
+        ("postgres none oltp W=2 · stress mix tpm", True, "/min"),
+        ("postgres none oltp W=2 · stress mix nopm", False, "/min"),  # listed for its outlier only
     ]
     table = noisy_table(figures)
     assert len(table.rows) == 3 and 'raise repetitions or (tpch) passes, use order = "lockstep"' in table.intro

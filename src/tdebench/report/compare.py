@@ -32,9 +32,9 @@ from tdebench.measure.environment import differences
 from tdebench.plan import PlanError, parse_plan
 from tdebench.report import csvfiles, findings as report_findings, html, markdown
 from tdebench.report.noise import is_headline
-from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, CellKey, SummaryRecord, cell_data, deterministic,
-                                     engine_label, failed_trials, floors, memory_order, resolution, scale_label,
-                                     step_order, summary_records)
+from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
+                                     cell_data, deterministic, engine_label, failed_trials, floors, memory_order,
+                                     resolution, scale_label, step_order, summary_records)
 from tdebench.report.tables import (Column, Table, config_columns, display_unit, interval_text, number, p_value,
                                     percent, text, uses_memory)
 from tdebench.stats import MIN_BOOTSTRAP, SIGNIFICANCE, Overhead, overhead_change, overheads
@@ -80,6 +80,8 @@ def figure_name(cell: CellKey) -> str:
     for headline in HEADLINES:
         if cell.test == headline.test and cell.step in headline.steps and cell.metric == headline.metric:
             return headline.label
+    if cell.metric in PER_MINUTE:  # oltp's "stress TPM"
+        return f"{cell.test} {cell.metric.upper()}"
     return cell.test if cell.step == "total" else f"{cell.test} {cell.step}"
 
 
@@ -257,12 +259,14 @@ class Comparison:
     changes: list[FigureChange]
 
     def regressions(self, threshold_pct: float) -> list[FigureChange]:
-        """The timed headline figures that got slower in B by more than `threshold_pct` with
-        their whole 95% CI above 0 (`--fail-above`): median change > threshold and CI low > 0.
-        Sizes, overheads and figures without an interval (fewer than MIN_BOOTSTRAP trials in a run)
-        never count."""
+        """The headline figures that got worse in B by more than `threshold_pct` with their
+        whole 95% CI on that side of 0 (`--fail-above`): a timed figure slower (median change >
+        threshold, CI low > 0), a rate (TPM, NOPM) lower (change < −threshold, CI high < 0).
+        Sizes, overheads and figures without an interval (fewer than MIN_BOOTSTRAP trials in a
+        run) never count."""
         return [change for change in self.changes
-                if change.unit == TIMED and change.median.pct > threshold_pct and change.median.ci_low > 0.0]
+                if (change.unit == TIMED and change.median.pct > threshold_pct and change.median.ci_low > 0.0)
+                or (change.unit == RATE_UNIT and change.median.pct < -threshold_pct and change.median.ci_high < 0.0)]
 
 
 def compare_runs(a: Side, b: Side) -> Comparison:
@@ -332,7 +336,13 @@ def _median_sentences(changes: list[FigureChange]) -> list[str]:
                          f"{MIN_BOOTSTRAP} trials of {'it' if len(single) == 1 else 'them'}, too few for a bootstrap "
                          f"interval, so {'its change' if len(single) == 1 else 'their changes'} ({span}) cannot be "
                          "told from noise: raise repetitions.")
-    sizes = [c for c in changes if c.unit != TIMED]
+    rates = [c for c in changes if c.unit == RATE_UNIT]
+    for reading, words in ((LOWER, "Throughput lower in B beyond noise (the 95% CI of the change below 0)"),
+                           (HIGHER, "Throughput higher in B beyond noise (the 95% CI of the change above 0)")):
+        moved = [c for c in rates if c.reading == reading]
+        if moved:
+            sentences.append(f"{words}: {_grouped(moved, lambda c: f'{c.name} {_interval(c.median)}')}.")
+    sizes = [c for c in changes if c.unit not in (TIMED, RATE_UNIT)]
     grown = [c for c in sizes if c.exact and round(c.median.pct, 6) != 0]
     if grown:
         unit, factor = display_unit(grown[0].unit)

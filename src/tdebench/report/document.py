@@ -125,7 +125,7 @@ class Report:
 def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     described = findings.overview(run)
     sections = workloads.sections(run, records)
-    noisy = noise.noisy_figures(records, [figure for section in sections for figure in section.noisy])
+    noisy = noise.noisy_figures(records)
     loads = noise.trial_loads(run)
     return Report(
         title=f"tdebench report: {described.plan_name}",

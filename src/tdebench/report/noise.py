@@ -21,7 +21,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tdebench.report.records import BASELINE, HEADLINES, CellKey, SummaryRecord, deterministic
+from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, WINDOW_STEP, CellKey, SummaryRecord,
+                                     deterministic)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
 from tdebench.store import RunData, TrialKey
 
@@ -55,7 +56,7 @@ class HeadlineRule:
 def headline_rules() -> tuple[HeadlineRule, ...]:
     """The headline figures of every workload's report: the tpch-style HEADLINES (any workload
     with those tests), crud's operations, backup's backups and restores, maintenance's
-    operations. TPM and NOPM are derived in report/oltp.py and are headline figures there."""
+    operations, and oltp's TPM and NOPM (records.PER_MINUTE, of each test's measured window)."""
     from tdebench.workloads import WORKLOADS
     from tdebench.workloads.crud.workload import STEP
 
@@ -63,7 +64,9 @@ def headline_rules() -> tuple[HeadlineRule, ...]:
             HeadlineRule(frozenset(WORKLOADS["crud"].tests), frozenset({STEP}), "elapsed_s", "crud"),
             HeadlineRule(frozenset(WORKLOADS["backup"].tests), frozenset({"backup", "restore"}), "elapsed_s",
                          "backup"),
-            HeadlineRule(frozenset(WORKLOADS["maintenance"].tests), None, "elapsed_s", "maintenance"))
+            HeadlineRule(frozenset(WORKLOADS["maintenance"].tests), None, "elapsed_s", "maintenance"),
+            *(HeadlineRule(frozenset(WORKLOADS["oltp"].tests), frozenset({WINDOW_STEP}), rate, "oltp")
+              for rate in PER_MINUTE))
 
 
 def is_headline(cell: CellKey) -> bool:
@@ -75,8 +78,6 @@ def widest_headline(run: RunData, records: list[SummaryRecord]) -> tuple[str, fl
     what adaptive repetitions wait on. Every headline figure counts (the placebo's too), TPM
     and NOPM included; deterministic figures (sizes) have no interval and are left out. None
     when the run has no headline overhead at all."""
-    from tdebench.report.oltp import RATES, throughput_table
-
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     widths: list[tuple[float, str]] = []
     for record in records:
@@ -85,18 +86,10 @@ def widest_headline(run: RunData, records: list[SummaryRecord]) -> tuple[str, fl
                 or deterministic(record, baselines[record.cell.comparison])):
             continue
         widths.append((compared.half_width, record.cell.label))
-    for row in throughput_table(run).rows:
-        for figure in RATES:
-            low, high = row.get(f"{figure}_vs_none_ci_low"), row.get(f"{figure}_vs_none_ci_high")
-            if low is not None:
-                label = (f"{row['engine']} {row['encryption']} oltp W={row['warehouses']:g} "
-                         f"{row['test']} {figure.upper()}")
-                widths.append(((high - low) / 2.0, label))
     if not widths:
         return None
     width, label = max((math.inf if math.isnan(w) else w, label) for w, label in widths)
     return label, width
-
 
 def noisy(record: SummaryRecord) -> bool:
     """The noise flag of a figure itself (summary.csv): a headline figure whose CV exceeds
@@ -134,10 +127,8 @@ class NoisyFigure:
         return is_noisy(self.cv)
 
 
-def noisy_figures(records: Iterable[SummaryRecord], others: Iterable[NoisyFigure] = ()) -> list[NoisyFigure]:
-    """Every headline figure that is noisy or has outliers, the noisiest first: of the summary
-    records, and `others`, the noisy headline figures a workload derives itself (oltp's TPM and
-    NOPM, sections.WorkloadSection.noisy)."""
+def noisy_figures(records: Iterable[SummaryRecord]) -> list[NoisyFigure]:
+    """Every headline figure that is noisy or has outliers, the noisiest first."""
     paired = {r.cell.comparison for r in records if r.overhead is not None and r.overhead.method == PAIRED}
     figures = []
     for r in records:
@@ -150,7 +141,6 @@ def noisy_figures(records: Iterable[SummaryRecord], others: Iterable[NoisyFigure
         elif r.overhead is not None and r.overhead.noisy:  # paired: the comparison, not the figure, counts
             figures.append(NoisyFigure(f"{r.cell.label} ÷ {BASELINE} by round", r.unit, r.overhead.n_treatment,
                                        r.summary.median, r.overhead.spread, None))
-    figures += others
     return sorted(figures, key=lambda f: (not f.noisy, -f.cv if f.noisy else 0.0))
 
 

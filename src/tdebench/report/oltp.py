@@ -20,19 +20,18 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter
 
 from tdebench.report import plots
-from tdebench.report.noise import NoisyFigure
-from tdebench.report.records import (BASELINE, CellData, SummaryRecord, compare, measured, paired_design,
-                                     scale_label)
+from tdebench.report.records import (BASELINE, PER_MINUTE, WINDOW_STEP, CellData, SummaryRecord, compare, measured,
+                                     paired_design, per_minute)
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import Column, Table, n_text, number, p_value, percent, text
-from tdebench.stats import SIGNIFICANCE, is_noisy, summarize_many
+from tdebench.stats import SIGNIFICANCE, summarize_many
 from tdebench.store import Measurement, RunData
 from tdebench.workloads.oltp.inputs import KINDS, MIX
 
 WORKLOAD = "oltp"
-MIX_STEP, INTERVAL_STEP = "mix", "interval"
+MIX_STEP, INTERVAL_STEP = WINDOW_STEP, "interval"
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
-RATES = {"tpm": "committed", "nopm": "new_orders"}  # figure → the count it is per minute of
+RATES = PER_MINUTE  # figure → the count it is per minute of
 
 
 CSV = "oltp.csv"
@@ -45,22 +44,7 @@ def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | Non
         return None
     throughput = throughput_table(run, csv=False)
     return WorkloadSection(blocks=(block(throughput, figures=throughput_plots(run)), block(latency_table(records))),
-                           csv_name=CSV, csv=throughput_table(run), findings=tuple(findings(throughput.rows)),
-                           noisy=tuple(noisy_rates(throughput.rows)))
-
-
-def noisy_rates(rows: list[dict[str, Any]]) -> list[NoisyFigure]:
-    """TPM and NOPM of the throughput rows that are noisy or have outliers: headline figures
-    that are no summary record, so the noise table learns of them here."""
-    figures = []
-    for row in rows:
-        for figure in RATES:
-            cv, outliers = row.get(f"{figure}_cv", float("nan")), row.get(f"{figure}_outliers")
-            if is_noisy(cv) or outliers:
-                label = (f"{row['engine']} {row['encryption']} oltp {scale_label(WORKLOAD, row['warehouses'])} · "
-                         f"{row['test']} test {figure.upper()}")
-                figures.append(NoisyFigure(label, "", row["n"], row[figure], cv, outliers))
-    return figures
+                           csv_name=CSV, csv=throughput_table(run), findings=tuple(findings(throughput.rows)))
 
 
 def findings(rows: list[dict[str, Any]]) -> list[str]:
@@ -87,12 +71,6 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
     return sentences
 
 
-def _rate(m: Measurement, count: str) -> float | None:
-    """A count per minute of the window; None for an empty window."""
-    elapsed = m.metrics.get("elapsed_s", 0.0)
-    return m.metrics.get(count, 0.0) / elapsed * 60.0 if elapsed > 0 else None
-
-
 def _driver(procedures: set[float]) -> str:
     return {frozenset({1.0}): "procedures", frozenset({0.0}): "client"}.get(frozenset(procedures), "mixed")
 
@@ -109,7 +87,7 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
             continue
         key = (m.trial.engine, m.trial.scale, m.test, m.trial.encryption)
         for figure, count in RATES.items():
-            value = _rate(m, count)
+            value = per_minute(m, count)
             if value is not None:
                 rates[key][figure].values.append(value)
                 rates[key][figure].rounds[m.trial.repetition][(0, m.step)] = value
@@ -272,7 +250,7 @@ def throughput_plots(run: RunData) -> list[plots.Figure]:
                 starts, tpm = [0.0], []
                 for point in points:
                     starts.append(starts[-1] + point.metrics["elapsed_s"])
-                    tpm.append(_rate(point, "committed") or 0.0)
+                    tpm.append(per_minute(point, "committed") or 0.0)
                 label = encryption if repetition == 1 else f"{encryption} (repetition {repetition})"
                 # each interval's rate held from its start to its end
                 axes.step(starts, tpm + tpm[-1:], where="post", color=colours(index), linewidth=1.3,

@@ -26,6 +26,12 @@ BASELINE = "none"
 PLACEBO = "placebo"  # the A/A arm (plan key `placebo`): none again, compared with none like an encryption
 GEOMEAN_STEP = "geomean"
 QUERY_TESTS = ("power", "throughput")
+WINDOW_STEP = "mix"  # an oltp run's measured window: its counts, over its elapsed_s
+PER_MINUTE = {"tpm": "committed", "nopm": "new_orders"}
+"""The derived rates of a measured window (oltp's TPM and NOPM, Madyatmadja et al. (2021)):
+rate → the count it is per minute of. `cell_data` adds them as metrics of the window step, so
+they are summary records like any other figure (summary.csv, noise, compare)."""
+RATE_UNIT = "/min"
 _QUERY_STEP = re.compile(r"q(\d+)")
 
 
@@ -137,7 +143,9 @@ def memory_order(memory_mb: int | None) -> int:
 
 
 def unit_of(metric: str) -> str:
-    """Metric names carry their unit as a suffix."""
+    """Metric names carry their unit as a suffix; the derived rates are per minute."""
+    if metric in PER_MINUTE:
+        return RATE_UNIT
     if metric.endswith(("elapsed_s", "cpu_s")):
         return "s"
     if metric.endswith(("_bytes", "_chars")):
@@ -213,12 +221,26 @@ def _geomean_values(measurements: Iterable[Measurement]) -> dict[CellKey, CellDa
     return groups
 
 
+def per_minute(m: Measurement, count: str) -> float | None:
+    """A count of a measured window per minute of it; None for an empty window."""
+    elapsed = m.metrics.get("elapsed_s", 0.0)
+    return m.metrics.get(count, 0.0) / elapsed * 60.0 if elapsed > 0 else None
+
+
+def _with_rates(m: Measurement) -> dict[str, float]:
+    """A measurement's metrics, and for a measured window (WINDOW_STEP) its PER_MINUTE rates."""
+    if m.step != WINDOW_STEP or "committed" not in m.metrics:
+        return m.metrics
+    rates = {rate: per_minute(m, count) for rate, count in PER_MINUTE.items()}
+    return {**m.metrics, **{rate: value for rate, value in rates.items() if value is not None}}
+
+
 def cell_data(run: RunData) -> dict[CellKey, CellData]:
-    """Every cell's values over repetitions, including the derived geomean step."""
+    """Every cell's values over repetitions, including the derived geomean step and rates."""
     kept = measured(run)
     groups: dict[CellKey, CellData] = defaultdict(CellData)
     for m in sorted(kept, key=lambda m: (m.trial, m.test, m.stream or 0, step_order(m.step))):
-        for metric, value in m.metrics.items():
+        for metric, value in _with_rates(m).items():
             data = groups[_cell(m.trial, m.test, m.step, metric)]
             data.values.append(float(value))
             data.rounds[m.trial.repetition][(m.stream or 0, m.step)] = float(value)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tdebench.report import plots
-from tdebench.report.noise import NoisyFigure
 from tdebench.report.tables import Table
 
 FOLD_ABOVE = 10
@@ -54,12 +53,10 @@ def block(*tables: Table, figures: list[plots.Figure] | tuple[plots.Figure, ...]
 @dataclass(frozen=True)
 class WorkloadSection:
     """What one workload adds to a report: its blocks in reading order, sentences for the
-    findings, its own CSV file (`csv_name`, holding `csv`), written only when the section
-    exists (a run without the workload gets no file of it, not a lone header), and the noisy
-    headline figures it derives itself, beyond the summary records (oltp's TPM and NOPM)."""
+    findings and its own CSV file (`csv_name`, holding `csv`), written only when the section
+    exists: a run without the workload gets no file of it, not a lone header."""
 
     blocks: tuple[Block, ...]
     csv_name: str
     csv: Table
     findings: tuple[str, ...] = ()
-    noisy: tuple[NoisyFigure, ...] = ()
