@@ -162,11 +162,17 @@ END $$""",
 
 def state(conn: Connection, cipher: ColumnCipher) -> str:
     """What the database itself holds: every value of every sealed column starts like an
-    OpenPGP message encrypted with `cipher` under a salted SHA-256 key. Raises
-    EncryptionNotActive if one does not, or if nothing is sealed."""
+    OpenPGP message encrypted with `cipher` under a salted SHA-256 key, and the server's
+    pgcrypto really encrypts with that cipher (`really_encrypts`). Raises EncryptionNotActive
+    if either is not so, or if nothing is sealed."""
     columns = _sealed_columns(conn)
     if not columns:
         raise EncryptionNotActive("column encryption sealed no column: the workload named no sensitive column")
+    if not really_encrypts(conn, cipher):
+        raise EncryptionNotActive(
+            f"pgcrypto writes {cipher.label} values unencrypted on this server: the OpenPGP message it makes "
+            "holds the plaintext (its OpenSSL lacks the cipher, e.g. OpenSSL 3 without the legacy provider for "
+            "Blowfish and CAST5, and pgcrypto does not say so)")
     values = 0
     for table, column in columns:
         ((count, other),) = conn.execute(
@@ -178,6 +184,19 @@ def state(conn: Connection, cipher: ColumnCipher) -> str:
     tables = len({table for table, _ in columns})
     return (f"pgcrypto: {len(columns)} columns of {tables} tables sealed, "
             f"{values:,} values, each an OpenPGP message under {cipher.label}")
+
+
+_PROBE = "tdebench-pgcrypto-probe-0123456789"
+
+
+def really_encrypts(conn: Connection, cipher: ColumnCipher) -> bool:
+    """Whether `pgp_sym_encrypt` with `cipher` hides a value: the header alone says nothing,
+    since pgcrypto on an OpenSSL without the cipher (Blowfish and CAST5 under OpenSSL 3 without
+    its legacy provider, as on Debian 12) makes a well-formed message with the plaintext inside."""
+    ((exposed,),) = conn.execute(
+        f"SELECT position(convert_to(?, 'UTF8') in pgp_sym_encrypt(?, 'tdebench-probe-key', '{cipher.options}')) > 0",
+        [_PROBE, _PROBE])
+    return not exposed
 
 
 def _sealed_columns(conn: Connection) -> list[tuple[str, str]]:
