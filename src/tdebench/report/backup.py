@@ -19,7 +19,7 @@ from typing import Any
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
 from tdebench.report.sections import WorkloadSection, block
-from tdebench.report.tables import MIB, Column, Table, number, percent, text
+from tdebench.report.tables import MIB, Column, Table, num, number, percent, text
 from tdebench.store import RunData
 
 WORKLOAD = "backup"
@@ -65,9 +65,6 @@ def _ratio(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.2f}×"
 
 
-def _num(key: str, header: str, fmt=number) -> Column:
-    return Column(key, header, fmt, numeric=True)
-
 
 def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
     """One row per engine, encryption, scale and backup method (backups.csv: seconds and bytes)."""
@@ -108,13 +105,13 @@ def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
     rows.sort(key=lambda row: (row["engine"], row["scale"], METHODS.index(row["method"]),
                                row["encryption"] != BASELINE, row["encryption"]))
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
-               _num("scale", "scale", scale_text), Column("method", "method"),
-               Column("kind", "kind"), Column("compressed", "compressed"), _num("n", "n", text),
-               _num("backup_s", "backup (ms)", _ms), _num("backup_overhead_pct", "vs none", percent),
-               _num("backup_cpu_s", "CPU (ms)", _ms), _num("size_bytes", "size (MiB)", _mib),
-               _num("database_bytes", "database (MiB)", _mib), _num("ratio", "compression", _ratio),
-               Column("artifact", "backup at rest"), _num("restore_s", "restore (ms)", _ms),
-               _num("restore_cpu_s", "restore CPU (ms)", _ms), Column("restore", "restore checked"),
+               num("scale", "scale", scale_text), Column("method", "method"),
+               Column("kind", "kind"), Column("compressed", "compressed"), num("n", "n", text),
+               num("backup_s", "backup (ms)", _ms), num("backup_overhead_pct", "vs none", percent),
+               num("backup_cpu_s", "CPU (ms)", _ms), num("size_bytes", "size (MiB)", _mib),
+               num("database_bytes", "database (MiB)", _mib), num("ratio", "compression", _ratio),
+               Column("artifact", "backup at rest"), num("restore_s", "restore (ms)", _ms),
+               num("restore_cpu_s", "restore CPU (ms)", _ms), Column("restore", "restore checked"),
                Column("without_key", "restore with a wrong key"))
     return Table(
         "Backup and restore", columns, rows,

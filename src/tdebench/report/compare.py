@@ -35,8 +35,8 @@ from tdebench.report.noise import is_headline
 from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
                                      cell_data, deterministic, engine_label, failed_trials, floors, memory_order,
                                      resolution, scale_label, step_order, summary_records)
-from tdebench.report.tables import (Column, Table, config_columns, display_unit, interval_text, number, p_value,
-                                    percent, text, uses_memory)
+from tdebench.report.tables import (Column, Table, config_columns, display_unit, interval_text, num, number,
+                                    p_value, percent, text, uses_memory)
 from tdebench.stats import MIN_BOOTSTRAP, SIGNIFICANCE, Overhead, overhead_change, overheads
 from tdebench.store import PLAN, RunData, writing
 
@@ -469,9 +469,6 @@ def comparison_findings(comparison: Comparison) -> list[str]:
 # --- tables ---------------------------------------------------------------------------
 
 
-def _num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
-    return Column(key, header, fmt, numeric=True)
-
 
 def _bounds(prefix: str, change: Overhead | None) -> dict[str, Any]:
     if change is None:
@@ -541,10 +538,10 @@ OVERHEAD_NOTE = (
 def median_table(comparison: Comparison, rows: list[dict[str, Any]]) -> Table:
     memory = uses_memory(c.cell.memory_mb for c in comparison.changes)
     columns = config_columns(memory) + (
-        Column("figure", "figure"), Column("display_unit", "unit"), _num("shown_a", "A (median)"),
-        _num("shown_b", "B (median)"), _num("change_pct", "change", percent), _num("change_ci", "95% CI", text),
-        Column("change_reading", "reading"), _num("p_shown", "p", p_value), _num("n_a", "n A", text),
-        _num("n_b", "n B", text))
+        Column("figure", "figure"), Column("display_unit", "unit"), num("shown_a", "A (median)"),
+        num("shown_b", "B (median)"), num("change_pct", "change", percent), num("change_ci", "95% CI", text),
+        Column("change_reading", "reading"), num("p_shown", "p", p_value), num("n_a", "n A", text),
+        num("n_b", "n B", text))
     return Table("Change of the median, B against A", columns, rows, note=MEDIAN_NOTE,
                  empty="No headline figure of the same configuration is in both runs.")
 
@@ -554,12 +551,12 @@ def overhead_change_table(comparison: Comparison, rows: list[dict[str, Any]]) ->
     compared = [row for row in rows if "overhead_change_pct" in row]
     floors_shown = any("resolution_a" in row or "resolution_b" in row for row in compared)
     columns = config_columns(memory) + (
-        Column("figure", "figure"), _num("overhead_a_shown", "A overhead", text),
-        _num("overhead_b_shown", "B overhead", text), _num("overhead_change_pct", "change", percent),
-        _num("overhead_change_ci", "95% CI", text), Column("overhead_reading", "reading"),
-        _num("overhead_p_shown", "p", p_value))
+        Column("figure", "figure"), num("overhead_a_shown", "A overhead", text),
+        num("overhead_b_shown", "B overhead", text), num("overhead_change_pct", "change", percent),
+        num("overhead_change_ci", "95% CI", text), Column("overhead_reading", "reading"),
+        num("overhead_p_shown", "p", p_value))
     if floors_shown:
-        columns += (_num("resolution_a", "resolution A", _plus_minus), _num("resolution_b", "resolution B", _plus_minus))
+        columns += (num("resolution_a", "resolution A", _plus_minus), num("resolution_b", "resolution B", _plus_minus))
     return Table(f"Change of the overhead against {BASELINE}", columns, compared, note=OVERHEAD_NOTE,
                  empty=f"No overhead against {BASELINE} is in both runs.")
 

@@ -16,7 +16,7 @@ from tdebench.report import plots
 from tdebench.report.records import BASELINE, SummaryRecord
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.store import RunData
-from tdebench.report.tables import MIB, Column, Table, number, p_value, percent, text
+from tdebench.report.tables import MIB, Column, Table, num, p_value, percent, text
 from tdebench.workloads.crud.workload import LATENCY_METRICS, OPERATIONS, POINT, STEP
 
 WORKLOAD = "crud"
@@ -41,9 +41,6 @@ def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | Non
 def _rows(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:,.0f}"
 
-
-def _num(key: str, header: str, fmt=number) -> Column:
-    return Column(key, header, fmt, numeric=True)
 
 
 def _interval(low: float, high: float) -> str:
@@ -88,12 +85,12 @@ def operations_table(records: list[SummaryRecord]) -> Table:
     rows.sort(key=lambda row: (row["engine"], row["table_rows"], TESTS.index(row["operation"]),
                                row["encryption"] != BASELINE, row["encryption"]))
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
-               _num("table_rows", "table rows", _rows), Column("operation", "operation"),
-               _num("rows", "rows", _rows), _num("n", "n", text), _num("median_ms", "median (ms)"),
-               _num("overhead_pct", "vs none", percent), _num("overhead_ci", "95% CI", text),
-               _num("p_value", "p", p_value), _num("cpu_ms", "CPU (ms)"), _num("mb_per_s", "MB/s"),
-               _num("read_mib", "read (MiB)"), _num("written_mib", "written (MiB)"),
-               _num("size_before_mib", "size before (MiB)"), _num("size_after_mib", "size after (MiB)"),
+               num("table_rows", "table rows", _rows), Column("operation", "operation"),
+               num("rows", "rows", _rows), num("n", "n", text), num("median_ms", "median (ms)"),
+               num("overhead_pct", "vs none", percent), num("overhead_ci", "95% CI", text),
+               num("p_value", "p", p_value), num("cpu_ms", "CPU (ms)"), num("mb_per_s", "MB/s"),
+               num("read_mib", "read (MiB)"), num("written_mib", "written (MiB)"),
+               num("size_before_mib", "size before (MiB)"), num("size_after_mib", "size after (MiB)"),
                Column("noisy", "noisy"))
     return Table(
         "CRUD operations by table size", columns, rows,
@@ -135,12 +132,12 @@ def latency_table(records: list[SummaryRecord]) -> Table:
         rows.append(row)
     rows.sort(key=lambda row: (row["engine"], row["table_rows"], row["encryption"] != BASELINE, row["encryption"]))
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
-               _num("table_rows", "table rows", _rows), _num("lookups", "lookups", _rows), _num("n", "n", text),
-               _num("p50_elapsed_s", "p50 (µs)"), _num("p50_elapsed_s_overhead", "p50 vs none", percent),
-               _num("p50_elapsed_s_ci", "95% CI", text), _num("p90_elapsed_s", "p90 (µs)"),
-               _num("p99_elapsed_s", "p99 (µs)"), _num("p99_elapsed_s_overhead", "p99 vs none", percent),
-               _num("p99_elapsed_s_ci", "95% CI", text), _num("max_elapsed_s", "max (µs)"),
-               _num("mean_elapsed_s", "mean (µs)"))
+               num("table_rows", "table rows", _rows), num("lookups", "lookups", _rows), num("n", "n", text),
+               num("p50_elapsed_s", "p50 (µs)"), num("p50_elapsed_s_overhead", "p50 vs none", percent),
+               num("p50_elapsed_s_ci", "95% CI", text), num("p90_elapsed_s", "p90 (µs)"),
+               num("p99_elapsed_s", "p99 (µs)"), num("p99_elapsed_s_overhead", "p99 vs none", percent),
+               num("p99_elapsed_s_ci", "95% CI", text), num("max_elapsed_s", "max (µs)"),
+               num("mean_elapsed_s", "mean (µs)"))
     return Table("Point lookup latency", columns, rows,
                  note=("Every lookup by id is timed alone; each trial keeps the percentiles, "
                        "maximum and mean of its lookups' times, and these are medians over the "

@@ -23,7 +23,7 @@ from tdebench.report import plots
 from tdebench.report.records import (BASELINE, PER_MINUTE, WINDOW_STEP, CellData, SummaryRecord, compare, measured,
                                      paired_design, per_minute)
 from tdebench.report.sections import WorkloadSection, block
-from tdebench.report.tables import Column, Table, n_text, number, p_value, percent, text
+from tdebench.report.tables import Column, Table, n_text, num, number, p_value, percent, text
 from tdebench.stats import SIGNIFICANCE, summarize_many
 from tdebench.store import Measurement, RunData
 from tdebench.workloads.oltp.inputs import KINDS, MIX
@@ -123,24 +123,21 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
     return _csv_table(rows) if csv else _report_table(rows)
 
 
-def _num(key: str, header: str, fmt=number) -> Column:
-    return Column(key, header, fmt, numeric=True)
-
 
 def _common_columns() -> tuple[Column, ...]:
-    return (Column("engine", "engine"), _num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+    return (Column("engine", "engine"), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
             Column("encryption", "encryption"), Column("driver", "driver"),
-            _num("virtual_users", "users", lambda v: f"{v:g}"), _num("n", "n", text))
+            num("virtual_users", "users", lambda v: f"{v:g}"), num("n", "n", text))
 
 
 def _csv_table(rows: list[dict[str, Any]]) -> Table:
     columns = _common_columns()
     for figure in RATES:
-        columns += (_num(figure, figure), _num(f"{figure}_ci_low", f"{figure} CI low"),
-                    _num(f"{figure}_ci_high", f"{figure} CI high"),
-                    _num(f"{figure}_vs_none_pct", f"{figure} vs none %"),
-                    _num(f"{figure}_vs_none_ci_low", f"{figure} vs none CI low"),
-                    _num(f"{figure}_vs_none_ci_high", f"{figure} vs none CI high"), _num(f"{figure}_p", "p"))
+        columns += (num(figure, figure), num(f"{figure}_ci_low", f"{figure} CI low"),
+                    num(f"{figure}_ci_high", f"{figure} CI high"),
+                    num(f"{figure}_vs_none_pct", f"{figure} vs none %"),
+                    num(f"{figure}_vs_none_ci_low", f"{figure} vs none CI low"),
+                    num(f"{figure}_vs_none_ci_high", f"{figure} vs none CI high"), num(f"{figure}_p", "p"))
     return Table("OLTP throughput", columns + (Column("noisy", "noisy"),), rows)
 
 
@@ -159,9 +156,9 @@ def _report_table(rows: list[dict[str, Any]]) -> Table:
         shown.append(view)
     columns = _common_columns()
     for figure, header in (("tpm", "TPM"), ("nopm", "NOPM")):
-        columns += (_num(figure, f"{header} (median)"), _num(f"{figure}_ci", "95% CI", text),
-                    _num(f"{figure}_vs_none_pct", f"{header} vs none", percent),
-                    _num(f"{figure}_vs_none_ci", "95% CI", text), _num(f"{figure}_p", "p", p_value))
+        columns += (num(figure, f"{header} (median)"), num(f"{figure}_ci", "95% CI", text),
+                    num(f"{figure}_vs_none_pct", f"{header} vs none", percent),
+                    num(f"{figure}_vs_none_ci", "95% CI", text), num(f"{figure}_p", "p", p_value))
     return Table(
         "OLTP throughput", columns + (Column("noisy", "noisy"),), shown,
         intro=("The figures of Madyatmadja et al. (2021) per encryption: TPM, the transactions "
@@ -201,11 +198,11 @@ def latency_table(records: list[SummaryRecord]) -> Table:
         row.update({name: figures[f"{name}_elapsed_s"] * 1000 for name in PERCENTILES
                     if f"{name}_elapsed_s" in figures})
         rows.append(row)
-    columns = (Column("engine", "engine"), _num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+    columns = (Column("engine", "engine"), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
                Column("encryption", "encryption"), Column("transaction", "transaction"),
-               _num("committed", "committed", lambda v: f"{v:,.0f}"), _num("share", "share %", lambda v: f"{v:.1f}"),
-               _num("target", "target %", lambda v: f"{v:g}"),
-               *(_num(name, f"{name} (ms)") for name in PERCENTILES))
+               num("committed", "committed", lambda v: f"{v:,.0f}"), num("share", "share %", lambda v: f"{v:.1f}"),
+               num("target", "target %", lambda v: f"{v:g}"),
+               *(num(name, f"{name} (ms)") for name in PERCENTILES))
     return Table(
         "OLTP latency", columns, rows,
         intro=("Response time of each transaction type, from its first attempt's start to its "

@@ -108,15 +108,16 @@ class Table:
         return [[column.fmt(row.get(column.key)) for column in self.columns] for row in self.rows]
 
 
-def _num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
+def num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
+    """A numeric column (right-aligned), shown with `fmt`: every report table's numbers."""
     return Column(key, header, fmt, numeric=True)
 
 
 def config_columns(memory: bool = False) -> tuple[Column, ...]:
     """engine, encryption, workload, scale; and after the engine its memory_mb, when the run used it."""
-    engine = (Column("engine", "engine"),) + ((_num("memory_mb", "memory (MB)", text),) if memory else ())
+    engine = (Column("engine", "engine"),) + ((num("memory_mb", "memory (MB)", text),) if memory else ())
     return engine + (Column("encryption", "encryption"), Column("workload", "workload"),
-                     _num("scale", "scale", scale_text))
+                     num("scale", "scale", scale_text))
 
 
 def _shown_config_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
@@ -162,12 +163,12 @@ def _summary_row(record: SummaryRecord) -> dict[str, Any]:
 def summary_table(records: list[SummaryRecord]) -> Table:
     columns = config_columns(uses_memory(r.cell.memory_mb for r in records)) + (
         Column("test", "test"), Column("step", "step"), Column("metric", "metric"),
-        Column("unit", "unit"), _num("n", "n", text), _num("median", "median"), _num("mean", "mean"),
-        _num("stdev", "stdev"), _num("ci_low", "CI low"), _num("ci_high", "CI high"),
-        _num("cv", "CV", ratio_percent), _num("outliers", "outliers", text), Column("noisy", "noisy"),
-        _num("overhead_pct", "overhead", percent), _num("overhead_ci_low", "overhead CI low", percent),
-        _num("overhead_ci_high", "overhead CI high", percent), Column("overhead_method", "method"),
-        _num("p_value", "p", p_value))
+        Column("unit", "unit"), num("n", "n", text), num("median", "median"), num("mean", "mean"),
+        num("stdev", "stdev"), num("ci_low", "CI low"), num("ci_high", "CI high"),
+        num("cv", "CV", ratio_percent), num("outliers", "outliers", text), Column("noisy", "noisy"),
+        num("overhead_pct", "overhead", percent), num("overhead_ci_low", "overhead CI low", percent),
+        num("overhead_ci_high", "overhead CI high", percent), Column("overhead_method", "method"),
+        num("p_value", "p", p_value))
     return Table("Summary", columns, [_summary_row(record) for record in records])
 
 
@@ -224,9 +225,9 @@ def queries_table(run: RunData) -> Table:
             executions[key][t.repetition] = m
     repetitions = max((rep for runs in executions.values() for rep in runs), default=0)
     columns = (config_columns(uses_memory(key[-1] for key in executions))
-               + (Column("test", "test"), _num("stream", "stream", text), Column("query", "query"))
-               + tuple(_num(f"exec_{i}", f"exec {i} (ms)") for i in range(1, repetitions + 1))
-               + (_num("average_ms", "average (ms)"), _num("stdev_ms", "stdev (ms)"),
+               + (Column("test", "test"), num("stream", "stream", text), Column("query", "query"))
+               + tuple(num(f"exec_{i}", f"exec {i} (ms)") for i in range(1, repetitions + 1))
+               + (num("average_ms", "average (ms)"), num("stdev_ms", "stdev (ms)"),
                   Column("answer", "answer")))
 
     def order(key: tuple) -> tuple:
@@ -250,11 +251,11 @@ def verdicts_table(run: RunData, csv: bool = True) -> Table:
     """Every trial's verdict: verdicts.csv (`csv`), or the report's narrower table of the same
     rows, each trial named by its id and the columns no trial filled left out."""
     config = config_columns(uses_memory(v.trial.memory_mb for v in run.verdicts))
-    columns = (_num("repetition", "rep", text), Column("verdict", "verdict"), Column("expected", "expected"),
-               Column("as_expected", "as expected"), _num("files_scanned", "files", text),
-               _num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
+    columns = (num("repetition", "rep", text), Column("verdict", "verdict"), Column("expected", "expected"),
+               Column("as_expected", "as expected"), num("files_scanned", "files", text),
+               num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
                _prose("first_hit", "first canary hit"), _prose("detail", "detail"))
-    extra = (_prose("engine_state", "engine reports"), _num("view_hits", "canaries in decrypted view", text),
+    extra = (_prose("engine_state", "engine reports"), num("view_hits", "canaries in decrypted view", text),
              _prose("exposed", "plaintext of unsealed columns in"))
     rows = [{"trial": v.trial.id, "engine": v.trial.engine, "memory_mb": v.trial.memory_mb,
              "encryption": v.trial.encryption, "workload": v.trial.workload, "scale": v.trial.scale,
@@ -388,9 +389,9 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
     rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["workload"], row["scale"],
                                [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
     columns = _shown_config_columns(rows) + (
-        Column("figure", "figure"), Column("unit", "unit"), _num("baseline", "none (median)"),
-        _num("median", "median"), _num("overhead", "overhead", percent), _num("ci", "95% CI", text),
-        Column("reading", "reading"), _num("p", "p", p_value), _num("n", "n", text), Column("noisy", "noisy"))
+        Column("figure", "figure"), Column("unit", "unit"), num("baseline", "none (median)"),
+        num("median", "median"), num("overhead", "overhead", percent), num("ci", "95% CI", text),
+        Column("reading", "reading"), num("p", "p", p_value), num("n", "n", text), Column("noisy", "noisy"))
     return Table("Overhead against no encryption", columns, rows,
                  note=OVERHEAD_NOTE)
 
@@ -407,7 +408,7 @@ def size_table(records: list[SummaryRecord]) -> Table:
                      "size": record.summary.median / MIB,
                      "overhead": record.overhead.pct if record.overhead else None})
     columns = _shown_config_columns(rows) + (
-        _num("size", "size (MiB, median)"), _num("overhead", "vs none", percent))
+        num("size", "size (MiB, median)"), num("overhead", "vs none", percent))
     changed = [row for row in rows if row["overhead"] is not None]
     summary = f"{len(rows)} configurations"
     if rows:
@@ -472,11 +473,11 @@ def resources_table(run: RunData) -> Table:
                      "disk_write_bytes": sum(s.disk_write_bytes for s in samples),
                      "samples": len(samples)})
     columns = config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
-        _num("trials", "trials", text), _num("cpu_pct_mean", "CPU % mean", _pct),
-        _num("cpu_pct_max", "CPU % max", _pct), _num("mem_bytes_max", "memory max (MiB)", _mib),
-        _num("mem_pct_max", "memory % max", _pct), _num("disk_busy_pct_mean", "disk busy % mean", _pct),
-        _num("disk_read_bytes", "disk read (MiB)", _mib), _num("disk_write_bytes", "disk written (MiB)", _mib),
-        _num("samples", "samples", text))
+        num("trials", "trials", text), num("cpu_pct_mean", "CPU % mean", _pct),
+        num("cpu_pct_max", "CPU % max", _pct), num("mem_bytes_max", "memory max (MiB)", _mib),
+        num("mem_pct_max", "memory % max", _pct), num("disk_busy_pct_mean", "disk busy % mean", _pct),
+        num("disk_read_bytes", "disk read (MiB)", _mib), num("disk_write_bytes", "disk written (MiB)", _mib),
+        num("samples", "samples", text))
     interval = sample_interval(run.samples)
     every = f" about every {interval:.3g} s" if interval else ""
     return Table(
@@ -515,7 +516,7 @@ def speeds_table(speeds: Iterable[CipherSpeed]) -> Table:
         row = rows.setdefault(s.cipher, {"cipher": s.cipher, "library": s.library, "note": s.note})
         row[f"mib_per_s_{s.chunk_bytes}"] = s.mib_per_s if s.available else UNAVAILABLE
     columns = (Column("cipher", "cipher"),
-               *(_num(f"mib_per_s_{size}", size_text(size), text) for size in sizes),
+               *(num(f"mib_per_s_{size}", size_text(size), text) for size in sizes),
                Column("library", "library"), _prose("note", "note"))
     method = ("One context per key, a new nonce per page, the best of several timings in CPU "
               "time; 0.15-0.8 µs of call overhead per page remain in the figure, most felt at 4 KiB "
@@ -600,9 +601,9 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
             row["times"] = row["load_ms"] / row["cipher_ms"]
         rows.append(row)
     columns = _shown_config_columns(rows) + (
-        _prose("cipher", "raw cipher"), _num("chunk", "page (bytes)", _thousands), _num("mib_per_s", "MiB/s"),
-        _num("size", "database (MiB)"), _num("cipher_ms", "cipher time (ms)"),
-        _num("load_ms", "load overhead (ms)"), _num("times", "÷ cipher time", _times))
+        _prose("cipher", "raw cipher"), num("chunk", "page (bytes)", _thousands), num("mib_per_s", "MiB/s"),
+        num("size", "database (MiB)"), num("cipher_ms", "cipher time (ms)"),
+        num("load_ms", "load overhead (ms)"), num("times", "÷ cipher time", _times))
     return Table("Against the raw cipher", columns, rows, intro=_cipher_intro(rows),
                  note="Cipher time = database size ÷ raw throughput: encrypting every byte "
                       "of the database once, in memory, with no I/O. Load overhead = median "
@@ -676,9 +677,9 @@ def noisy_table(figures: list[noise.NoisyFigure]) -> Table:
         unit, factor = display_unit(figure.unit)
         rows.append({"figure": figure.label, "unit": unit, "n": figure.n, "median": figure.median * factor,
                      "cv": figure.cv, "noisy": figure.noisy, "outliers": figure.outliers})
-    columns = (_prose("figure", "figure"), Column("unit", "unit"), _num("n", "n", text),
-               _num("median", "median"), _num("cv", "CV", ratio_percent), Column("noisy", "noisy"),
-               _num("outliers", "outliers", text))
+    columns = (_prose("figure", "figure"), Column("unit", "unit"), num("n", "n", text),
+               num("median", "median"), num("cv", "CV", ratio_percent), Column("noisy", "noisy"),
+               num("outliers", "outliers", text))
     flagged = [figure for figure in figures if figure.noisy]
     summary = (f"{len(flagged)} noisy headline figure(s), {len(figures) - len(flagged)} with outliers only"
                + (f"; the noisiest: {flagged[0].label} (CV {flagged[0].cv * 100:.0f}%)" if flagged else ""))
@@ -705,9 +706,9 @@ def machine_load_table(loads: list[noise.TrialLoad]) -> Table:
              "load_start": load.load_start, "load_end": load.load_end, "engine_cpus": load.engine_cpus,
              "driver_cpus": load.driver_cpus, "busy": "BUSY" if load.busy else ""} for load in loads]
     pinned = any(load.engine_cpus is not None for load in loads)
-    columns = (Column("trial", "trial"), _num("others_mean", "others' CPU % mean", _pct),
-               _num("others_max", "others' CPU % max", _pct), _num("load_start", "load avg start"),
-               _num("load_end", "load avg end"))
+    columns = (Column("trial", "trial"), num("others_mean", "others' CPU % mean", _pct),
+               num("others_max", "others' CPU % max", _pct), num("load_start", "load avg start"),
+               num("load_end", "load avg end"))
     if pinned:
         columns += (Column("engine_cpus", "engine CPUs", _cpus), Column("driver_cpus", "driver CPUs", _cpus))
     columns += (Column("busy", "busy"),)
