@@ -49,7 +49,7 @@ def test_precision_runs_on_sqlite() -> None:
 def test_verify_scan_prints_every_speed() -> None:
     out = run("verify_scan.py", "4")
     assert "planted hits found by both searches" in out
-    for name in ("read", "scan", "entropy", "search, prefixed", "search, count"):
+    for name in ("read", "scan", "scan, free pages", "entropy", "search, prefixed", "search, count", "grep -F -c"):
         assert re.search(rf"^  {re.escape(name)}\s+\d+\.\d MiB/s", out, re.M), out
 
 

@@ -301,9 +301,10 @@ def test_the_prefix_search_counts_exactly_what_one_count_per_pattern_would():
 
     rng = random.Random(3)
     patterns = [(False, b"TDEBENCH-A1"), (False, b"TDEBENCH-A12"), (True, b"TDEBENCH-B"), (False, b"aa"),
-                (True, "TDEBENCH-A1".encode("utf-16-le"))]
-    pieces = [p for _, p in patterns] + [b"TDEBENCH-", b"a", b"x", b"\x00"]
-    for _ in range(200):
+                (True, "TDEBENCH-A1".encode("utf-16-le")), (False, "TDEBENCH-A12".encode("utf-16-le")),
+                (False, "TDEBENCH-A1".encode("utf-16-be")), (True, "TDEBENCH-B".encode("utf-16-be"))]
+    pieces = [p for _, p in patterns] + [b"TDEBENCH-", b"a", b"x", b"\x00", b"\x00" * 7, "TDEB".encode("utf-16-le")]
+    for _ in range(1000):
         buffer = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
         tail = rng.randint(0, min(len(buffer), 11))
         found = list(_Matcher(patterns).matches(buffer, tail))
