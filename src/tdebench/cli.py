@@ -110,8 +110,11 @@ def main() -> None:
               help="Continue the interrupted or killed run in this directory with the plan stored there: "
                    "its complete trials are kept, the rest run in the original order. Not with PLAN, "
                    "--out or --force; pass the run's --key-file again, if it had one (refused without it).")
+@click.option("--retry-failed", is_flag=True,
+              help="With --resume: also run again the trials that failed (their records are removed), e.g. "
+                   "after fixing what made them fail.")
 def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir: Path | None,
-        work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None) -> None:
+        work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None, retry_failed: bool) -> None:
     """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
     and write its report to --out; or, with --resume DIR, finish the interrupted run in DIR.
 
@@ -125,14 +128,17 @@ def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir
 
     --resume DIR keeps every trial of DIR whose record of how it ended is stored, drops the
     records of a trial that was cut off (and a half-written last line), runs the missing
-    trials in the plan's order, and says in the report that the run was resumed.
+    trials in the plan's order, and says in the report that the run was resumed;
+    --retry-failed runs its failed trials again too.
     """
     if resume_dir is not None:
         given = [name for name, value in (("PLAN", plan), ("--out", out_dir), ("--force", force)) if value]
         if given:
             usage_error(f"--resume continues the run in its directory with the plan stored there: "
                         f"leave out {', '.join(given)}")
-        _resume(resume_dir, key_file, data_dir, work_dir, quiet)
+        _resume(resume_dir, key_file, data_dir, work_dir, quiet, retry_failed)
+    if retry_failed:
+        usage_error("--retry-failed runs the failed trials of an interrupted run again: use it with --resume DIR")
     if out_dir is None:
         usage_error("--out DIR is required: the run's directory (or --resume DIR to finish an interrupted run)")
     the_plan = _plan_or_exit(plan or default_plan())
@@ -166,7 +172,7 @@ def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None)
 
 
 def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
-            quiet: bool) -> NoReturn:
+            quiet: bool, retry_failed: bool = False) -> NoReturn:
     """`run --resume DIR`: check the run in DIR and its plan, lock DIR, cut its results down to
     the complete trials, record the resume, and run the rest."""
     from tdebench import outdir
@@ -192,7 +198,7 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
         usage_error(f"--resume {directory} is not writable: {exc.strerror}")
     try:  # the lock is held until the run has written its report
         try:
-            cut = _cut(directory, the_plan, engines)
+            cut = _cut(directory, the_plan, engines, retry_failed)
         except OutputError as exc:
             usage_error(str(exc))
         _measure(the_plan, engines, directory, keys, data_dir, work_dir, quiet, resumed=cut)
@@ -200,7 +206,7 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
         outdir.unlock(directory, resume_lock)
 
 
-def _cut(directory: Path, the_plan: Plan, engines: dict) -> Cut:
+def _cut(directory: Path, the_plan: Plan, engines: dict, retry_failed: bool = False) -> Cut:
     """Cut the locked run in `directory` down to its complete trials, store a `resume` record
     (with what of the environment changed since the run started) and say what is left to run."""
     from tdebench.measure.environment import differences, snapshot
@@ -208,7 +214,7 @@ def _cut(directory: Path, the_plan: Plan, engines: dict) -> Cut:
     results = directory / RESULTS
     last_write = results.stat().st_mtime  # about when the run was interrupted
     stored = read_run(directory)
-    cut = keep_complete(directory)
+    cut = keep_complete(directory, retry_failed)
     now = datetime.now(timezone.utc)
     since = stored.resumes[-1].at_utc if stored.resumes else stored.environment.get("timestamp_utc")
     before_s = stored.resumes[-1].elapsed_before_s if stored.resumes else 0.0
@@ -220,12 +226,13 @@ def _cut(directory: Path, the_plan: Plan, engines: dict) -> Cut:
     store = ResultStore(directory)
     store.append(Resumed(kept=cut.kept, dropped=cut.dropped, torn_line=cut.torn_line,
                          at_utc=now.isoformat(timespec="seconds"), elapsed_before_s=round(before_s, 1),
-                         changed=tuple(changed)))
+                         changed=tuple(changed), retried=cut.retried))
     store.sync()
     done = stored.complete_trials()
     total, left = len(planned(the_plan, done)), len(to_run(the_plan, done))
     dropped = [f"{cut.dropped} incomplete trial{'' if cut.dropped == 1 else 's'} dropped"] if cut.dropped else []
     dropped += ["a half-written last line dropped"] if cut.torn_line else []
+    dropped += [f"{cut.retried} failed trial{'' if cut.retried == 1 else 's'} to run again"] if cut.retried else []
     more = (f", then rounds until every headline CI is within ±{the_plan.target_ci_pct:g}%"
             if the_plan.adaptive and stored.stopping is None else "")
     err.print(f"resuming {directory}: {total - left} of {total} trials complete, {left} to run{more}"

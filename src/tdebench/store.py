@@ -199,6 +199,7 @@ class Resumed:
     at_utc: str
     elapsed_before_s: float = 0.0
     changed: tuple[str, ...] = ()
+    retried: int = 0  # failed trials removed to run again (`run --resume --retry-failed`)
 
 
 @dataclass(frozen=True)
@@ -489,17 +490,22 @@ class Cut:
     dropped: int  # trials that had begun but not ended: all their records removed
     torn_line: bool  # a half-written last line was removed
     ciphers: bool  # the cipher records were kept: the run had got past measuring them
+    retried: int = 0  # failed trials removed to run again (`retry_failed`)
 
 
-def keep_complete(directory: Path) -> Cut:
+def keep_complete(directory: Path, retry_failed: bool = False) -> Cut:
     """Cut results.jsonl down to what an interrupted run finished: the records of its complete
-    trials (`RunData.complete_trials`), its cipher records once the run had got past them (a
-    record of another kind follows), and its `stopping` and `resume` records; every kept line
-    stays byte for byte as it was. The new file is written beside the old one, fsynced and
-    renamed over it, so a failure midway leaves the original untouched."""
+    trials (`RunData.complete_trials`; with `retry_failed`, of those that ended ok only, so the
+    failed ones run again), its cipher records once the run had got past them (a record of
+    another kind follows), and its `stopping` and `resume` records; every kept line stays byte
+    for byte as it was. The new file is written beside the old one, fsynced and renamed over
+    it, so a failure midway leaves the original untouched."""
     path = directory / RESULTS
     records, torn = _records(path)
     complete = complete_trials(record for _, record in records)
+    failed = {record.trial for _, record in records
+              if isinstance(record, TrialOutcome) and record.status != "ok"} if retry_failed else set()
+    complete -= failed
     begun = {record.trial for _, record in records if isinstance(record, _TRIAL_RECORDS)}
     last_cipher = max((i for i, (_, record) in enumerate(records) if isinstance(record, CipherSpeed)), default=None)
     ciphers = last_cipher is not None and last_cipher + 1 < len(records)
@@ -521,4 +527,5 @@ def keep_complete(directory: Path) -> Cut:
         os.fsync(directory_fd)
     finally:
         os.close(directory_fd)
-    return Cut(kept=len(complete), dropped=len(begun - complete), torn_line=torn, ciphers=ciphers)
+    return Cut(kept=len(complete), dropped=len(begun - complete - failed), torn_line=torn, ciphers=ciphers,
+               retried=len(failed))

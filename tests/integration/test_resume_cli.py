@@ -165,3 +165,30 @@ def test_resume_without_the_key_file_of_a_derived_run_is_refused(tmp_path: Path)
     text = " ".join(result.output.split())
     assert "used keys derived from a key file; pass that file again with --key-file" in text
     assert (run_dir / RESULTS).read_bytes() == before  # nothing was cut or appended
+
+
+def test_retry_failed_runs_a_failed_trial_again_and_needs_resume(tmp_path: Path) -> None:
+    """A finished run with one failed trial: --resume alone keeps it as it is; with
+    --retry-failed its records go and it runs again (here: ok), and the report says so."""
+    (tmp_path / "plan.toml").write_text(TINY)
+    out = tmp_path / "out"
+    assert invoke("run", str(tmp_path / "plan.toml"), "--out", str(out), "--quiet").exit_code == 0
+    results = out / RESULTS
+    lines = results.read_bytes().splitlines(keepends=True)
+    failed = next(i for i, (_, r) in enumerate(records(b"".join(lines))) if r.get("kind") == "trial")
+    record = json.loads(lines[failed])
+    record.update(status="failed", error="RuntimeError: made to fail")
+    lines[failed] = json.dumps(record).encode() + b"\n"
+    results.write_bytes(b"".join(lines))
+    victim = TrialKey(**record["trial"])
+    alone = invoke("run", "--resume", str(out), "--quiet")  # nothing to run: the failed trial stays failed
+    assert alone.exit_code == 1 and [o.status for o in read_run(out).trials if o.trial == victim] == ["failed"]
+    again = invoke("run", "--resume", str(out), "--quiet", "--retry-failed")
+    assert again.exit_code == 0, again.output
+    assert "1 failed trial to run again" in " ".join(again.output.split())
+    run = read_run(out)
+    assert [o.status for o in run.trials if o.trial == victim] == ["ok"] and len(run.trials) == 2
+    assert run.resumes[-1].retried == 1
+    assert "1 failed trial run again" in (out / "report.md").read_text()
+    wrong = invoke("run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "other"), "--retry-failed")
+    assert wrong.exit_code == 2 and "use it with --resume DIR" in wrong.output

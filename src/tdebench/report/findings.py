@@ -61,9 +61,11 @@ def resumed_sentence(resumes: tuple[Resumed, ...]) -> str:
     trial dropped and run again."."""
     before = "the interruption" if len(resumes) == 1 else "the last interruption"
     dropped = sum(resumed.dropped for resumed in resumes)
+    retried = sum(resumed.retried for resumed in resumes)
+    again = f", {_counted(retried, 'failed trial')} run again" if retried else ""
     return (f"The run was interrupted and resumed {_counted(len(resumes), 'time')}; "
             f"{_counted(resumes[-1].kept, 'trial')} kept from before {before}, "
-            f"{_counted(dropped, 'incomplete trial')} dropped and run again.")
+            f"{_counted(dropped, 'incomplete trial')} dropped and run again{again}.")
 
 
 def stopping_sentence(stopping: Stopping) -> str:
