@@ -19,7 +19,7 @@ from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, alerts, at_rest_o
 from tdebench.report.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
 from tdebench.report.tables import (NOT_MEASURED, cipher_context_table, cipher_of, overhead_table,  # noqa: E402
-                                    query_answer)
+                                    query_answer, resources_table)
 from tdebench.stats import overhead, summarize  # noqa: E402
 from tdebench.store import (Measurement, RunData, Sample, TrialKey, TrialOutcome, Verdict,  # noqa: E402
                             read_run)
@@ -433,3 +433,19 @@ def test_a_failed_trials_inconclusive_scan_is_its_failure_not_a_second_alert() -
     assert f"Trial {leaked.id}: at-rest verdict 'plaintext', expected 'encrypted' (first canary at db@0 (utf-8))" \
         in alerts(run)
     assert not at_rest_ok(run) and "1 of 2 encrypted trials NOT clean" in verdict_summary(run)
+
+
+def test_a_lockstep_runs_resources_say_they_are_the_groups(tmp_path: Path) -> None:
+    """Side by side, the machine's CPU and an embedded engine's memory are one group's: the
+    resources table and plots say so in lockstep runs only."""
+    write_fake_run(tmp_path, plan=PLAN.replace('order = "interleaved"', 'order = "lockstep"'))
+    run = read_run(tmp_path)
+    assert "ran side by side, step by step" in (resources_table(run).note or "")
+    titles = [figure.title for figure in resource_plots(run.samples, side_by_side=True)]
+    assert titles and all("(lockstep: the encryptions ran side by side" in title for title in titles)
+    interleaved = tmp_path / "interleaved"
+    interleaved.mkdir()
+    write_fake_run(interleaved)
+    assert "side by side" not in (resources_table(read_run(interleaved)).note or "")
+    built = build(tmp_path)
+    assert "ran side by side, step by step" in (tmp_path / "report.md").read_text() and built

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tdebench.report import cache, findings, headline, noise, plots, tables, workloads
-from tdebench.report.records import SummaryRecord
+from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import FOLD_ABOVE, Block, Part, WorkloadSection, long_part
 from tdebench.store import RunData
 
@@ -143,7 +143,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         cipher_context=tables.cipher_context_table(run, records),
         query_figures=plots.query_plots(records),
         resources=tables.resources_table(run),
-        resource_figures=plots.resource_plots(run.samples),
+        resource_figures=plots.resource_plots(run.samples, side_by_side=run_order(run) == "lockstep"),
         sizes=tables.size_table(records),
         verdicts=tables.verdict_summary_table(run),
         verdict_trials=tables.verdicts_table(run, csv=False),

@@ -181,10 +181,11 @@ def _lines(by_encryption: dict[str, list[Sample]]) -> list[tuple[str, list[Sampl
     return lines
 
 
-def resource_plots(samples: list[Sample]) -> list[Figure]:
+def resource_plots(samples: list[Sample], side_by_side: bool = False) -> list[Figure]:
     """Per engine, workload and scale: system CPU % (top) and engine memory in MiB (bottom)
     over the trial's time, one line per encryption, from repetition 1 of each (or the lowest with
-    MIN_POINTS readings); none where no encryption has that many readings in a trial."""
+    MIN_POINTS readings); none where no encryption has that many readings in a trial.
+    `side_by_side` (a lockstep run): the title says the lines are the group's."""
     per_config: dict[tuple, dict[str, list[Sample]]] = defaultdict(dict)
     for (engine, encryption, workload, scale, memory), group in samples_by_config(samples).items():
         per_config[(engine, memory_order(memory), engine_label(engine, memory), workload, scale)][encryption] = group
@@ -213,6 +214,9 @@ def resource_plots(samples: list[Sample]) -> list[Figure]:
             axes.grid(alpha=0.3)
         cpu.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
         title = f"{engine} · {workload} {scale_label(workload, scale)}: CPU and engine memory during repetition 1"
+        if side_by_side:
+            title += ("\n(lockstep: the encryptions ran side by side; CPU, and an embedded engine's memory, "
+                      "are the group's)")
         cpu.set_title(title)
         figures.append(Figure(title, _file_name("resources", engine, workload, scale_label(workload, scale)), _png(figure)))
     return figures

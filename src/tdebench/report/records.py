@@ -248,15 +248,29 @@ def cell_data(run: RunData) -> dict[CellKey, CellData]:
     return groups
 
 
+def run_order(run: RunData) -> str | None:
+    """The order the run's plan asked for (its default where it named none), or None when the
+    stored plan is not TOML."""
+    try:
+        plan = tomllib.loads(run.plan_text)
+    except tomllib.TOMLDecodeError:
+        return None
+    return str(plan.get("order", default_order(plan.get("cache", "warm"))))
+
+
 def paired_design(run: RunData) -> bool:
     """Whether a run's repetitions are rounds that ran every configuration side by side: the
     plan's order is lockstep or interleaved (one of them is always the default). Sequential
     runs are compared unpaired."""
-    try:
-        plan = tomllib.loads(run.plan_text)
-    except tomllib.TOMLDecodeError:
-        return False
-    return plan.get("order", default_order(plan.get("cache", "warm"))) in PAIRED_ORDERS
+    return run_order(run) in PAIRED_ORDERS
+
+
+LOCKSTEP_RESOURCES = (
+    "The configurations of a lockstep group ran side by side, step by step: the machine's CPU "
+    "and disk, and an embedded engine's memory (one tdebench process for the whole group), are "
+    "the group's, not one configuration's, so they cannot tell the encryptions apart (a server's "
+    "memory is its own).")
+"""What resource figures mean in a lockstep run, said beside its table and plots."""
 
 
 def _paired_arrays(baseline: CellData, record: CellData) -> tuple[np.ndarray, np.ndarray] | None:

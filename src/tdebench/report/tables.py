@@ -17,9 +17,9 @@ from typing import Any
 from tdebench.engines import ENGINES
 from tdebench.measure.environment import flatten
 from tdebench.report import noise
-from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, SummaryRecord, below_resolution, deterministic,
-                                     floors, headline_records, is_query, memory_order, resolution, scale_text,
-                                     step_order)
+from tdebench.report.records import (BASELINE, HEADLINES, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord,
+                                     below_resolution, deterministic, floors, headline_records, is_query,
+                                     memory_order, resolution, run_order, scale_text, step_order)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
 from tdebench.store import CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
 
@@ -491,7 +491,8 @@ def resources_table(run: RunData) -> Table:
               "memory %: the same as a share of the machine's memory. Disk busy %: the "
               "busiest disk's busy time per interval. Disk read and written: all disks, summed "
               "over all trials of the configuration. CPU and disk are machine-wide, so anything "
-              "else running on the machine shows up in them too."),
+              "else running on the machine shows up in them too."
+              + (" " + LOCKSTEP_RESOURCES if run_order(run) == "lockstep" else "")),
         empty="No resource samples were recorded in this run.")
 
 
