@@ -449,3 +449,30 @@ def test_a_lockstep_runs_resources_say_they_are_the_groups(tmp_path: Path) -> No
     assert "side by side" not in (resources_table(read_run(interleaved)).note or "")
     built = build(tmp_path)
     assert "ran side by side, step by step" in (tmp_path / "report.md").read_text() and built
+
+
+def test_a_build_cut_short_by_a_full_disk_leaves_no_file_the_manifest_does_not_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each derived file is in the manifest before it is written, so `run --force` can remove
+    a half-written one; nothing else of the directory is touched."""
+    import errno
+
+    from tdebench.report import csvfiles
+    from tdebench.store import OutputError, manifest
+
+    write_fake_run(tmp_path)
+    real, calls = csvfiles.write, []
+
+    def full_disk(table, path):
+        calls.append(path)
+        if len(calls) == 2:
+            path.write_bytes(b"engine,encr")  # torn, as a full disk leaves it
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(table, path)
+
+    monkeypatch.setattr(csvfiles, "write", full_disk)
+    with pytest.raises(OutputError, match="no space left"):
+        build(tmp_path)
+    listed = set(manifest(tmp_path) or ())
+    present = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert "queries.csv" in present and present <= listed, present - listed

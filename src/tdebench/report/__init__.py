@@ -69,20 +69,20 @@ def build_report(run_dir: Path) -> Built:
 
 
 def _write(run_dir: Path, run: RunData) -> Built:
+    """Every derived file, each named in the manifest before it is written: a write cut short
+    (a full disk) leaves no file behind that `run --force` would not know to remove."""
     records = summary_records(run)
-    written = [
-        csvfiles.write(tables.summary_table(records), run_dir / SUMMARY_CSV),
-        csvfiles.write(tables.queries_table(run), run_dir / QUERIES_CSV),
-        csvfiles.write(tables.verdicts_table(run), run_dir / VERDICTS_CSV),
-        csvfiles.write(tables.resources_table(run), run_dir / RESOURCES_CSV),
-    ]
     report = assemble(run, records)
-    for section in report.workloads:  # a workload's own file only when its section has rows
-        written.append(csvfiles.write(section.csv, run_dir / section.csv_name))
+    csvs = [(tables.summary_table(records), run_dir / SUMMARY_CSV), (tables.queries_table(run), run_dir / QUERIES_CSV),
+            (tables.verdicts_table(run), run_dir / VERDICTS_CSV),
+            (tables.resources_table(run), run_dir / RESOURCES_CSV)]
+    csvs += [(section.csv, run_dir / section.csv_name) for section in report.workloads]  # only with rows
+    texts = [(run_dir / REPORT_MD, markdown.render(report)), (run_dir / REPORT_HTML, html.render(report))]
+    planned = [path for _, path in csvs] + [run_dir / markdown.PLOTS_DIR / f.name for f in report.figures]
+    record_written(run_dir, [run_dir / name for name in RAW_FILES] + planned + [path for path, _ in texts])
+    written = [csvfiles.write(table, path) for table, path in csvs]
     written += _write_plots(run_dir, report.figures)
-    for name, text in ((REPORT_MD, markdown.render(report)), (REPORT_HTML, html.render(report))):
-        path = run_dir / name
+    for path, text in texts:
         path.write_text(text, encoding="utf-8")
         written.append(path)
-    record_written(run_dir, [run_dir / name for name in RAW_FILES] + written)
     return Built(written, report.headline)
