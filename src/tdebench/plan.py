@@ -305,8 +305,8 @@ def _engine(check: "_Checker", table: dict[str, Any], placebo: bool = False) -> 
     name = check.choice(table, "name", None, tuple(ENGINES))
     engine = get_engine(name)
     valid = tuple(e.name for e in engine.encryptions)
-    if table.get("encryptions") in ("all", ["all"]):
-        names = list(valid)
+    if table.get("encryptions") in ("all", ["all"]):  # legacy ciphers only by name
+        names = [e.name for e in engine.encryptions if not e.legacy]
     else:
         names = check.string_list(table, "encryptions", list(valid))
     for enc in names:

@@ -48,6 +48,16 @@ def test_shipped_plans_parse() -> None:
         assert load_plan(path).cells()
 
 
+def test_all_leaves_out_the_legacy_ciphers_which_a_plan_names_to_get() -> None:
+    plan = parse_plan('name = "x"\n[[engines]]\nname = "postgres"\nencryptions = "all"\n'
+                      '[[workloads]]\nname = "tpch"\nscale = 0.01\n')
+    assert plan.engines[0].encryptions == ("none", "column-aes-128", "column-aes-192", "column-aes-256",
+                                           "fs-aes-256-gcm", "fs-xchacha20-poly1305")
+    named = parse_plan('name = "x"\n[[engines]]\nname = "postgres"\nencryptions = ["column-3des"]\n'
+                       '[[workloads]]\nname = "tpch"\nscale = 0.01\n')
+    assert named.engines[0].encryptions == ("none", "column-3des")
+
+
 def test_baseline_is_added_and_all_expands() -> None:
     plan = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '["aes-256-ctr"]'))
     assert plan.engines[0].encryptions == ("none", "aes-256-ctr")

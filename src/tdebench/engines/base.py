@@ -32,6 +32,7 @@ class Encryption:
     covers: tuple[str, ...]  # what reaches the disk encrypted: "main file", "WAL", ...
     notes: str = ""
     page_bytes: int = 0  # bytes encrypted under one nonce/IV (the engine's page or block); 0: none, per value
+    legacy: bool = False  # an old cipher kept to compare with old studies: a plan gets it only by name, not "all"
 
     @property
     def is_baseline(self) -> bool:
@@ -65,6 +66,7 @@ class Encryption:
             "covers": list(self.covers),
             "notes": self.notes,
             "page_bytes": self.page_bytes,
+            "legacy": self.legacy,
         }
 
 

@@ -19,7 +19,10 @@ ANALYZE, …) run with the sealed schema first on the search path (see `stored_t
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,7 +43,8 @@ class ColumnCipher:
     algorithm: str  # as `Encryption.algorithm` names it
     key_bits: int
     label: str  # how reports and errors say it, e.g. "AES-256", "Triple DES"
-    legacy: bool = False  # kept for comparison with old studies, not for new data
+    legacy: bool = False  # kept for comparison with old studies, not for new data (Encryption.legacy)
+    openssl: str = ""  # OpenSSL's name of the cipher in CFB mode, for a legacy cipher's check
 
     @property
     def options(self) -> str:
@@ -62,8 +66,8 @@ COLUMN_CIPHERS: dict[str, ColumnCipher] = {
     "column-aes-192": ColumnCipher("aes192", 8, "AES", 192, "AES-192"),
     "column-aes-256": ColumnCipher("aes256", 9, "AES", 256, "AES-256"),
     "column-3des": ColumnCipher("3des", 2, "3DES", 168, "Triple DES", legacy=True),
-    "column-blowfish": ColumnCipher("bf", 4, "Blowfish", 128, "Blowfish", legacy=True),
-    "column-cast5": ColumnCipher("cast5", 3, "CAST5", 128, "CAST5", legacy=True),
+    "column-blowfish": ColumnCipher("bf", 4, "Blowfish", 128, "Blowfish", legacy=True, openssl="bf-cfb"),
+    "column-cast5": ColumnCipher("cast5", 3, "CAST5", 128, "CAST5", legacy=True, openssl="cast5-cfb"),
 }
 """Every cipher of the column layer by its encryption's name: the AES key lengths, and the
 Triple DES (168-bit keys) of the framework study's comparison with Blowfish and CAST5 beside it."""
@@ -80,11 +84,24 @@ _NOTES = ("pgcrypto pgp_sym_encrypt per value (cell-level encryption), read thro
 def _encryption(name: str, cipher: ColumnCipher) -> Encryption:
     legacy = f"{cipher.label}: a legacy 64-bit-block cipher, for comparison only. " if cipher.legacy else ""
     return Encryption(name=name, algorithm=cipher.algorithm, key_bits=cipher.key_bits, mode="CFB (OpenPGP)",
-                      layer="column", covers=_COVERS, notes=legacy + _NOTES)
+                      layer="column", covers=_COVERS, notes=legacy + _NOTES, legacy=cipher.legacy)
 
 
 COLUMN_ENCRYPTIONS: tuple[Encryption, ...] = tuple(_encryption(name, c) for name, c in COLUMN_CIPHERS.items())
 COLUMN_AES_256 = next(e for e in COLUMN_ENCRYPTIONS if e.name == "column-aes-256")
+
+
+def system_openssl_lacks(cipher: ColumnCipher) -> bool:
+    """Whether this system's OpenSSL (the library PostgreSQL's pgcrypto calls, with the same
+    configuration) refuses a legacy cipher: OpenSSL 3 keeps Blowfish and CAST5 in its legacy
+    provider, which Debian does not load, and pgcrypto then writes the plaintext without an
+    error. Asked of the `openssl` command (`enc` on no input); False when there is no such
+    command or the cipher is not a legacy one (then `really_encrypts` still checks each trial)."""
+    if not cipher.openssl or shutil.which("openssl") is None:
+        return False
+    done = subprocess.run(["openssl", "enc", "-e", f"-{cipher.openssl}", "-K", "00" * (cipher.key_bits // 8),
+                           "-iv", "00" * 8, "-in", os.devnull], capture_output=True, timeout=30, check=False)
+    return done.returncode != 0
 
 
 def column_cipher(encryption: Encryption) -> ColumnCipher:

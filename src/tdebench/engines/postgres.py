@@ -548,6 +548,13 @@ class PostgresEngine(Engine):
             major = directory.parent.name if directory is not None else "*"
             if not list(Path("/usr/share/postgresql").glob(f"{major}/extension/pgcrypto.control")):
                 return Availability(False, "the pgcrypto extension is not installed", _INSTALL)
+            cipher = pgcrypto.column_cipher(encryption)
+            if pgcrypto.system_openssl_lacks(cipher):
+                return Availability(
+                    False, f"this system's OpenSSL cannot encrypt with {cipher.label} (OpenSSL 3 keeps it in its "
+                           "legacy provider, not loaded here), so pgcrypto would store the values in plaintext",
+                    "activate OpenSSL's legacy provider in /etc/ssl/openssl.cnf (legacy = legacy_sect, "
+                    "[legacy_sect] activate = 1), or leave this cipher out")
         return available
 
     def workspace_problem(self, parent: Path) -> str | None:
