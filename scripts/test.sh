@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what it needs, then runs unit, contract and integration tests
-# against real engines, and lists the 25 slowest tests (the suite must stay under 20 minutes).
+# The whole test suite: installs what it needs, runs the gates (ruff; their settings are in
+# pyproject.toml), then unit, contract and integration tests against real engines, and lists the
+# 25 slowest tests (the suite must stay under 20 minutes). A failing gate fails the run.
 #
 # Usage: scripts/test.sh [--fast] [pytest args]
 #   --fast  only the unit tier (tests/unit, `-m unit`) on every core: no root, no servers, no
@@ -15,4 +16,5 @@ if [ "${1:-}" = --fast ]; then
     --numprocesses auto --durations=10 "$@"
 fi
 scripts/install.sh --test
+.venv/bin/ruff check src tests
 exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -105,7 +105,8 @@ def main() -> None:
               help="Where trial workspaces (databases, servers, mounts) live while they run; each is "
                    "removed after its trial. [default: the system's temporary directory]")
 @click.option("--quiet", is_flag=True, help="No progress bar; only the final summary.")
-@click.option("--force", is_flag=True, help="Replace a tdebench run already in --out (only the files it wrote are removed).")
+@click.option("--force", is_flag=True,
+              help="Replace a tdebench run already in --out (only the files it wrote are removed).")
 @click.option("--resume", "resume_dir", type=click.Path(path_type=Path),
               help="Continue the interrupted or killed run in this directory with the plan stored there: "
                    "its complete trials are kept, the rest run in the original order. Not with PLAN, "
@@ -530,7 +531,8 @@ def engines(as_json: bool) -> None:
 
     for row in rows:
         if row["usable"]:
-            out.print(f"[bold]{plain(row['name'])}[/] {plain(row['version'] or '')} — [green]usable[/]", highlight=False)
+            out.print(f"[bold]{plain(row['name'])}[/] {plain(row['version'] or '')} — [green]usable[/]",
+                      highlight=False)
         else:
             out.print(f"[bold]{plain(row['name'])}[/] — [red]not usable[/]: {plain(row['reason'])}\n  fix: "
                       f"{plain(row['fix'])}", highlight=False)

@@ -481,7 +481,8 @@ class Runner:
             remove_tree(trial.workspace)
         facts, pinned_to = trial.facts, trial.pinned_to
         outcome = TrialOutcome(trial=key, status="failed" if trial.error else "ok", cache=self.plan.cache,
-                               cache_dropped=facts.cache_dropped, elapsed_s=(self.clock.now_ns() - trial.start_ns) / 1e9,
+                               cache_dropped=facts.cache_dropped,
+                               elapsed_s=(self.clock.now_ns() - trial.start_ns) / 1e9,
                                error=trial.error, key_derived=trial.secret is not None and self.keys.derived,
                                load_start=trial.load_start, load_end=load_1m(),
                                engine_cpus=pinned_to[0] if pinned_to else None,

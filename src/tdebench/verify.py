@@ -7,8 +7,9 @@ evidence of encryption when the same scan finds it in the unencrypted baseline (
 positive control) and the canary could be read back through the engine (so it was really
 written). Beside each canary a marker sits in a column that column-level encryption leaves
 readable: under such an encryption the marker must be found (the scan sees the table's rows)
-and shows which files hold the other columns' plaintext. Entropy per block is reported as supporting evidence, never as the verdict:
-compressed plaintext has high entropy too, and encrypted files carry low-entropy headers.
+and shows which files hold the other columns' plaintext. Entropy per block is reported as
+supporting evidence, never as the verdict: compressed plaintext has high entropy too, and
+encrypted files carry low-entropy headers.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ def run(tmp_path: Path, plan: Plan, **kwargs):
     store.start(plan.text, {"cpu_model": "fake"})
     FakeEngine.provisioned.clear()
     runner = Runner(plan=plan, store=store, data_dir=tmp_path / "data", clock=clock,
-                    engine_factory=lambda name, **settings: FakeEngine(**settings), workload_factory=lambda name: workload,
+                    engine_factory=lambda name, **settings: FakeEngine(**settings),
+                    workload_factory=lambda name: workload,
                     drop_cache=lambda: True, workspace_parent=tmp_path)
     summary = runner.run()
     return summary, read_run(tmp_path / "out"), workload
@@ -112,7 +113,8 @@ def test_cold_cache_is_recorded_as_dropped_only_when_it_was(tmp_path: Path) -> N
         store = ResultStore(out)
         store.start(plan.text, {})
         Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
-               engine_factory=lambda name, **settings: FakeEngine(**settings), workload_factory=lambda name: FakeWorkload(clock),
+               engine_factory=lambda name, **settings: FakeEngine(**settings),
+               workload_factory=lambda name: FakeWorkload(clock),
                drop_cache=lambda: works, workspace_parent=tmp_path).run()
         assert {t.cache_dropped for t in read_run(out).trials} == {works}
         assert {t.cache for t in read_run(out).trials} == {"cold"}
@@ -245,9 +247,10 @@ def test_adaptive_rounds_continue_until_the_target_ci_and_say_why_they_stopped(t
     assert max(t.trial.repetition for t in data.trials) == stopping.rounds
     widest = widest_headline(data, summary_records(data))
     assert widest is not None and widest[1] <= 3.0 and stopping.widest_ci_pct == widest[1]
-    assert (f"{stopping.rounds} repetitions of every cell" in overview(data).paragraph and
-            f"Adaptive repetitions stopped after {stopping.rounds} rounds: target reached (widest headline "
-            f"CI ±{widest[1]:.1f}%, fake fake-256 fakeload sf1 · power geomean elapsed_s; target ±3%).") in overview(data).paragraph
+    paragraph = overview(data).paragraph
+    assert f"{stopping.rounds} repetitions of every cell" in paragraph
+    assert (f"Adaptive repetitions stopped after {stopping.rounds} rounds: target reached (widest headline "
+            f"CI ±{widest[1]:.1f}%, fake fake-256 fakeload sf1 · power geomean elapsed_s; target ±3%).") in paragraph
     # one round fewer was not enough: the runner stopped at the first round that reached it
     fewer = data.measurements
     data.measurements = [m for m in fewer if m.trial.repetition < stopping.rounds]

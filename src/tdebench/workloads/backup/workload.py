@@ -26,7 +26,7 @@ that loses or changes data fails the trial (WrongAnswer, after the measurements 
 Everything a test writes (the artifact, its unpacked copy, the restored instances) lives in
 `backup-<test>/` in the trial's workspace and is removed before the test ends, so the trial's
 own verdict still judges the database alone.
-"""
+"""  # noqa: E501 (a Markdown table, read as one)
 
 from __future__ import annotations
 
