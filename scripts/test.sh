@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what it needs, runs the gates (ruff; their settings are in
-# pyproject.toml), then unit, contract and integration tests against real engines, and lists the
-# 25 slowest tests (the suite must stay under 20 minutes). A failing gate fails the run.
+# The whole test suite: installs what it needs, runs the gates (ruff and mypy, set in
+# pyproject.toml; one failing fails the run), then unit, contract and integration tests against
+# real engines, and lists the 25 slowest tests (the suite must stay under 20 minutes).
 #
 # Usage: scripts/test.sh [--fast] [pytest args]
 #   --fast  only the unit tier (tests/unit, `-m unit`) on every core: no root, no servers, no
@@ -17,4 +17,5 @@ if [ "${1:-}" = --fast ]; then
 fi
 scripts/install.sh --test
 .venv/bin/ruff check src tests
+.venv/bin/mypy
 exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -17,7 +17,8 @@ import threading
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import NoReturn
+from types import TracebackType
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
@@ -369,8 +370,9 @@ class _ProgressBar:
         self.bar.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.bar.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.bar.__exit__(kind, exc, traceback)
 
     def phase(self, text: str) -> None:
         self.bar.update(self.task, description=text)
@@ -507,7 +509,7 @@ def _empty_out_or_exit(directory: Path) -> None:
 def engines(as_json: bool) -> None:
     """List every engine: version, whether it can run here (and if not, why and the fix), and
     each encryption with its algorithm, key bits, mode, layer and what it covers."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in ENGINES:
         engine = get_engine(name)
         available = engine.availability()

@@ -18,7 +18,7 @@ import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
 
@@ -56,7 +56,9 @@ class _Matcher:
         groups: dict[bytes, list[tuple[bool, bytes]]] = {}
         for is_marker, pattern in patterns:
             groups.setdefault(pattern[:self.KEY_BYTES], []).append((is_marker, pattern))
-        self.groups = [(os.path.commonprefix([p for _, p in members]), members) for members in groups.values()]
+        # commonprefix of bytes is bytes; typeshed allows its '' for an empty list, which no group is
+        self.groups = [(cast(bytes, os.path.commonprefix([p for _, p in members])), members)
+                       for members in groups.values()]
 
     def matches(self, buffer: bytes, tail: int) -> Iterator[tuple[bool, int]]:
         """(is_marker, offset) of every match in `buffer` that ends past its first `tail`
@@ -213,7 +215,7 @@ def label_first_hit(scans: Sequence[FileScan], root: Path, canaries: Sequence[st
     bytes at that offset again.
     """
     scanned = next((s for s in scans if s.hits and s.first_hit_offset is not None), None)
-    if scanned is None:
+    if scanned is None or scanned.first_hit_offset is None:
         return None
     patterns = _patterns(canaries)
     with (root / scanned.path).open("rb") as fh:

@@ -224,7 +224,9 @@ def plan_settings(run: RunData) -> dict[str, Any] | None:
         return None
 
     def value(item: Any) -> Any:
-        return "not set" if item is None else asdict(item) if is_dataclass(item) else item
+        if item is None:
+            return "not set"
+        return asdict(item) if is_dataclass(item) and not isinstance(item, type) else item
 
     settings = {field.name: value(getattr(plan, field.name)) for field in fields(plan)
                 if field.name not in ("name", "text", "engines", "workloads")}
