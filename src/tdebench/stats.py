@@ -156,9 +156,10 @@ def _medians(block: np.ndarray) -> np.ndarray:
         ordered = _sorting_network(block)
         return cast(np.ndarray, ordered[middle] if size % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0)
     ordered = np.sort(block, axis=-1)
+    # + 0.0: numpy's median is a mean, a sum that starts at +0.0, so it never gives -0.0
     if size % 2:
-        return ordered[..., middle]
-    return cast(np.ndarray, (ordered[..., middle - 1] + ordered[..., middle]) / 2.0)
+        return ordered[..., middle] + 0.0
+    return cast(np.ndarray, (ordered[..., middle - 1] + ordered[..., middle]) / 2.0 + 0.0)
 
 
 _NETWORK_MAX = 5
