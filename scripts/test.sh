@@ -6,16 +6,37 @@
 # Usage: scripts/test.sh [--fast] [pytest args]
 #   --fast  only the unit tier (tests/unit, `-m unit`) on every core: no root, no servers, no
 #           browser, under a minute; installs only the Python test tools (scripts/install.sh --unit)
+#
+# pytest's temporary directories (test databases, plaintext included) go to a fresh directory
+# made here and removed when the script ends, however it ends; the exit code is pytest's
+# (130 when interrupted).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fast=0
 if [ "${1:-}" = --fast ]; then
+  fast=1
   shift
-  scripts/install.sh --unit
-  # testpaths: tests/unit unless the arguments name other paths; -m unit: never another tier
-  exec .venv/bin/python -m pytest -q -p no:cacheprovider -o testpaths=tests/unit -m unit \
-    --numprocesses auto --durations=10 "$@"
 fi
-scripts/install.sh --test
-.venv/bin/ruff check src tests
-.venv/bin/mypy
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"
+if [ "$fast" = 1 ]; then
+  scripts/install.sh --unit
+else
+  scripts/install.sh --test
+  .venv/bin/ruff check src tests
+  .venv/bin/mypy
+fi
+
+basetemp=$(mktemp -d "${TMPDIR:-/tmp}/pytest-tdebench.XXXXXX")
+# --one-file-system: a mount a failed test left behind is not followed into
+trap 'rm -rf --one-file-system -- "$basetemp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+args=(-q -p no:cacheprovider --basetemp "$basetemp")
+if [ "$fast" = 1 ]; then
+  # testpaths: tests/unit unless the arguments name other paths; -m unit: never another tier
+  args+=(-o testpaths=tests/unit -m unit --numprocesses auto --durations=10)
+else
+  args+=(--durations=25)
+fi
+status=0
+.venv/bin/python -m pytest "${args[@]}" "$@" || status=$?
+exit "$status"
