@@ -2,29 +2,35 @@
 # Installs what tdebench needs on a fresh Debian 12 (run as root), idempotently: Debian
 # packages only when missing, then a virtualenv in .venv with tdebench and its pinned deps.
 #
-# Usage: scripts/install.sh [--servers] [--test]
+# Usage: scripts/install.sh [--servers] [--test] [--unit]
 #   --servers  also the server engines: MariaDB, PostgreSQL, gocryptfs + FUSE
-#   --test     the servers, plus pytest, headless Chromium (the report screenshot test) and the
-#              openssl command (raw cipher figures checked against `openssl speed`)
+#   --test     the servers, plus the Python test tools (the `test` extra), headless Chromium
+#              (the report screenshot test) and the openssl command (raw cipher figures checked
+#              against `openssl speed`)
+#   --unit     only the Python test tools, what the unit tier (`scripts/test.sh --fast`) needs:
+#              no Debian package once .venv exists, so no root
 #
 # The servers' own system services are not started (tdebench starts private instances on
 # free loopback ports): a policy-rc.d refuses service starts while the packages install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-servers=0 test=0
+servers=0 test=0 unit=0
 for arg in "$@"; do
   case "$arg" in
     --servers) servers=1 ;;
     --test) servers=1 test=1 ;;
-    *) echo "usage: scripts/install.sh [--servers] [--test]" >&2; exit 2 ;;
+    --unit) unit=1 ;;
+    *) echo "usage: scripts/install.sh [--servers] [--test] [--unit]" >&2; exit 2 ;;
   esac
 done
 
 need=()
 missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+if [ "$unit" = 0 ] || [ ! -x .venv/bin/python ]; then  # --unit: venv only to make a missing .venv
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+fi
 if [ "$servers" = 1 ]; then
   for pkg in mariadb-server mariadb-backup postgresql postgresql-contrib gocryptfs fuse3; do
     missing "$pkg" && need+=("$pkg")
@@ -53,6 +59,10 @@ apt_progress() {
   done
 }
 
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" != 0 ]; then
+  echo "install: the Debian packages ${need[*]} are missing; installing them needs root" >&2
+  exit 1
+fi
 if [ ${#need[@]} -gt 0 ]; then
   step "Debian packages ${need[*]} and what they depend on (a few minutes on a fresh machine)"
   export DEBIAN_FRONTEND=noninteractive
@@ -80,7 +90,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 extra=""
-[ "$test" = 1 ] && extra="[test]"
+if [ "$test" = 1 ] || [ "$unit" = 1 ]; then extra="[test]"; fi
 stamp=".venv/.installed${extra}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   step "tdebench${extra} and its pinned Python packages into .venv (pip, about a minute)"

@@ -153,7 +153,8 @@ class FakeWorkload(Workload):
 
     def _speed(self) -> float:
         t = self.clock.now_ns() / 1e9
-        wave = math.sin(2 * math.pi * t / 3.1) + math.sin(2 * math.pi * t / 4.7 + 1) + math.sin(2 * math.pi * t / 7.3 + 2)
+        wave = (math.sin(2 * math.pi * t / 3.1) + math.sin(2 * math.pi * t / 4.7 + 1)
+                + math.sin(2 * math.pi * t / 7.3 + 2))
         return math.exp(self.drift * wave / 1.5)
 
 

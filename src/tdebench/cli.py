@@ -17,7 +17,8 @@ import threading
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import NoReturn
+from types import TracebackType
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
@@ -105,7 +106,8 @@ def main() -> None:
               help="Where trial workspaces (databases, servers, mounts) live while they run; each is "
                    "removed after its trial. [default: the system's temporary directory]")
 @click.option("--quiet", is_flag=True, help="No progress bar; only the final summary.")
-@click.option("--force", is_flag=True, help="Replace a tdebench run already in --out (only the files it wrote are removed).")
+@click.option("--force", is_flag=True,
+              help="Replace a tdebench run already in --out (only the files it wrote are removed).")
 @click.option("--resume", "resume_dir", type=click.Path(path_type=Path),
               help="Continue the interrupted or killed run in this directory with the plan stored there: "
                    "its complete trials are kept, the rest run in the original order. Not with PLAN, "
@@ -377,8 +379,9 @@ class _ProgressBar:
         self.bar.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.bar.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.bar.__exit__(kind, exc, traceback)
 
     def phase(self, text: str) -> None:
         self.bar.update(self.task, description=text)
@@ -518,7 +521,7 @@ def _empty_out_or_exit(directory: Path) -> None:
 def engines(as_json: bool) -> None:
     """List every engine: version, whether it can run here (and if not, why and the fix), and
     each encryption with its algorithm, key bits, mode, layer and what it covers."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in ENGINES:
         engine = get_engine(name)
         available = engine.availability()
@@ -542,7 +545,8 @@ def engines(as_json: bool) -> None:
 
     for row in rows:
         if row["usable"]:
-            out.print(f"[bold]{plain(row['name'])}[/] {plain(row['version'] or '')} — [green]usable[/]", highlight=False)
+            out.print(f"[bold]{plain(row['name'])}[/] {plain(row['version'] or '')} — [green]usable[/]",
+                      highlight=False)
         else:
             out.print(f"[bold]{plain(row['name'])}[/] — [red]not usable[/]: {plain(row['reason'])}\n  fix: "
                       f"{plain(row['fix'])}", highlight=False)

@@ -172,7 +172,7 @@ def default_order(cache: str) -> str:
     return "lockstep" if cache == "warm" else "interleaved"
 
 
-def group_of(key: TrialKey) -> tuple:
+def group_of(key: TrialKey) -> tuple[str, int | None, str, float, int]:
     """What lockstep runs side by side: every encryption (the baseline and placebo included) of
     one engine, memory, workload, scale and round; only these are ever compared with each other."""
     return (key.engine, key.memory_mb, key.workload, key.scale, key.repetition)
@@ -462,7 +462,7 @@ class _Checker:
             raise self.error(f"missing {key}; valid: {', '.join(valid)}", "[[")
         if value not in valid:
             raise self.error(f"unknown {key} {shown(value)}; valid: {', '.join(valid)}", str(value))
-        return value
+        return str(value)  # one of `valid`: already a str
 
     def option(self, table: dict[str, Any], key: str, option: Option) -> Any:
         """A workload's own key, typed and bounded by its `Option`."""
@@ -477,9 +477,9 @@ class _Checker:
             high = int(option.high) if option.high is not None else 2**63 - 1
             return self.integer(table, key, default, low, high)
         if isinstance(default, float):
-            low = option.low if option.low is not None else float("-inf")
-            high = option.high if option.high is not None else float("inf")
-            return self.number(table, key, default, low, high)
+            floor = option.low if option.low is not None else float("-inf")
+            ceiling = option.high if option.high is not None else float("inf")
+            return self.number(table, key, default, floor, ceiling)
         if option.choices:
             return self.choice(table, key, default, option.choices)
         return self.string(table, key, default)

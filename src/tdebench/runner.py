@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -140,7 +140,7 @@ class _Trial:
     load_start: float | None
     conn: Connection | None = None  # the tests' connection, between load and finish
     error: str = ""  # set by the first phase that failed; later phases are skipped
-    pinned_to: tuple | None = None
+    pinned_to: tuple[tuple[int, ...] | None, tuple[int, ...]] | None = None  # affinity.applied
 
     @property
     def key(self) -> TrialKey:
@@ -380,7 +380,7 @@ class Runner:
             error = trial.database.key.scrub(error)
         trial.error = error
 
-    def _load_steps(self, trial: "_Trial") -> Iterator[None]:
+    def _load_steps(self, trial: "_Trial") -> Generator[None, None, None]:
         """Create and load the database with the canaries, then open the connection the tests use."""
         database, recorder, facts = trial.database, trial.ctx.recorder, trial.facts
         with recorder.measure("open", "create"):
@@ -403,7 +403,8 @@ class Runner:
             trial.conn = self._reopened(trial.conn, trial.database, trial.facts)
             trial.workload.run(test, trial.ctx, trial.conn, warmup=True)
 
-    def _in_turn(self, trials: list["_Trial"], steps_of: Callable[["_Trial"], Iterator[None]]) -> None:
+    def _in_turn(self, trials: list["_Trial"],
+                 steps_of: Callable[["_Trial"], Generator[None, None, None]]) -> None:
         """Run each trial's steps (`steps_of`: its load, or a measured test). Side by side
         (lockstep), the trials take turns step by step (a table's load, a TPC-H query), the
         first to go rotating with every turn, so that whatever the machine does in a given
@@ -424,7 +425,7 @@ class Runner:
                 except Exception:  # noqa: BLE001 - already leaving on the interruption
                     pass
 
-    def _measured_steps(self, trial: "_Trial", test: str) -> Iterator[None]:
+    def _measured_steps(self, trial: "_Trial", test: str) -> Generator[None, None, None]:
         if self.plan.cache == "cold":
             self._close(trial.conn, trial.facts)
             trial.facts.cache_dropped = self._go_cold(trial.database) and trial.facts.cache_dropped
@@ -433,7 +434,7 @@ class Runner:
             trial.conn = self._reopened(trial.conn, trial.database, trial.facts)
         yield from trial.workload.steps(test, trial.ctx, trial.conn, warmup=False)
 
-    def _advance(self, trial: "_Trial", steps: Iterator[None]) -> bool:
+    def _advance(self, trial: "_Trial", steps: Generator[None, None, None]) -> bool:
         """Run a trial's next step; False when its test is over or has failed."""
         try:
             next(steps)
@@ -481,7 +482,8 @@ class Runner:
             remove_tree(trial.workspace)
         facts, pinned_to = trial.facts, trial.pinned_to
         outcome = TrialOutcome(trial=key, status="failed" if trial.error else "ok", cache=self.plan.cache,
-                               cache_dropped=facts.cache_dropped, elapsed_s=(self.clock.now_ns() - trial.start_ns) / 1e9,
+                               cache_dropped=facts.cache_dropped,
+                               elapsed_s=(self.clock.now_ns() - trial.start_ns) / 1e9,
                                error=trial.error, key_derived=trial.secret is not None and self.keys.derived,
                                load_start=trial.load_start, load_end=load_1m(),
                                engine_cpus=pinned_to[0] if pinned_to else None,
@@ -492,29 +494,32 @@ class Runner:
         return outcome, verdict
 
     @staticmethod
-    def _reopened(conn, database, facts: "_TrialFacts"):
+    def _reopened(conn: Connection | None, database: Database, facts: "_TrialFacts") -> Connection:
         """The connection for the next run: a workload that went cold per statement closed the
         one it was given, so the next run gets a new one (untimed)."""
         if not facts.connection_closed:
+            assert conn is not None, "the tests' connection is open from the end of the load to _release"
             return conn
         facts.connection_closed = False
         return database.connect()
 
     @staticmethod
-    def _close(conn, facts: "_TrialFacts") -> None:
+    def _close(conn: Connection | None, facts: "_TrialFacts") -> None:
         """Close the connection the last run was given, unless a workload going cold already did."""
         if not facts.connection_closed:
+            assert conn is not None, "the tests' connection is open from the end of the load to _release"
             conn.close()
         facts.connection_closed = False
 
-    def _go_cold(self, database) -> bool:
+    def _go_cold(self, database: Database) -> bool:
         """Stop the engine (servers shut down, mounts unmount, embedded files close), then drop
         the OS page cache; the next connect starts it again with nothing cached anywhere.
         True only if the kernel really dropped its cache."""
         database.close()
         return self.drop_cache()
 
-    def _verdict(self, key, expected: str, database, workspace: Path, facts: "_TrialFacts") -> Verdict:
+    def _verdict(self, key: TrialKey, expected: str, database: Database, workspace: Path,
+                 facts: "_TrialFacts") -> Verdict:
         try:
             scans = verify.scan([workspace], facts.canaries, workspace, database.plaintext_signature(),
                                 markers=facts.markers)

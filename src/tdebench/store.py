@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tdebench.runstate import file_system_of
 
@@ -243,7 +243,7 @@ def from_json(data: Any) -> Record:
     if not isinstance(kind, str) or kind not in classes:
         raise ValueError(f"unknown record kind {kind!r}")
     try:
-        return _converter(classes[kind])(data)
+        return cast(Record, _converter(classes[kind])(data))  # the converter of a record class reads that class
     except _Shape as exc:
         raise ValueError(f"{kind}{exc.path}: {exc.problem}") from None
 
@@ -275,7 +275,7 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
         return exactly
     if hint is Any:
         return lambda value: value
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _record_converter(hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
@@ -284,7 +284,7 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
     if origin is tuple:
         item = _converter(args[0])
 
-        def sequence(value: Any) -> tuple:
+        def sequence(value: Any) -> tuple[Any, ...]:
             if not isinstance(value, list):
                 raise _Shape("must be a list")
             return tuple(_each(item, enumerate(value), "[{}]"))
@@ -292,7 +292,7 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
     if origin is dict:
         item = _converter(args[1])
 
-        def mapping(value: Any) -> dict:
+        def mapping(value: Any) -> dict[Any, Any]:
             if not isinstance(value, dict):
                 raise _Shape("must be an object")
             return dict(_each(item, value.items(), ".{}", keyed=True))
@@ -440,7 +440,7 @@ def _records(path: Path) -> tuple[list[tuple[bytes, Record]], bool]:
     """Every line of a results.jsonl with its record, and whether a torn last line (a crash
     mid-write) was left out; ValueError for a line that is not JSON anywhere else."""
     lines = path.read_bytes().splitlines(keepends=True)
-    records = []
+    records: list[tuple[bytes, Record]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -7,8 +7,9 @@ evidence of encryption when the same scan finds it in the unencrypted baseline (
 positive control) and the canary could be read back through the engine (so it was really
 written). Beside each canary a marker sits in a column that column-level encryption leaves
 readable: under such an encryption the marker must be found (the scan sees the table's rows)
-and shows which files hold the other columns' plaintext. Entropy per block is reported as supporting evidence, never as the verdict:
-compressed plaintext has high entropy too, and encrypted files carry low-entropy headers.
+and shows which files hold the other columns' plaintext. Entropy per block is reported as
+supporting evidence, never as the verdict: compressed plaintext has high entropy too, and
+encrypted files carry low-entropy headers.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
 
@@ -61,7 +62,9 @@ class _Matcher:
         groups: dict[bytes, list[tuple[bool, bytes]]] = {}
         for is_marker, pattern in patterns:
             groups.setdefault(pattern[:self.KEY_BYTES], []).append((is_marker, pattern))
-        self.groups = [(os.path.commonprefix([p for _, p in members]), members) for members in groups.values()]
+        # commonprefix of bytes is bytes; typeshed allows its '' for an empty list, which no group is
+        self.groups = [(cast(bytes, os.path.commonprefix([p for _, p in members])), members)
+                       for members in groups.values()]
 
     @staticmethod
     def _strided(prefix: bytes) -> tuple[bytes, int] | None:
@@ -255,7 +258,7 @@ def label_first_hit(scans: Sequence[FileScan], root: Path, canaries: Sequence[st
     bytes at that offset again.
     """
     scanned = next((s for s in scans if s.hits and s.first_hit_offset is not None), None)
-    if scanned is None:
+    if scanned is None or scanned.first_hit_offset is None:
         return None
     patterns = _patterns(canaries)
     with (root / scanned.path).open("rb") as fh:

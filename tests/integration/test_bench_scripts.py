@@ -69,12 +69,13 @@ def test_paired_intervals_prints_every_method_for_every_row() -> None:
 
 def test_instances_prints_both_designs() -> None:
     out = run("instances.py", "--trials", "2", "--instances", "2")
-    assert re.search(r"^1 instance per trial\s+: composite median\s+\d+\.\d\d ms, CV between trials\s+\d+\.\d%", out, re.M), out
+    assert re.search(r"^1 instance per trial\s+: composite median\s+\d+\.\d\d ms, CV between trials\s+\d+\.\d%",
+                     out, re.M), out
     assert re.search(r"^2 instances per trial\s+: composite median", out, re.M), out
 
 
 def test_lockstep_prints_every_layout_against_blocked() -> None:
     out = run("lockstep.py", "--rounds", "2", "--passes", "2")
     for layout in ("queries in turn", "passes in turn", "blocked"):
-        assert re.search(rf"^{layout}\s*: spread of the A/A ratio\s+\d+\.\d% \(mean\s+[+-]\d+\.\d%\),\s+\d+\.\d\dx blocked's$",
-                         out, re.M), out
+        assert re.search(rf"^{layout}\s*: spread of the A/A ratio\s+\d+\.\d% \(mean\s+[+-]\d+\.\d%\),"
+                         rf"\s+\d+\.\d\dx blocked's$", out, re.M), out

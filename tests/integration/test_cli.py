@@ -256,8 +256,8 @@ def test_console_script_help_and_usage_errors_exit_codes() -> None:
 
 def test_a_query_timeout_is_recorded_as_such_and_fails_the_trial(tmp_path: Path) -> None:
     plan = write(tmp_path / "tiny.toml",
-                 TINY.replace('["none", "aes-256-gcm"]', '["none"]').replace('tests = ["power"]',
-                                                                             'tests = ["power"]\nquery_timeout_s = 0.001'))
+                 TINY.replace('["none", "aes-256-gcm"]', '["none"]')
+                 .replace('tests = ["power"]', 'tests = ["power"]\nquery_timeout_s = 0.001'))
     result = invoke("run", str(plan), "--out", str(tmp_path / "out"), "--quiet")
     assert result.exit_code == 1
     run = read_run(tmp_path / "out")

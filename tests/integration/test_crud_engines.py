@@ -175,7 +175,8 @@ def test_a_wrong_answer_fails_the_test_after_its_measurement_is_stored(loaded) -
     conn.execute("DELETE FROM persons WHERE id IN (7, ?)", [missing])
     with pytest.raises(WrongAnswer, match=r"crud select: select returned 9[89] rows"):
         workload.run("select", ctx, conn, warmup=False)
-    with pytest.raises(WrongAnswer, match=rf"crud lookup: \d+ of 30 lookups did not return their one row: id {missing}"):
+    with pytest.raises(WrongAnswer,
+                       match=rf"crud lookup: \d+ of 30 lookups did not return their one row: id {missing}"):
         workload.run("lookup", ctx, conn, warmup=False)
     with pytest.raises(WrongAnswer, match=r"crud scan: scan found \(rows, sum of ages, address characters\) = \(998,"):
         workload.run("scan", ctx, conn, warmup=False)

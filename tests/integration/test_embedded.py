@@ -55,7 +55,8 @@ def test_every_encryption_ran_and_every_answer_is_right(run_dir: Path) -> None:
     assert {m.answer for m in queries} == {"ok"}
     for engine, enc in EVERY:
         power = {m.step for m in queries if (m.trial.engine, m.trial.encryption, m.test) == (engine, enc, "power")}
-        streams = {m.stream for m in queries if (m.trial.engine, m.trial.encryption, m.test) == (engine, enc, "throughput")}
+        streams = {m.stream for m in queries
+                   if (m.trial.engine, m.trial.encryption, m.test) == (engine, enc, "throughput")}
         assert power == {f"q{n}" for n in range(1, 23)} and streams == {1, 2}
 
 

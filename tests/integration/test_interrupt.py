@@ -157,7 +157,8 @@ def test_a_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
                                  capture_output=True, text=True, timeout=600)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         finished = read_run(tmp_path / "out")
-        assert sorted(o.trial for o in finished.trials) == sorted(spec.key for spec in schedule(parse_plan(KILLED_PLAN)))
+        planned = sorted(spec.key for spec in schedule(parse_plan(KILLED_PLAN)))
+        assert sorted(o.trial for o in finished.trials) == planned
         assert all(v.as_expected for v in finished.verdicts) and len(finished.resumes) == 1
         assert users_of(work) == [] and mounts_under(work) == [] and list(work.iterdir()) == []
 

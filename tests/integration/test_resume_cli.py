@@ -147,7 +147,8 @@ def test_resume_refuses_a_run_that_is_still_going(tmp_path: Path) -> None:
     finally:
         outdir.unlock(run_dir, held)
     assert result.exit_code == 2
-    assert f"--resume {run_dir} is in use by another tdebench run (pid {os.getpid()})" in " ".join(result.output.split())
+    in_use = f"--resume {run_dir} is in use by another tdebench run (pid {os.getpid()})"
+    assert in_use in " ".join(result.output.split())
     assert (run_dir / RESULTS).read_text() == ""  # nothing was cut
 
 

@@ -191,7 +191,8 @@ def test_a_changed_overhead_is_found_and_exact_sizes_are_exact(runs: dict[str, P
     """Only an encryption slowed (duckdb aes-256-gcm, none unchanged): its overhead grows by
     about 10%, beyond noise; sizes are exact."""
     a, b = (read_run(runs["a"]) for _ in range(2))
-    b.measurements[:] = [replace(m, metrics={k: v * 1.1 if k.endswith("elapsed_s") else v for k, v in m.metrics.items()})
+    b.measurements[:] = [replace(m, metrics={k: v * 1.1 if k.endswith("elapsed_s") else v
+                                             for k, v in m.metrics.items()})
                          if (m.trial.engine, m.trial.encryption) == ("duckdb", "aes-256-gcm") else m
                          for m in b.measurements]
     comparison = compare.compare_runs(compare.side("A", runs["a"], a), compare.side("B", runs["a"], b))
@@ -202,7 +203,8 @@ def test_a_changed_overhead_is_found_and_exact_sizes_are_exact(runs: dict[str, P
         assert gcm[name].overhead_reading == compare.HIGHER, name
     assert gcm["database size"].overhead_exact and gcm["database size"].overhead_reading == compare.EXACT
     found = [s for s in compare.comparison_findings(comparison) if s.startswith("The overhead against none changed")]
-    assert len(found) == 1 and "duckdb aes-256-gcm tpch sf0.01: power geomean from +2.3% in A to +12.5% in B" in found[0]
+    assert len(found) == 1
+    assert "duckdb aes-256-gcm tpch sf0.01: power geomean from +2.3% in A to +12.5% in B" in found[0]
     assert not any(s.startswith("Every timed figure of duckdb") for s in compare.comparison_findings(comparison))
 
 

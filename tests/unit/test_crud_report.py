@@ -95,7 +95,8 @@ def test_crud_csv_has_every_operation_by_table_size_with_its_overhead(crud_run: 
     rows = rows_of(directory / "crud.csv")
     assert len(rows) == len(SCALES) * len(FACTORS) * len(BASE_MS)
     assert [row["operation"] for row in rows[:12]] == [op for op in BASE_MS for _ in FACTORS]  # baseline first
-    select = next(r for r in rows if (r["encryption"], r["table_rows"], r["operation"]) == ("aes-256-gcm", "1000.0", "select"))
+    select = next(r for r in rows
+                  if (r["encryption"], r["table_rows"], r["operation"]) == ("aes-256-gcm", "1000.0", "select"))
     assert select["n"] == "3" and select["rows"] == "100.0"
     assert float(select["median_ms"]) == pytest.approx(4.0 * 1.2, rel=0.01)
     assert float(select["overhead_pct"]) == pytest.approx(20.0, abs=1.5)
@@ -119,7 +120,8 @@ def test_lookup_latency_shows_each_percentile_over_the_repetitions(crud_run: tup
     lookups, n, p50, p50_vs, p50_ci, p90, p99, p99_vs, p99_ci, largest, mean = lines[("duckdb", "none", "1,000")]
     assert (lookups, n, p50_vs, p99_vs) == ("100", "3", "–", "–")
     assert [float(v) for v in (p50, p90, p99, largest, mean)] == pytest.approx([50, 90, 99, 150, 55], rel=0.01)
-    lookups, n, p50, p50_vs, p50_ci, p90, p99, p99_vs, p99_ci, largest, mean = lines[("duckdb", "aes-256-gcm", "10,000")]
+    lookups, n, p50, p50_vs, p50_ci, p90, p99, p99_vs, p99_ci, largest, mean = \
+        lines[("duckdb", "aes-256-gcm", "10,000")]
     assert (lookups, n) == ("100", "2")  # the failed trial is left out
     assert float(p99) == pytest.approx(99 * 1.2, rel=0.01) and float(p99_vs[:-1]) == pytest.approx(20, abs=1.5)
     assert p50_ci.startswith("\\[+") and p99_ci.endswith("%\\]")  # markdown-escaped brackets

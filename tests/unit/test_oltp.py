@@ -305,7 +305,8 @@ def test_consistency_holds_on_a_consistent_database(consistent: DuckConnection) 
     ("UPDATE district SET d_next_o_id = 6 WHERE d_id = 1", "condition 2: district 1/1 has d_next_o_id 6"),
     ("DELETE FROM orders WHERE o_d_id = 2 AND o_id = 2", "condition 2: district 1/2"),
     ("DELETE FROM new_order WHERE no_d_id = 1 AND no_o_id = 4", "condition 2: district 1/1"),
-    ("DELETE FROM new_order WHERE no_d_id = 1 AND no_o_id = 3", "condition 3: district 1/1 has new orders 2..4 but 2 rows"),
+    ("DELETE FROM new_order WHERE no_d_id = 1 AND no_o_id = 3",
+     "condition 3: district 1/1 has new orders 2..4 but 2 rows"),
     ("DELETE FROM new_order WHERE no_d_id = 1 AND no_o_id = 2", ""),  # a delivery: still consistent
     ("DELETE FROM order_line WHERE ol_d_id = 1 AND ol_o_id = 1 AND ol_number = 2",
      "condition 4: district 1/1 has sum(o_ol_cnt) 8 but 7 order lines"),

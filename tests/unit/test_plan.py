@@ -81,7 +81,8 @@ def test_baseline_is_added_and_all_expands() -> None:
     ("seed = 1", "max_minutes = 30", "max_minutes bounds adaptive repetitions, which target_ci_pct turns on", 7),
     ("seed = 1", "target_ci_pct = 0", "target_ci_pct must be a number from 0.01 to 100", 7),
     ("seed = 1", "target_ci_pct = 2\nmax_repetitions = 2", "max_repetitions = 2 is below repetitions = 3", 8),
-    ('order = "interleaved"', 'order = "sequential"\ntarget_ci_pct = 2', 'it needs order = "lockstep" or "interleaved"', 7),
+    ('order = "interleaved"', 'order = "sequential"\ntarget_ci_pct = 2',
+     'it needs order = "lockstep" or "interleaved"', 7),
     ('"aes-256-ctr"]', '"placebo"]', "no encryption 'placebo'", 11),
     ('cache = "warm"          # or "cold"\norder = "interleaved"', 'cache = "cold"\norder = "lockstep"',
      'a cold cache needs each test alone', 6),
@@ -248,8 +249,8 @@ def test_memory_errors_name_file_and_line(value: str, message: str) -> None:
 
 
 def test_several_memory_values_only_where_the_report_keeps_them_apart() -> None:
-    crud = _with_memory("[64, 1024]").replace('name = "tpch"\nscale = 0.01\ntests = ["power", "throughput"]\nstreams = 2',
-                                              'name = "crud"')
+    tpch = 'name = "tpch"\nscale = 0.01\ntests = ["power", "throughput"]\nstreams = 2'
+    crud = _with_memory("[64, 1024]").replace(tpch, 'name = "crud"')
     with pytest.raises(PlanError, match="my.toml:11: several memory_mb values are compared by the tpch workload "
                                         "only; the crud report does not keep them apart yet"):
         parse_plan(crud, "my.toml")

@@ -312,7 +312,8 @@ def test_a_run_without_samples_says_so_in_one_line(tmp_path: Path) -> None:
     text = (directory / "report.md").read_text()
     section = text.split("## Resources")[1].split("## ")[0]
     assert section.strip() == "No resource samples were recorded in this run."
-    assert '<p class="note">No resource samples were recorded in this run.</p>' in (directory / "report.html").read_text()
+    html = (directory / "report.html").read_text()
+    assert '<p class="note">No resource samples were recorded in this run.</p>' in html
     columns, rows = read_csv(directory / "resources.csv")
     assert columns == RESOURCE_COLUMNS and rows == []
 

@@ -13,7 +13,8 @@ import pytest
 from fakes import DEMO, DEMO_PLAN, FAILED, MIB, Shape, write_fake_run  # noqa: E402
 
 from tdebench.report import build  # noqa: E402
-from tdebench.report.document import FOLD_ABOVE, anchors, slug  # noqa: E402
+from tdebench.report.document import anchors, slug  # noqa: E402
+from tdebench.report.sections import FOLD_ABOVE  # noqa: E402
 from tdebench.report.plots import overhead_plots, resource_plots, scaling_plots  # noqa: E402
 from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
 from tdebench.report.tables import verdict_summary_table  # noqa: E402

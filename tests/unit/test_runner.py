@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,8 @@ from tdebench.runner import Runner
 from tdebench.report.findings import overview
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
-from tdebench.store import BUDGET, MOST_ROUNDS, REACHED, Measurement, ResultStore, read_run
+from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, Record, ResultStore, TrialOutcome, from_json, read_run,
+                            to_json)
 
 
 make_plan = fake_plan
@@ -27,7 +30,8 @@ def run(tmp_path: Path, plan: Plan, **kwargs):
     store.start(plan.text, {"cpu_model": "fake"})
     FakeEngine.provisioned.clear()
     runner = Runner(plan=plan, store=store, data_dir=tmp_path / "data", clock=clock,
-                    engine_factory=lambda name, **settings: FakeEngine(**settings), workload_factory=lambda name: workload,
+                    engine_factory=lambda name, **settings: FakeEngine(**settings),
+                    workload_factory=lambda name: workload,
                     drop_cache=lambda: True, workspace_parent=tmp_path)
     summary = runner.run()
     return summary, read_run(tmp_path / "out"), workload
@@ -112,7 +116,8 @@ def test_cold_cache_is_recorded_as_dropped_only_when_it_was(tmp_path: Path) -> N
         store = ResultStore(out)
         store.start(plan.text, {})
         Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
-               engine_factory=lambda name, **settings: FakeEngine(**settings), workload_factory=lambda name: FakeWorkload(clock),
+               engine_factory=lambda name, **settings: FakeEngine(**settings),
+               workload_factory=lambda name: FakeWorkload(clock),
                drop_cache=lambda: works, workspace_parent=tmp_path).run()
         assert {t.cache_dropped for t in read_run(out).trials} == {works}
         assert {t.cache for t in read_run(out).trials} == {"cold"}
@@ -121,11 +126,35 @@ def test_cold_cache_is_recorded_as_dropped_only_when_it_was(tmp_path: Path) -> N
     assert len(measured) == 8 and all(db.closes == 3 for db in measured)
 
 
-def test_results_are_durable_line_by_line(tmp_path: Path) -> None:
+def test_results_are_durable_line_by_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each record is in results.jsonl for any other reader (a fresh open of the file) the moment
+    its append returns, so a crash of tdebench loses nothing; and after every trial, with its
+    outcome the last line, the file is fsynced, so a crash of the machine loses at most the
+    running trial."""
+    results = tmp_path / "out" / "results.jsonl"
+    append = ResultStore.append
+    visible: list[bool] = []  # per append: its record was the file's last line right after it
+    synced: list[Record] = []  # the file's last record at each fsync of results.jsonl
+    fsync = os.fsync
+
+    def appended(store: ResultStore, record: Record) -> None:
+        append(store, record)
+        last = json.loads(results.read_bytes().splitlines()[-1])
+        visible.append(json.dumps(last, sort_keys=True) == json.dumps(to_json(record), sort_keys=True))
+
+    def fsynced(fd: int) -> None:
+        fsync(fd)
+        if os.path.realpath(f"/proc/self/fd/{fd}") == str(results.resolve()):
+            synced.append(from_json(json.loads(results.read_bytes().splitlines()[-1])))
+
+    monkeypatch.setattr(ResultStore, "append", appended)
+    monkeypatch.setattr(os, "fsync", fsynced)
     _, data, _ = run(tmp_path, make_plan())
-    lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
-    assert len(lines) == len(data.measurements) + len(data.verdicts) + len(data.trials)
-    assert all(isinstance(m, Measurement) for m in data.measurements)
+    lines = results.read_text().splitlines()
+    assert len(lines) == len(data.measurements) + len(data.verdicts) + len(data.trials) == len(visible)
+    assert all(visible)
+    outcomes = [record for record in synced if isinstance(record, TrialOutcome)]
+    assert outcomes == data.trials and len(data.trials) == 4
 
 
 def test_engine_state_is_recorded_and_an_unencrypted_engine_fails_the_trial(tmp_path: Path) -> None:
@@ -245,9 +274,10 @@ def test_adaptive_rounds_continue_until_the_target_ci_and_say_why_they_stopped(t
     assert max(t.trial.repetition for t in data.trials) == stopping.rounds
     widest = widest_headline(data, summary_records(data))
     assert widest is not None and widest[1] <= 3.0 and stopping.widest_ci_pct == widest[1]
-    assert (f"{stopping.rounds} repetitions of every cell" in overview(data).paragraph and
-            f"Adaptive repetitions stopped after {stopping.rounds} rounds: target reached (widest headline "
-            f"CI ±{widest[1]:.1f}%, fake fake-256 fakeload sf1 · power geomean elapsed_s; target ±3%).") in overview(data).paragraph
+    paragraph = overview(data).paragraph
+    assert f"{stopping.rounds} repetitions of every cell" in paragraph
+    assert (f"Adaptive repetitions stopped after {stopping.rounds} rounds: target reached (widest headline "
+            f"CI ±{widest[1]:.1f}%, fake fake-256 fakeload sf1 · power geomean elapsed_s; target ±3%).") in paragraph
     # one round fewer was not enough: the runner stopped at the first round that reached it
     fewer = data.measurements
     data.measurements = [m for m in fewer if m.trial.repetition < stopping.rounds]

@@ -74,7 +74,8 @@ def test_a_recycled_pid_is_never_signalled(tmp_path: Path) -> None:
     bystander = subprocess.Popen(["sleep", "60"])
     try:
         state(tmp_path / "tdebench-dead", {"kind": "run", "pid": pid, "started": started},
-              {"kind": "process", "pid": bystander.pid, "what": "postgres", "started": started - 60})  # another start time
+              {"kind": "process", "pid": bystander.pid, "what": "postgres",
+               "started": started - 60})  # another start time
         [cleaned] = runstate.clean_dead_runs(tmp_path)
         assert cleaned.stopped == [] and cleaned.removed
         assert bystander.poll() is None  # the process now holding that pid lives on

@@ -15,12 +15,23 @@ def test_processes_are_empty_not_an_error_around_a_stop(tmp_path: Path) -> None:
     server.start()
     try:
         assert [p.pid for p in server.processes()] == [server.pid]
+        pid = server.pid
         seen: list[object] = []
-        reader = threading.Thread(target=lambda: [seen.append(server.processes()) for _ in range(2000)])
+        failed: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                for _ in range(2000):
+                    seen.append(server.processes())
+            except BaseException as exc:  # a thread's exception would otherwise only be printed
+                failed.append(exc)
+
+        reader = threading.Thread(target=read)
         reader.start()  # reads while the main thread stops the server
         server.stop()
         reader.join()
-        assert all(isinstance(found, list) for found in seen)
+        assert failed == [] and len(seen) == 2000  # every read returned
+        assert all(isinstance(found, list) and [p.pid for p in found] in ([], [pid]) for found in seen)
     finally:
         server.stop()
     assert server.processes() == [] and not server.running

@@ -16,7 +16,7 @@ backends) inherit their parent's CPUs. Linux only (sched_setaffinity).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +105,6 @@ def applied(processes: Sequence[psutil.Process] | None) -> tuple[tuple[int, ...]
     return (tuple(sorted(cpus)) or None), driver
 
 
-def release(cpus: Sequence[int]) -> None:
+def release(cpus: Iterable[int]) -> None:
     """Give this process (every thread) back the CPUs it had before a trial pinned it."""
     _pin_own_threads(sorted(cpus))

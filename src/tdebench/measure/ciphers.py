@@ -55,6 +55,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import cryptography
 import nacl
@@ -62,7 +63,7 @@ import nacl.bindings  # initialises libsodium (sodium_init) before its functions
 from cryptography.hazmat.backends.openssl import backend
 from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4, CAST5, Blowfish, TripleDES
 from cryptography.hazmat.decrepit.ciphers.modes import CFB
-from cryptography.hazmat.primitives.ciphers import Cipher, CipherAlgorithm, algorithms, modes
+from cryptography.hazmat.primitives.ciphers import BlockCipherAlgorithm, Cipher, CipherAlgorithm, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from nacl._sodium import ffi, lib
 
@@ -105,12 +106,14 @@ def _ctr(key: bytes, page_bytes: int) -> PageLoop:
     return run
 
 
-def _chained(algorithm: Callable[[bytes], CipherAlgorithm], mode: Callable[[bytes], modes.Mode] | None) -> Start:
-    """CBC (a mode) or a stream cipher (None): one encryptor, page after page."""
+def _chained(algorithm: Callable[[bytes], CipherAlgorithm],
+             mode: Callable[[bytes], modes.ModeWithInitializationVector] | None) -> Start:
+    """CBC (a mode, of a block cipher) or a stream cipher (None): one encryptor, page after page."""
 
     def start(key: bytes, page_bytes: int) -> PageLoop:
         made = algorithm(key)
-        context = Cipher(made, mode(bytes(made.block_size // 8)) if mode else None).encryptor()
+        iv = mode(bytes(cast(BlockCipherAlgorithm, made).block_size // 8)) if mode else None
+        context = Cipher(made, iv).encryptor()
         out = bytearray(page_bytes + 15)
 
         def run(page: bytes, nonces: Sequence[bytes]) -> bytes:

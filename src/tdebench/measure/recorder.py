@@ -7,13 +7,13 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import psutil
 
 from tdebench.measure.clock import Clock
 from tdebench.measure import process as counters
-from tdebench.store import Measurement, ResultStore, TrialKey
+from tdebench.store import Measurement, TrialKey
 
 T = TypeVar("T")
 
@@ -58,6 +58,12 @@ class GcPause:
 GC_PAUSE = GcPause()  # one per process: the collector is process-wide
 
 
+class Appends(Protocol):
+    """Where a Recorder puts each measurement: a ResultStore, or a sink that keeps nothing."""
+
+    def append(self, record: Measurement) -> None: ...
+
+
 @dataclass
 class Recorder:
     """Measures the steps of one trial and stores each the moment it ends.
@@ -68,11 +74,11 @@ class Recorder:
     `pause_gc` is False (bench/precision.py's reference arm).
     """
 
-    store: ResultStore
+    store: Appends
     trial: TrialKey
     clock: Clock
-    # the engine's processes whose CPU and I/O are measured; None: this process (embedded engines)
-    processes: Callable[[], Sequence[psutil.Process]] | None = None
+    # the engine's processes whose CPU and I/O are measured; None, or None from it: this process (embedded engines)
+    processes: Callable[[], Sequence[psutil.Process] | None] | None = None
     pause_gc: bool = True
 
     @contextmanager

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import psutil
 
@@ -21,7 +22,7 @@ from tdebench.measure.load import OthersCpu
 from tdebench.store import ResultStore, Sample, TrialKey
 
 
-def _busiest_disk_ms(counters: dict[str, object]) -> dict[str, int]:
+def _busiest_disk_ms(counters: Mapping[str, object]) -> dict[str, int]:
     return {name: getattr(c, "busy_time", 0) for name, c in counters.items()}
 
 
@@ -94,11 +95,11 @@ class Sampler:
             new_busy = _busiest_disk_ms(psutil.disk_io_counters(perdisk=True) or {})
             interval_ms = (now - last) * 1000
             busiest = max((new_busy[d] - busy.get(d, new_busy[d]) for d in new_busy), default=0)
-            shared = dict(
+            shared: dict[str, Any] = dict(  # Sample's fields that every watched trial shares
                 t_s=now - start,
                 cpu_pct=psutil.cpu_percent(interval=None),
-                disk_read_bytes=float(new_disk.read_bytes - disk.read_bytes) if disk else 0.0,
-                disk_write_bytes=float(new_disk.write_bytes - disk.write_bytes) if disk else 0.0,
+                disk_read_bytes=float(new_disk.read_bytes - disk.read_bytes) if disk and new_disk else 0.0,
+                disk_write_bytes=float(new_disk.write_bytes - disk.write_bytes) if disk and new_disk else 0.0,
                 disk_busy_pct=min(100.0, 100.0 * busiest / interval_ms) if interval_ms else 0.0,
                 others_cpu_pct=others.reading(),
                 load_1m=load_1m(),

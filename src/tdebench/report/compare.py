@@ -226,7 +226,9 @@ def plan_settings(run: RunData) -> dict[str, Any] | None:
         return None
 
     def value(item: Any) -> Any:
-        return "not set" if item is None else asdict(item) if is_dataclass(item) else item
+        if item is None:
+            return "not set"
+        return asdict(item) if is_dataclass(item) and not isinstance(item, type) else item
 
     settings = {field.name: value(getattr(plan, field.name)) for field in fields(plan)
                 if field.name not in ("name", "text", "engines", "workloads")}
@@ -395,7 +397,8 @@ def _together_sentences(changes: list[FigureChange]) -> list[str]:
     for (_, _, engine, workload, scale), group in sorted(groups.items()):
         timed = [c for c in group if c.unit == TIMED and c.reading != NO_INTERVAL]
         readings = {c.reading for c in timed}
-        if (len(readings) != 1 or readings & {WITHIN_NOISE, EXACT} or not any(c.cell.encryption == BASELINE for c in timed)
+        if (len(readings) != 1 or readings & {WITHIN_NOISE, EXACT}
+                or not any(c.cell.encryption == BASELINE for c in timed)
                 or any(c.overhead_reading in (HIGHER, LOWER) for c in group)):
             continue
         sentences.append(f"Every timed figure of {engine} ({workload} {scale_label(workload, scale)}), {BASELINE} "
@@ -412,8 +415,8 @@ def _resolution_sentence(changes: list[FigureChange]) -> str:
     for change in changes:
         if change.overhead is None or change.overhead_exact or change.cell.comparison in seen:
             continue
-        each = [f"±{resolution(floor):.1f}% in {label}" for label, floor in (("A", change.floor_a), ("B", change.floor_b))
-                if floor is not None]
+        each = [f"±{resolution(floor):.1f}% in {label}"
+                for label, floor in (("A", change.floor_a), ("B", change.floor_b)) if floor is not None]
         if each:
             cell = change.cell
             seen[cell.comparison] = (f"{engine_label(cell.engine, cell.memory_mb)} {cell.workload} "
@@ -556,7 +559,8 @@ def overhead_change_table(comparison: Comparison, rows: list[dict[str, Any]]) ->
         num("overhead_change_ci", "95% CI", text), Column("overhead_reading", "reading"),
         num("overhead_p_shown", "p", p_value))
     if floors_shown:
-        columns += (num("resolution_a", "resolution A", _plus_minus), num("resolution_b", "resolution B", _plus_minus))
+        columns += (num("resolution_a", "resolution A", _plus_minus),
+                    num("resolution_b", "resolution B", _plus_minus))
     return Table(f"Change of the overhead against {BASELINE}", columns, compared, note=OVERHEAD_NOTE,
                  empty=f"No overhead against {BASELINE} is in both runs.")
 

@@ -85,8 +85,8 @@ def _plan_setting(plan: dict[str, Any], key: str) -> Any:
 
 
 def _trial_keys(run: RunData) -> set[TrialKey]:
-    records = [*run.measurements, *run.verdicts, *run.trials]
-    return {record.trial for record in records}
+    return ({m.trial for m in run.measurements} | {v.trial for v in run.verdicts}
+            | {t.trial for t in run.trials})
 
 
 def overview(run: RunData) -> Overview:

@@ -80,7 +80,7 @@ def _method(step: str) -> str:
 def _row(key: tuple, measurements: list[Measurement]) -> dict[str, Any]:
     engine, encryption, workload, scale, test, step = key
     timed = [m for m in measurements if "elapsed_s" in m.metrics and m.metrics["elapsed_s"] > 0]
-    answers = [m.answer for m in measurements]
+    answers = [m.answer or "" for m in measurements]  # no answer (None) is no outcome either
     bad = answers.count("failed")
     if answers and all(answer in _OUTCOMES and answer != "ok" for answer in answers):
         verified = _OUTCOMES[answers[0]]

@@ -112,7 +112,8 @@ def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
         axes.set_ylabel("overhead vs none (%)")
         title = f"{engine} · {workload} {scale_label(workload, scale)}: overhead vs {BASELINE} (95% CI)"
         axes.set_title(title)
-        figures.append(Figure(title, _file_name("overhead", engine, workload, scale_label(workload, scale)), _png(figure)))
+        name = _file_name("overhead", engine, workload, scale_label(workload, scale))
+        figures.append(Figure(title, name, _png(figure)))
     return figures
 
 
@@ -150,7 +151,8 @@ def query_plots(records: list[SummaryRecord]) -> list[Figure]:
             axes.set_ylabel("median elapsed (ms)")
         title = f"{engine} · {workload} {scale_label(workload, scale)} · {test} test: per query (95% CI)"
         axes.set_title(title)
-        figures.append(Figure(title, _file_name("queries", engine, workload, scale_label(workload, scale), test), _png(figure)))
+        name = _file_name("queries", engine, workload, scale_label(workload, scale), test)
+        figures.append(Figure(title, name, _png(figure)))
     return figures
 
 
@@ -218,7 +220,8 @@ def resource_plots(samples: list[Sample], side_by_side: bool = False) -> list[Fi
             title += ("\n(lockstep: the encryptions ran side by side; CPU, and an embedded engine's memory, "
                       "are the group's)")
         cpu.set_title(title)
-        figures.append(Figure(title, _file_name("resources", engine, workload, scale_label(workload, scale)), _png(figure)))
+        name = _file_name("resources", engine, workload, scale_label(workload, scale))
+        figures.append(Figure(title, name, _png(figure)))
     return figures
 
 

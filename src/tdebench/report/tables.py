@@ -257,6 +257,7 @@ def verdicts_table(run: RunData, csv: bool = True) -> Table:
                _prose("first_hit", "first canary hit"), _prose("detail", "detail"))
     extra = (_prose("engine_state", "engine reports"), num("view_hits", "canaries in decrypted view", text),
              _prose("exposed", "plaintext of unsealed columns in"))
+    rows: list[dict[str, Any]]  # a row's values are of many types
     rows = [{"trial": v.trial.id, "engine": v.trial.engine, "memory_mb": v.trial.memory_mb,
              "encryption": v.trial.encryption, "workload": v.trial.workload, "scale": v.trial.scale,
              "repetition": v.trial.repetition, "verdict": v.verdict, "expected": v.expected,
@@ -366,7 +367,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
     """The headline figures of every encryption against `none`, in friendly units."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     floor_of = floors(records)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for headline, record in headline_records(records):
         if record.overhead is None:
             continue
@@ -398,7 +399,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
 
 def size_table(records: list[SummaryRecord]) -> Table:
     """Database size after the load (test `load`, step `database`) per encryption."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for record in records:
         cell = record.cell
         if (cell.test, cell.step, cell.metric) != ("load", "database", "size_bytes"):
@@ -459,7 +460,7 @@ def resources_table(run: RunData) -> Table:
     """What the machine and the engine did during each configuration's trials (the CPU %, RAM %
     and disk-busy % of Carvalho (2025); the CPU % and memory % of Madyatmadja et al. (2021)),
     over all its trials' samples."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (engine, encryption, workload, scale, memory), samples in samples_by_config(run.samples).items():
         rows.append({"engine": engine, "memory_mb": memory, "encryption": encryption, "workload": workload,
                      "scale": scale,
@@ -707,9 +708,10 @@ def machine_load_table(loads: list[noise.TrialLoad]) -> Table:
              "load_start": load.load_start, "load_end": load.load_end, "engine_cpus": load.engine_cpus,
              "driver_cpus": load.driver_cpus, "busy": "BUSY" if load.busy else ""} for load in loads]
     pinned = any(load.engine_cpus is not None for load in loads)
-    columns = (Column("trial", "trial"), num("others_mean", "others' CPU % mean", _pct),
-               num("others_max", "others' CPU % max", _pct), num("load_start", "load avg start"),
-               num("load_end", "load avg end"))
+    columns: tuple[Column, ...] = (
+        Column("trial", "trial"), num("others_mean", "others' CPU % mean", _pct),
+        num("others_max", "others' CPU % max", _pct), num("load_start", "load avg start"),
+        num("load_end", "load avg end"))
     if pinned:
         columns += (Column("engine_cpus", "engine CPUs", _cpus), Column("driver_cpus", "driver CPUs", _cpus))
     columns += (Column("busy", "busy"),)

@@ -26,16 +26,17 @@ that loses or changes data fails the trial (WrongAnswer, after the measurements 
 Everything a test writes (the artifact, its unpacked copy, the restored instances) lives in
 `backup-<test>/` in the trial's workspace and is removed before the test ends, so the trial's
 own verdict still judges the database alone.
-"""
+"""  # noqa: E501 (a Markdown table, read as one)
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, Connection,
-                                   Database)
+                                   Database, Encryption)
 from tdebench.keys import Secret
 from tdebench.workloads.backup import artifact, usage
 from tdebench.workloads.backup.checksum import TableChecksum, checksums, differences
@@ -44,6 +45,14 @@ from tdebench.workloads.tpch import TpchWorkload, data, schema
 
 TABLES: dict[str, tuple[str, ...]] = {**schema.TABLES, CANARY_TABLE: ("id", "canary", "marker")}
 """Every table the workload's database holds, with its columns: what a restore must bring back."""
+
+
+def _provision(ctx: RunContext) -> Callable[[Path, Encryption, Secret | None], Database]:
+    """`RunContext.provision`, which this workload needs: it restores into databases of its own."""
+    if ctx.provision is None:
+        raise RuntimeError("the backup workload restores into a database of its own: "
+                           "RunContext.provision must be set")
+    return ctx.provision
 
 
 class BackupWorkload(Workload):
@@ -66,9 +75,7 @@ class BackupWorkload(Workload):
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
         if test not in self.tests:
             raise ValueError(f"backup has no test {test!r}; valid: {', '.join(self.tests)}")
-        if ctx.provision is None:
-            raise RuntimeError("the backup workload restores into a database of its own: "
-                               "RunContext.provision must be set")
+        _provision(ctx)  # before anything is backed up
         database = ctx.database
         method = database.backup_method(test)
         original = checksums(conn, ctx.dialect, TABLES)
@@ -105,7 +112,7 @@ class BackupWorkload(Workload):
                  warmup: bool) -> list[str]:
         """Restore into a fresh instance with the same key (timed), compare every table, record
         the step; returns what differs (nothing when the restore lost nothing)."""
-        restored = ctx.provision(workspace, ctx.database.encryption, ctx.database.key)
+        restored = _provision(ctx)(workspace, ctx.database.encryption, ctx.database.key)
         try:
             _, metrics = usage.timed(ctx.recorder, lambda: restored.restore(backup), [ctx.database, restored])
             found = self._checksums(ctx, restored)
@@ -121,7 +128,7 @@ class BackupWorkload(Workload):
                        original: dict[str, TableChecksum]) -> bool:
         """Whether a fresh instance with `key` restores exactly the original data from `backup`;
         any failure on the way (the restore, the start, reading a table) means it does not."""
-        stranger = ctx.provision(workspace, ctx.database.encryption, key)
+        stranger = _provision(ctx)(workspace, ctx.database.encryption, key)
         try:
             stranger.restore(backup)
             return self._checksums(ctx, stranger) == original

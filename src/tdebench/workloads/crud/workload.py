@@ -32,7 +32,7 @@ stopped the engine and dropped the OS cache before a measured run (method.md, st
 the first statement of a test needs nothing more; a statement after unmeasured work (the
 delete after its setup) closes the connection, goes cold and reconnects, untimed. The
 lookups go cold once, before the first: the distribution then shows the misses warming up.
-"""
+"""  # noqa: E501 (a Markdown table, read as one)
 
 from __future__ import annotations
 
@@ -143,7 +143,8 @@ class _Session:
         except QueryTimeout:
             elapsed = (recorder.clock.now_ns() - started) / 1e9  # until the engine stopped it: a lower bound
             recorder.record(self.test, STEP, {"elapsed_s": elapsed}, warmup=self.warmup, answer="timeout")
-            raise WrongAnswer(f"crud {self.test}: stopped by the {self.ctx.query_timeout_s:g} s query timeout") from None
+            timeout = f"stopped by the {self.ctx.query_timeout_s:g} s query timeout"
+            raise WrongAnswer(f"crud {self.test}: {timeout}") from None
         metrics.update(processed_bytes=shape.processed(rows), size_before_bytes=float(size_before),
                        size_after_bytes=float(database.size_bytes()))
         return result, metrics

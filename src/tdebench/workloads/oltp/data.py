@@ -73,36 +73,37 @@ class _Random:
         self.seed = seed
         self.keys = keys  # the SQL of the row's key columns, e.g. "w, d, c"
 
-    def int(self, tag: str, low: int | str, high: int | str) -> str:
+    def integer(self, tag: str, low: int | str, high: int | str) -> str:
         """A uniform whole number in [low, high]."""
         return f"({low} + (hash({self.seed}, '{tag}', {self.keys}) % ({high} - {low} + 1)::UBIGINT)::BIGINT)"
 
     def money(self, tag: str, low_cents: int, high_cents: int) -> str:
-        return f"({self.int(tag, low_cents, high_cents)} / 100)::DECIMAL(12,2)"
+        return f"({self.integer(tag, low_cents, high_cents)} / 100)::DECIMAL(12,2)"
 
     def rate(self, tag: str, low: int, high: int) -> str:
         """A rate of ten-thousandths, e.g. 0..2000 → 0.0000..0.2000."""
-        return f"({self.int(tag, low, high)} / 10000)::DECIMAL(4,4)"
+        return f"({self.integer(tag, low, high)} / 10000)::DECIMAL(4,4)"
 
     def text(self, tag: str, low: int, high: int) -> str:
         """A random alphanumeric string of low..high characters."""
         chunks = " || ".join(f"to_base64(unhex(md5(concat_ws('|', {self.seed}, '{tag}', {self.keys}, {i}))))"
                              f"[1:{_BASE64_CHARS}]" for i in range(-(-high // _BASE64_CHARS)))
-        length = str(low) if low == high else self.int(f"{tag}#length", low, high)
+        length = str(low) if low == high else self.integer(f"{tag}#length", low, high)
         return f"translate(substr({chunks}, 1, {length}), '+/', 'xz')"
 
     def text_with_original(self, tag: str, low: int, high: int) -> str:
         """Clause 4.3.3.1: in 10% of rows, "ORIGINAL" at a random place in the text."""
-        text, length = self.text(tag, low, high), self.int(f"{tag}#length", low, high)
-        at = self.int(f"{tag}#at", 0, f"{length} - 8")
-        return (f"CASE WHEN {self.int(f'{tag}#original', 1, 10)} = 1 "
+        text, length = self.text(tag, low, high), self.integer(f"{tag}#length", low, high)
+        at = self.integer(f"{tag}#at", 0, f"{length} - 8")
+        return (f"CASE WHEN {self.integer(f'{tag}#original', 1, 10)} = 1 "
                 f"THEN substr({text}, 1, {at}) || 'ORIGINAL' || substr({text}, {at} + 9) ELSE {text} END")
 
     def digits(self, tag: str, count: int) -> str:
         return f"lpad((hash({self.seed}, '{tag}', {self.keys}) % {10 ** count}::UBIGINT)::VARCHAR, {count}, '0')"
 
     def state(self, tag: str) -> str:
-        return f"chr(65 + {self.int(tag + '1', 0, 25)}::INTEGER) || chr(65 + {self.int(tag + '2', 0, 25)}::INTEGER)"
+        first, second = self.integer(tag + '1', 0, 25), self.integer(tag + '2', 0, 25)
+        return f"chr(65 + {first}::INTEGER) || chr(65 + {second}::INTEGER)"
 
     def address(self, prefix: str) -> str:
         return (f"{self.text(prefix + '_street_1', 10, 20)} AS {prefix}_street_1, "
@@ -121,7 +122,7 @@ def _last_name(number: str) -> str:
 
 def _ol_cnt(seed: int) -> str:
     """An order's line count, 5..15; order_line derives its lines from the same expression."""
-    return _Random(seed, "w, d, o").int("o_ol_cnt", 5, 15)
+    return _Random(seed, "w, d, o").integer("o_ol_cnt", 5, 15)
 
 
 def table_sql(table: str, w: int, seed: int) -> str:
@@ -143,12 +144,12 @@ def table_sql(table: str, w: int, seed: int) -> str:
     if table == "customer":
         r = _Random(seed, "w, d, c")
         c_load = Constants.from_seed(seed).c_last_load
-        nurand = f"((({r.int('c_last_a', 0, 255)} | {r.int('c_last_b', 0, 999)}) + {c_load}) % 1000)"
+        nurand = f"((({r.integer('c_last_a', 0, 255)} | {r.integer('c_last_b', 0, 999)}) + {c_load}) % 1000)"
         return (f"SELECT c::INTEGER AS c_id, d::INTEGER AS c_d_id, w::INTEGER AS c_w_id, "
                 f"{r.text('c_first', 8, 16)} AS c_first, 'OE' AS c_middle, "
                 f"CASE WHEN c <= 1000 THEN {_last_name('c - 1')} ELSE {_last_name(nurand)} END AS c_last, "
                 f"{r.address('c')}, {r.digits('c_phone', 16)} AS c_phone, {stamp} AS c_since, "
-                f"CASE WHEN {r.int('c_credit', 1, 10)} = 1 THEN 'BC' ELSE 'GC' END AS c_credit, "
+                f"CASE WHEN {r.integer('c_credit', 1, 10)} = 1 THEN 'BC' ELSE 'GC' END AS c_credit, "
                 f"50000.00::DECIMAL(12,2) AS c_credit_lim, {r.rate('c_discount', 0, 5000)} AS c_discount, "
                 f"-10.00::DECIMAL(12,2) AS c_balance, 10.00::DECIMAL(12,2) AS c_ytd_payment, "
                 f"1::INTEGER AS c_payment_cnt, 0::INTEGER AS c_delivery_cnt, "
@@ -165,7 +166,7 @@ def table_sql(table: str, w: int, seed: int) -> str:
         return (f"WITH permuted AS (SELECT w, d, c, row_number() OVER (PARTITION BY w, d "
                 f"ORDER BY hash({seed}, 'o_c_id', w, d, c), c) AS o FROM {customers}) "
                 f"SELECT o::INTEGER AS o_id, d::INTEGER AS o_d_id, w::INTEGER AS o_w_id, c::INTEGER AS o_c_id, "
-                f"{stamp} AS o_entry_d, CASE WHEN o < {UNDELIVERED_FROM} THEN {r.int('o_carrier_id', 1, 10)} "
+                f"{stamp} AS o_entry_d, CASE WHEN o < {UNDELIVERED_FROM} THEN {r.integer('o_carrier_id', 1, 10)} "
                 f"END::INTEGER AS o_carrier_id, {_ol_cnt(seed)}::INTEGER AS o_ol_cnt, 1::INTEGER AS o_all_local "
                 f"FROM permuted ORDER BY w, d, o")
     if table == "new_order":
@@ -175,7 +176,7 @@ def table_sql(table: str, w: int, seed: int) -> str:
         r = _Random(seed, "w, d, o, n")
         return (f"WITH orders AS (SELECT w, d, c AS o, {_ol_cnt(seed)} AS lines FROM {customers}) "
                 f"SELECT o::INTEGER AS ol_o_id, d::INTEGER AS ol_d_id, w::INTEGER AS ol_w_id, "
-                f"n::INTEGER AS ol_number, {r.int('ol_i_id', 1, ITEMS)}::INTEGER AS ol_i_id, "
+                f"n::INTEGER AS ol_number, {r.integer('ol_i_id', 1, ITEMS)}::INTEGER AS ol_i_id, "
                 f"w::INTEGER AS ol_supply_w_id, CASE WHEN o < {UNDELIVERED_FROM} THEN {stamp} END AS ol_delivery_d, "
                 f"5::INTEGER AS ol_quantity, CASE WHEN o < {UNDELIVERED_FROM} THEN 0.00::DECIMAL(12,2) "
                 f"ELSE {r.money('ol_amount', 1, 999_999)} END AS ol_amount, "
@@ -183,13 +184,13 @@ def table_sql(table: str, w: int, seed: int) -> str:
                 f"FROM orders, range(1, 16) AS ns(n) WHERE n <= lines ORDER BY w, d, o, n")
     if table == "item":
         r = _Random(seed, "i")
-        return (f"SELECT i::INTEGER AS i_id, {r.int('i_im_id', 1, 10_000)}::INTEGER AS i_im_id, "
+        return (f"SELECT i::INTEGER AS i_id, {r.integer('i_im_id', 1, 10_000)}::INTEGER AS i_im_id, "
                 f"{r.text('i_name', 14, 24)} AS i_name, {r.money('i_price', 100, 10_000)} AS i_price, "
                 f"{r.text_with_original('i_data', 26, 50)} AS i_data FROM range(1, {ITEMS + 1}) AS items(i) ORDER BY i")
     if table == "stock":
         r = _Random(seed, "w, i")
         dists = ", ".join(f"{r.text(name, 24, 24)} AS {name}" for name in STOCK_DISTRICT_COLUMNS)
-        return (f"SELECT i::INTEGER AS s_i_id, w::INTEGER AS s_w_id, {r.int('s_quantity', 10, 100)}::INTEGER "
+        return (f"SELECT i::INTEGER AS s_i_id, w::INTEGER AS s_w_id, {r.integer('s_quantity', 10, 100)}::INTEGER "
                 f"AS s_quantity, {dists}, 0::INTEGER AS s_ytd, 0::INTEGER AS s_order_cnt, "
                 f"0::INTEGER AS s_remote_cnt, {r.text_with_original('s_data', 26, 50)} AS s_data "
                 f"FROM {warehouses_}, range(1, {ITEMS + 1}) AS items(i) ORDER BY w, i")

@@ -7,6 +7,7 @@ Nothing here touches a database, so the distributions can be tested over million
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tdebench.workloads.oltp.schema import CUSTOMERS_PER_DISTRICT, DISTRICTS_PER_WAREHOUSE, ITEMS
@@ -148,8 +149,10 @@ class Terminal:
         return KINDS[0]  # rounding of the shares: never more than a few ulps
 
     def next(self, kind: str) -> Inputs:
-        return {NEW_ORDER: self.new_order, PAYMENT: self.payment, DELIVERY: self.delivery,
-                ORDER_STATUS: self.order_status, STOCK_LEVEL: self.stock_level}[kind]()
+        makers: dict[str, Callable[[], Inputs]] = {
+            NEW_ORDER: self.new_order, PAYMENT: self.payment, DELIVERY: self.delivery,
+            ORDER_STATUS: self.order_status, STOCK_LEVEL: self.stock_level}
+        return makers[kind]()
 
     def _other_warehouse(self) -> int:
         other = uniform(self.rng, 1, self.warehouses - 1)

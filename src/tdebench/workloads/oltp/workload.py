@@ -93,8 +93,8 @@ class OltpWorkload(Workload):
                 conn.execute(statement)
         with ctx.recorder.measure("load", "total"):
             with ctx.recorder.measure("load", "tables"):
-                for table, columns in schema.TABLES.items():
-                    ctx.database.bulk_load(conn, table, columns, files[table])
+                for name, columns in schema.TABLES.items():
+                    ctx.database.bulk_load(conn, name, columns, files[name])
                 for statement in schema.after_bulk_load(ctx.dialect, data.UNDELIVERED_FROM):
                     conn.execute(statement)
             with ctx.recorder.measure("load", "indexes"):

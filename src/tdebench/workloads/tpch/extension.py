@@ -12,7 +12,8 @@ from pathlib import Path
 
 import duckdb
 
-_OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_OFFLINE: dict[str, str | bool | int | float | list[str]] = {  # duckdb.connect's config type
+    "autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
 def extension_path(name: str) -> Path:

@@ -58,8 +58,8 @@ class TpchWorkload(Workload):
             if table.name in schema.SENSITIVE:  # a no-op unless the encryption is column-level
                 ctx.database.seal_columns(conn, table.name, schema.SENSITIVE[table.name], table.primary_key)
         tables: dict[str, float] = {}
-        for table, columns in schema.TABLES.items():
-            _, metrics = ctx.recorder.timed(lambda: ctx.database.bulk_load(conn, table, columns, files[table]))
+        for name, columns in schema.TABLES.items():
+            _, metrics = ctx.recorder.timed(lambda: ctx.database.bulk_load(conn, name, columns, files[name]))
             add_metrics(tables, metrics)
             yield
         _, indexes = ctx.recorder.timed(lambda: [conn.execute(s) for s in schema.create_indexes(ctx.dialect)])
