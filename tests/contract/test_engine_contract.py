@@ -17,7 +17,11 @@ from tdebench.keys import Secret
 from tdebench.store import TrialKey
 from tdebench.workloads.base import read_canaries, write_canaries
 
-CASES = [(name, enc.name) for name, cls in ENGINES.items() for enc in cls.encryptions]
+COLUMN_HERE = ("column-aes-256", "column-3des")
+"""The column layer's ciphers the contract runs: the others differ from these only in pgcrypto's
+cipher option, and tests/contract/test_pgcrypto.py seals and checks every one on one server."""
+CASES = [(name, enc.name) for name, cls in ENGINES.items() for enc in cls.encryptions
+         if enc.layer != "column" or enc.name in COLUMN_HERE]
 CANARY = "TDEBENCH-CANARY-contract-0123456789"
 MARKER = "TDEBENCH-MARKER-contract-0123456789"
 
