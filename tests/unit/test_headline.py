@@ -27,7 +27,8 @@ def test_encryptions_are_grouped_by_what_they_cost() -> None:
                        record("paid", 5.0, 3.0, 7.0, 0.001), record("in-floor", 3.0, 1.0, 5.0, 0.01),
                        record("quicker", -8.0, -10.0, -6.0, 0.001)], floor)
     assert groups == [
-        "no measurable cost for cheap +1.0% [-1.5, +3.5], in-floor +3.0% [+1.0, +5.0]",  # overlaps the floor
+        "no measurable cost for cheap +1.0% [-1.5, +3.5]",
+        "inside the noise floor, so not resolved as a cost: in-floor +3.0% [+1.0, +5.0]",  # overlaps the floor
         "costs +5.0%: paid +5.0% [+3.0, +7.0]",
         "more than doubles the time (avoid where speed matters): slowest +150.0% [+140.0, +160.0]",
         "faster than no encryption, which only noise or a different plan can explain: quicker -8.0% [-10.0, -6.0]",

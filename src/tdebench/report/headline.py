@@ -8,7 +8,9 @@ the load, the one whose overheads have the narrowest 95% intervals), with the ru
 whether the data fit in memory (cache.py), since that decides what the percentages mean.
 
 A cost is only called one when findings.py would: its interval excludes zero (p < 0.05) and
-lies outside the placebo's; everything else is "no measurable cost" at this run's resolution.
+lies outside the placebo's. An interval that includes zero is "no measurable cost"; one that
+excludes zero but overlaps the placebo's is "inside the noise floor, so not resolved as a cost"
+(a +42% [+12, +80] against a ±45% floor is neither a cost nor no cost).
 """
 
 from __future__ import annotations
@@ -40,14 +42,16 @@ def _width(records: list[SummaryRecord]) -> float:
 
 def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None) -> list[str]:
     """The encryptions of one figure, cheapest first, in the groups a reader decides by."""
-    once, free, costs, doubles, faster = [], [], [], [], []
+    once, free, unresolved, costs, doubles, faster = [], [], [], [], [], []
     for record in sorted(records, key=lambda r: (r.overhead.pct, r.cell.encryption)):  # type: ignore[union-attr]
         compared = record.overhead
         assert compared is not None
         if min(compared.n_treatment, compared.n_baseline) < 2:
             once.append(record)
-        elif not compared.significant or below_resolution(record, floor):
+        elif not compared.significant:
             free.append(record)
+        elif below_resolution(record, floor):  # an interval off zero, but inside none-against-none's
+            unresolved.append(record)
         elif compared.pct < 0:
             faster.append(record)
         elif compared.pct >= DOUBLES_PCT:
@@ -60,6 +64,9 @@ def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None) -> list[
                       + ", ".join(f"{r.cell.encryption} {percent(r.overhead.pct)}" for r in once))  # type: ignore[union-attr]
     if free:
         groups.append(f"no measurable cost for {', '.join(_interval(r) for r in free)}")
+    if unresolved:  # the sentence names the floor's width before the groups
+        groups.append("inside the noise floor, so not resolved as a cost: "
+                      + ", ".join(_interval(r) for r in unresolved))
     if costs:
         span = (percent(costs[0].overhead.pct) if len(costs) == 1  # type: ignore[union-attr]
                 else f"{percent(costs[0].overhead.pct)} to {percent(costs[-1].overhead.pct)}")  # type: ignore[union-attr]
