@@ -63,8 +63,9 @@ class _Matcher:
         for is_marker, pattern in patterns:
             groups.setdefault(pattern[:self.KEY_BYTES], []).append((is_marker, pattern))
         # commonprefix of bytes is bytes; typeshed allows its '' for an empty list, which no group is
-        self.groups = [(cast(bytes, os.path.commonprefix([p for _, p in members])), members)
-                       for members in groups.values()]
+        prefixes = [cast(bytes, os.path.commonprefix([p for _, p in members])) for members in groups.values()]
+        # each group's prefix, how it is searched (`_strided`, decided once) and its members
+        self.groups = [(prefix, self._strided(prefix), members) for prefix, members in zip(prefixes, groups.values())]
 
     @staticmethod
     def _strided(prefix: bytes) -> tuple[bytes, int] | None:
@@ -77,9 +78,10 @@ class _Matcher:
         return None
 
     @staticmethod
-    def _starts(buffer: bytes, prefix: bytes, start: int, halves: list[bytes]) -> Iterator[int]:
-        """Every offset from `start` on where `prefix` occurs in `buffer`, in increasing order."""
-        strided = _Matcher._strided(prefix)
+    def _starts(buffer: bytes, prefix: bytes, strided: tuple[bytes, int] | None, start: int,
+                halves: list[bytes]) -> Iterator[int]:
+        """Every offset from `start` on where `prefix` occurs in `buffer`, in increasing order;
+        `strided` is `_strided(prefix)`."""
         if strided is None:
             at = buffer.find(prefix, start)
             while at != -1:
@@ -103,10 +105,10 @@ class _Matcher:
         """(is_marker, offset) of every match in `buffer` that ends past its first `tail`
         bytes (the others were counted in the previous read)."""
         halves: list[bytes] = []  # the stride-2 copies, made on first need
-        for prefix, members in self.groups:
+        for prefix, strided, members in self.groups:
             # per pattern: where its next match may start (past its last one, and ending past the tail)
             free = {pattern: max(0, tail - len(pattern) + 1) for _, pattern in members}
-            for at in self._starts(buffer, prefix, min(free.values()), halves):
+            for at in self._starts(buffer, prefix, strided, min(free.values()), halves):
                 for is_marker, pattern in members:
                     if at >= free[pattern] and buffer.startswith(pattern, at):
                         free[pattern] = at + len(pattern)
