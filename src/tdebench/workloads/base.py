@@ -27,13 +27,15 @@ class WrongAnswer(AssertionError):
 @dataclass(frozen=True)
 class Option:
     """A plan key of one workload's own (e.g. oltp's `virtual_users`), checked by the plan
-    reader like every other key: the type of `default`, the range or the choices."""
+    reader like every other key: the type of `default`, the range or the choices. A tuple
+    default makes a list key: a non-empty list of distinct `choices` (e.g. backup's
+    `backup_encryptions`), kept in the order written."""
 
-    default: int | float | str | bool
+    default: int | float | str | bool | tuple[str, ...]
     help: str
     low: float | None = None  # numbers: the smallest allowed value
     high: float | None = None  # numbers: the largest allowed value
-    choices: tuple[str, ...] = ()  # strings: the allowed values (empty: any string)
+    choices: tuple[str, ...] = ()  # strings and lists: the allowed values (empty: any string)
 
 
 @dataclass(frozen=True)
