@@ -173,7 +173,8 @@ def test_sealed_backups_get_their_own_table_rows_and_findings(tmp_path: Path) ->
     assert ("Sealed backups NOT shown encrypted at rest (1 of 4): duckdb (full+3des: aes-256-gcm).") in report
     assert ("Restored with a wrong key, which Aydın (2022) requires to fail (1 of 5): "
             "duckdb (full+3des: aes-256-gcm).") in report
-    assert ("duckdb full (database none): encrypting the backup took this share of backup + encryption time: "
+    assert ("duckdb full (database none): encrypting the backup took this share of backup + encryption time "
+            "(median \\[95% CI\\] in %): "
             "aes-128 4.7% \\[") in report  # Markdown escapes the interval's brackets
     assert "3DES-CBC + HMAC-SHA256 (encrypt-then-MAC); aes-128: AES-128-GCM." in report
     assert "<h2>Backup encryption</h2>" in (tmp_path / "report.html").read_text()

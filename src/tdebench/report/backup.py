@@ -116,6 +116,8 @@ def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
         "restore_cpu_s": median("restore", "cpu_s"),
         "restore": _worst(answers.get((config, "restore"), ()), ("failed", "ok")),
         "without_key": _worst(answers.get((config, "restore-without-key"), ()), ("accepted", "refused")),
+        "time_share_shown": _with_interval(median("encrypt", "time_share"), figures.get(("encrypt", "time_share"))),
+        "cpu_share_shown": _with_interval(median("encrypt", "cpu_share"), figures.get(("encrypt", "cpu_share"))),
     }
 
 
@@ -154,11 +156,23 @@ _SEALED_ONLY = (
     num("cpu_share", "share of CPU", _share), Column("cpu_share_ci", "CPU 95% CI"),
     num("sealed_bytes", "sealed (MiB)", _mib), num("decrypt_s", "decrypt (ms)", _ms))
 _SEALED_COLUMNS = (
-    Column("engine", "engine"), Column("encryption", "encryption"), num("scale", "scale", scale_text),
-    Column("method", "method"), Column("backup_encryption", "backup encryption"), num("n", "n", text),
-    num("backup_s", "backup (ms)", _ms), *_SEALED_ONLY[:6], num("size_bytes", "size (MiB)", _mib),
-    *_SEALED_ONLY[6:], Column("artifact", "backup at rest"), num("restore_s", "restore (ms)", _ms),
-    Column("restore", "restore checked"), Column("without_key", "restore with a wrong key"))
+    Column("engine", "engine"), Column("encryption", "encryption"), Column("method", "method"),
+    Column("backup_encryption", "sealed with"), num("n", "n", text), num("backup_s", "backup (ms)", _ms),
+    num("encrypt_s", "encrypt (ms)", _ms), num("time_share_shown", "share of time", text),
+    num("cpu_share_shown", "share of CPU", text), num("sealed_bytes", "sealed (MiB)", _mib),
+    Column("artifact", "at rest"),
+    Column("restore", "restore"), Column("without_key", "wrong key"))
+"""What the report shows of a sealed backup (backups.csv has the rest: CPU in ms, the plain
+size, the decryption's and the restore's time); scale only when the run has more than one."""
+
+
+def _with_interval(value: float | None, record: SummaryRecord | None) -> str:
+    """A share and its interval in one cell, in percent: "3.9% [2.7, 5.1]"."""
+    if value is None or math.isnan(value):
+        return "–"
+    if record is None or math.isnan(record.summary.ci_low):
+        return _share(value)
+    return f"{_share(value)} [{record.summary.ci_low * 100:.1f}, {record.summary.ci_high * 100:.1f}]"
 
 
 def views(table: Table) -> tuple[Table, Table]:
@@ -188,23 +202,27 @@ def views(table: Table) -> tuple[Table, Table]:
               "the start or reading the data failed; accepted when it gave back the data (– for "
               "no encryption: there is no key)."),
         empty="No backups were made in this run.")
+    scales = (num("scale", "scale", scale_text),) if len({row["scale"] for row in sealed_rows}) > 1 else ()
     constructions = sorted({f"{r['backup_encryption']}: {r['construction']}" for r in sealed_rows
                             if r["construction"]})
     sealed = Table(
-        "Backup encryption", _SEALED_COLUMNS, sealed_rows,
+        "Backup encryption", (*_SEALED_COLUMNS[:2], *scales, *_SEALED_COLUMNS[2:]), sealed_rows,
         intro=("Each backup also sealed into one file with a fresh key of its own, as Aydın (2022) "
                "measured SQL Server's BACKUP … WITH ENCRYPTION (AES-128/192/256 and Triple DES), on "
                "databases with and without TDE, compressed and not: the engines here have no backup "
                "encryption of their own, so tdebench packs the artifact into a tar stream and "
                "encrypts it on the way to storage."),
-        note=("Backup: the engine's tool, as in the table above (its own repetitions); encrypt and "
-              "decrypt: the sealing and the opening in tdebench's process, elapsed time and CPU. "
+        note=("Backup: the engine's tool, as in the table above (its own repetitions); encrypt: the "
+              "sealing in tdebench's process, elapsed time (its CPU time, the opening's time, the "
+              "plain backup's size and the restore's time are in backups.csv). "
               "Share of time (of CPU): the encryption's part of backup + encryption, median of each "
-              "run's share with its 95% CI over the repetitions. Sealed: the file that goes to "
-              "storage. Backup at rest: the sealed file scanned as stored: no canary, no marker, no "
-              "plaintext format's magic bytes. Restore checked: decrypted, unpacked and restored into "
-              "a fresh instance, every table's rows and checksum equal. Restore with a wrong key: "
-              "refused when the sealed file did not authenticate. Constructions: "
+              "run's share [its 95% CI over the repetitions, in %]. Sealed with: the backup's own "
+              "encryption (none: the artifact as the tool made it, the reference row); sealed: the "
+              "file that goes to storage. At rest: the sealed file scanned as stored: no canary, no marker, no "
+              "plaintext format's magic bytes. Restore: ok when decrypted, unpacked and restored into "
+              "a fresh instance, every table's rows and checksum equal. Wrong key: refused when the "
+              "sealed file did not authenticate (for a row sealed with none, the database's wrong key, "
+              "as in the table above). Constructions: "
               + "; ".join(constructions or ["none ran"]) + "."),
         empty="No backup was sealed in this run.")
     return plain, sealed
@@ -280,11 +298,9 @@ def _sealed_sentences(sealed: list[dict[str, Any]]) -> list[str]:
         groups[(row["engine"], row["scale"], row["method"])][row["encryption"]].append(row)
     for (engine, _, method), by_encryption in sorted(groups.items()):
         database = BASELINE if BASELINE in by_encryption else sorted(by_encryption)[0]
-        shares = ", ".join(f"{row['backup_encryption']} {_share(row['time_share'])}"
-                           + (f" {row['time_share_ci']}" if row["time_share_ci"] else "")
-                           for row in by_encryption[database])
+        shares = ", ".join(f"{row['backup_encryption']} {row['time_share_shown']}" for row in by_encryption[database])
         sentences.append(f"{engine} {method} (database {database}): encrypting the backup took this share of "
-                         f"backup + encryption time: {shares}.")
+                         f"backup + encryption time (median [95% CI] in %): {shares}.")
     return sentences
 
 
