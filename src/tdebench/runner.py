@@ -492,12 +492,11 @@ class Runner:
     def _verdict(self, key: TrialKey, expected: str, database: Database, workspace: Path,
                  facts: "_TrialFacts") -> Verdict:
         try:
-            scans = verify.scan([workspace], facts.canaries, workspace, database.plaintext_signature(),
-                                markers=facts.markers)
-            label = verify.label_first_hit(scans, workspace, facts.canaries)
-            verdict = verify.judge(key, expected, scans, facts.canaries_readable, first_hit_label=label,
-                                   view_hits=facts.view_hits, engine_state=facts.engine_state,
-                                   column_layer=database.encryption.layer == "column", view_gone=facts.view_gone)
+            verdict = verify.judge_at_rest(key, expected, workspace, database.plaintext_signature(), facts.canaries,
+                                           facts.markers, facts.canaries_readable,
+                                           column_layer=database.encryption.layer == "column",
+                                           view_hits=facts.view_hits, engine_state=facts.engine_state,
+                                           view_gone=facts.view_gone)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
         self.store.append(verdict)

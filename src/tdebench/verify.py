@@ -371,6 +371,17 @@ def error_verdict(trial: TrialKey, expected: str, exc_text: str) -> Verdict:
                    bytes_scanned=0, first_hit=None, detail=exc_text)
 
 
+def judge_at_rest(trial: TrialKey, expected: str, workspace: Path, signature: tuple[int, bytes] | None,
+                  canaries: Sequence[str], markers: Sequence[str], canary_readable: bool, *,
+                  column_layer: bool, view_hits: int | None = None, engine_state: str = "",
+                  view_gone: str = "") -> Verdict:
+    """A closed database's directory scanned and judged: the trial's verdict (the runner's), and
+    that of a database a workload made beside it (maintenance's converted copy), alike."""
+    scans = scan([workspace], canaries, workspace, signature, markers=markers)
+    return judge(trial, expected, scans, canary_readable, first_hit_label=label_first_hit(scans, workspace, canaries),
+                 view_hits=view_hits, engine_state=engine_state, column_layer=column_layer, view_gone=view_gone)
+
+
 def _root(paths: Sequence[Path]) -> Path:
     common = Path(os.path.commonpath([p.absolute() for p in paths]))
     return common.parent if common.is_file() else common

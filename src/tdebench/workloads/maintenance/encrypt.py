@@ -137,11 +137,9 @@ def _at_rest(ctx: RunContext, database: Database, workspace: Path, *, readable: 
              engine_state: str) -> Verdict:
     """The runner's at-rest scan and verdict rules, on this directory with the database closed."""
     database.close()
-    scans = verify.scan([workspace], ctx.canaries, workspace, database.plaintext_signature(), markers=ctx.markers)
-    return verify.judge(ctx.recorder.trial, "encrypted", scans, readable,
-                        first_hit_label=verify.label_first_hit(scans, workspace, ctx.canaries),
-                        view_hits=view_hits, engine_state=engine_state,
-                        column_layer=database.encryption.layer == "column")
+    return verify.judge_at_rest(ctx.recorder.trial, "encrypted", workspace, database.plaintext_signature(),
+                                ctx.canaries, ctx.markers, readable, column_layer=database.encryption.layer == "column",
+                                view_hits=view_hits, engine_state=engine_state)
 
 
 def _processes(database: Database) -> list[psutil.Process]:
