@@ -18,7 +18,7 @@ from typing import Any
 from tdebench.engines import ENGINES, get_engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.measure.affinity import CpuPinning, available_cpus
-from tdebench.store import TrialKey
+from tdebench.results import TrialKey
 from tdebench.workloads import WORKLOADS, Option
 
 CACHE_MODES = ("warm", "cold")

@@ -39,8 +39,8 @@ from tdebench.measure.sampler import Sampler, load_1m
 from tdebench.plan import Plan, TrialSpec, group_of, lockstep_groups, round_trials, schedule, to_run
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
-from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, OutputError, Record, ResultStore, Stopping, TrialKey,
-                            TrialOutcome, Verdict, read_run)
+from tdebench.results import BUDGET, MOST_ROUNDS, REACHED, Record, Stopping, TrialKey, TrialOutcome, Verdict
+from tdebench.store import OutputError, ResultStore, read_run
 from tdebench.workloads import WORKLOADS, RunContext, Workload
 from tdebench.workloads.base import Session, read_canaries, write_canaries
 

@@ -22,7 +22,7 @@ from typing import BinaryIO, cast
 
 import numpy as np
 
-from tdebench.store import FileScan, TrialKey, Verdict
+from tdebench.results import FileScan, TrialKey, Verdict
 
 ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be")
 CHUNK_BYTES = 4 << 20  # read size: large for throughput, small enough to never hold a big file

@@ -23,7 +23,7 @@ import pytest
 from tdebench.engines import get_engine
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, Database
 from tdebench.keys import Secret
-from tdebench.store import TrialKey
+from tdebench.results import TrialKey
 from tdebench.workloads.backup import artifact, sealing
 from tdebench.workloads.backup.checksum import TableChecksum, checksums
 from tdebench.workloads.base import CANARY_TABLE, write_canaries

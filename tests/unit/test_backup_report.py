@@ -11,7 +11,8 @@ import pytest
 
 from fakes import write_fake_run
 from tdebench.report import build
-from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome
+from tdebench.results import Measurement, TrialKey, TrialOutcome
+from tdebench.store import ResultStore
 from tdebench.workloads.backup import sealing
 
 PLAN = 'name = "fake-backup"\nrepetitions = 2\n\n[[workloads]]\nname = "backup"\nscale = 0.01\n'

@@ -19,7 +19,8 @@ from tdebench.report import build
 from tdebench.report import maintenance as report
 from tdebench.report.records import summary_records
 from tdebench.runner import Runner
-from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome, read_run
+from tdebench.results import Measurement, TrialKey, TrialOutcome
+from tdebench.store import ResultStore, read_run
 from tdebench.workloads import WORKLOADS
 from tdebench.workloads.base import CANARY_TABLE, RunContext
 from tdebench.workloads.maintenance import checks, encrypt, reindex

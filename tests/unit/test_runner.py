@@ -16,8 +16,8 @@ from tdebench.runner import Runner
 from tdebench.report.findings import overview
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
-from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, Record, ResultStore, TrialOutcome, from_json, read_run,
-                            to_json)
+from tdebench.results import BUDGET, MOST_ROUNDS, REACHED, Record, TrialOutcome, from_json, to_json
+from tdebench.store import ResultStore, read_run
 
 
 make_plan = fake_plan

@@ -20,7 +20,7 @@ from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LO
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import MIB, Column, Table, interval_text, num, number, percent, text
-from tdebench.store import RunData
+from tdebench.results import RunData
 from tdebench.workloads.backup.sealing import BACKUP_ENCRYPTIONS, CIPHERS, NONE, split_test
 
 WORKLOAD = "backup"

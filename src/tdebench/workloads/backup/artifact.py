@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tdebench import verify
 from tdebench.engines.base import Database
-from tdebench.store import FileScan, TrialKey
+from tdebench.results import FileScan, TrialKey
 
 PLAINTEXT_MAGIC: dict[str, tuple[int | None, bytes]] = {
     "tar": (257, b"ustar"), "gzip": (0, b"\x1f\x8b\x08"), "xbstream": (None, b"XBSTCK01"),

@@ -32,7 +32,7 @@ import psutil
 from tdebench import verify
 from tdebench.engines.base import NONE, Database, NotSupported, SensitiveColumns
 from tdebench.measure.recorder import Recorder
-from tdebench.store import Verdict
+from tdebench.results import Verdict
 from tdebench.workloads.base import CANARY_TABLE, RunContext, WrongAnswer, write_canaries
 from tdebench.workloads.maintenance import checks
 from tdebench.workloads.maintenance.outcomes import FAILED, NOT_APPLICABLE, NOT_APPLICABLE_STEP, OK, UNSUPPORTED
