@@ -32,7 +32,8 @@ from tdebench.engines import NONE, get_engine
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.stats import overhead
-from tdebench.store import ResultStore, TrialKey, read_run
+from tdebench.results import TrialKey
+from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.tpch import TpchWorkload, streams
 from tdebench.workloads.tpch.queries import query

@@ -28,7 +28,7 @@ import duckdb
 import numpy as np
 
 from tdebench.workloads.tpch import streams
-from tdebench.workloads.tpch.extension import duckdb_with_tpch
+from tdebench.engines.duckdb_extensions import duckdb_with_tpch
 from tdebench.workloads.tpch.queries import query
 
 Times = np.ndarray  # (passes, queries) in seconds

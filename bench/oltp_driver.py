@@ -34,7 +34,8 @@ from tdebench.engines import get_engine
 from tdebench.engines.base import NONE
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
-from tdebench.store import ResultStore, TrialKey, read_run
+from tdebench.results import TrialKey
+from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.oltp.workload import LOAD, OPTIONS, OltpWorkload
 

@@ -71,7 +71,8 @@ from tdebench.keys import KeySource
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler
-from tdebench.store import Measurement, ResultStore, TrialKey
+from tdebench.results import Measurement, TrialKey
+from tdebench.store import ResultStore
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.tpch import TpchWorkload, streams
 

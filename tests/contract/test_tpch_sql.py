@@ -16,7 +16,7 @@ import pytest
 
 from tdebench.engines import Engine, get_engine
 from tdebench.workloads.tpch import answers, data, schema
-from tdebench.workloads.tpch.extension import duckdb_with_tpch
+from tdebench.engines.duckdb_extensions import duckdb_with_tpch
 from tdebench.workloads.tpch.queries import query
 
 SCALE = 0.01

@@ -84,7 +84,7 @@ class DuckDBDatabase(Database):
     def _open_instance(self) -> Any:
         import duckdb
 
-        from tdebench.workloads.tpch.extension import extension_path
+        from tdebench.engines.duckdb_extensions import extension_path
 
         self.temp_directory.mkdir(parents=True, exist_ok=True)
         instance = duckdb.connect(":memory:", config={
@@ -175,7 +175,7 @@ class DuckDBDatabase(Database):
         """An in-memory DuckDB with httpfs (for OpenSSL) loaded and nothing attached."""
         import duckdb
 
-        from tdebench.workloads.tpch.extension import extension_path
+        from tdebench.engines.duckdb_extensions import extension_path
 
         self.temp_directory.mkdir(parents=True, exist_ok=True)
         instance = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
@@ -287,7 +287,7 @@ class DuckDBEngine(Engine):
         try:
             import duckdb  # noqa: F401
 
-            from tdebench.workloads.tpch.extension import extension_path
+            from tdebench.engines.duckdb_extensions import extension_path
 
             extension_path("httpfs")
             extension_path("tpch")

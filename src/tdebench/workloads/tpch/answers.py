@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Literal
 
-from tdebench.workloads.tpch.extension import duckdb_with_tpch
+from tdebench.engines.duckdb_extensions import duckdb_with_tpch
 
 # Spec 2.1.3.5 names rules per aggregate; the reference header names each column, so the
 # rule is chosen by column name. Every other column (keys, strings, dates, counts,

@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from tdebench.workloads.tpch.extension import duckdb_with_tpch
+from tdebench.engines.duckdb_extensions import duckdb_with_tpch
 from tdebench.workloads.tpch.schema import TABLES
 
 SCALE_MIN = 0.01
