@@ -20,6 +20,17 @@ import psutil
 from tdebench.keys import Secret
 
 
+class Layer(Protocol):
+    """A layer below the engine that encrypts its files (engines/fs.py: gocryptfs): an
+    `Encryption` it provides carries it, so `Engine.provision` needs to know no layer."""
+
+    def availability(self) -> Availability:
+        """Whether the layer works here (never raises)."""
+
+    def provision(self, engine: Engine, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+        """A database of `engine` in `workspace` whose files this layer holds, encrypted."""
+
+
 @dataclass(frozen=True)
 class Encryption:
     """One at-rest setting of an engine; `none` is the baseline every overhead is measured against."""
@@ -33,6 +44,8 @@ class Encryption:
     notes: str = ""
     page_bytes: int = 0  # bytes encrypted under one nonce/IV (the engine's page or block); 0: none, per value
     legacy: bool = False  # an old cipher kept to compare with old studies: a plan gets it only by name, not "all"
+    # the layer below the engine that provides it (layer "fs"); None: the engine's own (or none)
+    provider: Layer | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_baseline(self) -> bool:
@@ -430,18 +443,15 @@ class Engine(ABC):
     def encryption_availability(self, encryption: Encryption) -> Availability:
         """Whether one encryption can run here: the engine's availability, and the layer's."""
         available = self.availability()
-        if available.usable and encryption.layer == "fs":
-            from tdebench.engines.fs import fs_availability
-
-            return fs_availability()
+        if available.usable and encryption.provider is not None:
+            return encryption.provider.availability()
         return available
 
     def provision(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
-        """A `Database` in `workspace` (not yet created) with this encryption and key."""
-        if encryption.layer == "fs":
-            from tdebench.engines.fs import GocryptfsDatabase
-
-            return GocryptfsDatabase.wrapping(self, workspace, encryption, key)
+        """A `Database` in `workspace` (not yet created) with this encryption and key: the
+        engine's own, or one a layer below it holds (`Encryption.provider`)."""
+        if encryption.provider is not None:
+            return encryption.provider.provision(self, workspace, encryption, key)
         return self.provision_native(workspace, encryption, key)
 
     @abstractmethod

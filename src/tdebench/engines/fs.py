@@ -42,18 +42,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import psutil
 
-from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Connection, Database, Encryption,
+from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Connection, Database, Encryption, Engine,
                                    PlaintextViewGone, SensitiveColumns)
 from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool, user_ids
 from tdebench.runstate import register_mount
 from tdebench.keys import Secret
-
-if TYPE_CHECKING:
-    from tdebench.engines.base import Engine
 
 _COVERS = ("every file the engine writes in its directory: data, WAL/log, temp files",
            "file names (encrypted)")
@@ -61,12 +56,6 @@ _BLOCK_BYTES = 4096  # gocryptfs encrypts every file in 4 KiB blocks, each with 
 _NOT_HIDDEN = ("not hidden: file sizes (rounded to 4 KiB blocks plus 32 B per block and an 18 B header), "
                "the number of files and the directory structure, timestamps, and access patterns; "
                "anything the engine writes outside its directory (e.g. the system temp dir) is not covered")
-FS_ENCRYPTIONS: tuple[Encryption, ...] = (
-    Encryption("fs-aes-256-gcm", "AES", 256, "GCM", "fs", _COVERS,
-               f"gocryptfs default; {_NOT_HIDDEN}", _BLOCK_BYTES),
-    Encryption("fs-xchacha20-poly1305", "XChaCha20-Poly1305", 256, "AEAD", "fs", _COVERS,
-               f"gocryptfs -xchacha; faster than AES-GCM without AES instructions; {_NOT_HIDDEN}", _BLOCK_BYTES),
-)
 _INIT_FLAGS = {"fs-aes-256-gcm": [], "fs-xchacha20-poly1305": ["-xchacha"]}
 _READY = b"Filesystem mounted and ready."
 _UNMOUNT_TRIES = 50  # x 0.1 s while the mount is busy, then a lazy unmount
@@ -370,3 +359,25 @@ class GocryptfsDatabase(Database):
 def _own(path: Path, uid: int, gid: int, mode: int) -> None:
     os.chown(path, uid, gid, follow_symlinks=False)
     path.chmod(mode)
+
+
+class _Gocryptfs:
+    """The gocryptfs layer as `Encryption.provider`: what `Engine.provision` calls for an fs-*
+    encryption, so the engine contract (base.py) needs no import of this module."""
+
+    def availability(self) -> Availability:
+        return fs_availability()
+
+    def provision(self, engine: Engine, workspace: Path, encryption: Encryption,
+                  key: Secret | None) -> Database:
+        return GocryptfsDatabase.wrapping(engine, workspace, encryption, key)
+
+
+GOCRYPTFS = _Gocryptfs()
+FS_ENCRYPTIONS: tuple[Encryption, ...] = (
+    Encryption("fs-aes-256-gcm", "AES", 256, "GCM", "fs", _COVERS,
+               f"gocryptfs default; {_NOT_HIDDEN}", _BLOCK_BYTES, provider=GOCRYPTFS),
+    Encryption("fs-xchacha20-poly1305", "XChaCha20-Poly1305", 256, "AEAD", "fs", _COVERS,
+               f"gocryptfs -xchacha; faster than AES-GCM without AES instructions; {_NOT_HIDDEN}", _BLOCK_BYTES,
+               provider=GOCRYPTFS),
+)
