@@ -14,6 +14,7 @@ encrypted files carry low-entropy headers.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
@@ -42,18 +43,46 @@ def _patterns(canaries: Sequence[str]) -> list[tuple[str, bytes]]:
             for encoding, pattern in canary_encodings(canary).items()]
 
 
+def _finds(haystack: bytes | bytearray, needle: bytes, start: int = 0) -> Iterator[int]:
+    """Every offset from `start` on where `needle` occurs, overlapping ones too."""
+    at = haystack.find(needle, start)
+    while at != -1:
+        yield at
+        at = haystack.find(needle, at + 1)
+
+
+class _Folded:
+    """One read folded (byte j: bytes 2j | 2j+1; an odd last byte left out; see _Matcher) and
+    where each needle occurs in the fold: both made on first need, once per read."""
+
+    def __init__(self, buffer: bytes | bytearray) -> None:
+        self.buffer = buffer
+        self.fold: bytes | None = None
+        self.found: dict[bytes, list[int]] = {}
+
+    def offsets(self, needle: bytes) -> list[int]:
+        if needle not in self.found:
+            if self.fold is None:
+                pairs = np.frombuffer(self.buffer, dtype=np.uint16, count=len(self.buffer) // 2)
+                self.fold = (pairs | (pairs >> 8)).astype(np.uint8).tobytes()
+            self.found[needle] = list(_finds(self.fold, needle))
+        return self.found[needle]
+
+
 class _Matcher:
     """Counts many patterns in one pass per shared prefix instead of one pass per pattern.
 
     Canaries and markers of one encoding share a prefix ("TDEBENCH-"), so each group's
-    prefix is searched once (a fast memchr-based find) and only its few occurrences are
-    compared with the members. Counting is bytes.count's: non-overlapping per pattern.
+    prefix is searched once (a fast find) and only its few occurrences are compared with the
+    members. Counting is bytes.count's: non-overlapping per pattern.
 
     A UTF-16 prefix ("T\\0D\\0…") holds zero bytes, and a find for it crawls through zeros
-    (sparse files, free pages) at a few tens of MB/s. Its non-zero bytes sit at one parity,
-    so it is searched as its ASCII letters in the buffer's even and odd bytes (two stride-2
-    copies, made once per buffer), each find as fast as the UTF-8 one, and its candidates
-    checked in the buffer itself.
+    (sparse files, free pages). Its letters sit at one parity with zeros between them, so it is
+    looked for in the read *folded*: byte j of the fold is bytes 2j | 2j+1 of the read (one
+    vectorised pass, half as long). Wherever the prefix starts, each of its letters but the first
+    and the last shares its pair with one of its zeros, so the fold shows those middle letters
+    unchanged and in a row: one find for them, in a buffer without the prefix's zeros, serves
+    both byte orders and both alignments, and each candidate is checked in the read itself.
     """
 
     KEY_BYTES = 8  # patterns sharing this many leading bytes are searched together
@@ -69,46 +98,36 @@ class _Matcher:
 
     @staticmethod
     def _strided(prefix: bytes) -> tuple[bytes, int] | None:
-        """(the letters, their parity in the prefix) of a prefix whose bytes of one parity are
-        all zero and of the other none (UTF-16 of ASCII), else None."""
+        """(the middle letters, the parity of the letters in the prefix) of a prefix whose bytes
+        of one parity are all zero and of the other none (UTF-16 of ASCII), with three letters
+        or more; else None."""
         for parity in (0, 1):
             letters, zeros = prefix[parity::2], prefix[1 - parity::2]
-            if len(letters) >= 2 and b"\0" not in letters and zeros.count(0) == len(zeros):
-                return letters, parity
+            if len(letters) >= 3 and b"\0" not in letters and zeros.count(0) == len(zeros):
+                return letters[1:-1], parity
         return None
 
     @staticmethod
-    def _starts(buffer: bytes, prefix: bytes, strided: tuple[bytes, int] | None, start: int,
-                halves: list[bytes]) -> Iterator[int]:
-        """Every offset from `start` on where `prefix` occurs in `buffer`, in increasing order;
-        `strided` is `_strided(prefix)`."""
+    def _starts(buffer: bytes | bytearray, prefix: bytes, strided: tuple[bytes, int] | None, start: int,
+                folded: _Folded) -> Iterator[int]:
+        """Every offset from `start` on where `prefix` occurs in `buffer`, in increasing order
+        (for a strided prefix a few more: the candidates, which `matches` checks anyway);
+        `strided` is `_strided(prefix)`, `folded` the read's fold."""
         if strided is None:
-            at = buffer.find(prefix, start)
-            while at != -1:
-                yield at
-                at = buffer.find(prefix, at + 1)
+            yield from _finds(buffer, prefix, start)
             return
-        letters, parity = strided
-        if not halves:
-            halves += [buffer[0::2], buffer[1::2]]
-        candidates = []
-        for half, bytes_parity in ((halves[0], 0), (halves[1], 1)):
-            i = half.find(letters, max(0, (start + parity - bytes_parity) // 2))
-            while i != -1:
-                at = 2 * i + bytes_parity - parity
-                if at >= start and buffer.startswith(prefix, at):
-                    candidates.append(at)
-                i = half.find(letters, i + 1)
-        yield from sorted(candidates)
+        middle, parity = strided
+        for i in folded.offsets(middle):  # the first letter is in the pair before, at either byte of it
+            yield from (at for at in (2 * i - 2 - parity, 2 * i - 1 - parity) if at >= start)
 
-    def matches(self, buffer: bytes, tail: int) -> Iterator[tuple[bool, int]]:
+    def matches(self, buffer: bytes | bytearray, tail: int) -> Iterator[tuple[bool, int]]:
         """(is_marker, offset) of every match in `buffer` that ends past its first `tail`
         bytes (the others were counted in the previous read)."""
-        halves: list[bytes] = []  # the stride-2 copies, made on first need
+        folded = _Folded(buffer)
         for prefix, strided, members in self.groups:
             # per pattern: where its next match may start (past its last one, and ending past the tail)
             free = {pattern: max(0, tail - len(pattern) + 1) for _, pattern in members}
-            for at in self._starts(buffer, prefix, strided, min(free.values()), halves):
+            for at in self._starts(buffer, prefix, strided, min(free.values()), folded):
                 for is_marker, pattern in members:
                     if at >= free[pattern] and buffer.startswith(pattern, at):
                         free[pattern] = at + len(pattern)
@@ -125,7 +144,7 @@ class _Entropy:
         self.low = 0
         self.total = 0.0
 
-    def add(self, chunk: bytes) -> None:
+    def add(self, chunk: bytes | bytearray | memoryview) -> None:
         """Account every whole block of `chunk` (which starts on a block border). All-zero
         blocks are found for the whole chunk at once and cost no histogram."""
         data = np.frombuffer(chunk, dtype=np.uint8)
@@ -148,6 +167,15 @@ class _Entropy:
     @property
     def mean(self) -> float:
         return self.total / self.nonzero if self.nonzero else 0.0
+
+
+def _fill(fh: io.BufferedReader, view: memoryview) -> int:
+    """Read into all of `view` unless the file ends first (a read may return less, on FUSE
+    for one): the bytes read. Whole reads keep every chunk on a block border."""
+    filled = 0
+    while filled < len(view) and (got := fh.readinto(view[filled:])):
+        filled += got
+    return filled
 
 
 def _read_signature(fh: BinaryIO, signature: tuple[int, bytes] | None) -> bool | None:
@@ -182,22 +210,25 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
     entropy = _Entropy(block_size)
     hits = marker_hits = 0
     first: int | None = None
-    size = 0
-    tail = b""
+    size = kept = 0  # bytes read, and bytes of the previous read kept at the buffer's start
+    buffer = bytearray(overlap + chunk_size)  # one buffer for every read: no copy but the overlap's
     with path.open("rb") as fh:
         header = _read_signature(fh, signature)
-        while chunk := fh.read(chunk_size):
-            entropy.add(chunk)
-            buffer = tail + chunk
-            base = size - len(tail)  # file offset of buffer[0]
-            for is_marker, at in matcher.matches(buffer, len(tail)):
+        while read := _fill(fh, memoryview(buffer)[kept:kept + chunk_size]):
+            entropy.add(memoryview(buffer)[kept:kept + read])
+            # the last read of a file is short: a copy, so that no search runs on stale bytes past it
+            data = buffer if kept + read == len(buffer) else buffer[:kept + read]
+            base = size - kept  # file offset of data[0]
+            for is_marker, at in matcher.matches(data, kept):
                 if is_marker:
                     marker_hits += 1
                 else:
                     hits += 1
                     first = base + at if first is None else min(first, base + at)
-            size += len(chunk)
-            tail = buffer[max(0, len(buffer) - overlap):] if overlap else b""
+            size += read
+            keep = min(overlap, kept + read)
+            buffer[:keep] = buffer[kept + read - keep:kept + read]
+            kept = keep
     return FileScan(path=os.path.relpath(path, root), bytes=size, hits=hits, first_hit_offset=first,
                     entropy_mean=round(entropy.mean, 4), low_entropy_blocks=entropy.low,
                     blocks=entropy.blocks, plaintext_header=header, marker_hits=marker_hits)

@@ -333,3 +333,63 @@ def test_a_live_scan_leaves_out_a_file_deleted_while_it_runs(tmp_path, monkeypat
     (tmp_path / "gone").write_bytes(b"x")
     with pytest.raises(FileNotFoundError):
         scan([tmp_path], [CANARY], tmp_path)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_found_at_either_alignment_in_free_pages(tmp_path, encoding):
+    """The UTF-16 search looks at the read folded in byte pairs: a canary at an even or an odd
+    offset, among zeros (free pages), and across a chunk border is found where it is. Beside a
+    zero byte it matches the other byte order too (see scan_file), as bytes.count counts."""
+    pattern = CANARY.encode(encoding)
+    both = [CANARY.encode("utf-16-le"), CANARY.encode("utf-16-be")]
+    for offset in (0, 1, 2, 3, 4096 - 21, 4096 - 20, 8192 - len(pattern)):
+        data = bytearray(3 * 4096)
+        data[offset:offset + len(pattern)] = pattern
+        path = _file(tmp_path, f"db{offset}", bytes(data))
+        result = scan_file(path, [CANARY], tmp_path, None, block_size=4096, chunk_size=4096)
+        first = min(at for at in (data.find(p) for p in both) if at != -1)
+        assert (result.hits, result.first_hit_offset) == (sum(data.count(p) for p in both), first), offset
+        assert result.hits in (1, 2) and first in (offset - 1, offset)
+
+
+def test_utf16_letters_split_across_byte_pairs_are_no_hit():
+    """Bytes whose pairs OR to the canary's letters look like it in the fold, but are not it:
+    every candidate is checked in the read itself."""
+    from tdebench.verify import _Matcher
+
+    letters = CANARY.encode()
+    lookalike = b"".join(bytes([c & 0xF0, c & 0x0F]) for c in letters)  # (hi, lo) pairs: OR is the letter
+    patterns = [(False, CANARY.encode("utf-16-le")), (False, CANARY.encode("utf-16-be"))]
+    for shift in (0, 1):
+        assert list(_Matcher(patterns).matches(b"\x00" * shift + lookalike + b"\x00" * 8, 0)) == []
+    real = b"\x01" + CANARY.encode("utf-16-be") + CANARY.encode("utf-16-le")
+    assert sorted(_Matcher(patterns).matches(real, 0)) == [(False, 1), (False, 1 + 2 * len(CANARY))]
+
+
+def test_reads_are_filled_even_when_the_file_gives_less_per_call():
+    """A FUSE file system (gocryptfs) may return less than asked for per read; a short read
+    inside a file would shift every later block off its border, so each read is filled."""
+    import io
+
+    from tdebench.verify import _fill
+
+    class Trickle(io.RawIOBase):
+        def __init__(self, data: bytes) -> None:
+            self.data, self.at = data, 0
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer) -> int:
+            n = min(len(buffer), 100, len(self.data) - self.at)
+            buffer[:n] = self.data[self.at:self.at + n]
+            self.at += n
+            return n
+
+    data = os.urandom(2500)
+    source = Trickle(data)
+    target = bytearray(1024)
+    assert _fill(source, memoryview(target)) == 1024 and target == data[:1024]
+    assert _fill(source, memoryview(target)) == 1024 and target == data[1024:2048]
+    assert _fill(source, memoryview(target)) == 452 and target[:452] == data[2048:]
+    assert _fill(source, memoryview(target)) == 0
