@@ -393,3 +393,20 @@ def test_reads_are_filled_even_when_the_file_gives_less_per_call():
     assert _fill(source, memoryview(target)) == 1024 and target == data[1024:2048]
     assert _fill(source, memoryview(target)) == 452 and target[:452] == data[2048:]
     assert _fill(source, memoryview(target)) == 0
+
+
+def _shannon(block: bytes) -> float:
+    import math
+    from collections import Counter
+
+    return -sum(c / len(block) * math.log2(c / len(block)) for c in Counter(block).values())
+
+
+def test_block_entropy_is_shannons_formula(tmp_path):
+    blocks = [bytes(range(16)) * 256, bytes(4096), b"ab" * 2048, os.urandom(4096),
+              ("The quick brown fox jumps over the lazy dog. " * 100).encode()[:4096], b"\x07" + bytes(4095)]
+    assert [round(_shannon(b), 6) for b in blocks[:3]] == [4.0, 0.0, 1.0]
+    result = scan_file(_file(tmp_path, "db", b"".join(blocks)), [CANARY], tmp_path, None)
+    measured = [b for b in blocks if any(b)]  # the free page is left out
+    assert result.blocks == 6 and result.low_entropy_blocks == 4
+    assert result.entropy_mean == round(sum(map(_shannon, measured)) / len(measured), 4)
