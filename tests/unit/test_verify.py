@@ -410,3 +410,74 @@ def test_block_entropy_is_shannons_formula(tmp_path):
     measured = [b for b in blocks if any(b)]  # the free page is left out
     assert result.blocks == 6 and result.low_entropy_blocks == 4
     assert result.entropy_mean == round(sum(map(_shannon, measured)) / len(measured), 4)
+
+
+# --- sampled entropy: a trial's scan measures every block of a file's first MiB, then one in 8 ---
+
+def test_sampled_blocks_follow_no_stride():
+    from tdebench.verify import ENTROPY_FIRST_BLOCKS, _sampled
+
+    picked = _sampled(0, 1 << 20, 8)
+    assert picked[:ENTROPY_FIRST_BLOCKS].all() and not picked[ENTROPY_FIRST_BLOCKS:].all()
+    for stride in (1, 2, 3, 4, 8, 16, 64, 256, 4096):  # one page type per extent is sampled like the rest
+        assert 0.11 < picked[ENTROPY_FIRST_BLOCKS::stride].mean() < 0.14, stride
+    assert 0.23 < _sampled(0, 1 << 16, 4)[ENTROPY_FIRST_BLOCKS:].mean() < 0.27
+    assert _sampled(5000, 300, 1).all()
+    assert (_sampled(1000, 500, 8) == picked[1000:1500]).all()  # by the block's index in the file
+
+
+def _sampled_count(first: int, count: int) -> int:
+    from tdebench.verify import _sampled
+
+    return int(_sampled(first, count, 8).sum())
+
+
+def test_a_trial_scan_samples_entropy_but_searches_every_byte(tmp_path):
+    """3 MiB of text with the canary in a block the entropy sample leaves out: found all the same."""
+    from tdebench.verify import _sampled
+
+    text = bytearray(("The quick brown fox jumps over the lazy dog. " * 100_000).encode()[:768 * 4096])
+    unsampled = next(i for i in range(256, 768) if not _sampled(i, 1, 8)[0])
+    text[unsampled * 4096 + 100:unsampled * 4096 + 120] = CANARY.encode()
+    path = _file(tmp_path, "db", bytes(text))
+    sampled = scan_file(path, [CANARY], tmp_path, None)
+    assert (sampled.hits, sampled.first_hit_offset) == (1, unsampled * 4096 + 100)
+    assert sampled.blocks == 768 and sampled.entropy_blocks == 256 + _sampled_count(256, 512) < 768
+    assert sampled.low_entropy_blocks == sampled.entropy_blocks  # text: every measured block is low
+    whole = scan_file(path, [CANARY], tmp_path, None, entropy_every=1)
+    assert (whole.entropy_blocks, whole.low_entropy_blocks, whole.hits) == (768, 768, 1)
+    with pytest.raises(ValueError, match="power of two"):
+        scan_file(path, [CANARY], tmp_path, None, entropy_every=6)
+
+
+def test_sampled_entropy_skips_free_pages_and_does_not_depend_on_the_read_size(tmp_path):
+    data = os.urandom(256 * 4096) + bytes(256 * 4096) + ("lorem ipsum dolor " * 60_000).encode()[:256 * 4096]
+    path = _file(tmp_path, "db", data)
+    result = scan_file(path, [CANARY], tmp_path, None)
+    assert result.blocks == 768
+    assert result.entropy_blocks == 256 + _sampled_count(512, 256)  # the free pages are never measured
+    assert result.low_entropy_blocks == _sampled_count(512, 256)
+    small_reads = scan_file(path, [CANARY], tmp_path, None, chunk_size=3 * 4096)
+    assert small_reads == result
+
+
+def test_verify_measures_every_block_where_its_verdict_rests_on_them(tmp_path):
+    """Text in only the blocks a trial's sample leaves out: the trial's scan sees no low block
+    (its verdict never rests on entropy), `tdebench verify` sees them all and is not fooled."""
+    from tdebench.verify import _sampled
+
+    picked = _sampled(0, 1024, 8)
+    text = ("plain words " * 400).encode()[:4096]
+    path = _file(tmp_path, "db", b"".join(os.urandom(4096) if picked[i] else text for i in range(1024)))
+    assert scan_file(path, [CANARY], tmp_path, None).low_entropy_blocks == 0
+    state, scans, why = verify_paths([path], [CANARY])
+    assert scans[0].entropy_blocks == 1024 and scans[0].low_entropy_blocks == 1024 - int(picked.sum())
+    assert state == "inconclusive" and "blocks below 7 bits/byte" in why
+
+
+def test_judge_summary_says_how_many_blocks_were_measured():
+    sampled = FileScan(path="db", bytes=64 << 20, hits=0, first_hit_offset=None, entropy_mean=7.95,
+                       low_entropy_blocks=2, blocks=16384, plaintext_header=False, entropy_blocks=2300)
+    v = judge(TRIAL, "encrypted", [sampled, _scan("wal", size=4096)], True)
+    assert v.verdict == "encrypted"
+    assert "mean entropy 7.95 bits/byte, 2 of 2301 measured blocks below 7 (16385 in all)" in v.detail
