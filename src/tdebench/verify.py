@@ -14,6 +14,7 @@ encrypted files carry low-entropy headers.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import stat
@@ -154,6 +155,13 @@ def _sampled(first: int, count: int, every: int) -> np.ndarray:
     return cast(np.ndarray, (index < ENTROPY_FIRST_BLOCKS) | picked)
 
 
+@functools.cache
+def _c_log_c(block_size: int) -> np.ndarray:
+    """c * log2(c) for every count c from 0 to `block_size` (0 for 0): made once, not per file."""
+    counts = np.arange(block_size + 1, dtype=np.float64)
+    return counts * np.log2(np.maximum(counts, 1))
+
+
 class _Entropy:
     """Running per-block entropy statistics of one file.
 
@@ -173,8 +181,7 @@ class _Entropy:
         self.measured = 0
         self.low = 0
         self.total = 0.0
-        counts = np.arange(block_size + 1, dtype=np.float64)
-        self._c_log_c = counts * np.log2(np.maximum(counts, 1))  # 0 for a count of 0
+        self._c_log_c = _c_log_c(block_size)
 
     def add(self, chunk: bytes | bytearray | memoryview) -> None:
         """Account every whole block of `chunk` (which starts on a block border). All-zero
@@ -203,6 +210,13 @@ class _Entropy:
     @property
     def mean(self) -> float:
         return self.total / self.measured if self.measured else 0.0
+
+
+@functools.lru_cache(maxsize=4)
+def _matcher(canaries: tuple[str, ...], markers: tuple[str, ...]) -> _Matcher:
+    """The matcher of these canaries and markers, made once for all the files of a scan (it is
+    not changed by use)."""
+    return _Matcher([(False, p) for _, p in _patterns(canaries)] + [(True, p) for _, p in _patterns(markers)])
 
 
 def _fill(fh: io.BufferedReader, view: memoryview) -> int:
@@ -245,16 +259,19 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
         raise ValueError(f"chunk_size {chunk_size} must be a multiple of block_size {block_size}")
     if entropy_every < 1 or entropy_every & (entropy_every - 1):
         raise ValueError(f"entropy_every {entropy_every} must be a power of two")
-    patterns = [(False, p) for _, p in _patterns(canaries)] + [(True, p) for _, p in _patterns(markers)]
-    matcher = _Matcher(patterns)
-    overlap = max((len(p) for _, p in patterns), default=1) - 1
+    matcher = _matcher(tuple(canaries), tuple(markers))
+    overlap = max((len(p) for _, _, members in matcher.groups for _, p in members), default=1) - 1
     entropy = _Entropy(block_size, entropy_every)
     hits = marker_hits = 0
     first: int | None = None
     size = kept = 0  # bytes read, and bytes of the previous read kept at the buffer's start
-    buffer = bytearray(overlap + chunk_size)  # one buffer for every read: no copy but the overlap's
     with path.open("rb") as fh:
         header = _read_signature(fh, signature)
+        # one buffer for every read (no copy but the overlap's), no larger than the file needs:
+        # whole blocks, so every read but the last ends on a block border even if the file grows
+        blocks = -(-os.fstat(fh.fileno()).st_size // block_size)
+        chunk_size = min(chunk_size, max(1, blocks) * block_size)
+        buffer = bytearray(overlap + chunk_size)
         while read := _fill(fh, memoryview(buffer)[kept:kept + chunk_size]):
             entropy.add(memoryview(buffer)[kept:kept + read])
             # the last read of a file is short: a copy, so that no search runs on stale bytes past it

@@ -481,3 +481,20 @@ def test_judge_summary_says_how_many_blocks_were_measured():
     v = judge(TRIAL, "encrypted", [sampled, _scan("wal", size=4096)], True)
     assert v.verdict == "encrypted"
     assert "mean entropy 7.95 bits/byte, 2 of 2301 measured blocks below 7 (16385 in all)" in v.detail
+
+
+def test_a_file_larger_than_its_size_when_opened_is_scanned_whole(tmp_path):
+    """The read buffer is sized by the file (a small file gets no 4 MiB buffer); a file that grows
+    meanwhile (a live fs view) is read on in reads of that size. A FIFO's size is 0: one block."""
+    import threading
+
+    data = bytearray(_noise(5 * 4096 + 100))
+    data[4096 - 7:4096 - 7 + 40] = CANARY.encode("utf-16-be")  # across the first read's end
+    fifo = tmp_path / "growing"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(bytes(data),))
+    writer.start()
+    result = scan_file(fifo, [CANARY], tmp_path, None, entropy_every=1)
+    writer.join()
+    assert (result.bytes, result.hits, result.first_hit_offset) == (len(data), 1, 4096 - 7)
+    assert result.blocks == result.entropy_blocks == 5 and result.low_entropy_blocks == 0
