@@ -6,11 +6,15 @@ hundred MiB of files the scan is part of every trial's wall-clock time. For one 
 the page cache this prints the speed of:
 
   read              plain 4 MiB reads (the ceiling);
-  scan              verify.scan_file, as every trial runs it;
+  scan              verify.scan_file, as every trial runs it (the entropy of one block in 8
+                    beyond the first MiB);
+  scan, every block verify.scan_file as `tdebench verify` runs it (the entropy of every block);
   scan, free pages  verify.scan_file on a file of zeros as large (a preallocated file: InnoDB's
                     system tablespace, sparse regions);
-  entropy           the scan's per-block entropy alone;
-  search, prefixed  the scan's pattern search alone;
+  entropy, sampled  the trial scan's per-block entropy alone;
+  entropy, every    the same for every block;
+  search, prefixed  the scan's pattern search alone (one find per shared prefix, UTF-16 in the
+                    read folded in byte pairs);
   search, count     one bytes.count per pattern (24 passes), the search the scan replaced;
   grep -F -c        GNU grep searching every pattern at once (`-F -a -c -f`, page cache, one
                     process): what a tuned C search reaches here (it counts matching lines, so
@@ -33,7 +37,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tdebench.verify import BLOCK_BYTES, CHUNK_BYTES, _Entropy, _Matcher, _patterns, scan_file
+from tdebench.verify import BLOCK_BYTES, CHUNK_BYTES, ENTROPY_EVERY, _Entropy, _Matcher, _patterns, scan_file
 
 CANARIES = [f"TDEBENCH-CANARY-{i:024x}" for i in range(4)]
 MARKERS = [f"TDEBENCH-MARKER-{i:024x}" for i in range(4)]
@@ -90,8 +94,8 @@ def main() -> None:
         listed.write_bytes(b"\n".join(p.replace(b"\n", b"") for _, p in patterns) + b"\n")
         data = chunks(path)  # in memory: the searches and the entropy are timed without I/O
 
-        def entropy() -> None:
-            counter = _Entropy(BLOCK_BYTES)
+        def entropy(every: int) -> None:
+            counter = _Entropy(BLOCK_BYTES, every)
             for chunk in data:
                 counter.add(chunk)
 
@@ -102,8 +106,11 @@ def main() -> None:
         best = interleaved(args.rounds, {
             "read": lambda: chunks(path),
             "scan": lambda: scan_file(path, CANARIES, path.parent, None, markers=MARKERS),
+            "scan, every block": lambda: scan_file(path, CANARIES, path.parent, None, markers=MARKERS,
+                                                   entropy_every=1),
             "scan, free pages": lambda: scan_file(free, CANARIES, free.parent, None, markers=MARKERS),
-            "entropy": entropy,
+            "entropy, sampled": lambda: entropy(ENTROPY_EVERY),
+            "entropy, every": lambda: entropy(1),
             "search, prefixed": lambda: sum(1 for chunk in data for _ in matcher.matches(chunk, 0)),
             "search, count": lambda: sum(chunk.count(p) for chunk in data for _, p in patterns),
             "grep -F -c": lambda: subprocess.run(["grep", "-F", "-a", "-c", "-f", str(listed), str(path)],
