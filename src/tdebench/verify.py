@@ -483,8 +483,8 @@ def verify_paths(paths: Sequence[Path], canaries: Sequence[str]) -> tuple[str, t
 
     Returns the state, the scans and why: "plaintext" (a canary found), "encrypted" (no
     canary, and the blocks look like ciphertext: see ENCRYPTED_LOW_SHARE), "inconclusive" (no
-    canary, but the data is not uniformly random, or too small to tell: the canary may just not
-    be in these files) or "empty" (no byte scanned). Paths in the scans are relative to the
+    canary, but the data is not uniformly random, or too small or all zeros to tell: the canary
+    may just not be in these files) or "empty" (no byte scanned). Paths in the scans are relative to the
     deepest directory holding every path. A missing path raises FileNotFoundError naming it.
     """
     paths = [Path(p) for p in paths]
@@ -497,9 +497,11 @@ def verify_paths(paths: Sequence[Path], canaries: Sequence[str]) -> tuple[str, t
     if found:
         return "plaintext", scans, (f"a canary found {sum(s.hits for s in found)} times in {len(found)} "
                                     f"file{'' if len(found) == 1 else 's'}")
-    blocks, low = sum(s.blocks for s in scans), sum(s.low_entropy_blocks for s in scans)
+    # every non-zero block is measured here; all-zero ones (free pages) are neither plaintext nor ciphertext
+    blocks, low = sum(_measured(s) for s in scans), sum(s.low_entropy_blocks for s in scans)
     if not blocks:
-        return "inconclusive", scans, "no canary, but the files are too small to judge by entropy"
+        return "inconclusive", scans, ("no canary, but no block to judge by entropy: the files are too small "
+                                       "or all zeros")
     share = f"{low:,}/{blocks:,} blocks below {LOW_ENTROPY:g} bits/byte"
     if low <= ENCRYPTED_LOW_SHARE * blocks:
         return "encrypted", scans, f"no canary, and the data looks like ciphertext ({share})"
@@ -512,8 +514,8 @@ def describe(scans: Sequence[FileScan]) -> list[str]:
     lines = []
     for s in scans:
         first = f" (first at byte {s.first_hit_offset:,})" if s.hits else ""
-        entropy = (f"entropy {s.entropy_mean:.2f} bits/byte, {s.low_entropy_blocks}/{s.blocks} blocks low"
-                   if s.blocks else "too small for entropy")
+        entropy = (f"entropy {s.entropy_mean:.2f} bits/byte, {s.low_entropy_blocks}/{_measured(s)} blocks low"
+                   if _measured(s) else "all zeros: no entropy" if s.blocks else "too small for entropy")
         header = {True: ", plaintext header", False: ", no plaintext header", None: ""}[s.plaintext_header]
         lines.append(f"{s.path}: {s.bytes:,} bytes, {s.hits} canary hits{first}, {entropy}{header}")
     return lines

@@ -498,3 +498,19 @@ def test_a_file_larger_than_its_size_when_opened_is_scanned_whole(tmp_path):
     writer.join()
     assert (result.bytes, result.hits, result.first_hit_offset) == (len(data), 1, 4096 - 7)
     assert result.blocks == result.entropy_blocks == 5 and result.low_entropy_blocks == 0
+
+
+def test_verify_leaves_free_pages_out_of_the_share_of_low_blocks(tmp_path):
+    """A file of zeros is not ciphertext, and free pages do not dilute plaintext pages: the 5% share
+    is of the blocks that are not all zero (before, a sparse file of text pages was 'encrypted')."""
+    zeros = _file(tmp_path, "zeros/sparse", bytes(64 * 4096))
+    state, scans, why = verify_paths([zeros], [CANARY])
+    assert state == "inconclusive" and why.endswith("the files are too small or all zeros")
+    assert describe(scans) == ["sparse: 262,144 bytes, 0 canary hits, all zeros: no entropy"]
+    text = ("plain words " * 400).encode()[:4096]
+    sparse = _file(tmp_path, "mixed/sparse", bytes(1000 * 4096) + text * 10 + os.urandom(10 * 4096))
+    state, scans, why = verify_paths([sparse], [CANARY])
+    assert state == "inconclusive" and why.startswith("no canary, but 10/20 blocks below 7 bits/byte")
+    assert (scans[0].blocks, scans[0].entropy_blocks) == (1020, 20)
+    headers = _file(tmp_path, "db/sparse", bytes(1000 * 4096) + text + os.urandom(30 * 4096))
+    assert verify_paths([headers], [CANARY])[0] == "encrypted"  # 1 of 31: a header among ciphertext
