@@ -8,8 +8,10 @@ positive control) and the canary could be read back through the engine (so it wa
 written). Beside each canary a marker sits in a column that column-level encryption leaves
 readable: under such an encryption the marker must be found (the scan sees the table's rows)
 and shows which files hold the other columns' plaintext. Entropy per block is reported as
-supporting evidence, never as the verdict: compressed plaintext has high entropy too, and
-encrypted files carry low-entropy headers.
+supporting evidence, never as a trial's verdict: compressed plaintext has high entropy too, and
+encrypted files carry low-entropy headers. A trial measures it on a sample of the blocks
+(ENTROPY_EVERY); `tdebench verify`, whose verdict without a positive control rests on it, on
+every block.
 """
 
 from __future__ import annotations
@@ -151,7 +153,8 @@ def _sampled(first: int, count: int, every: int) -> np.ndarray:
     if every == 1:
         return np.ones(count, dtype=bool)
     index = np.arange(first, first + count, dtype=np.uint64)
-    picked = (index * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - every.bit_length() + 1) == 0
+    top_bits = np.uint64(every.bit_length() - 1)  # log2(every): picked where these bits are all zero
+    picked = (index * np.uint64(0x9E3779B97F4A7C15)) >> (np.uint64(64) - top_bits) == 0
     return cast(np.ndarray, (index < ENTROPY_FIRST_BLOCKS) | picked)
 
 
@@ -159,7 +162,9 @@ def _sampled(first: int, count: int, every: int) -> np.ndarray:
 def _c_log_c(block_size: int) -> np.ndarray:
     """c * log2(c) for every count c from 0 to `block_size` (0 for 0): made once, not per file."""
     counts = np.arange(block_size + 1, dtype=np.float64)
-    return counts * np.log2(np.maximum(counts, 1))
+    table = counts * np.log2(np.maximum(counts, 1))
+    table.flags.writeable = False  # shared by every scan
+    return table
 
 
 class _Entropy:
