@@ -233,6 +233,20 @@ def _fill(fh: io.BufferedReader, view: memoryview) -> int:
     return filled
 
 
+def _reads(fh: io.BufferedReader, overlap: int, read_size: int) -> Iterator[tuple[bytearray, int]]:
+    """(the buffer, how many bytes at its start the read before left) for each `read_size` read
+    of `fh`: one buffer for all the reads, so no copy but the `overlap` bytes kept. The last,
+    short read is a copy (the searches would see stale bytes past its end); the buffer is only
+    valid until the next read."""
+    buffer = bytearray(overlap + read_size)
+    kept = 0
+    while read := _fill(fh, memoryview(buffer)[kept:kept + read_size]):
+        yield (buffer if kept + read == len(buffer) else buffer[:kept + read]), kept
+        keep = min(overlap, kept + read)
+        buffer[:keep] = buffer[kept + read - keep:kept + read]
+        kept = keep
+
+
 def _read_signature(fh: BinaryIO, signature: tuple[int, bytes] | None) -> bool | None:
     if signature is None:
         return None
@@ -253,8 +267,9 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
     Entropy covers whole blocks only: a short trailing block cannot reach 8 bits/byte and
     would look like plaintext. All-zero blocks (free pages) count in `blocks` but not in
     the entropy mean or the low-entropy count, and neither do blocks `_sampled` leaves out
-    with `entropy_every` above 1; `entropy_blocks` counts those measured. `plaintext_header` compares the bytes at the
-    signature's offset with the signature (None when there is no signature).
+    with `entropy_every` above 1; `entropy_blocks` counts those measured. `plaintext_header`
+    compares the bytes at the signature's offset with the signature (None when there is no
+    signature).
 
     `hits` counts pattern matches: a UTF-16 canary next to a zero byte also matches the
     other byte order and counts twice, which changes no verdict. `marker_hits` counts the
@@ -267,20 +282,13 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
     matcher = _matcher(tuple(canaries), tuple(markers))
     overlap = max((len(p) for _, _, members in matcher.groups for _, p in members), default=1) - 1
     entropy = _Entropy(block_size, entropy_every)
-    hits = marker_hits = 0
+    hits = marker_hits = size = 0
     first: int | None = None
-    size = kept = 0  # bytes read, and bytes of the previous read kept at the buffer's start
     with path.open("rb") as fh:
         header = _read_signature(fh, signature)
-        # one buffer for every read (no copy but the overlap's), no larger than the file needs:
-        # whole blocks, so every read but the last ends on a block border even if the file grows
-        blocks = -(-os.fstat(fh.fileno()).st_size // block_size)
-        chunk_size = min(chunk_size, max(1, blocks) * block_size)
-        buffer = bytearray(overlap + chunk_size)
-        while read := _fill(fh, memoryview(buffer)[kept:kept + chunk_size]):
-            entropy.add(memoryview(buffer)[kept:kept + read])
-            # the last read of a file is short: a copy, so that no search runs on stale bytes past it
-            data = buffer if kept + read == len(buffer) else buffer[:kept + read]
+        blocks = -(-os.fstat(fh.fileno()).st_size // block_size)  # whole blocks, even if the file grows
+        for data, kept in _reads(fh, overlap, min(chunk_size, max(1, blocks) * block_size)):
+            entropy.add(memoryview(data)[kept:])
             base = size - kept  # file offset of data[0]
             for is_marker, at in matcher.matches(data, kept):
                 if is_marker:
@@ -288,10 +296,7 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
                 else:
                     hits += 1
                     first = base + at if first is None else min(first, base + at)
-            size += read
-            keep = min(overlap, kept + read)
-            buffer[:keep] = buffer[kept + read - keep:kept + read]
-            kept = keep
+            size += len(data) - kept
     return FileScan(path=os.path.relpath(path, root), bytes=size, hits=hits, first_hit_offset=first,
                     entropy_mean=round(entropy.mean, 4), low_entropy_blocks=entropy.low,
                     blocks=entropy.blocks, plaintext_header=header, marker_hits=marker_hits,
