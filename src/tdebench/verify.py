@@ -51,12 +51,43 @@ def _patterns(canaries: Sequence[str]) -> list[tuple[str, bytes]]:
             for encoding, pattern in canary_encodings(canary).items()]
 
 
+SIEVE_BYTES = 1 << 18  # the piece of a haystack sieved at once: its masks stay in the cache
+
+
 def _finds(haystack: bytes | bytearray, needle: bytes, start: int = 0) -> Iterator[int]:
-    """Every offset from `start` on where `needle` occurs, overlapping ones too."""
-    at = haystack.find(needle, start)
+    """Every offset from `start` on where `needle` occurs, overlapping ones too, in increasing
+    order.
+
+    A needle of three bytes or more is sieved first: numpy marks, a piece of the haystack at a
+    time, where its first, middle and last bytes stand at their distances (three vectorised
+    compares: about twice as fast as bytes.find over the same bytes), and only those candidates
+    are compared whole. A piece with many candidates (look-alikes everywhere) is searched with
+    bytes.find instead, so that no haystack costs much more than the find would.
+    """
+    if len(needle) < 3:
+        yield from _find_each(haystack, needle, start, len(haystack))
+        return
+    data = np.frombuffer(haystack, dtype=np.uint8)
+    last, middle = len(needle) - 1, (len(needle) - 1) // 2
+    end = len(haystack) - last  # where the needle no longer fits
+    for piece in range(start, end, SIEVE_BYTES):
+        n = min(SIEVE_BYTES, end - piece)
+        sieve = data[piece:piece + n] == needle[0]
+        sieve &= data[piece + last:piece + last + n] == needle[last]
+        sieve &= data[piece + middle:piece + middle + n] == needle[middle]
+        candidates = np.flatnonzero(sieve)
+        if len(candidates) > n // 64:
+            yield from _find_each(haystack, needle, piece, piece + n + last)
+        else:
+            yield from (piece + i for i in candidates.tolist() if haystack.startswith(needle, piece + i))
+
+
+def _find_each(haystack: bytes | bytearray, needle: bytes, start: int, end: int) -> Iterator[int]:
+    """Every offset where `needle` lies whole within haystack[start:end], by bytes.find."""
+    at = haystack.find(needle, start, end)
     while at != -1:
         yield at
-        at = haystack.find(needle, at + 1)
+        at = haystack.find(needle, at + 1, end)
 
 
 class _Folded:
@@ -81,8 +112,8 @@ class _Matcher:
     """Counts many patterns in one pass per shared prefix instead of one pass per pattern.
 
     Canaries and markers of one encoding share a prefix ("TDEBENCH-"), so each group's
-    prefix is searched once (a fast find) and only its few occurrences are compared with the
-    members. Counting is bytes.count's: non-overlapping per pattern.
+    prefix is searched once (`_finds`: a numpy sieve, then a compare) and only its few
+    occurrences are compared with the members. Counting is bytes.count's: non-overlapping per pattern.
 
     A UTF-16 prefix ("T\\0D\\0…") holds zero bytes, and a find for it crawls through zeros
     (sparse files, free pages). Its letters sit at one parity with zeros between them, so it is

@@ -514,3 +514,29 @@ def test_verify_leaves_free_pages_out_of_the_share_of_low_blocks(tmp_path):
     assert (scans[0].blocks, scans[0].entropy_blocks) == (1020, 20)
     headers = _file(tmp_path, "db/sparse", bytes(1000 * 4096) + text + os.urandom(30 * 4096))
     assert verify_paths([headers], [CANARY])[0] == "encrypted"  # 1 of 31: a header among ciphertext
+
+
+def test_the_sieve_finds_exactly_what_find_finds(monkeypatch):
+    """`_finds` sieves a piece at a time (pieces of 64 bytes here, so that occurrences straddle
+    their borders), falls back to bytes.find where look-alikes crowd a piece, and either way
+    returns every occurrence, overlapping ones too, from `start` on."""
+    import random
+
+    import tdebench.verify as verify
+
+    def every(haystack: bytes, needle: bytes, start: int) -> list[int]:
+        return [i for i in range(start, len(haystack) - len(needle) + 1) if haystack.startswith(needle, i)]
+
+    monkeypatch.setattr(verify, "SIEVE_BYTES", 64)
+    rng = random.Random(16)
+    needles = [b"TDEBENCH-", b"aaa", b"ab", b"x", b"T\x00D\x00E"]
+    pieces = needles + [b"TDEBENCX-", b"T", b"-", b"a", b"\x00", b"E"]
+    for round_ in range(300):
+        haystack = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 120)))
+        if round_ % 3 == 0:
+            haystack = bytearray(haystack)  # the scan's own buffer is a bytearray
+        for needle in needles:
+            start = rng.randint(0, 20)
+            assert list(verify._finds(haystack, needle, start)) == every(bytes(haystack), needle, start)
+    crowded = b"TDEBENCX-" * 40 + b"TDEBENCH-" + b"TDEBENCX-" * 40  # a candidate every 9 bytes: find serves
+    assert list(verify._finds(crowded, b"TDEBENCH-")) == [360]
