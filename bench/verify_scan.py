@@ -6,7 +6,7 @@ hundred MiB of files the scan is part of every trial's wall-clock time. For one 
 the page cache this prints the speed of:
 
   read              plain 4 MiB reads (the ceiling);
-  scan              verify.scan_file, as every trial runs it (the entropy of one block in 8
+  scan              verify.scan_file, as every trial runs it (the entropy of one block in 16
                     beyond the first MiB);
   scan, every block verify.scan_file as `tdebench verify` runs it (the entropy of every block);
   scan, free pages  verify.scan_file on a file of zeros as large (a preallocated file: InnoDB's

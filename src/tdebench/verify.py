@@ -33,7 +33,7 @@ CHUNK_BYTES = 4 << 20  # read size: large for throughput, small enough to never 
 BLOCK_BYTES = 4096  # entropy block: a typical database page
 LOW_ENTROPY = 7.0  # bits/byte; ciphertext of a 4 KiB block measures ~7.95
 ENTROPY_FIRST_BLOCKS = 256  # the blocks at the start of a file whose entropy is always measured: 1 MiB
-ENTROPY_EVERY = 8
+ENTROPY_EVERY = 16
 """A trial's scan measures the entropy of one block in this many beyond a file's first
 ENTROPY_FIRST_BLOCKS (see `_sampled`): no trial verdict rests on the entropy (`judge`), and the
 histograms were half the scan's time. `tdebench verify`, whose verdict does, measures every block."""

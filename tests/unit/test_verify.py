@@ -412,32 +412,32 @@ def test_block_entropy_is_shannons_formula(tmp_path):
     assert result.entropy_mean == round(sum(map(_shannon, measured)) / len(measured), 4)
 
 
-# --- sampled entropy: a trial's scan measures every block of a file's first MiB, then one in 8 ---
+# --- sampled entropy: a trial's scan measures every block of a file's first MiB, then one in ENTROPY_EVERY ---
 
 def test_sampled_blocks_follow_no_stride():
-    from tdebench.verify import ENTROPY_FIRST_BLOCKS, _sampled
+    from tdebench.verify import ENTROPY_EVERY, ENTROPY_FIRST_BLOCKS, _sampled
 
-    picked = _sampled(0, 1 << 20, 8)
-    assert picked[:ENTROPY_FIRST_BLOCKS].all() and not picked[ENTROPY_FIRST_BLOCKS:].all()
-    for stride in (1, 2, 3, 4, 8, 16, 64, 256, 4096):  # one page type per extent is sampled like the rest
-        assert 0.11 < picked[ENTROPY_FIRST_BLOCKS::stride].mean() < 0.14, stride
-    assert 0.23 < _sampled(0, 1 << 16, 4)[ENTROPY_FIRST_BLOCKS:].mean() < 0.27
+    for every in (ENTROPY_EVERY, 4, 8, 16):
+        picked = _sampled(0, 1 << 20, every)
+        assert picked[:ENTROPY_FIRST_BLOCKS].all() and not picked[ENTROPY_FIRST_BLOCKS:].all()
+        for stride in (1, 2, 3, 4, 8, 16, 64, 256, 4096):  # one page type per extent is sampled like the rest
+            assert 0.85 / every < picked[ENTROPY_FIRST_BLOCKS::stride].mean() < 1.15 / every, (every, stride)
+        assert (_sampled(1000, 500, every) == picked[1000:1500]).all()  # by the block's index in the file
     assert _sampled(5000, 300, 1).all()
-    assert (_sampled(1000, 500, 8) == picked[1000:1500]).all()  # by the block's index in the file
 
 
 def _sampled_count(first: int, count: int) -> int:
-    from tdebench.verify import _sampled
+    from tdebench.verify import ENTROPY_EVERY, _sampled
 
-    return int(_sampled(first, count, 8).sum())
+    return int(_sampled(first, count, ENTROPY_EVERY).sum())
 
 
 def test_a_trial_scan_samples_entropy_but_searches_every_byte(tmp_path):
     """3 MiB of text with the canary in a block the entropy sample leaves out: found all the same."""
-    from tdebench.verify import _sampled
+    from tdebench.verify import ENTROPY_EVERY, _sampled
 
     text = bytearray(("The quick brown fox jumps over the lazy dog. " * 100_000).encode()[:768 * 4096])
-    unsampled = next(i for i in range(256, 768) if not _sampled(i, 1, 8)[0])
+    unsampled = next(i for i in range(256, 768) if not _sampled(i, 1, ENTROPY_EVERY)[0])
     text[unsampled * 4096 + 100:unsampled * 4096 + 120] = CANARY.encode()
     path = _file(tmp_path, "db", bytes(text))
     sampled = scan_file(path, [CANARY], tmp_path, None)
@@ -464,9 +464,9 @@ def test_sampled_entropy_skips_free_pages_and_does_not_depend_on_the_read_size(t
 def test_verify_measures_every_block_where_its_verdict_rests_on_them(tmp_path):
     """Text in only the blocks a trial's sample leaves out: the trial's scan sees no low block
     (its verdict never rests on entropy), `tdebench verify` sees them all and is not fooled."""
-    from tdebench.verify import _sampled
+    from tdebench.verify import ENTROPY_EVERY, _sampled
 
-    picked = _sampled(0, 1024, 8)
+    picked = _sampled(0, 1024, ENTROPY_EVERY)
     text = ("plain words " * 400).encode()[:4096]
     path = _file(tmp_path, "db", b"".join(os.urandom(4096) if picked[i] else text for i in range(1024)))
     assert scan_file(path, [CANARY], tmp_path, None).low_entropy_blocks == 0
