@@ -27,8 +27,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tdebench.store import (CipherSpeed, FileScan, Measurement, ResultStore, Sample, TrialKey, TrialOutcome,
-                             Verdict)
+from tdebench.results import CipherSpeed, FileScan, Measurement, Sample, TrialKey, TrialOutcome, Verdict
+from tdebench.store import ResultStore
 
 MIB = 1024 * 1024
 WORKLOAD = "tpch"

@@ -31,8 +31,8 @@ from tdebench.engines import ENGINES, get_engine
 from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.keys import KeyFileError, KeySource
 from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan, planned, to_run
-from tdebench.store import (PLAN, RESULTS, Cut, OutputError, ResultStore, Resumed, TrialOutcome, Verdict,
-                            keep_complete, read_run)
+from tdebench.results import Resumed, TrialOutcome, Verdict
+from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, keep_complete, read_run
 
 err = Console(stderr=True)
 out = Console()
@@ -58,7 +58,7 @@ def usage_error(message: str) -> NoReturn:
 def builtin_plans() -> dict[str, Path]:
     """The plans shipped with tdebench, by name ("quick", "servers", …)."""
     folder = Path(str(resources.files("tdebench") / "plans"))
-    return {path.stem: path for path in sorted(folder.glob("*.toml"))}
+    return {path.stem: path for path in sorted(folder.glob("*.toml"), key=lambda path: path.stem)}
 
 
 def default_plan() -> Path:

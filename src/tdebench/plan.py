@@ -18,7 +18,7 @@ from typing import Any
 from tdebench.engines import ENGINES, get_engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.measure.affinity import CpuPinning, available_cpus
-from tdebench.store import TrialKey
+from tdebench.results import TrialKey
 from tdebench.workloads import WORKLOADS, Option
 
 CACHE_MODES = ("warm", "cold")
@@ -480,9 +480,23 @@ class _Checker:
             floor = option.low if option.low is not None else float("-inf")
             ceiling = option.high if option.high is not None else float("inf")
             return self.number(table, key, default, floor, ceiling)
+        if isinstance(default, tuple):
+            return self.choices(table, key, default, option.choices)
         if option.choices:
             return self.choice(table, key, default, option.choices)
         return self.string(table, key, default)
+
+    def choices(self, table: dict[str, Any], key: str, default: tuple[str, ...],
+                valid: tuple[str, ...]) -> tuple[str, ...]:
+        """A non-empty list of distinct names from `valid`, in the order written."""
+        names = self.string_list(table, key, list(default))
+        for name in names:
+            if name not in valid:
+                raise self.error(f"unknown {key} entry {shown(name)}; valid: {', '.join(valid)}", name)
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise self.error(f"{key} names {', '.join(repeated)} more than once", repeated[0])
+        return tuple(names)
 
     def string_list(self, table: dict[str, Any], key: str, default: list[str]) -> list[str]:
         value = table.get(key, default)

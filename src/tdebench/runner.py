@@ -30,7 +30,7 @@ import psutil
 
 from tdebench import runstate, verify
 from tdebench.engines import Engine, get_engine
-from tdebench.engines.base import NONE, Connection, Database, PlaintextViewGone
+from tdebench.engines.base import NONE, Database, PlaintextViewGone
 from tdebench.keys import KeySource, Secret
 from tdebench.measure import affinity
 from tdebench.measure.clock import Clock, MonotonicClock
@@ -39,10 +39,10 @@ from tdebench.measure.sampler import Sampler, load_1m
 from tdebench.plan import Plan, TrialSpec, group_of, lockstep_groups, round_trials, schedule, to_run
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
-from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, OutputError, Record, ResultStore, Stopping, TrialKey,
-                            TrialOutcome, Verdict, read_run)
+from tdebench.results import BUDGET, MOST_ROUNDS, REACHED, Record, Stopping, TrialKey, TrialOutcome, Verdict
+from tdebench.store import OutputError, ResultStore, read_run
 from tdebench.workloads import WORKLOADS, RunContext, Workload
-from tdebench.workloads.base import read_canaries, write_canaries
+from tdebench.workloads.base import Session, read_canaries, write_canaries
 
 CANARY_COUNT = 4
 
@@ -120,7 +120,6 @@ class _TrialFacts:
     engine_state: str = ""
     view_hits: int | None = None
     view_gone: str = ""  # why a layer's decrypted view could not be scanned (its mount vanished)
-    connection_closed: bool = False  # a workload went cold (go_cold) and closed the connection it was given
 
 
 @dataclass
@@ -138,7 +137,6 @@ class _Trial:
     facts: _TrialFacts
     start_ns: int
     load_start: float | None
-    conn: Connection | None = None  # the tests' connection, between load and finish
     error: str = ""  # set by the first phase that failed; later phases are skipped
     pinned_to: tuple[tuple[int, ...] | None, tuple[int, ...]] | None = None  # affinity.applied
 
@@ -343,18 +341,17 @@ class Runner:
         facts = _TrialFacts()
 
         def go_cold() -> bool:
-            facts.connection_closed = True
             dropped = self._go_cold(database)
             facts.cache_dropped = facts.cache_dropped and dropped
             return dropped
 
+        session = Session(database, go_cold if self.plan.cache == "cold" else None)
         ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=key.scale,
                          streams=spec.workload.streams, data_dir=self.data_dir, seed=self.plan.seed,
                          query_timeout_s=spec.workload.query_timeout_s, options=spec.workload.option_values(),
-                         go_cold=go_cold if self.plan.cache == "cold" else None,
-                         provision=engine.provision, canaries=tuple(facts.canaries), markers=tuple(facts.markers),
-                         new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"),
-                         connection_closed=lambda: setattr(facts, "connection_closed", True))
+                         session=session, provision=engine.provision, canaries=tuple(facts.canaries),
+                         markers=tuple(facts.markers),
+                         new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"))
         return _Trial(spec=spec, engine=engine, workload=self.workload_factory(key.workload), workspace=workspace,
                       secret=secret, database=database, processes=processes, ctx=ctx, facts=facts,
                       start_ns=start, load_start=load_start)
@@ -396,12 +393,11 @@ class Runner:
         recorder.record("load", "database", {"size_bytes": float(database.size_bytes())})
         facts.cache_dropped = self.plan.cache == "cold" and self._go_cold(database)
         with recorder.measure("open", "connect"):
-            trial.conn = database.connect()
+            trial.ctx.session.connection()
 
     def _warm_up(self, trial: "_Trial", test: str) -> None:
         for _ in range(self.plan.warmups):
-            trial.conn = self._reopened(trial.conn, trial.database, trial.facts)
-            trial.workload.run(test, trial.ctx, trial.conn, warmup=True)
+            trial.workload.run(test, trial.ctx, trial.ctx.session.connection(), warmup=True)
 
     def _in_turn(self, trials: list["_Trial"],
                  steps_of: Callable[["_Trial"], Generator[None, None, None]]) -> None:
@@ -426,13 +422,9 @@ class Runner:
                     pass
 
     def _measured_steps(self, trial: "_Trial", test: str) -> Generator[None, None, None]:
-        if self.plan.cache == "cold":
-            self._close(trial.conn, trial.facts)
-            trial.facts.cache_dropped = self._go_cold(trial.database) and trial.facts.cache_dropped
-            trial.conn = trial.database.connect()
-        else:
-            trial.conn = self._reopened(trial.conn, trial.database, trial.facts)
-        yield from trial.workload.steps(test, trial.ctx, trial.conn, warmup=False)
+        session = trial.ctx.session
+        conn = session.go_cold() if session.cold else session.connection()  # untimed, like every reconnect
+        yield from trial.workload.steps(test, trial.ctx, conn, warmup=False)
 
     def _advance(self, trial: "_Trial", steps: Generator[None, None, None]) -> bool:
         """Run a trial's next step; False when its test is over or has failed."""
@@ -455,11 +447,8 @@ class Runner:
     def _release(self, trial: "_Trial", quietly: bool = False) -> None:
         """Close the tests' connection, a failed trial's too; failing to close fails a trial that
         was ok (`quietly`: ignored, on the way out of an interruption)."""
-        if trial.conn is None:
-            return
-        conn, trial.conn = trial.conn, None
         try:
-            self._close(conn, trial.facts)
+            trial.ctx.session.release()
         except Exception as exc:
             if not quietly and not trial.error:
                 self._fail(trial, exc)
@@ -493,24 +482,6 @@ class Runner:
         self.store.sync()
         return outcome, verdict
 
-    @staticmethod
-    def _reopened(conn: Connection | None, database: Database, facts: "_TrialFacts") -> Connection:
-        """The connection for the next run: a workload that went cold per statement closed the
-        one it was given, so the next run gets a new one (untimed)."""
-        if not facts.connection_closed:
-            assert conn is not None, "the tests' connection is open from the end of the load to _release"
-            return conn
-        facts.connection_closed = False
-        return database.connect()
-
-    @staticmethod
-    def _close(conn: Connection | None, facts: "_TrialFacts") -> None:
-        """Close the connection the last run was given, unless a workload going cold already did."""
-        if not facts.connection_closed:
-            assert conn is not None, "the tests' connection is open from the end of the load to _release"
-            conn.close()
-        facts.connection_closed = False
-
     def _go_cold(self, database: Database) -> bool:
         """Stop the engine (servers shut down, mounts unmount, embedded files close), then drop
         the OS page cache; the next connect starts it again with nothing cached anywhere.
@@ -521,12 +492,11 @@ class Runner:
     def _verdict(self, key: TrialKey, expected: str, database: Database, workspace: Path,
                  facts: "_TrialFacts") -> Verdict:
         try:
-            scans = verify.scan([workspace], facts.canaries, workspace, database.plaintext_signature(),
-                                markers=facts.markers)
-            label = verify.label_first_hit(scans, workspace, facts.canaries)
-            verdict = verify.judge(key, expected, scans, facts.canaries_readable, first_hit_label=label,
-                                   view_hits=facts.view_hits, engine_state=facts.engine_state,
-                                   column_layer=database.encryption.layer == "column", view_gone=facts.view_gone)
+            verdict = verify.judge_at_rest(key, expected, workspace, database.plaintext_signature(), facts.canaries,
+                                           facts.markers, facts.canaries_readable,
+                                           column_layer=database.encryption.layer == "column",
+                                           view_hits=facts.view_hits, engine_state=facts.engine_state,
+                                           view_gone=facts.view_gone)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
         self.store.append(verdict)

@@ -1,44 +1,28 @@
-"""The results store: raw records appended durably the moment they are taken.
+"""The results store: raw records appended durably the moment they are taken, and read back.
 
-A run directory holds `results.jsonl` (one JSON object per line, each with a `kind`),
-`plan.toml` (the plan exactly as given) and `environment.json`. Everything else in the
-directory is derived from these three by `tdebench report`, so a crash loses at most the
-trial that was running. `manifest.json` lists every file tdebench wrote there (the raw files,
-the report's): `run --force` removes those and nothing else (see outdir.py).
-
-Record kinds:
-- `measurement`: one measured step of a trial (a query, a load, a whole test) with its metrics;
-- `verdict`: the at-rest check of a trial;
-- `trial`: how a trial ended (ok or failed, with the error), its cache state, the load average
-  around it and the CPUs it was pinned to;
-- `cipher`: the machine's raw cipher throughput, measured once per run;
-- `sample`: one interval of the resource sampler (CPU %, memory, disk, other processes' CPU,
-  load average) during a trial;
-- `stopping`: why an adaptive run stopped adding rounds (target reached, time budget, cap);
-- `resume`: `tdebench run --resume` continued the run here: how many trials it kept, how many
-  incomplete ones it dropped, and what of the environment had changed.
-
-A trial is complete when its `trial` record is stored: the runner writes it last, after the
-trial's measurements, samples and verdict. `keep_complete` cuts an interrupted run's
-results.jsonl down to its complete trials before `run --resume` continues it.
+A run directory holds `results.jsonl` (one JSON object per line, each with a `kind`: the record
+kinds are results.py's), `plan.toml` (the plan exactly as given) and `environment.json`.
+Everything else in the directory is derived from these three by `tdebench report`, so a crash
+loses at most the trial that was running. `manifest.json` lists every file tdebench wrote
+there (the raw files, the report's): `run --force` removes those and nothing else (see
+outdir.py). `keep_complete` cuts an interrupted run's results.jsonl down to its complete
+trials before `run --resume` continues it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import errno
-import functools
 import json
 import os
 import threading
-import types
-import typing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+from tdebench.results import (TRIAL_RECORDS, CipherSpeed, Record, RunData, TrialOutcome, complete_trials, from_json,
+                              to_json)
 from tdebench.runstate import file_system_of
 
 RESULTS = "results.jsonl"
@@ -46,322 +30,6 @@ PLAN = "plan.toml"
 ENVIRONMENT = "environment.json"
 RAW_FILES = (RESULTS, PLAN, ENVIRONMENT)
 MANIFEST = "manifest.json"
-
-
-@dataclass(frozen=True, order=True)
-class TrialKey:
-    """Which cell of the matrix, and which repetition of it (1-based)."""
-
-    engine: str
-    encryption: str
-    workload: str
-    scale: float
-    repetition: int
-    # the plan's memory_mb for the engine (a plan axis: one configuration per value); None when
-    # the plan gave none (the engine's default) and in runs from before it was an axis
-    memory_mb: int | None = None
-
-    @property
-    def id(self) -> str:
-        memory = f"/m{self.memory_mb}" if self.memory_mb is not None else ""
-        return f"{self.engine}/{self.encryption}/{self.workload}/sf{self.scale:g}{memory}/r{self.repetition}"
-
-    @property
-    def config(self) -> tuple[str, str, str, float]:
-        """The cell without the repetition: what repetitions are grouped by."""
-        return (self.engine, self.encryption, self.workload, self.scale)
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One measured step. Metric names carry their unit: `elapsed_s`, `cpu_s`, `read_bytes`,
-    `write_bytes`, `read_chars`, `write_chars`, `size_bytes`."""
-
-    trial: TrialKey
-    test: str  # "load", "open", "power", "throughput"
-    step: str  # "q1".."q22", "total", "database"
-    metrics: dict[str, float]
-    stream: int | None = None  # throughput test: stream number (1..S); power test: 0
-    warmup: bool = False  # warm-up runs are kept but never enter statistics
-    answer: str | None = None  # "ok", "failed" or "unchecked" for a query; None otherwise
-    # which measured pass of its test within the trial (tpch's `passes`, 1-based); statistics
-    # take each step's median over a trial's passes, so a trial still counts once
-    pass_number: int = 1
-
-
-@dataclass(frozen=True)
-class FileScan:
-    """What the at-rest scan found in one file."""
-
-    path: str  # relative to the trial's workspace
-    bytes: int
-    hits: int  # canary occurrences, all encodings
-    first_hit_offset: int | None
-    entropy_mean: float  # bits per byte, mean over blocks
-    low_entropy_blocks: int  # blocks below the plaintext threshold (zero blocks excluded)
-    blocks: int
-    plaintext_header: bool | None  # None: the engine has no plaintext signature to check
-    marker_hits: int = 0  # occurrences of the markers (the canary table's unsealed column)
-    # non-zero blocks whose entropy was measured (the mean and the low count are over these):
-    # a trial's scan samples them, see verify.ENTROPY_EVERY; None in results from before sampling
-    entropy_blocks: int | None = None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The at-rest check of a trial, taken with the database closed."""
-
-    trial: TrialKey
-    verdict: str  # "encrypted", "plaintext", "inconclusive" or "error"
-    expected: str  # "plaintext" for the baseline, "encrypted" otherwise
-    files_scanned: int
-    bytes_scanned: int
-    first_hit: str | None  # "file@offset (encoding)" of the first canary found
-    detail: str = ""
-    files: tuple[FileScan, ...] = ()
-    engine_state: str = ""  # what the engine itself reports about its encryption (e.g. MariaDB)
-    view_hits: int | None = None  # fs layers: canary hits in the decrypted view (positive control)
-    exposed: tuple[str, ...] = ()  # column layer: files holding plaintext of the unsealed columns
-
-    @property
-    def as_expected(self) -> bool:
-        return self.verdict == self.expected
-
-
-@dataclass(frozen=True)
-class TrialOutcome:
-    trial: TrialKey
-    status: str  # "ok" or "failed"
-    cache: str  # "warm" or "cold" as the plan asked
-    cache_dropped: bool  # cold only: whether the OS page cache was really dropped
-    elapsed_s: float
-    error: str = ""
-    key_derived: bool = False  # key from the user's key file (True) or random (False)
-    # the 1-minute load average as the trial started and ended; None in runs from before it was recorded
-    load_start: float | None = None
-    load_end: float | None = None
-    # the plan's pin_cpus as applied (measure/affinity.py): the CPUs the engine's processes and
-    # the driver (tdebench itself) were allowed to run on; None when the plan did not pin
-    engine_cpus: tuple[int, ...] | None = None
-    driver_cpus: tuple[int, ...] | None = None
-    # the memory the engine's own cache was given, in MB, as applied (Engine.cache_mb): 0 when
-    # tdebench set no limit (an embedded engine without memory_mb); None in runs from before it was recorded
-    cache_mb: int | None = None
-
-
-@dataclass(frozen=True)
-class CipherSpeed:
-    cipher: str  # e.g. "aes-256-gcm"
-    chunk_bytes: int  # the page size: bytes encrypted under one nonce/IV
-    mib_per_s: float | None  # None: no installed library implements the cipher (see note)
-    library: str = ""
-    note: str = ""  # why it is unavailable, or what the figure leaves out
-    reused_context: bool = False  # one context per key (False: records from before, a context per chunk)
-
-    @property
-    def available(self) -> bool:
-        return self.mib_per_s is not None
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One interval of the resource sampler during a trial (as Madyatmadja et al. (2021) and
-    Carvalho (2025) sampled)."""
-
-    trial: TrialKey
-    t_s: float  # seconds since the trial's sampler started
-    cpu_pct: float  # whole machine, 100 = every core busy
-    mem_bytes: float  # resident memory of the engine's processes
-    mem_pct: float  # the same, as % of the machine's memory
-    disk_read_bytes: float  # all disks, during this interval
-    disk_write_bytes: float
-    disk_busy_pct: float  # the busiest disk's busy time / interval
-    # the CPU of processes other than tdebench's and the engine's, % of one core (measure/load.py);
-    # None in runs from before it was recorded
-    others_cpu_pct: float | None = None
-    load_1m: float | None = None  # the machine's 1-minute load average at the sample
-
-
-REACHED = "target reached"
-BUDGET = "max_minutes would be exceeded"
-MOST_ROUNDS = "max_repetitions reached"
-
-
-@dataclass(frozen=True)
-class Resumed:
-    """`run --resume` continued the run from here: `kept` complete trials were kept, `dropped`
-    trials that had begun but not ended were removed (to run again), and `torn_line` says
-    whether a half-written last line was removed. `elapsed_before_s` is the run's time before
-    this resume (its earlier parts, from their start to their last record), which adaptive runs
-    count against `max_minutes`; `changed` lists what of the environment differs from
-    environment.json (e.g. "kernel: 6.1.0-17-amd64 → 6.1.0-18-amd64")."""
-
-    kept: int
-    dropped: int
-    torn_line: bool
-    at_utc: str
-    elapsed_before_s: float = 0.0
-    changed: tuple[str, ...] = ()
-    retried: int = 0  # failed trials removed to run again (`run --resume --retry-failed`)
-
-
-@dataclass(frozen=True)
-class Stopping:
-    """Why an adaptive run (a plan with `target_ci_pct`) stopped adding rounds: `reason` is
-    REACHED, BUDGET (`max_minutes` could not fit another round) or MOST_ROUNDS; `widest` names
-    the headline figure with the widest CI at that moment, `widest_ci_pct` its half-width."""
-
-    rounds: int
-    reason: str
-    target_ci_pct: float
-    widest: str
-    widest_ci_pct: float
-    elapsed_s: float
-
-
-Record = Measurement | Verdict | TrialOutcome | CipherSpeed | Sample | Stopping | Resumed
-_TRIAL_RECORDS = (Measurement, Verdict, TrialOutcome, Sample)  # the records of one trial
-_KINDS: dict[type, str] = {Measurement: "measurement", Verdict: "verdict",
-                           TrialOutcome: "trial", CipherSpeed: "cipher", Sample: "sample",
-                           Stopping: "stopping", Resumed: "resume"}
-
-
-def to_json(record: Record) -> dict[str, Any]:
-    data = asdict(record)
-    data["kind"] = _KINDS[type(record)]
-    if "trial" in data and data["trial"]["memory_mb"] is None:  # records as before memory was an axis
-        del data["trial"]["memory_mb"]
-    return data
-
-
-def from_json(data: Any) -> Record:
-    """The record a JSON object holds; ValueError naming the field when its shape is wrong (a
-    missing or unknown field, a value of the wrong type), so a damaged results.jsonl is
-    refused when it is read, not deep inside a report."""
-    if not isinstance(data, dict):
-        raise ValueError("a record must be a JSON object")
-    data = dict(data)
-    kind = data.pop("kind", None)
-    classes = {name: cls for cls, name in _KINDS.items()}
-    if not isinstance(kind, str) or kind not in classes:
-        raise ValueError(f"unknown record kind {kind!r}")
-    try:
-        return cast(Record, _converter(classes[kind])(data))  # the converter of a record class reads that class
-    except _Shape as exc:
-        raise ValueError(f"{kind}{exc.path}: {exc.problem}") from None
-
-
-class _Shape(Exception):
-    """A JSON value of the wrong shape; `path` (".trial.scale") grows as it is re-raised outwards."""
-
-    def __init__(self, problem: str, path: str = "") -> None:
-        super().__init__(problem)
-        self.problem, self.path = problem, path
-
-
-@functools.cache
-def _converter(hint: Any) -> Callable[[Any], Any]:
-    """A function that reads a JSON value as the type `hint` (made once per type): dataclasses
-    field by field, lists as tuples, whole numbers as floats where a float is expected; _Shape
-    when the value does not fit."""
-    if hint is float:
-        def number(value: Any) -> float:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise _Shape(f"must be a number, not {type(value).__name__}")
-            return float(value)
-        return number
-    if hint in (str, int, bool):
-        def exactly(value: Any) -> Any:
-            if type(value) is not hint:
-                raise _Shape(f"must be {hint.__name__}, not {type(value).__name__}")
-            return value
-        return exactly
-    if hint is Any:
-        return lambda value: value
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _record_converter(hint)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        inner = _converter(next(a for a in args if a is not type(None)))
-        return lambda value: None if value is None and type(None) in args else inner(value)
-    if origin is tuple:
-        item = _converter(args[0])
-
-        def sequence(value: Any) -> tuple[Any, ...]:
-            if not isinstance(value, list):
-                raise _Shape("must be a list")
-            return tuple(_each(item, enumerate(value), "[{}]"))
-        return sequence
-    if origin is dict:
-        item = _converter(args[1])
-
-        def mapping(value: Any) -> dict[Any, Any]:
-            if not isinstance(value, dict):
-                raise _Shape("must be an object")
-            return dict(_each(item, value.items(), ".{}", keyed=True))
-        return mapping
-    raise TypeError(f"no JSON reading for {hint!r}")
-
-
-def _record_converter(cls: type) -> Callable[[Any], Any]:
-    hints = typing.get_type_hints(cls)
-    fields = {name: _converter(hint) for name, hint in hints.items()}
-    required = {f.name for f in dataclasses.fields(cls)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-
-    def record(value: Any) -> Any:
-        if not isinstance(value, dict):
-            raise _Shape("must be an object")
-        if not value.keys() <= fields.keys():
-            raise _Shape(f"unknown field {sorted(value.keys() - fields.keys())[0]!r}")
-        if not required <= value.keys():
-            raise _Shape(f"missing field {sorted(required - value.keys())[0]!r}")
-        name = ""
-        try:
-            return cls(**{(name := key): fields[key](item) for key, item in value.items()})
-        except _Shape as exc:
-            exc.path = f".{name}{exc.path}"
-            raise
-    return record
-
-
-def _each(convert: Callable[[Any], Any], items: Any, step: str, keyed: bool = False) -> Iterator[Any]:
-    """Convert the values of (index or key, value) pairs; a _Shape names where it was."""
-    where = None
-    try:
-        for where, item in items:
-            yield (where, convert(item)) if keyed else convert(item)
-    except _Shape as exc:
-        exc.path = step.format(where) + exc.path
-        raise
-
-
-@dataclass
-class RunData:
-    """Everything `report` needs, read back from a run directory."""
-
-    directory: Path
-    plan_text: str
-    environment: dict[str, Any]
-    measurements: list[Measurement] = field(default_factory=list)
-    verdicts: list[Verdict] = field(default_factory=list)
-    trials: list[TrialOutcome] = field(default_factory=list)
-    ciphers: list[CipherSpeed] = field(default_factory=list)
-    samples: list[Sample] = field(default_factory=list)
-    stopping: Stopping | None = None  # adaptive runs: why the runner stopped adding rounds
-    resumes: list[Resumed] = field(default_factory=list)  # each `run --resume` that continued the run
-
-    def complete_trials(self) -> set[TrialKey]:
-        """The trials that ended (see `complete_trials`)."""
-        return complete_trials([*self.trials, *self.verdicts])
-
-
-def complete_trials(records: Iterable[Record]) -> set[TrialKey]:
-    """The trials that ended: their `trial` record is stored, which the runner writes last,
-    after the trial's measurements, samples and verdict (so the verdict must be stored too)."""
-    records = list(records)
-    ended = {record.trial for record in records if isinstance(record, TrialOutcome)}
-    return ended & {record.trial for record in records if isinstance(record, Verdict)}
 
 
 class ResultStore:
@@ -468,20 +136,7 @@ def read_run(directory: Path) -> RunData:
     run = RunData(directory=directory, plan_text=(directory / PLAN).read_text(),
                   environment=json.loads((directory / ENVIRONMENT).read_text()))
     for _, record in _records(directory / RESULTS)[0]:
-        if isinstance(record, Measurement):
-            run.measurements.append(record)
-        elif isinstance(record, Verdict):
-            run.verdicts.append(record)
-        elif isinstance(record, TrialOutcome):
-            run.trials.append(record)
-        elif isinstance(record, Sample):
-            run.samples.append(record)
-        elif isinstance(record, Stopping):
-            run.stopping = record
-        elif isinstance(record, Resumed):
-            run.resumes.append(record)
-        else:
-            run.ciphers.append(record)
+        run.add(record)
     return run
 
 
@@ -509,11 +164,11 @@ def keep_complete(directory: Path, retry_failed: bool = False) -> Cut:
     failed = {record.trial for _, record in records
               if isinstance(record, TrialOutcome) and record.status != "ok"} if retry_failed else set()
     complete -= failed
-    begun = {record.trial for _, record in records if isinstance(record, _TRIAL_RECORDS)}
+    begun = {record.trial for _, record in records if isinstance(record, TRIAL_RECORDS)}
     last_cipher = max((i for i, (_, record) in enumerate(records) if isinstance(record, CipherSpeed)), default=None)
     ciphers = last_cipher is not None and last_cipher + 1 < len(records)
     kept = [line if line.endswith(b"\n") else line + b"\n" for line, record in records
-            if (record.trial in complete if isinstance(record, _TRIAL_RECORDS)
+            if (record.trial in complete if isinstance(record, TRIAL_RECORDS)
                 else ciphers or not isinstance(record, CipherSpeed))]
     temporary = directory / (RESULTS + ".tmp")
     try:

@@ -26,7 +26,7 @@ from typing import BinaryIO, cast
 
 import numpy as np
 
-from tdebench.store import FileScan, TrialKey, Verdict
+from tdebench.results import FileScan, TrialKey, Verdict
 
 ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be")
 CHUNK_BYTES = 4 << 20  # read size: large for throughput, small enough to never hold a big file
@@ -505,6 +505,17 @@ def error_verdict(trial: TrialKey, expected: str, exc_text: str) -> Verdict:
     """The verdict of a check that raised: nothing is claimed about the files."""
     return Verdict(trial=trial, verdict="error", expected=expected, files_scanned=0,
                    bytes_scanned=0, first_hit=None, detail=exc_text)
+
+
+def judge_at_rest(trial: TrialKey, expected: str, workspace: Path, signature: tuple[int, bytes] | None,
+                  canaries: Sequence[str], markers: Sequence[str], canary_readable: bool, *,
+                  column_layer: bool, view_hits: int | None = None, engine_state: str = "",
+                  view_gone: str = "") -> Verdict:
+    """A closed database's directory scanned and judged: the trial's verdict (the runner's), and
+    that of a database a workload made beside it (maintenance's converted copy), alike."""
+    scans = scan([workspace], canaries, workspace, signature, markers=markers)
+    return judge(trial, expected, scans, canary_readable, first_hit_label=label_first_hit(scans, workspace, canaries),
+                 view_hits=view_hits, engine_state=engine_state, column_layer=column_layer, view_gone=view_gone)
 
 
 def _root(paths: Sequence[Path]) -> Path:

@@ -6,6 +6,10 @@ with a wrong key fails exactly where the artifact is encrypted.
 The table is the measured truth that docs/manual.md reports: physical backups keep the engine's
 own encryption; logical dumps are plaintext (except what column-level encryption sealed);
 the file-system layer protects no backup, because the engine's tool reads the decrypted view.
+
+Each unencrypted database's backups (canaries, gzip, xbstream and pg_dump magic all in them)
+are also sealed by the backup workload's own encryption, one cipher per method: the sealed file
+must show none of it, restore with its key and refuse a wrong one.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ import pytest
 from tdebench.engines import get_engine
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, Database
 from tdebench.keys import Secret
-from tdebench.store import TrialKey
-from tdebench.workloads.backup import artifact
+from tdebench.results import TrialKey
+from tdebench.workloads.backup import artifact, sealing
 from tdebench.workloads.backup.checksum import TableChecksum, checksums
 from tdebench.workloads.base import CANARY_TABLE, write_canaries
 
@@ -28,6 +32,7 @@ CANARY = "TDEBENCH-CANARY-backup-0123456789ab"
 MARKER = "TDEBENCH-MARKER-backup-0123456789ab"
 METHODS = (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL)
 PHYSICAL = {BACKUP_FULL, BACKUP_FULL_COMPRESSED}
+SEALED_WITH = {BACKUP_FULL: "aes-256", BACKUP_FULL_COMPRESSED: "3des", BACKUP_LOGICAL: "aes-128"}
 # (engine, encryption) -> the backup methods whose artifact is encrypted at rest
 ENCRYPTED_AT_REST: dict[tuple[str, str], set[str]] = {
     ("duckdb", "none"): set(),
@@ -114,8 +119,31 @@ def test_backup_restores_everything_and_is_encrypted_at_rest_as_measured(loaded,
             assert (stranger != original) == encrypted, "a wrong key restores exactly the plaintext backups"
         logs = [p for p in db.workspace.rglob("*.log") if p.is_file()]
         assert db.key is None or not any(db.key.hex().encode() in p.read_bytes() for p in logs)
+        if db.encryption.is_baseline:  # its artifact holds every canary and magic in plaintext
+            plain_magic = {name for path in backup.files() for name in artifact.magic_found(path, 0)}
+            assert_sealed_backup_is_opaque_and_restores(engine, db, backup, area, original, trial, plain_magic)
     finally:
         shutil.rmtree(area, ignore_errors=True)
+
+
+def assert_sealed_backup_is_opaque_and_restores(engine, db: Database, backup: Backup, area: Path,
+                                                original: dict[str, TableChecksum], trial: TrialKey,
+                                                plain_magic: set[str]) -> None:
+    cipher = sealing.CIPHERS[SEALED_WITH[backup.method.name]]
+    key = Secret(os.urandom(32))
+    sealed = sealing.seal(backup.path, cipher, key, area / "sealed")
+    if backup.method.compressed or backup.method.kind == "logical":  # the control: the same check
+        assert plain_magic, "finds gzip, pg_dump's or SQL's magic in the plain artifact's files"
+    checked = artifact.check_sealed(trial, sealed, sealing.payload_offset(sealed), [CANARY], [MARKER], True)
+    assert checked.verdict == "encrypted" and checked.metrics["marker_hits"] == 0, checked.scans
+    assert artifact.magic_found(sealed, sealing.payload_offset(sealed)) == []
+    body = sealed.read_bytes()
+    assert not any(magic in body for magic in (b"XBSTCK01", b"PGDMP", b"ustar", CANARY.encode()))
+    with pytest.raises(sealing.SealBroken):
+        sealing.open_sealed(sealed, Secret(os.urandom(32)), area / "wrong-backup-key")
+    assert not (area / "wrong-backup-key").exists()
+    opened = Backup(backup.method, sealing.open_sealed(sealed, key, area / "opened"))
+    assert restored_checksums(engine, db, opened, area / "restored-sealed", db.key) == original
 
 
 def test_checksums_ignore_row_order_but_not_a_changed_row(loaded) -> None:

@@ -14,7 +14,7 @@ import pytest
 from tdebench import verify
 from tdebench.engines import ENGINES, get_engine
 from tdebench.keys import Secret
-from tdebench.store import TrialKey
+from tdebench.results import TrialKey
 from tdebench.workloads.base import read_canaries, write_canaries
 
 COLUMN_HERE = ("column-aes-256", "column-3des")

@@ -18,7 +18,8 @@ from tdebench.engines.base import NONE, Database, NotSupported, SensitiveColumns
 from tdebench.keys import Secret
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
-from tdebench.store import ResultStore, TrialKey
+from tdebench.results import TrialKey
+from tdebench.store import ResultStore
 from tdebench.workloads.base import CANARY_TABLE, RunContext, read_canaries, write_canaries
 from tdebench.workloads.maintenance import reindex
 from tdebench.workloads.tpch.workload import TpchWorkload

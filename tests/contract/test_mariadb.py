@@ -19,7 +19,7 @@ from tdebench.engines.base import EncryptionNotActive
 from tdebench.engines.mariadb import MariaDBDatabase, MariaDBEngine
 from tdebench.engines.server import ServerError
 from tdebench.keys import Secret
-from tdebench.store import TrialKey
+from tdebench.results import TrialKey
 from tdebench.workloads.base import read_canaries, write_canaries
 
 ENGINE = MariaDBEngine()

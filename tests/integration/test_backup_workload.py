@@ -1,17 +1,20 @@
 """The backup workload end to end through the CLI on real DuckDB: every method backs up,
 restores and checks, the artifacts' verdicts and the wrong-key restores are recorded, the
 report shows them, nothing a test wrote reaches the trial's own verdict, and a restore that
-loses a row fails its trial after its measurements are stored."""
+loses a row fails its trial after its measurements are stored. The shipped backup-encryption
+plan's matrix (TDE × compression × the backup's own encryption) runs end to end on DuckDB:
+every sealed backup is encrypted at rest, restores with its key and refuses a wrong one."""
 
 from __future__ import annotations
 
 import csv
+import tomllib
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tdebench.cli import main
+from tdebench.cli import main, plan_path
 from tdebench.engines.duckdb import DuckDBDatabase
 from tdebench.store import read_run
 
@@ -110,3 +113,38 @@ def test_a_restore_that_loses_a_row_fails_its_trial(tmp_path: Path, monkeypatch:
     assert outcome.status == "failed" and "region: 4 rows, expected 5" in outcome.error
     restore_step = next(m for m in run_data.measurements if m.step == "restore")
     assert restore_step.answer == "failed" and restore_step.metrics["restore_ok"] == 0.0
+
+
+def test_the_backup_encryption_plan_runs_its_matrix_end_to_end(tmp_path: Path) -> None:
+    """The shipped plan's backup workload as written, on DuckDB alone (the servers' sealed
+    backups are checked in the contract tests), one repetition."""
+    shipped = tomllib.loads(plan_path(Path("backup-encryption")).read_text())
+    (workload,) = shipped["workloads"]
+    (duckdb,) = [engine for engine in shipped["engines"] if engine["name"] == "duckdb"]
+    sealings = workload["backup_encryptions"]
+    assert set(sealings) == {"none", "aes-128", "aes-192", "aes-256", "3des"}
+    plan = (f'name = "sealed"\nrepetitions = 1\nwarmups = 0\n\n[[engines]]\nname = "duckdb"\n'
+            f'encryptions = {duckdb["encryptions"]!r}\n\n[[workloads]]\nname = "backup"\nscale = 0.01\n'
+            f'tests = {workload["tests"]!r}\nbackup_encryptions = {sealings!r}\n').replace("'", '"')
+    code, output, out = run(tmp_path, plan)
+    assert code == 0, output
+    run_data = read_run(out)
+    steps = {(m.trial.encryption, m.test, m.step): m for m in run_data.measurements}
+    for encryption in duckdb["encryptions"]:
+        for method in workload["tests"]:
+            for sealing in sealings[1:]:
+                test = f"{method}+{sealing}"
+                encrypt = steps[(encryption, test, "encrypt")]
+                assert encrypt.metrics["elapsed_s"] > 0 and 0 < encrypt.metrics["time_share"] < 1
+                assert encrypt.metrics["size_bytes"] >= steps[(encryption, test, "backup")].metrics["size_bytes"]
+                assert steps[(encryption, test, "scan")].answer == "encrypted"
+                assert steps[(encryption, test, "restore")].answer == "ok"
+                assert steps[(encryption, test, "restore-without-key")].answer == "refused"
+            assert (encryption, method, "scan") in steps and (encryption, f"{method}+none", "scan") not in steps
+    with (out / "backups.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == len(duckdb["encryptions"]) * len(workload["tests"]) * len(sealings)
+    report = (out / "report.md").read_text()
+    assert "## Backup encryption" in report
+    sealed = len(duckdb["encryptions"]) * len(workload["tests"]) * (len(sealings) - 1)
+    assert f"Every sealed backup was encrypted at rest ({sealed})" in report

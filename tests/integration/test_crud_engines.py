@@ -15,7 +15,8 @@ from tdebench.engines.base import NONE
 from tdebench.engines.sqlite import SQLiteEngine
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
-from tdebench.store import ResultStore, RunData, TrialKey, read_run
+from tdebench.results import RunData, TrialKey
+from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext, WrongAnswer
 from tdebench.workloads.crud.workload import CrudWorkload, lookup_ids
 

@@ -24,7 +24,8 @@ from tdebench.engines.base import Connection, Database
 from tdebench.keys import KeySource
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
-from tdebench.store import Measurement, ResultStore, TrialKey, read_run
+from tdebench.results import Measurement, TrialKey
+from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.oltp import checks, procedures, transactions
 from tdebench.workloads.oltp.driver import Settings, drive

@@ -18,7 +18,8 @@ from tdebench.engines.fs import GocryptfsDatabase
 from tdebench.engines.server import user_ids
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.runner import Runner, RunSummary
-from tdebench.store import ResultStore, RunData, read_run
+from tdebench.results import RunData
+from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext, Workload, WrongAnswer
 from workspaces import as_hostile_user, server_reachable_dir
 

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from tdebench import outdir
 from tdebench.cli import main
 from tdebench.plan import parse_plan, schedule
-from tdebench.store import RESULTS, ResultStore, TrialKey, TrialOutcome, read_run
+from tdebench.results import TrialKey, TrialOutcome
+from tdebench.store import RESULTS, ResultStore, read_run
 from test_cli import TINY
 
 PLAN = TINY.replace("repetitions = 1", "repetitions = 3")  # two lockstep groups after the first

@@ -11,7 +11,9 @@ import pytest
 
 from fakes import write_fake_run
 from tdebench.report import build
-from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome
+from tdebench.results import Measurement, TrialKey, TrialOutcome
+from tdebench.store import ResultStore
+from tdebench.workloads.backup import sealing
 
 PLAN = 'name = "fake-backup"\nrepetitions = 2\n\n[[workloads]]\nname = "backup"\nscale = 0.01\n'
 MIB = 1024 * 1024
@@ -112,3 +114,72 @@ def test_a_run_without_backups_has_no_section_and_no_backups_csv(tmp_path: Path)
     assert not (tmp_path / "backups.csv").exists()  # not a lone header
     assert "Backup and restore" not in (tmp_path / "report.md").read_text()
     assert "Backup and restore" not in (tmp_path / "report.html").read_text()
+
+
+SEALED = {  # (encryption, backup encryption) -> (encrypt seconds, sealed artifact verdict, wrong-key answer)
+    ("none", "aes-128"): (0.02, "encrypted", "refused"),
+    ("none", "3des"): (0.40, "encrypted", "refused"),
+    ("aes-256-gcm", "aes-128"): (0.02, "encrypted", "refused"),
+    ("aes-256-gcm", "3des"): (0.40, "plaintext", "accepted"),  # a broken sealing the report must name
+}
+
+
+def write_sealed_run(directory: Path) -> None:
+    """Backups of method full, stored plain and sealed with aes-128 and 3des, on DuckDB without
+    and with TDE: the backup workload's records for backup_encryptions = ["none", "aes-128", "3des"]."""
+    store = ResultStore(directory)
+    store.start(PLAN, {"cpu": {"model": "fake"}})
+    for repetition in (1, 2, 3):
+        for encryption in ("none", "aes-256-gcm"):
+            trial = TrialKey("duckdb", encryption, "backup", 0.01, repetition)
+            for test in ("full", "full+aes-128", "full+3des"):
+                backup_s = 0.40 * (1 + repetition / 100)
+                store.append(Measurement(trial, test, "backup", {"elapsed_s": backup_s, "cpu_s": 0.2,
+                                                                 "size_bytes": 10 * MIB, "compressed": 0.0}))
+                if test == "full":
+                    store.append(Measurement(trial, test, "scan", {}, answer="plaintext" if encryption == "none"
+                                             else "encrypted"))
+                    store.append(Measurement(trial, test, "restore", {"elapsed_s": 0.5, "restore_ok": 1.0},
+                                             answer="ok"))
+                    continue
+                seconds, verdict, without_key = SEALED[(encryption, test.split("+")[1])]
+                construction = sealing.CIPHERS[test.split("+")[1]].construction
+                store.append(Measurement(trial, test, "encrypt", {
+                    "elapsed_s": seconds, "cpu_s": seconds, "size_bytes": 10 * MIB + 64,
+                    "time_share": seconds / (seconds + backup_s), "cpu_share": seconds / (seconds + 0.2)},
+                    answer=construction))
+                store.append(Measurement(trial, test, "scan", {"canary_hits": 0.0}, answer=verdict))
+                store.append(Measurement(trial, test, "decrypt", {"elapsed_s": seconds}))
+                store.append(Measurement(trial, test, "restore", {"elapsed_s": 0.5, "restore_ok": 1.0}, answer="ok"))
+                store.append(Measurement(trial, test, "restore-without-key", {
+                    "restore_without_key_failed": float(without_key == "refused")}, answer=without_key))
+            store.append(TrialOutcome(trial, "ok", "warm", False, 9.0))
+
+
+def test_sealed_backups_get_their_own_table_rows_and_findings(tmp_path: Path) -> None:
+    write_sealed_run(tmp_path)
+    build(tmp_path)
+    with (tmp_path / "backups.csv").open(newline="") as fh:
+        rows = {(r["encryption"], r["backup_encryption"]): r for r in csv.DictReader(fh)}
+    assert set(rows) == {(e, b) for e in ("none", "aes-256-gcm") for b in ("none", "aes-128", "3des")}
+    des = rows[("none", "3des")]
+    assert des["method"] == "full" and des["construction"] == "3DES-CBC + HMAC-SHA256 (encrypt-then-MAC)"
+    assert float(des["time_share"]) == pytest.approx(0.40 / (0.40 + 0.40 * 1.02))  # the median run's share
+    assert des["time_share_ci"].startswith("[") and float(des["encrypt_s"]) == pytest.approx(0.40)
+    assert rows[("none", "none")]["encrypt_s"] == "" and rows[("none", "none")]["artifact"] == "plaintext"
+    report = (tmp_path / "report.md").read_text()
+    assert report.count("## Backup and restore") == 1 and "## Backup encryption" in report
+    plain_table = report.split("## Backup and restore", 1)[1].split("## Backup encryption", 1)[0]
+    assert "aes-128" not in plain_table  # the sealed rows stand only in their own table
+    assert ("Sealed backups NOT shown encrypted at rest (1 of 4): duckdb (full+3des: aes-256-gcm).") in report
+    assert ("Restored with a wrong key, which Aydın (2022) requires to fail (1 of 5): "
+            "duckdb (full+3des: aes-256-gcm).") in report
+    assert ("duckdb full (database none): encrypting the backup took this share of backup + encryption time "
+            "(median \\[95% CI\\] in %): "
+            "aes-128 4.7% \\[") in report  # Markdown escapes the interval's brackets
+    assert "3DES-CBC + HMAC-SHA256 (encrypt-then-MAC); aes-128: AES-128-GCM." in report
+    assert "<h2>Backup encryption</h2>" in (tmp_path / "report.html").read_text()
+
+
+def test_a_run_without_sealed_backups_has_no_backup_encryption_table(backup_run: Path) -> None:
+    assert "Backup encryption" not in (backup_run / "report.md").read_text()

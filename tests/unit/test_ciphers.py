@@ -17,7 +17,7 @@ from tdebench.engines import ENGINES
 from tdebench.measure.ciphers import (CIPHERS, PAGE_SIZES, RawCipher, library, measure_ciphers, openssl_speed,
                                      page_speed)
 from tdebench.report.tables import UNAVAILABLE, cipher_of, raw_speed, size_text, speeds_table
-from tdebench.store import CipherSpeed, from_json, to_json
+from tdebench.results import CipherSpeed, from_json, to_json
 
 PAGE = 4096
 NAMES = [f"aes-{bits}-{mode}" for bits in (128, 192, 256) for mode in ("gcm", "ctr", "cbc", "cfb")] + [

@@ -296,7 +296,8 @@ def oltp_run(directory: Path, factor: float) -> Path:
     """The hand-made oltp run of test_oltp_report, its encrypted throughput times `factor`."""
     from test_oltp_report import PLAN as OLTP_PLAN, REPETITIONS, TESTS, _run_records
 
-    from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome
+    from tdebench.results import Measurement, TrialKey, TrialOutcome
+    from tdebench.store import ResultStore
 
     store = ResultStore(directory)
     store.start(OLTP_PLAN, {"cpu": {"cores": 2}})

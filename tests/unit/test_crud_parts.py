@@ -143,7 +143,7 @@ class StrictConnection(FakeConnection):
 
 def test_a_workload_that_goes_cold_before_a_statement_gets_an_open_connection_for_every_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """As the crud delete does: close the connection it was given, go cold, work on a new one."""
+    """As the crud delete does: have the session go cold and work on the new connection it gives."""
     def connect(self: FakeDatabase) -> StrictConnection:
         self.connections += 1
         return StrictConnection(self)
@@ -155,12 +155,11 @@ def test_a_workload_that_goes_cold_before_a_statement_gets_an_open_connection_fo
     class ColdBeforeAStatement(FakeWorkload):
         def run(self, test, ctx, conn, *, warmup):
             conn.execute("SELECT 1")  # the connection the runner gives must be open
-            if ctx.go_cold is not None and not warmup:
-                conn.close()
-                went_cold.append(ctx.go_cold())
-                own = ctx.database.connect()
-                own.execute("SELECT 2")
-                own.close()
+            if ctx.session.cold and not warmup:
+                cold = ctx.session.go_cold()
+                went_cold.append(cold is not conn and cold is ctx.session.connection())
+                cold.execute("SELECT 2")  # open: the runner closes it, not the workload
+                conn = cold
             super().run(test, ctx, conn, warmup=warmup)
 
     plan = Plan(name="cold", repetitions=1, warmups=2, cache="cold", order="sequential", seed=1,

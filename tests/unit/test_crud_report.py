@@ -11,7 +11,8 @@ import pytest
 
 from fakes import write_fake_run
 from tdebench.report import build
-from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome
+from tdebench.results import Measurement, TrialKey, TrialOutcome
+from tdebench.store import ResultStore
 
 MIB = 1024 * 1024
 SCALES = (1000.0, 10000.0)

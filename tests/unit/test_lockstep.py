@@ -12,7 +12,8 @@ from tdebench.plan import EngineChoice, Plan, WorkloadSpec, lockstep_groups, sch
 from tdebench.report.noise import comparison_noise, noisy_figures
 from tdebench.report.records import BASELINE, PLACEBO, over_passes, summary_records
 from tdebench.runner import Runner
-from tdebench.store import Measurement, ResultStore, TrialKey, read_run
+from tdebench.results import Measurement, TrialKey
+from tdebench.store import ResultStore, read_run
 
 ENCRYPTIONS = (BASELINE, PLACEBO, FAKE_ENC.name)
 

@@ -19,7 +19,8 @@ from tdebench.report import build
 from tdebench.report import maintenance as report
 from tdebench.report.records import summary_records
 from tdebench.runner import Runner
-from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome, read_run
+from tdebench.results import Measurement, TrialKey, TrialOutcome
+from tdebench.store import ResultStore, read_run
 from tdebench.workloads import WORKLOADS
 from tdebench.workloads.base import CANARY_TABLE, RunContext
 from tdebench.workloads.maintenance import checks, encrypt, reindex
@@ -94,8 +95,8 @@ def test_an_unknown_test_is_refused(tmp_path: Path) -> None:
 
 
 class Closing(FakeWorkload):
-    """Two tests; the first closes the connection it was given, as the rekey test does, and
-    says so. Records what the runner gave it."""
+    """Two tests; the first has the session release the connection it was given, as the rekey
+    test does. Records what the runner gave it."""
 
     tests = ("close", "query")
 
@@ -104,12 +105,11 @@ class Closing(FakeWorkload):
         self.seen: list[tuple] = []
 
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
-        assert ctx.provision is not None and ctx.new_key is not None and ctx.connection_closed is not None
-        self.seen.append((test, id(conn), ctx.canaries, ctx.markers, ctx.new_key("rekey-1").hex(),
+        assert ctx.provision is not None and ctx.new_key is not None
+        self.seen.append((test, conn, ctx.canaries, ctx.markers, ctx.new_key("rekey-1").hex(),
                           ctx.provision(ctx.database.workspace / "sub", NONE, None).workspace))
         if test == "close":
-            conn.close()
-            ctx.connection_closed()
+            ctx.session.release()
 
 
 def test_the_runner_gives_canaries_keys_provision_and_a_new_connection_after_one_was_closed(tmp_path: Path,
@@ -128,7 +128,7 @@ def test_the_runner_gives_canaries_keys_provision_and_a_new_connection_after_one
     assert summary.ok
     (closed, *_), (queried, *_) = workload.seen[:2]
     assert closed == "close" and queried == "query"
-    assert workload.seen[0][1] != workload.seen[1][1]  # a new connection for the test after the close
+    assert workload.seen[0][1] is not workload.seen[1][1]  # a new connection for the test after the release
     canaries, markers = workload.seen[0][2], workload.seen[0][3]
     assert len(canaries) == len(markers) == 4 and all(c.startswith("TDEBENCH-CANARY-") for c in canaries)
     assert workload.seen[0][4] != workload.seen[1][4]  # fresh random keys, never the same

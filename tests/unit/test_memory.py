@@ -17,7 +17,8 @@ from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.report import cache
 from tdebench.report.records import summary_records
 from tdebench.runner import Runner
-from tdebench.store import ResultStore, RunData, TrialKey, TrialOutcome, from_json, read_run, to_json
+from tdebench.results import RunData, TrialKey, TrialOutcome, from_json, to_json
+from tdebench.store import ResultStore, read_run
 
 
 def test_a_trial_key_with_memory_round_trips_and_old_records_still_load(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ from tdebench.report.noise import (BUSY_OTHERS_PCT, busy_sentence, findings, is_
 from tdebench.report.records import CellKey, SummaryRecord, unit_of
 from tdebench.report.tables import machine_load_table, noisy_table, summary_table
 from tdebench.stats import summarize
-from tdebench.store import RESULTS, ResultStore, Sample, TrialKey, TrialOutcome, read_run
+from tdebench.results import Sample, TrialKey, TrialOutcome
+from tdebench.store import RESULTS, ResultStore, read_run
 
 NOISY_VALUES = [1.0, 1.3, 0.8, 1.1]  # CV about 20%
 QUIET_VALUES = [1.0, 1.01, 0.99, 1.02]

@@ -13,7 +13,8 @@ from fakes import write_fake_run
 from tdebench.report import build, oltp
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
-from tdebench.store import Measurement, ResultStore, TrialKey, TrialOutcome, read_run
+from tdebench.results import Measurement, TrialKey, TrialOutcome
+from tdebench.store import ResultStore, read_run
 
 TESTS = ("load", "stress")
 FACTORS = {"none": 1.0, "aes-256-cbc": 0.9}  # encrypted: 10% fewer transactions

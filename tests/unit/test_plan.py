@@ -278,3 +278,20 @@ def test_the_default_order_is_lockstep_with_a_warm_cache_and_interleaved_with_a_
     assert parse_plan(base).order == "lockstep"
     assert parse_plan('cache = "cold"\n' + base).order == "interleaved"
     assert parse_plan('cache = "cold"\norder = "sequential"\n' + base).order == "sequential"
+
+
+def test_a_list_option_takes_distinct_choices_in_the_order_written() -> None:
+    """backup's backup_encryptions: a list of names from its choices, defaulted, errors at the line."""
+    base = ('name = "b"\n\n[[engines]]\nname = "duckdb"\nencryptions = ["none"]\n\n'
+            '[[workloads]]\nname = "backup"\nscale = 0.01\n')
+    assert parse_plan(base).workloads[0].option_values() == {"backup_encryptions": ("none",)}
+    spec = parse_plan(base + 'backup_encryptions = ["3des", "none", "aes-128"]\n').workloads[0]
+    assert spec.option_values() == {"backup_encryptions": ("3des", "none", "aes-128")}
+    for bad, message in (('backup_encryptions = ["aes-512"]',
+                          "unknown backup_encryptions entry 'aes-512'; valid: none, aes-128, aes-192, aes-256, 3des"),
+                         ('backup_encryptions = ["3des", "3des"]', "backup_encryptions names 3des more than once"),
+                         ("backup_encryptions = []", "backup_encryptions must be a non-empty list of names"),
+                         ('backup_encryptions = "aes-128"', "backup_encryptions must be a non-empty list of names")):
+        with pytest.raises(PlanError, match=message) as info:
+            parse_plan(base + bad + "\n", "p.toml")
+        assert info.value.line == len((base + bad).splitlines())

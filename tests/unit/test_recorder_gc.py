@@ -12,7 +12,7 @@ import pytest
 
 from tdebench.measure.clock import FakeClock
 from tdebench.measure.recorder import GcPause, Recorder
-from tdebench.store import TrialKey
+from tdebench.results import TrialKey
 
 
 class _Store:

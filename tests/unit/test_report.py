@@ -21,8 +21,8 @@ from tdebench.report.records import CellKey, SummaryRecord, summary_records  # n
 from tdebench.report.tables import (NOT_MEASURED, cipher_context_table, cipher_of, overhead_table,  # noqa: E402
                                     query_answer, resources_table)
 from tdebench.stats import overhead, summarize  # noqa: E402
-from tdebench.store import (Measurement, RunData, Sample, TrialKey, TrialOutcome, Verdict,  # noqa: E402
-                            read_run)
+from tdebench.results import Measurement, RunData, Sample, TrialKey, TrialOutcome, Verdict  # noqa: E402
+from tdebench.store import read_run  # noqa: E402
 
 SUMMARY_COLUMNS = ["engine", "encryption", "workload", "scale", "test", "step", "metric", "unit", "n",
                    "median", "mean", "stdev", "ci_low", "ci_high", "cv", "outliers", "noisy",

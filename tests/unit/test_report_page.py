@@ -19,7 +19,8 @@ from tdebench.report.plots import overhead_plots, resource_plots, scaling_plots 
 from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
 from tdebench.report.tables import verdict_summary_table  # noqa: E402
 from tdebench.stats import summarize  # noqa: E402
-from tdebench.store import Sample, TrialKey, read_run  # noqa: E402
+from tdebench.results import Sample, TrialKey  # noqa: E402
+from tdebench.store import read_run  # noqa: E402
 
 UNEXPECTED = TrialKey("sqlite", "aes-256-cbc", "tpch", 0.01, 4)  # its verdict turned to plaintext
 

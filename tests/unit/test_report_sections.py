@@ -17,7 +17,8 @@ from tdebench.report import build, workloads
 from tdebench.report.records import SummaryRecord
 from tdebench.report.sections import Block, Part, WorkloadSection, block
 from tdebench.report.tables import Column, Table
-from tdebench.store import RunData, manifest
+from tdebench.results import RunData
+from tdebench.store import manifest
 
 CSV = "vacuum.csv"
 SENTENCE = "Vacuum took 12% longer with aes-256-gcm."

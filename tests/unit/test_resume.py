@@ -18,8 +18,8 @@ from tdebench.measure.environment import differences
 from tdebench.plan import EngineChoice, Plan, parse_plan, schedule
 from tdebench.report.findings import alerts, overview
 from tdebench.runner import Runner
-from tdebench.store import (BUDGET, MOST_ROUNDS, RESULTS, CipherSpeed, OutputError, ResultStore, Resumed, TrialKey,
-                            keep_complete, read_run, to_json)
+from tdebench.results import BUDGET, CipherSpeed, MOST_ROUNDS, Resumed, TrialKey, to_json
+from tdebench.store import RESULTS, OutputError, ResultStore, keep_complete, read_run
 
 
 def make_plan(**overrides) -> Plan:

@@ -16,8 +16,8 @@ from tdebench.runner import Runner
 from tdebench.report.findings import overview
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
-from tdebench.store import (BUDGET, MOST_ROUNDS, REACHED, Record, ResultStore, TrialOutcome, from_json, read_run,
-                            to_json)
+from tdebench.results import BUDGET, MOST_ROUNDS, REACHED, Record, TrialOutcome, from_json, to_json
+from tdebench.store import ResultStore, read_run
 
 
 make_plan = fake_plan
@@ -229,10 +229,12 @@ def test_a_workload_may_go_cold_per_statement_in_cold_plans_only(tmp_path: Path)
 
     class PerStatement(FakeWorkload):
         def run(self, test, ctx, conn, *, warmup):
-            seen.append(ctx.go_cold)
-            if ctx.go_cold is not None:
-                conn.close()
-                assert ctx.go_cold() is drops[0]
+            seen.append(ctx.session.cold)
+            if ctx.session.cold:
+                conn = ctx.session.go_cold()
+            else:
+                with pytest.raises(RuntimeError, match="cache = \"cold\""):
+                    ctx.session.go_cold()
             super().run(test, ctx, conn, warmup=warmup)
 
     for cache, drops in (("warm", [True]), ("cold", [True]), ("cold", [False])):
@@ -246,7 +248,7 @@ def test_a_workload_may_go_cold_per_statement_in_cold_plans_only(tmp_path: Path)
                engine_factory=lambda name, **settings: FakeEngine(**settings),
                workload_factory=lambda name: PerStatement(clock), drop_cache=lambda: drops[0],
                workspace_parent=tmp_path).run()
-        assert seen and all((hook is None) == (cache == "warm") for hook in seen)
+        assert seen and all(cold == (cache == "cold") for cold in seen)
         if cache == "cold":  # per trial: load, warm-up and measured run each stop the engine once more
             measured = [db for db in FakeEngine.provisioned if not db.workspace.name.endswith("_r0")]  # not priming
             assert len(measured) == 2 and all(db.closes == 5 for db in measured)

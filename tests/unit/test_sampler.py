@@ -11,7 +11,8 @@ from pathlib import Path
 import psutil
 
 from tdebench.measure.sampler import Sampler
-from tdebench.store import ResultStore, TrialKey, read_run
+from tdebench.results import TrialKey
+from tdebench.store import ResultStore, read_run
 
 
 def test_samples_are_taken_stored_and_sane(tmp_path: Path) -> None:

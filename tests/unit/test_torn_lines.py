@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tdebench.store import (RESULTS, Measurement, ResultStore, TrialKey, TrialOutcome, Verdict, keep_complete,
-                            read_run)
+from tdebench.results import Measurement, TrialKey, TrialOutcome, Verdict
+from tdebench.store import RESULTS, ResultStore, keep_complete, read_run
 
 KEY = TrialKey("duckdb", "none", "tpch", 0.01, 1)
 RECORDS = [

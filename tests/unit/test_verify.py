@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebench.store import FileScan, TrialKey
+from tdebench.results import FileScan, TrialKey
 from tdebench.verify import (
     canary_encodings, describe, error_verdict, judge, label_first_hit, scan, scan_file, verify_paths,
 )

@@ -67,7 +67,7 @@ from cryptography.hazmat.primitives.ciphers import BlockCipherAlgorithm, Cipher,
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from nacl._sodium import ffi, lib
 
-from tdebench.store import CipherSpeed
+from tdebench.results import CipherSpeed
 
 PAGE_SIZES = (4096, 8192, 16384, 256 * 1024, 1 << 20)
 """SQLite/gocryptfs, PostgreSQL, InnoDB, DuckDB (its block) and a bulk size."""

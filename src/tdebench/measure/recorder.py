@@ -13,7 +13,7 @@ import psutil
 
 from tdebench.measure.clock import Clock
 from tdebench.measure import process as counters
-from tdebench.store import Measurement, TrialKey
+from tdebench.results import Measurement, TrialKey
 
 T = TypeVar("T")
 

@@ -19,7 +19,8 @@ from typing import Any
 import psutil
 
 from tdebench.measure.load import OthersCpu
-from tdebench.store import ResultStore, Sample, TrialKey
+from tdebench.results import Sample, TrialKey
+from tdebench.store import ResultStore
 
 
 def _busiest_disk_ms(counters: Mapping[str, object]) -> dict[str, int]:

@@ -14,7 +14,8 @@ from tdebench.report import csvfiles, html, markdown, tables, workloads
 from tdebench.report.document import assemble
 from tdebench.report.plots import Figure
 from tdebench.report.records import summary_records
-from tdebench.store import RAW_FILES, RunData, manifest, read_run, record_written, writing
+from tdebench.results import RunData
+from tdebench.store import RAW_FILES, manifest, read_run, record_written, writing
 
 __all__ = ["DERIVED", "Built", "build", "build_report"]
 

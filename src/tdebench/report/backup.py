@@ -19,22 +19,28 @@ from typing import Any
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
 from tdebench.report.sections import WorkloadSection, block
-from tdebench.report.tables import MIB, Column, Table, num, number, percent, text
-from tdebench.store import RunData
+from tdebench.report.tables import MIB, Column, Table, interval_text, num, number, percent, text
+from tdebench.results import RunData
+from tdebench.workloads.backup.sealing import BACKUP_ENCRYPTIONS, CIPHERS, NONE, split_test
 
 WORKLOAD = "backup"
 METHODS = (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL)
 KIND = {BACKUP_FULL: "physical", BACKUP_FULL_COMPRESSED: "physical", BACKUP_LOGICAL: "logical"}
-Config = tuple[str, str, float, str]  # engine, encryption, scale, method
+Config = tuple[str, str, float, str]  # engine, encryption, scale, test (a method, or "<method>+<cipher>")
 
 
 CSV = "backups.csv"
 
 
 def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
-    """The backups table (backups.csv), or None when the run backed nothing up."""
+    """The backups table, and the backup encryption table when the run sealed backups
+    (backups.csv holds both tables' rows and every column), or None when it backed nothing up."""
     table = backups_table(run, records)
-    return WorkloadSection((block(table),), CSV, table, tuple(findings(table))) if table.rows else None
+    if not table.rows:
+        return None
+    plain, sealed = views(table)
+    blocks = (block(plain),) + ((block(sealed),) if sealed.rows else ())
+    return WorkloadSection(blocks, CSV, table, tuple(findings(table)))
 
 
 def _worst(answers: Iterable[str | None], order: tuple[str, ...]) -> str | None:
@@ -44,10 +50,11 @@ def _worst(answers: Iterable[str | None], order: tuple[str, ...]) -> str | None:
 
 
 def _answers(run: RunData) -> dict[tuple[Config, str], list[str | None]]:
-    """Every measured (non-warm-up) answer of the scan and restore steps, by configuration and step."""
+    """Every measured (non-warm-up) answer of the encrypt, scan and restore steps, by
+    configuration and step."""
     found: dict[tuple[Config, str], list[str | None]] = defaultdict(list)
     for m in run.measurements:
-        if m.trial.workload == WORKLOAD and m.test in METHODS and not m.warmup:
+        if m.trial.workload == WORKLOAD and split_test(m.test)[0] in METHODS and not m.warmup:
             t = m.trial
             found[((t.engine, t.encryption, t.scale, m.test), m.step)].append(m.answer)
     return found
@@ -65,56 +72,120 @@ def _ratio(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.2f}×"
 
 
+def _share(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value * 100:.1f}%"
+
+
+def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
+         answers: dict[tuple[Config, str], list[str | None]]) -> dict[str, Any]:
+    engine, encryption, scale, test = config
+    method, sealing_name = split_test(test)
+
+    def median(step: str, metric: str) -> float | None:
+        record = figures.get((step, metric))
+        return record.summary.median if record else None
+
+    def interval(step: str, metric: str) -> str | None:
+        record = figures.get((step, metric))
+        return interval_text(record.summary.ci_low, record.summary.ci_high, _share) if record else None
+
+    backup = figures.get(("backup", "elapsed_s"))
+    compressed = median("backup", "compressed")
+    return {
+        "engine": engine, "encryption": encryption, "scale": scale, "method": method,
+        "backup_encryption": sealing_name, "test": test,
+        "kind": KIND[method], "compressed": None if compressed is None else bool(compressed),
+        "n": backup.summary.n if backup else 0,
+        "backup_s": median("backup", "elapsed_s"),
+        "backup_overhead_pct": backup.overhead.pct if backup and backup.overhead else None,
+        "backup_cpu_s": median("backup", "cpu_s"),
+        "size_bytes": median("backup", "size_bytes"),
+        "database_bytes": median("backup", "database_bytes"),
+        "ratio": median("backup", "ratio"),
+        "construction": _worst(answers.get((config, "encrypt"), ()), tuple(c.construction for c in CIPHERS.values())),
+        "encrypt_s": median("encrypt", "elapsed_s"),
+        "encrypt_cpu_s": median("encrypt", "cpu_s"),
+        "time_share": median("encrypt", "time_share"),
+        "time_share_ci": interval("encrypt", "time_share"),
+        "cpu_share": median("encrypt", "cpu_share"),
+        "cpu_share_ci": interval("encrypt", "cpu_share"),
+        "sealed_bytes": median("encrypt", "size_bytes"),
+        "decrypt_s": median("decrypt", "elapsed_s"),
+        "artifact": _worst(answers.get((config, "scan"), ()), ("plaintext", "inconclusive", "encrypted")),
+        "restore_s": median("restore", "elapsed_s"),
+        "restore_cpu_s": median("restore", "cpu_s"),
+        "restore": _worst(answers.get((config, "restore"), ()), ("failed", "ok")),
+        "without_key": _worst(answers.get((config, "restore-without-key"), ()), ("accepted", "refused")),
+        "time_share_shown": _with_interval(median("encrypt", "time_share"), figures.get(("encrypt", "time_share"))),
+        "cpu_share_shown": _with_interval(median("encrypt", "cpu_share"), figures.get(("encrypt", "cpu_share"))),
+    }
+
 
 def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
-    """One row per engine, encryption, scale and backup method (backups.csv: seconds and bytes)."""
+    """One row per engine, encryption, scale, backup method and backup encryption, with every
+    figure of both views (backups.csv: seconds and bytes)."""
     medians: dict[Config, dict[tuple[str, str], SummaryRecord]] = defaultdict(dict)
     for record in records:
         cell = record.cell
-        if cell.workload == WORKLOAD and cell.test in METHODS:
+        if cell.workload == WORKLOAD and split_test(cell.test)[0] in METHODS:
             medians[(cell.engine, cell.encryption, cell.scale, cell.test)][(cell.step, cell.metric)] = record
     answers = _answers(run)
-    configs = set(medians) | {config for config, _ in answers}
-    rows = []
-    for config in configs:
-        engine, encryption, scale, method = config
-        figures = medians.get(config, {})
-
-        def median(step: str, metric: str) -> float | None:
-            record = figures.get((step, metric))
-            return record.summary.median if record else None
-
-        backup = figures.get(("backup", "elapsed_s"))
-        compressed = median("backup", "compressed")
-        rows.append({
-            "engine": engine, "encryption": encryption, "scale": scale, "method": method,
-            "kind": KIND[method], "compressed": None if compressed is None else bool(compressed),
-            "n": backup.summary.n if backup else 0,
-            "backup_s": median("backup", "elapsed_s"),
-            "backup_overhead_pct": backup.overhead.pct if backup and backup.overhead else None,
-            "backup_cpu_s": median("backup", "cpu_s"),
-            "size_bytes": median("backup", "size_bytes"),
-            "database_bytes": median("backup", "database_bytes"),
-            "ratio": median("backup", "ratio"),
-            "artifact": _worst(answers.get((config, "scan"), ()), ("plaintext", "inconclusive", "encrypted")),
-            "restore_s": median("restore", "elapsed_s"),
-            "restore_cpu_s": median("restore", "cpu_s"),
-            "restore": _worst(answers.get((config, "restore"), ()), ("failed", "ok")),
-            "without_key": _worst(answers.get((config, "restore-without-key"), ()), ("accepted", "refused")),
-        })
+    rows = [_row(config, medians.get(config, {}), answers) for config in set(medians) | {c for c, _ in answers}]
     rows.sort(key=lambda row: (row["engine"], row["scale"], METHODS.index(row["method"]),
-                               row["encryption"] != BASELINE, row["encryption"]))
+                               row["encryption"] != BASELINE, row["encryption"],
+                               BACKUP_ENCRYPTIONS.index(row["backup_encryption"])))
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
                num("scale", "scale", scale_text), Column("method", "method"),
-               Column("kind", "kind"), Column("compressed", "compressed"), num("n", "n", text),
-               num("backup_s", "backup (ms)", _ms), num("backup_overhead_pct", "vs none", percent),
-               num("backup_cpu_s", "CPU (ms)", _ms), num("size_bytes", "size (MiB)", _mib),
-               num("database_bytes", "database (MiB)", _mib), num("ratio", "compression", _ratio),
-               Column("artifact", "backup at rest"), num("restore_s", "restore (ms)", _ms),
-               num("restore_cpu_s", "restore CPU (ms)", _ms), Column("restore", "restore checked"),
-               Column("without_key", "restore with a wrong key"))
-    return Table(
-        "Backup and restore", columns, rows,
+               Column("backup_encryption", "backup encryption"), Column("construction", "construction"),
+               *_PLAIN_COLUMNS[4:], *_SEALED_ONLY)
+    return Table("Backup and restore", columns, rows)
+
+
+_PLAIN_COLUMNS = (
+    Column("engine", "engine"), Column("encryption", "encryption"), num("scale", "scale", scale_text),
+    Column("method", "method"), Column("kind", "kind"), Column("compressed", "compressed"), num("n", "n", text),
+    num("backup_s", "backup (ms)", _ms), num("backup_overhead_pct", "vs none", percent),
+    num("backup_cpu_s", "CPU (ms)", _ms), num("size_bytes", "size (MiB)", _mib),
+    num("database_bytes", "database (MiB)", _mib), num("ratio", "compression", _ratio),
+    Column("artifact", "backup at rest"), num("restore_s", "restore (ms)", _ms),
+    num("restore_cpu_s", "restore CPU (ms)", _ms), Column("restore", "restore checked"),
+    Column("without_key", "restore with a wrong key"))
+_SEALED_ONLY = (
+    num("encrypt_s", "encrypt (ms)", _ms), num("encrypt_cpu_s", "encrypt CPU (ms)", _ms),
+    num("time_share", "share of time", _share), Column("time_share_ci", "time 95% CI"),
+    num("cpu_share", "share of CPU", _share), Column("cpu_share_ci", "CPU 95% CI"),
+    num("sealed_bytes", "sealed (MiB)", _mib), num("decrypt_s", "decrypt (ms)", _ms))
+_SEALED_COLUMNS = (
+    Column("engine", "engine"), Column("encryption", "encryption"), Column("method", "method"),
+    Column("backup_encryption", "sealed with"), num("n", "n", text), num("backup_s", "backup (ms)", _ms),
+    num("encrypt_s", "encrypt (ms)", _ms), num("time_share_shown", "share of time", text),
+    num("cpu_share_shown", "share of CPU", text), num("sealed_bytes", "sealed (MiB)", _mib),
+    Column("artifact", "at rest"),
+    Column("restore", "restore"), Column("without_key", "wrong key"))
+"""What the report shows of a sealed backup (backups.csv has the rest: CPU in ms, the plain
+size, the decryption's and the restore's time); scale only when the run has more than one."""
+
+
+def _with_interval(value: float | None, record: SummaryRecord | None) -> str:
+    """A share and its interval in one cell, in percent: "3.9% [2.7, 5.1]"."""
+    if value is None or math.isnan(value):
+        return "–"
+    if record is None or math.isnan(record.summary.ci_low):
+        return _share(value)
+    return f"{_share(value)} [{record.summary.ci_low * 100:.1f}, {record.summary.ci_high * 100:.1f}]"
+
+
+def views(table: Table) -> tuple[Table, Table]:
+    """The two tables the report shows of backups.csv: every backup stored as its tool made it,
+    and (empty unless the run sealed backups) the backup encryption table, where each sealed
+    backup stands under the same method's plain one."""
+    plain_rows = [row for row in table.rows if row["backup_encryption"] == NONE]
+    sealed_groups = {(r["engine"], r["encryption"], r["scale"], r["method"])
+                     for r in table.rows if r["backup_encryption"] != NONE}
+    sealed_rows = [row for row in table.rows
+                   if (row["engine"], row["encryption"], row["scale"], row["method"]) in sealed_groups]
+    plain = Table(
+        "Backup and restore", _PLAIN_COLUMNS, plain_rows,
         intro=("Each backup method of each engine, medians over the repetitions (Madyatmadja et al. "
                "(2021), Dolyetyus (n.d.) and Aydın (2022) measured backups with and without TDE, "
                "compressed and not). Backup at rest: the artifact, decompressed, scanned for the "
@@ -131,6 +202,35 @@ def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
               "the start or reading the data failed; accepted when it gave back the data (– for "
               "no encryption: there is no key)."),
         empty="No backups were made in this run.")
+    scales = (num("scale", "scale", scale_text),) if len({row["scale"] for row in sealed_rows}) > 1 else ()
+    constructions = sorted({f"{r['backup_encryption']}: {r['construction']}" for r in sealed_rows
+                            if r["construction"]})
+    sealed = Table(
+        "Backup encryption", (*_SEALED_COLUMNS[:2], *scales, *_SEALED_COLUMNS[2:]), sealed_rows,
+        intro=("Each backup also sealed into one file with a fresh key of its own, as Aydın (2022) "
+               "measured SQL Server's BACKUP … WITH ENCRYPTION (AES-128/192/256 and Triple DES), on "
+               "databases with and without TDE, compressed and not: the engines here have no backup "
+               "encryption of their own, so tdebench packs the artifact into a tar stream and "
+               "encrypts it on the way to storage."),
+        note=("Backup: the engine's tool, as in the table above (its own repetitions); encrypt: the "
+              "sealing in tdebench's process, elapsed time (its CPU time, the opening's time, the "
+              "plain backup's size and the restore's time are in backups.csv). "
+              "Share of time (of CPU): the encryption's part of backup + encryption, median of each "
+              "run's share [its 95% CI over the repetitions, in %]. Sealed with: the backup's own "
+              "encryption (none: the artifact as the tool made it, the reference row); sealed: the "
+              "file that goes to storage. At rest: the sealed file scanned as stored: no canary, no marker, no "
+              "plaintext format's magic bytes. Restore: ok when decrypted, unpacked and restored into "
+              "a fresh instance, every table's rows and checksum equal. Wrong key: refused when the "
+              "sealed file did not authenticate (for a row sealed with none, the database's wrong key, "
+              "as in the table above). Constructions: "
+              + "; ".join(constructions or ["none ran"]) + "."),
+        empty="No backup was sealed in this run.")
+    return plain, sealed
+
+
+def _test_order(test: str) -> tuple[int, int]:
+    method, sealing_name = split_test(test)
+    return METHODS.index(method), BACKUP_ENCRYPTIONS.index(sealing_name)
 
 
 def _names(rows: list[dict[str, Any]]) -> str:
@@ -138,14 +238,14 @@ def _names(rows: list[dict[str, Any]]) -> str:
     methods, e.g. "duckdb (logical: aes-256-ctr, aes-256-gcm; full, logical: fs-aes-256-gcm)"."""
     methods: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for row in rows:
-        methods[row["engine"]][row["encryption"]].add(row["method"])
+        methods[row["engine"]][row["encryption"]].add(row["test"])
     engines = []
     for engine, by_encryption in sorted(methods.items()):
         groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
         for encryption, names in sorted(by_encryption.items()):
-            groups[tuple(m for m in METHODS if m in names)].append(encryption)
+            groups[tuple(sorted(names, key=_test_order))].append(encryption)
         parts = [f"{', '.join(names)}: {', '.join(encryptions)}" for names, encryptions in
-                 sorted(groups.items(), key=lambda item: [METHODS.index(m) for m in item[0]])]
+                 sorted(groups.items(), key=lambda item: [_test_order(t) for t in item[0]])]
         engines.append(f"{engine} ({'; '.join(parts)})")
     return ", ".join(engines)
 
@@ -153,7 +253,9 @@ def _names(rows: list[dict[str, Any]]) -> str:
 def findings(table: Table) -> list[str]:
     """Sentences for the report's findings, the plaintext backups of encrypted databases first."""
     rows = table.rows
-    encrypted = [row for row in rows if row["encryption"] not in (BASELINE, PLACEBO)]
+    plain_rows = [row for row in rows if row["backup_encryption"] == NONE]
+    sealed = [row for row in rows if row["backup_encryption"] != NONE]
+    encrypted = [row for row in plain_rows if row["encryption"] not in (BASELINE, PLACEBO)]
     sentences = []
     plain = [row for row in encrypted if row["artifact"] == "plaintext"]
     if plain:
@@ -162,10 +264,11 @@ def findings(table: Table) -> list[str]:
                          "the key.")
     elif encrypted:
         sentences.append("Every backup of an encrypted database was encrypted at rest.")
-    accepted = [row for row in encrypted if row["without_key"] == "accepted"]
+    sentences += _sealed_sentences(sealed)
+    accepted = [row for row in encrypted + sealed if row["without_key"] == "accepted"]
     if accepted:
         sentences.append(f"Restored with a wrong key, which Aydın (2022) requires to fail ({len(accepted)} of "
-                         f"{len(encrypted)}): {_names(accepted)}.")
+                         f"{len(encrypted) + len(sealed)}): {_names(accepted)}.")
     lost = [row for row in rows if row["restore"] == "failed"]
     if lost:
         sentences.append(f"Restores that LOST or changed data: {_names(lost)}.")
@@ -176,7 +279,28 @@ def findings(table: Table) -> list[str]:
     if blind:
         sentences.append(f"Backup scans without a positive control (no canary in an unencrypted backup, or "
                          f"no marker beside a sealed column): {_names(blind)}; their verdicts prove nothing.")
-    sentences += _compression_sentences(rows)
+    sentences += _compression_sentences(plain_rows)
+    return sentences
+
+
+def _sealed_sentences(sealed: list[dict[str, Any]]) -> list[str]:
+    """Whether every sealed backup was encrypted at rest, and what sealing cost: per engine and
+    method, the encryption's share of backup + encryption time with each algorithm, on the
+    database without TDE where the run has it (the backup encryption's own cost)."""
+    if not sealed:
+        return []
+    leaked = [row for row in sealed if row["artifact"] != "encrypted"]
+    sentences = [f"Sealed backups NOT shown encrypted at rest ({len(leaked)} of {len(sealed)}): {_names(leaked)}."
+                 if leaked else f"Every sealed backup was encrypted at rest ({len(sealed)}): no canary, marker "
+                 "or plaintext format's magic bytes in the sealed files."]
+    groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in sealed:
+        groups[(row["engine"], row["scale"], row["method"])][row["encryption"]].append(row)
+    for (engine, _, method), by_encryption in sorted(groups.items()):
+        database = BASELINE if BASELINE in by_encryption else sorted(by_encryption)[0]
+        shares = ", ".join(f"{row['backup_encryption']} {row['time_share_shown']}" for row in by_encryption[database])
+        sentences.append(f"{engine} {method} (database {database}): encrypting the backup took this share of "
+                         f"backup + encryption time (median [95% CI] in %): {shares}.")
     return sentences
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tdebench.report.records import (BASELINE, engine_label, failed_trials, memory_order, scale_label,
                                      scale_text)
 from tdebench.report.tables import MIB, Column, Table, number, text, uses_memory
-from tdebench.store import RunData, TrialKey, TrialOutcome
+from tdebench.results import RunData, TrialKey, TrialOutcome
 
 IN_MEMORY = "in memory"
 DISK_ONCE = "from disk once, then in memory"

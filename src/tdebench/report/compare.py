@@ -38,7 +38,8 @@ from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, PLACEBO, R
 from tdebench.report.tables import (Column, Table, config_columns, display_unit, interval_text, num, number,
                                     p_value, percent, text, uses_memory)
 from tdebench.stats import MIN_BOOTSTRAP, SIGNIFICANCE, Overhead, overhead_change, overheads
-from tdebench.store import PLAN, RunData, writing
+from tdebench.results import RunData
+from tdebench.store import PLAN, writing
 
 COMPARE_MD, COMPARE_HTML, COMPARE_CSV = "compare.md", "compare.html", "compare.csv"
 WRITTEN = (COMPARE_MD, COMPARE_HTML, COMPARE_CSV)

@@ -15,7 +15,7 @@ from collections import defaultdict
 from tdebench.report import plots
 from tdebench.report.records import BASELINE, SummaryRecord
 from tdebench.report.sections import WorkloadSection, block
-from tdebench.store import RunData
+from tdebench.results import RunData
 from tdebench.report.tables import MIB, Column, Table, num, p_value, percent, text
 from tdebench.workloads.crud.workload import LATENCY_METRICS, OPERATIONS, POINT, STEP
 

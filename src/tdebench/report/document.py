@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from tdebench.report import cache, findings, headline, noise, plots, tables, workloads
 from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Block, Part, WorkloadSection, long_part
-from tdebench.store import RunData
+from tdebench.results import RunData
 
 
 RESERVED_ANCHORS = frozenset({"headline", "contents"})

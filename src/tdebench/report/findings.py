@@ -20,7 +20,7 @@ from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, Sum
                                      resolution, scale_label, scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
-from tdebench.store import Resumed, RunData, Stopping, TrialKey, Verdict
+from tdebench.results import Resumed, RunData, Stopping, TrialKey, Verdict
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from tdebench.report.findings import SHORT_NAMES, judged, verdict_summary
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, SummaryRecord, below_resolution,
                                      engine_label, floors, headline_records, memory_order, resolution, scale_label)
 from tdebench.report.tables import percent
-from tdebench.store import RunData
+from tdebench.results import RunData
 
 DOUBLES_PCT = 100.0
 """An overhead from which an encryption is named apart: it more than doubles the time."""

@@ -17,7 +17,7 @@ from tdebench.report.records import BASELINE, SummaryRecord, scale_text
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import MIB, Column, Table, number, p_value, percent, text
 from tdebench.stats import summarize_many
-from tdebench.store import Measurement, RunData
+from tdebench.results import Measurement, RunData
 
 ENCRYPT, REKEY, REINDEX = "encrypt", "rekey", "reindex"
 # the workload's outcomes (workloads/maintenance/outcomes.py), as the table says them

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, WINDOW_STEP, CellKey, SummaryRecord,
                                      deterministic)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
-from tdebench.store import RunData, TrialKey
+from tdebench.results import RunData, TrialKey
 
 BUSY_OTHERS_PCT = 10.0
 """A trial is busy when other processes used more than 10% of one core on average while it

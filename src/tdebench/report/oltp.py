@@ -25,7 +25,7 @@ from tdebench.report.records import (BASELINE, PER_MINUTE, WINDOW_STEP, CellData
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import Column, Table, n_text, num, number, p_value, percent, text
 from tdebench.stats import SIGNIFICANCE, summarize_many
-from tdebench.store import Measurement, RunData
+from tdebench.results import Measurement, RunData
 from tdebench.workloads.oltp.inputs import KINDS, MIX
 
 WORKLOAD = "oltp"

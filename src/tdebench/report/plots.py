@@ -23,7 +23,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from tdebench.report.records import (BASELINE, HEADLINES, QUERY_TESTS, SummaryRecord, engine_label,
                                      headline_records, is_query, memory_order, scale_label)
 from tdebench.report.tables import MIB, samples_by_config
-from tdebench.store import Sample
+from tdebench.results import Sample
 
 WIDTH_INCHES = 11.0
 DPI = 100

@@ -20,7 +20,7 @@ import numpy as np
 from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, overheads, paired_overhead,
                             pairable, summarize_many)
 from tdebench.plan import PAIRED_ORDERS, default_order
-from tdebench.store import Measurement, RunData, TrialKey
+from tdebench.results import Measurement, RunData, TrialKey
 
 BASELINE = "none"
 PLACEBO = "placebo"  # the A/A arm (plan key `placebo`): none again, compared with none like an encryption

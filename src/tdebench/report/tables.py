@@ -21,7 +21,7 @@ from tdebench.report.records import (BASELINE, HEADLINES, LOCKSTEP_RESOURCES, PL
                                      below_resolution, deterministic, floors, headline_records, is_query,
                                      memory_order, resolution, run_order, scale_text, step_order)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
-from tdebench.store import CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
+from tdebench.results import CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
 
 MIB = 1024 * 1024
 

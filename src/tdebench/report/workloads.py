@@ -11,7 +11,7 @@ from __future__ import annotations
 from tdebench.report import backup, crud, maintenance, oltp
 from tdebench.report.records import SummaryRecord
 from tdebench.report.sections import WorkloadSection
-from tdebench.store import RunData
+from tdebench.results import RunData
 
 MODULES = (backup, maintenance, oltp, crud)
 """In reading order, for the sections and for the findings: backup first, since a plaintext

@@ -27,13 +27,56 @@ class WrongAnswer(AssertionError):
 @dataclass(frozen=True)
 class Option:
     """A plan key of one workload's own (e.g. oltp's `virtual_users`), checked by the plan
-    reader like every other key: the type of `default`, the range or the choices."""
+    reader like every other key: the type of `default`, the range or the choices. A tuple
+    default makes a list key: a non-empty list of distinct `choices` (e.g. backup's
+    `backup_encryptions`), kept in the order written."""
 
-    default: int | float | str | bool
+    default: int | float | str | bool | tuple[str, ...]
     help: str
     low: float | None = None  # numbers: the smallest allowed value
     high: float | None = None  # numbers: the largest allowed value
-    choices: tuple[str, ...] = ()  # strings: the allowed values (empty: any string)
+    choices: tuple[str, ...] = ()  # strings and lists: the allowed values (empty: any string)
+
+
+class Session:
+    """The connection a trial's tests run on: the runner owns it and lends it to each run.
+
+    A workload runs on the connection it is given (`connection()`); one that needs the database
+    to itself (maintenance's rekey) calls `release()`, and one that goes cold before a
+    statement (crud, in cold plans) calls `go_cold()`. Either way the runner's next
+    `connection()` opens a new one, untimed, so no workload closes a connection it did not
+    open and the runner never uses one a workload closed."""
+
+    def __init__(self, database: Database, go_cold: Callable[[], bool] | None = None) -> None:
+        self._database = database
+        self._go_cold = go_cold  # stop the engine and drop the OS cache; True if the kernel dropped it
+        self._conn: Connection | None = None
+
+    @property
+    def cold(self) -> bool:
+        """The plan's cache is cold: `go_cold` may be called."""
+        return self._go_cold is not None
+
+    def connection(self) -> Connection:
+        """The open connection, opened now if there is none."""
+        if self._conn is None:
+            self._conn = self._database.connect()
+        return self._conn
+
+    def release(self) -> None:
+        """Close the connection, if one is open (the next `connection()` opens another)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def go_cold(self) -> Connection:
+        """Close the connection, stop the engine and drop the OS page cache, then connect again:
+        the next statement starts with nothing cached anywhere. Cold plans only."""
+        if self._go_cold is None:
+            raise RuntimeError("going cold needs a plan with cache = \"cold\"")
+        self.release()
+        self._go_cold()
+        return self.connection()
 
 
 @dataclass(frozen=True)
@@ -49,20 +92,18 @@ class RunContext:
     seed: int = 1  # the plan's seed, for workloads that generate data or inputs from it
     query_timeout_s: float | None = None  # None: no limit
     options: Mapping[str, Any] = field(default_factory=dict)  # the workload's own plan keys (Option)
-    # cold plans only: stop the engine and drop the OS page cache, so the next `connect()`
-    # starts with nothing cached (for workloads that go cold before every statement, as
-    # Dolyetyus (n.d.) did); close every connection first, the one `run` was given included
-    # (the runner opens a new one for the next run). True only if the kernel really dropped it.
-    go_cold: Callable[[], bool] | None = None
+    # the connection the tests run on (the runner's; a plain Session on `database` when not given)
+    session: Session = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
     # for workloads that need a database of their own beside the trial's (maintenance: an
     # unencrypted copy to encrypt): `provision(workspace, encryption, key)` is the engine's
     provision: Callable[[Path, Encryption, Secret | None], Database] | None = None
     canaries: tuple[str, ...] = ()  # the trial's canaries and markers, for such a database
     markers: tuple[str, ...] = ()
     new_key: Callable[[str], Secret] | None = None  # a fresh key for a purpose (e.g. "rekey-1")
-    # tell the runner that `run` closed the connection it was given (e.g. to change the
-    # database's key, which needs it to itself); the runner opens a new one for the next run
-    connection_closed: Callable[[], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.session is None:
+            object.__setattr__(self, "session", Session(self.database))
 
 
 class Workload(ABC):

@@ -6,17 +6,32 @@ plaintext would hide from a scan of the compressed bytes. The rules are the tria
 (`verify.judge`): a canary found means plaintext; for `none` a canary *must* be found (the
 positive control, the same scan on the same kind of artifact); under column-level encryption
 the marker beside each canary must be found and the canary must not.
+
+A backup sealed by the workload's own encryption (`sealing`) cannot be unpacked without its
+key, so `check_sealed` scans the sealed file as it is stored: it must show neither canary nor
+marker (the sealing covers every column), nor any of the plaintext formats a backup is made
+of (`PLAINTEXT_MAGIC`: tar, gzip, xbstream, pg_dump, SQLite, DuckDB, SQL). The positive control
+is the same test's plain artifact, scanned the same way before it was sealed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tdebench import verify
 from tdebench.engines.base import Database
-from tdebench.store import FileScan, TrialKey
+from tdebench.results import FileScan, TrialKey
+
+PLAINTEXT_MAGIC: dict[str, tuple[int | None, bytes]] = {
+    "tar": (257, b"ustar"), "gzip": (0, b"\x1f\x8b\x08"), "xbstream": (None, b"XBSTCK01"),
+    "pg_dump": (None, b"PGDMP"), "SQLite": (None, b"SQLite format 3"), "SQL": (None, b"CREATE TABLE"),
+}
+"""The formats a backup is made of, by where their magic bytes stand in the packed stream: at an
+offset of its start (short magic, which random bytes would match somewhere by chance), or
+(None) anywhere in its first 64 KiB (5 bytes or more: a chance match is below 1 in 10^7)."""
 
 
 @dataclass(frozen=True)
@@ -41,3 +56,25 @@ def check(trial: TrialKey, database: Database, contents: Path, canaries: Sequenc
     verdict = verify.judge(trial, expected, scans, canaries_readable,
                            column_layer=database.encryption.layer == "column")
     return ArtifactCheck(verdict.verdict, expected, scans)
+
+
+def magic_found(path: Path, start: int) -> list[str]:
+    """The plaintext formats whose magic bytes appear in `path`'s payload, which begins at
+    `start` (a sealed file's, after its header): any of them means the payload is not encrypted."""
+    with path.open("rb") as fh:
+        fh.seek(start)
+        head = fh.read(1 << 16)
+    return [name for name, (offset, magic) in PLAINTEXT_MAGIC.items()
+            if (magic in head if offset is None else head[offset:offset + len(magic)] == magic)]
+
+
+def check_sealed(trial: TrialKey, sealed: Path, payload_start: int, canaries: Sequence[str],
+                 markers: Sequence[str], canaries_readable: bool) -> ArtifactCheck:
+    """Scan a sealed backup file for the trial's canaries and markers (every column is sealed:
+    a marker found is plaintext too) and for a plaintext format's magic bytes, and judge it."""
+    scans = verify.scan([sealed], canaries, sealed.parent, markers=markers)
+    found = magic_found(sealed, payload_start)
+    if found:
+        scans = tuple(dataclasses.replace(s, plaintext_header=True) for s in scans)
+    verdict = verify.judge(trial, "encrypted", scans, canaries_readable)
+    return ArtifactCheck(verdict.verdict, "encrypted", scans)

@@ -21,30 +21,48 @@ and records these steps:
 | `restore`             | yes   | the restore into a fresh instance with the same key, until it can be connected to; `restore_ok` (1: row counts and checksums of every table equal the original's), `rows`; `answer` `ok` or `failed` |
 | `restore-without-key` | no    | encrypted configurations only: the restore into a fresh instance with a wrong key (a new random one); `restore_without_key_failed` (1: it raised, or what it restored differs); `answer` `refused` or `accepted` |
 
+With the plan key `backup_encryptions` (default `["none"]`), each entry other than `none` runs
+the test once more with the backup sealed by the workload's own encryption (`sealing`: the
+engines here have no backup encryption of their own), recorded as test `<method>+<entry>`:
+`backup` (as above), `encrypt` (timed in this process: `elapsed_s`, `cpu_s`, `size_bytes` of the
+sealed file, `plain_bytes`, `time_share` and `cpu_share` of backup + encryption; its answer the
+construction), `scan` (the sealed file as stored), `decrypt` (timed), `restore` (what was
+decrypted, checked like any restore) and `restore-without-key` (opened with a wrong key).
+
 A backup in plaintext while the database is encrypted is a finding, not a failure; a restore
 that loses or changes data fails the trial (WrongAnswer, after the measurements are stored).
-Everything a test writes (the artifact, its unpacked copy, the restored instances) lives in
-`backup-<test>/` in the trial's workspace and is removed before the test ends, so the trial's
-own verdict still judges the database alone.
+Everything a test writes (the artifact, its unpacked copy, the sealed file, the restored
+instances) lives in `backup-<test>/` in the trial's workspace and is removed before the test
+ends, so the trial's own verdict still judges the database alone.
 """  # noqa: E501 (a Markdown table, read as one)
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import math
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, Connection,
-                                   Database, Encryption)
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, BackupMethod,
+                                   Connection, Database, Encryption)
 from tdebench.keys import Secret
-from tdebench.workloads.backup import artifact, usage
+from tdebench.workloads.backup import artifact, sealing, usage
 from tdebench.workloads.backup.checksum import TableChecksum, checksums, differences
-from tdebench.workloads.base import CANARY_TABLE, RunContext, Workload, WrongAnswer, read_canaries
+from tdebench.workloads.base import CANARY_TABLE, Option, RunContext, Workload, WrongAnswer, read_canaries
 from tdebench.workloads.tpch import TpchWorkload, data, schema
 
 TABLES: dict[str, tuple[str, ...]] = {**schema.TABLES, CANARY_TABLE: ("id", "canary", "marker")}
 """Every table the workload's database holds, with its columns: what a restore must bring back."""
+
+
+def _share(part: float | None, rest: float | None) -> float:
+    """part / (part + rest), NaN when either is unknown or both are 0."""
+    if part is None or rest is None or part + rest <= 0:
+        return math.nan
+    return part / (part + rest)
 
 
 def _provision(ctx: RunContext) -> Callable[[Path, Encryption, Secret | None], Database]:
@@ -62,9 +80,16 @@ class BackupWorkload(Workload):
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX
     max_streams = 1
+    options = {
+        "backup_encryptions": Option(
+            (sealing.NONE,), "how each backup is stored: as the engine's tool made it (none) and/or sealed "
+            "into one file by a streaming encryptor with a fresh key (aes-128/192/256: GCM; 3des: CBC then "
+            "HMAC-SHA256)", choices=sealing.BACKUP_ENCRYPTIONS),
+    }
 
     def __init__(self) -> None:
         self._tpch = TpchWorkload()
+        self._sealings = itertools.count(1)  # numbers each sealed backup's key purpose: a fresh key per backup
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         self._tpch.prepare(scale, data_dir, seed)
@@ -76,42 +101,96 @@ class BackupWorkload(Workload):
         if test not in self.tests:
             raise ValueError(f"backup has no test {test!r}; valid: {', '.join(self.tests)}")
         _provision(ctx)  # before anything is backed up
-        database = ctx.database
-        method = database.backup_method(test)
+        method = ctx.database.backup_method(test)
         original = checksums(conn, ctx.dialect, TABLES)
         readable = read_canaries(conn) == set(ctx.canaries)
-        area = database.workspace / f"backup-{test}"
-        shutil.rmtree(area, ignore_errors=True)
-        area.mkdir()
-        try:
-            backup, metrics = usage.timed(ctx.recorder, lambda: database.backup(method, area / "artifact"),
-                                          [database])
-            contents = database.backup_contents(backup, area / "unpacked")
-            checked = artifact.check(ctx.recorder.trial, database, contents, ctx.canaries, ctx.markers, readable)
-            size = backup.size_bytes()
-            unpacked = sum(scan.bytes for scan in checked.scans)
-            metrics.update(size_bytes=float(size), unpacked_bytes=float(unpacked),
-                           ratio=unpacked / size if size else float("nan"),
-                           database_bytes=float(database.size_bytes()), compressed=float(method.compressed))
-            ctx.recorder.record(test, "backup", metrics, warmup=warmup)
-            ctx.recorder.record(test, "scan", checked.metrics, warmup=warmup, answer=checked.verdict)
-            if contents != backup.path:
-                shutil.rmtree(contents, ignore_errors=True)
-            lost = self._restore(ctx, backup, area / "restored", original, warmup)
-            if not database.encryption.is_baseline:
-                wrong_key = Secret(os.urandom(32))
-                refused = not self._restores_with(ctx, backup, area / "wrong-key", wrong_key, original)
-                ctx.recorder.record(test, "restore-without-key", {"restore_without_key_failed": float(refused)},
-                                    warmup=warmup, answer="refused" if refused else "accepted")
-        finally:
+        lost: list[str] = []
+        for name in ctx.options.get("backup_encryptions", (sealing.NONE,)):
+            area = ctx.database.workspace / f"backup-{sealing.sealed_test(test, name)}"
             shutil.rmtree(area, ignore_errors=True)
+            area.mkdir()
+            try:
+                if name == sealing.NONE:
+                    lost += self._plain(ctx, method, area, original, readable, warmup)
+                else:
+                    lost += self._sealed(ctx, method, sealing.CIPHERS[name], area, original, readable, warmup)
+            finally:
+                shutil.rmtree(area, ignore_errors=True)
         if lost:
             raise WrongAnswer(f"backup {test}: the restored database differs from the original: {'; '.join(lost)}")
 
-    def _restore(self, ctx: RunContext, backup: Backup, workspace: Path, original: dict[str, TableChecksum],
-                 warmup: bool) -> list[str]:
+    def _backup(self, ctx: RunContext, method: BackupMethod, area: Path, test: str, readable: bool,
+                warmup: bool) -> tuple[Backup, dict[str, float]]:
+        """Back up (timed), scan the artifact as anyone holding it could read it, and record both
+        steps under `test`; the scan's record only for a backup stored as it is (`test` is the method)."""
+        database = ctx.database
+        backup, metrics = usage.timed(ctx.recorder, lambda: database.backup(method, area / "artifact"), [database])
+        contents = database.backup_contents(backup, area / "unpacked")
+        checked = artifact.check(ctx.recorder.trial, database, contents, ctx.canaries, ctx.markers, readable)
+        size = backup.size_bytes()
+        unpacked = sum(scan.bytes for scan in checked.scans)
+        metrics.update(size_bytes=float(size), unpacked_bytes=float(unpacked),
+                       ratio=unpacked / size if size else float("nan"),
+                       database_bytes=float(database.size_bytes()), compressed=float(method.compressed))
+        ctx.recorder.record(test, "backup", metrics, warmup=warmup)
+        if test == method.name:
+            ctx.recorder.record(test, "scan", checked.metrics, warmup=warmup, answer=checked.verdict)
+        if contents != backup.path:
+            shutil.rmtree(contents, ignore_errors=True)
+        return backup, metrics
+
+    def _plain(self, ctx: RunContext, method: BackupMethod, area: Path, original: dict[str, TableChecksum],
+               readable: bool, warmup: bool) -> list[str]:
+        """The backup stored as the engine's tool made it: back up, scan, restore; for an encrypted
+        database also a restore with a wrong database key. Returns what the restore lost."""
+        backup, _ = self._backup(ctx, method, area, method.name, readable, warmup)
+        lost = self._restore(ctx, backup, method.name, area / "restored", original, warmup)
+        if not ctx.database.encryption.is_baseline:
+            wrong_key = Secret(os.urandom(32))
+            refused = not self._restores_with(ctx, backup, area / "wrong-key", wrong_key, original)
+            self._record_refusal(ctx, method.name, refused, warmup)
+        return lost
+
+    def _sealed(self, ctx: RunContext, method: BackupMethod, cipher: sealing.BackupCipher, area: Path,
+                original: dict[str, TableChecksum], readable: bool, warmup: bool) -> list[str]:
+        """The backup sealed with a key of its own (test `<method>+<cipher>`): back up, encrypt
+        (timed in this process), scan the sealed file, decrypt (timed) and restore what came out,
+        and try to open it with a wrong key. Returns what the restore lost."""
+        test = sealing.sealed_test(method.name, cipher.name)
+        backup, backed = self._backup(ctx, method, area, test, readable, warmup)
+        key = ctx.new_key(f"backup-{next(self._sealings)}") if ctx.new_key else Secret(os.urandom(32))
+        here = dataclasses.replace(ctx.recorder, processes=None)  # the encryption runs in this process
+        sealed, metrics = here.timed(lambda: sealing.seal(backup.path, cipher, key, area / "sealed"))
+        shutil.rmtree(backup.path)  # from here on only the sealed file is left, as in backup storage
+        size = sealed.stat().st_size
+        metrics.update(size_bytes=float(size), plain_bytes=backed["size_bytes"],
+                       time_share=_share(metrics["elapsed_s"], backed["elapsed_s"]),
+                       cpu_share=_share(metrics.get("cpu_s"), backed.get("cpu_s")))
+        ctx.recorder.record(test, "encrypt", metrics, warmup=warmup, answer=cipher.construction)
+        checked = artifact.check_sealed(ctx.recorder.trial, sealed, sealing.payload_offset(sealed), ctx.canaries,
+                                        ctx.markers, readable)
+        ctx.recorder.record(test, "scan", checked.metrics, warmup=warmup, answer=checked.verdict)
+        opened, metrics = here.timed(lambda: sealing.open_sealed(sealed, key, area / "opened"))
+        ctx.recorder.record(test, "decrypt", metrics, warmup=warmup)
+        lost = self._restore(ctx, Backup(method, opened), test, area / "restored", original, warmup)
+        shutil.rmtree(opened)
+        try:
+            sealing.open_sealed(sealed, Secret(os.urandom(32)), area / "wrong-key")
+            refused = False
+        except sealing.SealBroken:
+            refused = True
+        self._record_refusal(ctx, test, refused, warmup)
+        return lost
+
+    @staticmethod
+    def _record_refusal(ctx: RunContext, test: str, refused: bool, warmup: bool) -> None:
+        ctx.recorder.record(test, "restore-without-key", {"restore_without_key_failed": float(refused)},
+                            warmup=warmup, answer="refused" if refused else "accepted")
+
+    def _restore(self, ctx: RunContext, backup: Backup, test: str, workspace: Path,
+                 original: dict[str, TableChecksum], warmup: bool) -> list[str]:
         """Restore into a fresh instance with the same key (timed), compare every table, record
-        the step; returns what differs (nothing when the restore lost nothing)."""
+        the step under `test`; returns what differs (nothing when the restore lost nothing)."""
         restored = _provision(ctx)(workspace, ctx.database.encryption, ctx.database.key)
         try:
             _, metrics = usage.timed(ctx.recorder, lambda: restored.restore(backup), [ctx.database, restored])
@@ -120,8 +199,7 @@ class BackupWorkload(Workload):
             restored.close()
         lost = differences(original, found)
         metrics.update(restore_ok=float(not lost), rows=float(sum(c.rows for c in found.values())))
-        ctx.recorder.record(backup.method.name, "restore", metrics, warmup=warmup,
-                            answer="failed" if lost else "ok")
+        ctx.recorder.record(test, "restore", metrics, warmup=warmup, answer="failed" if lost else "ok")
         return lost
 
     def _restores_with(self, ctx: RunContext, backup: Backup, workspace: Path, key: Secret,

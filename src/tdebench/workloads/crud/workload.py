@@ -26,11 +26,11 @@ how often they run (warm-ups run each one too), and `scan` checks it: a count or
 one row fails the trial. The statements are plain SQL that DuckDB, SQLite, MariaDB and
 PostgreSQL all accept, so there is one text per statement rather than one per dialect.
 
-Cold plans (`cache = "cold"`) give the workload `go_cold`: as Dolyetyus (n.d.) emptied the
+In cold plans (`cache = "cold"`) the session can go cold (`Session.go_cold`): as Dolyetyus (n.d.) emptied the
 buffer cache before every statement, each measured statement starts cold. The runner has just
 stopped the engine and dropped the OS cache before a measured run (method.md, step 6), so
 the first statement of a test needs nothing more; a statement after unmeasured work (the
-delete after its setup) closes the connection, goes cold and reconnects, untimed. The
+delete after its setup) has the session close the connection, go cold and reconnect, untimed. The
 lookups go cold once, before the first: the distribution then shows the misses warming up.
 """  # noqa: E501 (a Markdown table, read as one)
 
@@ -111,14 +111,14 @@ class _Session:
     """The connection a test runs on, and the measurement of its statements.
 
     In a cold plan's measured run, a measured statement that follows other work on the
-    connection first closes it, stops the engine, drops the OS cache and reconnects (all
-    untimed); the connection it was given is then closed, and the runner opens a new one.
+    connection first has the runner's session close it, stop the engine, drop the OS cache and
+    reconnect (all untimed), and runs on the new connection.
     """
 
     def __init__(self, ctx: RunContext, conn: Connection, test: str, warmup: bool) -> None:
         self.ctx, self.test, self.warmup = ctx, test, warmup
-        self.given = self.conn = conn
-        self.cold = ctx.go_cold is not None and not warmup
+        self.conn = conn
+        self.cold = ctx.session.cold and not warmup
         self.used = False  # a statement ran since the engine went cold (the runner's, before this run)
         conn.set_timeout(ctx.query_timeout_s)
 
@@ -158,18 +158,9 @@ class _Session:
 
     def _go_cold(self) -> None:
         if self.cold and self.used:
-            assert self.ctx.go_cold is not None
-            self.conn.close()
-            self.ctx.go_cold()
-            self.conn = self.ctx.database.connect()
+            self.conn = self.ctx.session.go_cold()
             self.conn.set_timeout(self.ctx.query_timeout_s)
         self.used = True
-
-    def close(self) -> None:
-        """Close what the session opened itself; the given connection belongs to the runner."""
-        if self.conn is not self.given:
-            self.conn.close()
-
 
 def _select(s: _Session, shape: _Shape) -> list[str]:
     low, high = 1, shape.k
@@ -285,10 +276,6 @@ class CrudWorkload(Workload):
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
         if test not in OPERATIONS:
             raise ValueError(f"crud has no test {test!r}; valid: {', '.join(self.tests)}")
-        session = _Session(ctx, conn, test, warmup)
-        try:
-            wrong = OPERATIONS[test](session, _Shape.of(ctx))
-        finally:
-            session.close()
+        wrong = OPERATIONS[test](_Session(ctx, conn, test, warmup), _Shape.of(ctx))
         if wrong:
             raise WrongAnswer(f"crud {test}: " + "; ".join(wrong))

@@ -32,7 +32,7 @@ import psutil
 from tdebench import verify
 from tdebench.engines.base import NONE, Database, NotSupported, SensitiveColumns
 from tdebench.measure.recorder import Recorder
-from tdebench.store import Verdict
+from tdebench.results import Verdict
 from tdebench.workloads.base import CANARY_TABLE, RunContext, WrongAnswer, write_canaries
 from tdebench.workloads.maintenance import checks
 from tdebench.workloads.maintenance.outcomes import FAILED, NOT_APPLICABLE, NOT_APPLICABLE_STEP, OK, UNSUPPORTED
@@ -137,11 +137,9 @@ def _at_rest(ctx: RunContext, database: Database, workspace: Path, *, readable: 
              engine_state: str) -> Verdict:
     """The runner's at-rest scan and verdict rules, on this directory with the database closed."""
     database.close()
-    scans = verify.scan([workspace], ctx.canaries, workspace, database.plaintext_signature(), markers=ctx.markers)
-    return verify.judge(ctx.recorder.trial, "encrypted", scans, readable,
-                        first_hit_label=verify.label_first_hit(scans, workspace, ctx.canaries),
-                        view_hits=view_hits, engine_state=engine_state,
-                        column_layer=database.encryption.layer == "column")
+    return verify.judge_at_rest(ctx.recorder.trial, "encrypted", workspace, database.plaintext_signature(),
+                                ctx.canaries, ctx.markers, readable, column_layer=database.encryption.layer == "column",
+                                view_hits=view_hits, engine_state=engine_state)
 
 
 def _processes(database: Database) -> list[psutil.Process]:

@@ -24,11 +24,10 @@ def run(ctx: RunContext, conn: Connection, purpose: str, *, warmup: bool) -> Non
     if database.encryption.is_baseline:
         ctx.recorder.record(TEST, NOT_APPLICABLE_STEP, {}, warmup=warmup, answer=NOT_APPLICABLE)
         return
-    if ctx.new_key is None or ctx.connection_closed is None or database.key is None:
-        raise RuntimeError("the rekey test needs the runner's key source and connection handling")
+    if ctx.new_key is None or database.key is None:
+        raise RuntimeError("the rekey test needs the runner's key source")
     before = checks.contents(conn)
-    conn.close()
-    ctx.connection_closed()
+    ctx.session.release()  # the key changes with the database closed; the runner reconnects after
     old, new = database.key, ctx.new_key(purpose)
     size = database.size_bytes()
     try:
