@@ -580,8 +580,9 @@ def _encryption_row(engine, encryption) -> dict:
 def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
     """Scan every file under PATHS for the canary strings and print a verdict: plaintext (a
     canary found; exit 1), encrypted (no canary, and at most 5% of the 4 KiB blocks below 7
-    bits/byte of entropy; exit 0) or inconclusive (no canary, but the data is not uniformly
-    random or too small to tell; exit 3). Exit 2: bad input or nothing to scan.
+    bits/byte of entropy, all-zero blocks left out; exit 0) or inconclusive (no canary, but the
+    data is not uniformly random, or too small or all zeros to tell; exit 3). Exit 2: bad input
+    or nothing to scan.
 
     The same scan tdebench runs on every trial: byte search in three encodings and the
     entropy of each 4 KiB block. Use it on a data directory, a backup, a dump. Unlike a trial,

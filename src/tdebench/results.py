@@ -84,6 +84,9 @@ class FileScan:
     blocks: int
     plaintext_header: bool | None  # None: the engine has no plaintext signature to check
     marker_hits: int = 0  # occurrences of the markers (the canary table's unsealed column)
+    # non-zero blocks whose entropy was measured (the mean and the low count are over these):
+    # a trial's scan samples them, see verify.ENTROPY_EVERY; None in results from before sampling
+    entropy_blocks: int | None = None
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,11 @@ def test_precision_runs_on_sqlite() -> None:
 def test_verify_scan_prints_every_speed() -> None:
     out = run("verify_scan.py", "4")
     assert "planted hits found by both searches" in out
-    for name in ("read", "scan", "scan, free pages", "entropy", "search, prefixed", "search, count", "grep -F -c"):
+    for name in ("read", "scan", "scan, every block", "scan, free pages", "entropy, sampled", "entropy, every",
+                 "search, prefixed", "search, count", "grep -F -c"):
         assert re.search(rf"^  {re.escape(name)}\s+\d+\.\d MiB/s", out, re.M), out
+    assert re.search(r"^scan vs grep -F -c: \d+\.\d\d x grep's speed; the same 48 canary and 48 marker matches as grep",
+                     out, re.M), out
 
 
 def test_oltp_driver_prints_its_table_for_a_server() -> None:

@@ -333,3 +333,210 @@ def test_a_live_scan_leaves_out_a_file_deleted_while_it_runs(tmp_path, monkeypat
     (tmp_path / "gone").write_bytes(b"x")
     with pytest.raises(FileNotFoundError):
         scan([tmp_path], [CANARY], tmp_path)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_found_at_either_alignment_in_free_pages(tmp_path, encoding):
+    """The UTF-16 search looks at the read folded in byte pairs: a canary at an even or an odd
+    offset, among zeros (free pages), and across a chunk border is found where it is. Beside a
+    zero byte it matches the other byte order too (see scan_file), as bytes.count counts."""
+    pattern = CANARY.encode(encoding)
+    both = [CANARY.encode("utf-16-le"), CANARY.encode("utf-16-be")]
+    for offset in (0, 1, 2, 3, 4096 - 21, 4096 - 20, 8192 - len(pattern)):
+        data = bytearray(3 * 4096)
+        data[offset:offset + len(pattern)] = pattern
+        path = _file(tmp_path, f"db{offset}", bytes(data))
+        result = scan_file(path, [CANARY], tmp_path, None, block_size=4096, chunk_size=4096)
+        first = min(at for at in (data.find(p) for p in both) if at != -1)
+        assert (result.hits, result.first_hit_offset) == (sum(data.count(p) for p in both), first), offset
+        assert result.hits in (1, 2) and first in (offset - 1, offset)
+
+
+def test_utf16_letters_split_across_byte_pairs_are_no_hit():
+    """Bytes whose pairs OR to the canary's letters look like it in the fold, but are not it:
+    every candidate is checked in the read itself."""
+    from tdebench.verify import _Matcher
+
+    letters = CANARY.encode()
+    lookalike = b"".join(bytes([c & 0xF0, c & 0x0F]) for c in letters)  # (hi, lo) pairs: OR is the letter
+    patterns = [(False, CANARY.encode("utf-16-le")), (False, CANARY.encode("utf-16-be"))]
+    for shift in (0, 1):
+        assert list(_Matcher(patterns).matches(b"\x00" * shift + lookalike + b"\x00" * 8, 0)) == []
+    real = b"\x01" + CANARY.encode("utf-16-be") + CANARY.encode("utf-16-le")
+    assert sorted(_Matcher(patterns).matches(real, 0)) == [(False, 1), (False, 1 + 2 * len(CANARY))]
+
+
+def test_reads_are_filled_even_when_the_file_gives_less_per_call():
+    """A FUSE file system (gocryptfs) may return less than asked for per read; a short read
+    inside a file would shift every later block off its border, so each read is filled."""
+    import io
+
+    from tdebench.verify import _fill
+
+    class Trickle(io.RawIOBase):
+        def __init__(self, data: bytes) -> None:
+            self.data, self.at = data, 0
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer) -> int:
+            n = min(len(buffer), 100, len(self.data) - self.at)
+            buffer[:n] = self.data[self.at:self.at + n]
+            self.at += n
+            return n
+
+    data = os.urandom(2500)
+    source = Trickle(data)
+    target = bytearray(1024)
+    assert _fill(source, memoryview(target)) == 1024 and target == data[:1024]
+    assert _fill(source, memoryview(target)) == 1024 and target == data[1024:2048]
+    assert _fill(source, memoryview(target)) == 452 and target[:452] == data[2048:]
+    assert _fill(source, memoryview(target)) == 0
+
+
+def _shannon(block: bytes) -> float:
+    import math
+    from collections import Counter
+
+    return -sum(c / len(block) * math.log2(c / len(block)) for c in Counter(block).values())
+
+
+def test_block_entropy_is_shannons_formula(tmp_path):
+    blocks = [bytes(range(16)) * 256, bytes(4096), b"ab" * 2048, os.urandom(4096),
+              ("The quick brown fox jumps over the lazy dog. " * 100).encode()[:4096], b"\x07" + bytes(4095)]
+    assert [round(_shannon(b), 6) for b in blocks[:3]] == [4.0, 0.0, 1.0]
+    result = scan_file(_file(tmp_path, "db", b"".join(blocks)), [CANARY], tmp_path, None)
+    measured = [b for b in blocks if any(b)]  # the free page is left out
+    assert result.blocks == 6 and result.low_entropy_blocks == 4
+    assert result.entropy_mean == round(sum(map(_shannon, measured)) / len(measured), 4)
+
+
+# --- sampled entropy: a trial's scan measures every block of a file's first MiB, then one in ENTROPY_EVERY ---
+
+def test_sampled_blocks_follow_no_stride():
+    from tdebench.verify import ENTROPY_EVERY, ENTROPY_FIRST_BLOCKS, _sampled
+
+    for every in (ENTROPY_EVERY, 4, 8, 16):
+        picked = _sampled(0, 1 << 20, every)
+        assert picked[:ENTROPY_FIRST_BLOCKS].all() and not picked[ENTROPY_FIRST_BLOCKS:].all()
+        for stride in (1, 2, 3, 4, 8, 16, 64, 256, 4096):  # one page type per extent is sampled like the rest
+            assert 0.85 / every < picked[ENTROPY_FIRST_BLOCKS::stride].mean() < 1.15 / every, (every, stride)
+        assert (_sampled(1000, 500, every) == picked[1000:1500]).all()  # by the block's index in the file
+    assert _sampled(5000, 300, 1).all()
+
+
+def _sampled_count(first: int, count: int) -> int:
+    from tdebench.verify import ENTROPY_EVERY, _sampled
+
+    return int(_sampled(first, count, ENTROPY_EVERY).sum())
+
+
+def test_a_trial_scan_samples_entropy_but_searches_every_byte(tmp_path):
+    """3 MiB of text with the canary in a block the entropy sample leaves out: found all the same."""
+    from tdebench.verify import ENTROPY_EVERY, _sampled
+
+    text = bytearray(("The quick brown fox jumps over the lazy dog. " * 100_000).encode()[:768 * 4096])
+    unsampled = next(i for i in range(256, 768) if not _sampled(i, 1, ENTROPY_EVERY)[0])
+    text[unsampled * 4096 + 100:unsampled * 4096 + 120] = CANARY.encode()
+    path = _file(tmp_path, "db", bytes(text))
+    sampled = scan_file(path, [CANARY], tmp_path, None)
+    assert (sampled.hits, sampled.first_hit_offset) == (1, unsampled * 4096 + 100)
+    assert sampled.blocks == 768 and sampled.entropy_blocks == 256 + _sampled_count(256, 512) < 768
+    assert sampled.low_entropy_blocks == sampled.entropy_blocks  # text: every measured block is low
+    whole = scan_file(path, [CANARY], tmp_path, None, entropy_every=1)
+    assert (whole.entropy_blocks, whole.low_entropy_blocks, whole.hits) == (768, 768, 1)
+    with pytest.raises(ValueError, match="power of two"):
+        scan_file(path, [CANARY], tmp_path, None, entropy_every=6)
+
+
+def test_sampled_entropy_skips_free_pages_and_does_not_depend_on_the_read_size(tmp_path):
+    data = os.urandom(256 * 4096) + bytes(256 * 4096) + ("lorem ipsum dolor " * 60_000).encode()[:256 * 4096]
+    path = _file(tmp_path, "db", data)
+    result = scan_file(path, [CANARY], tmp_path, None)
+    assert result.blocks == 768
+    assert result.entropy_blocks == 256 + _sampled_count(512, 256)  # the free pages are never measured
+    assert result.low_entropy_blocks == _sampled_count(512, 256)
+    small_reads = scan_file(path, [CANARY], tmp_path, None, chunk_size=3 * 4096)
+    assert small_reads == result
+
+
+def test_verify_measures_every_block_where_its_verdict_rests_on_them(tmp_path):
+    """Text in only the blocks a trial's sample leaves out: the trial's scan sees no low block
+    (its verdict never rests on entropy), `tdebench verify` sees them all and is not fooled."""
+    from tdebench.verify import ENTROPY_EVERY, _sampled
+
+    picked = _sampled(0, 1024, ENTROPY_EVERY)
+    text = ("plain words " * 400).encode()[:4096]
+    path = _file(tmp_path, "db", b"".join(os.urandom(4096) if picked[i] else text for i in range(1024)))
+    assert scan_file(path, [CANARY], tmp_path, None).low_entropy_blocks == 0
+    state, scans, why = verify_paths([path], [CANARY])
+    assert scans[0].entropy_blocks == 1024 and scans[0].low_entropy_blocks == 1024 - int(picked.sum())
+    assert state == "inconclusive" and "blocks below 7 bits/byte" in why
+
+
+def test_judge_summary_says_how_many_blocks_were_measured():
+    sampled = FileScan(path="db", bytes=64 << 20, hits=0, first_hit_offset=None, entropy_mean=7.95,
+                       low_entropy_blocks=2, blocks=16384, plaintext_header=False, entropy_blocks=2300)
+    v = judge(TRIAL, "encrypted", [sampled, _scan("wal", size=4096)], True)
+    assert v.verdict == "encrypted"
+    assert "mean entropy 7.95 bits/byte, 2 of 2301 measured blocks below 7 (16385 in all)" in v.detail
+
+
+def test_a_file_larger_than_its_size_when_opened_is_scanned_whole(tmp_path):
+    """The read buffer is sized by the file (a small file gets no 4 MiB buffer); a file that grows
+    meanwhile (a live fs view) is read on in reads of that size. A FIFO's size is 0: one block."""
+    import threading
+
+    data = bytearray(_noise(5 * 4096 + 100))
+    data[4096 - 7:4096 - 7 + 40] = CANARY.encode("utf-16-be")  # across the first read's end
+    fifo = tmp_path / "growing"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(bytes(data),))
+    writer.start()
+    result = scan_file(fifo, [CANARY], tmp_path, None, entropy_every=1)
+    writer.join()
+    assert (result.bytes, result.hits, result.first_hit_offset) == (len(data), 1, 4096 - 7)
+    assert result.blocks == result.entropy_blocks == 5 and result.low_entropy_blocks == 0
+
+
+def test_verify_leaves_free_pages_out_of_the_share_of_low_blocks(tmp_path):
+    """A file of zeros is not ciphertext, and free pages do not dilute plaintext pages: the 5% share
+    is of the blocks that are not all zero (before, a sparse file of text pages was 'encrypted')."""
+    zeros = _file(tmp_path, "zeros/sparse", bytes(64 * 4096))
+    state, scans, why = verify_paths([zeros], [CANARY])
+    assert state == "inconclusive" and why.endswith("the files are too small or all zeros")
+    assert describe(scans) == ["sparse: 262,144 bytes, 0 canary hits, all zeros: no entropy"]
+    text = ("plain words " * 400).encode()[:4096]
+    sparse = _file(tmp_path, "mixed/sparse", bytes(1000 * 4096) + text * 10 + os.urandom(10 * 4096))
+    state, scans, why = verify_paths([sparse], [CANARY])
+    assert state == "inconclusive" and why.startswith("no canary, but 10/20 blocks below 7 bits/byte")
+    assert (scans[0].blocks, scans[0].entropy_blocks) == (1020, 20)
+    headers = _file(tmp_path, "db/sparse", bytes(1000 * 4096) + text + os.urandom(30 * 4096))
+    assert verify_paths([headers], [CANARY])[0] == "encrypted"  # 1 of 31: a header among ciphertext
+
+
+def test_the_sieve_finds_exactly_what_find_finds(monkeypatch):
+    """`_finds` sieves a piece at a time (pieces of 64 bytes here, so that occurrences straddle
+    their borders), falls back to bytes.find where look-alikes crowd a piece, and either way
+    returns every occurrence, overlapping ones too, from `start` on."""
+    import random
+
+    import tdebench.verify as verify
+
+    def every(haystack: bytes, needle: bytes, start: int) -> list[int]:
+        return [i for i in range(start, len(haystack) - len(needle) + 1) if haystack.startswith(needle, i)]
+
+    monkeypatch.setattr(verify, "SIEVE_BYTES", 64)
+    rng = random.Random(16)
+    needles = [b"TDEBENCH-", b"aaa", b"ab", b"x", b"T\x00D\x00E"]
+    pieces = needles + [b"TDEBENCX-", b"T", b"-", b"a", b"\x00", b"E"]
+    for round_ in range(300):
+        haystack = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 120)))
+        if round_ % 3 == 0:
+            haystack = bytearray(haystack)  # the scan's own buffer is a bytearray
+        for needle in needles:
+            start = rng.randint(0, 20)
+            assert list(verify._finds(haystack, needle, start)) == every(bytes(haystack), needle, start)
+    crowded = b"TDEBENCX-" * 40 + b"TDEBENCH-" + b"TDEBENCX-" * 40  # a candidate every 9 bytes: find serves
+    assert list(verify._finds(crowded, b"TDEBENCH-")) == [360]
