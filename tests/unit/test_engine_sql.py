@@ -1,6 +1,6 @@
 """Placeholder translation shared by the server drivers (PyMySQL, psycopg)."""
 
-from tdebench.engines.base import qmark_to_format
+from tdebench.engines.dbapi import qmark_to_format
 
 
 def test_placeholders_become_format_style_outside_quotes() -> None:

@@ -56,8 +56,8 @@ import psutil
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
                                    Backup, BackupMethod, Capabilities, Connection, Database, Encryption,
-                                   EncryptionNotActive, Engine, NotSupported, QueryTimeout, SensitiveColumns,
-                                   parquet_to_csv, qmark_to_format)
+                                   EncryptionNotActive, Engine, NotSupported, QueryTimeout, SensitiveColumns)
+from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, free_port, new_password, private_dir,

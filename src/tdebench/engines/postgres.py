@@ -53,8 +53,8 @@ import psutil
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
                                    Backup, BackupMethod, Capabilities, Connection, Database, Engine,
-                                   Encryption, NotSupported, QueryTimeout, SensitiveColumns, parquet_to_csv,
-                                   qmark_to_format)
+                                   Encryption, NotSupported, QueryTimeout, SensitiveColumns)
+from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
