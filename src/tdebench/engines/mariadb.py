@@ -50,9 +50,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import Any, ClassVar
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
                                    Backup, BackupMethod, Capabilities, Connection, Database, Encryption,
@@ -60,8 +58,8 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
-from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, free_port, new_password, private_dir,
-                                     run_tool, start_on_free_port, user_ids, workspace_problem,
+from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess, chown_tree, free_port, new_password,
+                                     private_dir, run_tool, start_on_free_port, user_ids, workspace_problem,
                                      write_private)
 from tdebench.keys import Secret
 
@@ -140,18 +138,14 @@ class MariaDBConnection:
 
 
 @dataclass
-class MariaDBDatabase(Database):
+class MariaDBDatabase(ServerDatabase):
+    user: ClassVar[str] = USER
     memory_mb: int = DEFAULT_MEMORY_MB
     port: int | None = None  # None: a free one is picked at every start
     start_timeout: float = 120.0
     stop_timeout: float = 600.0  # a clean shutdown flushes the buffer pool; SIGKILL only past this
-    _server: ServerProcess | None = field(default=None, init=False, repr=False)
     _socket_dir: Path | None = field(default=None, init=False, repr=False)
     _password: Secret = field(default_factory=new_password, init=False, repr=False)
-
-    @property
-    def server_user(self) -> str | None:
-        return USER
 
     @property
     def datadir(self) -> Path:
@@ -206,20 +200,14 @@ class MariaDBDatabase(Database):
 
     def connect(self) -> Connection:
         """A connection to the running server; starts it (as after `close()`) when it is not."""
-        if self._server is None or not self._server.running:
-            self._start()
+        self._started()
         return MariaDBConnection(self._raw_connect(SCHEMA))
 
-    def close(self) -> None:
-        """Stop the server (a clean shutdown: every file is at rest afterwards). Idempotent."""
-        server, self._server = self._server, None
-        try:
-            if server is not None:
-                server.stop()
-        finally:
-            if self._socket_dir is not None:
-                shutil.rmtree(self._socket_dir, ignore_errors=True)
-                self._socket_dir = None
+    def _after_stop(self) -> None:
+        """The socket directory outside the workspace (for a workspace path too long for a socket)."""
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
 
     def _claim_workspace(self) -> None:
         """The workspace and the server's directories in it, owned by `mysql` and 0700, so that
@@ -362,8 +350,7 @@ class MariaDBDatabase(Database):
         Waits up to `wait_s` for the encryption thread to finish a tablespace still being
         encrypted; EncryptionNotActive if anything is still plaintext then.
         """
-        if self._server is None or not self._server.running:
-            self._start()
+        self._started()
         conn = self._raw_connect(database=None)
         try:
             deadline = time.monotonic() + wait_s
@@ -431,10 +418,6 @@ class MariaDBDatabase(Database):
         return sorted(p for d in (self.datadir, self.tmpdir) if d.exists() for p in d.rglob("*")
                       if p.is_file() and not p.is_symlink())
 
-    def engine_processes(self) -> list[psutil.Process] | None:
-        server = self._server  # one read: another thread may clear it meanwhile
-        return server.processes() if server is not None and server.running else []
-
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """Parquet -> '|'-separated text (in-memory DuckDB) -> LOAD DATA LOCAL INFILE; the
         staging file is removed afterwards and the server's row count is checked against it."""
@@ -495,8 +478,7 @@ class MariaDBDatabase(Database):
         (`--stream=xbstream`) through gzip, as MariaDB's documentation recommends. It finds the
         key plugin in the running server; the key file itself is never copied. Logical:
         `mariadb-dump` of the schema through the server, so plaintext SQL. `target` is 0700."""
-        if self._server is None or not self._server.running:
-            raise ServerError("mariadb: start the server (connect) before backing it up")
+        self._require_running("backing it up")
         target.mkdir(parents=True, mode=0o700)
         log = write_private(self.workspace / "backup.log", user=USER)
         if method.kind == "logical":

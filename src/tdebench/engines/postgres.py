@@ -47,9 +47,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import Any, ClassVar
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
                                    Backup, BackupMethod, Capabilities, Connection, Database, Engine,
@@ -58,8 +56,8 @@ from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
-from tdebench.engines.server import (ServerError, ServerProcess, chown_tree, run_tool, unreachable_by, user_ids,
-                                     workspace_problem)
+from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess, chown_tree, run_tool, unreachable_by,
+                                     user_ids, workspace_problem)
 from tdebench.keys import KEY_BYTES, Secret
 
 USER = "postgres"  # the Debian package's system user, owner of every cluster tdebench makes
@@ -149,10 +147,10 @@ class PostgresConnection:
 
 
 @dataclass
-class PostgresDatabase(Database):
+class PostgresDatabase(ServerDatabase):
+    user: ClassVar[str] = USER
     memory_mb: int = DEFAULT_MEMORY_MB
     bin: Path = field(default_factory=lambda: bin_dir() or Path("/usr/lib/postgresql/bin"))
-    _server: ServerProcess | None = field(default=None, init=False, repr=False)
     # while the server runs: its socket directory, open (O_PATH), and its cluster's password
     _socket_fd: int | None = field(default=None, init=False, repr=False)
     _password: Secret | None = field(default=None, init=False, repr=False)
@@ -160,10 +158,6 @@ class PostgresDatabase(Database):
     @property
     def data_dir(self) -> Path:
         return self.workspace / "pgdata"
-
-    @property
-    def server_user(self) -> str | None:
-        return USER
 
     @property
     def socket_dir(self) -> Path:
@@ -231,7 +225,7 @@ class PostgresDatabase(Database):
             self._server.start()  # stops the server again if it does not answer
         except BaseException:
             self._server = None
-            self._remove_socket_dir()
+            self._after_stop()
             raise
 
     def _argv(self) -> list[str]:
@@ -277,9 +271,7 @@ class PostgresDatabase(Database):
     def connect(self) -> Connection:
         """A new session (a new backend process); starts the server again after `close()`.
         Column layer: the session's key is set here, so it is timed as `open`."""
-        if self._server is None or not self._server.running:
-            self._stop()
-            self._start()
+        self._started()
         conn = PostgresConnection(self._open(), sealed=self._column_layer)
         if self._column_layer:
             assert self.key is not None, "the column layer needs a key"
@@ -303,12 +295,6 @@ class PostgresDatabase(Database):
         finally:
             conn.close()
 
-    def engine_processes(self) -> list[psutil.Process] | None:
-        # running, not just set: while it shuts down its pid is gone and the sampler must see none;
-        # one read of the server, which another thread may clear meanwhile
-        server = self._server
-        return server.processes() if server is not None and server.running else []
-
     def files(self) -> list[Path]:
         if not self.data_dir.exists():
             return []
@@ -329,18 +315,7 @@ class PostgresDatabase(Database):
                 while chunk := f.read(1 << 20):
                     copy.write(chunk)
 
-    def close(self) -> None:
-        self._stop()
-
-    def _stop(self) -> None:
-        try:
-            if self._server is not None:
-                self._server.stop()
-        finally:
-            self._server = None
-            self._remove_socket_dir()
-
-    def _remove_socket_dir(self) -> None:
+    def _after_stop(self) -> None:
         """The socket directory this database opened, closed and removed (with what a killed
         server left in it); another database's in the same workspace is left alone."""
         if self._socket_fd is not None:
@@ -408,8 +383,7 @@ class PostgresDatabase(Database):
         data directory and the WAL written meanwhile, as a plain copy or a gzip-compressed tar.
         Logical: `pg_dump -Fc`. The column layer's sealed values stay sealed in every form; what
         it leaves plaintext in the database stays plaintext in the backup."""
-        if self._server is None or not self._server.running:
-            raise ServerError("postgres: start the server (connect) before backing it up")
+        self._require_running("backing it up")
         target.mkdir(mode=0o700, parents=True)
         chown_tree(target, USER)
         log = _private_file(self.workspace / "backup.log")

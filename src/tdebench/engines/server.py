@@ -10,6 +10,8 @@ group only. For keeping other local users out there are files and directories pr
 user (`write_private`, `private_dir`) and a random password per database (`new_password`).
 Every server and setup tool is written into the run's state file as it starts and gets SIGTERM
 if tdebench itself is killed (runstate.py), so not even a killed run leaves one behind.
+`ServerDatabase` is what the MariaDB and PostgreSQL databases share on top: the server's
+user, its processes, its start on demand and its clean stop.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ import socket
 import stat
 import subprocess
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import psutil
 
+from tdebench.engines.base import Database
 from tdebench.keys import Secret
 from tdebench.runstate import PARENT_DEATH, file_system_of, register
 
@@ -321,3 +326,58 @@ class ServerProcess:
             os.killpg(pid, sig)  # start_new_session made the server its group's leader
         except ProcessLookupError:
             pass
+
+
+@dataclass
+class ServerDatabase(Database):
+    """A database served by a server tdebench starts and stops itself (MariaDB, PostgreSQL).
+
+    The server runs as the system user `user`, in the trial's workspace, which belongs to that
+    user and is closed to every other. `close()` stops it with a clean shutdown, so every file is
+    at rest afterwards; the next `connect()` starts it again (`_started`). Subclasses start it
+    (`_start`) and say what a stopped server leaves to clean up outside the workspace
+    (`_after_stop`: a socket directory)."""
+
+    user: ClassVar[str]  # the server's system user
+    _server: ServerProcess | None = field(default=None, init=False, repr=False)
+
+    @property
+    def server_user(self) -> str | None:
+        return self.user
+
+    @property
+    def running(self) -> bool:
+        server = self._server  # one read: another thread may clear it meanwhile
+        return server is not None and server.running
+
+    def engine_processes(self) -> list[psutil.Process] | None:
+        # running, not just set: while it shuts down its pid is gone and the sampler must see none
+        server = self._server
+        return server.processes() if server is not None and server.running else []
+
+    def close(self) -> None:
+        """Stop the server (a clean shutdown: every file is at rest afterwards). Idempotent."""
+        server, self._server = self._server, None
+        try:
+            if server is not None:
+                server.stop()
+        finally:
+            self._after_stop()
+
+    @abstractmethod
+    def _start(self) -> None:
+        """Start the server on this database's files (raises ServerError if it does not answer)."""
+
+    def _after_stop(self) -> None:
+        """Clean up what the stopped server leaves outside its workspace; nothing by default."""
+
+    def _started(self) -> None:
+        """Start the server unless it runs (after `close()`, or a server that died: its leftovers
+        go first)."""
+        if not self.running:
+            self.close()
+            self._start()
+
+    def _require_running(self, action: str) -> None:
+        if not self.running:
+            raise ServerError(f"{self.user}: start the server (connect) before {action}")
