@@ -70,3 +70,27 @@ def test_the_headline_comes_first_under_the_title(tmp_path: Path) -> None:
     html = (tmp_path / "report.html").read_text()
     body = html[html.index("<body>"):]
     assert body.index("</h1>") < body.index('class="headline"') < body.index("<h2")
+
+
+def test_a_workload_with_timed_figures_of_its_own_leads_with_them_not_its_load(tmp_path: Path) -> None:
+    """A backup plan is read for its backups: its sentence names the best-resolved backup or
+    restore figure, even where the TPC-H load under it is better resolved."""
+    from tdebench.results import Measurement, TrialKey, TrialOutcome
+    from tdebench.store import ResultStore
+
+    store = ResultStore(tmp_path)
+    store.start('name = "b"\nrepetitions = 3\n\n[[workloads]]\nname = "backup"\nscale = 0.01\n', {})
+    for repetition in (1, 2, 3):
+        for encryption in ("none", "aes-256-gcm"):
+            trial = TrialKey("duckdb", encryption, "backup", 0.01, repetition)
+            encrypted = encryption != "none"
+            slower = 1.3 * (1 + repetition / 100) if encrypted else 1.0  # +31% to +34%, a tight interval
+            noisy = 1 + (4 - repetition if encrypted else repetition) / 5  # ratios 2.0, 1.0, 0.5: wide
+            store.append(Measurement(trial, "load", "total", {"elapsed_s": 2.0}))  # ratio exactly 1: the tightest
+            store.append(Measurement(trial, "full", "backup", {"elapsed_s": 0.4 * slower}))
+            store.append(Measurement(trial, "full", "restore", {"elapsed_s": 0.5 * noisy}))
+            store.append(TrialOutcome(trial, "ok", "warm", False, 9.0))
+    run = read_run(tmp_path)
+    (sentence, *_) = headline(run, summary_records(run))
+    assert sentence.startswith("duckdb · backup sf0.01 · full backup (3 rounds"), sentence
+    assert re.search(r"costs \+3[1-4]\.\d%: aes-256-gcm \+3[1-4]\.\d% \[\+\d", sentence), sentence

@@ -3,7 +3,9 @@
 One sentence per engine, workload and scale (and memory): its encryptions grouped as a DBA
 asks about them — no measurable cost, a cost (with its interval), more than double the time —
 on that configuration's best-resolved timing figure (of the power test, the throughput test and
-the load, the one whose overheads have the narrowest 95% intervals), with the run's resolution
+the load, the one whose overheads have the narrowest 95% intervals; for a workload with timed
+figures of its own, of those: a backup's backups and restores, crud's and maintenance's
+operations), with the run's resolution
 (the placebo's noise floor) where the plan ran one. Then the at-rest checks in one line, and
 whether the data fit in memory (cache.py), since that decides what the percentages mean.
 
@@ -19,11 +21,14 @@ import statistics
 from collections import defaultdict
 
 from tdebench.report import cache
+from tdebench.report.noise import is_headline
 from tdebench.report.findings import SHORT_NAMES, judged, verdict_summary
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, SummaryRecord, below_resolution,
                                      engine_label, floors, headline_records, memory_order, resolution, scale_label)
 from tdebench.report.tables import percent
 from tdebench.results import RunData
+
+_TPCH_TESTS = frozenset(h.test for h in HEADLINES)  # power, throughput, load: HEADLINES covers them
 
 DOUBLES_PCT = 100.0
 """An overhead from which an encryption is named apart: it more than doubles the time."""
@@ -92,11 +97,24 @@ def _sentence(engine: str, memory: int | None, workload: str, scale: float, figu
     return f"{who} ({counted}{floor_text}): {'; '.join(_grouped(records, floor))}."
 
 
+def _workload_figures(records: list[SummaryRecord]) -> list[tuple[Headline, SummaryRecord]]:
+    """The timed headline figures a workload's own report leads with (noise.headline_rules: a
+    backup's backup and restore, crud's operations, maintenance's operations), one Headline per
+    test and step; TPC-H's are HEADLINES, and oltp's TPM and NOPM are rates, not times."""
+    return [(Headline(f"{r.cell.test} {r.cell.step}", f"on {r.cell.test} {r.cell.step}", r.cell.test,
+                      (r.cell.step,), "elapsed_s"), r)
+            for r in records if r.cell.metric == "elapsed_s" and r.cell.test not in _TPCH_TESTS and is_headline(r.cell)]
+
+
+def _order(figure: Headline) -> tuple[int, str]:
+    return (HEADLINES.index(figure), "") if figure in HEADLINES else (len(HEADLINES), figure.label)
+
+
 def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
     """The report's opening sentences (see the module)."""
     floor_of = floors(records)
     per_config: dict[tuple, dict[Headline, list[SummaryRecord]]] = defaultdict(lambda: defaultdict(list))
-    for figure, record in headline_records(records):
+    for figure, record in headline_records(records) + _workload_figures(records):
         cell = record.cell
         if (figure.metric == "elapsed_s" and record.overhead is not None
                 and cell.encryption not in (BASELINE, PLACEBO)):
@@ -104,7 +122,9 @@ def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
                 figure].append(record)
     sentences = []
     for (engine, _, memory, workload, scale), by_figure in sorted(per_config.items()):
-        figure, chosen = min(by_figure.items(), key=lambda item: (_width(item[1]), HEADLINES.index(item[0])))
+        own = {figure: chosen for figure, chosen in by_figure.items() if figure not in HEADLINES}
+        candidates = own or by_figure  # a backup plan is read for its backups, not for its TPC-H load
+        figure, chosen = min(candidates.items(), key=lambda item: (_width(item[1]), _order(item[0])))
         sentences.append(_sentence(engine, memory, workload, scale, figure, chosen,
                                    floor_of.get(chosen[0].cell.comparison)))
     verdicts = judged(run)
