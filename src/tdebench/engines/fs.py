@@ -20,20 +20,30 @@ the moment gocryptfs reads it (init, mount) and removed right after, so it is ne
 command line, never in a log and not at rest beside the cipher directory.
 
 Who may enter the decrypted view: root, and the user the engine's server runs as
-(`Database.server_user`: PostgreSQL's `postgres`), nobody else. gocryptfs runs as root with
-`-allow_other`, which includes `default_permissions`: the kernel checks every access against
-the view's own owners and modes. The view's root shows the cipher directory's mode (0700);
-`-force_owner` presents the view as owned by the server's user (root for engines that run in
-this process), so that user may enter while the cipher directory stays root's. gocryptfs
-creates files with the caller's credentials, so the engine's directory is also really owned
-by the server's user in the cipher directory. Should the mount vanish, the bare mount point
-(root's, 0700) keeps a server from writing plaintext beside the cipher directory, and the
-verdict is `error` (`plaintext_view` raises; see verify.judge). gocryptfs defaults are kept
-(preallocation on, no kernel_cache), the same for every engine.
+(`Database.server_user`: PostgreSQL's `postgres`), nobody else. tdebench mounts the view
+itself, as root (`_fuse_mount`: what `mount.fuse3 -o drop_privileges` does), with
+`allow_other,default_permissions,nosuid,nodev`: the kernel checks every access against the
+view's own owners and modes. gocryptfs then serves that mount as the server's user (root for
+engines that run in this process), reading and writing the cipher directory, which is that
+user's (0700). So every file, in the view and in the cipher directory, is the server's user's;
+the view's root shows the cipher directory's owner and mode, and no other user may enter.
+
+Why not gocryptfs's own mount as root with `-allow_other`: gocryptfs then creates each file
+with its caller's credentials, switching a thread's user for it, and Debian 12's gocryptfs
+2.3 switches every thread at once (gocryptfs issues #892 and #893, fixed in 2.5.2, which
+Debian 12 does not have): a server's concurrent mkdir and create fail at random with "Permission
+denied" or "Operation not permitted" (16 threads of mkdir and create as `postgres`: thousands of
+errors in a second; with this mount, none; tests/contract/test_fs_layer.py checks it).
+
+Should the mount vanish, the bare mount point (root's, 0700) keeps a server from writing
+plaintext beside the cipher directory, and the verdict is `error` (`plaintext_view` raises;
+see verify.judge). gocryptfs defaults are kept (preallocation on, no kernel_cache), the same
+for every engine.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -71,8 +81,8 @@ def fs_availability() -> Availability:
         return Availability(False, "/dev/fuse does not exist (no FUSE in this kernel or container)",
                             "modprobe fuse, or run the container with --device /dev/fuse --cap-add SYS_ADMIN")
     if os.geteuid() != 0:
-        return Availability(False, "not running as root: the mount needs -allow_other so that a server "
-                                   "running as its own user can use it", "run tdebench as root")
+        return Availability(False, "not running as root: tdebench mounts each decrypted view itself, for "
+                                   "gocryptfs to serve as the engine's user", "run tdebench as root")
     return Availability(True)
 
 
@@ -129,12 +139,14 @@ class GocryptfsDatabase(Database):
 
     @contextmanager
     def passfile(self) -> Iterator[Path]:
-        """The key as a gocryptfs password file (0600) for as long as gocryptfs reads it."""
+        """The key as a gocryptfs password file (0600, gocryptfs's user's) for as long as
+        gocryptfs reads it."""
         assert self.key is not None, "an encrypted file system needs a key"
         path = self.workspace / "fs.pass"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.fchmod(fd, 0o600)
+            os.fchown(fd, *self._owner())
             os.write(fd, self.key.hex().encode() + b"\n")
         finally:
             os.close(fd)
@@ -151,28 +163,28 @@ class GocryptfsDatabase(Database):
         self._make_private()
         with self.passfile() as password:
             run_tool(["gocryptfs", "-init", *_INIT_FLAGS[self.encryption.name], "-q", "-passfile", str(password),
-                      str(self.cipher_dir)], self.log, timeout=120)
+                      str(self.cipher_dir)], self.log, run_as=self.server_user, timeout=120)
         try:
             self._mount()
             directory = self._inner().workspace
-            directory.mkdir(exist_ok=True)
-            _own(directory, *self._owner(), 0o700)  # in the cipher directory too: the server creates files in it
+            directory.mkdir(mode=0o700, exist_ok=True)  # gocryptfs's user's, as everything it creates
             make(self._inner())
         except BaseException:
             self.close()
             raise
 
     def _make_private(self) -> None:
-        """The workspace, cipher directory, mount point and log, root's: the server's user may
-        only pass through the workspace (0711; 0700 without one), nobody but root may enter the
-        cipher directory or the bare mount point (0700) or read the log (0600). A workspace a
-        server had before (encrypt_existing's source) is root's again."""
+        """The workspace, mount point and log, root's: the server's user may only pass through
+        the workspace (0711; 0700 without one), nobody but root may enter the bare mount point
+        (0700) or read the log (0600). The cipher directory is gocryptfs's user's (the server's),
+        0700. A workspace a server had before (encrypt_existing's source) is root's again."""
         self.workspace.mkdir(parents=True, exist_ok=True)
         root = os.geteuid(), os.getegid()
         _own(self.workspace, *root, 0o711 if self.server_user else 0o700)
-        for directory in (self.cipher_dir, self.mount_point):
-            directory.mkdir(exist_ok=True)
-            _own(directory, *root, 0o700)
+        self.mount_point.mkdir(exist_ok=True)
+        _own(self.mount_point, *root, 0o700)
+        self.cipher_dir.mkdir(exist_ok=True)
+        _own(self.cipher_dir, *self._owner(), 0o700)
         os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
         _own(self.log, *root, 0o600)
 
@@ -183,16 +195,22 @@ class GocryptfsDatabase(Database):
         return self._inner().connect()
 
     def _mount(self) -> None:
+        """Mount the view (as root) and have gocryptfs serve it as the server's user (see the module)."""
         self._stop_gocryptfs()  # a previous instance whose mount went away
         start = self.log.stat().st_size if self.log.exists() else 0
-        with self.passfile() as password:
-            process = ServerProcess(
-                "gocryptfs",
-                ["gocryptfs", "-fg", "-allow_other", "-force_owner", "{}:{}".format(*self._owner()),
-                 "-passfile", str(password), str(self.cipher_dir), str(self.mount_point)],
-                self.log, ready=lambda: self._ready(start), start_timeout=60, stop_timeout=10)
-            process.start()
+        fuse = _fuse_mount(str(self.cipher_dir), self.mount_point, *self._owner())
         register_mount(self.mount_point)  # a killed run's decrypted view is found and unmounted
+        try:
+            with self.passfile() as password:
+                argv = ["gocryptfs", "-fg", "-passfile", str(password), str(self.cipher_dir), f"/dev/fd/{fuse}"]
+                process = ServerProcess("gocryptfs", argv, self.log, ready=lambda: self._ready(start),
+                                        run_as=self.server_user, start_timeout=60, stop_timeout=10, pass_fds=(fuse,))
+                process.start()
+        except BaseException:
+            _detach(self.mount_point)  # mounted, but nobody serves it (a wrong key, Ctrl-C)
+            raise
+        finally:
+            os.close(fuse)  # gocryptfs holds its own copy
         self._gocryptfs = process
 
     def _ready(self, log_start: int) -> bool:
@@ -289,9 +307,8 @@ class GocryptfsDatabase(Database):
 
     def _move_into(self, originals: list[Path], directory: Path) -> None:
         """Copied by the server's user (root for engines in this process), as the server writes
-        its own files: gocryptfs then creates each cipher-side file as that user. Copied by root,
-        a server's files stayed root's on the cipher side (gocryptfs left `cp -a`'s chown of a
-        file to the view), and MariaDB then sometimes failed to open a tablespace (OS error 13)."""
+        its own files, with their modes (`cp -a`); gocryptfs, serving as that user, makes every
+        cipher-side file that user's too."""
         for path in originals:
             run_tool(["cp", "-a", str(path), str(directory / path.name)], self.log, run_as=self.server_user,
                      timeout=_COPY_TIMEOUT_S)
@@ -308,8 +325,10 @@ class GocryptfsDatabase(Database):
         password) can still read the data. Works while mounted; both passwords go in on stdin."""
         assert self.key is not None, "an encrypted file system has a key"
         old = self.key
+        uid, gid = self._owner()  # as gocryptfs's user: the new gocryptfs.conf must stay readable by it
         done = subprocess.run(["gocryptfs", "-passwd", str(self.cipher_dir)], input=f"{old.hex()}\n{new_key.hex()}\n",
-                              capture_output=True, text=True, timeout=120, check=False)
+                              capture_output=True, text=True, timeout=120, check=False, user=uid, group=gid,
+                              extra_groups=[] if self.server_user else None)
         output = new_key.scrub(old.scrub(done.stdout + done.stderr))
         with self.log.open("a") as log:
             log.write(output)
@@ -359,6 +378,32 @@ class GocryptfsDatabase(Database):
 def _own(path: Path, uid: int, gid: int, mode: int) -> None:
     os.chown(path, uid, gid, follow_symlinks=False)
     path.chmod(mode)
+
+
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+
+
+def _fuse_mount(source: str, target: Path, uid: int, gid: int) -> int:
+    """Mount a FUSE file system at `target` (as root) for a daemon running as `uid` to serve
+    through the returned /dev/fuse descriptor, given to it as its mount point `/dev/fd/N`.
+    `allow_other` with `default_permissions`: users other than `uid` get in only where the
+    view's owners and modes let them; `nosuid`, `nodev`: nothing in it runs with other rights."""
+    fuse = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+    options = f"fd={fuse},rootmode=40000,user_id={uid},group_id={gid},allow_other,default_permissions"
+    if _LIBC.mount(source.encode(), str(target).encode(), b"fuse.gocryptfs", _MS_NOSUID | _MS_NODEV,
+                   options.encode()) != 0:
+        error = ctypes.get_errno()
+        os.close(fuse)
+        raise ServerError(f"could not mount {target}: {os.strerror(error)}")
+    return fuse
+
+
+def _detach(target: Path) -> None:
+    """Unmount `target` now, even if busy (the kernel finishes when the last user lets go)."""
+    _LIBC.umount2(str(target).encode(), _MNT_DETACH)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class _Gocryptfs:

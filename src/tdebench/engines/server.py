@@ -247,6 +247,7 @@ class ServerProcess:
     stop_timeout: float = 60.0
     # what asks the server to shut down; SIGKILL follows after `stop_timeout`
     stop_signal: int = signal.SIGTERM
+    pass_fds: tuple[int, ...] = ()  # descriptors it inherits under the same numbers (gocryptfs: /dev/fuse)
     _popen: subprocess.Popen | None = field(default=None, init=False, repr=False)
 
     @property
@@ -277,7 +278,7 @@ class ServerProcess:
             self._popen = subprocess.Popen([*PARENT_DEATH, *self.argv], stdout=out, stderr=subprocess.STDOUT,
                                            stdin=subprocess.DEVNULL, env=self.env, user=self.run_as,
                                            group=_group(self.run_as), extra_groups=_extra_groups(self.run_as),
-                                           start_new_session=True)
+                                           start_new_session=True, pass_fds=self.pass_fds)
         except OSError as exc:
             raise ServerError(f"{self.name} could not start: {exc}") from None
         finally:
