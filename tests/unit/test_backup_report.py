@@ -183,3 +183,34 @@ def test_sealed_backups_get_their_own_table_rows_and_findings(tmp_path: Path) ->
 
 def test_a_run_without_sealed_backups_has_no_backup_encryption_table(backup_run: Path) -> None:
     assert "Backup encryption" not in (backup_run / "report.md").read_text()
+
+
+def test_the_compressors_share_is_its_excess_over_the_same_trials_uncompressed_backup() -> None:
+    from tdebench.engines.base import BackupMethod
+    from tdebench.workloads.backup.workload import BackupWorkload
+
+    workload = BackupWorkload()
+    full = BackupMethod("full", "physical", False, "copy")
+    compressed = BackupMethod("full-compressed", "physical", True, "copy | gzip")
+    logical = BackupMethod("logical", "logical", True, "dump")
+    assert workload._compression_shares(compressed, "full-compressed", False, {"elapsed_s": 2.0}) == {}  # no full yet
+    assert workload._compression_shares(full, "full", False, {"elapsed_s": 0.5, "cpu_s": 0.2}) == {}
+    assert workload._compression_shares(full, "full+3des", False, {"elapsed_s": 1.0, "cpu_s": 0.4}) == {}
+    assert workload._compression_shares(compressed, "full-compressed", False, {"elapsed_s": 2.0, "cpu_s": 1.0}) == {
+        "compression_elapsed_share": 0.75, "compression_cpu_share": 0.8}
+    assert workload._compression_shares(compressed, "full-compressed+3des", False, {"elapsed_s": 2.0, "cpu_s": 1.0}) \
+        == {"compression_elapsed_share": 0.5, "compression_cpu_share": 0.6}  # against full+3des's backup
+    assert workload._compression_shares(compressed, "full-compressed", True, {"elapsed_s": 2.0}) == {}  # warm-ups apart
+    assert workload._compression_shares(logical, "logical", False, {"elapsed_s": 2.0}) == {}
+
+
+def test_the_compressors_share_reaches_the_findings_with_its_interval(tmp_path: Path) -> None:
+    write_backup_run(tmp_path)
+    store = ResultStore(tmp_path)
+    for repetition, share in ((1, 0.40), (2, 0.44)):  # what the workload adds to full-compressed's backup step
+        trial = TrialKey("duckdb", "none", "backup", 0.01, repetition)
+        store.append(Measurement(trial, "full-compressed", "backup", {"compression_elapsed_share": share}))
+    build(tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    assert ("duckdb full-compressed: compression shrank the backup 4.50× without encryption, 1.00× with "
+            "aes-256-gcm. Compressing took 42.0% \\[") in report

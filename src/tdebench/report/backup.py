@@ -116,6 +116,10 @@ def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
         "restore_cpu_s": median("restore", "cpu_s"),
         "restore": _worst(answers.get((config, "restore"), ()), ("failed", "ok")),
         "without_key": _worst(answers.get((config, "restore-without-key"), ()), ("accepted", "refused")),
+        "compression_share": median("backup", "compression_elapsed_share"),
+        "compression_cpu_share": median("backup", "compression_cpu_share"),
+        "compression_share_shown": _with_interval(median("backup", "compression_elapsed_share"),
+                                                  figures.get(("backup", "compression_elapsed_share"))),
         "time_share_shown": _with_interval(median("encrypt", "time_share"), figures.get(("encrypt", "time_share"))),
         "cpu_share_shown": _with_interval(median("encrypt", "cpu_share"), figures.get(("encrypt", "cpu_share"))),
     }
@@ -137,7 +141,8 @@ def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
                num("scale", "scale", scale_text), Column("method", "method"),
                Column("backup_encryption", "backup encryption"), Column("construction", "construction"),
-               *_PLAIN_COLUMNS[4:], *_SEALED_ONLY)
+               *_PLAIN_COLUMNS[4:], num("compression_share", "compression share", _share),
+               num("compression_cpu_share", "compression CPU share", _share), *_SEALED_ONLY)
     return Table("Backup and restore", columns, rows)
 
 
@@ -306,17 +311,22 @@ def _sealed_sentences(sealed: list[dict[str, Any]]) -> list[str]:
 
 def _compression_sentences(rows: list[dict[str, Any]]) -> list[str]:
     """Per engine and compressed method: how much the compressor shrank the backup without and
-    with each encryption (encrypted data barely compresses)."""
-    groups: dict[tuple[str, float, str], dict[str, float]] = defaultdict(dict)
+    with each encryption (encrypted data barely compresses), and its share of the compressed
+    backup's time without encryption (against the same trial's uncompressed backup)."""
+    groups: dict[tuple[str, float, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     for row in rows:
         if row["compressed"] and row["ratio"] is not None and not math.isnan(row["ratio"]):
-            groups[(row["engine"], row["scale"], row["method"])][row["encryption"]] = row["ratio"]
+            groups[(row["engine"], row["scale"], row["method"])][row["encryption"]] = row
     sentences = []
-    for (engine, _, method), ratios in sorted(groups.items()):
-        if BASELINE not in ratios or len(ratios) < 2:
+    for (engine, _, method), by_encryption in sorted(groups.items()):
+        if BASELINE not in by_encryption or len(by_encryption) < 2:
             continue
-        others = ", ".join(f"{_ratio(ratio)} with {encryption}"
-                           for encryption, ratio in sorted(ratios.items()) if encryption != BASELINE)
-        sentences.append(f"{engine} {method}: compression shrank the backup {_ratio(ratios[BASELINE])} "
-                         f"without encryption, {others}.")
+        baseline = by_encryption[BASELINE]
+        others = ", ".join(f"{_ratio(row['ratio'])} with {encryption}"
+                           for encryption, row in sorted(by_encryption.items()) if encryption != BASELINE)
+        took = (f" Compressing took {baseline['compression_share_shown']} of its time without encryption."
+                if baseline["compression_share"] is not None and not math.isnan(baseline["compression_share"])
+                else "")
+        sentences.append(f"{engine} {method}: compression shrank the backup {_ratio(baseline['ratio'])} "
+                         f"without encryption, {others}.{took}")
     return sentences

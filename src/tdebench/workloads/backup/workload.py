@@ -16,7 +16,7 @@ and records these steps:
 
 | step                  | timed | metrics                                                             |
 |-----------------------|-------|---------------------------------------------------------------------|
-| `backup`              | yes   | `elapsed_s`, `cpu_s` (engine and tools), `tool_cpu_s`, I/O, `size_bytes` (artifact), `unpacked_bytes` (artifact decompressed), `ratio` (= unpacked / size: the compression ratio, 1 uncompressed), `database_bytes`, `compressed` (1 or 0, the method's) |
+| `backup`              | yes   | `elapsed_s`, `cpu_s` (engine and tools), `tool_cpu_s`, I/O, `size_bytes` (artifact), `unpacked_bytes` (artifact decompressed), `ratio` (= unpacked / size: the compression ratio, 1 uncompressed), `database_bytes`, `compressed` (1 or 0, the method's); `full-compressed` also `compression_elapsed_share` and `compression_cpu_share` (its excess over the same trial's `full`, as a share of its own) |
 | `scan`                | no    | `canary_hits`, `marker_hits`, `plaintext_headers`, `files_scanned`; its `answer` is the artifact's verdict: `encrypted`, `plaintext` or `inconclusive` |
 | `restore`             | yes   | the restore into a fresh instance with the same key, until it can be connected to; `restore_ok` (1: row counts and checksums of every table equal the original's), `rows`; `answer` `ok` or `failed` |
 | `restore-without-key` | no    | encrypted configurations only: the restore into a fresh instance with a wrong key (a new random one); `restore_without_key_failed` (1: it raised, or what it restored differs); `answer` `refused` or `accepted` |
@@ -90,6 +90,8 @@ class BackupWorkload(Workload):
     def __init__(self) -> None:
         self._tpch = TpchWorkload()
         self._sealings = itertools.count(1)  # numbers each sealed backup's key purpose: a fresh key per backup
+        # the uncompressed physical backup's metrics, by test (its method replaced by "physical") and warm-up
+        self._uncompressed: dict[tuple[str, bool], dict[str, float]] = {}
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         self._tpch.prepare(scale, data_dir, seed)
@@ -132,6 +134,7 @@ class BackupWorkload(Workload):
         metrics.update(size_bytes=float(size), unpacked_bytes=float(unpacked),
                        ratio=unpacked / size if size else float("nan"),
                        database_bytes=float(database.size_bytes()), compressed=float(method.compressed))
+        metrics.update(self._compression_shares(method, test, warmup, metrics))
         ctx.recorder.record(test, "backup", metrics, warmup=warmup)
         if test == method.name:
             ctx.recorder.record(test, "scan", checked.metrics, warmup=warmup, answer=checked.verdict)
@@ -181,6 +184,23 @@ class BackupWorkload(Workload):
             refused = True
         self._record_refusal(ctx, test, refused, warmup)
         return lost
+
+    def _compression_shares(self, method: BackupMethod, test: str, warmup: bool,
+                            metrics: dict[str, float]) -> dict[str, float]:
+        """The compressor's share of a compressed physical backup's time and CPU: its excess over
+        the same trial's uncompressed physical backup of the same test (`full` runs before
+        `full-compressed` in every plan's order), as a share of its own; none without that."""
+        if method.kind != "physical":
+            return {}
+        key = (test.replace(method.name, "physical", 1), warmup)
+        if not method.compressed:
+            self._uncompressed[key] = metrics
+            return {}
+        plain = self._uncompressed.get(key)
+        if plain is None:
+            return {}
+        return {f"compression_{name}_share": (metrics[f"{name}_s"] - plain[f"{name}_s"]) / metrics[f"{name}_s"]
+                for name in ("elapsed", "cpu") if metrics.get(f"{name}_s") and f"{name}_s" in plain}
 
     @staticmethod
     def _record_refusal(ctx: RunContext, test: str, refused: bool, warmup: bool) -> None:
