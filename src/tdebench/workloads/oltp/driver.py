@@ -27,6 +27,7 @@ stop, so no run, finished, failed or interrupted, leaves one behind.
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 import random
@@ -346,13 +347,19 @@ class _Processes:
     def start(self) -> None:
         """Fork the workers, wait until every one is ready, then send them all the same t0."""
         parent = os.getpid()
-        for number, user in enumerate(self.users, start=1):
-            ours, theirs = _FORK.Pipe()
-            worker = _FORK.Process(target=_worker, args=(self.run, number, user, theirs, parent),
-                                   name=f"oltp-user-{number}", daemon=True)
-            self.workers.append((worker, ours))
-            worker.start()
-            theirs.close()
+        # Python's advice for fork without exec: a worker's garbage collector then leaves the
+        # objects it inherited alone, instead of walking (and so copying) all of this process's heap
+        gc.freeze()
+        try:
+            for number, user in enumerate(self.users, start=1):
+                ours, theirs = _FORK.Pipe()
+                worker = _FORK.Process(target=_worker, args=(self.run, number, user, theirs, parent),
+                                       name=f"oltp-user-{number}", daemon=True)
+                self.workers.append((worker, ours))
+                worker.start()
+                theirs.close()
+        finally:
+            gc.unfreeze()
         for number, (_, pipe) in enumerate(self.workers, start=1):
             if not pipe.poll(READY_TIMEOUT_S):
                 raise WorkerFailed(f"virtual user {number}'s process was not ready within {READY_TIMEOUT_S:g} s")
