@@ -134,7 +134,7 @@ def test_client_side_statements_run_on_every_engine(loaded: Loaded) -> None:
 
 
 def test_worker_processes_count_exactly_the_new_orders_the_database_has(loaded: Loaded) -> None:
-    """Four users in worker processes: their merged count of committed New-Orders is the
+    """Four users in two worker processes: their merged count of committed New-Orders is the
     database's own, by d_next_o_id and by the orders table, and the window's merged counts add up."""
     if loaded.database.server_user is None:
         pytest.skip("an embedded engine's users are threads")
@@ -149,7 +149,7 @@ def test_worker_processes_count_exactly_the_new_orders_the_database_has(loaded: 
                          Terminal.for_user(number, 1, Constants.from_seed(SEED), SEED, LOAD)))
         ids_before, orders_before = checks.next_order_ids(loaded.conn), _orders(loaded.conn)
         outcome = drive(Settings(virtual_users=4, rampup_s=0.3, duration_s=2.0, transactions=0, interval_s=0.5,
-                                 max_retries=100), runs, loaded.database.engine_processes, processes=True)
+                                 max_retries=100), runs, loaded.database.engine_processes, processes=2)
     finally:
         for user in users:
             user.close()

@@ -217,7 +217,7 @@ def fake_run(fail_first: dict[str, int] | None = None, error: type[Exception] | 
     return run
 
 
-def run_fake(settings_: Settings, run, processes: bool = False, terminals: list | None = None
+def run_fake(settings_: Settings, run, processes: int = 0, terminals: list | None = None
              ) -> tuple[Any, list[FakeConnection]]:
     connections = [FakeConnection() for _ in range(settings_.virtual_users)]
     users = [(conn, run, terminals[n - 1] if terminals else terminal(user=n))
@@ -225,8 +225,8 @@ def run_fake(settings_: Settings, run, processes: bool = False, terminals: list 
     return drive(settings_, users, lambda: None, processes=processes), connections
 
 
-@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
-def test_duration_mode_counts_the_window_and_its_intervals(processes: bool) -> None:
+@pytest.mark.parametrize("processes", [0, 2, 3], ids=["threads", "2-processes", "a-process-each"])
+def test_duration_mode_counts_the_window_and_its_intervals(processes: int) -> None:
     outcome, _ = run_fake(Settings(virtual_users=3, rampup_s=0.2, duration_s=0.6, transactions=0,
                                    interval_s=0.25, max_retries=5), fake_run(), processes)
     assert outcome.window_s == pytest.approx(0.6)
@@ -237,8 +237,8 @@ def test_duration_mode_counts_the_window_and_its_intervals(processes: bool) -> N
     assert not outcome.errors and outcome.driver_cpu_s > 0 and "cpu_s" in outcome.engine
 
 
-@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
-def test_count_mode_ends_the_window_at_the_nth_commit(processes: bool) -> None:
+@pytest.mark.parametrize("processes", [0, 2], ids=["threads", "processes"])
+def test_count_mode_ends_the_window_at_the_nth_commit(processes: int) -> None:
     """In worker processes too: the tickets are handed out once over all of them."""
     outcome, _ = run_fake(Settings(virtual_users=2, rampup_s=0.0, duration_s=60, transactions=150,
                                    interval_s=1.0, max_retries=5), fake_run(), processes)
@@ -263,8 +263,8 @@ def test_conflicts_are_retried_and_counted_and_errors_counted_by_type() -> None:
 def test_worker_processes_retry_count_errors_and_send_their_first_messages() -> None:
     outcome, _ = run_fake(
         Settings(virtual_users=2, rampup_s=0.0, duration_s=0.5, transactions=0, interval_s=1.0, max_retries=5),
-        fake_run(fail_first={PAYMENT: 3}, error=KeyError), processes=True)
-    # each worker has its own copy of the fake's failure budget: 3 conflicts in each
+        fake_run(fail_first={PAYMENT: 3}, error=KeyError), processes=2)
+    # each worker process has its own copy of the fake's failure budget: 3 conflicts in each
     assert outcome.tallies[PAYMENT].retries == Counter({"write conflict": 6})
     assert set(outcome.errors) == {"KeyError"} and "delivery: KeyError" in outcome.first_errors["KeyError"]
 
@@ -342,9 +342,10 @@ def test_a_crashing_worker_fails_the_run_and_leaves_no_worker_process(tmp_path: 
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     terminals = [CrashingTerminal(tmp_path, None), CrashingTerminal(tmp_path, 20), CrashingTerminal(tmp_path, None)]
     started = time.monotonic()
-    with pytest.raises(WorkerFailed, match=r"virtual user 2 crashed:(.|\n)*RuntimeError: a bug in a virtual user"):
+    # users 1 and 3 share worker 1, user 2 has worker 2
+    with pytest.raises(WorkerFailed, match=r"worker process 2 crashed:(.|\n)*RuntimeError: a bug in a virtual user"):
         run_fake(Settings(virtual_users=3, rampup_s=0.0, duration_s=30.0, transactions=0, interval_s=1.0,
-                          max_retries=5), fake_run(), processes=True, terminals=terminals)
+                          max_retries=5), fake_run(), processes=2, terminals=terminals)
     assert time.monotonic() - started < 10  # the crash stopped the run, not the window's end
     _assert_no_worker_left(tmp_path, before)
 
@@ -363,7 +364,7 @@ def test_ctrl_c_during_a_multi_process_run_leaves_no_worker_process(tmp_path: Pa
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         run_fake(Settings(virtual_users=4, rampup_s=0.2, duration_s=30.0, transactions=0, interval_s=1.0,
-                          max_retries=5), fake_run(), processes=True,
+                          max_retries=5), fake_run(), processes=2,
                  terminals=[CrashingTerminal(tmp_path, None) for _ in range(4)])
     assert time.monotonic() - started < 10
     _assert_no_worker_left(tmp_path, before)

@@ -136,7 +136,7 @@ def test_adaptive_repetitions_wait_on_tpm_and_nopm_too(run_dir: Path) -> None:
 SERVER_PLAN = PLAN.replace('name = "sqlite"', 'name = "mariadb"')
 
 
-def _server_run(directory: Path, driver_cpu_s: float, server_cpu_s: float, user_processes: float | None) -> Path:
+def _server_run(directory: Path, driver_cpu_s: float, server_cpu_s: float, worker_processes: float | None) -> Path:
     """A MariaDB run on 2 cores whose 30-s windows used `server_cpu_s` and `driver_cpu_s`."""
     store = ResultStore(directory)
     store.start(SERVER_PLAN, {"logical_cores": 2})
@@ -146,8 +146,8 @@ def _server_run(directory: Path, driver_cpu_s: float, server_cpu_s: float, user_
             for record in _run_records(trial, "load", factor):
                 if record.step == "mix":
                     extra = {"cpu_s": server_cpu_s * (1 + 0.1 * (encryption != "none")), "driver_cpu_s": driver_cpu_s}
-                    if user_processes is not None:
-                        extra["user_processes"] = user_processes
+                    if worker_processes is not None:
+                        extra["worker_processes"] = worker_processes
                     record = Measurement(trial, record.test, record.step, record.metrics | extra)
                 if record.step != "consistency" or record.answer == "ok":
                     store.append(record)
@@ -157,12 +157,12 @@ def _server_run(directory: Path, driver_cpu_s: float, server_cpu_s: float, user_
 
 def test_a_client_bound_server_run_is_found_and_its_cpu_shares_reported(tmp_path: Path) -> None:
     """The driver used 24 of 60 CPU seconds: 40% of 2 cores; the server 30 (33) s: 50% (55%)."""
-    run = read_run(_server_run(tmp_path, driver_cpu_s=24.0, server_cpu_s=30.0, user_processes=None))
+    run = read_run(_server_run(tmp_path, driver_cpu_s=24.0, server_cpu_s=30.0, worker_processes=None))
     rows = {r["encryption"]: r for r in oltp.throughput_table(run).rows}
     assert rows["none"]["driver_cpu_pct"] == pytest.approx(40.0)
     assert rows["none"]["server_cpu_pct"] == pytest.approx(50.0)
     assert rows["aes-256-cbc"]["server_cpu_pct"] == pytest.approx(55.0)
-    assert rows["none"]["users_as"] == "threads"  # a run from before user_processes was recorded
+    assert rows["none"]["users_as"] == "threads"  # a run from before worker_processes was recorded
     section = oltp.section(run, summary_records(run))
     assert section is not None and [b.title for b in section.blocks] == [
         "OLTP throughput", "OLTP saturation", "OLTP latency"]
@@ -179,7 +179,7 @@ def test_a_client_bound_server_run_is_found_and_its_cpu_shares_reported(tmp_path
 ])
 def test_an_idle_machine_is_found_and_a_saturated_server_is_not(tmp_path: Path, driver_cpu_s: float,
                                                                  server_cpu_s: float, found: bool) -> None:
-    run = read_run(_server_run(tmp_path, driver_cpu_s, server_cpu_s, user_processes=1.0))
+    run = read_run(_server_run(tmp_path, driver_cpu_s, server_cpu_s, worker_processes=2.0))
     section = oltp.section(run, summary_records(run))
     assert section is not None
     sentences = [f for f in section.findings if "not the bottleneck" in f]

@@ -145,8 +145,9 @@ def _driver(procedures: set[float]) -> str:
 
 
 def _users_as(processes: set[float]) -> str:
-    """Runs from before `user_processes` was recorded ran threads."""
-    return {frozenset({1.0}): "processes", frozenset({0.0}): "threads"}.get(frozenset(processes), "mixed")
+    """From each run's `worker_processes` (0: threads; runs from before it was recorded ran threads)."""
+    kinds = {"processes" if workers > 0 else "threads" for workers in processes}
+    return kinds.pop() if len(kinds) == 1 else "mixed"
 
 
 def throughput_table(run: RunData, csv: bool = True) -> Table:
@@ -169,7 +170,7 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
                 rates[key][figure].rounds[m.trial.repetition][(0, m.step)] = value
         for fact in ("procedures", "virtual_users", "retries", "errors"):
             facts[key][fact].add(m.metrics.get(fact, math.nan))
-        facts[key]["user_processes"].add(m.metrics.get("user_processes", 0.0))
+        facts[key]["worker_processes"].add(m.metrics.get("worker_processes", 0.0))
         for share, seconds in CPU_SHARES.items():
             if seconds in m.metrics and m.metrics.get("elapsed_s", 0.0) > 0:
                 shares[key][share].append(100 * m.metrics[seconds] / m.metrics["elapsed_s"] / cores)
@@ -188,7 +189,7 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
         row: dict[str, Any] = {"engine": engine, "warehouses": scale, "test": test, "encryption": encryption,
                                "driver": _driver(facts[key]["procedures"]),
                                "virtual_users": max(facts[key]["virtual_users"]),
-                               "users_as": _users_as(facts[key]["user_processes"]), "cores": cores}
+                               "users_as": _users_as(facts[key]["worker_processes"]), "cores": cores}
         row.update({share: float(np.median(values)) if (values := shares[key][share]) else math.nan
                     for share in CPU_SHARES})
         for figure in RATES:

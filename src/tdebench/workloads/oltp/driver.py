@@ -1,14 +1,16 @@
 """Virtual users: one connection each, running the mix back to back, as threads of this
-process or (servers) as worker processes of their own.
+process or (servers) as threads of worker processes.
 
-Threads share one interpreter lock: their Python work (a pure-Python MySQL protocol, the
-inputs, the histograms) takes turns, and on a small machine the driver rather than the server
-can set the pace (`bench/oltp_driver.py` measures both). Worker processes (`processes=True`)
-each run one user with no lock in common. They are forked after the caller has opened every
-connection, each inheriting its own open connection (and the rest of this process's memory):
-no key, password or connection parameter is pickled, sent or written anywhere, and no worker
-opens a connection of its own. Each worker sends its `UserLog` back over a pipe, which is
-merged exactly as the threads' logs are (counts add up, histograms merge bucket by bucket).
+Threads of one process share one interpreter lock: their Python work (a pure-Python MySQL
+protocol, the inputs, the histograms) takes turns, so together they can never use more than
+about one core, and on a fast server the driver rather than the server could set the pace
+(`bench/oltp_driver.py` measures both). With `processes=N` the users are spread in turn over N
+worker processes (the workload asks for one per CPU), each with an interpreter lock of its
+own. The workers are forked after the caller has opened every connection, each inheriting its
+users' open connections (and the rest of this process's memory): no key, password or
+connection parameter is pickled, sent or written anywhere, and no worker opens a connection of
+its own. Each worker sends its users' `UserLog`s back over a pipe, which are merged exactly as
+the threads' logs are (counts add up, histograms merge bucket by bucket).
 Embedded engines keep threads: they run inside this process, and an open SQLite or DuckDB
 connection cannot cross a fork (DuckDB admits one writing process per database file).
 
@@ -292,18 +294,19 @@ class _Run:
 
 
 class _Threads:
-    """Every virtual user a thread of this process."""
+    """Every virtual user (numbered) a thread of this process."""
 
-    def __init__(self, run: _Run, users: Sequence[User]) -> None:
+    def __init__(self, run: _Run, users: Sequence[tuple[int, User]]) -> None:
         self.run = run
         self.logs = [UserLog() for _ in users]
         self.crashed: list[BaseException] = []
         self.threads = [threading.Thread(target=self._body, args=(number, *user, log), name=f"oltp-user-{number}",
                                          daemon=True)
-                        for number, (user, log) in enumerate(zip(users, self.logs), start=1)]
+                        for (number, user), log in zip(users, self.logs)]
 
-    def start(self) -> None:
-        self.run.begin(self.run.now())
+    def start(self, t0: int | None = None) -> None:
+        """Start every user at t0 (default: now)."""
+        self.run.begin(self.run.now() if t0 is None else t0)
         for thread in self.threads:
             thread.start()
 
@@ -335,11 +338,12 @@ class _Threads:
 
 
 class _Processes:
-    """Every virtual user a forked worker process of its own (see the module docstring)."""
+    """The virtual users spread over forked worker processes, threads in each (module docstring)."""
 
-    def __init__(self, run: _Run, users: Sequence[User]) -> None:
+    def __init__(self, run: _Run, users: Sequence[User], workers: int) -> None:
         self.run = run
-        self.users = users
+        numbered = list(enumerate(users, start=1))
+        self.groups = [numbered[i::workers] for i in range(min(workers, len(users)))]  # users spread in turn
         self.workers: list[tuple[BaseProcess, Pipe]] = []
         self.begun = False
         self._processes: list[psutil.Process] = []
@@ -351,10 +355,10 @@ class _Processes:
         # objects it inherited alone, instead of walking (and so copying) all of this process's heap
         gc.freeze()
         try:
-            for number, user in enumerate(self.users, start=1):
+            for number, group in enumerate(self.groups, start=1):
                 ours, theirs = _FORK.Pipe()
-                worker = _FORK.Process(target=_worker, args=(self.run, number, user, theirs, parent),
-                                       name=f"oltp-user-{number}", daemon=True)
+                worker = _FORK.Process(target=_worker, args=(self.run, group, theirs, parent),
+                                       name=f"oltp-worker-{number}", daemon=True)
                 self.workers.append((worker, ours))
                 worker.start()
                 theirs.close()
@@ -362,7 +366,7 @@ class _Processes:
             gc.unfreeze()
         for number, (_, pipe) in enumerate(self.workers, start=1):
             if not pipe.poll(READY_TIMEOUT_S):
-                raise WorkerFailed(f"virtual user {number}'s process was not ready within {READY_TIMEOUT_S:g} s")
+                raise WorkerFailed(f"oltp worker process {number} was not ready within {READY_TIMEOUT_S:g} s")
             pipe.recv()
         self._processes = [psutil.Process(), *(psutil.Process(started.pid) for started, _ in self.workers)]
         t0 = self.run.now()
@@ -386,8 +390,8 @@ class _Processes:
         deadline = time.monotonic() + JOIN_AFTER_INTERRUPT_S
         try:
             for number, (worker, pipe) in enumerate(self.workers, start=1):
-                log, problem = self._receive(number, worker, pipe, deadline)
-                logs.append(log)
+                received, problem = self._receive(number, worker, pipe, deadline)
+                logs += received
                 if problem:
                     problems.append(problem)
         finally:
@@ -401,17 +405,17 @@ class _Processes:
         self.run.shared.stop()
         self._end_all()
 
-    def _receive(self, number: int, worker: BaseProcess, pipe: Pipe, deadline: float) -> tuple[UserLog, str]:
-        """A worker's log, or an empty one and what went wrong."""
+    def _receive(self, number: int, worker: BaseProcess, pipe: Pipe, deadline: float) -> tuple[list[UserLog], str]:
+        """A worker's logs (one per user), or none and what went wrong."""
         if not pipe.poll(max(deadline - time.monotonic(), 0.0)):
-            return UserLog(), f"virtual user {number} did not stop within {JOIN_AFTER_INTERRUPT_S:g} s"
+            return [], f"oltp worker process {number} did not stop within {JOIN_AFTER_INTERRUPT_S:g} s"
         try:
             kind, payload = pipe.recv()
         except EOFError:
             worker.join(1.0)
-            return UserLog(), f"virtual user {number}'s process ended with exit code {worker.exitcode}"
+            return [], f"oltp worker process {number} ended with exit code {worker.exitcode}"
         if kind == _CRASHED:
-            return UserLog(), f"virtual user {number} crashed:\n{payload}"
+            return [], f"oltp worker process {number} crashed:\n{payload}"
         return payload, ""
 
     def _end_all(self) -> None:
@@ -440,24 +444,26 @@ _READY, _LOG, _CRASHED = "ready", "log", "crashed"
 _EXIT_S = 5.0  # how long a stopped worker may take to exit before SIGKILL
 
 
-def _worker(run: _Run, number: int, user: User, pipe: Pipe, parent: int) -> None:
-    """A worker process's life: ready, wait for t0, run one virtual user until the stop, send its log."""
+def _worker(run: _Run, users: Sequence[tuple[int, User]], pipe: Pipe, parent: int) -> None:
+    """A worker process's life: ready, wait for t0, run its virtual users (threads) until the stop,
+    send their logs."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
     _die_with(parent)
     pipe.send(_READY)
     t0 = pipe.recv()
     if t0 is None:  # the run ended before it began
         return
-    run.begin(t0)
-    log = UserLog()
-    conn, transaction, terminal = user
+    crew = _Threads(run, users)
     try:
-        run.user(number, conn, transaction, terminal, log)
+        crew.start(t0)
+        for thread in crew.threads:
+            thread.join()
+        logs = crew.finish()
     except BaseException:
         run.shared.stop()
         pipe.send((_CRASHED, traceback.format_exc()))
     else:
-        pipe.send((_LOG, log))
+        pipe.send((_LOG, logs))
 
 
 def _die_with(parent: int) -> None:
@@ -469,13 +475,15 @@ def _die_with(parent: int) -> None:
 
 
 def drive(settings: Settings, users: Sequence[User],
-          engine_processes: Callable[[], Sequence[psutil.Process] | None], *, processes: bool = False) -> Outcome:
+          engine_processes: Callable[[], Sequence[psutil.Process] | None], *, processes: int = 0) -> Outcome:
     """Run the mix, every (connection, runner, terminal) a virtual user: a thread of this process,
-    or with `processes` a worker process of its own; return the merged results. The connections
-    are opened by the caller, before the clock starts, and closed by it afterwards (a worker's
-    connection is its own while it runs: the caller must not use it meanwhile)."""
+    or with `processes` > 0 a thread of one of that many worker processes (users spread over them
+    in turn); return the merged results. The connections are opened by the caller, before the
+    clock starts, and closed by it afterwards (a worker's connections are its own while it runs:
+    the caller must not use them meanwhile)."""
     run = _Run(settings)
-    crew: _Threads | _Processes = _Processes(run, users) if processes else _Threads(run, users)
+    crew: _Threads | _Processes = (_Processes(run, users, processes) if processes
+                                   else _Threads(run, list(enumerate(users, start=1))))
     try:
         crew.start()
         run.sleep_until(run.window_start, crew.running)
