@@ -1,22 +1,39 @@
-"""Is the oltp driver the bottleneck?
+"""Is the oltp driver the bottleneck, and do worker processes lift it?
 
-tdebench's virtual users are threads of the tdebench process, so their Python work shares one
-interpreter (the GIL). If the driver were the bottleneck, adding users would not add
+tdebench's virtual users on a server are worker processes by default (`virtual_users_as =
+"processes"`); with "threads" they are threads of the tdebench process, whose Python work
+shares one interpreter (the GIL). If the driver were the bottleneck, adding users would not add
 throughput while the server still had CPU to spare. This runs the workload's load test on one
 freshly loaded server database (PostgreSQL by default, or MariaDB) with 1, 2, 4, … virtual
-users at the workload's default settings (stored procedures, no think time) and prints, side
-by side from this one run:
-  - TPM and NOPM (committed transactions and New-Orders per minute of the window);
-  - the server's CPU time (its whole process tree) and the driver's (the tdebench process:
-    every virtual user, the input generator, the histograms, the clock);
+users at the workload's default settings (stored procedures, no think time), each number of
+users with threads and with processes back to back (the order alternating between rounds and
+user counts, so a drift of the machine falls on both alike), and prints, side by side from this
+one run:
+  - TPM and NOPM (committed transactions and New-Orders per minute of the window), and the
+    processes' NOPM over the threads' at the same users and round;
+  - the server's CPU time (its whole process tree) and the driver's (the tdebench process and,
+    with processes, its worker processes: every virtual user, the input generator, the
+    histograms, the clock);
   - the driver's share of all the CPU the benchmark used, its CPU per transaction, and how
-    busy it kept one core (the most a GIL-bound driver can use);
+    many cores it kept busy (threads cannot hold more than about one);
   - the machine's CPU used by both together, of all its cores, and how busy its busiest disk
     was (over the whole run of each step: ramp-up, window and checks), which shows where the
     server spends the time its CPU does not.
+With `--rounds` above 1 each figure is the median over the rounds.
+
+A path may also name another client for the processes, to measure it side by side with
+tdebench's own (PyMySQL; psycopg's binary build, which prepares a statement on the server
+once a connection has run it 5 times):
+  - MariaDB: `processes+mysqlclient` (MySQLdb, libmariadb's C client) and
+    `processes+mariadb-connector` (MariaDB Connector/Python, also C). Neither installs from a
+    wheel on Linux: both build against libmariadb-dev (Debian) with a C compiler, e.g.
+    `python3 -m venv /tmp/drivers && /tmp/drivers/bin/pip install mysqlclient mariadb==1.1.14`,
+    then run this with PYTHONPATH=/tmp/drivers/lib/python3.11/site-packages;
+  - PostgreSQL: `processes+unprepared` (prepare_threshold None: never prepared) and
+    `processes+prepared` (prepare_threshold 0: prepared at its first run).
 
     .venv/bin/python bench/oltp_driver.py [--engine postgres|mariadb] [--users 1 2 4 8 16]
-        [--duration 10] [--warehouses 1] [--client]
+        [--duration 10] [--warehouses 1] [--client] [--rounds 1] [--paths threads processes …]
 """
 
 from __future__ import annotations
@@ -24,20 +41,79 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 from tdebench.engines import get_engine
-from tdebench.engines.base import NONE
+from tdebench.engines.base import NONE, Connection, Database
+from tdebench.engines.mariadb import SCHEMA, MariaDBConnection
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.results import TrialKey
 from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext
-from tdebench.workloads.oltp.workload import LOAD, OPTIONS, OltpWorkload
+from tdebench.workloads.oltp.workload import LOAD, OPTIONS, PROCESSES, THREADS, OltpWorkload
+
+Row = dict[str, float]
+CLIENTS = {"mariadb": ("mysqlclient", "mariadb-connector"), "postgres": ("unprepared", "prepared")}
+_DEADLOCKS = (1213, 1205)  # what the workload retries on MariaDB (errors.py), whichever client raised it
+
+
+class _TranslatedConnection(MariaDBConnection):
+    """A C client's connection that raises a lost race as PyMySQL would, so that the workload
+    retries it as it does PyMySQL's."""
+
+    def _run(self, method: Any, *args: Any) -> Any:
+        import pymysql
+
+        try:
+            return method(*args)
+        except Exception as exc:
+            code = getattr(exc, "errno", None) or (exc.args[0] if exc.args else None)
+            if code in _DEADLOCKS:
+                raise pymysql.err.OperationalError(code, str(exc)) from exc
+            raise
+
+
+class _Client:
+    """The database, its connections opened by another client: the workload sees no difference."""
+
+    def __init__(self, database: Database, connect: Callable[[], Connection]) -> None:
+        self._database = database
+        self.connect = connect
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._database, name)
+
+
+def _connector(database: Any, client: str) -> Callable[[], Connection]:
+    """How `client` opens a connection to `database` (a bench's own server: its password is read
+    from the object, never printed)."""
+    if client in ("unprepared", "prepared"):
+        def prepared() -> Connection:
+            conn = database.connect()
+            conn.raw.prepare_threshold = None if client == "unprepared" else 0
+            return conn
+        return prepared
+    login = {"unix_socket": str(database.socket), "user": "root", "password": database._password.hex(),
+             "database": SCHEMA, "autocommit": True}
+    if client == "mysqlclient":
+        import MySQLdb
+
+        return lambda: _TranslatedConnection(MySQLdb.connect(charset="utf8mb4", **login))
+    import mariadb
+
+    return lambda: _TranslatedConnection(mariadb.connect(**login))
+
+
+def _path_choices(engine: str) -> Sequence[str]:
+    return (THREADS, PROCESSES, *(f"{PROCESSES}+{client}" for client in CLIENTS[engine]))
 
 
 def main() -> None:
@@ -48,13 +124,22 @@ def main() -> None:
     parser.add_argument("--rampup", type=float, default=2.0)
     parser.add_argument("--warehouses", type=int, default=1)
     parser.add_argument("--client", action="store_true", help="client-side statements instead of procedures")
+    parser.add_argument("--rounds", type=int, default=1, help="times each (users, path) runs; medians printed")
+    parser.add_argument("--paths", nargs="+", default=[THREADS, PROCESSES],
+                        help="the virtual users' paths to compare: threads, processes, and (MariaDB) "
+                             "processes+mysqlclient, processes+mariadb-connector or (PostgreSQL) "
+                             "processes+unprepared, processes+prepared")
     parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "tdebench" / "data")
     args = parser.parse_args()
+    unknown = [path for path in args.paths if path not in _path_choices(args.engine)]
+    if unknown:
+        parser.error(f"no path {unknown[0]!r} on {args.engine}; valid: {', '.join(_path_choices(args.engine))}")
 
     root = Path(tempfile.mkdtemp(prefix="tdebench-bench-"))  # below /tmp: the postgres user can enter it
     root.chmod(0o711)
     engine = get_engine(args.engine)
     database = engine.provision(root / "db", NONE, None)
+    results: dict[tuple[int, str], list[Row]] = {}
     try:
         (root / "db").mkdir()
         workload = OltpWorkload()
@@ -65,29 +150,35 @@ def main() -> None:
                             processes=database.engine_processes)
         defaults = {name: option.default for name, option in OPTIONS.items()}
 
-        def context(users: int) -> RunContext:
+        def context(users: int, path: str) -> RunContext:
+            users_as, _, client = path.partition("+")
             options = defaults | {"virtual_users": users, "duration_s": args.duration, "rampup_s": args.rampup,
-                                  "procedures": not args.client}
-            return RunContext(database=database, dialect=engine.dialect, recorder=recorder,
+                                  "procedures": not args.client, "virtual_users_as": users_as}
+            used: Any = _Client(database, _connector(database, client)) if client else database
+            return RunContext(database=used, dialect=engine.dialect, recorder=recorder,
                               scale=args.warehouses, streams=1, data_dir=args.data_dir, options=options)
 
         database.create()
         conn = database.connect()
         print(f"loading {args.warehouses} warehouse(s) into {engine.version()} …", flush=True)
-        workload.load(context(1), conn)
-        rows = []
-        for users in args.users:
-            disks, started = psutil.disk_io_counters(perdisk=True), time.perf_counter()
-            workload.run(LOAD, context(users), conn, warmup=False)
-            mix = dict([m for m in read_run(store.directory).measurements if m.step == "mix"][-1].metrics)
-            mix["disk_busy"] = _busiest(disks, psutil.disk_io_counters(perdisk=True), time.perf_counter() - started)
-            rows.append((users, mix))
-            print(f"  {users} users: {mix['committed'] / mix['elapsed_s'] * 60:,.0f} TPM", flush=True)
+        workload.load(context(1, THREADS), conn)
+        for round_ in range(args.rounds):
+            for index, users in enumerate(args.users):
+                paths = args.paths if (round_ + index) % 2 == 0 else list(reversed(args.paths))
+                for path in paths:
+                    disks, started = psutil.disk_io_counters(perdisk=True), time.perf_counter()
+                    workload.run(LOAD, context(users, path), conn, warmup=False)
+                    mix = dict([m for m in read_run(store.directory).measurements if m.step == "mix"][-1].metrics)
+                    mix["disk_busy"] = _busiest(disks, psutil.disk_io_counters(perdisk=True),
+                                                time.perf_counter() - started)
+                    results.setdefault((users, path), []).append(mix)
+                    print(f"  round {round_ + 1}, {users} users, {path}: "
+                          f"{mix['new_orders'] / mix['elapsed_s'] * 60:,.0f} NOPM", flush=True)
         conn.close()
     finally:
         database.close()
         shutil.rmtree(root, ignore_errors=True)
-    _print(args, rows)
+    _print(args, results)
 
 
 def _busiest(before: dict, after: dict, seconds: float) -> float:
@@ -96,31 +187,55 @@ def _busiest(before: dict, after: dict, seconds: float) -> float:
     return max(busy, default=0) / 1000 / seconds
 
 
-def _print(args: argparse.Namespace, rows: list[tuple[int, dict[str, float]]]) -> None:
+def _figures(mix: Row, cores: int) -> Row:
+    """One run's figures, as the table shows them."""
+    minutes = mix["elapsed_s"] / 60
+    server, driver = mix["cpu_s"], mix["driver_cpu_s"]
+    return {"tpm": mix["committed"] / minutes, "nopm": mix["new_orders"] / minutes, "server": server,
+            "driver": driver, "share": driver / (server + driver) if server + driver else 0.0,
+            "per_txn": driver / max(mix["committed"], 1) * 1e6, "driver_cores": driver / mix["elapsed_s"],
+            "machine": (server + driver) / mix["elapsed_s"] / cores, "disk": mix["disk_busy"]}
+
+
+def _median(runs: list[Row], cores: int) -> Row:
+    figures = [_figures(mix, cores) for mix in runs]
+    return {name: statistics.median(f[name] for f in figures) for name in figures[0]}
+
+
+def _print(args: argparse.Namespace, results: dict[tuple[int, str], list[Row]]) -> None:
     cores = os.cpu_count() or 1
     mode = "client-side statements" if args.client else "stored procedures"
-    print(f"\n{args.engine}, W={args.warehouses}, {mode}, {args.duration:g} s windows, {cores} cores\n")
-    header = ("users", "TPM", "NOPM", "server CPU s", "driver CPU s", "driver share", "driver µs/txn",
-              "driver core busy", "machine CPU", "disk busy")
+    rounds = f"median of {args.rounds} rounds" if args.rounds > 1 else "1 round"
+    print(f"\n{args.engine}, W={args.warehouses}, {mode}, {args.duration:g} s windows, {cores} cores, {rounds}\n")
+    baseline = args.paths[0]
+    header = ("users", "path", "TPM", "NOPM", f"NOPM vs {baseline}", "server CPU s", "driver CPU s", "driver share",
+              "driver µs/txn", "driver cores busy", "machine CPU", "disk busy")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    shares, nopms, busy = [], [], []
-    for users, mix in rows:
-        minutes = mix["elapsed_s"] / 60
-        server, driver = mix["cpu_s"], mix["driver_cpu_s"]
-        share = driver / (server + driver) if server + driver else 0.0
-        shares.append(share)
-        busy.append(driver / mix["elapsed_s"])
-        nopms.append(mix["new_orders"] / minutes)
-        print(f"| {users} | {mix['committed'] / minutes:,.0f} | {nopms[-1]:,.0f} | {server:.2f} | {driver:.2f} "
-              f"| {share:.0%} | {driver / max(mix['committed'], 1) * 1e6:,.0f} "
-              f"| {driver / mix['elapsed_s']:.0%} | {(server + driver) / mix['elapsed_s'] / cores:.0%} "
-              f"| {mix['disk_busy']:.0%} |")
-    best = max(range(len(rows)), key=lambda i: nopms[i])
-    print(f"\nNOPM from {nopms[0]:,.0f} with {rows[0][0]} user(s) to its peak of {nopms[best]:,.0f} with "
-          f"{rows[best][0]} users ({nopms[best] / nopms[0]:.1f}×); the driver's share of the CPU stayed "
-          f"between {min(shares):.0%} and {max(shares):.0%}, and it kept one core at most "
-          f"{max(busy):.0%} busy.")
+    ratios: dict[str, dict[int, list[float]]] = {}
+    for users in args.users:
+        for path in args.paths:
+            row = _median(results[(users, path)], cores)
+            ratio = ""
+            if path != baseline:
+                # per round, this path's NOPM over the first path's of the same round
+                pairs = [b["new_orders"] / b["elapsed_s"] / (a["new_orders"] / a["elapsed_s"])
+                         for a, b in zip(results[(users, baseline)], results[(users, path)]) if a["new_orders"]]
+                if pairs:
+                    ratios.setdefault(path, {})[users] = pairs
+                    ratio = f"{statistics.median(pairs):.2f}×"
+            print(f"| {users} | {path} | {row['tpm']:,.0f} | {row['nopm']:,.0f} | {ratio} | {row['server']:.2f} "
+                  f"| {row['driver']:.2f} | {row['share']:.0%} | {row['per_txn']:,.0f} | {row['driver_cores']:.2f} "
+                  f"| {row['machine']:.0%} | {row['disk']:.0%} |")
+    print()
+    for path, by_users in ratios.items():
+        print(f"NOPM of {path} over {baseline}, per users: " + ", ".join(
+            f"{users}: {statistics.median(pairs):.2f}×" for users, pairs in by_users.items()))
+    for path in args.paths:
+        nopms = {users: _median(results[(users, path)], cores)["nopm"] for users in args.users}
+        first, best = args.users[0], max(nopms, key=lambda users: nopms[users])
+        print(f"{path}: NOPM from {nopms[first]:,.0f} with {first} user(s) to its peak of {nopms[best]:,.0f} "
+              f"with {best} users ({nopms[best] / nopms[first]:.1f}×).")
 
 
 if __name__ == "__main__":

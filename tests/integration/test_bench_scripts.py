@@ -56,11 +56,14 @@ def test_verify_scan_prints_every_speed() -> None:
                      out, re.M), out
 
 
-def test_oltp_driver_prints_its_table_for_a_server() -> None:
+def test_oltp_driver_prints_threads_and_processes_side_by_side() -> None:
     out = run("oltp_driver.py", "--engine", "postgres", "--users", "1", "2", "--duration", "1", "--rampup", "0.3",
               timeout=180)
-    assert re.search(r"^\| 1 \| [\d,]+ \| [\d,]+ \|", out, re.M) and re.search(r"^\| 2 \| ", out, re.M), out
-    assert "NOPM from" in out
+    for users in (1, 2):
+        assert re.search(rf"^\| {users} \| threads \| [\d,]+ \| [\d,]+ \|  \|", out, re.M), out
+        assert re.search(rf"^\| {users} \| processes \| [\d,]+ \| [\d,]+ \| \d+\.\d\d× \|", out, re.M), out
+    assert "NOPM of processes over threads, per users: 1: " in out
+    assert "threads: NOPM from" in out and "processes: NOPM from" in out
 
 
 def test_paired_intervals_prints_every_method_for_every_row() -> None:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -51,6 +52,23 @@ tests = ["power"]
 '''
 
 
+OLTP_PLAN = '''name = "interrupted-oltp"
+repetitions = 1
+warmups = 0
+
+[[engines]]
+name = "mariadb"
+
+[[workloads]]
+name = "oltp"
+scale = 1
+tests = ["load"]
+virtual_users = 3
+rampup_s = 1
+duration_s = 120
+'''
+
+
 def users_of(directory: Path) -> list[psutil.Process]:
     """Processes whose command line names `directory` (servers and gocryptfs started for it)."""
     found = []
@@ -72,30 +90,75 @@ def test_ctrl_c_during_a_trial_cleans_up_everything(tmp_path: Path, wait_for: st
 
 
 def check_interrupt(tmp_path: Path, work: Path, wait_for: str) -> None:
-    (tmp_path / "plan.toml").write_text(PLAN)
-    exe = Path(sys.executable).with_name("tdebench")
-    run = subprocess.Popen([exe, "run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"),
-                            "--work-dir", str(work), "--quiet"], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 240
-        while not any(p.name() == wait_for for p in users_of(work)):
-            assert run.poll() is None, run.stdout.read()
-            assert time.monotonic() < deadline, f"no {wait_for} started within 240 s"
-            time.sleep(0.2)
-        time.sleep(1.0)  # inside the trial, with the server (and, for postgres, the mount) up
-        run.send_signal(signal.SIGINT)
-        output, _ = run.communicate(timeout=120)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-    assert run.returncode == 130, output
+    code, output = interrupt_when(tmp_path, work, PLAN, lambda _: any(p.name() == wait_for for p in users_of(work)),
+                                  f"{wait_for} started")
+    assert code == 130, output
     assert "interrupted" in output
     assert users_of(work) == [], "a server or gocryptfs outlived the run"
     assert mounts_under(work) == []
     assert list(work.iterdir()) == [], "a workspace outlived the run"
     assert (tmp_path / "out" / "report.html").is_file()  # the finished trials are reported
+
+
+def interrupt_when(tmp_path: Path, work: Path, plan: str, ready: Callable[[int], bool], what: str,
+                   group: bool = False) -> tuple[int, str]:
+    """Run `plan`, wait (240 s at most) until `ready(tdebench's pid)`, a second more (inside the
+    trial), then SIGINT: to tdebench, or with `group` to its whole process group, as a terminal's
+    Ctrl-C does. Its exit code and output."""
+    (tmp_path / "plan.toml").write_text(plan)
+    exe = Path(sys.executable).with_name("tdebench")
+    run = subprocess.Popen([exe, "run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"),
+                            "--work-dir", str(work), "--quiet"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=group)
+    try:
+        deadline = time.monotonic() + 240
+        while not ready(run.pid):
+            assert run.poll() is None, run.stdout.read() if run.stdout else ""
+            assert time.monotonic() < deadline, f"no {what} within 240 s"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        if group:
+            os.killpg(run.pid, signal.SIGINT)
+        else:
+            run.send_signal(signal.SIGINT)
+        output, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    return run.returncode, output
+
+
+def test_ctrl_c_during_a_multi_process_oltp_run_leaves_no_worker_process(tmp_path: Path) -> None:
+    """Ctrl-C as a terminal sends it: SIGINT to tdebench's whole process group, its oltp worker
+    processes included; the run ends 130 and no worker (nor server) is left."""
+    workers: list[psutil.Process] = []
+    expected = min(3, len(os.sched_getaffinity(0)))  # one per CPU, no more than the 3 users
+
+    def all_workers(pid: int) -> bool:
+        workers[:] = _forks_of(psutil.Process(pid))
+        return len(workers) >= expected
+
+    with server_reachable_dir("tdebench-interrupt-oltp-") as work:
+        code, output = interrupt_when(tmp_path, work, OLTP_PLAN, all_workers, f"{expected} oltp worker processes",
+                                      group=True)
+        assert code == 130, output
+        assert [w.pid for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE] == [], \
+            "an oltp worker process outlived the run"
+        assert users_of(work) == [] and list(work.iterdir()) == []
+
+
+def _forks_of(parent: psutil.Process) -> list[psutil.Process]:
+    """`parent`'s children running its own command line: its forked workers (a setup tool that
+    just ended, a zombie until reaped, is passed over)."""
+    forks = []
+    for child in parent.children():
+        try:
+            if child.cmdline() == parent.cmdline():
+                forks.append(child)
+        except psutil.Error:
+            continue
+    return forks
 
 
 def test_a_work_dir_the_postgres_user_cannot_enter_is_refused_before_the_run(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.oltp import checks, procedures, transactions
 from tdebench.workloads.oltp.driver import Settings, drive
-from tdebench.workloads.oltp.inputs import KINDS, MIX, PAYMENT, Customer, Payment
+from tdebench.workloads.oltp.inputs import KINDS, MIX, NEW_ORDER, PAYMENT, Constants, Customer, Payment, Terminal
 from tdebench.workloads.oltp.workload import LOAD, OPTIONS, STRESS, OltpWorkload
 from workspaces import server_reachable_dir
 
@@ -132,6 +132,39 @@ def test_client_side_statements_run_on_every_engine(loaded: Loaded) -> None:
     measurements = loaded.run(LOAD, procedures=False)
     _assert_a_good_run(measurements, users=2)
     assert _step(measurements, "mix").metrics["procedures"] == 0.0
+
+
+def test_worker_processes_count_exactly_the_new_orders_the_database_has(loaded: Loaded) -> None:
+    """Four users in two worker processes: their merged count of committed New-Orders is the
+    database's own, by d_next_o_id and by the orders table, and the window's merged counts add up."""
+    if loaded.database.server_user is None:
+        pytest.skip("an embedded engine's users are threads")
+    dialect = loaded.engine.dialect
+    users = [loaded.database.connect() for _ in range(4)]
+    try:
+        runs = []
+        for number, user in enumerate(users, start=1):
+            for statement in transactions.dialect(dialect).session:
+                user.execute(statement)
+            runs.append((user, procedures.server_side(user, dialect),
+                         Terminal.for_user(number, 1, Constants.from_seed(SEED), SEED, LOAD)))
+        ids_before, orders_before = checks.next_order_ids(loaded.conn), _orders(loaded.conn)
+        outcome = drive(Settings(virtual_users=4, rampup_s=0.3, duration_s=2.0, transactions=0, interval_s=0.5,
+                                 max_retries=100), runs, loaded.database.engine_processes, processes=2)
+    finally:
+        for user in users:
+            user.close()
+    assert not outcome.errors and not outcome.gave_up
+    grown = checks.next_order_ids(loaded.conn) - ids_before
+    assert grown == outcome.new_orders_total == _orders(loaded.conn) - orders_before
+    assert 0 < outcome.tallies[NEW_ORDER].committed <= grown
+    assert sum(sum(i.committed.values()) for i in outcome.intervals) == outcome.committed
+    assert outcome.driver_cpu_s > 0 and checks.consistency(loaded.conn) == []
+
+
+def _orders(conn: Connection) -> int:
+    ((count,),) = conn.execute("SELECT count(*) FROM orders")
+    return int(count)
 
 
 class OnePayment:

@@ -5,19 +5,24 @@ broken database, the data generator's rules and the plan keys."""
 
 from __future__ import annotations
 
+import os
+import pickle
 import random
+import signal
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pytest
 
 from tdebench.engines.base import QueryTimeout
 from tdebench.plan import PlanError, parse_plan
 from tdebench.workloads.oltp import checks, data, schema
-from tdebench.workloads.oltp.driver import Settings, drive
+from tdebench.workloads.oltp.driver import Settings, UserLog, WorkerFailed, _merge, _Run, drive
 from tdebench.workloads.oltp.errors import ROLLBACK_MARKER, classify
 from tdebench.workloads.oltp.histogram import Histogram
 from tdebench.workloads.oltp.inputs import (DELIVERY, KINDS, MIX, NEW_ORDER, PAYMENT, UNUSED_ITEM, Constants,
@@ -212,15 +217,18 @@ def fake_run(fail_first: dict[str, int] | None = None, error: type[Exception] | 
     return run
 
 
-def run_fake(settings_: Settings, run) -> tuple[Any, list[FakeConnection]]:
+def run_fake(settings_: Settings, run, processes: int = 0, terminals: list | None = None
+             ) -> tuple[Any, list[FakeConnection]]:
     connections = [FakeConnection() for _ in range(settings_.virtual_users)]
-    users = [(conn, run, terminal(user=n)) for n, conn in enumerate(connections, start=1)]
-    return drive(settings_, users, lambda: None), connections
+    users = [(conn, run, terminals[n - 1] if terminals else terminal(user=n))
+             for n, conn in enumerate(connections, start=1)]
+    return drive(settings_, users, lambda: None, processes=processes), connections
 
 
-def test_duration_mode_counts_the_window_and_its_intervals() -> None:
+@pytest.mark.parametrize("processes", [0, 2, 3], ids=["threads", "2-processes", "a-process-each"])
+def test_duration_mode_counts_the_window_and_its_intervals(processes: int) -> None:
     outcome, _ = run_fake(Settings(virtual_users=3, rampup_s=0.2, duration_s=0.6, transactions=0,
-                                   interval_s=0.25, max_retries=5), fake_run())
+                                   interval_s=0.25, max_retries=5), fake_run(), processes)
     assert outcome.window_s == pytest.approx(0.6)
     assert [round(i.elapsed_s, 6) for i in outcome.intervals] == [0.25, 0.25, 0.1]
     assert sum(sum(i.committed.values()) for i in outcome.intervals) == outcome.committed > 0
@@ -229,9 +237,11 @@ def test_duration_mode_counts_the_window_and_its_intervals() -> None:
     assert not outcome.errors and outcome.driver_cpu_s > 0 and "cpu_s" in outcome.engine
 
 
-def test_count_mode_ends_the_window_at_the_nth_commit() -> None:
+@pytest.mark.parametrize("processes", [0, 2], ids=["threads", "processes"])
+def test_count_mode_ends_the_window_at_the_nth_commit(processes: int) -> None:
+    """In worker processes too: the tickets are handed out once over all of them."""
     outcome, _ = run_fake(Settings(virtual_users=2, rampup_s=0.0, duration_s=60, transactions=150,
-                                   interval_s=1.0, max_retries=5), fake_run())
+                                   interval_s=1.0, max_retries=5), fake_run(), processes)
     assert outcome.committed == 150
     assert outcome.window_s < 10
 
@@ -248,6 +258,116 @@ def test_conflicts_are_retried_and_counted_and_errors_counted_by_type() -> None:
         outcome.errors_outside["KeyError"]
     assert "delivery: KeyError" in outcome.first_errors["KeyError"]
     assert connections[0].rollbacks == 3 + errors["KeyError"]  # every failed attempt rolled back
+
+
+def test_worker_processes_retry_count_errors_and_send_their_first_messages() -> None:
+    outcome, _ = run_fake(
+        Settings(virtual_users=2, rampup_s=0.0, duration_s=0.5, transactions=0, interval_s=1.0, max_retries=5),
+        fake_run(fail_first={PAYMENT: 3}, error=KeyError), processes=2)
+    # each worker process has its own copy of the fake's failure budget: 3 conflicts in each
+    assert outcome.tallies[PAYMENT].retries == Counter({"write conflict": 6})
+    assert set(outcome.errors) == {"KeyError"} and "delivery: KeyError" in outcome.first_errors["KeyError"]
+
+
+def _user_log(seed: int) -> UserLog:
+    rng = random.Random(seed)
+    log = UserLog()
+    for kind in KINDS:
+        tally = log.tallies[kind]
+        tally.committed, tally.rollbacks = rng.randrange(100), rng.randrange(3)
+        tally.retries.update({"deadlock": rng.randrange(4)})
+        tally.errors.update({"KeyError": rng.randrange(2)})
+        for _ in range(tally.committed + tally.rollbacks):
+            tally.latency.add(rng.lognormvariate(-6, 1))
+        log.committed_all[kind] = tally.committed + rng.randrange(10)
+    log.intervals = {i: Counter({NEW_ORDER: rng.randrange(50)}) for i in range(3)}
+    log.errors_outside["KeyError"] = seed
+    log.first_errors["KeyError"] = f"from user {seed}"
+    return log
+
+
+def test_user_logs_merge_exactly_after_crossing_a_pipe() -> None:
+    """What a worker sends (a pickled UserLog) merges into the same outcome as the log itself:
+    every count adds up, every histogram bucket too."""
+    logs = [_user_log(seed) for seed in (1, 2, 3)]
+    state = _Run(Settings(virtual_users=3, rampup_s=0.0, duration_s=1.0, transactions=0, interval_s=0.4,
+                          max_retries=5))
+    state.begin(0)
+    assert state.window_end == 10**9
+    direct = _merge(state, state.window_end, logs, {"cpu_s": 1.0}, 0.5)
+    piped = _merge(state, state.window_end, [pickle.loads(pickle.dumps(log)) for log in logs], {"cpu_s": 1.0}, 0.5)
+    assert piped == direct
+    for kind in KINDS:
+        merged = direct.tallies[kind]
+        assert merged.committed == sum(log.tallies[kind].committed for log in logs)
+        assert merged.retries == sum((log.tallies[kind].retries for log in logs), Counter())
+        assert merged.latency.counts == sum((log.tallies[kind].latency.counts for log in logs), Counter())
+        assert merged.latency.count == merged.committed + merged.rollbacks
+        assert merged.latency.max_s == max(log.tallies[kind].latency.max_s for log in logs)
+    assert direct.committed_all == sum((log.committed_all for log in logs), Counter())
+    assert [round(i.elapsed_s, 9) for i in direct.intervals] == [0.4, 0.4, 0.2]
+    assert [i.committed[NEW_ORDER] for i in direct.intervals] == [
+        sum(log.intervals[i][NEW_ORDER] for log in logs) for i in range(3)]
+    assert direct.errors["KeyError"] == sum(t.errors["KeyError"] for t in direct.tallies.values()) + 6
+    assert direct.first_errors == {"KeyError": "from user 1"}
+
+
+class CrashingTerminal:
+    """A terminal that fails (a bug, not a database error) after `after` transactions, once its
+    process has written its pid down, so the test can look for it afterwards."""
+
+    def __init__(self, pids: Path, after: int | None) -> None:
+        self.pids, self.after, self.inner = pids, after, terminal()
+
+    def kind(self) -> str:
+        (self.pids / str(os.getpid())).touch()
+        if self.after is not None:
+            self.after -= 1
+            if self.after < 0:
+                raise RuntimeError("a bug in a virtual user")
+        return self.inner.kind()
+
+    def next(self, kind: str) -> Any:
+        return self.inner.next(kind)
+
+
+def _assert_no_worker_left(pids: Path, children_before: set[int]) -> None:
+    workers = {int(path.name) for path in pids.iterdir()} - {os.getpid()}
+    assert workers, "no worker process ran"
+    assert not [pid for pid in workers if psutil.pid_exists(pid)], "a worker process outlived the run"
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= children_before
+
+
+def test_a_crashing_worker_fails_the_run_and_leaves_no_worker_process(tmp_path: Path) -> None:
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    terminals = [CrashingTerminal(tmp_path, None), CrashingTerminal(tmp_path, 20), CrashingTerminal(tmp_path, None)]
+    started = time.monotonic()
+    # users 1 and 3 share worker 1, user 2 has worker 2
+    with pytest.raises(WorkerFailed, match=r"worker process 2 crashed:(.|\n)*RuntimeError: a bug in a virtual user"):
+        run_fake(Settings(virtual_users=3, rampup_s=0.0, duration_s=30.0, transactions=0, interval_s=1.0,
+                          max_retries=5), fake_run(), processes=2, terminals=terminals)
+    assert time.monotonic() - started < 10  # the crash stopped the run, not the window's end
+    _assert_no_worker_left(tmp_path, before)
+
+
+def test_ctrl_c_during_a_multi_process_run_leaves_no_worker_process(tmp_path: Path) -> None:
+    """Ctrl-C reaches the terminal's whole process group: the driver and every worker get SIGINT;
+    the workers ignore it, the driver stops them and raises KeyboardInterrupt."""
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+
+    def ctrl_c() -> None:
+        time.sleep(0.8)
+        for pid in [int(path.name) for path in tmp_path.iterdir()] + [os.getpid()]:
+            os.kill(pid, signal.SIGINT)
+
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_fake(Settings(virtual_users=4, rampup_s=0.2, duration_s=30.0, transactions=0, interval_s=1.0,
+                          max_retries=5), fake_run(), processes=2,
+                 terminals=[CrashingTerminal(tmp_path, None) for _ in range(4)])
+    assert time.monotonic() - started < 10
+    _assert_no_worker_left(tmp_path, before)
 
 
 def test_a_transaction_that_keeps_failing_is_an_error_after_max_retries() -> None:
@@ -380,5 +500,11 @@ def test_plan_keys_are_typed_defaulted_and_split_by_test() -> None:
     assert settings(STRESS, custom).duration_s == 1800 and custom["procedures"] is False
     with pytest.raises(PlanError, match="virtual_users = 0 is out of range: 1 to 256"):
         parse_plan(PLAN + "virtual_users = 0\n", "p.toml")
+    assert options["virtual_users_as"] == "processes"
+    assert parse_plan(PLAN + 'virtual_users_as = "threads"\n').workloads[0].option_values()["virtual_users_as"] \
+        == "threads"
+    with pytest.raises(PlanError) as bad:
+        parse_plan(PLAN + 'virtual_users_as = "forks"\n', "p.toml")
+    assert "p.toml:7" in str(bad.value) and "forks" in str(bad.value) and "processes, threads" in str(bad.value)
     with pytest.raises(PlanError, match="p.toml:6: scale 1.5 is not a whole number; oltp's scale counts"):
         parse_plan(PLAN.replace("scale = 2", "scale = 1.5"), "p.toml")

@@ -132,3 +132,65 @@ def test_adaptive_repetitions_wait_on_tpm_and_nopm_too(run_dir: Path) -> None:
     # the load's elapsed time is the same in every trial (no interval); TPM/NOPM have one
     assert label.startswith("sqlite aes-256-cbc oltp W=1 ") and label.endswith((" mix tpm", " mix nopm"))
     assert 0 < width < 1
+
+
+SERVER_PLAN = PLAN.replace('name = "sqlite"', 'name = "mariadb"')
+
+
+def _server_run(directory: Path, driver_cpu_s: float, server_cpu_s: float, worker_processes: float | None) -> Path:
+    """A MariaDB run on 2 cores whose 30-s windows used `server_cpu_s` and `driver_cpu_s`."""
+    store = ResultStore(directory)
+    store.start(SERVER_PLAN, {"logical_cores": 2})
+    for repetition in range(1, REPETITIONS + 1):
+        for encryption, factor in FACTORS.items():
+            trial = TrialKey("mariadb", encryption, "oltp", 1.0, repetition)
+            for record in _run_records(trial, "load", factor):
+                if record.step == "mix":
+                    extra = {"cpu_s": server_cpu_s * (1 + 0.1 * (encryption != "none")), "driver_cpu_s": driver_cpu_s}
+                    if worker_processes is not None:
+                        extra["worker_processes"] = worker_processes
+                    record = Measurement(trial, record.test, record.step, record.metrics | extra)
+                if record.step != "consistency" or record.answer == "ok":
+                    store.append(record)
+            store.append(TrialOutcome(trial, "ok", cache="warm", cache_dropped=False, elapsed_s=40.0))
+    return directory
+
+
+def test_a_client_bound_server_run_is_found_and_its_cpu_shares_reported(tmp_path: Path) -> None:
+    """The driver used 24 of 60 CPU seconds: 40% of 2 cores; the server 30 (33) s: 50% (55%)."""
+    run = read_run(_server_run(tmp_path, driver_cpu_s=24.0, server_cpu_s=30.0, worker_processes=None))
+    rows = {r["encryption"]: r for r in oltp.throughput_table(run).rows}
+    assert rows["none"]["driver_cpu_pct"] == pytest.approx(40.0)
+    assert rows["none"]["server_cpu_pct"] == pytest.approx(50.0)
+    assert rows["aes-256-cbc"]["server_cpu_pct"] == pytest.approx(55.0)
+    assert rows["none"]["users_as"] == "threads"  # a run from before worker_processes was recorded
+    section = oltp.section(run, summary_records(run))
+    assert section is not None and [b.title for b in section.blocks] == [
+        "OLTP throughput", "OLTP saturation", "OLTP latency"]
+    saturation = section.blocks[1].parts[0].table.rows
+    assert [r["machine_cpu_pct"] for r in saturation] == pytest.approx([90.0, 95.0])
+    assert ("OLTP on mariadb (W=1), load test (2 users as threads): the server was not the bottleneck — the "
+            "client used 40% of the machine's CPU (the server 50–55%, the client 40%, of 2 cores); the TPM "
+            "overhead of encryption may be understated.") in section.findings
+
+
+@pytest.mark.parametrize("driver_cpu_s, server_cpu_s, found", [
+    (6.0, 50.0, False),  # the client 10%, the server 83–92%: the server set the pace
+    (6.0, 24.0, True),  # the client 10%, the server 40–44%: half the machine idle
+])
+def test_an_idle_machine_is_found_and_a_saturated_server_is_not(tmp_path: Path, driver_cpu_s: float,
+                                                                 server_cpu_s: float, found: bool) -> None:
+    run = read_run(_server_run(tmp_path, driver_cpu_s, server_cpu_s, worker_processes=2.0))
+    section = oltp.section(run, summary_records(run))
+    assert section is not None
+    sentences = [f for f in section.findings if "not the bottleneck" in f]
+    assert bool(sentences) == found
+    if found:
+        assert "(2 users as processes)" in sentences[0] and "left 46–50% of the machine's CPU idle" in sentences[0]
+
+
+def test_an_embedded_run_has_no_saturation_table(run_dir: Path) -> None:
+    run = read_run(run_dir)
+    section = oltp.section(run, summary_records(run))
+    assert section is not None and "OLTP saturation" not in [b.title for b in section.blocks]
+    assert not [f for f in section.findings if "bottleneck" in f]

@@ -6,6 +6,13 @@ TPM and NOPM are derived here from the raw records of each measured run (committ
 transactions and New-Orders ÷ the window's minutes) and summarised with stats.py exactly as
 every other figure is; latency percentiles come from each run's histogram, and the table
 shows their median over the repetitions.
+
+Saturation: on a server, each run's `cpu_s` (the server's process tree) and `driver_cpu_s`
+(tdebench and its worker processes) over the window, as a share of the machine's CPU
+(`logical_cores` of environment.json), median over the repetitions. When the client took a
+large share, or the two together left much of the machine idle, the server was not the
+bottleneck: encryption's extra server work could hide in its idle time, so the TPM overhead
+may be understated, and the findings say so.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
 from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
@@ -32,6 +40,9 @@ WORKLOAD = "oltp"
 MIX_STEP, INTERVAL_STEP = WINDOW_STEP, "interval"
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
 RATES = PER_MINUTE  # figure → the count it is per minute of
+CPU_SHARES = {"server_cpu_pct": "cpu_s", "driver_cpu_pct": "driver_cpu_s"}  # % of the machine ← CPU seconds
+CLIENT_BOUND_PCT = 20.0  # the driver used at least this much of the machine: the server was not alone in the way
+IDLE_PCT = 30.0  # server and driver left at least this much of the machine idle: the server was not CPU-bound
 
 
 CSV = "oltp.csv"
@@ -43,8 +54,10 @@ def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | Non
     if not any(m.trial.workload == WORKLOAD and m.step == MIX_STEP for m in run.measurements):
         return None
     throughput = throughput_table(run, csv=False)
-    return WorkloadSection(blocks=(block(throughput, figures=throughput_plots(run)), block(latency_table(records))),
-                           csv_name=CSV, csv=throughput_table(run), findings=tuple(findings(throughput.rows)))
+    saturation = saturation_table(throughput.rows)
+    blocks = (block(throughput, figures=throughput_plots(run)),) + ((block(saturation),) if saturation.rows else ())
+    return WorkloadSection(blocks=blocks + (block(latency_table(records)),), csv_name=CSV, csv=throughput_table(run),
+                           findings=tuple(findings(throughput.rows) + saturation_findings(saturation.rows)))
 
 
 def findings(rows: list[dict[str, Any]]) -> list[str]:
@@ -71,8 +84,70 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
     return sentences
 
 
+def saturation_findings(rows: list[dict[str, Any]]) -> list[str]:
+    """One sentence per engine, warehouses and test where, in any encryption's runs (medians),
+    the server was not the bottleneck: the client used CLIENT_BOUND_PCT of the machine or
+    more, or server and client together left IDLE_PCT of it idle."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[(row["engine"], row["warehouses"], row["test"])].append(row)
+    sentences = []
+    for (engine, warehouses, test), group in groups.items():
+        client = [r["driver_cpu_pct"] for r in group]
+        idle = [100 - r["server_cpu_pct"] - r["driver_cpu_pct"] for r in group]
+        if max(client) < CLIENT_BOUND_PCT and max(idle) < IDLE_PCT:
+            continue
+        server = [r["server_cpu_pct"] for r in group]
+        users = group[0]
+        why = (f"the client used {_span(client)} of the machine's CPU" if max(client) >= CLIENT_BOUND_PCT
+               else f"server and client left {_span(idle)} of the machine's CPU idle")
+        sentences.append(f"OLTP on {engine} (W={warehouses:g}), {test} test ({users['virtual_users']:g} users as "
+                         f"{users['users_as']}): the server was not the bottleneck — {why} (the server "
+                         f"{_span(server)}, the client {_span(client)}, of {users['cores']:g} cores); the TPM "
+                         "overhead of encryption may be understated.")
+    return sentences
+
+
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}–{high:.0f}%"
+
+
+def saturation_table(rows: list[dict[str, Any]]) -> Table:
+    """The throughput table's rows that have both CPU shares (servers): how busy the server and
+    the driver kept the machine over the window."""
+    shown = [row | {"machine_cpu_pct": row["server_cpu_pct"] + row["driver_cpu_pct"]} for row in rows
+             if not math.isnan(row.get("server_cpu_pct", math.nan))
+             and not math.isnan(row.get("driver_cpu_pct", math.nan))]
+    columns = (Column("engine", "engine"), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+               Column("encryption", "encryption"), Column("driver", "driver"),
+               num("virtual_users", "users", lambda v: f"{v:g}"), Column("users_as", "users as"),
+               num("tpm", "TPM (median)"), num("server_cpu_pct", "server CPU %", _whole),
+               num("driver_cpu_pct", "driver CPU %", _whole), num("machine_cpu_pct", "both %", _whole))
+    return Table(
+        "OLTP saturation", columns, shown,
+        intro=("Who set the pace: the CPU the server (its whole process tree) and the driver (tdebench "
+               "and its worker processes) used over the measured window, as a share of all the "
+               "machine's cores, median over the repetitions. Encryption costs the server CPU; when the "
+               "server was not the bottleneck, that cost can hide in its idle time and TPM understates it."),
+        note=(f"Users as: each virtual user a worker process of its own (processes) or a thread of tdebench "
+              f"(threads). A finding flags a driver at {CLIENT_BOUND_PCT:g}% of the machine or more, or "
+              f"{IDLE_PCT:g}% of it left idle. Servers only: an embedded engine runs inside the driver."),
+        empty="No oltp run on a server was measured.")
+
+
+def _whole(value: float) -> str:
+    return f"{value:.0f}"
+
+
 def _driver(procedures: set[float]) -> str:
     return {frozenset({1.0}): "procedures", frozenset({0.0}): "client"}.get(frozenset(procedures), "mixed")
+
+
+def _users_as(processes: set[float]) -> str:
+    """From each run's `worker_processes` (0: threads; runs from before it was recorded ran threads)."""
+    kinds = {"processes" if workers > 0 else "threads" for workers in processes}
+    return kinds.pop() if len(kinds) == 1 else "mixed"
 
 
 def throughput_table(run: RunData, csv: bool = True) -> Table:
@@ -82,6 +157,8 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
     of its own (oltp.csv); the report joins them."""
     rates: dict[tuple, dict[str, CellData]] = defaultdict(lambda: defaultdict(CellData))
     facts: dict[tuple, dict[str, set[float]]] = defaultdict(lambda: defaultdict(set))
+    shares: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    cores = float(run.environment.get("logical_cores") or math.nan)
     for m in measured(run):
         if m.trial.workload != WORKLOAD or m.step != MIX_STEP:
             continue
@@ -93,6 +170,10 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
                 rates[key][figure].rounds[m.trial.repetition][(0, m.step)] = value
         for fact in ("procedures", "virtual_users", "retries", "errors"):
             facts[key][fact].add(m.metrics.get(fact, math.nan))
+        facts[key]["worker_processes"].add(m.metrics.get("worker_processes", 0.0))
+        for share, seconds in CPU_SHARES.items():
+            if seconds in m.metrics and m.metrics.get("elapsed_s", 0.0) > 0:
+                shares[key][share].append(100 * m.metrics[seconds] / m.metrics["elapsed_s"] / cores)
     keys = sorted((k for k in rates if rates[k]["tpm"].values),
                   key=lambda k: (k[0], k[1], k[2], k[3] != BASELINE, k[3]))
     groups = [rates[k][figure].values for k in keys for figure in RATES]
@@ -107,7 +188,10 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
         engine, scale, test, encryption = key
         row: dict[str, Any] = {"engine": engine, "warehouses": scale, "test": test, "encryption": encryption,
                                "driver": _driver(facts[key]["procedures"]),
-                               "virtual_users": max(facts[key]["virtual_users"])}
+                               "virtual_users": max(facts[key]["virtual_users"]),
+                               "users_as": _users_as(facts[key]["worker_processes"]), "cores": cores}
+        row.update({share: float(np.median(values)) if (values := shares[key][share]) else math.nan
+                    for share in CPU_SHARES})
         for figure in RATES:
             summary = next(summaries)
             row.update({"n": summary.n, figure: summary.median, f"{figure}_ci_low": summary.ci_low,
@@ -138,6 +222,8 @@ def _csv_table(rows: list[dict[str, Any]]) -> Table:
                     num(f"{figure}_vs_none_pct", f"{figure} vs none %"),
                     num(f"{figure}_vs_none_ci_low", f"{figure} vs none CI low"),
                     num(f"{figure}_vs_none_ci_high", f"{figure} vs none CI high"), num(f"{figure}_p", "p"))
+    columns += (Column("users_as", "users as"), num("server_cpu_pct", "server CPU %"),
+                num("driver_cpu_pct", "driver CPU %"))
     return Table("OLTP throughput", columns + (Column("noisy", "noisy"),), rows)
 
 

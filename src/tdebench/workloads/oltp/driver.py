@@ -1,26 +1,47 @@
-"""Virtual users: one thread and one connection each, running the mix back to back.
+"""Virtual users: one connection each, running the mix back to back, as threads of this
+process or (servers) as threads of worker processes.
 
-Threads, not processes: the key (`Secret`) must not leave this process, DuckDB allows one
-writing process per database file, and each thread spends its time in the database driver
-with the GIL released (DuckDB, SQLite and psycopg release it while a statement runs, PyMySQL
-while it waits on the socket). `bench/oltp_driver.py` measures what the driver costs.
+Threads of one process share one interpreter lock: their Python work (a pure-Python MySQL
+protocol, the inputs, the histograms) takes turns, so together they can never use more than
+about one core, and on a fast server the driver rather than the server could set the pace
+(`bench/oltp_driver.py` measures both). With `processes=N` the users are spread in turn over N
+worker processes (the workload asks for one per CPU), each with an interpreter lock of its
+own. The workers are forked after the caller has opened every connection, each inheriting its
+users' open connections (and the rest of this process's memory): no key, password or
+connection parameter is pickled, sent or written anywhere, and no worker opens a connection of
+its own. Each worker sends its users' `UserLog`s back over a pipe, which are merged exactly as
+the threads' logs are (counts add up, histograms merge bucket by bucket).
+Embedded engines keep threads: they run inside this process, and an open SQLite or DuckDB
+connection cannot cross a fork (DuckDB admits one writing process per database file).
 
-The timeline is fixed before the first user starts: all users run from t0, the ramp-up
+The timeline is fixed before the first user starts: all users run from t0 (worker processes
+receive it together once every one of them is ready: a barrier), the ramp-up
 ends at t0 + rampup_s and the measured window starts there; it ends after duration_s, or
 (count mode) when the window's N-th transaction commits. A transaction belongs to the window
 if it ends inside it; its latency runs from its first attempt's start to its end, retries
-included. Ramp-up transactions warm the caches and are not counted.
+included. Ramp-up transactions warm the caches and are not counted. The stop signal, the
+count mode's tickets and the window's end live in shared memory (`_Shared`), which forked
+workers see as threads do. A worker ignores Ctrl-C (its parent stops it), dies with its
+parent (PR_SET_PDEATHSIG) and is killed if it has not ended JOIN_AFTER_INTERRUPT_S after the
+stop, so no run, finished, failed or interrupted, leaves one behind.
 """
 
 from __future__ import annotations
 
-import itertools
+import ctypes
+import gc
+import multiprocessing
+import os
 import random
+import signal
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection as Pipe
+from multiprocessing.process import BaseProcess
 
 import psutil
 
@@ -34,6 +55,12 @@ from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
 GIVE_UP_AFTER = 10
 """A user that gets this many errors in a row (no retry helps, e.g. a lost connection) stops."""
 JOIN_AFTER_INTERRUPT_S = 30.0
+"""How long a user may take to finish its transaction after the stop before it is abandoned
+(a thread) or killed (a worker process)."""
+READY_TIMEOUT_S = 60.0  # a forked worker says it is ready within this, or the run fails
+POLL_S = 0.01  # how often the driver looks at the clock and the users while it waits
+_FORK = multiprocessing.get_context("fork")
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 @dataclass(frozen=True)
@@ -94,7 +121,7 @@ class Outcome:
     first_errors: dict[str, str]
     gave_up: list[str]
     engine: dict[str, float]  # process counters of the engine over the window (cpu_s, read_bytes, …)
-    driver_cpu_s: float  # CPU time of this process (the driver; embedded engines run in it too)
+    driver_cpu_s: float  # CPU time of this process and its worker processes (embedded engines run in it too)
 
     @property
     def new_orders_total(self) -> int:
@@ -114,6 +141,11 @@ class Outcome:
 
 
 Run = Callable[[str, Inputs], str]
+User = tuple[Connection, Run, Terminal]
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process that crashed (a bug, not a database error), died or would not stop."""
 
 
 def _rollback(conn: Connection) -> None:
@@ -124,25 +156,64 @@ def _rollback(conn: Connection) -> None:
         pass
 
 
+class _Shared:
+    """What the users of one run share while it runs, in shared memory: a worker process forked
+    after it is made reads and writes the same values as a thread does."""
+
+    def __init__(self) -> None:
+        self._stop = _FORK.RawValue(ctypes.c_bool, False)
+        self._window_end = _FORK.RawValue(ctypes.c_longlong, -1)  # -1: not known yet
+        self._tickets = _FORK.Value(ctypes.c_longlong, 0)  # with a lock: count mode's committed transactions
+
+    def stop(self) -> None:
+        self._stop.value = True
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self._stop.value)
+
+    @property
+    def window_end(self) -> int | None:
+        end = self._window_end.value
+        return None if end < 0 else int(end)
+
+    def end_window(self, ns: int) -> None:
+        self._window_end.value = ns
+
+    def ticket(self) -> int:
+        """The next ticket, 0, 1, 2, …, each handed out once over all users."""
+        with self._tickets.get_lock():
+            ticket = int(self._tickets.value)
+            self._tickets.value = ticket + 1
+        return ticket
+
+
 class _Run:
-    """One run of the mix: shared timeline and stop signal, one log per user."""
+    """One run of the mix: the shared timeline and stop signal; each user keeps its own log."""
 
     def __init__(self, settings: Settings, now: Callable[[], int] = time.perf_counter_ns) -> None:
         self.settings = settings
         self.now = now
-        self.t0 = now()
-        self.window_start = self.t0 + round(settings.rampup_s * 1e9)
-        self.window_end: int | None = (None if settings.transactions
-                                       else self.window_start + round(settings.duration_s * 1e9))
+        self.shared = _Shared()
         self.interval_ns = round(settings.interval_s * 1e9)
-        self.stop = threading.Event()
-        self.reached = threading.Event()  # count mode: the window's last transaction committed
-        self.tickets = itertools.count()
+        self.t0 = self.window_start = 0
+
+    def begin(self, t0: int) -> None:
+        """Fix the timeline at t0 (perf_counter_ns is CLOCK_MONOTONIC: one clock for all processes)."""
+        self.t0 = t0
+        self.window_start = t0 + round(self.settings.rampup_s * 1e9)
+        if not self.settings.transactions:
+            self.shared.end_window(self.window_start + round(self.settings.duration_s * 1e9))
+
+    @property
+    def window_end(self) -> int | None:
+        """The window's end; in count mode None until its last transaction commits."""
+        return self.shared.window_end
 
     def user(self, number: int, conn: Connection, run: Run, terminal: Terminal, log: UserLog) -> None:
         jitter = random.Random(number)  # backoff only; the terminal's stream stays the inputs'
         errors_in_a_row = 0
-        while not self.stop.is_set():
+        while not self.shared.stopped:
             kind = terminal.kind()
             inputs = terminal.next(kind)
             began = self.now()
@@ -189,7 +260,7 @@ class _Run:
                 if sum(retries.values()) >= self.settings.max_retries:
                     return None, (f"retries exhausted ({problem.kind})",
                                   f"{kind}: still failing after {self.settings.max_retries} retries: {exc}")
-                if self.stop.is_set():
+                if self.shared.stopped:
                     return None, None
                 retries[problem.kind] += 1
                 # a short random pause, so two colliding users do not collide again at once
@@ -198,62 +269,237 @@ class _Run:
     def _in_window(self, ended: int, committed: bool) -> bool:
         if ended < self.window_start:
             return False
+        window_end = self.shared.window_end
         if not self.settings.transactions:
-            assert self.window_end is not None
-            return ended < self.window_end
-        if self.window_end is not None and ended >= self.window_end:
+            assert window_end is not None, "begin() fixes a duration-mode window's end"
+            return ended < window_end
+        if window_end is not None and ended >= window_end:
             return False
         if not committed:
             return True
-        ticket = next(self.tickets)
+        ticket = self.shared.ticket()
         if ticket == self.settings.transactions - 1:
-            self.window_end = ended
-            self.reached.set()
+            self.shared.end_window(ended)
         return ticket < self.settings.transactions
 
-    def sleep_until(self, deadline_ns: int, threads: Sequence[threading.Thread]) -> None:
-        while (left := deadline_ns - self.now()) > 0 and any(t.is_alive() for t in threads):
-            self.stop.wait(min(left / 1e9, 0.5))
+    def sleep_until(self, deadline_ns: int, running: Callable[[], bool]) -> None:
+        """Until the deadline, or until every user has ended or one has stopped the run."""
+        while (left := deadline_ns - self.now()) > 0 and running() and not self.shared.stopped:
+            time.sleep(min(left / 1e9, POLL_S))
+
+    def wait_for_window_end(self, running: Callable[[], bool]) -> None:
+        """Count mode: until the window's last transaction commits (or the users end, or stop)."""
+        while self.window_end is None and running() and not self.shared.stopped:
+            time.sleep(POLL_S)
 
 
-def drive(settings: Settings, users: Sequence[tuple[Connection, Run, Terminal]],
-          engine_processes: Callable[[], Sequence[psutil.Process] | None]) -> Outcome:
-    """Run the mix with one thread per (connection, runner, terminal) and return the results.
-    The connections are opened by the caller, before the clock starts."""
-    state = _Run(settings)
-    logs = [UserLog() for _ in users]
-    crashed: list[BaseException] = []
+class _Threads:
+    """Every virtual user (numbered) a thread of this process."""
 
-    def body(number: int, conn: Connection, run: Run, terminal: Terminal, log: UserLog) -> None:
-        try:
-            state.user(number, conn, run, terminal, log)
-        except BaseException as exc:  # a bug, not a database error: re-raised below
-            crashed.append(exc)
-            state.stop.set()
+    def __init__(self, run: _Run, users: Sequence[tuple[int, User]]) -> None:
+        self.run = run
+        self.logs = [UserLog() for _ in users]
+        self.crashed: list[BaseException] = []
+        self.threads = [threading.Thread(target=self._body, args=(number, *user, log), name=f"oltp-user-{number}",
+                                         daemon=True)
+                        for (number, user), log in zip(users, self.logs)]
 
-    threads = [threading.Thread(target=body, args=(n, conn, run, terminal, log), name=f"oltp-user-{n}",
-                                daemon=True)
-               for n, ((conn, run, terminal), log) in enumerate(zip(users, logs), start=1)]
-    for thread in threads:
-        thread.start()
-    try:
-        state.sleep_until(state.window_start, threads)
-        before, driver_before = counters.take(engine_processes()), counters.take()
-        if settings.transactions:
-            while not state.reached.wait(0.5) and any(t.is_alive() for t in threads):
-                pass
-        else:
-            assert state.window_end is not None
-            state.sleep_until(state.window_end, threads)
-        after, driver_after = counters.take(engine_processes()), counters.take()
-        window_end = state.window_end if state.window_end is not None else state.now()
-    finally:
-        state.stop.set()
-        for thread in threads:
+    def start(self, t0: int | None = None) -> None:
+        """Start every user at t0 (default: now)."""
+        self.run.begin(self.run.now() if t0 is None else t0)
+        for thread in self.threads:
+            thread.start()
+
+    def running(self) -> bool:
+        return any(thread.is_alive() for thread in self.threads)
+
+    def driver_processes(self) -> list[psutil.Process]:
+        return [psutil.Process()]
+
+    def finish(self) -> list[UserLog]:
+        """Stop the users and return their logs; a user's crash is raised."""
+        self.abandon()
+        if self.crashed:
+            raise self.crashed[0]
+        return self.logs
+
+    def abandon(self) -> None:
+        """Stop the users and wait for them (the run failed or was interrupted)."""
+        self.run.shared.stop()
+        for thread in self.threads:
             thread.join(JOIN_AFTER_INTERRUPT_S)
-    if crashed:
-        raise crashed[0]
-    return _merge(state, window_end, logs, counters.delta(before, after),
+
+    def _body(self, number: int, conn: Connection, run: Run, terminal: Terminal, log: UserLog) -> None:
+        try:
+            self.run.user(number, conn, run, terminal, log)
+        except BaseException as exc:  # a bug, not a database error: raised by finish()
+            self.crashed.append(exc)
+            self.run.shared.stop()
+
+
+class _Processes:
+    """The virtual users spread over forked worker processes, threads in each (module docstring)."""
+
+    def __init__(self, run: _Run, users: Sequence[User], workers: int) -> None:
+        self.run = run
+        numbered = list(enumerate(users, start=1))
+        self.groups = [numbered[i::workers] for i in range(min(workers, len(users)))]  # users spread in turn
+        self.workers: list[tuple[BaseProcess, Pipe]] = []
+        self.begun = False
+        self._processes: list[psutil.Process] = []
+
+    def start(self) -> None:
+        """Fork the workers, wait until every one is ready, then send them all the same t0."""
+        parent = os.getpid()
+        # Python's advice for fork without exec: a worker's garbage collector then leaves the
+        # objects it inherited alone, instead of walking (and so copying) all of this process's heap
+        gc.freeze()
+        try:
+            for number, group in enumerate(self.groups, start=1):
+                ours, theirs = _FORK.Pipe()
+                worker = _FORK.Process(target=_worker, args=(self.run, group, theirs, parent),
+                                       name=f"oltp-worker-{number}", daemon=True)
+                self.workers.append((worker, ours))
+                worker.start()
+                theirs.close()
+        finally:
+            gc.unfreeze()
+        for number, (_, pipe) in enumerate(self.workers, start=1):
+            if not pipe.poll(READY_TIMEOUT_S):
+                raise WorkerFailed(f"oltp worker process {number} was not ready within {READY_TIMEOUT_S:g} s")
+            pipe.recv()
+        self._processes = [psutil.Process(), *(psutil.Process(started.pid) for started, _ in self.workers)]
+        t0 = self.run.now()
+        self.run.begin(t0)
+        for _, pipe in self.workers:
+            pipe.send(t0)
+        self.begun = True
+
+    def running(self) -> bool:
+        return any(worker.is_alive() for worker, _ in self.workers)
+
+    def driver_processes(self) -> list[psutil.Process]:
+        return self._processes
+
+    def finish(self) -> list[UserLog]:
+        """Stop the users and return their logs, received over the pipes; WorkerFailed if a
+        worker crashed, died or did not stop in time (the others are ended all the same)."""
+        self.run.shared.stop()
+        logs: list[UserLog] = []
+        problems: list[str] = []
+        deadline = time.monotonic() + JOIN_AFTER_INTERRUPT_S
+        try:
+            for number, (worker, pipe) in enumerate(self.workers, start=1):
+                received, problem = self._receive(number, worker, pipe, deadline)
+                logs += received
+                if problem:
+                    problems.append(problem)
+        finally:
+            self._end_all()
+        if problems:
+            raise WorkerFailed("; ".join(problems))
+        return logs
+
+    def abandon(self) -> None:
+        """Stop the users and end every worker (the run failed or was interrupted)."""
+        self.run.shared.stop()
+        self._end_all()
+
+    def _receive(self, number: int, worker: BaseProcess, pipe: Pipe, deadline: float) -> tuple[list[UserLog], str]:
+        """A worker's logs (one per user), or none and what went wrong."""
+        if not pipe.poll(max(deadline - time.monotonic(), 0.0)):
+            return [], f"oltp worker process {number} did not stop within {JOIN_AFTER_INTERRUPT_S:g} s"
+        try:
+            kind, payload = pipe.recv()
+        except EOFError:
+            worker.join(1.0)
+            return [], f"oltp worker process {number} ended with exit code {worker.exitcode}"
+        if kind == _CRASHED:
+            return [], f"oltp worker process {number} crashed:\n{payload}"
+        return payload, ""
+
+    def _end_all(self) -> None:
+        """No worker outlives this: a worker not yet begun is told to go; each gets a moment to
+        exit on its own, then SIGKILL (a second Ctrl-C while waiting goes straight to it)."""
+        started = [(worker, pipe) for worker, pipe in self.workers if worker.pid is not None]
+        try:
+            if not self.begun:
+                for _, pipe in started:
+                    try:
+                        pipe.send(None)
+                    except OSError:
+                        pass
+            deadline = time.monotonic() + _EXIT_S
+            for worker, _ in started:
+                worker.join(max(deadline - time.monotonic(), 0.0))
+        finally:
+            for worker, pipe in started:
+                if worker.exitcode is None:
+                    worker.kill()
+                worker.join()
+                pipe.close()
+
+
+_READY, _LOG, _CRASHED = "ready", "log", "crashed"
+_EXIT_S = 5.0  # how long a stopped worker may take to exit before SIGKILL
+
+
+def _worker(run: _Run, users: Sequence[tuple[int, User]], pipe: Pipe, parent: int) -> None:
+    """A worker process's life: ready, wait for t0, run its virtual users (threads) until the stop,
+    send their logs."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
+    _die_with(parent)
+    pipe.send(_READY)
+    t0 = pipe.recv()
+    if t0 is None:  # the run ended before it began
+        return
+    crew = _Threads(run, users)
+    try:
+        crew.start(t0)
+        for thread in crew.threads:
+            thread.join()
+        logs = crew.finish()
+    except BaseException:
+        run.shared.stop()
+        pipe.send((_CRASHED, traceback.format_exc()))
+    else:
+        pipe.send((_LOG, logs))
+
+
+def _die_with(parent: int) -> None:
+    """Ask the kernel for SIGKILL when the parent dies (Linux), and go now if it already has."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def drive(settings: Settings, users: Sequence[User],
+          engine_processes: Callable[[], Sequence[psutil.Process] | None], *, processes: int = 0) -> Outcome:
+    """Run the mix, every (connection, runner, terminal) a virtual user: a thread of this process,
+    or with `processes` > 0 a thread of one of that many worker processes (users spread over them
+    in turn); return the merged results. The connections are opened by the caller, before the
+    clock starts, and closed by it afterwards (a worker's connections are its own while it runs:
+    the caller must not use them meanwhile)."""
+    run = _Run(settings)
+    crew: _Threads | _Processes = (_Processes(run, users, processes) if processes
+                                   else _Threads(run, list(enumerate(users, start=1))))
+    try:
+        crew.start()
+        run.sleep_until(run.window_start, crew.running)
+        before, driver_before = counters.take(engine_processes()), counters.take(crew.driver_processes())
+        if settings.transactions:
+            run.wait_for_window_end(crew.running)
+        else:
+            assert run.window_end is not None
+            run.sleep_until(run.window_end, crew.running)
+        after, driver_after = counters.take(engine_processes()), counters.take(crew.driver_processes())
+        window_end = run.window_end if run.window_end is not None else run.now()
+    except BaseException:
+        crew.abandon()
+        raise
+    logs = crew.finish()
+    return _merge(run, window_end, logs, counters.delta(before, after),
                   counters.delta(driver_before, driver_after)["cpu_s"])
 
 

@@ -5,8 +5,10 @@ followed by the consistency checks.
 What one run of a test stores (test `load` or `stress`; every record also says `warmup`):
 - step `mix`: the measured window's length (`elapsed_s`), committed transactions and
   New-Orders, business rollbacks, retries and errors (in total and by reason), the engine's
-  process counters over the window (`cpu_s`, I/O), the driver's own CPU time (servers), how
-  many virtual users ran and whether stored procedures did the work (`procedures` 1 or 0);
+  process counters over the window (`cpu_s`, I/O), the driver's own CPU time (servers only:
+  the tdebench process and its worker processes, `driver_cpu_s`), how many virtual users ran,
+  whether stored procedures did the work (`procedures` 1 or 0) and how many worker processes
+  ran the users (`worker_processes`; 0: threads of tdebench);
 - one step per transaction type (`new_order`, `payment`, …): committed, rollbacks, retries,
   errors and latency percentiles from its histogram (`p50_elapsed_s` … `max_elapsed_s`);
 - step `interval`, one per `interval_s` of the window (`stream` = its number): its length and
@@ -21,13 +23,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tdebench.engines.base import Connection
+from tdebench.engines.base import Connection, Database
+from tdebench.measure.affinity import available_cpus
 from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.oltp import checks, data, procedures, schema, transactions
 from tdebench.workloads.oltp.driver import Outcome, Settings, drive
 from tdebench.workloads.oltp.inputs import KINDS, NEW_ORDER, Constants, Terminal
 
 LOAD, STRESS = "load", "stress"
+PROCESSES, THREADS = "processes", "threads"
 MAX_USERS = 256
 
 OPTIONS: dict[str, Option] = {
@@ -45,6 +49,11 @@ OPTIONS: dict[str, Option] = {
     "procedures": Option(True, "on MariaDB and PostgreSQL, run each transaction as one stored-procedure "
                                "call (as HammerDB does); false: client-side statements. DuckDB and SQLite "
                                "always run client-side"),
+    "virtual_users_as": Option(PROCESSES, "on MariaDB and PostgreSQL, the virtual users spread over worker "
+                                          "processes, one per CPU tdebench may use (processes), or all threads "
+                                          "of the tdebench process (threads: their Python shares one "
+                                          "interpreter lock). DuckDB and SQLite always run threads",
+                               choices=(PROCESSES, THREADS)),
     "max_retries": Option(100, "retries of one transaction after deadlocks, write conflicts or "
                                "serialization failures before it counts as an error", low=0, high=100_000),
 }
@@ -61,6 +70,20 @@ def settings(test: str, options: dict[str, Any]) -> Settings:
 
 def uses_procedures(dialect: str, options: dict[str, Any]) -> bool:
     return bool(options["procedures"]) and procedures.available(dialect)
+
+
+def uses_processes(database: Database, options: dict[str, Any]) -> bool:
+    """Worker processes for the virtual users: asked for, and the engine a server, whose
+    connections can cross a fork (an embedded engine runs inside this process)."""
+    return options["virtual_users_as"] == PROCESSES and database.server_user is not None
+
+
+def worker_processes(database: Database, options: dict[str, Any], users: int) -> int:
+    """How many worker processes run the users (0: threads of this process): one per CPU this
+    process may run on (pin_cpus' driver CPUs when pinned), no more than there are users. One
+    process per user cost 18-31% more driver CPU per transaction than threads on 2 cores (more
+    interpreters taking turns); one per CPU about the same (docs/method.md)."""
+    return min(users, len(available_cpus())) if uses_processes(database, options) else 0
 
 
 class OltpWorkload(Workload):
@@ -110,6 +133,7 @@ class OltpWorkload(Workload):
         sql = transactions.dialect(ctx.dialect)
         constants = Constants.from_seed(ctx.seed)
         warehouses = data.warehouses(ctx.scale)
+        workers = worker_processes(ctx.database, options, chosen.virtual_users)
         before = checks.next_order_ids(conn)
         users = []
         try:
@@ -123,21 +147,21 @@ class OltpWorkload(Workload):
                      else transactions.client_side(user, sql),
                      Terminal.for_user(number, warehouses, constants, ctx.seed, test))
                     for number, user in enumerate(users, start=1)]
-            outcome = drive(chosen, runs, ctx.database.engine_processes)
+            outcome = drive(chosen, runs, ctx.database.engine_processes, processes=workers)
         finally:
             for user in users:
                 user.close()
         problems = checks.consistency(conn)
         problems += checks.new_order_count(before, checks.next_order_ids(conn), outcome.new_orders_total)
-        _record(ctx, test, warmup, chosen, server_side, outcome, problems)
+        _record(ctx, test, warmup, chosen, server_side, workers, outcome, problems)
         failures = [f"{count} × {kind}: {outcome.first_errors.get(kind, '')}".rstrip(": ")
                     for kind, count in sorted(outcome.errors.items())] + outcome.gave_up + problems
         if failures:
             raise WrongAnswer(f"oltp {test}: " + "; ".join(failures))
 
 
-def _record(ctx: RunContext, test: str, warmup: bool, chosen: Settings, server_side: bool, outcome: Outcome,
-            problems: list[str]) -> None:
+def _record(ctx: RunContext, test: str, warmup: bool, chosen: Settings, server_side: bool, workers: int,
+            outcome: Outcome, problems: list[str]) -> None:
     """Store the run's records (see the module docstring)."""
     record = ctx.recorder.record
     mix: dict[str, float] = {
@@ -148,9 +172,10 @@ def _record(ctx: RunContext, test: str, warmup: bool, chosen: Settings, server_s
         "errors": sum(outcome.errors.values()),
         "virtual_users": chosen.virtual_users,
         "procedures": float(server_side),
+        "worker_processes": float(workers),
         **outcome.engine,
     }
-    if ctx.database.engine_processes() is not None:  # a server: the driver is a process of its own
+    if ctx.database.server_user is not None:  # a server: the driver is a process (or processes) of its own
         mix["driver_cpu_s"] = outcome.driver_cpu_s
     retries: Counter[str] = Counter()
     for tally in outcome.tallies.values():
