@@ -238,9 +238,8 @@ class GocryptfsDatabase(Database):
                     if done.returncode == 0 or not self.is_mounted:
                         break
                     time.sleep(0.1)  # busy: a process still has a file open
-                else:  # detach now; the kernel finishes when the last user lets go
-                    subprocess.run(["fusermount3", "-u", "-z", str(self.mount_point)], check=False,
-                                   capture_output=True)
+                else:
+                    _detach(self.mount_point)
         finally:
             self._stop_gocryptfs()
         if self.is_mounted:

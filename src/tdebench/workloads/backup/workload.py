@@ -123,20 +123,23 @@ class BackupWorkload(Workload):
 
     def _backup(self, ctx: RunContext, method: BackupMethod, area: Path, test: str, readable: bool,
                 warmup: bool) -> tuple[Backup, dict[str, float]]:
-        """Back up (timed), scan the artifact as anyone holding it could read it, and record both
-        steps under `test`; the scan's record only for a backup stored as it is (`test` is the method)."""
+        """Back up (timed) and record the step under `test`, with the artifact's size unpacked as
+        anyone holding it could unpack it. A backup stored as it is (`test` is the method) is also
+        scanned there and its verdict recorded; a sealed one is scanned once sealed instead."""
         database = ctx.database
         backup, metrics = usage.timed(ctx.recorder, lambda: database.backup(method, area / "artifact"), [database])
         contents = database.backup_contents(backup, area / "unpacked")
-        checked = artifact.check(ctx.recorder.trial, database, contents, ctx.canaries, ctx.markers, readable)
+        stored_as_is = test == method.name
+        checked = (artifact.check(ctx.recorder.trial, database, contents, ctx.canaries, ctx.markers, readable)
+                   if stored_as_is else None)
         size = backup.size_bytes()
-        unpacked = sum(scan.bytes for scan in checked.scans)
+        unpacked = Backup(method, contents).size_bytes()
         metrics.update(size_bytes=float(size), unpacked_bytes=float(unpacked),
                        ratio=unpacked / size if size else float("nan"),
                        database_bytes=float(database.size_bytes()), compressed=float(method.compressed))
         metrics.update(self._compression_shares(method, test, warmup, metrics))
         ctx.recorder.record(test, "backup", metrics, warmup=warmup)
-        if test == method.name:
+        if checked is not None:
             ctx.recorder.record(test, "scan", checked.metrics, warmup=warmup, answer=checked.verdict)
         if contents != backup.path:
             shutil.rmtree(contents, ignore_errors=True)
