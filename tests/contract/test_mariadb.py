@@ -22,6 +22,8 @@ from tdebench.keys import Secret
 from tdebench.results import TrialKey
 from tdebench.workloads.base import read_canaries, write_canaries
 
+from processes import connections
+
 ENGINE = MariaDBEngine()
 ENCRYPTED = [e.name for e in ENGINE.encryptions if e.layer == "native"]  # fs: engines/fs.py's tests
 CANARY = "TDEBENCH-CANARY-mariadb-0123456789"
@@ -164,7 +166,7 @@ def test_a_taken_port_is_replaced_by_a_free_one(tmp_path: Path) -> None:
             db.create()
             assert db.port != port
             assert "Address already in use" in db.log.read_text()
-            listening = {c.laddr.port for p in db.engine_processes() for c in p.net_connections("tcp")
+            listening = {c.laddr.port for c in connections(db.engine_processes(), "tcp")
                          if c.status == psutil.CONN_LISTEN}
             assert listening == {db.port}
             conn = db.connect()

@@ -14,6 +14,8 @@ from tdebench.engines.base import NONE
 from tdebench.engines.postgres import PostgresDatabase, PostgresEngine
 from tdebench.engines.server import ServerError
 
+from processes import connections
+
 
 
 def database(tmp_path: Path) -> PostgresDatabase:
@@ -50,7 +52,7 @@ def test_servers_open_no_tcp_port_so_two_run_side_by_side(tmp_path: Path) -> Non
             assert conn.execute("SELECT current_setting('listen_addresses')") == [("",)]
             conn.close()
             assert servers_of(db)
-            assert not [c for p in servers_of(db) for c in p.net_connections("inet")]
+            assert not connections(servers_of(db), "inet")
     finally:
         first.close()
         second.close()

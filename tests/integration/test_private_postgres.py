@@ -22,6 +22,7 @@ from tdebench.engines.pgcrypto import COLUMN_AES_256
 from tdebench.engines.postgres import USER, PostgresDatabase, PostgresEngine, bin_dir
 from tdebench.engines.server import user_ids
 from tdebench.keys import Secret
+from processes import connections
 from workspaces import as_hostile_user, server_reachable_dir
 
 PSQL = str((bin_dir() or Path("/usr/lib/postgresql/bin")) / "psql")
@@ -82,7 +83,7 @@ def test_another_user_cannot_connect_over_tcp_or_the_socket(running) -> None:
     assert allowed.returncode == 0 and "(1 row)" in allowed.stdout, allowed.stdout
 
     # TCP: nothing listens; the server has no inet socket at all
-    assert not [c for p in db.engine_processes() for c in p.net_connections("inet")]
+    assert not connections(db.engine_processes(), "inet")
     for password_given in ("", " password=wrong"):
         over_tcp = psql(f"host=127.0.0.1{password_given}", user="nobody")
         assert over_tcp.returncode != 0 and "(1 row)" not in over_tcp.stdout, over_tcp.stdout
