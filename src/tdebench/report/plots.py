@@ -19,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter
+from PIL import Image
 
 from tdebench.report.records import (BASELINE, HEADLINES, QUERY_TESTS, SummaryRecord, engine_label,
                                      headline_records, is_query, memory_order, scale_label)
@@ -27,6 +28,8 @@ from tdebench.results import Sample
 
 WIDTH_INCHES = 11.0
 DPI = 100
+PALETTE = 256
+"""Colours per plot: enough for every series and the anti-aliasing between them."""
 LOG_SPAN = 20.0
 """A per-query plot whose medians span more than this factor gets a log y-axis, so the
 short queries do not shrink to invisible bars beside one long query."""
@@ -62,9 +65,17 @@ def _new_figure(height_inches: float) -> tuple[MplFigure, Axes]:
 
 
 def _png(figure: MplFigure) -> bytes:
-    buffer = io.BytesIO()
+    """The figure as a PNG of at most PALETTE colours: a chart's flat fills, lines and
+    anti-aliased text lose nothing visible, and the file is about a third of a true-colour
+    one's, which matters twice over since report.html embeds every plot."""
     figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=DPI)
+    canvas = figure.canvas
+    assert isinstance(canvas, FigureCanvasAgg)
+    canvas.draw()
+    image = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba()).convert("RGB")
+    buffer = io.BytesIO()
+    image.quantize(colors=PALETTE, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(
+        buffer, format="png", optimize=True)
     return buffer.getvalue()
 
 
