@@ -1,0 +1,41 @@
+"""The published example runs (docs/examples/): each stays under 1 MiB, and its reports are
+what today's tdebench builds from its raw data, so a reader never studies a stale layout.
+
+A change to the report makes the second test fail until the examples are rebuilt, as their
+READMEs say: `xz -dk docs/examples/X/results.jsonl.xz && tdebench report docs/examples/X`
+(then remove the decompressed results.jsonl and summary.csv again)."""
+
+from __future__ import annotations
+
+import lzma
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tdebench.report import build_report
+from tdebench.store import RESULTS
+
+EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
+NAMES = sorted(path.name for path in EXAMPLES.iterdir() if path.is_dir())
+LIMIT_BYTES = 1 << 20
+
+
+def test_there_are_examples() -> None:
+    assert {"quick", "servers", "io-bound"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_example_is_under_one_mebibyte(name: str) -> None:
+    size = sum(path.stat().st_size for path in (EXAMPLES / name).rglob("*") if path.is_file())
+    assert size < LIMIT_BYTES, f"docs/examples/{name} holds {size:,} bytes"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_examples_reports_are_rebuilt_from_its_raw_data_unchanged(name: str, tmp_path: Path) -> None:
+    published = EXAMPLES / name
+    run = shutil.copytree(published, tmp_path / name)
+    (run / RESULTS).write_bytes(lzma.decompress((published / (RESULTS + ".xz")).read_bytes()))
+    (run / "report.md").unlink()
+    build_report(run)  # the plots are not compared: their bytes follow matplotlib's version
+    assert (run / "report.md").read_text() == (published / "report.md").read_text()
