@@ -349,7 +349,7 @@ class Runner:
         ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=key.scale,
                          streams=spec.workload.streams, data_dir=self.data_dir, seed=self.plan.seed,
                          query_timeout_s=spec.workload.query_timeout_s, options=spec.workload.option_values(),
-                         session=session, provision=engine.provision, canaries=tuple(facts.canaries),
+                         session=session, scratch_database=engine.provision, canaries=tuple(facts.canaries),
                          markers=tuple(facts.markers),
                          new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"))
         return _Trial(spec=spec, engine=engine, workload=self.workload_factory(key.workload), workspace=workspace,

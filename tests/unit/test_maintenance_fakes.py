@@ -1,5 +1,5 @@
 """The maintenance workload without real engines: its checks, its not-applicable paths, what
-the runner hands it (provision, canaries, fresh keys, a new connection after it closed the
+the runner hands it (scratch_database, canaries, fresh keys, a new connection after it closed the
 one it was given), and the report's time-to-encrypt, rekey and reindex tables from a fake run."""
 
 from __future__ import annotations
@@ -105,14 +105,14 @@ class Closing(FakeWorkload):
         self.seen: list[tuple] = []
 
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
-        assert ctx.provision is not None and ctx.new_key is not None
+        assert ctx.scratch_database is not None and ctx.new_key is not None
         self.seen.append((test, conn, ctx.canaries, ctx.markers, ctx.new_key("rekey-1").hex(),
-                          ctx.provision(ctx.database.workspace / "sub", NONE, None).workspace))
+                          ctx.scratch_database(ctx.database.workspace / "sub", NONE, None).workspace))
         if test == "close":
             ctx.session.release()
 
 
-def test_the_runner_gives_canaries_keys_provision_and_a_new_connection_after_one_was_closed(tmp_path: Path,
+def test_the_runner_gives_canaries_keys_scratch_databases_and_a_new_connection_after_one_was_closed(tmp_path: Path,
                                                                                            ) -> None:
     clock = FakeClock()
     workload = Closing(clock)

@@ -95,8 +95,9 @@ class RunContext:
     # the connection the tests run on (the runner's; a plain Session on `database` when not given)
     session: Session = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
     # for workloads that need a database of their own beside the trial's (maintenance: an
-    # unencrypted copy to encrypt): `provision(workspace, encryption, key)` is the engine's
-    provision: Callable[[Path, Encryption, Secret | None], Database] | None = None
+    # unencrypted copy to encrypt; backup: the restored copies): `scratch_database(workspace,
+    # encryption, key)`, the trial engine's provisioning; it is the workload's to close
+    scratch_database: Callable[[Path, Encryption, Secret | None], Database] | None = None
     canaries: tuple[str, ...] = ()  # the trial's canaries and markers, for such a database
     markers: tuple[str, ...] = ()
     new_key: Callable[[str], Secret] | None = None  # a fresh key for a purpose (e.g. "rekey-1")

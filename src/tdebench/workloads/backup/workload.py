@@ -65,12 +65,12 @@ def _share(part: float | None, rest: float | None) -> float:
     return part / (part + rest)
 
 
-def _provision(ctx: RunContext) -> Callable[[Path, Encryption, Secret | None], Database]:
-    """`RunContext.provision`, which this workload needs: it restores into databases of its own."""
-    if ctx.provision is None:
+def _scratch_database(ctx: RunContext) -> Callable[[Path, Encryption, Secret | None], Database]:
+    """`RunContext.scratch_database`, which this workload needs: it restores into databases of its own."""
+    if ctx.scratch_database is None:
         raise RuntimeError("the backup workload restores into a database of its own: "
-                           "RunContext.provision must be set")
-    return ctx.provision
+                           "RunContext.scratch_database must be set")
+    return ctx.scratch_database
 
 
 class BackupWorkload(Workload):
@@ -102,7 +102,7 @@ class BackupWorkload(Workload):
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
         if test not in self.tests:
             raise ValueError(f"backup has no test {test!r}; valid: {', '.join(self.tests)}")
-        _provision(ctx)  # before anything is backed up
+        _scratch_database(ctx)  # before anything is backed up
         method = ctx.database.backup_method(test)
         original = checksums(conn, ctx.dialect, TABLES)
         readable = read_canaries(conn) == set(ctx.canaries)
@@ -214,7 +214,7 @@ class BackupWorkload(Workload):
                  original: dict[str, TableChecksum], warmup: bool) -> list[str]:
         """Restore into a fresh instance with the same key (timed), compare every table, record
         the step under `test`; returns what differs (nothing when the restore lost nothing)."""
-        restored = _provision(ctx)(workspace, ctx.database.encryption, ctx.database.key)
+        restored = _scratch_database(ctx)(workspace, ctx.database.encryption, ctx.database.key)
         try:
             _, metrics = usage.timed(ctx.recorder, lambda: restored.restore(backup), [ctx.database, restored])
             found = self._checksums(ctx, restored)
@@ -229,7 +229,7 @@ class BackupWorkload(Workload):
                        original: dict[str, TableChecksum]) -> bool:
         """Whether a fresh instance with `key` restores exactly the original data from `backup`;
         any failure on the way (the restore, the start, reading a table) means it does not."""
-        stranger = _provision(ctx)(workspace, ctx.database.encryption, key)
+        stranger = _scratch_database(ctx)(workspace, ctx.database.encryption, key)
         try:
             stranger.restore(backup)
             return self._checksums(ctx, stranger) == original

@@ -58,12 +58,12 @@ def run(ctx: RunContext, *, warmup: bool) -> None:
     if target.is_baseline:
         ctx.recorder.record(TEST, NOT_APPLICABLE_STEP, {}, warmup=warmup, answer=NOT_APPLICABLE)
         return
-    if ctx.provision is None or not ctx.canaries:
-        raise RuntimeError("the encrypt test needs the runner's provision and canaries")
+    if ctx.scratch_database is None or not ctx.canaries:
+        raise RuntimeError("the encrypt test needs the runner's scratch_database and canaries")
     workspace = ctx.database.workspace / DIRECTORY
     workspace.mkdir()
-    source = ctx.provision(workspace, NONE, None)
-    database = ctx.provision(workspace, target, ctx.database.key)
+    source = ctx.scratch_database(workspace, NONE, None)
+    database = ctx.scratch_database(workspace, target, ctx.database.key)
     try:
         problems = _convert(ctx, source, database, workspace, warmup)
     finally:
