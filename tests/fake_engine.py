@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,10 +117,11 @@ class FakeWorkload(Workload):
     max_streams = 1
 
     def __init__(self, clock: FakeClock, fail_on: str | None = None, noise: float = 0.0,
-                 drift: float = 0.0) -> None:
+                 drift: float = 0.0, quiet: Collection[str] = ()) -> None:
         self.clock = clock
         self.fail_on = fail_on  # an encryption whose answers are "wrong"
         self.noise = noise  # log-normal noise of every query time, seeded
+        self.quiet = quiet  # engines (plan names) whose query times have no noise
         # a machine whose speed wanders slowly over seconds of fake time (three slow waves, about
         # ±`drift` on log scale), the same for whatever runs at that moment
         self.drift = drift
@@ -144,7 +145,8 @@ class FakeWorkload(Workload):
         for q in (1, 2):
             self.order.append((enc, ctx.recorder.trial.repetition, q, warmup))
             with ctx.recorder.measure(test, f"q{q}", stream=0, warmup=warmup, process=False) as step:
-                noise = math.exp(self.random.gauss(0.0, self.noise))
+                quiet = ctx.recorder.trial.engine in self.quiet
+                noise = math.exp(self.random.gauss(0.0, 0.0 if quiet else self.noise))
                 self.clock.advance(int(QUERY_NS[enc] * q * noise * self._speed()))
                 step.answer = "failed" if enc == self.fail_on else "ok"
             yield

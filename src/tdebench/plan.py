@@ -137,12 +137,17 @@ def schedule(plan: Plan) -> list[TrialSpec]:
 
 def planned(plan: Plan, done: Collection[TrialKey] = ()) -> list[TrialSpec]:
     """The trials a run of `plan` has to have, in the order they run: `schedule(plan)`, and for
-    an adaptive plan also the rounds past its repetitions that the run has begun (the highest
-    round among `done`, the trials already complete), whose missing trials a resumed run adds
-    before it decides on another round."""
-    rounds = max((key.repetition for key in done), default=0) if plan.adaptive else 0
+    an adaptive plan also the rounds past its repetitions that the run has begun for each
+    comparison group (the group's highest round among `done`, the trials already complete),
+    whose missing trials a resumed run adds before it decides on another round."""
+    highest: dict[Group, int] = {}
+    for key in done if plan.adaptive else ():
+        group = comparison_group(key)
+        highest[group] = max(highest.get(group, 0), key.repetition)
+    rounds = max(highest.values(), default=0)
     return schedule(plan) + [trial for rep in range(plan.repetitions + 1, rounds + 1)
-                             for trial in round_trials(plan, rep)]
+                             for trial in round_trials(plan, rep, highest.keys())
+                             if rep <= highest[comparison_group(trial.key)]]
 
 
 def to_run(plan: Plan, done: Collection[TrialKey] = ()) -> list[TrialSpec]:
@@ -150,20 +155,23 @@ def to_run(plan: Plan, done: Collection[TrialKey] = ()) -> list[TrialSpec]:
     return [spec for spec in planned(plan, done) if spec.key not in done]
 
 
-def round_trials(plan: Plan, rep: int) -> list[TrialSpec]:
-    """Round `rep` of an interleaved or lockstep plan: every configuration once, shuffled by
-    (seed, rep); in lockstep, the groups are shuffled and so is the order within each."""
+def round_trials(plan: Plan, rep: int, groups: Collection[Group] | None = None) -> list[TrialSpec]:
+    """Round `rep` of an interleaved or lockstep plan: every configuration once (of the
+    comparison groups named in `groups`, when given), shuffled by (seed, rep); in lockstep,
+    the groups are shuffled and so is the order within each."""
     rng = random.Random(f"{plan.seed}/{rep}")
     trials = [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep, memory), workload)
               for engine, enc, workload, scale, memory in plan.cells()]
     if plan.order != "lockstep":
         rng.shuffle(trials)
-        return trials
-    groups = lockstep_groups(trials)
-    rng.shuffle(groups)
-    for group in groups:
-        rng.shuffle(group)
-    return [trial for group in groups for trial in group]
+    else:
+        groups_in_turn = lockstep_groups(trials)
+        rng.shuffle(groups_in_turn)
+        for group in groups_in_turn:
+            rng.shuffle(group)
+        trials = [trial for group in groups_in_turn for trial in group]
+    # filtered after the shuffle: a group's trials run in the same order as in a full round
+    return trials if groups is None else [trial for trial in trials if comparison_group(trial.key) in groups]
 
 
 def default_order(cache: str) -> str:
@@ -172,10 +180,20 @@ def default_order(cache: str) -> str:
     return "lockstep" if cache == "warm" else "interleaved"
 
 
+Group = tuple[str, int | None, str, float]
+"""A comparison group: engine, memory_mb, workload, scale (`comparison_group`)."""
+
+
+def comparison_group(key: TrialKey) -> Group:
+    """The trials whose figures are compared with each other: every encryption (the baseline
+    and placebo included) of one engine, memory, workload and scale. Adaptive repetitions add
+    rounds per comparison group."""
+    return (key.engine, key.memory_mb, key.workload, key.scale)
+
+
 def group_of(key: TrialKey) -> tuple[str, int | None, str, float, int]:
-    """What lockstep runs side by side: every encryption (the baseline and placebo included) of
-    one engine, memory, workload, scale and round; only these are ever compared with each other."""
-    return (key.engine, key.memory_mb, key.workload, key.scale, key.repetition)
+    """What lockstep runs side by side: a comparison group's trials of one round."""
+    return (*comparison_group(key), key.repetition)
 
 
 def lockstep_groups(trials: list[TrialSpec]) -> list[list[TrialSpec]]:

@@ -190,8 +190,11 @@ class Resumed:
 @dataclass(frozen=True)
 class Stopping:
     """Why an adaptive run (a plan with `target_ci_pct`) stopped adding rounds: `reason` is
-    REACHED, BUDGET (`max_minutes` could not fit another round) or MOST_ROUNDS; `widest` names
-    the headline figure with the widest CI at that moment, `widest_ci_pct` its half-width."""
+    REACHED, BUDGET (`max_minutes` could not fit another group's round) or MOST_ROUNDS;
+    `widest` names the headline figure with the widest CI at that moment, `widest_ci_pct` its
+    half-width. Rounds are added per comparison group, so groups may end with different
+    counts: `rounds` is the highest, `group_rounds` each group's (by its label, e.g. "duckdb
+    tpch sf0.01"; empty in runs made before rounds were per group)."""
 
     rounds: int
     reason: str
@@ -199,6 +202,7 @@ class Stopping:
     widest: str
     widest_ci_pct: float
     elapsed_s: float
+    group_rounds: dict[str, int] = field(default_factory=dict)
 
 
 Record = Measurement | Verdict | TrialOutcome | CipherSpeed | Sample | Stopping | Resumed

@@ -36,10 +36,12 @@ from tdebench.measure import affinity
 from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
-from tdebench.plan import Plan, TrialSpec, group_of, lockstep_groups, round_trials, schedule, to_run
-from tdebench.report.noise import widest_headline
-from tdebench.report.records import summary_records
-from tdebench.results import BUDGET, MOST_ROUNDS, REACHED, Record, Stopping, TrialKey, TrialOutcome, Verdict
+from tdebench.plan import (Group, Plan, TrialSpec, comparison_group, group_of, lockstep_groups, round_trials, schedule,
+                           to_run)
+from tdebench.report.noise import widest_headlines
+from tdebench.report.records import group_label, summary_records
+from tdebench.results import (BUDGET, MOST_ROUNDS, REACHED, Record, RunData, Stopping, TrialKey, TrialOutcome,
+                              Verdict)
 from tdebench.store import OutputError, ResultStore, read_run
 from tdebench.workloads import WORKLOADS, RunContext, Workload
 from tdebench.workloads.base import Session, read_canaries, write_canaries
@@ -192,7 +194,6 @@ class Runner:
         adding = self.plan.adaptive and stored.stopping is None
         if not trials and not adding:
             return summary
-        rounds = max([self.plan.repetitions, *(key.repetition for key in done)])
         self._prepare()
         root = Path(tempfile.mkdtemp(prefix=runstate.ROOT_PREFIX, dir=self.workspace_parent))
         root.chmod(0o711)  # servers running as their own user (postgres, mysql) must reach their workspace
@@ -203,7 +204,7 @@ class Runner:
                 self._trials(trials, root, summary)
                 if adding:
                     before_s = stored.resumes[-1].elapsed_before_s if stored.resumes else 0.0
-                    self._add_rounds(root, summary, start - int(before_s * 1e9), rounds)
+                    self._add_rounds(root, summary, start - int(before_s * 1e9))
         finally:
             remove_tree(root)
         return summary
@@ -261,33 +262,49 @@ class Runner:
                 trial.database.close()
                 remove_tree(trial.workspace)
 
-    def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int, rounds: int) -> None:
-        """Adaptive repetitions: after the `rounds` stored (the plan's, or more in a resumed run),
-        add rounds (in the plan's order) one at a time until every headline overhead's CI
-        half-width is within `target_ci_pct`, the time budget (counted from `start_ns`) cannot fit
-        another round, or `max_repetitions` is reached; store why it stopped."""
+    def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int) -> None:
+        """Adaptive repetitions, per comparison group (`plan.comparison_group`): after the rounds
+        stored (the plan's, or more in a resumed run), add a round to every group whose widest
+        headline CI half-width is still above `target_ci_pct`, one round at a time, until none
+        is, none can have more (`max_repetitions`), or the time budget (counted from
+        `start_ns`) fits no such group's next round; store why it stopped. A group that reached
+        the target is left alone, so a cheap group (DuckDB's 5-second rounds) may run three
+        times the rounds of an expensive one (SQLite's nine ciphers) in the same budget."""
         plan = self.plan
         assert plan.target_ci_pct is not None
+        step = 0
         while True:
             run = read_run(self.store.directory)
-            widest = widest_headline(run, summary_records(run))
-            elapsed_min = (self.clock.now_ns() - start_ns) / 60e9
-            per_round_min = elapsed_min / rounds
-            if widest is None or widest[1] <= plan.target_ci_pct:
+            widths = widest_headlines(run, summary_records(run))
+            rounds = _rounds_by_group(plan, run)
+            elapsed_s = (self.clock.now_ns() - start_ns) / 1e9
+            wide = sorted((group for group, (_, width) in widths.items() if width > plan.target_ci_pct),
+                          key=lambda group: -widths[group][1])
+            open_groups = [group for group in wide if rounds.get(group, 0) < plan.max_repetitions]
+            chosen = _within_budget(open_groups, _round_seconds(plan, run, elapsed_s),
+                                    None if plan.max_minutes is None else plan.max_minutes * 60.0 - elapsed_s)
+            if not wide:
                 reason = REACHED
-            elif rounds >= plan.max_repetitions:
+            elif not open_groups:
                 reason = MOST_ROUNDS
-            elif plan.max_minutes is not None and elapsed_min + per_round_min > plan.max_minutes:
+            elif not chosen:
                 reason = BUDGET
             else:
-                rounds += 1
-                self.progress.phase(f"round {rounds}: {widest[0]} ±{widest[1]:.1f}% > target ±{plan.target_ci_pct:g}%")
-                self._trials(round_trials(plan, rounds), root, summary)
+                step += 1
+                label, width = widths[chosen[0]]
+                self.progress.phase(f"adding rounds to {len(chosen)} group(s): {label} ±{width:.1f}% "
+                                    f"> target ±{plan.target_ci_pct:g}%")
+                self._trials([trial for group in chosen for trial in
+                              round_trials(plan, rounds.get(group, 0) + 1, {group})], root, summary)
                 continue
-            self.store.append(Stopping(rounds=rounds, reason=reason, target_ci_pct=plan.target_ci_pct,
+            widest = max(widths.values(), key=lambda item: (item[1], item[0])) if widths else None
+            self.store.append(Stopping(rounds=max(rounds.values(), default=0), reason=reason,
+                                       target_ci_pct=plan.target_ci_pct,
                                        widest=widest[0] if widest else "",
                                        widest_ci_pct=widest[1] if widest else math.nan,
-                                       elapsed_s=elapsed_min * 60.0))
+                                       elapsed_s=elapsed_s,
+                                       group_rounds={group_label(g): n for g, n in sorted(rounds.items(),
+                                                                                         key=lambda i: str(i[0]))}))
             self.store.sync()
             return
 
@@ -501,3 +518,45 @@ class Runner:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
         self.store.append(verdict)
         return verdict
+
+
+def _rounds_by_group(plan: Plan, run: RunData) -> dict[Group, int]:
+    """Each comparison group's highest round among the run's complete trials (at least the
+    plan's repetitions: a group whose trials all failed still ran them)."""
+    rounds = {comparison_group(spec.key): plan.repetitions for spec in schedule(plan)}
+    for key in run.complete_trials():
+        group = comparison_group(key)
+        rounds[group] = max(rounds.get(group, 0), key.repetition)
+    return rounds
+
+
+def _round_seconds(plan: Plan, run: RunData, elapsed_s: float) -> dict[Group, float]:
+    """What one more round of each comparison group will take, in seconds: the group's share of
+    its trials' elapsed time (side by side in lockstep, so a round counts its longest trial;
+    else their sum), scaled so that all the rounds this run part measured add up to `elapsed_s`
+    (the scans, workspaces and priming that no trial's elapsed time holds)."""
+    per_round: dict[Group, dict[int, list[float]]] = {}
+    for outcome in run.trials:
+        rounds = per_round.setdefault(comparison_group(outcome.trial), {})
+        rounds.setdefault(outcome.trial.repetition, []).append(outcome.elapsed_s)
+    together = max if plan.order == "lockstep" else sum
+    spent = {group: [together(times) for times in rounds.values()] for group, rounds in per_round.items()}
+    measured = sum(sum(times) for times in spent.values())
+    scale = elapsed_s / measured if measured > 0 and elapsed_s > 0 else 1.0
+    return {group: scale * max(times) for group, times in spent.items()}
+
+
+def _within_budget(groups: Sequence[Group], seconds: dict[Group, float], left_s: float | None) -> list[Group]:
+    """The groups (in the order given, widest CI first) whose next rounds fit, one after the
+    other, in `left_s` (None: no budget); a group whose round does not fit is skipped for a
+    cheaper one after it."""
+    if left_s is None:
+        return list(groups)
+    chosen = []
+    for group in groups:
+        cost = seconds.get(group, 0.0)
+        if cost <= left_s:
+            chosen.append(group)
+            left_s -= cost
+    return chosen
+

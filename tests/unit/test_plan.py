@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tdebench.engines import get_engine
-from tdebench.plan import PlanError, load_plan, parse_plan, schedule
+from tdebench.plan import PlanError, comparison_group, load_plan, parse_plan, planned, schedule, to_run
 
 ISSUE_PLAN = '''
 name = "quick"
@@ -184,6 +185,25 @@ def test_adaptive_keys_and_the_default_repetitions() -> None:
     assert plain.repetitions == 5 and not plain.adaptive and plain.target_ci_pct is None
     plan = parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2\nmax_minutes = 30"))
     assert plan.adaptive and (plan.target_ci_pct, plan.max_minutes, plan.max_repetitions) == (2.0, 30.0, 1000)
+
+
+def test_a_resumed_adaptive_run_finishes_each_groups_own_rounds() -> None:
+    """Adaptive rounds are added per comparison group, so each group's begun rounds are planned
+    up to its own highest round: here scale 0.01 reached round 5 (round 5 one trial done), 0.1
+    stayed at the plan's 3."""
+    plan = parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2").replace(
+        "scale = 0.01", "scales = [0.01, 0.1]"))
+    scheduled = [spec.key for spec in planned(plan)]
+    first = [key for key in scheduled if key.scale == 0.01 and key.repetition == 1]
+    assert len(first) == 3 and len(scheduled) == 18
+    later = {rep: [replace(key, repetition=rep) for key in first] for rep in (4, 5)}
+    done = set(scheduled) | set(later[4]) | set(later[5][:1])
+    extra = [spec.key for spec in planned(plan, done)][len(scheduled):]
+    assert {comparison_group(key) for key in extra} == {("duckdb", None, "tpch", 0.01)}
+    assert sorted(key.repetition for key in extra) == [4, 4, 4, 5, 5, 5]
+    assert [spec.key.repetition for spec in to_run(plan, done)] == [5, 5]
+
+
 PINNED = ISSUE_PLAN.replace("seed = 1\n", "seed = 1\npin_cpus = { engine = [0], driver = [0] }\n")
 
 

@@ -12,7 +12,7 @@ from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload, fake_plan
 from tdebench.measure import affinity
 from tdebench.measure.clock import FakeClock
 from tdebench.plan import EngineChoice, Plan
-from tdebench.runner import Runner
+from tdebench.runner import Runner, _within_budget
 from tdebench.report.findings import overview
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
@@ -313,3 +313,30 @@ def test_trials_record_the_load_average_and_the_cpus_pin_cpus_applied(tmp_path: 
     # the fake engine is embedded: engine and driver are this one process, on the engine's CPUs
     assert [(t.engine_cpus, t.driver_cpus) for t in pinned.trials] == [((cpus[-1],), (cpus[-1],))] * 2
     assert sorted(affinity.available_cpus()) == cpus  # given back after every trial
+
+
+def test_adaptive_rounds_are_added_per_comparison_group(tmp_path: Path) -> None:
+    """A group that reached the target gets no more rounds while a noisy one goes on: two
+    engines, one without noise, the other's query times noisy."""
+    plan = make_plan(repetitions=3, target_ci_pct=3.0,
+                     engines=(EngineChoice("fake", ("none", FAKE_ENC.name)),
+                              EngineChoice("calm", ("none", FAKE_ENC.name))))
+    summary, data, _ = run(tmp_path, plan, noise=0.05, quiet=("calm",))
+    stopping = data.stopping
+    assert stopping is not None and stopping.reason == REACHED
+    rounds = {engine: max(t.trial.repetition for t in data.trials if t.trial.engine == engine)
+              for engine in ("fake", "calm")}
+    assert rounds["calm"] == 3 and rounds["fake"] > 3  # only the noisy group got more rounds
+    assert stopping.group_rounds == {"calm fakeload sf1": 3, "fake fakeload sf1": rounds["fake"]}
+    assert stopping.rounds == rounds["fake"] and summary.trials == 2 * 3 + 2 * rounds["fake"]
+    paragraph = overview(data).paragraph
+    assert f"3–{rounds['fake']} repetitions per cell (rounds added per comparison group)" in paragraph
+    assert (f"Adaptive repetitions stopped after {rounds['fake']} rounds for fake fakeload sf1 and 3 rounds "
+            "for calm fakeload sf1: target reached") in paragraph
+
+
+def test_a_budget_too_small_for_one_groups_round_still_adds_a_cheaper_groups(tmp_path: Path) -> None:
+    seconds = {("a",): 10.0, ("b",): 2.0, ("c",): 5.0}
+    assert _within_budget([("a",), ("b",), ("c",)], seconds, 8.0) == [("b",), ("c",)]
+    assert _within_budget([("a",), ("b",)], seconds, 1.0) == []
+    assert _within_budget([("a",), ("b",)], seconds, None) == [("a",), ("b",)]

@@ -44,11 +44,18 @@ class Overview:
         text = (f"Plan “{self.plan_name}” ran the {', '.join(self.workloads)} workload at "
                 f"scale {scales} on {', '.join(self.engines)}, with encryption "
                 f"{', '.join(self.encryptions)} (“{BASELINE}” is the baseline), "
-                f"{self.repetitions} repetitions of every cell, cache {self.cache}, "
+                f"{self._repetitions}, cache {self.cache}, "
                 f"order {self.order}.")
         more = ([stopping_sentence(self.stopping)] if self.stopping else []) + (
             [resumed_sentence(self.resumes)] if self.resumes else [])
         return " ".join([text, *more])
+
+    @property
+    def _repetitions(self) -> str:
+        fewest = self.stopping and min(self.stopping.group_rounds.values(), default=None)
+        if fewest and fewest < self.repetitions:  # adaptive rounds ended apart, group by group
+            return f"{fewest}–{self.repetitions} repetitions per cell (rounds added per comparison group)"
+        return f"{self.repetitions} repetitions of every cell"
 
 
 def _counted(count: int, noun: str) -> str:
@@ -71,10 +78,14 @@ def resumed_sentence(resumes: tuple[Resumed, ...]) -> str:
 def stopping_sentence(stopping: Stopping) -> str:
     """Why an adaptive run stopped adding rounds, e.g. "Adaptive repetitions stopped after 9
     rounds: target reached (widest headline CI ±1.8%, duckdb aes-256-gcm … power geomean;
-    target ±2%)."."""
+    target ±2%).", naming each group's count when the groups ended apart ("… stopped after 14
+    rounds for duckdb tpch sf0.01 and 6 rounds for sqlite tpch sf0.01: …")."""
     widest = (f"widest headline CI ±{stopping.widest_ci_pct:.1f}%, {stopping.widest}; "
               if stopping.widest else "")
-    return (f"Adaptive repetitions stopped after {stopping.rounds} rounds: {stopping.reason} "
+    counts = sorted(stopping.group_rounds.items(), key=lambda item: (-item[1], item[0]))  # most rounds first
+    rounds = (" and ".join(f"{n} rounds for {label}" for label, n in counts)
+              if len({n for _, n in counts}) > 1 else f"{stopping.rounds} rounds")
+    return (f"Adaptive repetitions stopped after {rounds}: {stopping.reason} "
             f"({widest}target ±{stopping.target_ci_pct:g}%).")
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, WINDOW_STEP, CellKey, SummaryRecord,
                                      deterministic)
+from tdebench.plan import Group
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
 from tdebench.results import RunData, TrialKey
 
@@ -73,23 +74,31 @@ def is_headline(cell: CellKey) -> bool:
     return any(rule.matches(cell) for rule in headline_rules())
 
 
-def widest_headline(run: RunData, records: list[SummaryRecord]) -> tuple[str, float] | None:
-    """The headline overhead with the widest CI, as (label, half-width in percentage points):
-    what adaptive repetitions wait on. Every headline figure counts (the placebo's too), TPM
-    and NOPM included; deterministic figures (sizes) have no interval and are left out. None
-    when the run has no headline overhead at all."""
+def widest_headlines(run: RunData, records: list[SummaryRecord]) -> dict[Group, tuple[str, float]]:
+    """Per comparison group (engine, memory_mb, workload, scale: `plan.comparison_group`), the
+    headline overhead with the widest CI, as (label, half-width in percentage points): what
+    adaptive repetitions wait on. Every headline figure counts (the placebo's too), TPM and NOPM
+    included; deterministic figures (sizes) have no interval and are left out, and so is a
+    group without a headline overhead."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
-    widths: list[tuple[float, str]] = []
+    widths: dict[Group, list[tuple[float, str]]] = defaultdict(list)
     for record in records:
         compared = record.overhead
         if (compared is None or not is_headline(record.cell)
                 or deterministic(record, baselines[record.cell.comparison])):
             continue
-        widths.append((compared.half_width, record.cell.label))
-    if not widths:
-        return None
-    width, label = max((math.inf if math.isnan(w) else w, label) for w, label in widths)
-    return label, width
+        cell = record.cell
+        width = math.inf if math.isnan(compared.half_width) else compared.half_width
+        widths[(cell.engine, cell.memory_mb, cell.workload, cell.scale)].append((width, cell.label))
+    return {group: (label, width) for group, (width, label) in ((g, max(w)) for g, w in widths.items())}
+
+
+def widest_headline(run: RunData, records: list[SummaryRecord]) -> tuple[str, float] | None:
+    """The widest of `widest_headlines`, over every group; None when the run has no headline
+    overhead at all."""
+    widest = widest_headlines(run, records).values()
+    return max(widest, key=lambda item: (item[1], item[0])) if widest else None
+
 
 def noisy(record: SummaryRecord) -> bool:
     """The noise flag of a figure itself (summary.csv): a headline figure whose CV exceeds

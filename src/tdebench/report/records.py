@@ -19,7 +19,7 @@ import numpy as np
 
 from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, overheads, paired_overhead,
                             pairable, summarize_many)
-from tdebench.plan import PAIRED_ORDERS, default_order
+from tdebench.plan import PAIRED_ORDERS, Group, default_order
 from tdebench.results import Measurement, RunData, TrialKey
 
 BASELINE = "none"
@@ -52,6 +52,12 @@ def engine_label(engine: str, memory_mb: int | None) -> str:
     """An engine as a configuration names it: "duckdb", or "duckdb 64 MB" when the plan gave it
     memory_mb, so that runs without it read exactly as before."""
     return f"{engine} {memory_mb} MB" if memory_mb is not None else engine
+
+
+def group_label(group: Group) -> str:
+    """A comparison group (`plan.comparison_group`) in words: "duckdb tpch sf0.01"."""
+    engine, memory_mb, workload, scale = group
+    return f"{engine_label(engine, memory_mb)} {workload} {scale_label(workload, scale)}"
 
 
 @dataclass(frozen=True, order=True)
