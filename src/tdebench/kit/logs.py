@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from tdebench.kit.targets import STEP
 
-_MARKER = re.compile(rf"{re.escape(STEP)} (\S+) (\d+) (\S+) (\S+?)(?=\s|\||$)")
+_MARKER = re.compile(rf"{re.escape(STEP)} (\S+) (\d+) (\S+) ([^\s|']+)")
 _SQLCMD_TIME = re.compile(r"CPU time = (\d+) ms,\s*elapsed time = (\d+) ms")
 _SQLCMD_ERROR = re.compile(r"^\s*Msg (\d+), Level (\d+), State \d+")
 _SQLPLUS_TIME = re.compile(r"^\s*Elapsed: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)\s*$")

@@ -237,7 +237,8 @@ def _mysql_setup(encryption: str) -> list[Item]:
 def _mysql_teardown(encryption: str) -> list[Item]:
     if encryption == "none":
         return [Sql(f"DROP DATABASE {DATABASE}")]
-    return [Sql(f"SELECT redo, undo INTO @tdebench_redo, @tdebench_undo FROM {_MYSQL_SETTINGS}"),
+    return [Sql(f"SET @tdebench_redo = (SELECT redo FROM {_MYSQL_SETTINGS})"),
+            Sql(f"SET @tdebench_undo = (SELECT undo FROM {_MYSQL_SETTINGS})"),
             Sql("SET GLOBAL innodb_redo_log_encrypt = @tdebench_redo"),
             Sql("SET GLOBAL innodb_undo_log_encrypt = @tdebench_undo"),
             Sql(f"DROP DATABASE {DATABASE}")]
