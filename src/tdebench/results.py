@@ -69,6 +69,9 @@ class Measurement:
     # which measured pass of its test within the trial (tpch's `passes`, 1-based); statistics
     # take each step's median over a trial's passes, so a trial still counts once
     pass_number: int = 1
+    # the console client whose log `tdebench import` read this from (sqlcmd, sqlplus, mysql):
+    # the client's or server's own timing, not tdebench's clock; None when tdebench measured it
+    imported_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,8 @@ def to_json(record: Record) -> dict[str, Any]:
     data["kind"] = _NAMES[type(record)]
     if "trial" in data and data["trial"]["memory_mb"] is None:  # records as before memory was an axis
         del data["trial"]["memory_mb"]
+    if data.get("imported_from", "") is None:  # measured by tdebench: records as before imports
+        del data["imported_from"]
     return data
 
 

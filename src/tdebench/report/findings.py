@@ -37,6 +37,7 @@ class Overview:
     order: str
     stopping: Stopping | None = None
     resumes: tuple[Resumed, ...] = ()
+    imported: tuple[str, ...] = ()  # the console clients whose logs `tdebench import` read
 
     @property
     def paragraph(self) -> str:
@@ -47,7 +48,8 @@ class Overview:
                 f"{self._repetitions}, cache {self.cache}, "
                 f"order {self.order}.")
         more = ([stopping_sentence(self.stopping)] if self.stopping else []) + (
-            [resumed_sentence(self.resumes)] if self.resumes else [])
+            [resumed_sentence(self.resumes)] if self.resumes else []) + (
+            [imported_sentence(self.imported)] if self.imported else [])
         return " ".join([text, *more])
 
     @property
@@ -56,6 +58,16 @@ class Overview:
         if fewest and fewest < self.repetitions:  # adaptive rounds ended apart, group by group
             return f"{fewest}–{self.repetitions} repetitions per cell (rounds added per comparison group)"
         return f"{self.repetitions} repetitions of every cell"
+
+
+def imported_sentence(tools: tuple[str, ...]) -> str:
+    """What an imported run's figures are (`tdebench import`): whose timing, what was not checked."""
+    whose = {"sqlcmd": "the server's own CPU and elapsed time (sqlcmd, SET STATISTICS TIME)",
+             "sqlplus": "client-side elapsed time (sqlplus, SET TIMING ON)",
+             "mysql": "client-side elapsed time (mysql client, -vvv)"}
+    return (f"Imported from {', '.join(tools)} console logs of the script kit (tdebench import): "
+            f"{'; '.join(whose.get(tool, tool) for tool in tools)}; answers not checked and "
+            "no at-rest verdict (tdebench verify checks the data files copied off the server).")
 
 
 def _counted(count: int, noun: str) -> str:
@@ -122,6 +134,7 @@ def overview(run: RunData) -> Overview:
         order=str(_plan_setting(plan, "order") or default_order(str(_plan_setting(plan, "cache") or "warm"))),
         stopping=run.stopping,
         resumes=tuple(run.resumes),
+        imported=tuple(sorted({m.imported_from for m in run.measurements if m.imported_from})),
     )
 
 
