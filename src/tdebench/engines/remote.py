@@ -198,6 +198,13 @@ class RemoteDatabase(Database):
         if monitor is not None:
             monitor.close()
 
+    def server_counters(self) -> dict[str, float] | None:
+        """The server's counters (`_server_counters`) once the trial's namespace exists."""
+        return self._server_counters() if self._created else None
+
+    def _server_counters(self) -> dict[str, float]:
+        raise NotImplementedError
+
     def _monitored(self, work: Callable[[Any], T]) -> T:
         """`work` on the monitoring session (opened by `_monitor_connect` when needed)."""
         with self._monitor_lock:

@@ -39,7 +39,8 @@ from tdebench.engines.mariadb import MariaDBConnection, load_data_local
 from tdebench.engines.remote import RemoteDatabase, RemoteEngine, RemoteError
 from tdebench.keys import Secret
 
-_CREATE_TABLE = re.compile(r"(\s*CREATE\s+TABLE\s+\S+)(\s+AS\s+SELECT\b.*)?$", re.IGNORECASE | re.DOTALL)
+_CREATE_TABLE = re.compile(r"\s*CREATE\s+TABLE\s+\S+", re.IGNORECASE)
+_AS_SELECT = re.compile(r"\s+AS\s+SELECT\b", re.IGNORECASE)
 _STATUS = {  # SHOW GLOBAL STATUS name -> metric (server_<metric>, cumulative)
     "Innodb_data_read": "read_bytes", "Innodb_data_written": "write_bytes",
     "Innodb_buffer_pool_reads": "pages_read", "Innodb_buffer_pool_read_requests": "page_requests",
@@ -50,13 +51,14 @@ _STATUS = {  # SHOW GLOBAL STATUS name -> metric (server_<metric>, cumulative)
 def with_table_options(sql: str, options: str) -> str:
     """`sql` with `options` added when it is a CREATE TABLE (before `AS SELECT` where it has one:
     MySQL's table options come before the query); every other statement as it is."""
-    match = _CREATE_TABLE.match(sql.rstrip().rstrip(";"))
-    if not options or match is None:
+    statement = sql.rstrip().rstrip(";")
+    head = _CREATE_TABLE.match(statement)
+    if not options or head is None:
         return sql
-    head, query = match.group(1), match.group(2) or ""
-    if query:
-        return f"{head} {options}{query}"
-    return f"{match.group(0)} {options}"
+    rest = statement[head.end():]
+    if _AS_SELECT.match(rest):
+        return f"{head.group(0)} {options}{rest}"
+    return f"{statement} {options}"
 
 
 class RemoteMySQLConnection(MariaDBConnection):
@@ -126,6 +128,26 @@ class RemoteMySQLDatabase(RemoteDatabase):
         return RemoteMySQLConnection(raw, self.flavour.table_options(self.encryption, self.target.key_id),
                                      self.flavour.timeout)
 
+    def close(self) -> None:
+        """With `data_path`, first write the trial's tables' pages to their files (FLUSH TABLES …
+        FOR EXPORT, which needs RELOAD, then UNLOCK TABLES), so the at-rest scan sees what the
+        buffer pool held. Best effort: without it a baseline's scan may find no canary, which
+        its verdict (inconclusive) then says."""
+        try:
+            if self.target.data_path and self._created:
+                self._flush_tables()
+        except Exception:  # noqa: BLE001 - see above; close() must not fail a trial's cleanup
+            pass
+        super().close()
+
+    def _flush_tables(self) -> None:
+        tables = [str(name) for (name,) in self._query(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND ENGINE = 'InnoDB'",
+            (self.namespace,))]
+        if tables:
+            self._query(f"FLUSH TABLES {', '.join(f'{self.namespace}.{t}' for t in tables)} FOR EXPORT", ())
+            self._query("UNLOCK TABLES", ())
+
     def size_bytes(self) -> int:
         rows = self._query("SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES "
                            "WHERE TABLE_SCHEMA = %s", (self.namespace,))
@@ -148,7 +170,7 @@ class RemoteMySQLDatabase(RemoteDatabase):
         return (f"{len(tables)} InnoDB tables of {self.namespace} encrypted ({self.flavour.confirmed_by}); "
                 f"server-wide: {switches}")
 
-    def server_counters(self) -> dict[str, float] | None:
+    def _server_counters(self) -> dict[str, float]:
         with self._scrubbed():
             rows = self._query("SHOW GLOBAL STATUS WHERE Variable_name IN "
                                f"({', '.join(repr(name) for name in _STATUS)})", ())

@@ -91,7 +91,7 @@ class RemoteOracleDatabase(RemoteDatabase):
         rows = self.engine.rows("SELECT SUM(bytes) FROM dba_segments WHERE owner = ?", [self.schema])
         return int(rows[0][0] or 0)
 
-    def server_counters(self) -> dict[str, float] | None:
+    def _server_counters(self) -> dict[str, float]:
         rows = self.engine.rows("SELECT name, value FROM v$sysstat WHERE name IN (?, ?, ?, ?)", list(_SYSSTAT))
         return {_SYSSTAT[str(name)][0]: float(value) * _SYSSTAT[str(name)][1] for name, value in rows}
 

@@ -95,7 +95,7 @@ class RemotePostgresDatabase(ColumnLayer, RemoteDatabase):
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         copy_from_parquet(conn, table, columns, parquet)
 
-    def server_counters(self) -> dict[str, float] | None:
+    def _server_counters(self) -> dict[str, float]:
         with self._scrubbed():
             if self._statements is None:
                 self._statements = self._enable_statements()

@@ -116,7 +116,7 @@ class RemoteSQLServerDatabase(RemoteDatabase):
         rows = self.engine.rows(self.namespace, "SELECT SUM(CAST(size AS BIGINT)) * 8192 FROM sys.database_files")
         return int(rows[0][0] or 0)
 
-    def server_counters(self) -> dict[str, float] | None:
+    def _server_counters(self) -> dict[str, float]:
         (read, written, stall), = self.engine.rows(
             "master", "SELECT SUM(num_of_bytes_read), SUM(num_of_bytes_written), SUM(io_stall) "
                       "FROM sys.dm_io_virtual_file_stats(DB_ID(?), NULL)", [self.namespace])
