@@ -115,8 +115,12 @@ def main() -> None:
 @click.option("--retry-failed", is_flag=True,
               help="With --resume: also run again the trials that failed (their records are removed), e.g. "
                    "after fixing what made them fail.")
+@click.option("--i-own-this-database", "owned", is_flag=True,
+              help="A server reached by url whose target database holds other objects: run anyway (tdebench "
+                   "still works only in databases of its own, tdebench_<random>, and drops them).")
 def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir: Path | None,
-        work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None, retry_failed: bool) -> None:
+        work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None, retry_failed: bool,
+        owned: bool) -> None:
     """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
     and write its report to --out; or, with --resume DIR, finish the interrupted run in DIR.
 
@@ -138,13 +142,13 @@ def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir
         if given:
             usage_error(f"--resume continues the run in its directory with the plan stored there: "
                         f"leave out {', '.join(given)}")
-        _resume(resume_dir, key_file, data_dir, work_dir, quiet, retry_failed)
+        _resume(resume_dir, key_file, data_dir, work_dir, quiet, retry_failed, owned)
     if retry_failed:
         usage_error("--retry-failed runs the failed trials of an interrupted run again: use it with --resume DIR")
     if out_dir is None:
         usage_error("--out DIR is required: the run's directory (or --resume DIR to finish an interrupted run)")
     the_plan = _plan_or_exit(plan or default_plan())
-    keys, engines = _ready_or_exit(the_plan, key_file, work_dir)
+    keys, engines = _ready_or_exit(the_plan, key_file, work_dir, owned)
     from tdebench import outdir
     try:
         out_lock = outdir.prepare(out_dir, force)
@@ -156,13 +160,19 @@ def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir
         outdir.unlock(out_dir, out_lock)
 
 
-def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None) -> tuple[KeySource, dict]:
-    """The key source and the plan's engines, once every one can run here in `work_dir`."""
+def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None,
+                   owned: bool = False) -> tuple[KeySource, dict]:
+    """The key source and the plan's engines, once every one can run here in `work_dir` (and every
+    server reached by url has a target of nothing but tdebench's, unless `owned`)."""
     try:
         keys = KeySource(key_file)
     except KeyFileError as exc:
         usage_error(str(exc))
     engines = _usable_engines_or_exit(the_plan)
+    for engine in engines.values():
+        problem = None if owned else engine.target_problem()
+        if problem:
+            usage_error(problem)
     if work_dir is not None and not work_dir.is_dir():
         usage_error(f"--work-dir {work_dir} is not an existing directory")
     for engine in engines.values():
@@ -174,7 +184,7 @@ def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None)
 
 
 def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
-            quiet: bool, retry_failed: bool = False) -> NoReturn:
+            quiet: bool, retry_failed: bool = False, owned: bool = False) -> NoReturn:
     """`run --resume DIR`: check the run in DIR and its plan, lock DIR, cut its results down to
     the complete trials, record the resume, and run the rest."""
     from tdebench import outdir
@@ -187,7 +197,7 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
         the_plan = parse_plan(stored.plan_text, str(directory / PLAN))
     except PlanError as exc:
         usage_error(f"--resume: the run's plan no longer parses here: {exc}")
-    keys, engines = _ready_or_exit(the_plan, key_file, work_dir)
+    keys, engines = _ready_or_exit(the_plan, key_file, work_dir, owned)
     if not keys.derived and any(outcome.key_derived for outcome in stored.trials):
         usage_error(f"--resume: the trials of {directory} so far used keys derived from a key file; pass that "
                     "file again with --key-file, so the rest are derived from it too (without it, they would "
@@ -335,7 +345,7 @@ def _plan_or_exit(path: Path) -> Plan:
 def _usable_engines_or_exit(plan: Plan) -> dict:
     engines = {}
     for choice in plan.engines:
-        engine = get_engine(choice.name)  # memory_mb does not change what can run
+        engine = get_engine(choice.name, remote=choice.remote)  # memory_mb does not change what can run
         for name in choice.encryptions:
             available = engine.encryption_availability(engine.encryption(name))
             if not available.usable:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tdebench.engines import ENGINES, get_engine
+from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
+from tdebench.engines.remote import RemoteTarget, parse_url, password_file_problem
 from tdebench.measure.affinity import CpuPinning, available_cpus
 from tdebench.results import TrialKey
 from tdebench.workloads import WORKLOADS, Option
@@ -34,6 +35,8 @@ DEFAULT_REPETITIONS = 5
 per-query noise in 80% of plans (tests/unit/test_paired.py); with three its t has 2 degrees
 of freedom and needs an effect twice the noise floor's size."""
 _ENGINE_KEYS = {"name", "encryptions", "memory_mb"}
+_REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
+"""An engine's keys for a server tdebench did not start (engines/remote.py)."""
 _WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s"}
 
 
@@ -53,6 +56,7 @@ class EngineChoice:
     # the engine's cache in MB, one configuration per value (Engine.memory_use says what each engine
     # sets); empty: the engine's default (servers 256 MB, embedded engines no limit)
     memory_mb: tuple[int, ...] = ()
+    remote: RemoteTarget | None = None  # a server tdebench did not start, by URL (engines/remote.py)
 
     def memories(self) -> tuple[int | None, ...]:
         """The memory values to run: the plan's, or None (the engine's default) when it gave none."""
@@ -256,6 +260,10 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         raise check.error(f"max_repetitions = {most} is below repetitions = {repetitions}", "max_repetitions")
     engine_choices = tuple(_engine(check.within("engines", i), e, placebo)
                            for i, e in enumerate(check.tables(engines, "engines")))
+    remote = next((e.name for e in engine_choices if e.remote is not None), None)
+    if remote is not None and cache == "cold":
+        raise check.error(f"cache = \"cold\" stops each engine and drops its caches; tdebench cannot do that to "
+                          f"the {remote} server it reaches by url: use cache = \"warm\"", "cache")
     workload_specs = tuple(_workload(check.within("workloads", i), w)
                            for i, w in enumerate(check.tables(workloads, "workloads")))
     _check_memory_axis(check, engine_choices, workload_specs)
@@ -319,9 +327,19 @@ def _pin_cpus(check: "_Checker", table: Any) -> CpuPinning:
 
 
 def _engine(check: "_Checker", table: dict[str, Any], placebo: bool = False) -> EngineChoice:
-    check.keys(table, _ENGINE_KEYS, "[[engines]]")
-    name = check.choice(table, "name", None, tuple(ENGINES))
-    engine = get_engine(name)
+    check.keys(table, _ENGINE_KEYS | _REMOTE_KEYS, "[[engines]]")
+    remote = _remote(check, table) if "url" in table else None
+    if remote is None:
+        given = sorted(set(table) & _REMOTE_KEYS)
+        if given:
+            raise check.error(f"{given[0]} is for a server reached by url; add url = \"…\" or remove it", given[0])
+        only_remote = tuple(name for name in REMOTE_ENGINES if name not in ENGINES)
+        if table.get("name") in only_remote:
+            raise check.error(f"tdebench cannot start a {table['name']} server here: reach yours by url, e.g. "
+                              f"url = \"{_URL_EXAMPLES[table['name']]}\" with password_env or password_file",
+                              str(table["name"]))
+    name = remote.engine if remote is not None else check.choice(table, "name", None, tuple(ENGINES))
+    engine = get_engine(name, remote=remote)
     valid = tuple(e.name for e in engine.encryptions)
     if table.get("encryptions") in ("all", ["all"]):  # legacy ciphers only by name
         names = [e.name for e in engine.encryptions if not e.legacy]
@@ -335,7 +353,50 @@ def _engine(check: "_Checker", table: dict[str, Any], placebo: bool = False) -> 
     ordered = ["none"] + [n for n in names if n != "none"]  # the baseline every overhead needs
     if placebo:
         ordered.insert(1, PLACEBO)
-    return EngineChoice(name, tuple(ordered), _memory(check, table))
+    return EngineChoice(name, tuple(ordered), _memory(check, table), remote)
+
+
+_URL_EXAMPLES = {"mariadb": "mariadb://bench@127.0.0.1:3306/bench", "mysql": "mysql://bench@127.0.0.1:3306/bench",
+                 "postgres": "postgres://bench@127.0.0.1:5432/bench",
+                 "sqlserver": "mssql://bench@127.0.0.1:1433/bench", "oracle": "oracle://bench@127.0.0.1:1521/FREEPDB1"}
+
+
+def _remote(check: "_Checker", table: dict[str, Any]) -> RemoteTarget:
+    """A server tdebench did not start: its url, where its password is (exactly one of
+    password_env and password_file, a 0600 file), where its data files are readable (data_path,
+    optional) and, for MariaDB, the key id of its encrypted tables."""
+    name = check.choice(table, "name", None, tuple(REMOTE_ENGINES))
+    url = check.string(table, "url", "")
+    try:
+        user, host, port, database = parse_url(name, url)
+    except ValueError as exc:
+        raise check.error(f"url: {exc}", "url") from None
+    if "memory_mb" in table:
+        raise check.error(f"memory_mb sets the cache of a server tdebench starts; the {name} server at {url} keeps "
+                          "its own: remove memory_mb", "memory_mb")
+    sources = [key for key in ("password_env", "password_file") if key in table]
+    if len(sources) != 1:
+        raise check.error(f"a server reached by url needs its password from exactly one of password_env = "
+                          f"\"VARIABLE\" or password_file = \"path\" (mode 0600), never in the plan; "
+                          f"given: {', '.join(sources) or 'neither'}", sources[1] if sources else "url")
+    source = check.string(table, sources[0], "")
+    if not source:
+        raise check.error(f"{sources[0]} is empty", sources[0])
+    if sources[0] == "password_file":
+        problem = password_file_problem(Path(source))
+        if problem is not None:
+            raise check.error(problem, "password_file")
+    data_path = check.string(table, "data_path", "")
+    if data_path and not Path(data_path).is_dir():
+        raise check.error(f"data_path {data_path} is not a directory tdebench can read (where the {name} server's "
+                          "data files are, scanned read-only for the at-rest verdict)", "data_path")
+    if "key_id" in table and name != "mariadb":
+        raise check.error(f"key_id names the key of MariaDB's encrypted tables; {name} has none", "key_id")
+    key_id = check.integer(table, "key_id", 1, 1, 2**32 - 1)
+    return RemoteTarget(engine=name, url=url, user=user, host=host, port=port, database=database,
+                        password_env=source if sources[0] == "password_env" else "",
+                        password_file=source if sources[0] == "password_file" else "",
+                        data_path=data_path, key_id=key_id)
 
 
 _MEMORY_MB = (16, 1 << 20)

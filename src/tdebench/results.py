@@ -92,12 +92,16 @@ class FileScan:
     entropy_blocks: int | None = None
 
 
+NOT_VERIFIED = "not verified (remote)"
+"""The verdict of a trial on a server tdebench did not start whose files it may not read."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The at-rest check of a trial, taken with the database closed."""
 
     trial: TrialKey
-    verdict: str  # "encrypted", "plaintext", "inconclusive" or "error"
+    verdict: str  # "encrypted", "plaintext", "inconclusive", "error" or NOT_VERIFIED
     expected: str  # "plaintext" for the baseline, "encrypted" otherwise
     files_scanned: int
     bytes_scanned: int
@@ -111,6 +115,12 @@ class Verdict:
     @property
     def as_expected(self) -> bool:
         return self.verdict == self.expected
+
+    @property
+    def unverified(self) -> bool:
+        """Nothing could be scanned (a remote server without data_path): not as expected, yet no
+        failure of the run either; the report says so."""
+        return self.verdict == NOT_VERIFIED
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,7 @@ class Runner:
         summary = RunSummary(trials=len(done), kept=len(done),
                              failed=[o for o in stored.trials if o.trial in done and o.status != "ok"],
                              unexpected_verdicts=[v for v in stored.verdicts
-                                                  if v.trial in done and not v.as_expected])
+                                                  if v.trial in done and not v.as_expected and not v.unverified])
         trials = to_run(self.plan, done)
         adding = self.plan.adaptive and stored.stopping is None
         if not trials and not adding:
@@ -226,7 +226,7 @@ class Runner:
                     self.progress.trial_started(summary.trials, total, spec)
                 if outcome.status != "ok":
                     summary.failed.append(outcome)
-                if verdict is not None and not verdict.as_expected:
+                if verdict is not None and not verdict.as_expected and not verdict.unverified:
                     summary.unexpected_verdicts.append(verdict)
                 self.progress.trial_finished(outcome, verdict)
 
@@ -260,6 +260,7 @@ class Runner:
                     raise KeyboardInterrupt from exc
             finally:
                 trial.database.close()
+                trial.database.drop()
                 remove_tree(trial.workspace)
 
     def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int) -> None:
@@ -321,6 +322,7 @@ class Runner:
         close them, then judge each at rest and remove its workspace."""
         own_cpus = affinity.available_cpus()
         trials: list[_Trial] = []
+        ended = False
         try:
             for spec in group:
                 trials.append(self._start(spec, root))
@@ -334,10 +336,13 @@ class Runner:
                     self._in_turn(trials, lambda trial: self._measured_steps(trial, test))
                 for trial in trials:
                     self._finish(trial)
+            ended = True
         finally:
             for trial in trials:  # also on Ctrl-C; run() then removes every workspace
                 self._release(trial, quietly=True)
                 trial.database.close()
+                if not ended:  # what lives outside the workspace (a remote server's database) goes too
+                    trial.database.drop()
             if self.plan.pin_cpus is not None:
                 affinity.release(own_cpus)
         return [self._end(trial) for trial in trials]
@@ -345,7 +350,9 @@ class Runner:
     def _start(self, spec: TrialSpec, root: Path) -> "_Trial":
         """Provision a trial's database in a workspace of its own, with what its phases need."""
         key = spec.key
-        engine = self.engine_factory(key.engine, memory_mb=key.memory_mb)
+        remote = self.plan.engine(key.engine).remote
+        # a server tdebench did not start (engines/remote.py) is named by the plan's url
+        engine = self.engine_factory(key.engine, memory_mb=key.memory_mb, **({"remote": remote} if remote else {}))
         encryption = engine.encryption(key.encryption)
         workspace = root / key.id.replace("/", "_")
         workspace.mkdir(parents=True)
@@ -354,7 +361,8 @@ class Runner:
         database = engine.provision(workspace, encryption, secret)
         # with pin_cpus, every look at the engine's processes pins them (and tdebench) first
         processes = affinity.pinned(self.plan.pin_cpus, database.engine_processes)
-        recorder = Recorder(self.store, key, self.clock, processes=processes)
+        recorder = Recorder(self.store, key, self.clock, processes=processes,
+                            process_counters=not engine.capabilities.remote, server_counters=database.server_counters)
         facts = _TrialFacts()
 
         def go_cold() -> bool:
@@ -483,9 +491,12 @@ class Runner:
         key = trial.key
         expected = "plaintext" if trial.database.encryption.is_baseline else "encrypted"
         try:
-            verdict = self._verdict(key, expected, trial.database, trial.workspace, trial.facts)
+            verdict = self._verdict(key, expected, trial.database, trial.facts)
         finally:
-            remove_tree(trial.workspace)
+            try:
+                trial.database.drop()
+            finally:
+                remove_tree(trial.workspace)
         facts, pinned_to = trial.facts, trial.pinned_to
         outcome = TrialOutcome(trial=key, status="failed" if trial.error else "ok", cache=self.plan.cache,
                                cache_dropped=facts.cache_dropped,
@@ -506,14 +517,17 @@ class Runner:
         database.close()
         return self.drop_cache()
 
-    def _verdict(self, key: TrialKey, expected: str, database: Database, workspace: Path,
-                 facts: "_TrialFacts") -> Verdict:
+    def _verdict(self, key: TrialKey, expected: str, database: Database, facts: "_TrialFacts") -> Verdict:
+        root = database.scan_root()
         try:
-            verdict = verify.judge_at_rest(key, expected, workspace, database.plaintext_signature(), facts.canaries,
-                                           facts.markers, facts.canaries_readable,
-                                           column_layer=database.encryption.layer == "column",
-                                           view_hits=facts.view_hits, engine_state=facts.engine_state,
-                                           view_gone=facts.view_gone)
+            if root is None:  # nothing tdebench may read: a remote server without data_path
+                verdict = verify.not_verified(key, expected, facts.engine_state)
+            else:
+                verdict = verify.judge_at_rest(key, expected, root, database.plaintext_signature(), facts.canaries,
+                                               facts.markers, facts.canaries_readable,
+                                               column_layer=database.encryption.layer == "column",
+                                               view_hits=facts.view_hits, engine_state=facts.engine_state,
+                                               view_gone=facts.view_gone)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
         self.store.append(verdict)

@@ -26,7 +26,7 @@ from typing import BinaryIO, cast
 
 import numpy as np
 
-from tdebench.results import FileScan, TrialKey, Verdict
+from tdebench.results import NOT_VERIFIED, FileScan, TrialKey, Verdict
 
 ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be")
 CHUNK_BYTES = 4 << 20  # read size: large for throughput, small enough to never hold a big file
@@ -499,6 +499,15 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
         shown += (f"; as column-level encryption leaves them, other columns are plaintext in {len(exposed)} "
                   f"files: {', '.join(exposed)}")
     return verdict("encrypted", f"no canary and no plaintext header found{shown}; {summary}")
+
+
+def not_verified(trial: TrialKey, expected: str, engine_state: str) -> Verdict:
+    """The verdict of a remote server's trial with no `data_path`: its files were not looked at,
+    so nothing is claimed about them beyond what the engine itself reports (`engine_state`)."""
+    return Verdict(trial=trial, verdict=NOT_VERIFIED, expected=expected, files_scanned=0, bytes_scanned=0,
+                   first_hit=None, engine_state=engine_state,
+                   detail="the server's data files are not readable here (give data_path to scan them); "
+                          + (f"the engine reports: {engine_state}" if engine_state else "the engine reports nothing"))
 
 
 def error_verdict(trial: TrialKey, expected: str, exc_text: str) -> Verdict:

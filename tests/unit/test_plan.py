@@ -68,7 +68,8 @@ def test_baseline_is_added_and_all_expands() -> None:
 
 
 @pytest.mark.parametrize("old, new, message, line", [
-    ('name = "duckdb"', 'name = "oracle"', "unknown name 'oracle'; valid: duckdb, sqlite", 10),
+    ('name = "duckdb"', 'name = "db2"', "unknown name 'db2'; valid: duckdb, sqlite", 10),
+    ('name = "duckdb"', 'name = "oracle"', "cannot start a oracle server here: reach yours by url", 10),
     ('"aes-256-ctr"]', '"aes-512-xts"]', "no encryption 'aes-512-xts'; valid: none, aes-256-gcm, aes-256-ctr", 11),
     ("scale = 0.01", "scale = 100", "scale factor 100 is out of range for tpch: 0.01 to 10", 15),
     ("scale = 0.01", "scale = 0.001", "out of range", 15),

@@ -7,6 +7,11 @@ from tdebench.engines.base import NONE, Availability, Capabilities, Connection, 
 from tdebench.engines.duckdb import DuckDBEngine
 from tdebench.engines.mariadb import MariaDBEngine
 from tdebench.engines.postgres import PostgresEngine
+from tdebench.engines.remote import RemoteEngine, RemoteTarget
+from tdebench.engines.remote_mysql import RemoteMariaDBEngine, RemoteMySQLEngine
+from tdebench.engines.remote_oracle import RemoteOracleEngine
+from tdebench.engines.remote_postgres import RemotePostgresEngine
+from tdebench.engines.remote_sqlserver import RemoteSQLServerEngine
 from tdebench.engines.sqlite import SQLiteEngine
 
 ENGINES: dict[str, type[Engine]] = {
@@ -16,9 +21,23 @@ ENGINES: dict[str, type[Engine]] = {
     PostgresEngine.name: PostgresEngine,
 }
 
+REMOTE_ENGINES: dict[str, type[RemoteEngine]] = {
+    RemoteMariaDBEngine.name: RemoteMariaDBEngine,
+    RemoteMySQLEngine.name: RemoteMySQLEngine,
+    RemotePostgresEngine.name: RemotePostgresEngine,
+    RemoteSQLServerEngine.name: RemoteSQLServerEngine,
+    RemoteOracleEngine.name: RemoteOracleEngine,
+}
+"""Engines on servers tdebench did not start, reached by a plan's url (engines/remote.py)."""
 
-def get_engine(name: str, memory_mb: int | None = None) -> Engine:
-    """The engine called `name`; KeyError listing the valid names otherwise."""
+
+def get_engine(name: str, memory_mb: int | None = None, remote: RemoteTarget | None = None) -> Engine:
+    """The engine called `name` (on the server `remote` names, when given); KeyError listing the
+    valid names otherwise."""
+    if remote is not None:
+        if name not in REMOTE_ENGINES:
+            raise KeyError(f"engine {name!r} cannot be reached by url; valid: {', '.join(REMOTE_ENGINES)}")
+        return REMOTE_ENGINES[name](memory_mb=memory_mb, remote=remote)
     try:
         engine_class = ENGINES[name]
     except KeyError:
@@ -26,5 +45,5 @@ def get_engine(name: str, memory_mb: int | None = None) -> Engine:
     return engine_class(memory_mb=memory_mb)
 
 
-__all__ = ["ENGINES", "NONE", "Availability", "Capabilities", "Connection", "Database", "Engine",
+__all__ = ["ENGINES", "REMOTE_ENGINES", "NONE", "Availability", "Capabilities", "Connection", "Database", "Engine",
            "Encryption", "get_engine"]

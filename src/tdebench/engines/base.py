@@ -99,6 +99,9 @@ class Capabilities:
 
     embedded: bool  # runs inside the tdebench process (CPU time of this process is the engine's)
     concurrent_streams: bool  # several connections may query one database at once
+    # a server tdebench did not start (engines/remote.py): its processes are not ours to measure
+    # (timing is client-side; `Database.server_counters` where it has them), its caches not ours to drop
+    remote: bool = False
 
 
 @dataclass(frozen=True)
@@ -254,6 +257,22 @@ class Database(ABC):
         else."""
         return None
 
+    def scan_root(self) -> Path | None:
+        """Where the at-rest scan looks: the workspace, below which every file the database wrote
+        is; a remote server's `data_path`; None where there is nothing tdebench may read (a remote
+        server without one: the verdict is `not verified (remote)`)."""
+        return self.workspace
+
+    def server_counters(self) -> dict[str, float] | None:
+        """What the server itself counts, cumulative (statement time, pages read, …), read
+        before and after each measured step and recorded as the difference (`server_<name>`):
+        for servers whose processes tdebench cannot watch. None: nothing to read."""
+        return None
+
+    def drop(self) -> None:
+        """Remove what the database holds outside its workspace (a remote server's database of
+        the trial), after its at-rest scan; called on success, failure and Ctrl-C. Nothing by default."""
+
     def plaintext_signature(self) -> tuple[int, bytes] | None:
         """(offset, bytes) that only an unencrypted main file of this engine carries, if any."""
         return None
@@ -405,6 +424,11 @@ class Engine(ABC):
     def workspace_problem(self, parent: Path) -> str | None:
         """Why trial workspaces below `parent` cannot work for this engine (e.g. a server user
         that may not enter it), checked before a run starts; None when they can."""
+        return None
+
+    def target_problem(self) -> str | None:
+        """A server tdebench did not start: why its target must not be used (it holds objects
+        that are not tdebench's), checked before a run unless `--i-own-this-database`; None."""
         return None
 
     def encryption_availability(self, encryption: Encryption) -> Availability:

@@ -1,11 +1,13 @@
 """What the server engines' DB-API connections share: the placeholder style the workloads
-write, turned into the drivers', and Parquet data turned into CSV for a server's bulk loader."""
+write, turned into the drivers', Parquet data turned into CSV for a server's bulk loader, and a
+plain DB-API connection for drivers with nothing of their own to add (SQL Server, Oracle)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def parquet_to_csv(parquet: Path, columns: Sequence[str], target: Path, delimiter: str = ",") -> int:
@@ -27,18 +29,74 @@ def parquet_to_csv(parquet: Path, columns: Sequence[str], target: Path, delimite
 
 @functools.lru_cache(maxsize=4096)
 def qmark_to_format(sql: str) -> str:
-    """Workloads write DB-API `?` placeholders; PyMySQL and psycopg take `%s`, with a literal `%`
-    written `%%`. A `?` inside quotes ('…', "…", `…`) is text and stays. Cached: a workload runs
-    the same few statements again and again (oltp's client-side transactions spent a fifth of
-    their Python time here, character by character)."""
-    out, quote = [], ""
+    """Workloads write DB-API `?` placeholders; PyMySQL, psycopg and pymssql take `%s`, with a
+    literal `%` written `%%`. A `?` inside quotes ('…', "…", `…`) is text and stays. Cached: a
+    workload runs the same few statements again and again (oltp's client-side transactions
+    spent a fifth of their Python time here, character by character)."""
+    return _marks(sql, numbered=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def qmark_to_numeric(sql: str) -> str:
+    """`?` placeholders as oracledb takes them: `:1`, `:2`, … (a `%` stays as it is)."""
+    return _marks(sql, numbered=True)
+
+
+def _marks(sql: str, numbered: bool) -> str:
+    out, quote, count = [], "", 0
     for char in sql:
         if quote:
             quote = "" if char == quote else quote
         elif char in "'\"`":
             quote = char
         elif char == "?":
-            out.append("%s")
+            count += 1
+            out.append(f":{count}" if numbered else "%s")
             continue
-        out.append("%%" if char == "%" else char)
+        out.append("%%" if char == "%" and not numbered else char)
     return "".join(out)
+
+
+class DBAPIConnection:
+    """A plain DB-API 2 connection (pymssql, oracledb) as the workloads use it: autocommit
+    statements, `executemany` in one transaction, the driver's own placeholders (`marks`) and a
+    timeout set by `timeout(conn, seconds)` where the driver has one."""
+
+    def __init__(self, conn: Any, marks: Callable[[str], str],
+                 timeout: Callable[[Any, float | None], None] | None = None) -> None:
+        self._conn = conn
+        self._marks = marks
+        self._timeout = timeout
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = self._conn.cursor()
+        try:
+            if params:
+                cursor.execute(self._marks(sql), tuple(params))
+            else:
+                cursor.execute(sql)
+            rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+        finally:
+            cursor.close()
+        self._conn.commit()
+        return rows
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        cursor = self._conn.cursor()
+        try:
+            cursor.executemany(self._marks(sql), [tuple(r) for r in rows])
+            self._conn.commit()
+        except BaseException:
+            self._conn.rollback()
+            raise
+        finally:
+            cursor.close()
+
+    def set_timeout(self, seconds: float | None) -> None:
+        if seconds is not None and seconds <= 0:
+            raise ValueError("a timeout must be positive")
+        if self._timeout is not None:
+            self._timeout(self._conn, seconds)
+
+    def close(self) -> None:
+        self._conn.close()

@@ -89,8 +89,28 @@ def _binary(name: str) -> str | None:
     return shutil.which(name, path=_SEARCH_PATH)
 
 
+def load_data_local(conn: Connection, staging: Path, table: str, columns: Sequence[str], parquet: Path) -> None:
+    """Parquet -> '|'-separated text in `staging` (in-memory DuckDB) -> LOAD DATA LOCAL INFILE
+    (the client sends the file, so the server may be another machine's); the staging file is
+    removed afterwards and the server's row count is checked against it."""
+    assert isinstance(conn, MariaDBConnection), "LOAD DATA LOCAL needs a MariaDB connection"
+    try:
+        written = parquet_to_csv(parquet, columns, staging, delimiter="|")
+        path = str(staging).replace("\\", "\\\\").replace("'", "\\'")
+        loaded = conn.load(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table} CHARACTER SET utf8mb4 "
+                           "FIELDS TERMINATED BY '|' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' "
+                           f"LINES TERMINATED BY '\\n' ({', '.join(columns)})")
+    finally:
+        staging.unlink(missing_ok=True)
+    if loaded != written:
+        raise RuntimeError(f"loaded {loaded} of {written} rows into {table}")
+
+
 class MariaDBConnection:
-    """A PyMySQL connection in autocommit mode, as the embedded engines' connections are."""
+    """A PyMySQL connection in autocommit mode, as the embedded engines' connections are.
+    `timeout_errors`: the server's error numbers for a statement stopped by its timeout."""
+
+    timeout_errors: tuple[int, ...] = (_TIMEOUT_ERROR,)
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
@@ -132,7 +152,7 @@ class MariaDBConnection:
         try:
             return method(*args)
         except pymysql.err.OperationalError as exc:
-            if exc.args and exc.args[0] == _TIMEOUT_ERROR:
+            if exc.args and exc.args[0] in self.timeout_errors:
                 raise QueryTimeout(f"statement stopped after the {self._seconds:g} s timeout") from None
             raise
 
@@ -421,18 +441,7 @@ class MariaDBDatabase(ServerDatabase):
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """Parquet -> '|'-separated text (in-memory DuckDB) -> LOAD DATA LOCAL INFILE; the
         staging file is removed afterwards and the server's row count is checked against it."""
-        assert isinstance(conn, MariaDBConnection), "bulk_load needs a MariaDB connection"
-        staging = self.workspace / f"load-{table}.csv"
-        try:
-            written = parquet_to_csv(parquet, columns, staging, delimiter="|")
-            path = str(staging).replace("\\", "\\\\").replace("'", "\\'")
-            loaded = conn.load(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table} CHARACTER SET utf8mb4 "
-                               "FIELDS TERMINATED BY '|' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' "
-                               f"LINES TERMINATED BY '\\n' ({', '.join(columns)})")
-        finally:
-            staging.unlink(missing_ok=True)
-        if loaded != written:
-            raise RuntimeError(f"mariadb loaded {loaded} of {written} rows into {table}")
+        load_data_local(conn, self.workspace / f"load-{table}.csv", table, columns, parquet)
 
     # -- maintenance: encrypting an existing database, changing its key ----------------------
 

@@ -146,8 +146,62 @@ class PostgresConnection:
         self._conn.close()
 
 
+def copy_from_parquet(conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
+    """COPY FROM STDIN of a CSV that DuckDB writes from the Parquet file into the system's temp
+    directory (the Parquet file already holds the same plaintext): PostgreSQL's fastest load
+    path, with no per-row Python work; the client sends the rows, so the server may be remote."""
+    assert isinstance(conn, PostgresConnection), "COPY needs a PostgreSQL connection"
+    names = ", ".join(columns)
+    with tempfile.TemporaryDirectory(prefix="tdebench-copy-") as scratch:
+        csv = Path(scratch) / f"{table}.csv"
+        parquet_to_csv(parquet, columns, csv)
+        raw = conn.raw
+        with raw.transaction(), raw.cursor() as cursor, \
+                cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT csv)") as copy, csv.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                copy.write(chunk)
+
+
+class ColumnLayer(Database):
+    """What a PostgreSQL database of tdebench's own and one on a server reached by url share: the
+    column layer (engines/pgcrypto.py) on their sessions."""
+
+    @property
+    def _column_layer(self) -> bool:
+        return self.encryption.layer == "column"
+
+    @property
+    def _cipher(self) -> pgcrypto.ColumnCipher:
+        return pgcrypto.column_cipher(self.encryption)
+
+    def _session(self, raw: Any) -> PostgresConnection:
+        """A psycopg connection as tdebench's session; the column layer's key set in it."""
+        conn = PostgresConnection(raw, sealed=self._column_layer)
+        if self._column_layer:
+            assert self.key is not None, "the column layer needs a key"
+            try:
+                conn.execute(pgcrypto.set_key_statement(), [self.key.hex()])
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    def seal_columns(self, conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[str]) -> None:
+        if self._column_layer:
+            pgcrypto.seal(conn, self._cipher, table, sensitive, key)
+
+    def encryption_state(self) -> str:
+        if not self._column_layer:
+            return ""
+        conn = self.connect()
+        try:
+            return pgcrypto.state(conn, self._cipher)
+        finally:
+            conn.close()
+
+
 @dataclass
-class PostgresDatabase(ServerDatabase):
+class PostgresDatabase(ColumnLayer, ServerDatabase):
     user: ClassVar[str] = USER
     memory_mb: int = DEFAULT_MEMORY_MB
     bin: Path = field(default_factory=lambda: bin_dir() or Path("/usr/lib/postgresql/bin"))
@@ -204,14 +258,6 @@ class PostgresDatabase(ServerDatabase):
                               f"below a directory it can enter)")
         chown_tree(self.workspace, USER)
         self.workspace.chmod(0o700)
-
-    @property
-    def _column_layer(self) -> bool:
-        return self.encryption.layer == "column"
-
-    @property
-    def _cipher(self) -> pgcrypto.ColumnCipher:
-        return pgcrypto.column_cipher(self.encryption)
 
     def _start(self) -> None:
         self._password = _cluster_password(self.data_dir)
@@ -272,28 +318,7 @@ class PostgresDatabase(ServerDatabase):
         """A new session (a new backend process); starts the server again after `close()`.
         Column layer: the session's key is set here, so it is timed as `open`."""
         self._started()
-        conn = PostgresConnection(self._open(), sealed=self._column_layer)
-        if self._column_layer:
-            assert self.key is not None, "the column layer needs a key"
-            try:
-                conn.execute(pgcrypto.set_key_statement(), [self.key.hex()])
-            except BaseException:
-                conn.close()
-                raise
-        return conn
-
-    def seal_columns(self, conn: Connection, table: str, sensitive: Sequence[str], key: Sequence[str]) -> None:
-        if self._column_layer:
-            pgcrypto.seal(conn, self._cipher, table, sensitive, key)
-
-    def encryption_state(self) -> str:
-        if not self._column_layer:
-            return ""
-        conn = self.connect()
-        try:
-            return pgcrypto.state(conn, self._cipher)
-        finally:
-            conn.close()
+        return self._session(self._open())
 
     def files(self) -> list[Path]:
         if not self.data_dir.exists():
@@ -304,16 +329,7 @@ class PostgresDatabase(ServerDatabase):
         """COPY FROM STDIN of a CSV that DuckDB writes from the Parquet file into the system's
         temp directory (the Parquet file already holds the same plaintext): PostgreSQL's
         fastest load path, with no per-row Python work."""
-        assert isinstance(conn, PostgresConnection)
-        names = ", ".join(columns)
-        with tempfile.TemporaryDirectory(prefix="tdebench-copy-") as scratch:
-            csv = Path(scratch) / f"{table}.csv"
-            parquet_to_csv(parquet, columns, csv)
-            raw = conn.raw
-            with raw.transaction(), raw.cursor() as cursor, \
-                    cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT csv)") as copy, csv.open("rb") as f:
-                while chunk := f.read(1 << 20):
-                    copy.write(chunk)
+        copy_from_parquet(conn, table, columns, parquet)
 
     def _after_stop(self) -> None:
         """The socket directory this database opened, closed and removed (with what a killed

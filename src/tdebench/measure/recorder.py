@@ -80,6 +80,11 @@ class Recorder:
     # the engine's processes whose CPU and I/O are measured; None, or None from it: this process (embedded engines)
     processes: Callable[[], Sequence[psutil.Process] | None] | None = None
     pause_gc: bool = True
+    # False: the engine's processes cannot be watched (a server tdebench did not start), so no
+    # process counters are recorded rather than this process's passed off as the engine's
+    process_counters: bool = True
+    # what the server itself counts, cumulative (Database.server_counters); recorded as server_<name> deltas
+    server_counters: Callable[[], dict[str, float] | None] | None = None
 
     @contextmanager
     def measure(self, test: str, step: str, *, stream: int | None = None, warmup: bool = False,
@@ -101,13 +106,18 @@ class Recorder:
         return result, metrics
 
     def _start(self, process: bool) -> Callable[[], dict[str, float]]:
-        before = self._counters() if process else None
+        server = self.server_counters() if process and self.server_counters is not None else None
+        before = self._counters() if process and self.process_counters else None
         start = self.clock.now_ns()
 
         def stop() -> dict[str, float]:
             metrics: dict[str, float] = {"elapsed_s": (self.clock.now_ns() - start) / 1e9}
             if before is not None:
                 metrics.update(counters.delta(before, self._counters()))
+            if server is not None and self.server_counters is not None:
+                after = self.server_counters() or {}
+                metrics.update({f"server_{name}": after[name] - value for name, value in server.items()
+                                if name in after})
             return metrics
 
         return stop

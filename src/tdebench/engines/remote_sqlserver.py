@@ -1,0 +1,176 @@
+"""A SQL Server tdebench did not start, by URL (`mssql://`; see engines/remote.py).
+
+Not tested against a live server (none can be installed here): the statements below follow
+Microsoft's documentation of TDE and are exercised with a fake DB-API module in
+tests/unit/test_remote_engines.py.
+
+Per trial tdebench creates the database `tdebench_<hex>` and drops it afterwards. Encrypted,
+the trial's database is TDE's, as Microsoft documents it: in `master` a database master key
+(created only if `master` has none, with a random password held in memory, and dropped again
+with the trial) and a certificate `tdebench_<hex>` protected by it; in the trial's database
+`CREATE DATABASE ENCRYPTION KEY WITH ALGORITHM = AES_128 | AES_192 | AES_256 | TRIPLE_DES_3KEY
+ENCRYPTION BY SERVER CERTIFICATE`, then `ALTER DATABASE … SET ENCRYPTION ON`, and tdebench waits
+until `sys.dm_database_encryption_keys.encryption_state = 3` (encrypted), recording how long
+the encryption scan took. Note: while any database uses TDE, SQL Server encrypts `tempdb`
+too, for every database of the server — one more reason to benchmark only a server of one's own.
+
+Counters: `sys.dm_io_virtual_file_stats` of the trial's database (bytes read and written, I/O
+stall) and the server's `sys.dm_exec_query_stats` (CPU and elapsed time of cached plans).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
+                                   EncryptionNotActive)
+from tdebench.engines.dbapi import DBAPIConnection, qmark_to_format
+from tdebench.engines.remote import RemoteDatabase, RemoteEngine, scrubbed
+from tdebench.keys import Secret
+
+ALGORITHMS = {"aes-128": "AES_128", "aes-192": "AES_192", "aes-256": "AES_256", "3des-168": "TRIPLE_DES_3KEY"}
+_ENCRYPTED = 3  # sys.dm_database_encryption_keys.encryption_state: 2 encryption in progress, 3 encrypted
+_COVERS = ("data files", "log file", "tempdb", "backups")
+_NOTES = "TDE: the database encryption key, protected by a certificate in master; the encryption scan is awaited"
+
+
+def _encryption(name: str) -> Encryption:
+    bits = int(name.rsplit("-", 1)[1])
+    legacy = name.startswith("3des")
+    return Encryption(name, "3DES" if legacy else "AES", bits, "CBC", "native", _COVERS,
+                      ("Triple DES (TRIPLE_DES_3KEY), deprecated by Microsoft, for comparison only. " if legacy else "")
+                      + _NOTES, 8 * 1024, legacy=legacy)
+
+
+@dataclass
+class RemoteSQLServerDatabase(RemoteDatabase):
+    """One trial's database on a SQL Server."""
+
+    engine: "RemoteSQLServerEngine" = field(kw_only=True, repr=False)
+    encrypt_seconds: float | None = field(default=None, init=False)  # how long SET ENCRYPTION ON took to finish
+    _master_key_made: bool = field(default=False, init=False, repr=False)
+    poll_s: float = 0.2
+    wait_s: float = 24 * 3600.0
+
+    def _create_namespace(self) -> None:
+        self.engine.statement("master", f"CREATE DATABASE [{self.namespace}]")
+        if self.encryption.is_baseline:
+            return
+        if not self.engine.rows("master", "SELECT 1 FROM sys.symmetric_keys WHERE name = '##MS_DatabaseMasterKey##'"):
+            password = secrets.token_urlsafe(32)  # only to create it: tdebench drops it with the trial
+            self.engine.statement("master", f"CREATE MASTER KEY ENCRYPTION BY PASSWORD = '{password}'")
+            self._master_key_made = True
+        self.engine.statement("master", f"CREATE CERTIFICATE [{self.namespace}] "
+                                        f"WITH SUBJECT = 'tdebench trial {self.namespace}'")
+        self.engine.statement(self.namespace, "CREATE DATABASE ENCRYPTION KEY WITH ALGORITHM = "
+                                              f"{ALGORITHMS[self.encryption.name]} "
+                                              f"ENCRYPTION BY SERVER CERTIFICATE [{self.namespace}]")
+        start = time.monotonic()
+        self.engine.statement("master", f"ALTER DATABASE [{self.namespace}] SET ENCRYPTION ON")
+        while self._state()[0] != _ENCRYPTED:
+            if time.monotonic() - start > self.wait_s:
+                raise EncryptionNotActive(f"{self.namespace} not encrypted after {self.wait_s:.0f} s")
+            time.sleep(self.poll_s)
+        self.encrypt_seconds = time.monotonic() - start
+
+    def _state(self) -> tuple[int, str, int]:
+        """(encryption_state, key_algorithm, key_length) of the trial's database; state 0 without a key."""
+        rows = self.engine.rows("master", "SELECT encryption_state, key_algorithm, key_length "
+                                          "FROM sys.dm_database_encryption_keys WHERE database_id = DB_ID(?)",
+                                [self.namespace])
+        return (int(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else (0, "", 0)
+
+    def _drop_namespace(self) -> None:
+        self.engine.statement("master", f"IF DB_ID('{self.namespace}') IS NOT NULL BEGIN "
+                                        f"ALTER DATABASE [{self.namespace}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; "
+                                        f"DROP DATABASE [{self.namespace}] END")
+        if not self.encryption.is_baseline:
+            self.engine.statement("master", f"IF EXISTS (SELECT 1 FROM sys.certificates WHERE name = "
+                                            f"'{self.namespace}') DROP CERTIFICATE [{self.namespace}]")
+            if self._master_key_made:
+                self.engine.statement("master", "DROP MASTER KEY")
+                self._master_key_made = False
+
+    def connect(self) -> Connection:
+        with scrubbed(self.target):
+            return self.engine.connection(self.namespace)
+
+    def encryption_state(self) -> str:
+        """The catalog's word on the trial's database: encrypted (state 3) with the encryption's
+        algorithm and key length; EncryptionNotActive otherwise."""
+        if self.encryption.is_baseline:
+            return ""
+        state, algorithm, bits = self._state()
+        expected = ALGORITHMS[self.encryption.name]
+        if state != _ENCRYPTED or expected.split("_")[0] not in algorithm.upper() or bits != self.encryption.key_bits:
+            raise EncryptionNotActive(f"sys.dm_database_encryption_keys says {self.namespace} has state {state}, "
+                                      f"{algorithm or 'no key'} {bits} bits, not 3 (encrypted) with {expected}")
+        took = f"; encryption scan took {self.encrypt_seconds:.2f} s" if self.encrypt_seconds is not None else ""
+        return f"sys.dm_database_encryption_keys: {self.namespace} encrypted (state 3), {algorithm} {bits} bits{took}"
+
+    def size_bytes(self) -> int:
+        rows = self.engine.rows(self.namespace, "SELECT SUM(CAST(size AS BIGINT)) * 8192 FROM sys.database_files")
+        return int(rows[0][0] or 0)
+
+    def _server_counters(self) -> dict[str, float]:
+        (read, written, stall), = self.engine.rows(
+            "master", "SELECT SUM(num_of_bytes_read), SUM(num_of_bytes_written), SUM(io_stall) "
+                      "FROM sys.dm_io_virtual_file_stats(DB_ID(?), NULL)", [self.namespace])
+        (cpu, elapsed), = self.engine.rows(
+            "master", "SELECT SUM(total_worker_time), SUM(total_elapsed_time) FROM sys.dm_exec_query_stats")
+        return {"read_bytes": float(read or 0), "write_bytes": float(written or 0), "io_stall_s": (stall or 0) / 1e3,
+                "cpu_s": (cpu or 0) / 1e6, "statement_s": (elapsed or 0) / 1e6}
+
+
+class RemoteSQLServerEngine(RemoteEngine):
+    name = "sqlserver"
+    dialect = "tsql"
+    driver = "pymssql"
+    extra = "sqlserver"
+    capabilities = Capabilities(embedded=False, concurrent_streams=True, remote=True)
+    memory_use = "not set: the server's own max server memory"
+    encryptions = (NONE, *(_encryption(name) for name in ALGORITHMS))
+
+    def connection(self, database: str) -> DBAPIConnection:
+        import pymssql
+
+        target = self._target
+        raw = pymssql.connect(server=target.host, port=str(target.port), user=target.user,
+                              password=target.password().value(), database=database, autocommit=True,
+                              login_timeout=10)
+        return DBAPIConnection(raw, qmark_to_format)
+
+    def rows(self, database: str, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        """One statement in `database` on a connection of its own, errors scrubbed."""
+        return self._once(lambda: self.connection(database), lambda conn: conn.execute(sql, params or ()))
+
+    def statement(self, database: str, sql: str) -> None:
+        self.rows(database, sql)
+
+    def _version(self) -> str:
+        return f"SQL Server {self.rows(self._target.database, 'SELECT SERVERPROPERTY(?)', ['ProductVersion'])[0][0]}"
+
+    def _foreign_objects(self) -> list[str]:
+        rows = self.rows(self._target.database,
+                         "SELECT LOWER(type_desc), SCHEMA_NAME(schema_id) + '.' + name FROM sys.objects "
+                         "WHERE is_ms_shipped = 0 AND type IN ('U', 'V', 'P', 'FN', 'IF', 'TF', 'TR', 'SO') "
+                         "ORDER BY 2")
+        return [f"{kind} {name}" for kind, name in rows]
+
+    def encryption_availability(self, encryption: Encryption) -> Availability:
+        available = self.availability()
+        if not available.usable or encryption.is_baseline or self.target is None:
+            return available
+        edition = str(self.rows("master", "SELECT SERVERPROPERTY(?)", ["Edition"])[0][0])
+        if "Express" in edition:
+            return Availability(False, f"SQL Server {edition} has no TDE", "use Developer, Standard (2019+) or "
+                                "Enterprise edition")
+        return available
+
+    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+        return RemoteSQLServerDatabase(workspace=workspace, encryption=encryption, key=key, target=self._target,
+                                       engine=self)

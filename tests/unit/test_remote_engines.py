@@ -1,0 +1,244 @@
+"""Remote targets without a server: the plan's url keys and their errors, and the SQL Server,
+Oracle and MySQL adapters' statements against a fake DB-API module (no such server can run
+here), which answers their catalog queries as the documented servers would."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tdebench.engines import get_engine
+from tdebench.engines.base import EncryptionNotActive
+from tdebench.engines.remote import Password, RemoteTarget, parse_url
+from tdebench.engines.remote_mysql import with_table_options
+from tdebench.plan import PlanError, parse_plan
+
+SECRET = "s3cret-Pa55word"
+
+
+class FakeCursor:
+    def __init__(self, log: list[tuple[str, tuple]], answer: Callable[[str, tuple], list[tuple]]) -> None:
+        self.log, self.answer, self.rows, self.description = log, answer, [], None
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        self.log.append((sql, tuple(params or ())))
+        self.rows = self.answer(sql, tuple(params or ()))
+        self.description = [("c",)] if self.rows else None
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.log.append((sql, tuple(rows)))
+
+    def fetchall(self) -> list[tuple]:
+        return self.rows
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "FakeCursor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class FakeDriver:
+    """A DB-API module: every connection logs its statements (with the database it was opened on)."""
+
+    def __init__(self, answer: Callable[[str, tuple], list[tuple]]) -> None:
+        self.log: list[tuple[str, tuple]] = []
+        self.logins: list[dict[str, Any]] = []
+        self.answer = answer
+
+    def connect(self, **kwargs: Any) -> Any:
+        self.logins.append(kwargs)
+        driver = self
+
+        class Conn:
+            autocommit = True
+            call_timeout = 0
+
+            def cursor(self) -> FakeCursor:
+                return FakeCursor(driver.log, driver.answer)
+
+            def commit(self) -> None:
+                pass
+
+            def rollback(self) -> None:
+                pass
+
+            def close(self) -> None:
+                pass
+
+        return Conn()
+
+    def statements(self) -> list[str]:
+        return [sql for sql, _ in self.log]
+
+
+def _install(monkeypatch: pytest.MonkeyPatch, name: str, driver: FakeDriver) -> None:
+    module = types.ModuleType(name)
+    module.connect = driver.connect  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, name, module)
+
+
+def _target(engine: str, url: str, monkeypatch: pytest.MonkeyPatch) -> RemoteTarget:
+    monkeypatch.setenv("TDEBENCH_PW", SECRET)
+    return RemoteTarget(engine, url, *parse_url(engine, url), password_env="TDEBENCH_PW")
+
+
+def test_sqlserver_tde_from_master_key_to_state_3(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    states = iter([[(2, "AES", 256)], [(2, "AES", 256)], [(3, "AES", 256)], [(3, "AES", 256)]])
+
+    def answer(sql: str, params: tuple) -> list[tuple]:
+        if "sys.dm_database_encryption_keys" in sql:
+            return next(states)
+        if "sys.symmetric_keys" in sql:
+            return []  # master has no database master key yet: tdebench makes one and drops it again
+        return []
+
+    driver = FakeDriver(answer)
+    _install(monkeypatch, "pymssql", driver)
+    engine = get_engine("sqlserver", remote=_target("sqlserver", "mssql://bench@db.example:1433/bench", monkeypatch))
+    database = engine.provision(tmp_path, engine.encryption("aes-256"), None)
+    database.poll_s = 0  # type: ignore[attr-defined]
+    database.create()
+    namespace = database.namespace  # type: ignore[attr-defined]
+    sql = driver.statements()
+    assert sql[0] == f"CREATE DATABASE [{namespace}]"
+    assert sql[2].startswith("CREATE MASTER KEY ENCRYPTION BY PASSWORD = '")
+    assert sql[3] == f"CREATE CERTIFICATE [{namespace}] WITH SUBJECT = 'tdebench trial {namespace}'"
+    assert sql[4] == (f"CREATE DATABASE ENCRYPTION KEY WITH ALGORITHM = AES_256 ENCRYPTION BY SERVER CERTIFICATE "
+                      f"[{namespace}]")
+    assert sql[5] == f"ALTER DATABASE [{namespace}] SET ENCRYPTION ON"
+    assert [login["database"] for login in driver.logins[:6]] == ["master", "master", "master", "master", namespace,
+                                                                   "master"]
+    assert all(login["password"] == SECRET for login in driver.logins)
+    state = database.encryption_state()
+    assert "encrypted (state 3), AES 256 bits; encryption scan took" in state
+    database.drop()
+    assert driver.statements()[-2:] == [
+        f"IF EXISTS (SELECT 1 FROM sys.certificates WHERE name = '{namespace}') DROP CERTIFICATE [{namespace}]",
+        "DROP MASTER KEY"]
+    assert SECRET not in repr(database)
+
+
+def test_sqlserver_wrong_algorithm_is_not_active(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    driver = FakeDriver(lambda sql, params: [(3, "TRIPLE_DES_3KEY", 192)] if "dm_database_encryption" in sql
+                        else [(1,)] if "symmetric_keys" in sql else [])
+    _install(monkeypatch, "pymssql", driver)
+    engine = get_engine("sqlserver", remote=_target("sqlserver", "mssql://bench@db:1433/bench", monkeypatch))
+    database = engine.provision(tmp_path, engine.encryption("aes-128"), None)
+    database.create()
+    assert not any("MASTER KEY" in sql for sql in driver.statements())  # master already had one: left alone
+    with pytest.raises(EncryptionNotActive, match="not 3 \\(encrypted\\) with AES_128"):
+        database.encryption_state()
+
+
+def test_oracle_encrypted_tablespace_and_its_own_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    driver = FakeDriver(lambda sql, params: [("AES192", "NORMAL")] if "v$encrypted_tablespaces" in sql else [])
+    _install(monkeypatch, "oracledb", driver)
+    engine = get_engine("oracle", remote=_target("oracle", "oracle://bench@db:1521/FREEPDB1", monkeypatch))
+    database = engine.provision(tmp_path, engine.encryption("aes-192"), None)
+    database.create()
+    schema = database.schema  # type: ignore[attr-defined]
+    sql = driver.statements()
+    assert sql[0] == f"CREATE TABLESPACE {schema} DATAFILE SIZE 100M AUTOEXTEND ON ENCRYPTION USING 'AES192' ENCRYPT"
+    assert sql[1].startswith(f"CREATE USER {schema} IDENTIFIED BY ")
+    assert driver.logins[0] == {"user": "bench", "password": SECRET, "host": "db", "port": 1521,
+                                "service_name": "FREEPDB1"}
+    assert database.encryption_state() == f"v$encrypted_tablespaces: {schema} encrypted with AES192 (NORMAL)"
+    assert driver.log[-1][1] == (schema,)  # the tablespace bound as :1
+    conn = database.connect()
+    assert driver.logins[-1]["user"] == schema and driver.logins[-1]["password"] != SECRET
+    conn.execute("SELECT * FROM t WHERE a = ? AND b = ?", [1, 2])
+    assert driver.log[-1] == ("SELECT * FROM t WHERE a = :1 AND b = :2", (1, 2))
+    database.drop()
+    assert driver.statements()[-2:] == [f"DROP USER {schema} CASCADE",
+                                        f"DROP TABLESPACE {schema} INCLUDING CONTENTS AND DATAFILES"]
+
+
+def test_mysql_tables_get_encryption_y_and_are_confirmed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def answer(sql: str, params: tuple) -> list[tuple]:
+        if "FROM information_schema.TABLES" in sql:
+            return [("orders",), ("lineitem",)]
+        if "INNODB_TABLESPACES WHERE" in sql:
+            return [(f"{params[0][:-2].replace(chr(92), '')}/orders", "Y"),
+                    (f"{params[0][:-2].replace(chr(92), '')}/lineitem", "N")]
+        return []
+
+    driver = FakeDriver(answer)
+    _install(monkeypatch, "pymysql", driver)
+    engine = get_engine("mysql", remote=_target("mysql", "mysql://bench@db:3306/bench", monkeypatch))
+    database = engine.provision(tmp_path, engine.encryption("tde"), None)
+    database.create()
+    assert driver.statements()[0].endswith("CHARACTER SET utf8mb4 DEFAULT ENCRYPTION='Y'")
+    database.connect().execute("CREATE TABLE orders (\n o_orderkey INT\n)")
+    assert driver.statements()[-1] == "CREATE TABLE orders (\n o_orderkey INT\n) ENCRYPTION='Y'"
+    with pytest.raises(EncryptionNotActive, match="1 of 2 tables .* are not encrypted: lineitem"):
+        database.encryption_state()
+
+
+def test_table_options_go_before_as_select_and_leave_other_statements() -> None:
+    assert (with_table_options("CREATE TABLE t AS SELECT 1", "ENCRYPTED=YES")
+            == "CREATE TABLE t ENCRYPTED=YES AS SELECT 1")
+    assert with_table_options("INSERT INTO t VALUES (1)", "ENCRYPTED=YES") == "INSERT INTO t VALUES (1)"
+    assert with_table_options("CREATE TABLE t (a int);", "") == "CREATE TABLE t (a int);"
+
+
+def test_a_password_never_prints() -> None:
+    password = Password(SECRET)
+    assert SECRET not in repr(password) and SECRET not in str(password)
+    assert password.scrub(f"login failed for {SECRET}") == "login failed for ***"
+    assert Password("a b/c").scrub("url a%20b%2Fc and a b/c") == "url *** and ***"  # as written and URL-quoted
+
+
+PLAN = '''[[engines]]
+name = "{engine}"
+url = "{url}"
+{extra}
+[[workloads]]
+name = "crud"
+'''
+
+
+@pytest.mark.parametrize("engine, url, extra, message", [
+    ("mysql", "mysql://bench:pw@db/bench", 'password_env = "X"', "the URL holds a password"),
+    ("mariadb", "postgres://bench@db/bench", 'password_env = "X"', "takes a URL starting mariadb://, mysql://"),
+    ("postgres", "postgres://db/bench", 'password_env = "X"', "the URL names no user"),
+    ("postgres", "postgres://bench@db/", 'password_env = "X"', "names no database"),
+    ("oracle", "oracle://bench@db/FREE", "", "password from exactly one of password_env"),
+    ("oracle", "oracle://bench@db/FREE", 'password_env = "X"\npassword_file = "f"', "given: password_env, "),
+    ("mysql", "mysql://bench@db/bench", 'password_env = "X"\nmemory_mb = 64', "keeps its own: remove memory_mb"),
+    ("mysql", "mysql://bench@db/bench", 'password_env = "X"\nkey_id = 3', "key_id names the key of MariaDB"),
+    ("sqlserver", "mssql://bench@db/bench", 'password_env = "X"\nencryptions = ["aes-512"]',
+     "no encryption 'aes-512'; valid: none, aes-128, aes-192, aes-256, 3des-168"),
+])
+def test_url_mistakes_name_the_file_the_line_and_the_fix(engine: str, url: str, extra: str, message: str) -> None:
+    with pytest.raises(PlanError, match=message) as caught:
+        parse_plan(PLAN.format(engine=engine, url=url, extra=extra), "plans/remote.toml")
+    assert str(caught.value).startswith("plans/remote.toml:")
+
+
+def test_a_password_file_others_may_read_is_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text(SECRET)
+    secret.chmod(0o644)
+    plan = PLAN.format(engine="postgres", url="postgres://bench@db/bench", extra=f'password_file = "{secret}"')
+    with pytest.raises(PlanError, match=r"remote.toml:4: password_file .* has mode 0644: .* it must be 0600"):
+        parse_plan(plan, "remote.toml")
+    secret.chmod(0o600)
+    target = parse_plan(plan, "remote.toml").engines[0].remote
+    assert target is not None and target.password().value() == SECRET and SECRET not in repr(target)
+
+
+def test_remote_only_engines_need_a_url_and_cold_caches_are_refused() -> None:
+    with pytest.raises(PlanError, match="cannot start a sqlserver server here: reach yours by url"):
+        parse_plan('[[engines]]\nname = "sqlserver"\n[[workloads]]\nname = "crud"\n', "p.toml")
+    with pytest.raises(PlanError, match="p.toml:1: cache = \"cold\" .* use cache = \"warm\""):
+        parse_plan('cache = "cold"\n' + PLAN.format(engine="mysql", url="mysql://b@db/x", extra='password_env = "X"'),
+                   "p.toml")
