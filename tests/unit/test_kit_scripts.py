@@ -114,7 +114,7 @@ def test_markers_follow_the_spec_orders_with_warmups_first(engine: str) -> None:
 
 def test_no_secret_is_written_only_the_clients_variables() -> None:
     texts = "\n".join(text for _, text in kit_scripts("sqlserver"))
-    assert re.findall(r"PASSWORD = '([^']*)'", texts) == ["$(MASTER_KEY_PASSWORD)"] * 4  # aes-128/192/256, 3des
+    assert re.findall(r"PASSWORD = '([^']*)'", texts) == ["$(MASTER_KEY_PASSWORD)"] * 4  # aes-128/192/256, 3des-168
     oracle = "\n".join(text for _, text in kit_scripts("oracle"))
     assert "IDENTIFIED BY" not in oracle and "&TDEBENCH_DATAFILE" in oracle
 
@@ -122,7 +122,7 @@ def test_no_secret_is_written_only_the_clients_variables() -> None:
 def test_plan_mistakes_name_the_line_and_the_valid_choices() -> None:
     bad = PLAN + '[[engines]]\nname = "oracle"\nencryptions = ["aes-512"]\n'
     with pytest.raises(PlanError, match=r"plan.toml:14: .*no encryption 'aes-512'; valid: none, aes-128, aes-192, "
-                                        r"aes-256, 3des"):
+                                        r"aes-256, 3des-168"):
         scripts.read_plan(bad, "plan.toml", targets.ORACLE)
     with pytest.raises(PlanError, match="runs the tpch workload; this plan has crud"):
         scripts.read_plan(PLAN.replace('"tpch"', '"crud"').replace('tests = ["power", "throughput"]\nstreams = 2', ""),

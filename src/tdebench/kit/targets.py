@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from tdebench.engines import remote_oracle, remote_sqlserver
 DATABASE = "tdebench_kit"
 """The database (SQL Server, MySQL) or schema and tablespace stem (Oracle) the kit creates and drops."""
 CANARY_TABLE = "tdebench_canary"
@@ -126,7 +128,7 @@ def _sqlserver_load(table: str, columns: Sequence[str], scale_name: str) -> list
 
 SQLSERVER = Target(
     name="sqlserver", dialect="tsql", tool="sqlcmd",
-    encryptions={"aes-128": "AES_128", "aes-192": "AES_192", "aes-256": "AES_256", "3des": "TRIPLE_DES_3KEY"},
+    encryptions=dict(remote_sqlserver.ALGORITHMS),  # the names a plan gives the engine by url too
     setup=_sqlserver_setup, teardown=_sqlserver_teardown,
     use=lambda: [Sql(f"USE {DATABASE}")],
     load_table=_sqlserver_load,
@@ -196,7 +198,7 @@ def _oracle_load(table: str, columns: Sequence[str], scale_name: str) -> list[It
 
 ORACLE = Target(
     name="oracle", dialect="oracle", tool="sqlplus",
-    encryptions={"aes-128": "AES128", "aes-192": "AES192", "aes-256": "AES256", "3des": "3DES168"},
+    encryptions=dict(remote_oracle.ALGORITHMS),
     setup=_oracle_setup, teardown=_oracle_teardown,
     use=lambda: [Sql(f"ALTER SESSION SET CURRENT_SCHEMA = {DATABASE}"),
                  Sql("ALTER SESSION SET NLS_DATE_FORMAT = 'YYYY-MM-DD'"),
@@ -255,7 +257,7 @@ def _mysql_load(table: str, columns: Sequence[str], scale_name: str) -> list[Ite
 
 MYSQL = Target(
     name="mysql", dialect="mysql", tool="mysql",
-    encryptions={"aes-256": "Y"},
+    encryptions={"tde": "Y"},  # as the engine by url names it
     setup=_mysql_setup, teardown=_mysql_teardown,
     use=lambda: [Sql(f"USE {DATABASE}")],
     load_table=_mysql_load,
