@@ -27,7 +27,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
-from tdebench.engines import ENGINES, get_engine
+from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
 from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.keys import KeyFileError, KeySource
 from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan, planned, to_run
@@ -612,7 +612,9 @@ def import_command(kit_dir: Path, engine: str, out_dir: Path | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def engines(as_json: bool) -> None:
     """List every engine: version, whether it can run here (and if not, why and the fix), and
-    each encryption with its algorithm, key bits, mode, layer and what it covers."""
+    each encryption with its algorithm, key bits, mode, layer and what it covers; then the
+    engines a plan reaches by url on a server tdebench does not start (whether their driver is
+    installed, and the encryptions they turn on by SQL)."""
     rows: list[dict[str, Any]] = []
     for name in ENGINES:
         engine = get_engine(name)
@@ -627,6 +629,13 @@ def engines(as_json: bool) -> None:
             "memory_mb": engine.memory_use,
             "encryptions": [_encryption_row(engine, e) for e in engine.encryptions],
         })
+    for name, remote_class in REMOTE_ENGINES.items():  # usable: its driver is installed
+        remote = remote_class()
+        available = remote.availability()
+        rows.append({"name": name, "version": None, "usable": available.usable, "reason": available.reason,
+                     "fix": available.fix, "embedded": False, "memory_mb": "", "by_url": True,
+                     "encryptions": [{**e.to_dict(), "usable": available.usable, "reason": "by url", "fix": ""}
+                                     for e in remote.encryptions]})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -636,19 +645,26 @@ def engines(as_json: bool) -> None:
         return f"[{notes.setdefault(text, len(notes) + 1)}]" if text else "-"
 
     for row in rows:
-        if row["usable"]:
+        if row.get("by_url"):
+            state = ("[green]driver installed[/]" if row["usable"] else
+                     f"[red]driver missing[/]: {plain(row['reason'])}\n  fix: {plain(row['fix'])}")
+            out.print(f"[bold]{plain(row['name'])}[/] by url (a server tdebench does not start; docs/manual.md) — "
+                      f"{state}", highlight=False)
+        elif row["usable"]:
             out.print(f"[bold]{plain(row['name'])}[/] {plain(row['version'] or '')} — [green]usable[/]",
                       highlight=False)
         else:
             out.print(f"[bold]{plain(row['name'])}[/] — [red]not usable[/]: {plain(row['reason'])}\n  fix: "
                       f"{plain(row['fix'])}", highlight=False)
-        out.print(f"memory_mb sets: {mark(row['memory_mb'])}", highlight=False, markup=False)
+        if not row.get("by_url"):
+            out.print(f"memory_mb sets: {mark(row['memory_mb'])}", highlight=False, markup=False)
         table = Table(show_edge=False, pad_edge=False)
         for column in ("encryption", "algorithm", "bits", "mode", "layer", "usable", "notes"):
             table.add_column(column, no_wrap=column in ("encryption", "bits", "layer", "notes"), min_width=len(column),
                              overflow="fold")
         for enc in row["encryptions"]:
-            here = "yes" if enc["usable"] else f"no: {enc['reason']} (fix: {enc['fix']})"
+            here = ("by url" if row.get("by_url") else "yes" if enc["usable"]
+                    else f"no: {enc['reason']} (fix: {enc['fix']})")
             about = "; ".join(part for part in (
                 f"covers {', '.join(enc['covers'])}" if enc["covers"] else "", enc["notes"]) if part)
             table.add_row(enc["name"], enc["algorithm"], str(enc["key_bits"] or "-"), enc["mode"], enc["layer"],

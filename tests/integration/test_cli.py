@@ -171,7 +171,13 @@ def test_report_of_a_directory_that_is_no_run_exits_2(tmp_path: Path) -> None:
 def test_engines_lists_every_encryption(tmp_path: Path) -> None:
     result = invoke("engines", "--json")
     assert result.exit_code == 0
-    rows = {row["name"]: row for row in json.loads(result.output)}
+    listed = json.loads(result.output)
+    rows = {row["name"]: row for row in listed if not row.get("by_url")}
+    by_url = {row["name"]: row for row in listed if row.get("by_url")}
+    assert list(by_url) == ["mariadb", "mysql", "postgres", "sqlserver", "oracle"]
+    assert [e["name"] for e in by_url["sqlserver"]["encryptions"]] == ["none", "aes-128", "aes-192", "aes-256",
+                                                                       "3des-168"]
+    assert by_url["mariadb"]["usable"] and by_url["postgres"]["usable"]  # their drivers are tdebench's own
     fs = ["fs-aes-256-gcm", "fs-xchacha20-poly1305"]
     assert [e["name"] for e in rows["duckdb"]["encryptions"]] == ["none", "aes-256-gcm", "aes-256-ctr", *fs]
     assert [e["name"] for e in rows["sqlite"]["encryptions"]] == [
@@ -205,8 +211,9 @@ def test_engines_lists_every_encryption(tmp_path: Path) -> None:
     assert text.exit_code == 0
     lines = text.output.splitlines()
     assert max(len(line) for line in lines) <= 80  # follows the terminal's width
-    for row in rows.values():  # every encryption of every engine has its row
+    for row in listed:  # every encryption of every engine has its row, by url too
         assert all(any(line.startswith(e["name"] + " ") for line in lines) for e in row["encryptions"])
+    assert "sqlserver by url" in text.output
     # each note once, in the legend: the gocryptfs note is shared by every engine's fs-* rows
     legend = text.output.split("\nNotes:\n")[1]
     assert legend.count("gocryptfs default") == 1 and "gocryptfs default" not in text.output.split("\nNotes:\n")[0]

@@ -20,7 +20,7 @@ from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, Sum
                                      resolution, scale_label, scale_text, step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
-from tdebench.results import Resumed, RunData, Stopping, TrialKey, Verdict
+from tdebench.results import NOT_VERIFIED, Resumed, RunData, Stopping, TrialKey, Verdict
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class Overview:
     stopping: Stopping | None = None
     resumes: tuple[Resumed, ...] = ()
     imported: tuple[str, ...] = ()  # the console clients whose logs `tdebench import` read
+    remote: tuple[str, ...] = ()  # the engines the plan reached by url (servers tdebench did not start)
 
     @property
     def paragraph(self) -> str:
@@ -49,7 +50,8 @@ class Overview:
                 f"order {self.order}.")
         more = ([stopping_sentence(self.stopping)] if self.stopping else []) + (
             [resumed_sentence(self.resumes)] if self.resumes else []) + (
-            [imported_sentence(self.imported)] if self.imported else [])
+            [imported_sentence(self.imported)] if self.imported else []) + (
+            [remote_sentence(self.remote)] if self.remote else [])
         return " ".join([text, *more])
 
     @property
@@ -112,6 +114,22 @@ def _trial_keys(run: RunData) -> set[TrialKey]:
             | {t.trial for t in run.trials})
 
 
+def remote_sentence(engines: tuple[str, ...]) -> str:
+    """How the figures of servers reached by url were taken, which differs from a server
+    tdebench starts: no process of theirs to read counters from, and no files of theirs to scan
+    unless the plan named a data_path."""
+    return (f"{', '.join(engines)} {'was' if len(engines) == 1 else 'were'} reached by url (a server tdebench did "
+            "not start): timings are client-side, over the connection; CPU and I/O are the server's own "
+            "counters (the server_* metrics) where it exposes them, never tdebench's; at rest a trial is "
+            f"{NOT_VERIFIED} unless the plan named a data_path to scan.")
+
+
+def _remote_engines(plan: dict[str, Any]) -> tuple[str, ...]:
+    tables = plan.get("engines")
+    return tuple(sorted({str(table.get("name")) for table in tables if isinstance(table, dict) and "url" in table})
+                 if isinstance(tables, list) else ())
+
+
 def overview(run: RunData) -> Overview:
     """Engines, encryptions and scales come from the records (what really ran); name,
     cache and order from the plan, falling back to the trials' own cache setting."""
@@ -135,6 +153,7 @@ def overview(run: RunData) -> Overview:
         stopping=run.stopping,
         resumes=tuple(run.resumes),
         imported=tuple(sorted({m.imported_from for m in run.measurements if m.imported_from})),
+        remote=_remote_engines(plan),
     )
 
 
@@ -385,18 +404,19 @@ def alerts(run: RunData) -> list[str]:
 
 
 def judged(run: RunData) -> list[Verdict]:
-    """The verdicts that judge a database: all but the unexpected ones of failed trials that
+    """The verdicts that judge a database: all but those of trials nothing could be scanned for
+    (a server reached by url without a data_path) and the unexpected ones of failed trials that
     found no leak. A trial that failed (before its canaries were written, or with its database
     half made) leaves an inconclusive scan, which its failure already explains; a failed trial
     whose files held plaintext they should not is still a leak, and is judged."""
     failed = {o.trial for o in run.trials if o.status != "ok"}
-    return [v for v in run.verdicts
-            if v.trial not in failed or v.as_expected or (v.verdict == "plaintext" and v.expected == "encrypted")]
+    return [v for v in run.verdicts if not v.unverified  # nothing was scanned: nothing to judge
+            and (v.trial not in failed or v.as_expected or (v.verdict == "plaintext" and v.expected == "encrypted"))]
 
 
 def unjudged_text(run: RunData) -> str:
     """" (n failed trials not judged)" when some verdicts are not judged, else ""."""
-    left = len(run.verdicts) - len(judged(run))
+    left = len([v for v in run.verdicts if not v.unverified]) - len(judged(run))
     return f" ({left} failed trial{'' if left == 1 else 's'} not judged)" if left else ""
 
 
@@ -434,5 +454,9 @@ def verdict_summary(run: RunData) -> str:
                      if not blind else
                      f"{len(blind)} of {len(layered)} decrypted views of the fs layers did not show "
                      "their canaries: their clean verdicts prove nothing")
+    unverified = sum(v.unverified for v in run.verdicts)
+    if unverified:
+        parts.append(f"{unverified} trial{'' if unverified == 1 else 's'} on servers reached by url "
+                     f"{'was' if unverified == 1 else 'were'} {NOT_VERIFIED}: no data_path to scan")
     sentence = "; ".join(parts) + unjudged_text(run)
     return sentence[0].upper() + sentence[1:] + "."
