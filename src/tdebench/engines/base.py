@@ -303,7 +303,22 @@ class Database(ABC):
         finally:
             reader.close()
 
-    # -- maintenance: encrypting an existing database, changing its key ----------------------
+    def close(self) -> None:
+        """Release anything the database holds outside its connections (servers: stop)."""
+
+
+class Reencrypts(ABC):
+    """Capability of a Database (a mixin beside it): encrypting an existing database and
+    changing its key, each engine's own way (one contiguous block per class). Each method
+    returns the name of its method, or raises `NotSupported(method, reason)` where the engine
+    has no way in this configuration, which workloads record as `unsupported`; errors are
+    scrubbed of every key involved. A database without this capability is unsupported too
+    (`reencrypts`)."""
+
+    # the Database's own fields, which these methods work on
+    workspace: Path
+    encryption: Encryption
+    key: Secret | None
 
     def encrypt_existing(self, source: Database, sensitive: Sequence[SensitiveColumns] = ()) -> str:
         """Instead of `create()`: turn `source` — a loaded database of the same engine with
@@ -351,12 +366,15 @@ class Database(ABC):
         if self.key is None:
             raise ValueError("encrypt_existing needs the key to encrypt with")
 
-    # -- backup and restore --------------------------------------------------------------------
 
+class Backups(ABC):
+    """Capability of a Database (a mixin beside it): backup and restore, each engine's own way
+    (one contiguous block per class)."""
+
+    @abstractmethod
     def backup_methods(self) -> tuple[BackupMethod, ...]:
-        """The backups this database can make; empty when it can make none. What an engine
-        cannot do is absent here, never a branch on the engine's name elsewhere."""
-        return ()
+        """The backups this database can make. What an engine cannot do is absent here, never
+        a branch on the engine's name elsewhere."""
 
     def backup_method(self, name: str) -> BackupMethod:
         for method in self.backup_methods():
@@ -365,18 +383,18 @@ class Database(ABC):
         valid = ", ".join(m.name for m in self.backup_methods()) or "none"
         raise KeyError(f"{type(self).__name__} has no backup method {name!r}; valid: {valid}")
 
+    @abstractmethod
     def backup(self, method: BackupMethod, target: Path) -> Backup:
         """Back up this database, created and loaded (a server running, an embedded database
         open or not), into the directory `target`, which must not exist yet. Tools get keys
         from the engine's key file or in-process, never on their command line."""
-        raise KeyError(f"{type(self).__name__} has no backup method {method.name!r}")
 
+    @abstractmethod
     def restore(self, backup: Backup) -> None:
         """Instead of `create()`: make this fresh database (same engine and encryption, its
         own workspace and key) from `backup`, ready to `connect()`. The backup is left as it
         was. Raises when this database's key cannot restore it; a key that restores other
         data than was backed up must show in the data, which callers check."""
-        raise KeyError(f"{type(self).__name__} cannot restore a {backup.method.name!r} backup")
 
     def backup_contents(self, backup: Backup, scratch: Path) -> Path:
         """The artifact as anyone holding it can read it with standard tools and no key —
@@ -385,8 +403,20 @@ class Database(ABC):
         canaries from a scan of the compressed bytes)."""
         return backup.path
 
-    def close(self) -> None:
-        """Release anything the database holds outside its connections (servers: stop)."""
+
+def reencrypts(database: Database, method: str) -> Reencrypts:
+    """`database` as one that can be encrypted in place and rekeyed; NotSupported(method) when
+    its engine cannot, which workloads record as `unsupported`."""
+    if isinstance(database, Reencrypts):
+        return database
+    raise NotSupported(method, f"{type(database).__name__} cannot re-encrypt an existing database")
+
+
+def backups(database: Database, method: str) -> Backups:
+    """`database` as one that backs up and restores; NotSupported(method) when its engine cannot."""
+    if isinstance(database, Backups):
+        return database
+    raise NotSupported(method, f"{type(database).__name__} has no backup or restore")
 
 
 class Engine(ABC):

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
-                                   Backup, BackupMethod, Capabilities, Connection, Database, Engine,
-                                   Encryption)
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
+                                   BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
+                                   Reencrypts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
@@ -54,7 +54,7 @@ class DuckDBConnection:
 
 
 @dataclass
-class DuckDBDatabase(Database):
+class DuckDBDatabase(Database, Reencrypts, Backups):
     memory_mb: int | None = None  # DuckDB's memory_limit in MiB; None: DuckDB's default (80% of RAM)
     path: Path = field(init=False)
     _instance: Any = field(default=None, init=False, repr=False)

@@ -52,10 +52,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
 import psutil
 
-from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Connection, Database, Encryption, Engine,
-                                   PlaintextViewGone, SensitiveColumns)
+from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Connection, Database, Encryption,
+                                   Engine, PlaintextViewGone, Reencrypts, SensitiveColumns, backups)
 from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool, user_ids
 from tdebench.runstate import register_mount
 from tdebench.keys import Secret
@@ -94,7 +95,7 @@ def mounted(path: Path) -> bool:
 
 
 @dataclass
-class GocryptfsDatabase(Database):
+class GocryptfsDatabase(Database, Reencrypts, Backups):
     """An engine's own database (`inner`, encryption `none`) inside a gocryptfs mount."""
 
     inner: Database | None = field(default=None, repr=False)
@@ -353,8 +354,13 @@ class GocryptfsDatabase(Database):
 
     # -- backup and restore --------------------------------------------------------------------
 
+    def _backups(self) -> Backups:
+        return backups(self._inner(), "backup")
+
     def backup_methods(self) -> tuple[BackupMethod, ...]:
-        return self._inner().backup_methods()
+        """The engine's own methods (none when it has no backups)."""
+        inner = self._inner()
+        return inner.backup_methods() if isinstance(inner, Backups) else ()
 
     def backup(self, method: BackupMethod, target: Path) -> Backup:
         """The engine's own backup, taken while mounted: its tool reads the decrypted view and
@@ -363,15 +369,15 @@ class GocryptfsDatabase(Database):
         it itself, or if it is written into a gocryptfs mount of its own (not measured here)."""
         if not self.is_mounted:
             raise ServerError(f"{self.mount_point} is not mounted: connect before backing up")
-        return self._inner().backup(method, target)
+        return self._backups().backup(method, target)
 
     def restore(self, backup: Backup) -> None:
         """A new cipher directory with this key (the gocryptfs password), mounted, and the
         engine's restore into it: the restored copy is encrypted again by this layer."""
-        self._set_up(lambda inner: inner.restore(backup))
+        self._set_up(lambda inner: backups(inner, "restore").restore(backup))
 
     def backup_contents(self, backup: Backup, scratch: Path) -> Path:
-        return self._inner().backup_contents(backup, scratch)
+        return self._backups().backup_contents(backup, scratch)
 
 
 def _own(path: Path, uid: int, gid: int, mode: int) -> None:

@@ -52,9 +52,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
-                                   Backup, BackupMethod, Capabilities, Connection, Database, Encryption,
-                                   EncryptionNotActive, Engine, NotSupported, QueryTimeout, SensitiveColumns)
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
+                                   BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
+                                   EncryptionNotActive, Engine, NotSupported, QueryTimeout, Reencrypts,
+                                   SensitiveColumns)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
@@ -158,7 +159,7 @@ class MariaDBConnection:
 
 
 @dataclass
-class MariaDBDatabase(ServerDatabase):
+class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
     user: ClassVar[str] = USER
     memory_mb: int = DEFAULT_MEMORY_MB
     port: int | None = None  # None: a free one is picked at every start

@@ -49,9 +49,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
-                                   Backup, BackupMethod, Capabilities, Connection, Database, Engine,
-                                   Encryption, NotSupported, QueryTimeout, SensitiveColumns)
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
+                                   BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
+                                   NotSupported, QueryTimeout, Reencrypts, SensitiveColumns)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
@@ -201,7 +201,7 @@ class ColumnLayer(Database):
 
 
 @dataclass
-class PostgresDatabase(ColumnLayer, ServerDatabase):
+class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
     user: ClassVar[str] = USER
     memory_mb: int = DEFAULT_MEMORY_MB
     bin: Path = field(default_factory=lambda: bin_dir() or Path("/usr/lib/postgresql/bin"))

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
-                                   Backup, BackupMethod, Capabilities, Connection, Database, Engine,
-                                   Encryption)
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
+                                   BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
+                                   Reencrypts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
@@ -60,7 +60,7 @@ class SQLiteConnection:
 
 
 @dataclass
-class SQLiteDatabase(Database):
+class SQLiteDatabase(Database, Reencrypts, Backups):
     memory_mb: int | None = None  # the page cache of every connection, in MiB; None: SQLite's default (2 MB)
     path: Path = field(init=False)
     # SQLite stores decimals as REAL and dates as ISO text (the TPC-H schema's SQLite dialect)

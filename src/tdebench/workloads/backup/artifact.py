@@ -1,7 +1,7 @@
 """Is a backup encrypted at rest? The trial's at-rest scan, applied to the backup artifact.
 
 The artifact is scanned as anyone holding it can read it with standard tools and no key:
-decompressed and unpacked (`Database.backup_contents`), because canaries in a compressed
+decompressed and unpacked (`Backups.backup_contents`), because canaries in a compressed
 plaintext would hide from a scan of the compressed bytes. The rules are the trial verdict's
 (`verify.judge`): a canary found means plaintext; for `none` a canary *must* be found (the
 positive control, the same scan on the same kind of artifact); under column-level encryption

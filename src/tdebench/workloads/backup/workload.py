@@ -4,7 +4,7 @@ compressed or not, whether it restores completely, whether it is encrypted at re
 whether it restores without the key.
 
 The data is TPC-H at the plan's scale, loaded by the tpch workload's own code, plus the
-trial's canary table. Each test is one of the engine's backup methods (`Database.backup_methods`):
+trial's canary table. Each test is one of the engine's backup methods (`Backups.backup_methods`):
 
 | test              | what                                                              |
 |-------------------|-------------------------------------------------------------------|
@@ -47,7 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, BackupMethod,
-                                   Connection, Database, Encryption)
+                                   Connection, Database, Encryption, backups)
 from tdebench.keys import Secret
 from tdebench.workloads.backup import artifact, sealing, usage
 from tdebench.workloads.backup.checksum import TableChecksum, checksums, differences
@@ -103,7 +103,7 @@ class BackupWorkload(Workload):
         if test not in self.tests:
             raise ValueError(f"backup has no test {test!r}; valid: {', '.join(self.tests)}")
         _scratch_database(ctx)  # before anything is backed up
-        method = ctx.database.backup_method(test)
+        method = backups(ctx.database, "backup").backup_method(test)
         original = checksums(conn, ctx.dialect, TABLES)
         readable = read_canaries(conn) == set(ctx.canaries)
         lost: list[str] = []
@@ -126,9 +126,9 @@ class BackupWorkload(Workload):
         """Back up (timed) and record the step under `test`, with the artifact's size unpacked as
         anyone holding it could unpack it. A backup stored as it is (`test` is the method) is also
         scanned there and its verdict recorded; a sealed one is scanned once sealed instead."""
-        database = ctx.database
-        backup, metrics = usage.timed(ctx.recorder, lambda: database.backup(method, area / "artifact"), [database])
-        contents = database.backup_contents(backup, area / "unpacked")
+        database, engine = ctx.database, backups(ctx.database, "backup")
+        backup, metrics = usage.timed(ctx.recorder, lambda: engine.backup(method, area / "artifact"), [database])
+        contents = engine.backup_contents(backup, area / "unpacked")
         stored_as_is = test == method.name
         checked = (artifact.check(ctx.recorder.trial, database, contents, ctx.canaries, ctx.markers, readable)
                    if stored_as_is else None)
@@ -216,7 +216,8 @@ class BackupWorkload(Workload):
         the step under `test`; returns what differs (nothing when the restore lost nothing)."""
         restored = _scratch_database(ctx)(workspace, ctx.database.encryption, ctx.database.key)
         try:
-            _, metrics = usage.timed(ctx.recorder, lambda: restored.restore(backup), [ctx.database, restored])
+            _, metrics = usage.timed(ctx.recorder, lambda: backups(restored, "restore").restore(backup),
+                                     [ctx.database, restored])
             found = self._checksums(ctx, restored)
         finally:
             restored.close()
@@ -231,7 +232,7 @@ class BackupWorkload(Workload):
         any failure on the way (the restore, the start, reading a table) means it does not."""
         stranger = _scratch_database(ctx)(workspace, ctx.database.encryption, key)
         try:
-            stranger.restore(backup)
+            backups(stranger, "restore").restore(backup)
             return self._checksums(ctx, stranger) == original
         except Exception:  # the expected outcome for an encrypted backup: refused, one way or another
             return False

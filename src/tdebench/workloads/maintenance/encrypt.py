@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 
 from tdebench import verify
-from tdebench.engines.base import NONE, Database, NotSupported, SensitiveColumns
+from tdebench.engines.base import NONE, Database, NotSupported, SensitiveColumns, reencrypts
 from tdebench.measure.recorder import Recorder
 from tdebench.results import Verdict
 from tdebench.workloads.base import CANARY_TABLE, RunContext, WrongAnswer, write_canaries
@@ -82,7 +82,8 @@ def _convert(ctx: RunContext, source: Database, database: Database, workspace: P
     recorder = Recorder(ctx.recorder.store, ctx.recorder.trial, ctx.recorder.clock,
                         processes=lambda: _processes(database))
     try:
-        method, metrics = recorder.timed(lambda: database.encrypt_existing(source, sensitive_columns()))
+        converting = reencrypts(database, "encrypt-existing")
+        method, metrics = recorder.timed(lambda: converting.encrypt_existing(source, sensitive_columns()))
     except NotSupported as exc:
         ctx.recorder.record(TEST, exc.method, {}, warmup=warmup, answer=UNSUPPORTED)
         return []

@@ -11,7 +11,7 @@ from the runner's key source; the database keeps it for the rest of the trial.
 
 from __future__ import annotations
 
-from tdebench.engines.base import Connection, NotSupported
+from tdebench.engines.base import Connection, NotSupported, reencrypts
 from tdebench.workloads.base import RunContext, WrongAnswer
 from tdebench.workloads.maintenance import checks
 from tdebench.workloads.maintenance.outcomes import FAILED, NOT_APPLICABLE, NOT_APPLICABLE_STEP, OK, UNSUPPORTED
@@ -31,15 +31,16 @@ def run(ctx: RunContext, conn: Connection, purpose: str, *, warmup: bool) -> Non
     old, new = database.key, ctx.new_key(purpose)
     size = database.size_bytes()
     try:
-        method, metrics = ctx.recorder.timed(lambda: database.rekey(new))
+        rekeyed = reencrypts(database, "rekey")
+        method, metrics = ctx.recorder.timed(lambda: rekeyed.rekey(new))
     except NotSupported as exc:
         ctx.recorder.record(TEST, exc.method, {}, warmup=warmup, answer=UNSUPPORTED)
         return
     metrics["size_bytes"] = float(size)
     problems = []
-    if database.opens_with(old):
+    if rekeyed.opens_with(old):
         problems.append("the old key still opens the database")
-    if not database.opens_with(new):
+    if not rekeyed.opens_with(new):
         problems.append("the new key does not open the database")
     else:
         check = database.connect()
