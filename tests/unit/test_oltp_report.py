@@ -5,6 +5,7 @@ time, a failed run kept out, and reports of runs without oltp unchanged."""
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,34 @@ def test_an_embedded_run_has_no_saturation_table(run_dir: Path) -> None:
     section = oltp.section(run, summary_records(run))
     assert section is not None and "OLTP saturation" not in [b.title for b in section.blocks]
     assert not [f for f in section.findings if "bottleneck" in f]
+
+
+def test_in_one_minute_leads_with_the_rates_and_calls_a_drop_a_cost(run_dir: Path) -> None:
+    """An oltp plan is read for its TPM and NOPM, not its load: 10% fewer transactions is a cost
+    of -10%, a drop, in the first sentence."""
+    from tdebench.report.headline import headline
+
+    run = read_run(run_dir)
+    (sentence, *_) = headline(run, summary_records(run))
+    assert sentence.startswith("sqlite · oltp W=1 · "), sentence
+    assert re.search(r"· (load|stress) (TPM|NOPM) \(", sentence), sentence
+    assert re.search(r"costs -10\.\d% of the rate: aes-256-cbc -10\.\d% \[-1\d\.\d, -\d\.\d\]", sentence), sentence
+
+
+def test_a_rate_that_halves_is_named_apart_and_a_higher_rate_is_not_a_cost() -> None:
+    from types import SimpleNamespace
+
+    from tdebench.report.headline import _grouped
+    from tdebench.stats import PAIRED, Overhead
+
+    def rate(encryption: str, pct: float, low: float, high: float) -> SimpleNamespace:
+        return SimpleNamespace(cell=SimpleNamespace(encryption=encryption),
+                               overhead=Overhead(pct, low, high, 0.001, 5, 5, PAIRED))
+
+    groups = _grouped([rate("half", -60.0, -65.0, -55.0), rate("drop", -8.0, -10.0, -6.0),
+                       rate("more", 7.0, 5.0, 9.0)], None, rate=True)
+    assert groups == [
+        "costs -8.0% of the rate: drop -8.0% [-10.0, -6.0]",
+        "halves the rate or worse (avoid where speed matters): half -60.0% [-65.0, -55.0]",
+        "a higher rate than no encryption, which only noise or a different plan can explain: more +7.0% [+5.0, +9.0]",
+    ]

@@ -5,7 +5,7 @@ asks about them — no measurable cost, a cost (with its interval), more than do
 on that configuration's best-resolved timing figure (of the power test, the throughput test and
 the load, the one whose overheads have the narrowest 95% intervals; for a workload with timed
 figures of its own, of those: a backup's backups and restores, crud's and maintenance's
-operations), with the run's resolution
+operations, oltp's TPM and NOPM, where a cost is a drop), with the run's resolution
 (the placebo's noise floor) where the plan ran one. Then the at-rest checks in one line, and
 whether the data fit in memory (cache.py), since that decides what the percentages mean.
 
@@ -23,8 +23,9 @@ from collections import defaultdict
 from tdebench.report import cache
 from tdebench.report.noise import is_headline
 from tdebench.report.findings import SHORT_NAMES, judged, verdict_summary
-from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, SummaryRecord, below_resolution,
-                                     engine_label, floors, headline_records, memory_order, resolution, scale_label)
+from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, PLACEBO, Headline, SummaryRecord,
+                                     below_resolution, engine_label, floors, headline_records, memory_order,
+                                     resolution, scale_label)
 from tdebench.report.tables import percent
 from tdebench.results import RunData
 
@@ -32,6 +33,8 @@ _TPCH_TESTS = frozenset(h.test for h in HEADLINES)  # power, throughput, load: H
 
 DOUBLES_PCT = 100.0
 """An overhead from which an encryption is named apart: it more than doubles the time."""
+HALVES_PCT = 50.0
+"""The same for a rate (TPM, NOPM): a drop of half or more."""
 
 
 def _interval(record: SummaryRecord) -> str:
@@ -45,10 +48,13 @@ def _width(records: list[SummaryRecord]) -> float:
     return statistics.median((r.overhead.ci_high - r.overhead.ci_low) / 2 for r in records)  # type: ignore[union-attr]
 
 
-def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None) -> list[str]:
-    """The encryptions of one figure, cheapest first, in the groups a reader decides by."""
+def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None, rate: bool = False) -> list[str]:
+    """The encryptions of one figure, cheapest first, in the groups a reader decides by. For a
+    `rate` (oltp's TPM and NOPM) a cost is a drop: its overhead is below zero, and halving the
+    rate is what doubling a time is."""
     once, free, unresolved, costs, doubles, faster = [], [], [], [], [], []
-    for record in sorted(records, key=lambda r: (r.overhead.pct, r.cell.encryption)):  # type: ignore[union-attr]
+    sign = -1.0 if rate else 1.0
+    for record in sorted(records, key=lambda r: (sign * r.overhead.pct, r.cell.encryption)):  # type: ignore[union-attr]
         compared = record.overhead
         assert compared is not None
         if min(compared.n_treatment, compared.n_baseline) < 2:
@@ -57,9 +63,9 @@ def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None) -> list[
             free.append(record)
         elif below_resolution(record, floor):  # an interval off zero, but inside none-against-none's
             unresolved.append(record)
-        elif compared.pct < 0:
+        elif sign * compared.pct < 0:
             faster.append(record)
-        elif compared.pct >= DOUBLES_PCT:
+        elif (compared.pct <= -HALVES_PCT) if rate else (compared.pct >= DOUBLES_PCT):
             doubles.append(record)
         else:
             costs.append(record)
@@ -75,13 +81,13 @@ def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None) -> list[
     if costs:
         span = (percent(costs[0].overhead.pct) if len(costs) == 1  # type: ignore[union-attr]
                 else f"{percent(costs[0].overhead.pct)} to {percent(costs[-1].overhead.pct)}")  # type: ignore[union-attr]
-        groups.append(f"costs {span}: {', '.join(_interval(r) for r in costs)}")
+        groups.append(f"costs {span}{' of the rate' if rate else ''}: {', '.join(_interval(r) for r in costs)}")
     if doubles:
-        groups.append(f"more than doubles the time (avoid where speed matters): "
-                      f"{', '.join(_interval(r) for r in doubles)}")
+        groups.append(f"{'halves the rate or worse' if rate else 'more than doubles the time'} (avoid where "
+                      f"speed matters): {', '.join(_interval(r) for r in doubles)}")
     if faster:
-        groups.append(f"faster than no encryption, which only noise or a different plan can explain: "
-                      f"{', '.join(_interval(r) for r in faster)}")
+        groups.append(f"{'a higher rate' if rate else 'faster'} than no encryption, which only noise or a "
+                      f"different plan can explain: {', '.join(_interval(r) for r in faster)}")
     return groups
 
 
@@ -94,16 +100,20 @@ def _sentence(engine: str, memory: int | None, workload: str, scale: float, figu
     counted = f"{count} round{'' if count == 1 else 's'}; " if count is not None else ""
     floor_text = (f"noise floor ±{resolution(floor):.1f}%" if floor is not None
                   else "no placebo arm, so no measured noise floor")
-    return f"{who} ({counted}{floor_text}): {'; '.join(_grouped(records, floor))}."
+    return f"{who} ({counted}{floor_text}): {'; '.join(_grouped(records, floor, figure.metric in PER_MINUTE))}."
 
 
 def _workload_figures(records: list[SummaryRecord]) -> list[tuple[Headline, SummaryRecord]]:
-    """The timed headline figures a workload's own report leads with (noise.headline_rules: a
-    backup's backup and restore, crud's operations, maintenance's operations), one Headline per
-    test and step; TPC-H's are HEADLINES, and oltp's TPM and NOPM are rates, not times."""
-    return [(Headline(f"{r.cell.test} {r.cell.step}", f"on {r.cell.test} {r.cell.step}", r.cell.test,
-                      (r.cell.step,), "elapsed_s"), r)
-            for r in records if r.cell.metric == "elapsed_s" and r.cell.test not in _TPCH_TESTS and is_headline(r.cell)]
+    """The headline figures a workload's own report leads with (noise.headline_rules: a
+    backup's backup and restore, crud's operations, maintenance's operations, oltp's TPM and
+    NOPM of each test), one Headline per test, step and metric; TPC-H's are HEADLINES."""
+    return [(Headline(f"{r.cell.test} {_FIGURE_NAMES.get(r.cell.metric, r.cell.step)}",
+                      f"on {r.cell.test} {r.cell.step}", r.cell.test, (r.cell.step,), r.cell.metric), r)
+            for r in records if (r.cell.metric == "elapsed_s" or r.cell.metric in PER_MINUTE)
+            and r.cell.test not in _TPCH_TESTS and is_headline(r.cell)]
+
+
+_FIGURE_NAMES = {rate: rate.upper() for rate in PER_MINUTE}  # "stress NOPM", not "stress mix"
 
 
 def _order(figure: Headline) -> tuple[int, str]:
@@ -116,7 +126,7 @@ def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
     per_config: dict[tuple, dict[Headline, list[SummaryRecord]]] = defaultdict(lambda: defaultdict(list))
     for figure, record in headline_records(records) + _workload_figures(records):
         cell = record.cell
-        if (figure.metric == "elapsed_s" and record.overhead is not None
+        if ((figure.metric == "elapsed_s" or figure.metric in PER_MINUTE) and record.overhead is not None
                 and cell.encryption not in (BASELINE, PLACEBO)):
             per_config[(cell.engine, memory_order(cell.memory_mb), cell.memory_mb, cell.workload, cell.scale)][
                 figure].append(record)
