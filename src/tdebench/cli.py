@@ -14,7 +14,6 @@ import signal
 import sys
 import tempfile
 import threading
-from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
@@ -27,12 +26,13 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
+from tdebench import runsetup
 from tdebench.engines import ENGINES, get_engine
 from tdebench.engines.timeout import interrupt_on_signals
-from tdebench.keys import KeyFileError, KeySource
-from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan, planned, to_run
-from tdebench.results import Resumed, TrialOutcome, Verdict
-from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, keep_complete, read_run
+from tdebench.keys import KeySource
+from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan
+from tdebench.results import TrialOutcome, Verdict
+from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_run
 
 err = Console(stderr=True)
 out = Console()
@@ -159,18 +159,11 @@ def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir
 def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None) -> tuple[KeySource, dict]:
     """The key source and the plan's engines, once every one can run here in `work_dir`."""
     try:
-        keys = KeySource(key_file)
-    except KeyFileError as exc:
+        ready = runsetup.ready(the_plan, key_file, work_dir)
+    except runsetup.SetupError as exc:
         usage_error(str(exc))
-    engines = _usable_engines_or_exit(the_plan)
-    if work_dir is not None and not work_dir.is_dir():
-        usage_error(f"--work-dir {work_dir} is not an existing directory")
-    for engine in engines.values():
-        problem = engine.workspace_problem(work_dir or Path(tempfile.gettempdir()))
-        if problem:
-            usage_error(problem)
-    _clean_dead_runs(work_dir)
-    return keys, engines
+    _print_cleaned(ready.cleaned)
+    return ready.keys, ready.engines
 
 
 def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
@@ -188,10 +181,10 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
     except PlanError as exc:
         usage_error(f"--resume: the run's plan no longer parses here: {exc}")
     keys, engines = _ready_or_exit(the_plan, key_file, work_dir)
-    if not keys.derived and any(outcome.key_derived for outcome in stored.trials):
-        usage_error(f"--resume: the trials of {directory} so far used keys derived from a key file; pass that "
-                    "file again with --key-file, so the rest are derived from it too (without it, they would "
-                    "get random keys and the run could not be repeated with the file)")
+    try:
+        runsetup.check_resume_keys(stored, keys, directory)
+    except runsetup.SetupError as exc:
+        usage_error(str(exc))
     try:
         resume_lock = outdir.lock(directory, "--resume")
     except outdir.OutDirError as exc:
@@ -211,32 +204,13 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
 def _cut(directory: Path, the_plan: Plan, engines: dict, retry_failed: bool = False) -> Cut:
     """Cut the locked run in `directory` down to its complete trials, store a `resume` record
     (with what of the environment changed since the run started) and say what is left to run."""
-    from tdebench.measure.environment import differences, snapshot
-
-    results = directory / RESULTS
-    last_write = results.stat().st_mtime  # about when the run was interrupted
-    stored = read_run(directory)
-    cut = keep_complete(directory, retry_failed)
-    now = datetime.now(timezone.utc)
-    since = stored.resumes[-1].at_utc if stored.resumes else stored.environment.get("timestamp_utc")
-    before_s = stored.resumes[-1].elapsed_before_s if stored.resumes else 0.0
-    try:  # this part of the run: from its start (or the last resume) to its last record
-        before_s += max(0.0, last_write - datetime.fromisoformat(str(since)).timestamp())
-    except ValueError:  # an environment.json without its time: the budget counts from here
-        pass
-    changed = differences(stored.environment, snapshot(_engine_versions(engines)))
-    store = ResultStore(directory)
-    store.append(Resumed(kept=cut.kept, dropped=cut.dropped, torn_line=cut.torn_line,
-                         at_utc=now.isoformat(timespec="seconds"), elapsed_before_s=round(before_s, 1),
-                         changed=tuple(changed), retried=cut.retried))
-    store.sync()
-    done = stored.complete_trials()
-    total, left = len(planned(the_plan, done)), len(to_run(the_plan, done))
+    resumed = runsetup.cut_for_resume(directory, the_plan, runsetup.environment(engines), retry_failed)
+    cut, total, left, changed = resumed.cut, resumed.total, resumed.left, resumed.changed
     dropped = [f"{cut.dropped} incomplete trial{'' if cut.dropped == 1 else 's'} dropped"] if cut.dropped else []
     dropped += ["a half-written last line dropped"] if cut.torn_line else []
     dropped += [f"{cut.retried} failed trial{'' if cut.retried == 1 else 's'} to run again"] if cut.retried else []
     more = (f", then rounds until every headline CI is within ±{the_plan.target_ci_pct:g}%"
-            if the_plan.adaptive and stored.stopping is None else "")
+            if resumed.more_rounds else "")
     err.print(f"resuming {directory}: {total - left} of {total} trials complete, {left} to run{more}"
               + (f" ({'; '.join(dropped)})" if dropped else ""), highlight=False, soft_wrap=True, markup=False)
     if changed:
@@ -245,23 +219,17 @@ def _cut(directory: Path, the_plan: Plan, engines: dict, retry_failed: bool = Fa
     return cut
 
 
-def _engine_versions(engines: dict) -> dict[str, str]:
-    return {name: engine.version() for name, engine in engines.items()}
-
-
 def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data_dir: Path | None,
              work_dir: Path | None, quiet: bool, resumed: Cut | None = None) -> NoReturn:
     """Run the plan into `out_dir` (a new run, or the rest of one `resumed`) and report it; exits
     0 (all ok), 1 (a trial failed or a verdict was unexpected), 2 (no space left in `out_dir`) or
     130 (interrupted)."""
-    from tdebench.measure.ciphers import measure_ciphers, used_by
-    from tdebench.measure.environment import snapshot
     from tdebench.runner import Runner
 
     store = ResultStore(out_dir)
     if resumed is None:
         try:
-            store.start(the_plan.text, snapshot(_engine_versions(engines)))
+            runsetup.start_store(store, the_plan, engines)
         except OutputError as exc:
             usage_error(str(exc))
     interrupted = threading.Event()
@@ -280,10 +248,7 @@ def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data
         with progress, interrupt_on_signals():  # Ctrl-C also stops a long embedded query at once
             if resumed is None or not resumed.ciphers:
                 progress.phase("measuring this machine's raw cipher throughput")
-                used = [engines[choice.name].encryption(name).cipher
-                        for choice in the_plan.engines for name in choice.encryptions]
-                for speed in measure_ciphers(ciphers=used_by(used)):  # `tdebench ciphers` measures them all
-                    store.append(speed)
+                runsetup.measure_cipher_speeds(store, the_plan, engines)
             runner = Runner(plan=the_plan, store=store, data_dir=data_dir or default_data_dir(),
                             keys=keys, progress=progress, workspace_parent=work_dir,
                             interrupted=interrupted)
@@ -330,18 +295,6 @@ def _plan_or_exit(path: Path) -> Plan:
     except PlanError as exc:
         hint = "" if path.exists() else f"\n  built-in plans: {', '.join(builtin_plans())}"
         usage_error(str(exc) + hint)
-
-
-def _usable_engines_or_exit(plan: Plan) -> dict:
-    engines = {}
-    for choice in plan.engines:
-        engine = get_engine(choice.name)  # memory_mb does not change what can run
-        for name in choice.encryptions:
-            available = engine.encryption_availability(engine.encryption(name))
-            if not available.usable:
-                usage_error(f"{choice.name} {name} cannot run here: {available.reason}\n  fix: {available.fix}")
-        engines[choice.name] = engine
-    return engines
 
 
 def _print_summary(summary, written: list[Path]) -> None:
@@ -621,20 +574,17 @@ def clean(work_dir: Path | None) -> None:
     run is never touched. Exit 1 if something could not be cleaned."""
     if work_dir is not None and not work_dir.is_dir():
         usage_error(f"--work-dir {work_dir} is not an existing directory")
-    cleaned = _clean_dead_runs(work_dir)
+    cleaned = runsetup.clean_dead_runs(work_dir)
+    _print_cleaned(cleaned)
     if not cleaned:
         out.print(f"nothing to clean in {work_dir or tempfile.gettempdir()}", highlight=False)
     sys.exit(0 if all(c.removed for c in cleaned) else 1)
 
 
-def _clean_dead_runs(work_dir: Path | None) -> list:
-    """Clean up after killed runs in the workspace directory, saying what was done."""
-    from tdebench import runstate
-
-    cleaned = runstate.clean_dead_runs(work_dir or Path(tempfile.gettempdir()))
+def _print_cleaned(cleaned: list) -> None:
+    """Say what was cleaned up after killed runs (on stderr what could not be)."""
     for one in cleaned:
         (out if one.removed else err).print(plain(str(one)), highlight=False, soft_wrap=True)
-    return cleaned
 
 
 @main.command()
