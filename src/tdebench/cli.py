@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import signal
 import sys
 import tempfile
 import threading
 from importlib import resources
 from pathlib import Path
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.console import Console
@@ -33,6 +33,9 @@ from tdebench.keys import KeySource
 from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan
 from tdebench.results import TrialOutcome, Verdict
 from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_run
+
+if TYPE_CHECKING:
+    from tdebench.runner import RunSummary
 
 err = Console(stderr=True)
 out = Console()
@@ -73,10 +76,6 @@ def plan_path(given: Path) -> Path:
     return builtin_plans().get(given.name.removesuffix(".toml"), given)
 
 
-def default_data_dir() -> Path:
-    return Path.home() / ".cache" / "tdebench" / "data"
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="tdebench")
 def main() -> None:
@@ -115,8 +114,14 @@ def main() -> None:
 @click.option("--retry-failed", is_flag=True,
               help="With --resume: also run again the trials that failed (their records are removed), e.g. "
                    "after fixing what made them fail.")
+@click.option("--cluster", "cluster", metavar="ADDRESS",
+              help="Run the trials on the workers of a Dask scheduler (tcp://HOST:8786; each worker started with "
+                   "--nthreads 1 --resources machine=1), a round of each comparison group on one host; or "
+                   "local:N, N workers on this machine (testing only: their trials disturb each other). "
+                   "--key-file, --data-dir and --work-dir are then paths on every worker. Needs tdebench[cluster].")
 def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir: Path | None,
-        work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None, retry_failed: bool) -> None:
+        work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None, retry_failed: bool,
+        cluster: str | None) -> None:
     """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
     and write its report to --out; or, with --resume DIR, finish the interrupted run in DIR.
 
@@ -138,22 +143,28 @@ def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir
         if given:
             usage_error(f"--resume continues the run in its directory with the plan stored there: "
                         f"leave out {', '.join(given)}")
-        _resume(resume_dir, key_file, data_dir, work_dir, quiet, retry_failed)
+        _resume(resume_dir, key_file, data_dir, work_dir, quiet, retry_failed, cluster)
     if retry_failed:
         usage_error("--retry-failed runs the failed trials of an interrupted run again: use it with --resume DIR")
     if out_dir is None:
         usage_error("--out DIR is required: the run's directory (or --resume DIR to finish an interrupted run)")
+    plan_file = plan_path(plan) if plan is not None else default_plan()
     the_plan = _plan_or_exit(plan or default_plan())
-    keys, engines = _ready_or_exit(the_plan, key_file, work_dir)
     from tdebench import outdir
-    try:
-        out_lock = outdir.prepare(out_dir, force)
-    except outdir.OutDirError as exc:
-        usage_error(str(exc))
-    try:  # the lock is held until the run has written its report
-        _measure(the_plan, engines, out_dir, keys, data_dir, work_dir, quiet)
-    finally:
-        outdir.unlock(out_dir, out_lock)
+    with _place(cluster, the_plan, str(plan_file), key_file, data_dir, work_dir) as place:
+        try:
+            out_lock = outdir.prepare(out_dir, force)
+        except outdir.OutDirError as exc:
+            usage_error(str(exc))
+        try:  # the lock is held until the run has written its report
+            store = ResultStore(out_dir)
+            try:
+                store.start(the_plan.text, place.environment())
+            except OutputError as exc:
+                usage_error(str(exc))
+            _measure(out_dir, quiet, place.work(store))
+        finally:
+            outdir.unlock(out_dir, out_lock)
 
 
 def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None) -> tuple[KeySource, dict]:
@@ -166,8 +177,122 @@ def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None)
     return ready.keys, ready.engines
 
 
+Work = Callable[["_ProgressBar", threading.Event], "RunSummary"]
+"""What a run does between its start and its report: the trials, here or on a cluster."""
+
+
+class _Here:
+    """Trials on this machine: its engines checked, its cipher speeds, the runner."""
+
+    def __init__(self, the_plan: Plan, key_file: Path | None, data_dir: Path | None, work_dir: Path | None) -> None:
+        self.plan, self.data_dir, self.work_dir = the_plan, data_dir, work_dir
+        self.keys, self.engines = _ready_or_exit(the_plan, key_file, work_dir)
+
+    def __enter__(self) -> "_Here":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+    @property
+    def keys_derived(self) -> bool:
+        return self.keys.derived
+
+    def environment(self) -> dict:
+        return runsetup.environment(self.engines)
+
+    def work(self, store: ResultStore, resumed: Cut | None = None) -> Work:
+        def trials(progress: _ProgressBar, interrupted: threading.Event) -> RunSummary:
+            from tdebench.runner import Runner
+
+            with interrupt_on_signals():  # Ctrl-C also stops a long embedded query at once
+                if resumed is None or not resumed.ciphers:
+                    progress.phase("measuring this machine's raw cipher throughput")
+                    runsetup.measure_cipher_speeds(store, self.plan, self.engines)
+                runner = Runner(plan=self.plan, store=store, data_dir=self.data_dir or runsetup.default_data_dir(),
+                                keys=self.keys, progress=progress, workspace_parent=self.work_dir,
+                                interrupted=interrupted)
+                return runner.run()
+        return trials
+
+
+class _OnCluster:
+    """Trials on the workers of a Dask cluster (tdebench.cluster): the workers checked on entry,
+    every host's environment, the units run there."""
+
+    def __init__(self, address: str, the_plan: Plan, source: str, key_file: Path | None, data_dir: Path | None,
+                 work_dir: Path | None) -> None:
+        try:
+            from tdebench.cluster import client, work
+        except ImportError as exc:
+            usage_error(f"--cluster needs Dask distributed ({exc.name} is missing): pip install 'tdebench[cluster]'")
+        problem = work.cluster_problem(the_plan)
+        if problem:
+            usage_error(problem)
+        self.plan, self.source, self.address = the_plan, source, address
+        self.key_file, self.data_dir, self.work_dir = key_file, data_dir, work_dir
+        try:
+            self.cluster = client.Cluster(address)
+        except runsetup.SetupError as exc:
+            usage_error(str(exc))
+        if self.cluster.local_workers is not None:
+            err.print(f"[yellow]warning:[/] --cluster {address} runs {self.cluster.local_workers} workers on this "
+                      "machine: their trials disturb each other, so its figures test tdebench, they measure nothing",
+                      highlight=False, soft_wrap=True)
+        self.hosts: dict = {}
+        self.started = client.started_utc()
+
+    def __enter__(self) -> "_OnCluster":
+        try:
+            self.cluster.__enter__()
+            self.hosts = self.cluster.check(self.plan, self.source, self.key_file, self.work_dir)
+        except runsetup.SetupError as exc:
+            self.cluster.__exit__(None, None, None)
+            usage_error(str(exc))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cluster.__exit__(None, None, None)
+
+    @property
+    def keys_derived(self) -> bool:
+        return self.key_file is not None
+
+    def environment(self) -> dict:
+        from tdebench.cluster.work import cluster_environment
+
+        return cluster_environment(self.hosts, self.address, self.started)
+
+    def work(self, store: ResultStore, resumed: Cut | None = None) -> Work:
+        def trials(progress: _ProgressBar, interrupted: threading.Event) -> RunSummary:
+            from tdebench.cluster.client import Collector
+            from tdebench.plan import to_run
+            from tdebench.runner import kept_summary
+
+            stored = read_run(store.directory)
+            done = stored.complete_trials()
+            summary, specs = kept_summary(stored), to_run(self.plan, done)
+            collector = Collector(store, stored.environment, done, summary, summary.trials + len(specs), specs,
+                                  progress, stored.ciphers)
+            progress.phase(f"{len(specs)} trials on {len(self.hosts)} hosts: {', '.join(self.hosts)}")
+            options = {"key_file": str(self.key_file) if self.key_file else None,
+                       "data_dir": str(self.data_dir) if self.data_dir else None,
+                       "work_dir": str(self.work_dir) if self.work_dir else None}
+            self.cluster.run(self.plan, self.source, specs, collector, options)
+            return summary
+        return trials
+
+
+def _place(cluster: str | None, the_plan: Plan, source: str, key_file: Path | None, data_dir: Path | None,
+           work_dir: Path | None) -> _Here | _OnCluster:
+    """Where the trials run: here, or on the cluster at `cluster`; exits 2 if they cannot."""
+    if cluster is None:
+        return _Here(the_plan, key_file, data_dir, work_dir)
+    return _OnCluster(cluster, the_plan, source, key_file, data_dir, work_dir)
+
+
 def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
-            quiet: bool, retry_failed: bool = False) -> NoReturn:
+            quiet: bool, retry_failed: bool = False, cluster: str | None = None) -> NoReturn:
     """`run --resume DIR`: check the run in DIR and its plan, lock DIR, cut its results down to
     the complete trials, record the resume, and run the rest."""
     from tdebench import outdir
@@ -180,31 +305,31 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
         the_plan = parse_plan(stored.plan_text, str(directory / PLAN))
     except PlanError as exc:
         usage_error(f"--resume: the run's plan no longer parses here: {exc}")
-    keys, engines = _ready_or_exit(the_plan, key_file, work_dir)
-    try:
-        runsetup.check_resume_keys(stored, keys, directory)
-    except runsetup.SetupError as exc:
-        usage_error(str(exc))
-    try:
-        resume_lock = outdir.lock(directory, "--resume")
-    except outdir.OutDirError as exc:
-        usage_error(str(exc))
-    except PermissionError as exc:
-        usage_error(f"--resume {directory} is not writable: {exc.strerror}")
-    try:  # the lock is held until the run has written its report
+    with _place(cluster, the_plan, str(directory / PLAN), key_file, data_dir, work_dir) as place:
         try:
-            cut = _cut(directory, the_plan, engines, retry_failed)
-        except OutputError as exc:
+            runsetup.check_resume_keys(stored, place.keys_derived, directory)
+        except runsetup.SetupError as exc:
             usage_error(str(exc))
-        _measure(the_plan, engines, directory, keys, data_dir, work_dir, quiet, resumed=cut)
-    finally:
-        outdir.unlock(directory, resume_lock)
+        try:
+            resume_lock = outdir.lock(directory, "--resume")
+        except outdir.OutDirError as exc:
+            usage_error(str(exc))
+        except PermissionError as exc:
+            usage_error(f"--resume {directory} is not writable: {exc.strerror}")
+        try:  # the lock is held until the run has written its report
+            try:
+                cut = _cut(directory, the_plan, place.environment(), retry_failed)
+            except OutputError as exc:
+                usage_error(str(exc))
+            _measure(directory, quiet, place.work(ResultStore(directory), resumed=cut))
+        finally:
+            outdir.unlock(directory, resume_lock)
 
 
-def _cut(directory: Path, the_plan: Plan, engines: dict, retry_failed: bool = False) -> Cut:
+def _cut(directory: Path, the_plan: Plan, environment: dict, retry_failed: bool = False) -> Cut:
     """Cut the locked run in `directory` down to its complete trials, store a `resume` record
-    (with what of the environment changed since the run started) and say what is left to run."""
-    resumed = runsetup.cut_for_resume(directory, the_plan, runsetup.environment(engines), retry_failed)
+    (with what of `environment` differs from the run's start) and say what is left to run."""
+    resumed = runsetup.cut_for_resume(directory, the_plan, environment, retry_failed)
     cut, total, left, changed = resumed.cut, resumed.total, resumed.left, resumed.changed
     dropped = [f"{cut.dropped} incomplete trial{'' if cut.dropped == 1 else 's'} dropped"] if cut.dropped else []
     dropped += ["a half-written last line dropped"] if cut.torn_line else []
@@ -219,40 +344,17 @@ def _cut(directory: Path, the_plan: Plan, engines: dict, retry_failed: bool = Fa
     return cut
 
 
-def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data_dir: Path | None,
-             work_dir: Path | None, quiet: bool, resumed: Cut | None = None) -> NoReturn:
-    """Run the plan into `out_dir` (a new run, or the rest of one `resumed`) and report it; exits
-    0 (all ok), 1 (a trial failed or a verdict was unexpected), 2 (no space left in `out_dir`) or
-    130 (interrupted)."""
-    from tdebench.runner import Runner
-
-    store = ResultStore(out_dir)
-    if resumed is None:
-        try:
-            runsetup.start_store(store, the_plan, engines)
-        except OutputError as exc:
-            usage_error(str(exc))
+def _measure(out_dir: Path, quiet: bool, work: Work) -> NoReturn:
+    """Run the trials (`work`: a new run's, or the rest of a resumed one) into `out_dir` and report
+    them; exits 0 (all ok), 1 (a trial failed or a verdict was unexpected), 2 (no space left in
+    `out_dir`) or 130 (interrupted)."""
     interrupted = threading.Event()
-
-    def interrupt(signum: int, frame: object) -> None:
-        if interrupted.is_set():  # a second Ctrl-C must not break off the cleanup
-            err.print("[yellow]still cleaning up: servers, mounts, workspaces…[/]")
-            return
-        interrupted.set()
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, interrupt)
-    signal.signal(signal.SIGTERM, interrupt)
+    runsetup.handle_interrupts(interrupted, lambda: err.print("[yellow]still cleaning up: servers, mounts, "
+                                                              "workspaces…[/]"))
     progress = _ProgressBar(quiet)
     try:
-        with progress, interrupt_on_signals():  # Ctrl-C also stops a long embedded query at once
-            if resumed is None or not resumed.ciphers:
-                progress.phase("measuring this machine's raw cipher throughput")
-                runsetup.measure_cipher_speeds(store, the_plan, engines)
-            runner = Runner(plan=the_plan, store=store, data_dir=data_dir or default_data_dir(),
-                            keys=keys, progress=progress, workspace_parent=work_dir,
-                            interrupted=interrupted)
-            summary = runner.run()
+        with progress:
+            summary = work(progress, interrupted)
     except OutputError as exc:  # the run stopped and cleaned up: nothing more could be recorded
         usage_error(f"{exc}; the records written before are in {out_dir / RESULTS}")
     except (KeyboardInterrupt, Exception) as exc:

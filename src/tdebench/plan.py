@@ -26,7 +26,8 @@ ORDERS = ("interleaved", "lockstep", "sequential")
 PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
 _TOP_KEYS = {"name", "description", "measured", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
-             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads", "pin_cpus"}
+             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads", "pin_cpus",
+             "pool_hosts"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
@@ -93,6 +94,9 @@ class Plan:
     # how long a run of the plan took and where, as its author timed it (`tdebench plans` lists it);
     # free text, never computed: e.g. "4 min 37 s, 2 cores, idle machine (2026-11-22)"
     measured: str = ""
+    # a cluster run: pool the figures of hosts whose environments differ (CPU model, flags, kernel,
+    # engine versions) instead of reporting each such host apart (report/records.host_blocks)
+    pool_hosts: bool = False
 
     @property
     def adaptive(self) -> bool:
@@ -267,6 +271,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         pin_cpus=_pin_cpus(check, data["pin_cpus"]) if "pin_cpus" in data else None,
         description=check.string(data, "description", ""),
         measured=check.string(data, "measured", ""),
+        pool_hosts=check.boolean(data, "pool_hosts", False),
     )
 
 

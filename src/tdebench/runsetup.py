@@ -10,9 +10,11 @@ message the user reads; the CLI only turns it into exit code 2.
 
 from __future__ import annotations
 
+import signal
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,27 @@ def usable_engines(plan: Plan) -> dict[str, Engine]:
                 raise SetupError(f"{choice.name} {name} cannot run here: {available.reason}\n  fix: {available.fix}")
         engines[choice.name] = engine
     return engines
+
+
+def default_data_dir() -> Path:
+    """The cache of generated benchmark data when --data-dir is not given (each machine its own)."""
+    return Path.home() / ".cache" / "tdebench" / "data"
+
+
+def handle_interrupts(interrupted: threading.Event, again: Callable[[], None] = lambda: None) -> None:
+    """Ctrl-C (SIGINT) and SIGTERM set `interrupted` and raise KeyboardInterrupt in the main
+    thread, where the run cleans up; a second one only calls `again` (it must not break off the
+    cleanup). Call from the main thread."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        if interrupted.is_set():
+            again()
+            return
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def workspace_parent(work_dir: Path | None) -> Path:
@@ -101,18 +124,21 @@ def start_store(store: ResultStore, plan: Plan, engines: Mapping[str, Engine]) -
     store.start(plan.text, environment(engines))
 
 
-def measure_cipher_speeds(store: ResultStore, plan: Plan, engines: Mapping[str, Engine]) -> None:
-    """Store this machine's raw throughput of every cipher the plan's encryptions use."""
+def measure_cipher_speeds(store: ResultStore, plan: Plan, engines: Mapping[str, Engine],
+                          host: str | None = None) -> None:
+    """Store this machine's raw throughput of every cipher the plan's encryptions use (`host`:
+    a cluster worker's identity, stored with each figure)."""
     from tdebench.measure.ciphers import measure_ciphers, used_by
 
     used = [engines[choice.name].encryption(name).cipher for choice in plan.engines for name in choice.encryptions]
     for speed in measure_ciphers(ciphers=used_by(used)):  # `tdebench ciphers` measures them all
-        store.append(speed)
+        store.append(replace(speed, host=host))
 
 
-def check_resume_keys(stored: RunData, keys: KeySource, directory: Path) -> None:
-    """SetupError if the run's trials so far used keys from a key file that was not given again."""
-    if not keys.derived and any(outcome.key_derived for outcome in stored.trials):
+def check_resume_keys(stored: RunData, derived: bool, directory: Path) -> None:
+    """SetupError if the run's trials so far used keys from a key file that was not given again
+    (`derived`: whether the resumed run has one)."""
+    if not derived and any(outcome.key_derived for outcome in stored.trials):
         raise SetupError(f"--resume: the trials of {directory} so far used keys derived from a key file; pass that "
                          "file again with --key-file, so the rest are derived from it too (without it, they would "
                          "get random keys and the run could not be repeated with the file)")

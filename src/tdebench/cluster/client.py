@@ -1,0 +1,238 @@
+"""The client of a cluster run: `tdebench run PLAN --out DIR --cluster ADDRESS`.
+
+It connects to a Dask scheduler (or starts N local workers for `local:N`), checks every worker
+as `tdebench run` checks its machine (worker.check), submits one task per unit (work.units)
+that needs one "machine" resource, so each worker runs one unit at a time, and appends the
+records the units send (events of the run's topic) to the one results.jsonl as they arrive,
+each trial with its host's identity; environment.json gets every host's environment as it
+first appears. The records are the source of truth, so an event seen twice (live and read
+back from the scheduler at the end) is stored once.
+
+Faults: a unit whose worker dies is given to another worker by the scheduler (worker.py says
+what it then skips or fails); a unit that fails for good (the scheduler's `KilledWorker`, an
+error on its host) has its trials that did not end recorded as failed with the reason. Ctrl-C
+sets the run's stop event: every running unit stops and cleans up on its worker, waiting ones
+return at once, and the client waits for them all before it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from distributed import Client, Event, LocalCluster
+
+from tdebench.cluster import work, worker
+from tdebench.plan import Plan, TrialSpec
+from tdebench.results import CipherSpeed, Record, TrialKey, TrialOutcome, Verdict, from_json
+from tdebench.runner import Progress, RunSummary
+from tdebench.runsetup import SetupError
+from tdebench.store import ResultStore
+
+CONNECT_TIMEOUT = "20s"
+DRAIN_S = 0.5
+"""How long the client waits for records before it looks at the units again."""
+STOP_WAIT_S = 600.0
+"""After Ctrl-C, how long the client waits for the running units to clean up on their workers."""
+
+
+def key_fields(key: TrialKey) -> list[Any]:
+    """A trial key as a unit's request carries it (unit.trial_specs reads it back)."""
+    return [key.engine, key.encryption, key.workload, key.scale, key.repetition, key.memory_mb]
+
+
+class Cluster:
+    """A connection to the scheduler (and, for local:N, the local workers), closed on exit."""
+
+    def __init__(self, address: str) -> None:
+        try:
+            self.local_workers = work.parse_address(address)
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
+        self.address = address
+        self._local: LocalCluster | None = None
+        self.client: Client | None = None
+
+    def __enter__(self) -> "Cluster":
+        if self.local_workers is not None:
+            self._local = LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
+                                       resources={"machine": 1}, host="127.0.0.1", dashboard_address=None,
+                                       silence_logs=logging.ERROR)
+            self.client = Client(self._local)
+            return self
+        try:
+            self.client = Client(self.address, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            raise SetupError(f"--cluster {self.address}: no Dask scheduler answers there ({exc}); start one with "
+                             "`dask scheduler` (docs/cluster.md)") from None
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self._local is not None:
+            self._local.close()
+
+    def _connected(self) -> Client:
+        assert self.client is not None, "use Cluster in a with block"
+        return self.client
+
+    def check(self, plan: Plan, source: str, key_file: Path | None, work_dir: Path | None) -> dict[str, dict[str, Any]]:
+        """Every worker's environment by host, once each has one "machine" resource, a host
+        identity of its own and can run the plan; SetupError naming the worker otherwise."""
+        client = self._connected()
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        if not workers:
+            raise SetupError(f"--cluster {self.address}: no workers are connected; start one per machine with "
+                             f"`dask worker {self.address} --nthreads 1 --resources machine=1`")
+        for address, info in workers.items():
+            if info.get("resources", {}).get("machine") != 1:
+                raise SetupError(f"--cluster: worker {address} has no resource machine=1, so it could run two trials "
+                                 "at once; start it with --nthreads 1 --resources machine=1")
+        answers = client.run(worker.check, plan.text, source, str(key_file) if key_file else None,
+                             str(work_dir) if work_dir else None)
+        hosts: dict[str, dict[str, Any]] = {}
+        for address, answer in sorted(answers.items()):
+            if answer["problem"]:
+                raise SetupError(f"--cluster: worker {answer['host']} ({address}) cannot run the plan: "
+                                 f"{answer['problem']}")
+            if answer["host"] in hosts:
+                raise SetupError(f"--cluster: two workers run on {answer['host']}: trials on one machine disturb each "
+                                 "other; run one worker per machine (or give each a --name, for testing only)")
+            hosts[answer["host"]] = answer["environment"]
+        return hosts
+
+    def run(self, plan: Plan, source: str, specs: list[TrialSpec], collector: "Collector",
+            options: dict[str, Any]) -> None:
+        """Run `specs` unit by unit on the workers, storing their records through `collector`;
+        KeyboardInterrupt (raised here by the CLI's handler) stops every unit first."""
+        client = self._connected()
+        run_id = uuid.uuid4().hex
+        for host in collector.measured_ciphers():  # a resumed run keeps its hosts' cipher figures
+            client.set_metadata([run_id, "ciphers", host], True)
+        client.subscribe_topic(worker.topic(run_id), collector.receive)
+        request = {"run": run_id, "plan": plan.text, "source": source, "cache": plan.cache,
+                   "lockstep": plan.order == "lockstep", **options}
+        futures = {client.submit(worker.run_unit, {**request, "trials": [key_fields(s.key) for s in unit.trials]},
+                                 key=f"tdebench-{run_id}-{index}", resources={"machine": 1}, pure=False): unit
+                   for index, unit in enumerate(work.units(specs))}
+        try:
+            while not all(future.done() for future in futures):
+                collector.drain(DRAIN_S)
+        except KeyboardInterrupt:
+            Event(worker.stop_event(run_id), client=client).set()
+            collector.progress.phase("interrupted: stopping the units on their workers, which clean up")
+            for future in futures:
+                try:
+                    future.result(timeout=STOP_WAIT_S)
+                except Exception:  # noqa: BLE001 - its trials are recorded below, or the run is resumed
+                    pass
+            raise
+        finally:
+            for _, event in client.get_events(worker.topic(run_id)):  # any the live stream had not brought yet
+                collector.take(event)
+            collector.drain(0)
+            client.unsubscribe_topic(worker.topic(run_id))
+        for future, unit in futures.items():
+            if future.status == "error":
+                collector.lost(unit.trials, f"lost: {type(future.exception()).__name__}: {future.exception()}",
+                               plan.cache)
+
+
+class Collector:
+    """Receives the units' messages and stores them: records appended and synced per batch,
+    each host's environment added to environment.json, progress and the summary kept."""
+
+    def __init__(self, store: ResultStore, environment: dict[str, Any], done: Iterable[TrialKey],
+                 summary: RunSummary, total: int, specs: list[TrialSpec], progress: Progress,
+                 ciphers: Iterable[CipherSpeed] = ()) -> None:
+        self.store = store
+        self.environment = environment
+        self.ended = set(done)
+        self.summary = summary
+        self.total = total
+        self.specs = {spec.key: spec for spec in specs}
+        self.progress = progress
+        self.seen: set[str] = set()
+        self.queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._cipher_hosts = {speed.host for speed in ciphers if speed.host is not None}
+
+    def measured_ciphers(self) -> set[str]:
+        return set(self._cipher_hosts)
+
+    def receive(self, event: tuple[float, dict[str, Any]]) -> None:
+        """The topic's handler (on the client's event loop): hand the message to the main thread."""
+        self.queue.put(event[1])
+
+    def drain(self, timeout: float) -> None:
+        """Store every message received, waiting up to `timeout` seconds for the first."""
+        try:
+            message = self.queue.get(timeout=timeout) if timeout > 0 else self.queue.get_nowait()
+        except queue.Empty:
+            return
+        while True:
+            self.take(message)
+            try:
+                message = self.queue.get_nowait()
+            except queue.Empty:
+                return
+
+    def take(self, event: dict[str, Any]) -> None:
+        """One message of a unit: its host's environment, or a batch of records."""
+        if event["id"] in self.seen:
+            return
+        self.seen.add(event["id"])
+        host, message = str(event["host"]), json.loads(event["line"])
+        if "environment" in message:
+            self._host(host, message["environment"])
+        if "records" in message:
+            self._store(host, [from_json(record) for record in message["records"]])
+
+    def _host(self, host: str, environment: dict[str, Any]) -> None:
+        hosts = self.environment.setdefault("hosts", {})
+        if host not in hosts:
+            hosts[host] = environment
+            self.store.rewrite_environment(self.environment)
+
+    def _store(self, host: str, records: list[Record]) -> None:
+        """Append a batch unless it holds a trial already stored (a unit run again after its worker
+        died re-sends nothing it had finished, but an event may arrive twice)."""
+        outcomes = [record for record in records if isinstance(record, TrialOutcome)]
+        if any(outcome.trial in self.ended for outcome in outcomes):
+            return
+        for record in records:
+            self.store.append(record)
+        self.store.sync()
+        verdicts = {record.trial: record for record in records if isinstance(record, Verdict)}
+        for outcome in outcomes:
+            self._ended(outcome, verdicts.get(outcome.trial))
+        self._cipher_hosts |= {host for record in records if isinstance(record, CipherSpeed)}
+
+    def _ended(self, outcome: TrialOutcome, verdict: Verdict | None) -> None:
+        self.ended.add(outcome.trial)
+        self.summary.trials += 1
+        if outcome.status != "ok":
+            self.summary.failed.append(outcome)
+        if verdict is not None and not verdict.as_expected:
+            self.summary.unexpected_verdicts.append(verdict)
+        if outcome.trial in self.specs:
+            self.progress.trial_started(self.summary.trials, self.total, self.specs[outcome.trial])
+        self.progress.trial_finished(outcome, verdict)
+
+    def lost(self, trials: Iterable[TrialSpec], why: str, cache: str) -> None:
+        """Record as failed each of `trials` that has not ended: its unit failed for good."""
+        for spec in trials:
+            if spec.key not in self.ended:
+                self._store("", list(work.lost_records(spec.key, None, why, cache)))
+
+
+def started_utc() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
