@@ -18,6 +18,7 @@ return at once, and the client waits for them all before it returns.
 from __future__ import annotations
 
 import logging
+import socket
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +45,15 @@ def key_fields(key: TrialKey) -> list[Any]:
     return [key.engine, key.encryption, key.workload, key.scale, key.repetition, key.memory_mb]
 
 
+def _answers(address: str) -> None:
+    """OSError at once if nothing listens at a tcp:// address (Dask's client would retry until
+    its timeout before it says so)."""
+    scheme, _, rest = address.partition("://")
+    host, _, port = rest.rpartition(":")
+    if scheme == "tcp" and port.isdigit():
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+
+
 class Cluster:
     """A connection to the scheduler (and, for local:N, the local workers), closed on exit."""
 
@@ -64,6 +74,7 @@ class Cluster:
             self.client = Client(self._local)
             return self
         try:
+            _answers(self.address)
             self.client = Client(self.address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as exc:
             raise SetupError(f"--cluster {self.address}: no Dask scheduler answers there ({exc}); start one with "
