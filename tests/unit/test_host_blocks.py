@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tdebench.report.records import host_groups, summary_records
+from tdebench.report.findings import hosts_sentence
+from tdebench.report.records import host_blocks, host_groups, summary_records
 from tdebench.results import Measurement, RunData, TrialKey, TrialOutcome
 from tdebench.stats import PAIRED
 
@@ -54,6 +55,7 @@ def test_hosts_alike_are_pooled_and_each_round_pairs_only_within_its_host() -> N
     hosts = {"a": ALIKE, "b": ALIKE}
     run = cluster_run([("a", "a"), ("a", "a"), ("b", "b"), ("b", "b"), ("a", "b")], {"a": 1.10, "b": 1.10}, hosts)
     (pct, rounds), = overheads(run).values()
+    assert hosts_sentence(host_blocks(run)).startswith("The trials ran on 2 hosts of a cluster (a, b), each round")
     assert rounds == 4  # round 5 would pair none on a with the encryption on b (+120%): left out
     assert pct == pytest.approx(10.22, abs=0.05)  # 1.10 × the wobbles' mean 1.002
     assert list(overheads(run)) == [None]  # one group, labelled as on one machine
@@ -66,6 +68,7 @@ def test_hosts_that_differ_are_reported_apart_each_against_its_own_baseline() ->
     assert set(found) == {"a", "b"}
     assert found["a"][0] == pytest.approx(10.0, abs=0.5) and found["a"][1] == 2
     assert found["b"][0] == pytest.approx(30.0, abs=0.5) and found["b"][1] == 2
+    assert "so each kind is reported apart, as “engine @ hosts”: a; b" in hosts_sentence(host_blocks(run))
 
 
 def test_pool_hosts_pools_hosts_that_differ() -> None:
@@ -74,6 +77,7 @@ def test_pool_hosts_pools_hosts_that_differ() -> None:
                       PLAN + "pool_hosts = true\n")
     (pct, rounds), = overheads(run).values()
     assert rounds == 4 and 10.0 < pct < 30.0
+    assert hosts_sentence(host_blocks(run)).endswith("engine versions are pooled: pool_hosts = true.")
 
 
 @pytest.mark.parametrize("changed", ["cpu_model", "cpu_flags", "kernel", "engines"])
@@ -101,3 +105,4 @@ def test_a_local_run_has_no_host_groups() -> None:
         run.measurements.append(Measurement(key, "power", "q1", {"elapsed_s": 1.0 + repetition / 100}, stream=0))
         run.trials.append(TrialOutcome(key, "ok", "warm", False, 1.0))
     assert {record.cell.host for record in summary_records(run)} == {None}
+    assert hosts_sentence(host_blocks(run)) == ""

@@ -219,6 +219,7 @@ class HostBlocks:
 
     hosts: dict[TrialKey, str] = field(default_factory=dict)  # "" for a trial of a local run
     groups: dict[str, str | None] = field(default_factory=dict)
+    differ: bool = False  # some hosts differ (MACHINE_KEYS), whether or not the plan pools them
 
     def round_of(self, trial: TrialKey) -> "Round":
         return (self.hosts.get(trial, ""), trial.repetition)
@@ -235,7 +236,8 @@ def host_blocks(run: RunData) -> HostBlocks:
         return HostBlocks()
     environments = run.environment.get("hosts") or {}
     known = {host: environments.get(host, {}) for host in set(hosts.values())}
-    return HostBlocks(hosts, host_groups(known, bool((_stored_plan(run) or {}).get("pool_hosts", False))))
+    differ = len(set(host_groups(known, pool=False).values())) > 1
+    return HostBlocks(hosts, host_groups(known, bool((_stored_plan(run) or {}).get("pool_hosts", False))), differ)
 
 
 def _cell(trial: TrialKey, test: str, step: str, metric: str, host: str | None = None) -> CellKey:
