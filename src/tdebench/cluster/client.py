@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from distributed import Client, Event, LocalCluster
+from distributed import Client, Event, LocalCluster, wait
 
 from tdebench.cluster import work, worker
 from tdebench.cluster.collect import Collector
@@ -137,11 +137,10 @@ class Cluster:
         except KeyboardInterrupt:
             Event(worker.stop_event(run_id), client=client).set()
             collector.progress.phase("interrupted: stopping the units on their workers, which clean up")
-            for future in futures:
-                try:
-                    future.result(timeout=STOP_WAIT_S)
-                except Exception:  # noqa: BLE001 - its trials are recorded below, or the run is resumed
-                    pass
+            try:  # the units not started return at once; the running ones once they have cleaned up
+                wait(list(futures), timeout=STOP_WAIT_S)
+            except TimeoutError:  # a worker that does not answer: its machine cleans up at its next run
+                pass
             raise
         finally:
             for _, event in client.get_events(worker.topic(run_id)):  # any the live stream had not brought yet
