@@ -29,46 +29,19 @@ from tdebench.store import manifest, read_run
 
 pytest.importorskip("distributed")
 
-PLAN = '''name = "across"
-repetitions = 2
-warmups = 0
-placebo = true
-order = "lockstep"
-seed = 5
+ENCRYPTIONS = {"duckdb": '["none", "aes-256-gcm"]', "sqlite": '["none", "aes-256-cbc"]'}
 
-[[engines]]
-name = "duckdb"
-encryptions = ["none", "aes-256-gcm"]
 
-[[engines]]
-name = "sqlite"
-encryptions = ["none", "aes-256-cbc"]
+def plan_text(name: str, order: str, engines: tuple[str, ...]) -> str:
+    """A tiny plan: two rounds with the placebo, TPC-H SF 0.01, one pass of the power test."""
+    tables = "".join(f'\n[[engines]]\nname = "{engine}"\nencryptions = {ENCRYPTIONS[engine]}\n' for engine in engines)
+    return (f'name = "{name}"\nrepetitions = 2\nwarmups = 0\nplacebo = true\norder = "{order}"\nseed = 5\n{tables}'
+            '\n[[workloads]]\nname = "tpch"\nscale = 0.01\ntests = ["power"]\npasses = 1\n')
 
-[[workloads]]
-name = "tpch"
-scale = 0.01
-tests = ["power"]
-passes = 1
-'''
 
+PLAN = plan_text("across", "lockstep", ("duckdb", "sqlite"))
 # one trial after another within a unit (a worker has one trial in flight); two units, one per worker
-ONE_AT_A_TIME = '''name = "one-at-a-time"
-repetitions = 2
-warmups = 0
-placebo = true
-order = "interleaved"
-seed = 5
-
-[[engines]]
-name = "duckdb"
-encryptions = ["none", "aes-256-gcm"]
-
-[[workloads]]
-name = "tpch"
-scale = 0.01
-tests = ["power"]
-passes = 1
-'''
+ONE_AT_A_TIME = plan_text("one-at-a-time", "interleaved", ("duckdb",))
 DASK = str(Path(sys.executable).parent / "dask")
 UNIT = "tdebench.cluster.unit"
 HOST = socket.gethostname()
@@ -186,12 +159,17 @@ def invoke(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def client(plan: Path, out: Path, cluster: DaskCluster, shared: tuple[Path, Path]) -> subprocess.Popen:
-    """`tdebench run PLAN --cluster ADDRESS` as a process of its own (to be interrupted)."""
+def client(cluster: DaskCluster, shared: tuple[Path, Path], directory: Path) -> tuple[subprocess.Popen, Path]:
+    """`tdebench run ONE_AT_A_TIME --cluster ADDRESS` as a process of its own (to be interrupted
+    or to lose a worker), with both workers up; and its run directory."""
+    cluster.ensure_two_workers()
+    plan, out = directory / "plan.toml", directory / "out"
+    plan.write_text(ONE_AT_A_TIME)
     data, work = shared
-    return subprocess.Popen([sys.executable, "-m", "tdebench.cli", "run", str(plan), "--out", str(out), "--quiet",
-                             "--cluster", cluster.address, "--data-dir", str(data), "--work-dir", str(work)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    running = subprocess.Popen([sys.executable, "-m", "tdebench.cli", "run", str(plan), "--out", str(out), "--quiet",
+                                "--cluster", cluster.address, "--data-dir", str(data), "--work-dir", str(work)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return running, out
 
 
 @pytest.fixture(scope="module")
@@ -238,11 +216,7 @@ def test_every_overhead_is_measured_within_one_host(across: Path) -> None:
 
 def test_killing_a_worker_mid_plan_loses_at_most_its_trial_in_flight(
         cluster: DaskCluster, shared: tuple[Path, Path], tmp_path: Path) -> None:
-    cluster.ensure_two_workers()
-    plan = tmp_path / "plan.toml"
-    plan.write_text(ONE_AT_A_TIME)
-    out = tmp_path / "out"
-    running = client(plan, out, cluster, shared)
+    running, out = client(cluster, shared, tmp_path)
     try:
         wait_for(lambda: cluster.units_running()["w1"] or running.poll() is not None, 120, "a unit on w1")
         os.killpg(cluster.workers["w1"].pid, signal.SIGKILL)  # the machine is gone: worker and unit at once
@@ -260,11 +234,7 @@ def test_killing_a_worker_mid_plan_loses_at_most_its_trial_in_flight(
 
 def test_ctrl_c_of_the_client_leaves_nothing_on_either_worker_and_resume_finishes_the_run(
         cluster: DaskCluster, shared: tuple[Path, Path], tmp_path: Path) -> None:
-    cluster.ensure_two_workers()
-    plan = tmp_path / "plan.toml"
-    plan.write_text(ONE_AT_A_TIME)
-    out = tmp_path / "out"
-    running = client(plan, out, cluster, shared)
+    running, out = client(cluster, shared, tmp_path)
     try:
         wait_for(lambda: all(cluster.units_running().values()) or running.poll() is not None, 120,
                  "a unit on each worker")
