@@ -4,7 +4,8 @@
 #
 # Usage: scripts/install.sh [--servers] [--test] [--unit]
 #   --servers  also the server engines: MariaDB, PostgreSQL, gocryptfs + FUSE
-#   --test     the servers, plus the Python test tools (the `test` extra), headless Chromium
+#   --test     the servers, plus the Python test tools (the `test` extra), Dask distributed (the
+#              `cluster` extra: the cluster tests start real workers), headless Chromium
 #              (the report screenshot test) and the openssl command (raw cipher figures checked
 #              against `openssl speed`)
 #   --unit     only the Python test tools, what the unit tier (`scripts/test.sh --fast`) needs:
@@ -90,7 +91,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 extra=""
-if [ "$test" = 1 ] || [ "$unit" = 1 ]; then extra="[test]"; fi
+if [ "$unit" = 1 ]; then extra="[test]"; fi
+if [ "$test" = 1 ]; then extra="[test,cluster]"; fi  # the cluster tests start real Dask workers
 stamp=".venv/.installed${extra}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   step "tdebench${extra} and its pinned Python packages into .venv (pip, about a minute)"

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import signal
 import sys
 import tempfile
 import threading
-from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.console import Console
@@ -27,12 +26,16 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
+from tdebench import runsetup
 from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
 from tdebench.engines.timeout import interrupt_on_signals
-from tdebench.keys import KeyFileError, KeySource
-from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan, planned, to_run
-from tdebench.results import Resumed, TrialOutcome, Verdict
-from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, keep_complete, read_run
+from tdebench.keys import KeySource
+from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan
+from tdebench.results import TrialOutcome, Verdict
+from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_run
+
+if TYPE_CHECKING:
+    from tdebench.runner import RunSummary
 
 err = Console(stderr=True)
 out = Console()
@@ -71,10 +74,6 @@ def plan_path(given: Path) -> Path:
     if given.exists() or len(given.parts) > 1:
         return given
     return builtin_plans().get(given.name.removesuffix(".toml"), given)
-
-
-def default_data_dir() -> Path:
-    return Path.home() / ".cache" / "tdebench" / "data"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -118,9 +117,14 @@ def main() -> None:
 @click.option("--i-own-this-database", "owned", is_flag=True,
               help="A server reached by url whose target database holds other objects: run anyway (tdebench "
                    "still works only in databases of its own, tdebench_<random>, and drops them).")
+@click.option("--cluster", "cluster", metavar="ADDRESS",
+              help="Run the trials on the workers of a Dask scheduler (tcp://HOST:8786; each worker started with "
+                   "--nthreads 1 --resources machine=1), a round of each comparison group on one host; or "
+                   "local:N, N workers on this machine (testing only: their trials disturb each other). "
+                   "--key-file, --data-dir and --work-dir are then paths on every worker. Needs tdebench[cluster].")
 def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir: Path | None,
         work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None, retry_failed: bool,
-        owned: bool) -> None:
+        owned: bool, cluster: str | None) -> None:
     """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
     and write its report to --out; or, with --resume DIR, finish the interrupted run in DIR.
 
@@ -142,22 +146,28 @@ def run(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir
         if given:
             usage_error(f"--resume continues the run in its directory with the plan stored there: "
                         f"leave out {', '.join(given)}")
-        _resume(resume_dir, key_file, data_dir, work_dir, quiet, retry_failed, owned)
+        _resume(resume_dir, key_file, data_dir, work_dir, quiet, retry_failed, cluster, owned)
     if retry_failed:
         usage_error("--retry-failed runs the failed trials of an interrupted run again: use it with --resume DIR")
     if out_dir is None:
         usage_error("--out DIR is required: the run's directory (or --resume DIR to finish an interrupted run)")
+    plan_file = plan_path(plan) if plan is not None else default_plan()
     the_plan = _plan_or_exit(plan or default_plan())
-    keys, engines = _ready_or_exit(the_plan, key_file, work_dir, owned)
     from tdebench import outdir
-    try:
-        out_lock = outdir.prepare(out_dir, force)
-    except outdir.OutDirError as exc:
-        usage_error(str(exc))
-    try:  # the lock is held until the run has written its report
-        _measure(the_plan, engines, out_dir, keys, data_dir, work_dir, quiet)
-    finally:
-        outdir.unlock(out_dir, out_lock)
+    with _place(cluster, the_plan, str(plan_file), key_file, data_dir, work_dir, owned) as place:
+        try:
+            out_lock = outdir.prepare(out_dir, force)
+        except outdir.OutDirError as exc:
+            usage_error(str(exc))
+        try:  # the lock is held until the run has written its report
+            store = ResultStore(out_dir)
+            try:
+                store.start(the_plan.text, place.environment())
+            except OutputError as exc:
+                usage_error(str(exc))
+            _measure(out_dir, quiet, place.work(store))
+        finally:
+            outdir.unlock(out_dir, out_lock)
 
 
 def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None,
@@ -165,26 +175,131 @@ def _ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None,
     """The key source and the plan's engines, once every one can run here in `work_dir` (and every
     server reached by url has a target of nothing but tdebench's, unless `owned`)."""
     try:
-        keys = KeySource(key_file)
-    except KeyFileError as exc:
+        ready = runsetup.ready(the_plan, key_file, work_dir, owned)
+    except runsetup.SetupError as exc:
         usage_error(str(exc))
-    engines = _usable_engines_or_exit(the_plan)
-    for engine in engines.values():
-        problem = None if owned else engine.target_problem()
+    _print_cleaned(ready.cleaned)
+    return ready.keys, ready.engines
+
+
+Work = Callable[["_ProgressBar", threading.Event], "RunSummary"]
+"""What a run does between its start and its report: the trials, here or on a cluster."""
+
+
+class _Here:
+    """Trials on this machine: its engines checked, its cipher speeds, the runner."""
+
+    def __init__(self, the_plan: Plan, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
+                 owned: bool = False) -> None:
+        self.plan, self.data_dir, self.work_dir = the_plan, data_dir, work_dir
+        self.keys, self.engines = _ready_or_exit(the_plan, key_file, work_dir, owned)
+
+    def __enter__(self) -> "_Here":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+    @property
+    def keys_derived(self) -> bool:
+        return self.keys.derived
+
+    def environment(self) -> dict:
+        return runsetup.environment(self.engines)
+
+    def work(self, store: ResultStore, resumed: Cut | None = None) -> Work:
+        def trials(progress: _ProgressBar, interrupted: threading.Event) -> RunSummary:
+            from tdebench.runner import Runner
+
+            with interrupt_on_signals():  # Ctrl-C also stops a long embedded query at once
+                if resumed is None or not resumed.ciphers:
+                    progress.phase("measuring this machine's raw cipher throughput")
+                    runsetup.measure_cipher_speeds(store, self.plan, self.engines)
+                runner = Runner(plan=self.plan, store=store, data_dir=self.data_dir or runsetup.default_data_dir(),
+                                keys=self.keys, progress=progress, workspace_parent=self.work_dir,
+                                interrupted=interrupted)
+                return runner.run()
+        return trials
+
+
+class _OnCluster:
+    """Trials on the workers of a Dask cluster (tdebench.cluster): the workers checked on entry,
+    every host's environment, the units run there."""
+
+    def __init__(self, address: str, the_plan: Plan, source: str, key_file: Path | None, data_dir: Path | None,
+                 work_dir: Path | None) -> None:
+        try:
+            from tdebench.cluster import client, work
+        except ImportError as exc:
+            usage_error(f"--cluster needs Dask distributed ({exc.name} is missing): pip install 'tdebench[cluster]'")
+        problem = work.cluster_problem(the_plan)
         if problem:
             usage_error(problem)
-    if work_dir is not None and not work_dir.is_dir():
-        usage_error(f"--work-dir {work_dir} is not an existing directory")
-    for engine in engines.values():
-        problem = engine.workspace_problem(work_dir or Path(tempfile.gettempdir()))
-        if problem:
-            usage_error(problem)
-    _clean_dead_runs(work_dir)
-    return keys, engines
+        self.plan, self.source, self.address = the_plan, source, address
+        self.key_file, self.data_dir, self.work_dir = key_file, data_dir, work_dir
+        try:
+            self.cluster = client.Cluster(address)
+        except runsetup.SetupError as exc:
+            usage_error(str(exc))
+        if self.cluster.local_workers is not None:
+            err.print(f"[yellow]warning:[/] --cluster {address} runs {self.cluster.local_workers} workers on this "
+                      "machine: their trials disturb each other, so its figures test tdebench, they measure nothing",
+                      highlight=False, soft_wrap=True)
+        self.hosts: dict = {}
+        self.started = client.started_utc()
+
+    def __enter__(self) -> "_OnCluster":
+        try:
+            self.cluster.__enter__()
+            self.hosts = self.cluster.check(self.plan, self.source, self.key_file, self.work_dir)
+        except runsetup.SetupError as exc:
+            self.cluster.__exit__(None, None, None)
+            usage_error(str(exc))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cluster.__exit__(None, None, None)
+
+    @property
+    def keys_derived(self) -> bool:
+        return self.key_file is not None
+
+    def environment(self) -> dict:
+        from tdebench.cluster.work import cluster_environment
+
+        return cluster_environment(self.hosts, self.address, self.started)
+
+    def work(self, store: ResultStore, resumed: Cut | None = None) -> Work:
+        def trials(progress: _ProgressBar, interrupted: threading.Event) -> RunSummary:
+            from tdebench.cluster.client import Collector
+            from tdebench.plan import to_run
+            from tdebench.runner import kept_summary
+
+            stored = read_run(store.directory)
+            done = stored.complete_trials()
+            summary, specs = kept_summary(stored), to_run(self.plan, done)
+            collector = Collector(store, stored.environment, done, summary, summary.trials + len(specs), specs,
+                                  progress, stored.ciphers)
+            progress.phase(f"{len(specs)} trials on {len(self.hosts)} hosts: {', '.join(self.hosts)}")
+            options = {"key_file": str(self.key_file) if self.key_file else None,
+                       "data_dir": str(self.data_dir) if self.data_dir else None,
+                       "work_dir": str(self.work_dir) if self.work_dir else None}
+            self.cluster.run(self.plan, self.source, specs, collector, options)
+            return summary
+        return trials
+
+
+def _place(cluster: str | None, the_plan: Plan, source: str, key_file: Path | None, data_dir: Path | None,
+           work_dir: Path | None, owned: bool = False) -> _Here | _OnCluster:
+    """Where the trials run: here, or on the cluster at `cluster`; exits 2 if they cannot."""
+    if cluster is None:
+        return _Here(the_plan, key_file, data_dir, work_dir, owned)
+    return _OnCluster(cluster, the_plan, source, key_file, data_dir, work_dir)
 
 
 def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
-            quiet: bool, retry_failed: bool = False, owned: bool = False) -> NoReturn:
+            quiet: bool, retry_failed: bool = False, cluster: str | None = None,
+            owned: bool = False) -> NoReturn:
     """`run --resume DIR`: check the run in DIR and its plan, lock DIR, cut its results down to
     the complete trials, record the resume, and run the rest."""
     from tdebench import outdir
@@ -197,56 +312,37 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
         the_plan = parse_plan(stored.plan_text, str(directory / PLAN))
     except PlanError as exc:
         usage_error(f"--resume: the run's plan no longer parses here: {exc}")
-    keys, engines = _ready_or_exit(the_plan, key_file, work_dir, owned)
-    if not keys.derived and any(outcome.key_derived for outcome in stored.trials):
-        usage_error(f"--resume: the trials of {directory} so far used keys derived from a key file; pass that "
-                    "file again with --key-file, so the rest are derived from it too (without it, they would "
-                    "get random keys and the run could not be repeated with the file)")
-    try:
-        resume_lock = outdir.lock(directory, "--resume")
-    except outdir.OutDirError as exc:
-        usage_error(str(exc))
-    except PermissionError as exc:
-        usage_error(f"--resume {directory} is not writable: {exc.strerror}")
-    try:  # the lock is held until the run has written its report
+    with _place(cluster, the_plan, str(directory / PLAN), key_file, data_dir, work_dir, owned) as place:
         try:
-            cut = _cut(directory, the_plan, engines, retry_failed)
-        except OutputError as exc:
+            runsetup.check_resume_keys(stored, place.keys_derived, directory)
+        except runsetup.SetupError as exc:
             usage_error(str(exc))
-        _measure(the_plan, engines, directory, keys, data_dir, work_dir, quiet, resumed=cut)
-    finally:
-        outdir.unlock(directory, resume_lock)
+        try:
+            resume_lock = outdir.lock(directory, "--resume")
+        except outdir.OutDirError as exc:
+            usage_error(str(exc))
+        except PermissionError as exc:
+            usage_error(f"--resume {directory} is not writable: {exc.strerror}")
+        try:  # the lock is held until the run has written its report
+            try:
+                cut = _cut(directory, the_plan, place.environment(), retry_failed)
+            except OutputError as exc:
+                usage_error(str(exc))
+            _measure(directory, quiet, place.work(ResultStore(directory), resumed=cut))
+        finally:
+            outdir.unlock(directory, resume_lock)
 
 
-def _cut(directory: Path, the_plan: Plan, engines: dict, retry_failed: bool = False) -> Cut:
+def _cut(directory: Path, the_plan: Plan, environment: dict, retry_failed: bool = False) -> Cut:
     """Cut the locked run in `directory` down to its complete trials, store a `resume` record
-    (with what of the environment changed since the run started) and say what is left to run."""
-    from tdebench.measure.environment import differences, snapshot
-
-    results = directory / RESULTS
-    last_write = results.stat().st_mtime  # about when the run was interrupted
-    stored = read_run(directory)
-    cut = keep_complete(directory, retry_failed)
-    now = datetime.now(timezone.utc)
-    since = stored.resumes[-1].at_utc if stored.resumes else stored.environment.get("timestamp_utc")
-    before_s = stored.resumes[-1].elapsed_before_s if stored.resumes else 0.0
-    try:  # this part of the run: from its start (or the last resume) to its last record
-        before_s += max(0.0, last_write - datetime.fromisoformat(str(since)).timestamp())
-    except ValueError:  # an environment.json without its time: the budget counts from here
-        pass
-    changed = differences(stored.environment, snapshot(_engine_versions(engines)))
-    store = ResultStore(directory)
-    store.append(Resumed(kept=cut.kept, dropped=cut.dropped, torn_line=cut.torn_line,
-                         at_utc=now.isoformat(timespec="seconds"), elapsed_before_s=round(before_s, 1),
-                         changed=tuple(changed), retried=cut.retried))
-    store.sync()
-    done = stored.complete_trials()
-    total, left = len(planned(the_plan, done)), len(to_run(the_plan, done))
+    (with what of `environment` differs from the run's start) and say what is left to run."""
+    resumed = runsetup.cut_for_resume(directory, the_plan, environment, retry_failed)
+    cut, total, left, changed = resumed.cut, resumed.total, resumed.left, resumed.changed
     dropped = [f"{cut.dropped} incomplete trial{'' if cut.dropped == 1 else 's'} dropped"] if cut.dropped else []
     dropped += ["a half-written last line dropped"] if cut.torn_line else []
     dropped += [f"{cut.retried} failed trial{'' if cut.retried == 1 else 's'} to run again"] if cut.retried else []
     more = (f", then rounds until every headline CI is within ±{the_plan.target_ci_pct:g}%"
-            if the_plan.adaptive and stored.stopping is None else "")
+            if resumed.more_rounds else "")
     err.print(f"resuming {directory}: {total - left} of {total} trials complete, {left} to run{more}"
               + (f" ({'; '.join(dropped)})" if dropped else ""), highlight=False, soft_wrap=True, markup=False)
     if changed:
@@ -255,49 +351,17 @@ def _cut(directory: Path, the_plan: Plan, engines: dict, retry_failed: bool = Fa
     return cut
 
 
-def _engine_versions(engines: dict) -> dict[str, str]:
-    return {name: engine.version() for name, engine in engines.items()}
-
-
-def _measure(the_plan: Plan, engines: dict, out_dir: Path, keys: KeySource, data_dir: Path | None,
-             work_dir: Path | None, quiet: bool, resumed: Cut | None = None) -> NoReturn:
-    """Run the plan into `out_dir` (a new run, or the rest of one `resumed`) and report it; exits
-    0 (all ok), 1 (a trial failed or a verdict was unexpected), 2 (no space left in `out_dir`) or
-    130 (interrupted)."""
-    from tdebench.measure.ciphers import measure_ciphers, used_by
-    from tdebench.measure.environment import snapshot
-    from tdebench.runner import Runner
-
-    store = ResultStore(out_dir)
-    if resumed is None:
-        try:
-            store.start(the_plan.text, snapshot(_engine_versions(engines)))
-        except OutputError as exc:
-            usage_error(str(exc))
+def _measure(out_dir: Path, quiet: bool, work: Work) -> NoReturn:
+    """Run the trials (`work`: a new run's, or the rest of a resumed one) into `out_dir` and report
+    them; exits 0 (all ok), 1 (a trial failed or a verdict was unexpected), 2 (no space left in
+    `out_dir`) or 130 (interrupted)."""
     interrupted = threading.Event()
-
-    def interrupt(signum: int, frame: object) -> None:
-        if interrupted.is_set():  # a second Ctrl-C must not break off the cleanup
-            err.print("[yellow]still cleaning up: servers, mounts, workspaces…[/]")
-            return
-        interrupted.set()
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, interrupt)
-    signal.signal(signal.SIGTERM, interrupt)
+    runsetup.handle_interrupts(interrupted, lambda: err.print("[yellow]still cleaning up: servers, mounts, "
+                                                              "workspaces…[/]"))
     progress = _ProgressBar(quiet)
     try:
-        with progress, interrupt_on_signals():  # Ctrl-C also stops a long embedded query at once
-            if resumed is None or not resumed.ciphers:
-                progress.phase("measuring this machine's raw cipher throughput")
-                used = [engines[choice.name].encryption(name).cipher
-                        for choice in the_plan.engines for name in choice.encryptions]
-                for speed in measure_ciphers(ciphers=used_by(used)):  # `tdebench ciphers` measures them all
-                    store.append(speed)
-            runner = Runner(plan=the_plan, store=store, data_dir=data_dir or default_data_dir(),
-                            keys=keys, progress=progress, workspace_parent=work_dir,
-                            interrupted=interrupted)
-            summary = runner.run()
+        with progress:
+            summary = work(progress, interrupted)
     except OutputError as exc:  # the run stopped and cleaned up: nothing more could be recorded
         usage_error(f"{exc}; the records written before are in {out_dir / RESULTS}")
     except (KeyboardInterrupt, Exception) as exc:
@@ -340,18 +404,6 @@ def _plan_or_exit(path: Path) -> Plan:
     except PlanError as exc:
         hint = "" if path.exists() else f"\n  built-in plans: {', '.join(builtin_plans())}"
         usage_error(str(exc) + hint)
-
-
-def _usable_engines_or_exit(plan: Plan) -> dict:
-    engines = {}
-    for choice in plan.engines:
-        engine = get_engine(choice.name, remote=choice.remote)  # memory_mb does not change what can run
-        for name in choice.encryptions:
-            available = engine.encryption_availability(engine.encryption(name))
-            if not available.usable:
-                usage_error(f"{choice.name} {name} cannot run here: {available.reason}\n  fix: {available.fix}")
-        engines[choice.name] = engine
-    return engines
 
 
 def _print_summary(summary, written: list[Path]) -> None:
@@ -559,7 +611,7 @@ def script_command(plan: Path, engine: str, out_dir: Path, data_dir: Path | None
     except PlanError as exc:
         usage_error(str(exc))
     _empty_out_or_exit(out_dir)
-    trials = scripts.write_kit(target, kit_plan, text, out_dir, data_dir or default_data_dir())
+    trials = scripts.write_kit(target, kit_plan, text, out_dir, data_dir or runsetup.default_data_dir())
     out.print(f"{out_dir}: {len(trials)} trials ({', '.join(kit_plan.encryptions)} at scale "
               f"{', '.join(f'{s:g}' for s in kit_plan.scales)}), {kit_plan.repetitions} rounds; "
               f"see {out_dir / scripts.README}", highlight=False, soft_wrap=True, markup=False)
@@ -729,20 +781,17 @@ def clean(work_dir: Path | None) -> None:
     run is never touched. Exit 1 if something could not be cleaned."""
     if work_dir is not None and not work_dir.is_dir():
         usage_error(f"--work-dir {work_dir} is not an existing directory")
-    cleaned = _clean_dead_runs(work_dir)
+    cleaned = runsetup.clean_dead_runs(work_dir)
+    _print_cleaned(cleaned)
     if not cleaned:
         out.print(f"nothing to clean in {work_dir or tempfile.gettempdir()}", highlight=False)
     sys.exit(0 if all(c.removed for c in cleaned) else 1)
 
 
-def _clean_dead_runs(work_dir: Path | None) -> list:
-    """Clean up after killed runs in the workspace directory, saying what was done."""
-    from tdebench import runstate
-
-    cleaned = runstate.clean_dead_runs(work_dir or Path(tempfile.gettempdir()))
+def _print_cleaned(cleaned: list) -> None:
+    """Say what was cleaned up after killed runs (on stderr what could not be)."""
     for one in cleaned:
         (out if one.removed else err).print(plain(str(one)), highlight=False, soft_wrap=True)
-    return cleaned
 
 
 @main.command()

@@ -27,7 +27,8 @@ ORDERS = ("interleaved", "lockstep", "sequential")
 PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
 _TOP_KEYS = {"name", "description", "measured", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
-             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads", "pin_cpus"}
+             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads", "pin_cpus",
+             "pool_hosts"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
@@ -97,6 +98,9 @@ class Plan:
     # how long a run of the plan took and where, as its author timed it (`tdebench plans` lists it);
     # free text, never computed: e.g. "4 min 37 s, 2 cores, idle machine (2026-11-22)"
     measured: str = ""
+    # a cluster run: pool the figures of hosts whose environments differ (CPU model, flags, kernel,
+    # engine versions) instead of reporting each such host apart (report/records.host_blocks)
+    pool_hosts: bool = False
 
     @property
     def adaptive(self) -> bool:
@@ -293,6 +297,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         pin_cpus=_pin_cpus(check, data["pin_cpus"]) if "pin_cpus" in data else None,
         description=check.string(data, "description", ""),
         measured=check.string(data, "measured", ""),
+        pool_hosts=check.boolean(data, "pool_hosts", False),
     )
 
 
@@ -335,7 +340,7 @@ def _engine(check: "_Checker", table: dict[str, Any], placebo: bool = False) -> 
             raise check.error(f"{given[0]} is for a server reached by url; add url = \"…\" or remove it", given[0])
         only_remote = tuple(name for name in REMOTE_ENGINES if name not in ENGINES)
         if table.get("name") in only_remote:
-            raise check.error(f"tdebench cannot start a {table['name']} server here: reach yours by url, e.g. "
+            raise check.error(f"tdebench does not start {table['name']} servers: reach yours by url, e.g. "
                               f"url = \"{_URL_EXAMPLES[table['name']]}\" with password_env or password_file",
                               str(table["name"]))
     name = remote.engine if remote is not None else check.choice(table, "name", None, tuple(ENGINES))

@@ -142,6 +142,9 @@ class TrialOutcome:
     # the memory the engine's own cache was given, in MB, as applied (Engine.cache_mb): 0 when
     # tdebench set no limit (an embedded engine without memory_mb); None in runs from before it was recorded
     cache_mb: int | None = None
+    # the host that ran the trial in a cluster run (cluster.host_identity: its hostname, and the
+    # worker's name where a machine runs several); None in a run on one machine
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,7 @@ class CipherSpeed:
     library: str = ""
     note: str = ""  # why it is unavailable, or what the figure leaves out
     reused_context: bool = False  # one context per key (False: records from before, a context per chunk)
+    host: str | None = None  # the host measured in a cluster run (as TrialOutcome.host); None on one machine
 
     @property
     def available(self) -> bool:

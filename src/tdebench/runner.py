@@ -14,6 +14,7 @@ complete trials by `store.keep_complete`) the rest, in the same order.
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import secrets
@@ -21,7 +22,8 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -84,6 +86,15 @@ class RunSummary:
         return not self.failed and not self.unexpected_verdicts
 
 
+def kept_summary(stored: RunData) -> RunSummary:
+    """The summary of a run's complete trials before any more run (none in a new run)."""
+    done = stored.complete_trials()
+    return RunSummary(trials=len(done), kept=len(done),
+                      failed=[o for o in stored.trials if o.trial in done and o.status != "ok"],
+                      unexpected_verdicts=[v for v in stored.verdicts
+                                           if v.trial in done and not v.as_expected and not v.unverified])
+
+
 def drop_os_cache() -> bool:
     """Write dirty pages and drop the OS page cache; True only if the kernel accepted it."""
     os.sync()
@@ -103,6 +114,18 @@ def remove_tree(path: Path, tries: int = 5) -> None:
         if not path.exists():
             return
         time.sleep(0.2)
+
+
+@contextmanager
+def data_lock(data_dir: Path) -> Iterator[None]:
+    """Hold the data directory's lock (an flock on `.prepare.lock`, released if the process dies)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / ".prepare.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def new_canaries(count: int = CANARY_COUNT, kind: str = "CANARY") -> list[str]:
@@ -178,6 +201,7 @@ class Runner:
     # set by the CLI's SIGINT/SIGTERM handler: a driver that turns the KeyboardInterrupt into
     # its own error (PyMySQL's "lost connection") must not make an interrupted trial look failed
     interrupted: threading.Event = field(default_factory=threading.Event)
+    host: str | None = None  # a cluster worker's host identity, stored with every trial it runs
 
     def run(self) -> RunSummary:
         """Run the plan's trials that the store does not have complete yet, in the schedule's
@@ -186,20 +210,16 @@ class Runner:
         The summary covers the kept trials too."""
         stored = read_run(self.store.directory)
         done = stored.complete_trials()
-        summary = RunSummary(trials=len(done), kept=len(done),
-                             failed=[o for o in stored.trials if o.trial in done and o.status != "ok"],
-                             unexpected_verdicts=[v for v in stored.verdicts
-                                                  if v.trial in done and not v.as_expected and not v.unverified])
+        summary = kept_summary(stored)
         trials = to_run(self.plan, done)
         adding = self.plan.adaptive and stored.stopping is None
         if not trials and not adding:
             return summary
-        self._prepare()
-        root = Path(tempfile.mkdtemp(prefix=runstate.ROOT_PREFIX, dir=self.workspace_parent))
-        root.chmod(0o711)  # servers running as their own user (postgres, mysql) must reach their workspace
+        self._prepare([(w.name, scale) for w in self.plan.workloads for scale in w.scales])
+        root = self._root()
         try:
             with runstate.recording(root):  # a killed run's servers and mounts can be found again
-                self._prime(root)
+                self._prime(root, schedule(self.plan))
                 start = self.clock.now_ns()  # max_minutes budgets the rounds
                 self._trials(trials, root, summary)
                 if adding:
@@ -208,6 +228,27 @@ class Runner:
         finally:
             remove_tree(root)
         return summary
+
+    def run_trials(self, trials: list[TrialSpec]) -> RunSummary:
+        """Run just `trials`, in the order given, whatever the store holds: a cluster worker's
+        unit of work (a round of one comparison group, cluster.py). Their data is prepared and
+        their groups primed first, as `run` does for the whole plan."""
+        summary = RunSummary()
+        self._prepare(list(dict.fromkeys((spec.key.workload, spec.key.scale) for spec in trials)))
+        root = self._root()
+        try:
+            with runstate.recording(root):
+                self._prime(root, trials)
+                self._trials(trials, root, summary)
+        finally:
+            remove_tree(root)
+        return summary
+
+    def _root(self) -> Path:
+        """A new directory for this run's trial workspaces."""
+        root = Path(tempfile.mkdtemp(prefix=runstate.ROOT_PREFIX, dir=self.workspace_parent))
+        root.chmod(0o711)  # servers running as their own user (postgres, mysql) must reach their workspace
+        return root
 
     def _trials(self, trials: list[TrialSpec], root: Path, summary: RunSummary) -> None:
         total = summary.trials + len(trials)
@@ -230,16 +271,17 @@ class Runner:
                     summary.unexpected_verdicts.append(verdict)
                 self.progress.trial_finished(outcome, verdict)
 
-    def _prime(self, root: Path) -> None:
+    def _prime(self, root: Path, trials: list[TrialSpec]) -> None:
         """Before anything is measured, one unrecorded load of each engine's baseline per
-        workload, scale and memory (unless the plan asks for no warm-ups): a process's first
-        large load pays for growing its heap (DuckDB's first lineitem load took 0.7 s instead of
-        0.1 s), which would otherwise land on whichever configuration happens to load first."""
+        workload, scale and memory of `trials` (unless the plan asks for no warm-ups): a
+        process's first large load pays for growing its heap (DuckDB's first lineitem load took
+        0.7 s instead of 0.1 s), which would otherwise land on whichever configuration happens
+        to load first."""
         if self.plan.warmups == 0:
             return
         primer = replace(self, store=_Unrecorded(self.store.directory))
         seen = set()
-        for spec in schedule(self.plan):
+        for spec in trials:
             key = replace(spec.key, encryption=NONE.name, repetition=0)
             if group_of(key) in seen:
                 continue
@@ -309,12 +351,14 @@ class Runner:
             self.store.sync()
             return
 
-    def _prepare(self) -> None:
-        for workload_spec in self.plan.workloads:
-            workload = self.workload_factory(workload_spec.name)
-            for scale in workload_spec.scales:
-                self.progress.phase(f"preparing {workload_spec.name} data at scale {scale:g}")
-                workload.prepare(scale, self.data_dir, self.plan.seed)
+    def _prepare(self, needed: list[tuple[str, float]]) -> None:
+        """Make each (workload, scale)'s data in the data directory, one process at a time: the
+        workers of a cluster on one machine share it, and two writing one Parquet file at once
+        would spoil it."""
+        for name, scale in needed:
+            self.progress.phase(f"preparing {name} data at scale {scale:g}")
+            with data_lock(self.data_dir):
+                self.workload_factory(name).prepare(scale, self.data_dir, self.plan.seed)
 
     def _group(self, group: list[TrialSpec], root: Path) -> list[tuple[TrialOutcome, Verdict | None]]:
         """Run trials side by side (one alone unless the order is lockstep): provision and load
@@ -505,7 +549,7 @@ class Runner:
                                load_start=trial.load_start, load_end=load_1m(),
                                engine_cpus=pinned_to[0] if pinned_to else None,
                                driver_cpus=pinned_to[1] if pinned_to else None,
-                               cache_mb=trial.engine.cache_mb())
+                               cache_mb=trial.engine.cache_mb(), host=self.host)
         self.store.append(outcome)
         self.store.sync()
         return outcome, verdict

@@ -54,6 +54,14 @@ class ResultStore:
             self.path.write_text("")
             record_written(self.directory, [self.directory / name for name in RAW_FILES])
 
+    def rewrite_environment(self, environment: dict[str, Any]) -> None:
+        """Replace environment.json (a cluster run adds each host as it joins): written beside it
+        and renamed, so a crash leaves the old file or the new one."""
+        temporary = self.directory / (ENVIRONMENT + ".tmp")
+        with writing(temporary):
+            temporary.write_text(json.dumps(environment, indent=2, sort_keys=True) + "\n")
+            temporary.replace(self.directory / ENVIRONMENT)
+
     def append(self, record: Record) -> None:
         line = json.dumps(to_json(record), sort_keys=True) + "\n"
         with self._lock, writing(self.path), self.path.open("a") as fh:

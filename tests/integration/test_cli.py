@@ -121,7 +121,7 @@ def test_run_refuses_a_directory_of_user_files_even_with_force(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("old, new, expected", [
-    ('name = "duckdb"', 'name = "oracle"', "tiny.toml:7: unknown name 'oracle'; valid: duckdb, sqlite"),
+    ('name = "duckdb"', 'name = "db2"', "tiny.toml:7: unknown name 'db2'; valid: duckdb, sqlite"),
     ('"aes-256-gcm"]', '"aes-999"]', "no encryption 'aes-999'; valid: none, aes-256-gcm, aes-256-ctr"),
     ("scale = 0.01", "scale = 50", "scale factor 50 is out of range for tpch: 0.01 to 10"),
     ("warmups = 0", "warmups = = 0", "not valid TOML"),

@@ -133,11 +133,11 @@ def test_resume_takes_no_plan_out_or_force(tmp_path: Path) -> None:
 
 
 def test_resume_refuses_a_plan_that_no_longer_parses(tmp_path: Path) -> None:
-    run_dir = fake_run_dir(tmp_path / "run", PLAN.replace('name = "duckdb"', 'name = "oracle"'))
+    run_dir = fake_run_dir(tmp_path / "run", PLAN.replace('name = "duckdb"', 'name = "db2"'))
     result = invoke("run", "--resume", str(run_dir))
     assert result.exit_code == 2
     text = " ".join(result.output.split())
-    assert "the run's plan no longer parses here" in text and "plan.toml:7: unknown name 'oracle'" in text
+    assert "the run's plan no longer parses here" in text and "plan.toml:7: unknown name 'db2'" in text
 
 
 def test_resume_refuses_a_run_that_is_still_going(tmp_path: Path) -> None:

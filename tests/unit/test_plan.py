@@ -69,7 +69,7 @@ def test_baseline_is_added_and_all_expands() -> None:
 
 @pytest.mark.parametrize("old, new, message, line", [
     ('name = "duckdb"', 'name = "db2"', "unknown name 'db2'; valid: duckdb, sqlite", 10),
-    ('name = "duckdb"', 'name = "oracle"', "cannot start a oracle server here: reach yours by url", 10),
+    ('name = "duckdb"', 'name = "oracle"', "does not start oracle servers: reach yours by url", 10),
     ('"aes-256-ctr"]', '"aes-512-xts"]', "no encryption 'aes-512-xts'; valid: none, aes-256-gcm, aes-256-ctr", 11),
     ("scale = 0.01", "scale = 100", "scale factor 100 is out of range for tpch: 0.01 to 10", 15),
     ("scale = 0.01", "scale = 0.001", "out of range", 15),
@@ -80,6 +80,7 @@ def test_baseline_is_added_and_all_expands() -> None:
     ('tests = ["power", "throughput"]', 'tests = ["speed"]', "no test 'speed'; valid: power, throughput", 16),
     ("seed = 1", "sed = 1", "unknown key 'sed' in plan", 7),
     ("seed = 1", "placebo = 1", "placebo must be true or false", 7),
+    ("seed = 1", 'pool_hosts = "yes"', "pool_hosts must be true or false", 7),
     ("seed = 1", "max_minutes = 30", "max_minutes bounds adaptive repetitions, which target_ci_pct turns on", 7),
     ("seed = 1", "target_ci_pct = 0", "target_ci_pct must be a number from 0.01 to 100", 7),
     ("seed = 1", "target_ci_pct = 2\nmax_repetitions = 2", "max_repetitions = 2 is below repetitions = 3", 8),
@@ -171,6 +172,11 @@ def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: py
         assert info.value.line == len((base + bad).splitlines())
     with pytest.raises(PlanError, match="unknown key 'virtual_users'.*valid: name, passes, query_timeout_s"):
         parse_plan(ISSUE_PLAN + "virtual_users = 8\n")
+
+
+def test_pool_hosts_is_off_unless_the_plan_turns_it_on() -> None:
+    assert not parse_plan(ISSUE_PLAN).pool_hosts
+    assert parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\npool_hosts = true")).pool_hosts
 
 
 def test_placebo_adds_a_second_baseline_to_every_engine() -> None:

@@ -193,7 +193,8 @@ MOMENTARY = ("timestamp_utc", "load_average", "filesystem")
 def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """What a result depends on that differs between two snapshots, e.g. "kernel:
     6.1.0-17-amd64 → 6.1.0-18-amd64" or "engines.duckdb: 1.1.0 → 1.1.3"; only settings both
-    recorded (an older tdebench recorded fewer), and nothing of the moment (`MOMENTARY`)."""
-    old, new = ({key: text for key, text in flatten(snapshot) if key.split(".")[0] not in MOMENTARY}
+    recorded (an older tdebench recorded fewer), and nothing of the moment (`MOMENTARY`, also
+    within a cluster run's `hosts`)."""
+    old, new = ({key: text for key, text in flatten(snapshot) if not set(key.split(".")) & set(MOMENTARY)}
                 for snapshot in (before, after))
     return [f"{key}: {old[key]} → {new[key]}" for key in sorted(old.keys() & new.keys()) if old[key] != new[key]]

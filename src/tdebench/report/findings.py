@@ -15,9 +15,10 @@ from typing import Any
 
 from tdebench.plan import default_order
 from tdebench.report import noise
-from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, SummaryRecord, below_resolution,
-                                     deterministic, engine_label, floors, headline_records, is_query, memory_order,
-                                     resolution, scale_label, scale_text, step_order)
+from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, Headline, HostBlocks, SummaryRecord,
+                                     below_resolution, deterministic, engine_label, floors, headline_records,
+                                     host_blocks, is_query, memory_order, resolution, scale_label, scale_text,
+                                     step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
 from tdebench.results import NOT_VERIFIED, Resumed, RunData, Stopping, TrialKey, Verdict
@@ -39,6 +40,7 @@ class Overview:
     resumes: tuple[Resumed, ...] = ()
     imported: tuple[str, ...] = ()  # the console clients whose logs `tdebench import` read
     remote: tuple[str, ...] = ()  # the engines the plan reached by url (servers tdebench did not start)
+    hosts: str = ""  # a cluster run: where its trials ran (hosts_sentence)
 
     @property
     def paragraph(self) -> str:
@@ -51,7 +53,7 @@ class Overview:
         more = ([stopping_sentence(self.stopping)] if self.stopping else []) + (
             [resumed_sentence(self.resumes)] if self.resumes else []) + (
             [imported_sentence(self.imported)] if self.imported else []) + (
-            [remote_sentence(self.remote)] if self.remote else [])
+            [remote_sentence(self.remote)] if self.remote else []) + ([self.hosts] if self.hosts else [])
         return " ".join([text, *more])
 
     @property
@@ -87,6 +89,22 @@ def resumed_sentence(resumes: tuple[Resumed, ...]) -> str:
     return (f"The run was interrupted and resumed {_counted(len(resumes), 'time')}; "
             f"{_counted(resumes[-1].kept, 'trial')} kept from before {before}, "
             f"{_counted(dropped, 'incomplete trial')} dropped and run again{again}.")
+
+
+def hosts_sentence(blocks: HostBlocks) -> str:
+    """Where a cluster run's trials ran and what that means for its overheads ("" on one machine)."""
+    hosts = sorted(set(blocks.hosts.values()))
+    if not hosts:
+        return ""
+    text = (f"The trials ran on {_counted(len(hosts), 'host')} of a cluster ({', '.join(hosts)}), each round of "
+            "a comparison group on one host, so every overhead is a ratio measured within one host.")
+    groups = sorted({group for group in blocks.groups.values() if group is not None})
+    if groups:
+        return (f"{text} The hosts differ in CPU model, flags, kernel or engine versions, so each kind is reported "
+                f"apart, as “engine @ hosts”: {'; '.join(groups)} (the plan's pool_hosts = true would pool them).")
+    if blocks.differ:
+        return f"{text} Hosts that differ in CPU model, flags, kernel or engine versions are pooled: pool_hosts = true."
+    return text
 
 
 def stopping_sentence(stopping: Stopping) -> str:
@@ -154,6 +172,7 @@ def overview(run: RunData) -> Overview:
         resumes=tuple(run.resumes),
         imported=tuple(sorted({m.imported_from for m in run.measurements if m.imported_from})),
         remote=_remote_engines(plan),
+        hosts=hosts_sentence(host_blocks(run)),
     )
 
 

@@ -28,8 +28,8 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter
 
 from tdebench.report import plots
-from tdebench.report.records import (BASELINE, PER_MINUTE, WINDOW_STEP, CellData, SummaryRecord, compare, measured,
-                                     paired_design, per_minute)
+from tdebench.report.records import (BASELINE, PER_MINUTE, WINDOW_STEP, CellData, SummaryRecord, compare,
+                                     host_blocks, measured, paired_design, per_minute)
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import Column, Table, n_text, num, number, p_value, percent, text
 from tdebench.stats import SIGNIFICANCE, summarize_many
@@ -159,6 +159,7 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
     facts: dict[tuple, dict[str, set[float]]] = defaultdict(lambda: defaultdict(set))
     shares: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     cores = float(run.environment.get("logical_cores") or math.nan)
+    blocks = host_blocks(run)
     for m in measured(run):
         if m.trial.workload != WORKLOAD or m.step != MIX_STEP:
             continue
@@ -167,7 +168,7 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
             value = per_minute(m, count)
             if value is not None:
                 rates[key][figure].values.append(value)
-                rates[key][figure].rounds[m.trial.repetition][(0, m.step)] = value
+                rates[key][figure].rounds[blocks.round_of(m.trial)][(0, m.step)] = value
         for fact in ("procedures", "virtual_users", "retries", "errors"):
             facts[key][fact].add(m.metrics.get(fact, math.nan))
         facts[key]["worker_processes"].add(m.metrics.get("worker_processes", 0.0))

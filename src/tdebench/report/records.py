@@ -14,6 +14,7 @@ import tomllib
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -70,17 +71,22 @@ class CellKey:
     step: str
     metric: str
     memory_mb: int | None = None  # the trial's memory_mb: part of the configuration, so of the comparison
+    # a cluster run's hosts where they differ and the plan does not pool them (`host_groups`):
+    # the group of hosts alike that measured the cell; None on one machine or when pooled
+    host: str | None = None
 
     @property
     def comparison(self) -> tuple:
         """Everything but the encryption: cells with equal comparison keys are compared (an
-        encryption at 64 MB with none at 64 MB)."""
-        return (self.engine, self.workload, self.scale, self.test, self.step, self.metric, self.memory_mb)
+        encryption at 64 MB with none at 64 MB, on the same kind of host)."""
+        return (self.engine, self.workload, self.scale, self.test, self.step, self.metric, self.memory_mb, self.host)
 
     @property
     def configured(self) -> str:
-        """The engine as configured: its name, and its memory_mb when the plan gave one."""
-        return engine_label(self.engine, self.memory_mb)
+        """The engine as configured: its name, its memory_mb when the plan gave one, and the hosts
+        when hosts that differ are reported apart ("duckdb @ node1")."""
+        label = engine_label(self.engine, self.memory_mb)
+        return f"{label} @ {self.host}" if self.host is not None else label
 
     @property
     def label(self) -> str:
@@ -190,13 +196,67 @@ def over_passes(measurements: list[Measurement]) -> list[Measurement]:
     return merged
 
 
-def _cell(trial: TrialKey, test: str, step: str, metric: str) -> CellKey:
-    return CellKey(trial.engine, trial.encryption, trial.workload, trial.scale, test, step, metric, trial.memory_mb)
+MACHINE_KEYS = ("cpu_model", "cpu_flags", "kernel", "engines")
+"""What two hosts of a cluster run must share for their figures to be pooled: the CPU and its
+crypto instructions, the kernel and the engines' versions (environment.json's `hosts`)."""
+
+
+def host_groups(hosts: dict[str, dict[str, Any]], pool: bool) -> dict[str, str | None]:
+    """Each host's group, as cells are labelled: None for every host when they are all alike
+    (MACHINE_KEYS) or the plan pools them (`pool_hosts`); else the hosts alike, named ("node1",
+    "node1, node2", "node1 and 4 alike"), each group reported apart."""
+    alike: dict[str, list[str]] = defaultdict(list)
+    for host, environment in sorted(hosts.items()):
+        alike[repr([environment.get(key) for key in MACHINE_KEYS])].append(host)
+    if pool or len(alike) <= 1:
+        return {host: None for host in hosts}
+    named: dict[str, str | None] = {}
+    for members in alike.values():
+        label = ", ".join(members) if len(members) <= 3 else f"{members[0]} and {len(members) - 1} alike"
+        named.update({host: label for host in members})
+    return named
+
+
+@dataclass(frozen=True)
+class HostBlocks:
+    """Where each trial ran, for a cluster run's statistics: the host is a block, like the round
+    (a round's configurations ran on one host, so it pairs them there), and hosts that differ
+    are kept apart (`group`)."""
+
+    hosts: dict[TrialKey, str] = field(default_factory=dict)  # "" for a trial of a local run
+    groups: dict[str, str | None] = field(default_factory=dict)
+    differ: bool = False  # some hosts differ (MACHINE_KEYS), whether or not the plan pools them
+
+    def round_of(self, trial: TrialKey) -> "Round":
+        return (self.hosts.get(trial, ""), trial.repetition)
+
+    def group(self, trial: TrialKey) -> str | None:
+        return self.groups.get(self.hosts.get(trial, ""))
+
+
+def host_blocks(run: RunData) -> HostBlocks:
+    """The run's hosts (from its trial records) and their groups (from environment.json and the
+    plan's pool_hosts); empty for a run on one machine."""
+    hosts = {outcome.trial: outcome.host for outcome in run.trials if outcome.host is not None}
+    if not hosts:
+        return HostBlocks()
+    environments = run.environment.get("hosts") or {}
+    known = {host: environments.get(host, {}) for host in set(hosts.values())}
+    differ = len(set(host_groups(known, pool=False).values())) > 1
+    return HostBlocks(hosts, host_groups(known, bool((_stored_plan(run) or {}).get("pool_hosts", False))), differ)
+
+
+def _cell(trial: TrialKey, test: str, step: str, metric: str, host: str | None = None) -> CellKey:
+    return CellKey(trial.engine, trial.encryption, trial.workload, trial.scale, test, step, metric, trial.memory_mb,
+                   host)
 
 
 Unit = tuple[int, str]
 """A paired unit within a round: (stream, step). A query test's composite pairs query q of
 stream s under an encryption with the same query of the same stream under `none`."""
+Round = tuple[str, int]
+"""A round as pairs are made: (host, repetition). A round's configurations ran on one host
+("" in a local run), so a cluster run's ratios are all within one host."""
 
 
 @dataclass
@@ -206,11 +266,11 @@ class CellData:
     says how a round's units make its ratio (stats.LOG_MEAN for a geometric-mean composite)."""
 
     values: list[float] = field(default_factory=list)
-    rounds: dict[int, dict[Unit, float]] = field(default_factory=lambda: defaultdict(dict))
+    rounds: dict[Round, dict[Unit, float]] = field(default_factory=lambda: defaultdict(dict))
     how: str = SUM_RATIO
 
 
-def _geomean_values(measurements: Iterable[Measurement]) -> dict[CellKey, CellData]:
+def _geomean_values(measurements: Iterable[Measurement], blocks: HostBlocks) -> dict[CellKey, CellData]:
     """The derived `geomean` step: per trial and query test, the geometric mean of its
     query times, so every query weighs alike whatever its length. A trial with a zero time
     (a clock too coarse for the query) has no geometric mean and is left out."""
@@ -221,9 +281,9 @@ def _geomean_values(measurements: Iterable[Measurement]) -> dict[CellKey, CellDa
     groups: dict[CellKey, CellData] = defaultdict(lambda: CellData(how=LOG_MEAN))
     for (trial, test), times in sorted(per_trial.items()):
         if min(times.values()) > 0:
-            data = groups[_cell(trial, test, GEOMEAN_STEP, "elapsed_s")]
+            data = groups[_cell(trial, test, GEOMEAN_STEP, "elapsed_s", blocks.group(trial))]
             data.values.append(geomean(list(times.values())))
-            data.rounds[trial.repetition] = times
+            data.rounds[blocks.round_of(trial)] = times
     return groups
 
 
@@ -243,23 +303,30 @@ def _with_rates(m: Measurement) -> dict[str, float]:
 
 def cell_data(run: RunData) -> dict[CellKey, CellData]:
     """Every cell's values over repetitions, including the derived geomean step and rates."""
-    kept = measured(run)
+    kept, blocks = measured(run), host_blocks(run)
     groups: dict[CellKey, CellData] = defaultdict(CellData)
     for m in sorted(kept, key=lambda m: (m.trial, m.test, m.stream or 0, step_order(m.step))):
         for metric, value in _with_rates(m).items():
-            data = groups[_cell(m.trial, m.test, m.step, metric)]
+            data = groups[_cell(m.trial, m.test, m.step, metric, blocks.group(m.trial))]
             data.values.append(float(value))
-            data.rounds[m.trial.repetition][(m.stream or 0, m.step)] = float(value)
-    groups.update(_geomean_values(kept))
+            data.rounds[blocks.round_of(m.trial)][(m.stream or 0, m.step)] = float(value)
+    groups.update(_geomean_values(kept, blocks))
     return groups
+
+
+def _stored_plan(run: RunData) -> dict[str, Any] | None:
+    """The run's plan as TOML data, or None when the stored plan is not TOML."""
+    try:
+        return tomllib.loads(run.plan_text)
+    except tomllib.TOMLDecodeError:
+        return None
 
 
 def run_order(run: RunData) -> str | None:
     """The order the run's plan asked for (its default where it named none), or None when the
     stored plan is not TOML."""
-    try:
-        plan = tomllib.loads(run.plan_text)
-    except tomllib.TOMLDecodeError:
+    plan = _stored_plan(run)
+    if plan is None:
         return None
     return str(plan.get("order", default_order(plan.get("cache", "warm"))))
 

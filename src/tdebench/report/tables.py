@@ -512,15 +512,18 @@ UNAVAILABLE = "unavailable"
 
 
 def speeds_table(speeds: Iterable[CipherSpeed]) -> Table:
-    """Raw cipher throughput: one row per cipher, a column of MiB/s per page size, the library
-    and a note; a cipher no installed library implements shows "unavailable"."""
+    """Raw cipher throughput: one row per cipher (per host and cipher in a cluster run, each
+    host measured its own), a column of MiB/s per page size, the library and a note; a cipher
+    no installed library implements shows "unavailable"."""
     speeds = list(speeds)
     sizes = sorted({s.chunk_bytes for s in speeds})
-    rows: dict[str, dict[str, Any]] = {}
+    hosts = any(s.host is not None for s in speeds)
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for s in speeds:
-        row = rows.setdefault(s.cipher, {"cipher": s.cipher, "library": s.library, "note": s.note})
+        row = rows.setdefault((s.host or "", s.cipher), {"host": s.host or "", "cipher": s.cipher,
+                                                         "library": s.library, "note": s.note})
         row[f"mib_per_s_{s.chunk_bytes}"] = s.mib_per_s if s.available else UNAVAILABLE
-    columns = (Column("cipher", "cipher"),
+    columns = (*((Column("host", "host"),) if hosts else ()), Column("cipher", "cipher"),
                *(num(f"mib_per_s_{size}", size_text(size), text) for size in sizes),
                Column("library", "library"), _prose("note", "note"))
     method = ("One context per key, a new nonce per page, the best of several timings in CPU "
@@ -531,7 +534,7 @@ def speeds_table(speeds: Iterable[CipherSpeed]) -> Table:
                   "chunk: small-chunk figures, CBC and CTR most, are far below what the cipher "
                   "reaches; `tdebench ciphers` measures them again.")
     return Table("Raw cipher throughput", columns, list(rows.values()),
-                 summary=f"{len(rows)} ciphers at {len(sizes)} page size(s)",
+                 summary=f"{len({cipher for _, cipher in rows})} ciphers at {len(sizes)} page size(s)",
                  intro="MiB/s by page size (bytes encrypted under one nonce), one core.",
                  note="How fast this machine's CPU encrypts memory with each cipher, with no "
                       "database and no disk involved: the physical limit. An engine cannot "

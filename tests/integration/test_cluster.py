@@ -1,0 +1,277 @@
+"""One plan across a real Dask cluster on 127.0.0.1 (issue 14): a `dask scheduler` and two
+`dask worker` processes (one "machine" resource each, no nanny, so a killed worker stays dead),
+started and stopped here; DuckDB and SQLite at TPC-H SF 0.01, few rounds, to stay fast.
+
+The workers share one data directory (they prepare the same Parquet files at once) and one
+work directory, which must be empty after every run, however it ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from tdebench.cli import main
+from tdebench.plan import parse_plan, schedule
+from tdebench.store import manifest, read_run
+
+pytest.importorskip("distributed")
+
+ENCRYPTIONS = {"duckdb": '["none", "aes-256-gcm"]', "sqlite": '["none", "aes-256-cbc"]'}
+
+
+def plan_text(name: str, order: str, engines: tuple[str, ...]) -> str:
+    """A tiny plan: two rounds with the placebo, TPC-H SF 0.01, one pass of the power test."""
+    tables = "".join(f'\n[[engines]]\nname = "{engine}"\nencryptions = {ENCRYPTIONS[engine]}\n' for engine in engines)
+    return (f'name = "{name}"\nrepetitions = 2\nwarmups = 0\nplacebo = true\norder = "{order}"\nseed = 5\n{tables}'
+            '\n[[workloads]]\nname = "tpch"\nscale = 0.01\ntests = ["power"]\npasses = 1\n')
+
+
+PLAN = plan_text("across", "lockstep", ("duckdb", "sqlite"))
+# one trial after another within a unit (a worker has one trial in flight); two units, one per worker
+ONE_AT_A_TIME = plan_text("one-at-a-time", "interleaved", ("duckdb",))
+DASK = str(Path(sys.executable).parent / "dask")
+UNIT = "tdebench.cluster.unit"
+HOST = socket.gethostname()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop a process of this test and everything in its session."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@dataclass
+class DaskCluster:
+    directory: Path
+    address: str = ""
+    scheduler: subprocess.Popen | None = None
+    workers: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def start(self) -> None:
+        port = free_port()
+        self.address = f"tcp://127.0.0.1:{port}"
+        self.scheduler = self._spawn("scheduler", [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                                   "--no-dashboard"])
+        for name in ("w1", "w2"):
+            self.start_worker(name)
+
+    def _spawn(self, name: str, command: list[str]) -> subprocess.Popen:
+        log = (self.directory / f"{name}.log").open("ab")
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_worker(self, name: str) -> None:
+        self.workers[name] = self._spawn(name, [DASK, "worker", self.address, "--name", name, "--nthreads", "1",
+                                                "--resources", "machine=1", "--no-nanny", "--no-dashboard",
+                                                "--host", "127.0.0.1"])
+        wait_for(lambda: self._joined(name), 60, f"worker {name} to join")
+
+    def _joined(self, name: str) -> bool:
+        from distributed import Client
+
+        with Client(self.address, timeout="10s") as client:
+            return any(info.get("name") == name for info in client.scheduler_info(n_workers=-1)["workers"].values())
+
+    def ensure_two_workers(self) -> None:
+        for name, process in list(self.workers.items()):
+            if process.poll() is not None:
+                self.start_worker(name)
+
+    def units_running(self) -> dict[str, list[psutil.Process]]:
+        """Each worker's unit processes (python -m tdebench.cluster.unit) still running."""
+        found = {}
+        for name, process in self.workers.items():
+            try:
+                children = psutil.Process(process.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                children = []
+            found[name] = [child for child in children if _is_unit(child)]
+        return found
+
+    def stop(self) -> None:
+        for process in [*self.workers.values(), *([self.scheduler] if self.scheduler else [])]:
+            stop(process)
+
+
+def _is_unit(process: psutil.Process) -> bool:
+    try:
+        return UNIT in " ".join(process.cmdline())
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds:g} s waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[DaskCluster]:
+    running = DaskCluster(tmp_path_factory.mktemp("dask"))
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+    assert not any(_is_unit(process) for process in psutil.process_iter()), "a unit process outlived its worker"
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory) -> tuple[Path, Path]:
+    """The data and work directories both workers use (one machine)."""
+    base = tmp_path_factory.mktemp("shared")
+    (base / "data").mkdir()
+    (base / "work").mkdir()
+    return base / "data", base / "work"
+
+
+def workspaces_left(work_dir: Path) -> list[str]:
+    return sorted(path.name for path in work_dir.iterdir())
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def client(cluster: DaskCluster, shared: tuple[Path, Path], directory: Path) -> tuple[subprocess.Popen, Path]:
+    """`tdebench run ONE_AT_A_TIME --cluster ADDRESS` as a process of its own (to be interrupted
+    or to lose a worker), with both workers up; and its run directory."""
+    cluster.ensure_two_workers()
+    plan, out = directory / "plan.toml", directory / "out"
+    plan.write_text(ONE_AT_A_TIME)
+    data, work = shared
+    running = subprocess.Popen([sys.executable, "-m", "tdebench.cli", "run", str(plan), "--out", str(out), "--quiet",
+                                "--cluster", cluster.address, "--data-dir", str(data), "--work-dir", str(work)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return running, out
+
+
+@pytest.fixture(scope="module")
+def across(cluster: DaskCluster, shared: tuple[Path, Path], tmp_path_factory) -> Path:
+    """The plan run across both workers through the CLI."""
+    base = tmp_path_factory.mktemp("across")
+    (base / "plan.toml").write_text(PLAN)
+    data, work = shared
+    result = invoke("run", str(base / "plan.toml"), "--out", str(base / "out"), "--quiet", "--cluster",
+                    cluster.address, "--data-dir", str(data), "--work-dir", str(work))
+    assert result.exit_code == 0, result.output
+    assert workspaces_left(work) == []
+    return base / "out"
+
+
+def test_a_plan_runs_across_two_workers_into_a_run_directory_shaped_like_a_local_one(
+        across: Path, shared: tuple[Path, Path], tmp_path: Path) -> None:
+    run = read_run(across)
+    planned = {spec.key for spec in schedule(parse_plan(PLAN))}
+    assert run.complete_trials() == planned
+    assert all(outcome.status == "ok" for outcome in run.trials)
+    assert all(verdict.as_expected for verdict in run.verdicts)
+    assert {outcome.host for outcome in run.trials} == {f"{HOST}/w1", f"{HOST}/w2"}
+    assert set(run.environment["hosts"]) == {f"{HOST}/w1", f"{HOST}/w2"}
+    assert {speed.host for speed in run.ciphers} == {f"{HOST}/w1", f"{HOST}/w2"}  # each host's own figures
+    (tmp_path / "plan.toml").write_text(PLAN)
+    data, work = shared
+    local = invoke("run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "local"), "--quiet",
+                   "--data-dir", str(data), "--work-dir", str(work))
+    assert local.exit_code == 0, local.output
+    assert manifest(across) == manifest(tmp_path / "local")
+
+
+def test_every_overhead_is_measured_within_one_host(across: Path) -> None:
+    run = read_run(across)
+    hosts_of_round: dict[tuple, set] = {}
+    for outcome in run.trials:
+        key = outcome.trial
+        hosts_of_round.setdefault((key.engine, key.workload, key.scale, key.repetition), set()).add(outcome.host)
+    assert all(len(hosts) == 1 for hosts in hosts_of_round.values()), hosts_of_round
+    summary = (across / "summary.csv").read_text()
+    assert "aes-256-gcm" in summary and "@" not in summary  # two workers of one machine: alike, pooled
+
+
+def test_killing_a_worker_mid_plan_loses_at_most_its_trial_in_flight(
+        cluster: DaskCluster, shared: tuple[Path, Path], tmp_path: Path) -> None:
+    running, out = client(cluster, shared, tmp_path)
+    try:
+        wait_for(lambda: cluster.units_running()["w1"] or running.poll() is not None, 120, "a unit on w1")
+        os.killpg(cluster.workers["w1"].pid, signal.SIGKILL)  # the machine is gone: worker and unit at once
+        cluster.workers["w1"].wait()
+        _, stderr = running.communicate(timeout=300)
+    finally:
+        stop(running)
+    assert running.returncode in (0, 1), stderr
+    run = read_run(out)
+    assert run.complete_trials() == {spec.key for spec in schedule(parse_plan(ONE_AT_A_TIME))}
+    assert len([outcome for outcome in run.trials if outcome.status != "ok"]) <= 1, stderr
+    assert workspaces_left(shared[1]) == []  # the survivor cleaned what the dead unit left
+    cluster.ensure_two_workers()
+
+
+def test_ctrl_c_of_the_client_leaves_nothing_on_either_worker_and_resume_finishes_the_run(
+        cluster: DaskCluster, shared: tuple[Path, Path], tmp_path: Path) -> None:
+    running, out = client(cluster, shared, tmp_path)
+    try:
+        wait_for(lambda: all(cluster.units_running().values()) or running.poll() is not None, 120,
+                 "a unit on each worker")
+        wait_for(lambda: '"kind": "trial"' in (out / "results.jsonl").read_text(), 120, "a trial to end")
+        running.send_signal(signal.SIGINT)
+        _, stderr = running.communicate(timeout=120)
+    finally:
+        stop(running)
+    assert running.returncode == 130, stderr
+    assert "interrupted" in stderr
+    assert cluster.units_running() == {"w1": [], "w2": []}
+    assert workspaces_left(shared[1]) == []
+    assert (out / "report.html").is_file()
+    before = read_run(out).complete_trials()
+    assert 0 < len(before) < len(schedule(parse_plan(ONE_AT_A_TIME)))
+
+    data, work = shared
+    resumed = invoke("run", "--resume", str(out), "--quiet", "--cluster", cluster.address, "--data-dir", str(data),
+                     "--work-dir", str(work))
+    assert resumed.exit_code == 0, resumed.output
+    run = read_run(out)
+    assert run.complete_trials() == {spec.key for spec in schedule(parse_plan(ONE_AT_A_TIME))}
+    assert len(run.resumes) == 1 and run.resumes[0].kept == len(before)
+    assert workspaces_left(work) == []
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len([line for line in lines if line["kind"] == "trial"]) == len(run.complete_trials())  # none twice
+
+
+def test_a_cluster_without_workers_or_with_a_bad_address_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "plan.toml").write_text(PLAN)
+    result = invoke("run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"), "--cluster", "local:0")
+    assert result.exit_code == 2 and "local:N with N from 1 to 64" in result.output
+    result = invoke("run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"), "--cluster",
+                    f"tcp://127.0.0.1:{free_port()}")
+    assert result.exit_code == 2 and "no Dask scheduler answers there" in result.output
+    sequential = tmp_path / "sequential.toml"
+    sequential.write_text(PLAN.replace('order = "lockstep"', 'order = "sequential"'))
+    result = invoke("run", str(sequential), "--out", str(tmp_path / "out"), "--cluster", "local:2")
+    assert result.exit_code == 2 and 'not "sequential"' in result.output
+    assert not (tmp_path / "out").exists()
