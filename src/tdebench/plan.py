@@ -270,6 +270,8 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
                           f"the {remote} server it reaches by url: use cache = \"warm\"", "cache")
     workload_specs = tuple(_workload(check.within("workloads", i), w)
                            for i, w in enumerate(check.tables(workloads, "workloads")))
+    for i, spec in enumerate(workload_specs):
+        _check_dialects(check.within("workloads", i), spec, engine_choices)
     _check_memory_axis(check, engine_choices, workload_specs)
     for kind, names in (("engines", [e.name for e in engine_choices]), ("workloads", [w.name for w in workload_specs])):
         twice = sorted({name for name in names if names.count(name) > 1})
@@ -434,6 +436,19 @@ def _check_memory_axis(check: "_Checker", engines: tuple[EngineChoice, ...],
         raise check.error(f"several memory_mb values are compared by the {separated} workload only; the "
                           f"{unseparated[0]} report does not keep them apart yet: give one value per plan",
                           "memory_mb")
+
+
+def _check_dialects(check: "_Checker", spec: WorkloadSpec, engines: tuple[EngineChoice, ...]) -> None:
+    """Refuse a workload paired with an engine whose SQL dialect it has no statements for (e.g.
+    crud on a SQL Server reached by url), at the workload's line, with the dialects it has."""
+    dialects = WORKLOADS[spec.name].dialects
+    if dialects is None:
+        return
+    for choice in engines:
+        engine = REMOTE_ENGINES[choice.name] if choice.remote is not None else ENGINES[choice.name]
+        if engine.dialect not in dialects:
+            raise check.error(f"the {spec.name} workload has no SQL for {choice.name} (dialect {engine.dialect}); "
+                              f"it has for the dialects {', '.join(dialects)}", "name")
 
 
 def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:

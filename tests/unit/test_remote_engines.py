@@ -242,3 +242,18 @@ def test_remote_only_engines_need_a_url_and_cold_caches_are_refused() -> None:
     with pytest.raises(PlanError, match="p.toml:1: cache = \"cold\" .* use cache = \"warm\""):
         parse_plan('cache = "cold"\n' + PLAN.format(engine="mysql", url="mysql://b@db/x", extra='password_env = "X"'),
                    "p.toml")
+
+
+def test_a_workload_without_sql_for_the_engines_dialect_is_refused_at_its_line() -> None:
+    """crud and oltp have no T-SQL or Oracle statements: the plan says so before any trial runs;
+    tpch has them (the script kit's dialects), and every workload runs on MySQL's."""
+    def plan(engine: str, url: str, workload: str) -> str:
+        return PLAN.format(engine=engine, url=url, extra='password_env = "X"').replace('"crud"', f'"{workload}"')
+
+    for workload in ("crud", "oltp"):
+        with pytest.raises(PlanError, match=rf"p.toml:6: the {workload} workload has no SQL for sqlserver "
+                                            r"\(dialect tsql\); it has for the dialects .*mysql"):
+            parse_plan(plan("sqlserver", "mssql://bench@db/bench", workload), "p.toml")
+    assert parse_plan(plan("sqlserver", "mssql://bench@db/bench", "tpch"), "p.toml").workloads[0].name == "tpch"
+    for workload in ("tpch", "crud", "oltp"):
+        assert parse_plan(plan("mysql", "mysql://bench@db/bench", workload), "p.toml").workloads[0].name == workload

@@ -118,6 +118,9 @@ class Workload(ABC):
     # "{} rows", "W={}" (warehouses)
     scale_format: ClassVar[str] = "sf{}"
     max_streams: ClassVar[int]
+    # the SQL dialects (Engine.dialect) it has its statements for; a plan pairing it with an
+    # engine of another dialect is refused (None: any dialect, e.g. a workload of the tests)
+    dialects: ClassVar[tuple[str, ...] | None] = None
     options: ClassVar[dict[str, Option]] = {}
     # whether the workload's report keeps configurations that differ only in memory_mb apart, so
     # a plan may give an engine several memory values (a workload's own section, e.g. crud's,

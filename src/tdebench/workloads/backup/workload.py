@@ -75,6 +75,7 @@ def _scratch_database(ctx: RunContext) -> Callable[[Path, Encryption, Secret | N
 
 class BackupWorkload(Workload):
     name = "backup"
+    dialects = TpchWorkload.dialects  # its data and load are TPC-H's
     tests = (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL)
     default_scale = 0.01
     scale_min = data.SCALE_MIN

@@ -240,6 +240,7 @@ OPERATIONS: dict[str, Callable[[_Session, _Shape], list[str]]] = {
 
 class CrudWorkload(Workload):
     name = "crud"
+    dialects = schema.DIALECTS
     tests = tuple(OPERATIONS)
     default_scale = 10_000
     scale_min = ROWS_MIN

@@ -23,6 +23,7 @@ from tdebench.workloads.tpch.workload import TpchWorkload
 
 class MaintenanceWorkload(Workload):
     name = "maintenance"
+    dialects = TpchWorkload.dialects  # its data, load and checks are TPC-H's
     tests = ("reindex", "encrypt", "rekey")
     default_scale = 0.01
     scale_min = data.SCALE_MIN

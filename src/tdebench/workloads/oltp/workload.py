@@ -95,6 +95,7 @@ class OltpWorkload(Workload):
     whole_scale = True  # warehouses
     scale_format = "W={}"
     max_streams = 1  # oltp's concurrency is `virtual_users`, not `streams`
+    dialects = tuple(d for d in schema.DIALECTS if d in transactions.DIALECTS)
     options = OPTIONS
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:

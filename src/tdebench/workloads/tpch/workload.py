@@ -15,7 +15,7 @@ from pathlib import Path
 from tdebench.engines.base import Connection, QueryTimeout
 from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.tpch import answers, data, schema, streams
-from tdebench.workloads.tpch.queries import query
+from tdebench.workloads.tpch.queries import DIALECTS, query
 
 
 def add_metrics(total: dict[str, float], metrics: dict[str, float]) -> dict[str, float]:
@@ -34,6 +34,7 @@ class TpchWorkload(Workload):
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX
     max_streams = streams.MAX_STREAMS
+    dialects = tuple(d for d in schema.DIALECTS if d in DIALECTS)  # a schema and the 22 queries
     memory_axis = True
     options = {
         "passes": Option(1, "measured passes of each test per trial; statistics take each query's median over "
