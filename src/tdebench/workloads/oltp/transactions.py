@@ -29,7 +29,7 @@ _ADDRESS = ("name", "street_1", "street_2", "city", "state", "zip")  # a warehou
 class Dialect:
     """How a dialect spells what the transactions need."""
 
-    begin_write: str
+    begin_write: str  # "": the transaction begins with its first statement (client_session)
     begin_read: str
     for_update: str  # appended to a SELECT of rows the transaction will update ("" if none)
     update_returning: bool  # UPDATE … RETURNING reads the new value in the same statement
@@ -37,6 +37,7 @@ class Dialect:
     # a New-Order's stock rows in one UPDATE (a CASE by item): fewer round trips on the servers;
     # DuckDB scans the table for an IN list of keys, so there one UPDATE per row is faster
     one_stock_update: bool = True
+    client_session: tuple[str, ...] = ()  # run by client_side() on each user's connection
 
 
 DIALECTS: dict[str, Dialect] = {
@@ -54,8 +55,11 @@ DIALECTS: dict[str, Dialect] = {
                       session=("PRAGMA busy_timeout = 30000",)),
     "postgres": Dialect("BEGIN", "BEGIN", " FOR UPDATE", update_returning=True),
     # MariaDB has no UPDATE … RETURNING: read the row with FOR UPDATE (a locking read, which
-    # REPEATABLE READ needs to see the latest version), then update it.
-    "mysql": Dialect("START TRANSACTION", "START TRANSACTION", " FOR UPDATE", update_returning=False),
+    # REPEATABLE READ needs to see the latest version), then update it. Without autocommit a
+    # transaction begins with its first statement, as after START TRANSACTION (its snapshot at
+    # its first read), and the round trip of START TRANSACTION is saved; PyMySQL has no
+    # statement of its own for it.
+    "mysql": Dialect("", "", " FOR UPDATE", update_returning=False, client_session=("SET autocommit = 0",)),
 }
 
 
@@ -64,6 +68,11 @@ def dialect(name: str) -> Dialect:
         return DIALECTS[name]
     except KeyError:
         raise ValueError(f"no TPC-C transactions for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
+
+
+def _begin(conn: Connection, statement: str) -> None:
+    if statement:
+        conn.execute(statement)
 
 
 def _marks(count: int) -> str:
@@ -93,7 +102,7 @@ def new_order(conn: Connection, sql: Dialect, t: NewOrder) -> str:
     Python and the server a context switch, while the district's row stays locked: the customer
     and warehouse are read in one SELECT, and the stock of a supplying warehouse is read in one
     SELECT and updated in one UPDATE (`_take_stock`), not one per line."""
-    conn.execute(sql.begin_write)
+    _begin(conn, sql.begin_write)
     _one(conn.execute("SELECT c_discount, c_last, c_credit, w_tax FROM customer JOIN warehouse ON w_id = c_w_id "
                       "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?", [t.w_id, t.d_id, t.c_id]), "customer")
     key = [t.w_id, t.d_id]
@@ -181,11 +190,13 @@ def _update_stock(conn: Connection, sql: Dialect, w_id: int, stock: dict[int, _S
             conn.execute("UPDATE stock SET " + ", ".join(f"{column}?" for column in _STOCK_SET)
                          + " WHERE s_i_id = ? AND s_w_id = ?", [*row.values(), item, w_id])
         return
-    cases = " ".join("WHEN ? THEN ?" for _ in stock)
-    conn.execute("UPDATE stock SET " + ", ".join(f"{column}CASE s_i_id {cases} END" for column in _STOCK_SET)
-                 + f" WHERE s_w_id = ? AND s_i_id IN ({_marks(len(stock))})",
-                 [*(v for index in range(len(_STOCK_SET)) for item, row in stock.items()
-                    for v in (item, row.values()[index])), w_id, *stock])
+    # The numbers are written into the text, not bound: they are ints of this process's own making,
+    # and PyMySQL escapes every bound value in Python (40 to 120 of them here).
+    values = {item: row.values() for item, row in stock.items()}
+    conn.execute("UPDATE stock SET " + ", ".join(
+        f"{column}CASE s_i_id " + " ".join(f"WHEN {int(item)} THEN {int(row[index])}" for item, row in values.items())
+        + " END" for index, column in enumerate(_STOCK_SET))
+        + f" WHERE s_w_id = ? AND s_i_id IN ({', '.join(str(int(item)) for item in values)})", [w_id])
 
 
 def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
@@ -193,7 +204,7 @@ def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
     (and, for bad credit, to the customer's data), and write it to the history. The warehouse's
     and district's names and addresses come back from their UPDATEs (RETURNING) or, without
     it, from one SELECT of both after them: fewer round trips while their rows are locked."""
-    conn.execute(sql.begin_write)
+    _begin(conn, sql.begin_write)
     update_warehouse = "UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?"
     update_district = "UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?"
     w_address, d_address = (", ".join(f"{p}_{name}" for name in _ADDRESS) for p in "wd")
@@ -231,7 +242,7 @@ def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
 
 def order_status(conn: Connection, sql: Dialect, t: OrderStatus) -> str:
     """Clause 2.6.2 (read-only): a customer's balance, latest order and its lines."""
-    conn.execute(sql.begin_read)
+    _begin(conn, sql.begin_read)
     c = t.customer
     c_id = _customer_id(conn, c)
     _one(conn.execute("SELECT c_balance, c_first, c_middle, c_last FROM customer WHERE c_w_id = ? AND c_d_id = ? "
@@ -250,7 +261,7 @@ def delivery(conn: Connection, sql: Dialect, t: Delivery) -> str:
     districts, in one transaction (as HammerDB does). A district whose oldest order a
     concurrent Delivery took first (the DELETE finds no row) is skipped, as one without
     undelivered orders is."""
-    conn.execute(sql.begin_write)
+    _begin(conn, sql.begin_write)
     for d_id in range(1, DISTRICTS_PER_WAREHOUSE + 1):
         oldest = conn.execute("SELECT no_o_id FROM new_order WHERE no_w_id = ? AND no_d_id = ? "
                               "ORDER BY no_o_id LIMIT 1" + sql.for_update, [t.w_id, d_id])
@@ -279,7 +290,7 @@ def delivery(conn: Connection, sql: Dialect, t: Delivery) -> str:
 def stock_level(conn: Connection, sql: Dialect, t: StockLevel) -> str:
     """Clause 2.8.2 (read-only): how many of the items of the district's last 20 orders are
     below the threshold in stock."""
-    conn.execute(sql.begin_read)
+    _begin(conn, sql.begin_read)
     (next_o_id,) = _one(conn.execute("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?",
                                      [t.w_id, t.d_id]), "district")
     conn.execute("SELECT count(DISTINCT s_i_id) FROM order_line JOIN stock ON s_w_id = ol_w_id AND s_i_id = ol_i_id "
@@ -296,5 +307,7 @@ CLIENT: dict[str, Callable[[Connection, Dialect, Any], str]] = {
 
 
 def client_side(conn: Connection, sql: Dialect) -> Callable[[str, Inputs], str]:
-    """Run transactions as client-side statements on `conn`."""
+    """Run transactions as client-side statements on `conn` (its session set up for them now)."""
+    for statement in sql.client_session:
+        conn.execute(statement)
     return lambda kind, inputs: CLIENT[kind](conn, sql, inputs)
