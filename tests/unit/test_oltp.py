@@ -415,10 +415,11 @@ def consistent() -> DuckConnection:
     return conn
 
 
-@pytest.mark.parametrize(("one_update", "stock_statements"), [
-    (True, ["SELECT", "UPDATE", "SELECT", "UPDATE"]), (False, ["SELECT", "UPDATE", "UPDATE", "SELECT", "UPDATE"])])
+@pytest.mark.parametrize(("one_update", "in_text", "stock_statements"), [
+    (True, False, ["SELECT", "UPDATE", "SELECT", "UPDATE"]), (True, True, ["SELECT", "UPDATE", "SELECT", "UPDATE"]),
+    (False, False, ["SELECT", "UPDATE", "UPDATE", "SELECT", "UPDATE"])])
 def test_a_new_order_takes_its_stock_as_line_by_line_in_one_read_per_supplying_warehouse(
-        consistent: DuckConnection, one_update: bool, stock_statements: list[str]) -> None:
+        consistent: DuckConnection, one_update: bool, in_text: bool, stock_statements: list[str]) -> None:
     """Item 3 twice (5 + 4 of its 14: below 10 left, so +91 the second time), item 5, and item 7
     from warehouse 2 (remote): one read per warehouse, and one UPDATE each or one per row."""
     from dataclasses import replace
@@ -443,7 +444,7 @@ def test_a_new_order_takes_its_stock_as_line_by_line_in_one_read_per_supplying_w
         return execute(sql, params)
 
     conn.execute = counted  # type: ignore[method-assign]
-    sql = replace(dialect("duckdb"), one_stock_update=one_update)
+    sql = replace(dialect("duckdb"), one_stock_update=one_update, numbers_in_text=in_text)
     assert new_order(conn, sql, NewOrder(1, 1, 1, (3, 7, 3, 5), (1, 2, 1, 1), (5, 2, 4, 1))) == COMMITTED
     conn.execute = execute  # type: ignore[method-assign]
     assert sorted(conn.execute("SELECT s_i_id, s_w_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt FROM stock")) == [
