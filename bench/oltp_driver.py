@@ -44,14 +44,16 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from tdebench.engines import get_engine
-from tdebench.engines.base import NONE, Connection, Database
+from tdebench.engines.base import NONE, Connection, Database, Engine
 from tdebench.engines.mariadb import SCHEMA, MariaDBConnection
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
@@ -112,6 +114,54 @@ def _connector(database: Any, client: str) -> Callable[[], Connection]:
     return lambda: _TranslatedConnection(mariadb.connect(**login))
 
 
+@dataclass
+class OltpBench:
+    """A fresh server database (no encryption) with the oltp workload ready on it, and where its
+    runs' records go: what the bench scripts that drive the oltp workload share."""
+
+    engine: Engine
+    database: Database
+    workload: OltpWorkload
+    store: ResultStore
+    recorder: Recorder
+    warehouses: int
+    data_dir: Path
+
+    def context(self, options: dict[str, Any], database: Any = None) -> RunContext:
+        """A run's context: the workload's defaults with `options`, on `database` (default: ours)."""
+        defaults = {name: option.default for name, option in OPTIONS.items()}
+        return RunContext(database=database or self.database, dialect=self.engine.dialect, recorder=self.recorder,
+                          scale=self.warehouses, streams=1, data_dir=self.data_dir, options=defaults | options)
+
+    def run(self, context: RunContext, conn: Connection) -> Row:
+        """One load test; the `mix` record it stored (window, counts, server and driver CPU)."""
+        self.workload.run(LOAD, context, conn, warmup=False)
+        return dict([m for m in read_run(self.store.directory).measurements if m.step == "mix"][-1].metrics)
+
+
+@contextmanager
+def oltp_server(engine_name: str, warehouses: int, data_dir: Path) -> Iterator[OltpBench]:
+    """A server of `engine_name` created with tdebench's settings in a temporary directory, its
+    workload's data generated (not loaded); stopped and removed afterwards, however this ends."""
+    root = Path(tempfile.mkdtemp(prefix="tdebench-bench-"))  # below /tmp: the server's user can enter it
+    root.chmod(0o711)
+    engine = get_engine(engine_name)
+    database = engine.provision(root / "db", NONE, None)
+    try:
+        (root / "db").mkdir()
+        workload = OltpWorkload()
+        workload.prepare(warehouses, data_dir, 1)
+        store = ResultStore(root / "out")
+        store.start("name = 'bench'\n", {})
+        recorder = Recorder(store, TrialKey(engine_name, "none", "oltp", warehouses, 1), MonotonicClock(),
+                            processes=database.engine_processes)
+        database.create()
+        yield OltpBench(engine, database, workload, store, recorder, warehouses, data_dir)
+    finally:
+        database.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _path_choices(engine: str) -> Sequence[str]:
     return (THREADS, PROCESSES, *(f"{PROCESSES}+{client}" for client in CLIENTS[engine]))
 
@@ -135,49 +185,29 @@ def main() -> None:
     if unknown:
         parser.error(f"no path {unknown[0]!r} on {args.engine}; valid: {', '.join(_path_choices(args.engine))}")
 
-    root = Path(tempfile.mkdtemp(prefix="tdebench-bench-"))  # below /tmp: the postgres user can enter it
-    root.chmod(0o711)
-    engine = get_engine(args.engine)
-    database = engine.provision(root / "db", NONE, None)
     results: dict[tuple[int, str], list[Row]] = {}
-    try:
-        (root / "db").mkdir()
-        workload = OltpWorkload()
-        workload.prepare(args.warehouses, args.data_dir, 1)
-        store = ResultStore(root / "out")
-        store.start("name = 'bench'\n", {})
-        recorder = Recorder(store, TrialKey(args.engine, "none", "oltp", args.warehouses, 1), MonotonicClock(),
-                            processes=database.engine_processes)
-        defaults = {name: option.default for name, option in OPTIONS.items()}
-
+    with oltp_server(args.engine, args.warehouses, args.data_dir) as bench:
         def context(users: int, path: str) -> RunContext:
             users_as, _, client = path.partition("+")
-            options = defaults | {"virtual_users": users, "duration_s": args.duration, "rampup_s": args.rampup,
-                                  "procedures": not args.client, "virtual_users_as": users_as}
-            used: Any = _Client(database, _connector(database, client)) if client else database
-            return RunContext(database=used, dialect=engine.dialect, recorder=recorder,
-                              scale=args.warehouses, streams=1, data_dir=args.data_dir, options=options)
+            used = _Client(bench.database, _connector(bench.database, client)) if client else None
+            return bench.context({"virtual_users": users, "duration_s": args.duration, "rampup_s": args.rampup,
+                                  "procedures": not args.client, "virtual_users_as": users_as}, used)
 
-        database.create()
-        conn = database.connect()
-        print(f"loading {args.warehouses} warehouse(s) into {engine.version()} …", flush=True)
-        workload.load(context(1, THREADS), conn)
+        conn = bench.database.connect()
+        print(f"loading {args.warehouses} warehouse(s) into {bench.engine.version()} …", flush=True)
+        bench.workload.load(context(1, THREADS), conn)
         for round_ in range(args.rounds):
             for index, users in enumerate(args.users):
                 paths = args.paths if (round_ + index) % 2 == 0 else list(reversed(args.paths))
                 for path in paths:
                     disks, started = psutil.disk_io_counters(perdisk=True), time.perf_counter()
-                    workload.run(LOAD, context(users, path), conn, warmup=False)
-                    mix = dict([m for m in read_run(store.directory).measurements if m.step == "mix"][-1].metrics)
+                    mix = bench.run(context(users, path), conn)
                     mix["disk_busy"] = _busiest(disks, psutil.disk_io_counters(perdisk=True),
                                                 time.perf_counter() - started)
                     results.setdefault((users, path), []).append(mix)
                     print(f"  round {round_ + 1}, {users} users, {path}: "
                           f"{mix['new_orders'] / mix['elapsed_s'] * 60:,.0f} NOPM", flush=True)
         conn.close()
-    finally:
-        database.close()
-        shutil.rmtree(root, ignore_errors=True)
     _print(args, results)
 
 

@@ -66,6 +66,26 @@ def test_oltp_driver_prints_threads_and_processes_side_by_side() -> None:
     assert "threads: NOPM from" in out and "processes: NOPM from" in out
 
 
+def test_benchbase_without_a_benchbase_says_so_and_exits_2(tmp_path: Path) -> None:
+    for args, said in (((), "no BenchBase: pass --benchbase DIR"),
+                       (("--benchbase", str(tmp_path)), f"{tmp_path}: no BenchBase build")):
+        result = subprocess.run([sys.executable, str(BENCH / "benchbase.py"), *args], capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert said in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_benchbase_runs_tdebench_side_alone() -> None:
+    out = run("benchbase.py", "--engine", "postgres", "--only", "tdebench", "--terminals", "1", "2",
+              "--duration", "1", "--rampup", "1", "--rounds", "2", timeout=240)
+    for terminals in (1, 2):
+        for mode in ("client", "procedures"):
+            assert re.search(rf"^\| {terminals} \| {mode} \| [\d,]+ \| [\d,]+ \|  \| \d+\.\d \| \d+\.\d \| \d+% \|$",
+                             out, re.M), out
+    assert "benchbase" not in out.split("| terminals |")[1], out  # no BenchBase row without BenchBase
+    assert re.search(r"^load average after the runs: [\d.]+ [\d.]+ [\d.]+$", out, re.M), out
+
+
 def test_paired_intervals_prints_every_method_for_every_row() -> None:
     out = run("paired_intervals.py", "--plans", "20", "--rounds", "3", "--trial-effect", "0.0", "0.03")
     rows = re.findall(r"^\s+\d+%\s+3\s+(.*)$", out, re.M)

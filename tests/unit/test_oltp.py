@@ -415,6 +415,46 @@ def consistent() -> DuckConnection:
     return conn
 
 
+@pytest.mark.parametrize(("one_update", "in_text", "stock_statements"), [
+    (True, False, ["SELECT", "UPDATE", "SELECT", "UPDATE"]), (True, True, ["SELECT", "UPDATE", "SELECT", "UPDATE"]),
+    (False, False, ["SELECT", "UPDATE", "UPDATE", "SELECT", "UPDATE"])])
+def test_a_new_order_takes_its_stock_as_line_by_line_in_one_read_per_supplying_warehouse(
+        consistent: DuckConnection, one_update: bool, in_text: bool, stock_statements: list[str]) -> None:
+    """Item 3 twice (5 + 4 of its 14: below 10 left, so +91 the second time), item 5, and item 7
+    from warehouse 2 (remote): one read per warehouse, and one UPDATE each or one per row."""
+    from dataclasses import replace
+
+    from tdebench.workloads.oltp.inputs import NewOrder
+    from tdebench.workloads.oltp.transactions import dialect, new_order
+
+    conn = consistent
+    address = "'s1', 's2', 'city', 'ST', '123411111'"
+    conn.execute(f"INSERT INTO warehouse VALUES (2, 'w', {address}, 0.1, 0)")
+    conn.execute(f"INSERT INTO customer VALUES (1, 1, 1, 'f', 'OE', 'last', {address}, 'p', "
+                 "TIMESTAMP '2024-01-01', 'GC', 50000, 0.1, 0, 0, 0, 0, 'data')")
+    conn.execute("INSERT INTO item VALUES (3, 1, 'i3', 2.50, 'd'), (5, 1, 'i5', 3.00, 'd'), (7, 1, 'i7', 1.00, 'd')")
+    dists = ", ".join(f"'dist{n}'" for n in range(1, 11))
+    conn.execute(f"INSERT INTO stock VALUES (3, 1, 14, {dists}, 0, 0, 0, 'd'), (5, 1, 30, {dists}, 0, 0, 0, 'd'), "
+                 f"(7, 2, 50, {dists}, 0, 0, 0, 'd')")
+    statements: list[str] = []
+    execute = conn.execute
+
+    def counted(sql: str, params: Any = ()) -> list[tuple]:
+        statements.append(sql)
+        return execute(sql, params)
+
+    conn.execute = counted  # type: ignore[method-assign]
+    sql = replace(dialect("duckdb"), one_stock_update=one_update, numbers_in_text=in_text)
+    assert new_order(conn, sql, NewOrder(1, 1, 1, (3, 7, 3, 5), (1, 2, 1, 1), (5, 2, 4, 1))) == COMMITTED
+    conn.execute = execute  # type: ignore[method-assign]
+    assert sorted(conn.execute("SELECT s_i_id, s_w_id, s_quantity, s_ytd, s_order_cnt, s_remote_cnt FROM stock")) == [
+        (3, 1, 14 - 5 - 4 + 91, 9, 2, 0), (5, 1, 29, 1, 1, 0), (7, 2, 48, 2, 1, 1)]
+    assert [s.split(" ")[0] for s in statements if " stock " in s] == stock_statements
+    assert conn.execute("SELECT ol_number, ol_i_id, ol_dist_info, ol_amount FROM order_line WHERE ol_o_id = 5 "
+                        "ORDER BY ol_number") == [(1, 3, "dist1", 12.5), (2, 7, "dist1", 2.0), (3, 3, "dist1", 10.0),
+                                                  (4, 5, "dist1", 3.0)]
+
+
 def test_consistency_holds_on_a_consistent_database(consistent: DuckConnection) -> None:
     assert checks.next_order_ids(consistent) == 8
     assert checks.new_order_count(5, 8, 3) == []
