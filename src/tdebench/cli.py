@@ -685,7 +685,7 @@ def engines(as_json: bool) -> None:
         remote = remote_class()
         available = remote.availability()
         rows.append({"name": name, "version": None, "usable": available.usable, "reason": available.reason,
-                     "fix": available.fix, "embedded": False, "memory_mb": "", "by_url": True,
+                     "fix": available.fix, "embedded": False, "memory_mb": remote.memory_use, "by_url": True,
                      "encryptions": [{**e.to_dict(), "usable": available.usable, "reason": "by url", "fix": ""}
                                      for e in remote.encryptions]})
     if as_json:
@@ -708,8 +708,7 @@ def engines(as_json: bool) -> None:
         else:
             out.print(f"[bold]{plain(row['name'])}[/] — [red]not usable[/]: {plain(row['reason'])}\n  fix: "
                       f"{plain(row['fix'])}", highlight=False)
-        if not row.get("by_url"):
-            out.print(f"memory_mb sets: {mark(row['memory_mb'])}", highlight=False, markup=False)
+        out.print(f"memory_mb sets: {mark(row['memory_mb'])}", highlight=False, markup=False)
         table = Table(show_edge=False, pad_edge=False)
         for column in ("encryption", "algorithm", "bits", "mode", "layer", "usable", "notes"):
             table.add_column(column, no_wrap=column in ("encryption", "bits", "layer", "notes"), min_width=len(column),

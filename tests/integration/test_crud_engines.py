@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from plots import drawn
 from tdebench.cli import main
 from tdebench.engines.base import NONE
 from tdebench.engines.sqlite import SQLiteEngine
@@ -139,7 +140,7 @@ def test_a_cold_plan_goes_cold_before_each_statement(tmp_path: Path) -> None:
     assert all(v.as_expected for v in run.verdicts)
     # two table sizes: the scaling figure (time against rows, a line per encryption) is drawn
     assert "plots/scaling-duckdb-crud.png" in (out / "report.md").read_text()
-    assert (out / "plots" / "scaling-duckdb-crud.png").stat().st_size > 0
+    assert drawn(out / "plots" / "scaling-duckdb-crud.png")
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from tdebench.workloads.oltp import checks, procedures, transactions
 from tdebench.workloads.oltp.driver import Settings, drive
 from tdebench.workloads.oltp.inputs import KINDS, MIX, NEW_ORDER, PAYMENT, Constants, Customer, Payment, Terminal
 from tdebench.workloads.oltp.workload import LOAD, OPTIONS, STRESS, OltpWorkload
+from plots import drawn
 from workspaces import server_reachable_dir
 
 CASES = [("duckdb", "none"), ("duckdb", "aes-256-gcm"), ("sqlite", "none"), ("sqlite", "chacha20-poly1305"),
@@ -280,4 +281,4 @@ def test_the_cli_runs_oltp_and_reports_tpm_nopm_latency_and_throughput_over_time
     report = (out / "report.md").read_text()
     for heading in ("## OLTP throughput", "## OLTP latency"):
         assert heading in report
-    assert (out / "plots" / "oltp-throughput-duckdb-w1.png").stat().st_size > 10_000
+    assert drawn(out / "plots" / "oltp-throughput-duckdb-w1.png")
