@@ -200,7 +200,7 @@ def test_a_plan_runs_across_two_workers_into_a_run_directory_shaped_like_a_local
     local = invoke("run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "local"), "--quiet",
                    "--data-dir", str(data), "--work-dir", str(work))
     assert local.exit_code == 0, local.output
-    assert manifest(across) == manifest(tmp_path / "local")
+    assert _shape(manifest(across)) == _shape(manifest(tmp_path / "local"))
 
 
 def test_every_overhead_is_measured_within_one_host(across: Path) -> None:
@@ -275,3 +275,10 @@ def test_a_cluster_without_workers_or_with_a_bad_address_is_bad_input(tmp_path: 
     result = invoke("run", str(sequential), "--out", str(tmp_path / "out"), "--cluster", "local:2")
     assert result.exit_code == 2 and 'not "sequential"' in result.output
     assert not (tmp_path / "out").exists()
+
+
+def _shape(files: list[str]) -> list[str]:
+    """A run directory's files, but the resource plots: one is drawn only where the sampler took
+    2 readings in a trial (report.plots.MIN_POINTS), which a quick trial on a quiet machine may
+    not give, here or on a worker."""
+    return [name for name in files if not name.startswith("plots/resources-")]
