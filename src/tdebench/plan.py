@@ -445,7 +445,7 @@ def _check_dialects(check: "_Checker", spec: WorkloadSpec, engines: tuple[Engine
     if dialects is None:
         return
     for choice in engines:
-        engine = REMOTE_ENGINES[choice.name] if choice.remote is not None else ENGINES[choice.name]
+        engine = get_engine(choice.name, remote=choice.remote)
         if engine.dialect not in dialects:
             raise check.error(f"the {spec.name} workload has no SQL for {choice.name} (dialect {engine.dialect}); "
                               f"it has for the dialects {', '.join(dialects)}", "name")

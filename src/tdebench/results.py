@@ -122,6 +122,12 @@ class Verdict:
         failure of the run either; the report says so."""
         return self.verdict == NOT_VERIFIED
 
+    @property
+    def unexpected(self) -> bool:
+        """Scanned and not as expected: what fails a run and is marked in the report (an
+        unverified trial is neither)."""
+        return not self.as_expected and not self.unverified
+
 
 @dataclass(frozen=True)
 class TrialOutcome:

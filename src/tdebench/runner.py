@@ -40,7 +40,7 @@ from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
 from tdebench.plan import (Group, Plan, TrialSpec, comparison_group, group_of, lockstep_groups, round_trials, schedule,
                            to_run)
-from tdebench.report.noise import widest_headlines
+from tdebench.report.noise import widest_headlines, widest_of
 from tdebench.report.records import group_label, summary_records
 from tdebench.results import (BUDGET, MOST_ROUNDS, REACHED, Record, RunData, Stopping, TrialKey, TrialOutcome,
                               Verdict)
@@ -91,8 +91,7 @@ def kept_summary(stored: RunData) -> RunSummary:
     done = stored.complete_trials()
     return RunSummary(trials=len(done), kept=len(done),
                       failed=[o for o in stored.trials if o.trial in done and o.status != "ok"],
-                      unexpected_verdicts=[v for v in stored.verdicts
-                                           if v.trial in done and not v.as_expected and not v.unverified])
+                      unexpected_verdicts=[v for v in stored.verdicts if v.trial in done and v.unexpected])
 
 
 def drop_os_cache() -> bool:
@@ -267,7 +266,7 @@ class Runner:
                     self.progress.trial_started(summary.trials, total, spec)
                 if outcome.status != "ok":
                     summary.failed.append(outcome)
-                if verdict is not None and not verdict.as_expected and not verdict.unverified:
+                if verdict is not None and verdict.unexpected:
                     summary.unexpected_verdicts.append(verdict)
                 self.progress.trial_finished(outcome, verdict)
 
@@ -340,7 +339,7 @@ class Runner:
                 self._trials([trial for group in chosen for trial in
                               round_trials(plan, rounds.get(group, 0) + 1, {group})], root, summary)
                 continue
-            widest = max(widths.values(), key=lambda item: (item[1], item[0])) if widths else None
+            widest = widest_of(widths)
             self.store.append(Stopping(rounds=max(rounds.values(), default=0), reason=reason,
                                        target_ci_pct=plan.target_ci_pct,
                                        widest=widest[0] if widest else "",

@@ -93,7 +93,7 @@ class Collector:
         self.summary.trials += 1
         if outcome.status != "ok":
             self.summary.failed.append(outcome)
-        if verdict is not None and not verdict.as_expected:
+        if verdict is not None and verdict.unexpected:
             self.summary.unexpected_verdicts.append(verdict)
         if outcome.trial in self.specs:
             self.progress.trial_started(self.summary.trials, self.total, self.specs[outcome.trial])

@@ -96,8 +96,12 @@ def widest_headlines(run: RunData, records: list[SummaryRecord]) -> dict[Group, 
 def widest_headline(run: RunData, records: list[SummaryRecord]) -> tuple[str, float] | None:
     """The widest of `widest_headlines`, over every group; None when the run has no headline
     overhead at all."""
-    widest = widest_headlines(run, records).values()
-    return max(widest, key=lambda item: (item[1], item[0])) if widest else None
+    return widest_of(widest_headlines(run, records))
+
+
+def widest_of(widths: dict[Group, tuple[str, float]]) -> tuple[str, float] | None:
+    """The widest of the groups' widest headline figures (`widest_headlines`), or None."""
+    return max(widths.values(), key=lambda item: (item[1], item[0])) if widths else None
 
 
 def noisy(record: SummaryRecord) -> bool:

@@ -261,8 +261,7 @@ def verdicts_table(run: RunData, csv: bool = True) -> Table:
     rows = [{"trial": v.trial.id, "engine": v.trial.engine, "memory_mb": v.trial.memory_mb,
              "encryption": v.trial.encryption, "workload": v.trial.workload, "scale": v.trial.scale,
              "repetition": v.trial.repetition, "verdict": v.verdict, "expected": v.expected,
-             "as_expected": v.as_expected, "unexpected": not v.as_expected and not v.unverified,
-             "files_scanned": v.files_scanned,
+             "as_expected": v.as_expected, "unexpected": v.unexpected, "files_scanned": v.files_scanned,
              "bytes_scanned": v.bytes_scanned, "first_hit": v.first_hit, "detail": v.detail,
              "engine_state": v.engine_state or None, "view_hits": v.view_hits,
              "exposed": ", ".join(v.exposed) or None}
@@ -297,7 +296,7 @@ def _verdict_count(verdicts: list[Verdict], trials: int) -> dict[str, Any]:
     if trials > len(verdicts):
         missing = trials - len(verdicts)
         words.append(f"{missing} trial{'s' if missing > 1 else ''} without a verdict")
-    unexpected = sum(not v.as_expected and not v.unverified for v in verdicts)
+    unexpected = sum(v.unexpected for v in verdicts)
     unverified = sum(v.unverified for v in verdicts)
     judged = "not verified" if unverified == len(verdicts) else "yes"  # a remote server's files: not scanned
     return {"expected": expected, "verdicts": ", ".join(words), "unexpected": unexpected,
@@ -673,7 +672,7 @@ def failures_table(run: RunData) -> Table:
              for m in run.measurements if m.answer == "timeout"]
     rows += [{"trial": v.trial.id, "what": f"verdict {v.verdict}, expected {v.expected}",
               "detail": "; ".join(part for part in (v.first_hit or "", v.detail) if part)}
-             for v in sorted(run.verdicts, key=lambda v: v.trial) if not v.as_expected and not v.unverified]
+             for v in sorted(run.verdicts, key=lambda v: v.trial) if v.unexpected]
     columns = (Column("trial", "trial"), Column("what", "what"), _prose("detail", "detail"))
     return Table("Failures", columns, rows)
 

@@ -145,9 +145,9 @@ _DIALECTS: dict[str, _Dialect] = {
         analyze="ANALYZE TABLE " + ", ".join(t.name for t in SCHEMA),
         table_options="ENGINE=InnoDB",
     ),
-    # SQL Server (sqlglot's "tsql"): only the script kit (tdebench script) runs it, on a server
-    # tdebench cannot measure here, so these choices follow the engine's documentation, not a
-    # measurement. Primary keys inline: a clustered index that dbgen's key order only appends
+    # SQL Server (sqlglot's "tsql"): the script kit (tdebench script) and a server reached by url
+    # run it, neither of which can be measured here, so these choices follow the engine's
+    # documentation, not a measurement. Primary keys inline: a clustered index that dbgen's key order only appends
     # to, as for InnoDB; the foreign-key indexes for its nested-loop plans; sp_updatestats so
     # the plans do not wait for auto-statistics on first use.
     "tsql": _Dialect(
@@ -157,7 +157,7 @@ _DIALECTS: dict[str, _Dialect] = {
         foreign_key_indexes=True,
         analyze="EXEC sp_updatestats",
     ),
-    # Oracle (script kit only, as tsql): NUMBER for the spec's integers and money, DATE (which
+    # Oracle (the script kit and a server by url, as tsql): NUMBER for the spec's integers and money, DATE (which
     # holds a time too; dbgen's are midnight), VARCHAR2. Tables and their indexes go to the
     # schema owner's default tablespace, which the kit's setup makes the encrypted one.
     "oracle": _Dialect(
