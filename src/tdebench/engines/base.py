@@ -146,11 +146,23 @@ class SensitiveColumns:
     key: tuple[str, ...]
 
 
+Statement = tuple[str, Sequence[Any]]
+"""One statement of a batch: its text with `?` placeholders, and their values."""
+
+
 class Connection(Protocol):
     """The small part of a DB-API connection that workloads use."""
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement and return all its rows; QueryTimeout past the timeout."""
+        ...
+
+    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        """Run `statements` in order, in whatever transaction is open, and return each one's
+        rows. A server sends them together and waits once (one round trip where `execute` would
+        take one each: what a client-side transaction's Python and the server's context
+        switches cost); an embedded engine runs them in turn (`execute_in_turn`). The first
+        that fails raises, and none after it runs: the caller rolls the transaction back."""
         ...
 
     def set_timeout(self, seconds: float | None) -> None:
@@ -160,6 +172,12 @@ class Connection(Protocol):
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
 
     def close(self) -> None: ...
+
+
+def execute_in_turn(conn: Connection, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+    """`Connection.execute_batch` one statement at a time: for a connection with nothing to
+    gain from sending them together (an engine in this process), or no way to."""
+    return [conn.execute(sql, params) for sql, params in statements]
 
 
 BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL = "full", "full-compressed", "logical"

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tdebench.engines.base import Statement, execute_in_turn
+
 
 def parquet_to_csv(parquet: Path, columns: Sequence[str], target: Path, delimiter: str = ",") -> int:
     """Write `columns` of a Parquet file as headerless CSV (quote and escape `"`), for a
@@ -80,6 +82,10 @@ class DBAPIConnection:
             cursor.close()
         self._conn.commit()
         return rows
+
+    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        """In turn: `execute` commits each statement, as these drivers have no batch of their own."""
+        return execute_in_turn(self, statements)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         cursor = self._conn.cursor()

@@ -16,7 +16,7 @@ from typing import Any
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   Reencrypts)
+                                   Reencrypts, Statement, execute_in_turn)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
@@ -40,6 +40,9 @@ class DuckDBConnection:
         with self._watchdog.statement():
             self._cursor.execute(sql, list(params) if params else None)
             return self._cursor.fetchall() if self._cursor.description else []
+
+    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        return execute_in_turn(self, statements)
 
     def set_timeout(self, seconds: float | None) -> None:
         self._watchdog.set_timeout(seconds)

@@ -55,7 +55,7 @@ from typing import Any, ClassVar
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive, Engine, NotSupported, QueryTimeout, Reencrypts,
-                                   SensitiveColumns)
+                                   SensitiveColumns, Statement)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
@@ -107,8 +107,19 @@ def load_data_local(conn: Connection, staging: Path, table: str, columns: Sequen
         raise RuntimeError(f"loaded {loaded} of {written} rows into {table}")
 
 
+def connect_options() -> dict[str, Any]:
+    """What every PyMySQL connection tdebench opens to a MariaDB or MySQL server asks for: LOAD
+    DATA LOCAL (the bulk loader), autocommit, utf8mb4, and several statements in one packet
+    (`MariaDBConnection.execute_batch`; only tdebench's own statements are ever sent)."""
+    from pymysql.constants import CLIENT
+
+    return {"local_infile": True, "autocommit": True, "charset": "utf8mb4", "client_flag": CLIENT.MULTI_STATEMENTS}
+
+
 class MariaDBConnection:
-    """A PyMySQL connection in autocommit mode, as the embedded engines' connections are.
+    """A PyMySQL connection in autocommit mode, as the embedded engines' connections are, that
+    may send several statements in one packet (`connect_options`: CLIENT.MULTI_STATEMENTS; the
+    server runs them in order and stops at the first that fails), which `execute_batch` does.
     `timeout_errors`: the server's error numbers for a statement stopped by its timeout."""
 
     timeout_errors: tuple[int, ...] = (_TIMEOUT_ERROR,)
@@ -121,6 +132,21 @@ class MariaDBConnection:
         with self._conn.cursor() as cursor:
             self._run(cursor.execute, qmark_to_format(sql) if params else sql, tuple(params) or None)
             return list(cursor.fetchall()) if cursor.description else []
+
+    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        """One packet of `;`-separated statements, their values escaped into their text by
+        PyMySQL as `execute` has it do (PyMySQL binds nothing on the server); each result read
+        in turn, the first error raised as it arrives (the server ran none after it)."""
+        with self._conn.cursor() as cursor:
+            text = ";\n".join(cursor.mogrify(qmark_to_format(sql), tuple(params)) if params else sql
+                              for sql, params in statements)
+            self._run(cursor.execute, text, None)
+            results = [list(cursor.fetchall()) if cursor.description else []]
+            while self._run(cursor.nextset):
+                results.append(list(cursor.fetchall()) if cursor.description else [])
+        if len(results) != len(statements):
+            raise RuntimeError(f"a batch of {len(statements)} statements returned {len(results)} results")
+        return results
 
     def load(self, sql: str) -> int:
         """Run a statement that returns no rows (LOAD DATA) and return its affected-row count."""
@@ -276,8 +302,7 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
         import pymysql
 
         return pymysql.connect(unix_socket=str(self.socket), user="root", password=self._password.hex(),
-                               database=database, local_infile=True, autocommit=True, charset="utf8mb4",
-                               connect_timeout=timeout)
+                               database=database, connect_timeout=timeout, **connect_options())
 
     @contextmanager
     def _scrubbed(self) -> Iterator[None]:

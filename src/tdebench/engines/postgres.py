@@ -51,7 +51,8 @@ from typing import Any, ClassVar
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   NotSupported, QueryTimeout, Reencrypts, SensitiveColumns)
+                                   NotSupported, QueryTimeout, Reencrypts, SensitiveColumns, Statement,
+                                   execute_in_turn)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
@@ -123,13 +124,49 @@ class PostgresConnection:
         import psycopg
 
         try:
-            cursor = (self._conn.execute(qmark_to_format(sql), list(params)) if params
-                      else self._conn.execute(sql))
-            return cursor.fetchall() if cursor.description else []
-        except psycopg.errors.QueryCanceled:
-            if self._timeout is None:
-                raise
-            raise QueryTimeout(f"statement stopped after the {self._timeout:g} s timeout") from None
+            return _rows(self._send(sql, params))
+        except psycopg.errors.QueryCanceled as exc:
+            raise self._timed_out(exc) from None
+
+    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        """psycopg's pipeline mode: the statements are sent without waiting for their results
+        (each still prepared on the server as `execute`'s are), then one Sync; the server runs
+        them in order and, after the first that fails, skips the rest up to the Sync. The Sync
+        is sent and its results read however the statements end (so no pipeline is left open
+        and psycopg logs no warning), and the first error is raised. In turn where libpq has no
+        pipeline mode or a statement needs the stored tables' search path (`execute`)."""
+        import psycopg
+
+        if not psycopg.Pipeline.is_supported() or (
+                self._sealed and any(pgcrypto.stored_table_statement(sql) for sql, _ in statements)):
+            return execute_in_turn(self, statements)
+        cursors, failure = [], None
+        pipeline = self._conn.pipeline()
+        pipeline.__enter__()
+        try:
+            for sql, params in statements:
+                cursors.append(self._send(sql, params))
+        except BaseException as exc:  # an error already read back, or Ctrl-C: still end the pipeline
+            failure = exc
+        try:
+            pipeline.__exit__(None, None, None)
+        except psycopg.Error as exc:
+            failure = failure or exc
+        if isinstance(failure, psycopg.errors.QueryCanceled):
+            raise self._timed_out(failure) from None
+        if failure is not None:
+            raise failure
+        return [_rows(cursor) for cursor in cursors]
+
+    def _send(self, sql: str, params: Sequence[Any]) -> Any:
+        """A cursor that ran `sql` (its rows read later in a pipeline)."""
+        return self._conn.execute(qmark_to_format(sql), list(params)) if params else self._conn.execute(sql)
+
+    def _timed_out(self, cancelled: Exception) -> Exception:
+        """What a statement the server cancelled raises: QueryTimeout if tdebench's timeout did it."""
+        if self._timeout is None:
+            return cancelled
+        return QueryTimeout(f"statement stopped after the {self._timeout:g} s timeout")
 
     def set_timeout(self, seconds: float | None) -> None:
         if seconds is not None and seconds <= 0:
@@ -144,6 +181,10 @@ class PostgresConnection:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _rows(cursor: Any) -> list[tuple[Any, ...]]:
+    return cursor.fetchall() if cursor.description else []
 
 
 def copy_from_parquet(conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:

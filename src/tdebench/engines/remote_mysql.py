@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Encryption, \
-    EncryptionNotActive
-from tdebench.engines.mariadb import MariaDBConnection, load_data_local
+    EncryptionNotActive, Statement
+from tdebench.engines.mariadb import MariaDBConnection, connect_options, load_data_local
 from tdebench.engines.remote import RemoteDatabase, RemoteEngine, RemoteError
 from tdebench.keys import Secret
 
@@ -73,6 +73,9 @@ class RemoteMySQLConnection(MariaDBConnection):
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return super().execute(with_table_options(sql, self._options), params)
+
+    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        return super().execute_batch([(with_table_options(sql, self._options), params) for sql, params in statements])
 
     def set_timeout(self, seconds: float | None) -> None:
         if seconds is not None and seconds <= 0:
@@ -218,8 +221,8 @@ class RemoteMySQLEngine(RemoteEngine):
 
         target = self._target
         return pymysql.connect(host=target.host, port=target.port, user=target.user,
-                               password=target.password().value(), database=database, local_infile=True,
-                               autocommit=True, charset="utf8mb4", connect_timeout=timeout)
+                               password=target.password().value(), database=database, connect_timeout=timeout,
+                               **connect_options())
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """One statement on a connection of its own, errors scrubbed."""
