@@ -64,13 +64,11 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-import numpy as np
 import psutil
 
-from oltp_driver import oltp_server  # bench/, this script's directory
+from oltp_driver import oltp_server, paired_ratio  # bench/, this script's directory
 from tdebench.engines.base import Database
 from tdebench.measure import process as counters
-from tdebench.stats import paired_overhead
 from tdebench.workloads.base import RunContext
 
 BENCHBASE = "benchbase"
@@ -345,12 +343,7 @@ def _ratio(runs: list[Figures], baseline: list[Figures] | None) -> str:
     """tdebench's NOPM over BenchBase's of the same round: their geometric mean [95% t-interval]."""
     if not baseline:
         return ""
-    base = np.array([[f.nopm] for f in baseline])
-    treat = np.array([[f.nopm] for f in runs])
-    if len(runs) < 2:
-        return f"{treat[0, 0] / base[0, 0]:.2f}×"
-    compared = paired_overhead(base, treat)
-    return f"{1 + compared.pct / 100:.2f}× [{1 + compared.ci_low / 100:.2f}, {1 + compared.ci_high / 100:.2f}]"
+    return paired_ratio([f.nopm for f in baseline], [f.nopm for f in runs])
 
 
 if __name__ == "__main__":

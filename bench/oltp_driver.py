@@ -19,13 +19,19 @@ one run:
   - the machine's CPU used by both together, of all its cores, and how busy its busiest disk
     was (over the whole run of each step: ramp-up, window and checks), which shows where the
     server spends the time its CPU does not.
-With `--rounds` above 1 each figure is the median over the rounds.
+With `--rounds` above 1 each figure is the median over the rounds, and each path's NOPM over
+the first path's is the geometric mean of the rounds' ratios with its 95% t-interval. The
+load average is printed after the runs (the machine may be shared).
 
 A path may also name another client for the processes, to measure it side by side with
 tdebench's own (PyMySQL; psycopg's binary build, which prepares a statement on the server
 once a connection has run it 5 times):
+  - either engine: `processes+unbatched`, tdebench's connections with `execute_batch` run one
+    statement at a time (a round trip each, as before the batches): with `--client`, what
+    sending a client-side transaction's statements together gains;
   - MariaDB: `processes+mysqlclient` (MySQLdb, libmariadb's C client) and
-    `processes+mariadb-connector` (MariaDB Connector/Python, also C). Neither installs from a
+    `processes+mariadb-connector` (MariaDB Connector/Python, also C), whose batches run in turn
+    (they are opened without multi-statement packets). Neither installs from a
     wheel on Linux: both build against libmariadb-dev (Debian) with a C compiler, e.g.
     `python3 -m venv /tmp/drivers && /tmp/drivers/bin/pip install mysqlclient mariadb==1.1.14`,
     then run this with PYTHONPATH=/tmp/drivers/lib/python3.11/site-packages;
@@ -48,22 +54,26 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 import psutil
 
 from tdebench.engines import get_engine
-from tdebench.engines.base import NONE, Connection, Database, Engine
+from tdebench.engines.base import NONE, Connection, Database, Engine, Statement, execute_in_turn
 from tdebench.engines.mariadb import SCHEMA, MariaDBConnection
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.results import TrialKey
+from tdebench.stats import paired_overhead
 from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.oltp.workload import LOAD, OPTIONS, PROCESSES, THREADS, OltpWorkload
 
 Row = dict[str, float]
-CLIENTS = {"mariadb": ("mysqlclient", "mariadb-connector"), "postgres": ("unprepared", "prepared")}
+UNBATCHED = "unbatched"
+CLIENTS = {"mariadb": ("mysqlclient", "mariadb-connector", UNBATCHED),
+           "postgres": ("unprepared", "prepared", UNBATCHED)}
 _DEADLOCKS = (1213, 1205)  # what the workload retries on MariaDB (errors.py), whichever client raised it
 
 
@@ -82,6 +92,23 @@ class _TranslatedConnection(MariaDBConnection):
                 raise pymysql.err.OperationalError(code, str(exc)) from exc
             raise
 
+    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        return execute_in_turn(self, statements)
+
+
+class _InTurn:
+    """One of tdebench's connections whose batches run one statement at a time, a round trip
+    each: the client-side transactions as they ran before `Connection.execute_batch`."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        return execute_in_turn(self, statements)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
 
 class _Client:
     """The database, its connections opened by another client: the workload sees no difference."""
@@ -97,6 +124,8 @@ class _Client:
 def _connector(database: Any, client: str) -> Callable[[], Connection]:
     """How `client` opens a connection to `database` (a bench's own server: its password is read
     from the object, never printed)."""
+    if client == UNBATCHED:
+        return lambda: cast(Connection, _InTurn(database.connect()))
     if client in ("unprepared", "prepared"):
         def prepared() -> Connection:
             conn = database.connect()
@@ -176,8 +205,8 @@ def main() -> None:
     parser.add_argument("--client", action="store_true", help="client-side statements instead of procedures")
     parser.add_argument("--rounds", type=int, default=1, help="times each (users, path) runs; medians printed")
     parser.add_argument("--paths", nargs="+", default=[THREADS, PROCESSES],
-                        help="the virtual users' paths to compare: threads, processes, and (MariaDB) "
-                             "processes+mysqlclient, processes+mariadb-connector or (PostgreSQL) "
+                        help="the virtual users' paths to compare: threads, processes, processes+unbatched, "
+                             "and (MariaDB) processes+mysqlclient, processes+mariadb-connector or (PostgreSQL) "
                              "processes+unprepared, processes+prepared")
     parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "tdebench" / "data")
     args = parser.parse_args()
@@ -242,30 +271,43 @@ def _print(args: argparse.Namespace, results: dict[tuple[int, str], list[Row]]) 
               "driver µs/txn", "driver cores busy", "machine CPU", "disk busy")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    ratios: dict[str, dict[int, list[float]]] = {}
+    ratios: dict[str, dict[int, str]] = {}
     for users in args.users:
         for path in args.paths:
             row = _median(results[(users, path)], cores)
             ratio = ""
-            if path != baseline:
-                # per round, this path's NOPM over the first path's of the same round
-                pairs = [b["new_orders"] / b["elapsed_s"] / (a["new_orders"] / a["elapsed_s"])
-                         for a, b in zip(results[(users, baseline)], results[(users, path)]) if a["new_orders"]]
-                if pairs:
-                    ratios.setdefault(path, {})[users] = pairs
-                    ratio = f"{statistics.median(pairs):.2f}×"
+            if path != baseline:  # per round, this path's NOPM over the first path's of the same round
+                ratio = paired_ratio([_nopm(mix) for mix in results[(users, baseline)]],
+                                     [_nopm(mix) for mix in results[(users, path)]])
+                ratios.setdefault(path, {})[users] = ratio
             print(f"| {users} | {path} | {row['tpm']:,.0f} | {row['nopm']:,.0f} | {ratio} | {row['server']:.2f} "
                   f"| {row['driver']:.2f} | {row['share']:.0%} | {row['per_txn']:,.0f} | {row['driver_cores']:.2f} "
                   f"| {row['machine']:.0%} | {row['disk']:.0%} |")
     print()
     for path, by_users in ratios.items():
         print(f"NOPM of {path} over {baseline}, per users: " + ", ".join(
-            f"{users}: {statistics.median(pairs):.2f}×" for users, pairs in by_users.items()))
+            f"{users}: {ratio}" for users, ratio in by_users.items()))
     for path in args.paths:
         nopms = {users: _median(results[(users, path)], cores)["nopm"] for users in args.users}
         first, best = args.users[0], max(nopms, key=lambda users: nopms[users])
         print(f"{path}: NOPM from {nopms[first]:,.0f} with {first} user(s) to its peak of {nopms[best]:,.0f} "
               f"with {best} users ({nopms[best] / nopms[first]:.1f}×).")
+    print(f"load average after the runs: {' '.join(f'{load:.1f}' for load in os.getloadavg())}")
+
+
+def _nopm(mix: Row) -> float:
+    return mix["new_orders"] / mix["elapsed_s"] * 60
+
+
+def paired_ratio(baseline: Sequence[float], treatment: Sequence[float]) -> str:
+    """`treatment` over `baseline`, paired by round: the geometric mean of the rounds' ratios
+    [its 95% t-interval] (one round: its ratio)."""
+    if not baseline or not all(baseline):
+        return ""
+    if len(baseline) < 2:
+        return f"{treatment[0] / baseline[0]:.2f}×"
+    compared = paired_overhead(np.array([[b] for b in baseline]), np.array([[t] for t in treatment]))
+    return f"{1 + compared.pct / 100:.2f}× [{1 + compared.ci_low / 100:.2f}, {1 + compared.ci_high / 100:.2f}]"
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tdebench.engines.base import Connection
+from tdebench.engines.base import Connection, Statement
 from tdebench.workloads.oltp.inputs import (DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL, Customer,
                                             Delivery, Inputs, NewOrder, OrderStatus, Payment, StockLevel)
 from tdebench.workloads.oltp.schema import DISTRICTS_PER_WAREHOUSE
@@ -76,9 +76,12 @@ def dialect(name: str) -> Dialect:
         raise ValueError(f"no TPC-C transactions for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
 
 
-def _begin(conn: Connection, statement: str) -> None:
-    if statement:
-        conn.execute(statement)
+def _begin(statement: str) -> list[Statement]:
+    """The statement that begins a transaction, if the dialect has one, for its first batch."""
+    return [(statement, ())] if statement else []
+
+
+_COMMIT: Statement = ("COMMIT", ())
 
 
 def _marks(count: int) -> str:
@@ -97,50 +100,76 @@ def _customer_id(conn: Connection, customer: Customer) -> int:
         return customer.c_id
     rows = conn.execute("SELECT c_id FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? "
                         "ORDER BY c_first", [customer.w_id, customer.d_id, customer.c_last])
+    return _middle(rows, customer)
+
+
+def _middle(rows: list[tuple[Any, ...]], customer: Customer) -> int:
+    """The c_id at position ceil(n/2) of the customers of that last name, in c_first order."""
     if not rows:
         raise LookupError(f"no customer named {customer.c_last} in district {customer.w_id}/{customer.d_id}")
-    return rows[(len(rows) + 1) // 2 - 1][0]
+    return int(rows[(len(rows) + 1) // 2 - 1][0])
+
+
+def _by_name(customer: Customer) -> Statement:
+    """The customers of `customer`'s last name, for `_middle`."""
+    return ("SELECT c_id FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? ORDER BY c_first",
+            [customer.w_id, customer.d_id, customer.c_last])
 
 
 def new_order(conn: Connection, sql: Dialect, t: NewOrder) -> str:
     """Clause 2.4.2: take the district's next order number, enter the order and its lines,
-    take the stock; roll back if an item does not exist. Every round trip costs the driver's
-    Python and the server a context switch, while the district's row stays locked: the customer
-    and warehouse are read in one SELECT, and the stock of a supplying warehouse is read in one
-    SELECT and updated in one UPDATE (`_take_stock`), not one per line."""
-    _begin(conn, sql.begin_write)
-    _one(conn.execute("SELECT c_discount, c_last, c_credit, w_tax FROM customer JOIN warehouse ON w_id = c_w_id "
-                      "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?", [t.w_id, t.d_id, t.c_id]), "customer")
+    take the stock; roll back if an item does not exist. Two round trips (`execute_batch`),
+    since every one costs the driver's Python and the server a context switch while the
+    district's row stays locked: the reads (the customer and warehouse in one SELECT, the
+    district's next order number, the items, and per supplying warehouse one locking read of
+    its stock rows), then the writes and the COMMIT. The stock is locked before the order is
+    entered, where it used to be after: the locks are taken in the same order as before
+    (district, then stock by warehouse), and a rollback undoes the one as the other."""
     key = [t.w_id, t.d_id]
+    reads = [*_begin(sql.begin_write),
+             ("SELECT c_discount, c_last, c_credit, w_tax FROM customer JOIN warehouse ON w_id = c_w_id "
+              "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?", [t.w_id, t.d_id, t.c_id])]
     if sql.update_returning:
-        next_o_id, _ = _one(conn.execute("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = ? "
-                                         "AND d_id = ? RETURNING d_next_o_id, d_tax", key), "district")
-        o_id = next_o_id - 1
+        reads.append(("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = ? AND d_id = ? "
+                      "RETURNING d_next_o_id - 1, d_tax", key))
     else:
-        o_id, _ = _one(conn.execute("SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?"
-                                    + sql.for_update, key), "district")
-        conn.execute("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = ? AND d_id = ?", key)
-    lines = len(t.items)
-    conn.execute("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, "
-                 "o_all_local) VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP, NULL, ?, ?)",
-                 [o_id, t.d_id, t.w_id, t.c_id, lines, int(t.all_local)])
-    conn.execute("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)", [o_id, t.d_id, t.w_id])
+        reads += [("SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = ? AND d_id = ?" + sql.for_update, key),
+                  ("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = ? AND d_id = ?", key)]
+    district = len(reads) - (1 if sql.update_returning else 2)
     wanted = sorted(set(t.items))
-    prices = {row[0]: float(row[1]) for row in
-              conn.execute(f"SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN ({_marks(len(wanted))})",
-                           wanted)}
+    reads.append((f"SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN ({_marks(len(wanted))})", wanted))
+    warehouses = sorted(set(t.supply_w_ids))
+    dist = f"s_dist_{t.d_id:02d}"
+    for supply_w_id in warehouses:
+        ids = sorted({i for i, w in zip(t.items, t.supply_w_ids) if w == supply_w_id})
+        reads.append((f"SELECT s_i_id, s_quantity, {dist} FROM stock WHERE s_w_id = ? AND s_i_id IN "
+                      f"({_marks(len(ids))})" + sql.for_update, [supply_w_id, *ids]))
+    results = conn.execute_batch(reads)
+    _one(results[len(_begin(sql.begin_write))], "customer")
+    o_id, _ = _one(results[district], "district")
+    prices = {row[0]: float(row[1]) for row in results[-len(warehouses) - 1]}
     if len(prices) < len(wanted):  # an unused item: clause 2.4.2.3
         conn.execute("ROLLBACK")
         return ROLLBACK
-    dist_info = _take_stock(conn, sql, t)
+    lines = len(t.items)
+    writes: list[Statement] = [
+        ("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local) "
+         "VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP, NULL, ?, ?)", [o_id, t.d_id, t.w_id, t.c_id, lines, int(t.all_local)]),
+        ("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)", [o_id, t.d_id, t.w_id])]
+    dist_info: dict[tuple[int, int], str] = {}
+    for supply_w_id, rows in zip(warehouses, results[-len(warehouses):]):
+        stock = {s_i_id: _Stock(quantity) for s_i_id, quantity, _ in rows}
+        dist_info.update(((s_i_id, supply_w_id), info) for s_i_id, _, info in rows)
+        _take_stock(stock, supply_w_id, t)
+        writes += _update_stock(sql, supply_w_id, stock)
     values: list[Any] = []
     for number, (item, supply_w_id, quantity) in enumerate(zip(t.items, t.supply_w_ids, t.quantities), start=1):
         values += [o_id, t.d_id, t.w_id, number, item, supply_w_id, quantity,
                    round(quantity * prices[item], 2), dist_info[(item, supply_w_id)]]
-    conn.execute("INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
-                 "ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES "
-                 + ", ".join(["(?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)"] * lines), values)
-    conn.execute("COMMIT")
+    writes += [("INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
+                "ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES "
+                + ", ".join(["(?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)"] * lines), values), _COMMIT]
+    conn.execute_batch(writes)
     return COMMITTED
 
 
@@ -161,41 +190,25 @@ class _Stock:
 _STOCK_SET = ("s_quantity = ", "s_ytd = s_ytd + ", "s_order_cnt = s_order_cnt + ", "s_remote_cnt = s_remote_cnt + ")
 
 
-def _take_stock(conn: Connection, sql: Dialect, t: NewOrder) -> dict[tuple[int, int], str]:
-    """Clause 2.4.2.2: each line takes its quantity from its item's stock (plus 91 when fewer
-    than 10 would be left), counts an order and whether it was remote; per supplying warehouse
-    one locking read of all its rows, then `_update_stock`. Returns each
-    (item, warehouse)'s s_dist_xx for the order lines."""
-    dist = f"s_dist_{t.d_id:02d}"
-    dist_info: dict[tuple[int, int], str] = {}
-    for supply_w_id in sorted(set(t.supply_w_ids)):
-        ids = sorted({i for i, w in zip(t.items, t.supply_w_ids) if w == supply_w_id})
-        stock: dict[int, _Stock] = {}
-        for s_i_id, quantity, info in conn.execute(
-                f"SELECT s_i_id, s_quantity, {dist} FROM stock WHERE s_w_id = ? AND s_i_id IN ({_marks(len(ids))})"
-                + sql.for_update, [supply_w_id, *ids]):
-            stock[s_i_id] = _Stock(quantity)
-            dist_info[(s_i_id, supply_w_id)] = info
-        for item, w_id, quantity in zip(t.items, t.supply_w_ids, t.quantities):
-            if w_id == supply_w_id:
-                row = stock[item]
-                row.quantity -= quantity if row.quantity >= quantity + 10 else quantity - 91
-                row.ytd += quantity
-                row.orders += 1
-                row.remote += int(supply_w_id != t.w_id)
-        _update_stock(conn, sql, supply_w_id, stock)
-    return dist_info
+def _take_stock(stock: dict[int, _Stock], supply_w_id: int, t: NewOrder) -> None:
+    """Clause 2.4.2.2: each line supplied by `supply_w_id` takes its quantity from its item's
+    stock (plus 91 when fewer than 10 would be left), counts an order and whether it was remote."""
+    for item, w_id, quantity in zip(t.items, t.supply_w_ids, t.quantities):
+        if w_id == supply_w_id:
+            row = stock[item]
+            row.quantity -= quantity if row.quantity >= quantity + 10 else quantity - 91
+            row.ytd += quantity
+            row.orders += 1
+            row.remote += int(supply_w_id != t.w_id)
 
 
-def _update_stock(conn: Connection, sql: Dialect, w_id: int, stock: dict[int, _Stock]) -> None:
-    """Write a New-Order's stock rows of one warehouse back: in one UPDATE with a CASE by item
-    per column where the dialect finds the rows of an IN list by its key (`one_stock_update`),
-    else one UPDATE per row."""
+def _update_stock(sql: Dialect, w_id: int, stock: dict[int, _Stock]) -> list[Statement]:
+    """The UPDATEs that write a New-Order's stock rows of one warehouse back: one with a CASE by
+    item per column where the dialect finds the rows of an IN list by its key
+    (`one_stock_update`), else one per row."""
     if not sql.one_stock_update:
-        for item, row in stock.items():
-            conn.execute("UPDATE stock SET " + ", ".join(f"{column}?" for column in _STOCK_SET)
-                         + " WHERE s_i_id = ? AND s_w_id = ?", [*row.values(), item, w_id])
-        return
+        return [("UPDATE stock SET " + ", ".join(f"{column}?" for column in _STOCK_SET)
+                 + " WHERE s_i_id = ? AND s_w_id = ?", [*row.values(), item, w_id]) for item, row in stock.items()]
     params: list[int] = []
 
     def number(value: int) -> str:
@@ -206,111 +219,129 @@ def _update_stock(conn: Connection, sql: Dialect, w_id: int, stock: dict[int, _S
         params.append(value)
         return "?"
 
-    conn.execute("UPDATE stock SET " + ", ".join(
+    return [("UPDATE stock SET " + ", ".join(
         f"{column}CASE s_i_id " + " ".join(f"WHEN {number(item)} THEN {number(row.values()[index])}"
                                            for item, row in stock.items()) + " END"
         for index, column in enumerate(_STOCK_SET))
-        + f" WHERE s_w_id = {number(w_id)} AND s_i_id IN ({', '.join(number(item) for item in stock)})", params)
+        + f" WHERE s_w_id = {number(w_id)} AND s_i_id IN ({', '.join(number(item) for item in stock)})", params)]
 
 
 def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
     """Clause 2.5.2: add the payment to the warehouse's, district's and customer's figures
     (and, for bad credit, to the customer's data), and write it to the history. The warehouse's
     and district's names and addresses come back from their UPDATEs (RETURNING) or, without
-    it, from one SELECT of both after them: fewer round trips while their rows are locked."""
-    _begin(conn, sql.begin_write)
-    update_warehouse = "UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?"
-    update_district = "UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?"
+    it, from one SELECT of both after them. Two round trips for a customer chosen by number,
+    three by last name: the warehouse's and district's updates with the customer's locking read
+    (or the search by name), then the customer's update, the history and the COMMIT."""
+    update_warehouse = ("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?", [t.amount, t.w_id])
+    update_district = ("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?",
+                       [t.amount, t.w_id, t.d_id])
     w_address, d_address = (", ".join(f"{p}_{name}" for name in _ADDRESS) for p in "wd")
+    first = _begin(sql.begin_write)
     if sql.update_returning:
-        w_name = _one(conn.execute(f"{update_warehouse} RETURNING {w_address}", [t.amount, t.w_id]), "warehouse")[0]
-        d_name = _one(conn.execute(f"{update_district} RETURNING {d_address}", [t.amount, t.w_id, t.d_id]),
-                      "district")[0]
+        first += [(f"{update_warehouse[0]} RETURNING {w_address}", update_warehouse[1]),
+                  (f"{update_district[0]} RETURNING {d_address}", update_district[1])]
     else:
-        conn.execute(update_warehouse, [t.amount, t.w_id])
-        conn.execute(update_district, [t.amount, t.w_id, t.d_id])
-        both = _one(conn.execute(f"SELECT {w_address}, {d_address} FROM warehouse JOIN district ON d_w_id = w_id "
-                                 "WHERE w_id = ? AND d_id = ?", [t.w_id, t.d_id]), "warehouse and district")
-        w_name, d_name = both[0], both[len(_ADDRESS)]
+        first += [update_warehouse, update_district,
+                  (f"SELECT {w_address}, {d_address} FROM warehouse JOIN district ON d_w_id = w_id "
+                   "WHERE w_id = ? AND d_id = ?", [t.w_id, t.d_id])]
     c = t.customer
-    c_id = _customer_id(conn, c)
+    read_customer = ("SELECT c_credit, c_data, c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, "
+                     "c_zip, c_phone, c_since, c_credit_lim, c_discount, c_balance FROM customer WHERE c_w_id = ? "
+                     "AND c_d_id = ? AND c_id = ?" + sql.for_update)
+    first.append(_by_name(c) if c.c_id is None else (read_customer, [c.w_id, c.d_id, c.c_id]))
+    results = conn.execute_batch(first)
+    if sql.update_returning:
+        w_name = _one(results[-3], "warehouse")[0]
+        d_name = _one(results[-2], "district")[0]
+    else:
+        both = _one(results[-2], "warehouse and district")
+        w_name, d_name = both[0], both[len(_ADDRESS)]
+    c_id = c.c_id if c.c_id is not None else _middle(results[-1], c)
     key = [c.w_id, c.d_id, c_id]
-    credit, data = _one(conn.execute(
-        "SELECT c_credit, c_data, c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, c_zip, "
-        "c_phone, c_since, c_credit_lim, c_discount, c_balance FROM customer WHERE c_w_id = ? AND c_d_id = ? "
-        "AND c_id = ?" + sql.for_update, key), "customer")[:2]
+    customer = results[-1] if c.c_id is not None else conn.execute(read_customer, key)
+    credit, data = _one(customer, "customer")[:2]
     paid = "c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, c_payment_cnt = c_payment_cnt + 1"
     if credit == "BC":
         data = f"{c_id} {c.d_id} {c.w_id} {t.d_id} {t.w_id} {t.amount:.2f} | {data}"[:500]
-        conn.execute(f"UPDATE customer SET {paid}, c_data = ? WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
-                     [t.amount, t.amount, data, *key])
+        update: Statement = (f"UPDATE customer SET {paid}, c_data = ? WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+                             [t.amount, t.amount, data, *key])
     else:
-        conn.execute(f"UPDATE customer SET {paid} WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
-                     [t.amount, t.amount, *key])
-    conn.execute("INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) "
-                 "VALUES (?, ?, ?, ?, ?, CURRENT_TIMESTAMP, ?, ?)",
-                 [c_id, c.d_id, c.w_id, t.d_id, t.w_id, t.amount, f"{w_name}    {d_name}"])
-    conn.execute("COMMIT")
+        update = (f"UPDATE customer SET {paid} WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+                  [t.amount, t.amount, *key])
+    conn.execute_batch([update, ("INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, "
+                                 "h_data) VALUES (?, ?, ?, ?, ?, CURRENT_TIMESTAMP, ?, ?)",
+                                 [c_id, c.d_id, c.w_id, t.d_id, t.w_id, t.amount, f"{w_name}    {d_name}"]),
+                        _COMMIT])
     return COMMITTED
 
 
 def order_status(conn: Connection, sql: Dialect, t: OrderStatus) -> str:
-    """Clause 2.6.2 (read-only): a customer's balance, latest order and its lines."""
-    _begin(conn, sql.begin_read)
+    """Clause 2.6.2 (read-only): a customer's balance, latest order and its lines. One round
+    trip (two for a customer chosen by last name): the lines of the latest order are found by a
+    subquery that is the latest-order query itself."""
     c = t.customer
-    c_id = _customer_id(conn, c)
-    _one(conn.execute("SELECT c_balance, c_first, c_middle, c_last FROM customer WHERE c_w_id = ? AND c_d_id = ? "
-                      "AND c_id = ?", [c.w_id, c.d_id, c_id]), "customer")
-    latest = conn.execute("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? "
-                          "AND o_c_id = ? ORDER BY o_id DESC LIMIT 1", [c.w_id, c.d_id, c_id])
-    if latest:
-        conn.execute("SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
-                     "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?", [c.w_id, c.d_id, latest[0][0]])
-    conn.execute("COMMIT")
+    found = [] if c.c_id is not None else conn.execute_batch([*_begin(sql.begin_read), _by_name(c)])
+    c_id = c.c_id if c.c_id is not None else _middle(found[-1], c)
+    key = [c.w_id, c.d_id, c_id]
+    latest = "SELECT o_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? ORDER BY o_id DESC LIMIT 1"
+    results = conn.execute_batch([
+        *(_begin(sql.begin_read) if c.c_id is not None else []),
+        ("SELECT c_balance, c_first, c_middle, c_last FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+         key),
+        ("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? "
+         "ORDER BY o_id DESC LIMIT 1", key),
+        ("SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
+         f"WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ({latest})", [c.w_id, c.d_id, *key]),
+        _COMMIT])
+    _one(results[-4], "customer")
     return COMMITTED
 
 
 def delivery(conn: Connection, sql: Dialect, t: Delivery) -> str:
     """Clause 2.7.4: deliver the oldest undelivered order of each of the warehouse's ten
-    districts, in one transaction (as HammerDB does). A district whose oldest order a
-    concurrent Delivery took first (the DELETE finds no row) is skipped, as one without
-    undelivered orders is."""
-    _begin(conn, sql.begin_write)
-    for d_id in range(1, DISTRICTS_PER_WAREHOUSE + 1):
-        oldest = conn.execute("SELECT no_o_id FROM new_order WHERE no_w_id = ? AND no_d_id = ? "
-                              "ORDER BY no_o_id LIMIT 1" + sql.for_update, [t.w_id, d_id])
-        if not oldest:
+    districts, in one transaction (as HammerDB does). Three round trips, not five per
+    district: the ten districts' oldest undelivered orders (locked where the dialect locks
+    them), then their DELETEs with each order's customer, then the updates of the orders, their
+    lines and customers and the COMMIT. A district whose oldest order a concurrent Delivery
+    took first (the DELETE finds no row) is skipped, as one without undelivered orders is."""
+    oldest = conn.execute_batch([*_begin(sql.begin_write), *(
+        ("SELECT no_o_id FROM new_order WHERE no_w_id = ? AND no_d_id = ? ORDER BY no_o_id LIMIT 1" + sql.for_update,
+         [t.w_id, d_id]) for d_id in range(1, DISTRICTS_PER_WAREHOUSE + 1))])[-DISTRICTS_PER_WAREHOUSE:]
+    orders = [(d_id, rows[0][0]) for d_id, rows in enumerate(oldest, start=1) if rows]
+    taken: list[Statement] = []
+    for d_id, o_id in orders:
+        taken += [("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ? RETURNING no_o_id",
+                   [t.w_id, d_id, o_id]),
+                  ("SELECT o_c_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?", [t.w_id, d_id, o_id])]
+    results = conn.execute_batch(taken) if taken else []
+    writes: list[Statement] = []
+    for (d_id, o_id), deleted, customer in zip(orders, results[::2], results[1::2]):
+        if not deleted:
             continue
-        o_id = oldest[0][0]
-        if not conn.execute("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ? "
-                            "RETURNING no_o_id", [t.w_id, d_id, o_id]):
-            continue
-        deliver = "UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?"
-        if sql.update_returning:  # the customer comes back from the UPDATE: one round trip fewer
-            (c_id,) = _one(conn.execute(deliver + " RETURNING o_c_id", [t.carrier_id, t.w_id, d_id, o_id]), "order")
-        else:
-            (c_id,) = _one(conn.execute("SELECT o_c_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?",
-                                        [t.w_id, d_id, o_id]), "order")
-            conn.execute(deliver, [t.carrier_id, t.w_id, d_id, o_id])
-        conn.execute("UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP WHERE ol_w_id = ? AND ol_d_id = ? "
-                     "AND ol_o_id = ?", [t.w_id, d_id, o_id])
-        conn.execute("UPDATE customer SET c_balance = c_balance + (SELECT sum(ol_amount) FROM order_line "
-                     "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?), c_delivery_cnt = c_delivery_cnt + 1 "
-                     "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?", [t.w_id, d_id, o_id, t.w_id, d_id, c_id])
-    conn.execute("COMMIT")
+        (c_id,) = _one(customer, "order")
+        key = [t.w_id, d_id, o_id]
+        writes += [
+            ("UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?", [t.carrier_id, *key]),
+            ("UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP WHERE ol_w_id = ? AND ol_d_id = ? "
+             "AND ol_o_id = ?", key),
+            ("UPDATE customer SET c_balance = c_balance + (SELECT sum(ol_amount) FROM order_line WHERE ol_w_id = ? "
+             "AND ol_d_id = ? AND ol_o_id = ?), c_delivery_cnt = c_delivery_cnt + 1 WHERE c_w_id = ? AND c_d_id = ? "
+             "AND c_id = ?", [*key, t.w_id, d_id, c_id])]
+    conn.execute_batch([*writes, _COMMIT])
     return COMMITTED
 
 
 def stock_level(conn: Connection, sql: Dialect, t: StockLevel) -> str:
     """Clause 2.8.2 (read-only): how many of the items of the district's last 20 orders are
-    below the threshold in stock."""
-    _begin(conn, sql.begin_read)
-    (next_o_id,) = _one(conn.execute("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?",
-                                     [t.w_id, t.d_id]), "district")
-    conn.execute("SELECT count(DISTINCT s_i_id) FROM order_line JOIN stock ON s_w_id = ol_w_id AND s_i_id = ol_i_id "
-                 "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id < ? AND ol_o_id >= ? AND s_quantity < ?",
-                 [t.w_id, t.d_id, next_o_id, next_o_id - 20, t.threshold])
-    conn.execute("COMMIT")
+    below the threshold in stock. Two round trips: the district's next order number, then the
+    count and the COMMIT."""
+    (next_o_id,) = _one(conn.execute_batch([*_begin(sql.begin_read), (
+        "SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", [t.w_id, t.d_id])])[-1], "district")
+    conn.execute_batch([
+        ("SELECT count(DISTINCT s_i_id) FROM order_line JOIN stock ON s_w_id = ol_w_id AND s_i_id = ol_i_id "
+         "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id < ? AND ol_o_id >= ? AND s_quantity < ?",
+         [t.w_id, t.d_id, next_o_id, next_o_id - 20, t.threshold]), _COMMIT])
     return COMMITTED
 
 
