@@ -11,7 +11,7 @@ import csv
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from tdebench.results import Measurement, TrialKey
 from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.oltp import checks, procedures, transactions
-from tdebench.workloads.oltp.driver import Settings, drive
+from tdebench.workloads.oltp.driver import Outcome, Run, Settings, drive
 from tdebench.workloads.oltp.inputs import KINDS, MIX, NEW_ORDER, PAYMENT, Constants, Customer, Payment, Terminal
 from tdebench.workloads.oltp.workload import LOAD, OPTIONS, STRESS, OltpWorkload
 from plots import drawn
@@ -141,26 +141,93 @@ def test_worker_processes_count_exactly_the_new_orders_the_database_has(loaded: 
     if loaded.database.server_user is None:
         pytest.skip("an embedded engine's users are threads")
     dialect = loaded.engine.dialect
+    outcome = _four_users_in_two_processes(loaded, lambda user: procedures.server_side(user, dialect), rampup_s=0.3)
+    assert 0 < outcome.tallies[NEW_ORDER].committed
+    assert sum(sum(i.committed.values()) for i in outcome.intervals) == outcome.committed
+    assert outcome.driver_cpu_s > 0
+
+
+def _four_users_in_two_processes(loaded: Loaded, run: Callable[[Any], Run], rampup_s: float) -> Outcome:
+    """Four users (`run` of each one's connection) in two worker processes for 2 s; what they
+    did, once it is checked that their merged count of committed New-Orders is the database's
+    own (by d_next_o_id and by the orders table) and its consistency conditions hold."""
+    dialect = loaded.engine.dialect
     users = [loaded.database.connect() for _ in range(4)]
     try:
         runs = []
         for number, user in enumerate(users, start=1):
             for statement in transactions.dialect(dialect).session:
                 user.execute(statement)
-            runs.append((user, procedures.server_side(user, dialect),
-                         Terminal.for_user(number, 1, Constants.from_seed(SEED), SEED, LOAD)))
+            runs.append((user, run(user), Terminal.for_user(number, 1, Constants.from_seed(SEED), SEED, LOAD)))
         ids_before, orders_before = checks.next_order_ids(loaded.conn), _orders(loaded.conn)
-        outcome = drive(Settings(virtual_users=4, rampup_s=0.3, duration_s=2.0, transactions=0, interval_s=0.5,
+        outcome = drive(Settings(virtual_users=4, rampup_s=rampup_s, duration_s=2.0, transactions=0, interval_s=0.5,
                                  max_retries=100), runs, loaded.database.engine_processes, processes=2)
     finally:
         for user in users:
             user.close()
-    assert not outcome.errors and not outcome.gave_up
+    assert not outcome.errors and not outcome.gave_up, outcome.first_errors
     grown = checks.next_order_ids(loaded.conn) - ids_before
     assert grown == outcome.new_orders_total == _orders(loaded.conn) - orders_before
-    assert 0 < outcome.tallies[NEW_ORDER].committed <= grown
-    assert sum(sum(i.committed.values()) for i in outcome.intervals) == outcome.committed
-    assert outcome.driver_cpu_s > 0 and checks.consistency(loaded.conn) == []
+    assert outcome.tallies[NEW_ORDER].committed <= grown
+    assert checks.consistency(loaded.conn) == []
+    return outcome
+
+
+# A statement that fails as a lost race does, on each server: created for the test, called in
+# the middle of a batch, dropped afterwards; and the reason the driver counts its retry under
+LOST_RACE: dict[str, tuple[str, str, str, str]] = {
+    "mysql": ("CREATE PROCEDURE tdebench_lost_race() SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, "
+              "MESSAGE_TEXT = 'a lost race, forced by the test'", "CALL tdebench_lost_race()",
+              "DROP PROCEDURE tdebench_lost_race", "deadlock"),
+    "postgres": ("CREATE FUNCTION tdebench_lost_race() RETURNS void LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION "
+                 "'a lost race, forced by the test' USING ERRCODE = 'serialization_failure'; END $$",
+                 "SELECT tdebench_lost_race()", "DROP FUNCTION tdebench_lost_race()", "serialization failure"),
+}
+FAILED_BATCHES = 3  # per user: its first New-Orders' write batches
+
+
+class FailsMidBatch:
+    """One of the database's own connections whose first FAILED_BATCHES New-Order write batches
+    get the server's lost-race statement between the stock's UPDATE and the order lines' INSERT:
+    the order, its new_order row and the stock written before it in the batch, and the district's
+    next order number taken in the batch before, must all be rolled back and the New-Order run
+    again, or the database's counts of New-Orders grow past the driver's."""
+
+    def __init__(self, conn: Connection, failing: str) -> None:
+        self._conn = conn
+        self._failing = failing
+        self.left = FAILED_BATCHES
+
+    def execute_batch(self, statements: Any) -> Any:
+        lines = [n for n, (sql, _) in enumerate(statements) if sql.startswith("INSERT INTO order_line")]
+        if lines and self.left:
+            self.left -= 1
+            statements = [*statements[:lines[0]], (self._failing, ()), *statements[lines[0]:]]
+        return self._conn.execute_batch(statements)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def test_a_failure_inside_a_batch_rolls_the_whole_transaction_back_and_it_is_retried(loaded: Loaded) -> None:
+    """Client-side statements, four users in two worker processes, each user's first three
+    New-Orders failing in the middle of their write batch: every failure retried (counted under
+    its reason), and the merged count of committed New-Orders is the database's own (by
+    d_next_o_id and by the orders table), its consistency conditions holding. No ramp-up: the
+    failures fall in the window, whose retries are counted."""
+    if loaded.database.server_user is None:
+        pytest.skip("an embedded engine runs a batch's statements in turn, in this process")
+    dialect = loaded.engine.dialect
+    create, call, drop, reason = LOST_RACE[dialect]
+    loaded.conn.execute(create)
+    try:
+        outcome = _four_users_in_two_processes(
+            loaded, lambda user: transactions.client_side(FailsMidBatch(user, call), transactions.dialect(dialect)),
+            rampup_s=0.0)
+    finally:
+        loaded.conn.execute(drop)
+    assert outcome.tallies[NEW_ORDER].retries[reason] >= 4 * FAILED_BATCHES
+    assert outcome.tallies[NEW_ORDER].committed > 4 * FAILED_BATCHES
 
 
 def _orders(conn: Connection) -> int:
