@@ -66,6 +66,17 @@ def test_oltp_driver_prints_threads_and_processes_side_by_side() -> None:
     assert "threads: NOPM from" in out and "processes: NOPM from" in out
 
 
+def test_oltp_driver_compares_batched_client_side_statements_with_unbatched_ones() -> None:
+    """The paired ratio of two rounds, with its interval, and the machine's load average."""
+    out = run("oltp_driver.py", "--engine", "mariadb", "--client", "--users", "2", "--duration", "1", "--rampup",
+              "0.3", "--rounds", "2", "--paths", "processes+unbatched", "processes", timeout=240)
+    assert re.search(r"^\| 2 \| processes\+unbatched \| [\d,]+ \| [\d,]+ \|  \|", out, re.M), out
+    ratio = r"\d+\.\d\d× \[\d+\.\d\d, \d+\.\d\d\]"  # of the two rounds, with its interval
+    assert re.search(rf"^\| 2 \| processes \| [\d,]+ \| [\d,]+ \| {ratio} \|", out, re.M), out
+    assert "NOPM of processes over processes+unbatched, per users: 2: " in out
+    assert re.search(r"^load average after the runs: [\d.]+ [\d.]+ [\d.]+$", out, re.M), out
+
+
 def test_benchbase_without_a_benchbase_says_so_and_exits_2(tmp_path: Path) -> None:
     for args, said in (((), "no BenchBase: pass --benchbase DIR"),
                        (("--benchbase", str(tmp_path)), f"{tmp_path}: no BenchBase build")):

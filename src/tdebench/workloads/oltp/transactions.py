@@ -3,7 +3,10 @@
 Each function runs one whole transaction on one connection and returns "committed" or
 "rollback" (the spec's 1% New-Orders with an unused item, rolled back on purpose); any
 error propagates, and the driver rolls back, retries or counts it. Statements use `?`
-placeholders, which the server connections turn into their drivers' own. Engines run at
+placeholders, which the server connections turn into their drivers' own. Statements whose
+results a transaction does not wait for are sent together (`Connection.execute_batch`, one
+round trip on a server), so a transaction takes 1 to 3 round trips; the first statement of a
+batch that fails stops it, and the driver rolls the whole transaction back. Engines run at
 their default isolation level, as HammerDB runs them; where two transactions race for the
 same row the engine serialises them (locks) or fails one (DuckDB's write conflicts, SQLite's
 busy database), and the driver runs the loser again.
@@ -34,7 +37,7 @@ class Dialect:
     for_update: str  # appended to a SELECT of rows the transaction will update ("" if none)
     update_returning: bool  # UPDATE … RETURNING reads the new value in the same statement
     session: tuple[str, ...] = ()  # run once on every virtual user's connection
-    # a New-Order's stock rows in one UPDATE (a CASE by item): fewer round trips on the servers;
+    # a New-Order's stock rows in one UPDATE (a CASE by item): less work per statement on the servers;
     # DuckDB scans the table for an IN list of keys, so there one UPDATE per row is faster
     one_stock_update: bool = True
     client_session: tuple[str, ...] = ()  # run by client_side() on each user's connection
@@ -99,17 +102,9 @@ def _one(rows: list[tuple[Any, ...]], what: str) -> tuple[Any, ...]:
     return rows[0]
 
 
-def _customer_id(conn: Connection, customer: Customer) -> int:
-    """Clause 2.5.2.2: by last name, the customer at position ceil(n/2) in c_first order."""
-    if customer.c_id is not None:
-        return customer.c_id
-    rows = conn.execute("SELECT c_id FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? "
-                        "ORDER BY c_first", [customer.w_id, customer.d_id, customer.c_last])
-    return _middle(rows, customer)
-
-
 def _middle(rows: list[tuple[Any, ...]], customer: Customer) -> int:
-    """The c_id at position ceil(n/2) of the customers of that last name, in c_first order."""
+    """Clause 2.5.2.2: of the customers of that last name (`_by_name`, in c_first order), the
+    c_id at position ceil(n/2)."""
     if not rows:
         raise LookupError(f"no customer named {customer.c_last} in district {customer.w_id}/{customer.d_id}")
     return int(rows[(len(rows) + 1) // 2 - 1][0])
