@@ -462,6 +462,28 @@ def test_a_new_order_takes_its_stock_as_line_by_line_in_one_read_per_supplying_w
                                                   (4, 5, "dist1", 3.0)]
 
 
+@pytest.mark.parametrize("named", [1, 2, 3, 4, 5])
+def test_a_customer_chosen_by_last_name_is_at_position_ceil_n_over_2_by_first_name(named: int) -> None:
+    """Clause 2.5.2.2, in one statement: of `named` customers of a last name (their first
+    names not in c_id order), the one at position ceil(n/2) in c_first order; another
+    district's and another name's customers are not counted."""
+    from tdebench.workloads.oltp.inputs import Customer
+    from tdebench.workloads.oltp.transactions import _customer
+
+    conn = DuckConnection()
+    for statement in schema.create_tables("duckdb"):
+        conn.execute(statement)
+    firsts = ["delta", "alpha", "echo", "charlie", "bravo"][:named]
+    rows = [(1, 1, c_id, first, "ABLE") for c_id, first in enumerate(firsts, start=1)]
+    rows += [(1, 2, 1, "aaa", "ABLE"), (1, 1, 9, "aaa", "BAKER")]
+    for w_id, d_id, c_id, first, last in rows:
+        conn.execute("INSERT INTO customer VALUES (?, ?, ?, ?, 'OE', ?, 's1', 's2', 'city', 'ST', '123411111', 'p', "
+                     "TIMESTAMP '2024-01-01', 'GC', 50000, 0.1, 0, 0, 0, 0, 'data')", [c_id, d_id, w_id, first, last])
+    found, params = _customer(Customer(1, 1, None, "ABLE"))
+    by_first = sorted(range(1, named + 1), key=lambda c_id: firsts[c_id - 1])
+    assert conn.execute("SELECT c_id FROM customer WHERE " + found, params) == [(by_first[(named + 1) // 2 - 1],)]
+
+
 def test_consistency_holds_on_a_consistent_database(consistent: DuckConnection) -> None:
     assert checks.next_order_ids(consistent) == 8
     assert checks.new_order_count(5, 8, 3) == []

@@ -102,18 +102,17 @@ def _one(rows: list[tuple[Any, ...]], what: str) -> tuple[Any, ...]:
     return rows[0]
 
 
-def _middle(rows: list[tuple[Any, ...]], customer: Customer) -> int:
-    """Clause 2.5.2.2: of the customers of that last name (`_by_name`, in c_first order), the
-    c_id at position ceil(n/2)."""
-    if not rows:
-        raise LookupError(f"no customer named {customer.c_last} in district {customer.w_id}/{customer.d_id}")
-    return int(rows[(len(rows) + 1) // 2 - 1][0])
-
-
-def _by_name(customer: Customer) -> Statement:
-    """The customers of `customer`'s last name, for `_middle`."""
-    return ("SELECT c_id FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? ORDER BY c_first",
-            [customer.w_id, customer.d_id, customer.c_last])
+def _customer(customer: Customer) -> tuple[str, list[Any]]:
+    """The condition that finds the customer, and its parameters: by number, or (clause
+    2.5.2.2) by last name the one at position ceil(n/2) of the n customers of that name in
+    c_first order, in the same statement (row_number over the index on last and first name)."""
+    district = [customer.w_id, customer.d_id]
+    if customer.c_id is not None:
+        return "c_w_id = ? AND c_d_id = ? AND c_id = ?", [*district, customer.c_id]
+    return ("c_w_id = ? AND c_d_id = ? AND c_id = (SELECT c_id FROM (SELECT c_id, row_number() OVER (ORDER BY "
+            "c_first) AS position, count(*) OVER () AS named FROM customer WHERE c_w_id = ? AND c_d_id = ? AND "
+            "c_last = ?) AS same_name WHERE 2 * position IN (named, named + 1))",
+            [*district, *district, customer.c_last])
 
 
 def new_order(conn: Connection, sql: Dialect, t: NewOrder) -> str:
@@ -261,9 +260,9 @@ def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
     """Clause 2.5.2: add the payment to the warehouse's, district's and customer's figures
     (and, for bad credit, to the customer's data), and write it to the history. The warehouse's
     and district's names and addresses come back from their UPDATEs (RETURNING) or, without
-    it, from one SELECT of both after them. Two round trips for a customer chosen by number,
-    three by last name: the warehouse's and district's updates with the customer's locking read
-    (or the search by name), then the customer's update, the history and the COMMIT."""
+    it, from one SELECT of both after them. Two round trips: the warehouse's and district's
+    updates with the customer's locking read (`_customer`), then the customer's update, the
+    history and the COMMIT."""
     update_warehouse = ("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?", [t.amount, t.w_id])
     update_district = ("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?",
                        [t.amount, t.w_id, t.d_id])
@@ -277,10 +276,10 @@ def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
                   (f"SELECT {w_address}, {d_address} FROM warehouse JOIN district ON d_w_id = w_id "
                    "WHERE w_id = ? AND d_id = ?", [t.w_id, t.d_id])]
     c = t.customer
-    read_customer = ("SELECT c_credit, c_data, c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, "
-                     "c_zip, c_phone, c_since, c_credit_lim, c_discount, c_balance FROM customer WHERE c_w_id = ? "
-                     "AND c_d_id = ? AND c_id = ?" + sql.for_update)
-    first.append(_by_name(c) if c.c_id is None else (read_customer, [c.w_id, c.d_id, c.c_id]))
+    found, params = _customer(c)
+    first.append(("SELECT c_id, c_credit, c_data, c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, "
+                  "c_zip, c_phone, c_since, c_credit_lim, c_discount, c_balance FROM customer WHERE "
+                  + found + sql.for_update, params))
     results = conn.execute_batch(first)
     if sql.update_returning:
         w_name = _one(results[-3], "warehouse")[0]
@@ -288,10 +287,8 @@ def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
     else:
         both = _one(results[-2], "warehouse and district")
         w_name, d_name = both[0], both[len(_ADDRESS)]
-    c_id = c.c_id if c.c_id is not None else _middle(results[-1], c)
+    c_id, credit, data = _one(results[-1], f"customer {c.c_id or c.c_last} of district {c.w_id}/{c.d_id}")[:3]
     key = [c.w_id, c.d_id, c_id]
-    customer = results[-1] if c.c_id is not None else conn.execute(read_customer, key)
-    credit, data = _one(customer, "customer")[:2]
     paid = "c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, c_payment_cnt = c_payment_cnt + 1"
     if credit == "BC":
         data = f"{c_id} {c.d_id} {c.w_id} {t.d_id} {t.w_id} {t.amount:.2f} | {data}"[:500]
@@ -309,23 +306,28 @@ def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
 
 def order_status(conn: Connection, sql: Dialect, t: OrderStatus) -> str:
     """Clause 2.6.2 (read-only): a customer's balance, latest order and its lines. One round
-    trip (two for a customer chosen by last name): the lines of the latest order are found by a
-    subquery that is the latest-order query itself."""
+    trip (two for a customer chosen by last name, whose number comes first): the lines of the
+    latest order are found by a subquery that is the latest-order query itself."""
     c = t.customer
-    found = [] if c.c_id is not None else conn.execute_batch([*_begin(sql.begin_read), _by_name(c)])
-    c_id = c.c_id if c.c_id is not None else _middle(found[-1], c)
+    found, params = _customer(c)
+    customer: Statement = ("SELECT c_id, c_balance, c_first, c_middle, c_last FROM customer WHERE " + found, params)
+    first = [*_begin(sql.begin_read), customer]
+    if c.c_id is None:
+        c_id = _one(conn.execute_batch(first)[-1], f"customer {c.c_last} of district {c.w_id}/{c.d_id}")[0]
+        first = []
+    else:
+        c_id = c.c_id
     key = [c.w_id, c.d_id, c_id]
     latest = "SELECT o_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? ORDER BY o_id DESC LIMIT 1"
     results = conn.execute_batch([
-        *(_begin(sql.begin_read) if c.c_id is not None else []),
-        ("SELECT c_balance, c_first, c_middle, c_last FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
-         key),
+        *first,
         ("SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? "
          "ORDER BY o_id DESC LIMIT 1", key),
         ("SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
          f"WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ({latest})", [c.w_id, c.d_id, *key]),
         _COMMIT])
-    _one(results[-4], "customer")
+    if first:
+        _one(results[-4], f"customer {c_id} of district {c.w_id}/{c.d_id}")
     return COMMITTED
 
 
