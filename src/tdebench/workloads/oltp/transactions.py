@@ -258,35 +258,25 @@ def _update_stock(sql: Dialect, w_id: int, stock: dict[int, _Stock]) -> list[Sta
 
 def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
     """Clause 2.5.2: add the payment to the warehouse's, district's and customer's figures
-    (and, for bad credit, to the customer's data), and write it to the history. The warehouse's
-    and district's names and addresses come back from their UPDATEs (RETURNING) or, without
-    it, from one SELECT of both after them. Two round trips: the warehouse's and district's
-    updates with the customer's locking read (`_customer`), then the customer's update, the
-    history and the COMMIT."""
-    update_warehouse = ("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?", [t.amount, t.w_id])
-    update_district = ("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?",
-                       [t.amount, t.w_id, t.d_id])
-    w_address, d_address = (", ".join(f"{p}_{name}" for name in _ADDRESS) for p in "wd")
-    first = _begin(sql.begin_write)
-    if sql.update_returning:
-        first += [(f"{update_warehouse[0]} RETURNING {w_address}", update_warehouse[1]),
-                  (f"{update_district[0]} RETURNING {d_address}", update_district[1])]
-    else:
-        first += [update_warehouse, update_district,
-                  (f"SELECT {w_address}, {d_address} FROM warehouse JOIN district ON d_w_id = w_id "
-                   "WHERE w_id = ? AND d_id = ?", [t.w_id, t.d_id])]
+    (and, for bad credit, to the customer's data), and write it to the history. Two round trips:
+    the warehouse's and district's names and addresses (a plain read: they never change) with
+    the customer's locking read (`_customer`), then the customer's update, the history, the
+    district's and the warehouse's updates and the COMMIT. Every Payment of a warehouse updates
+    its row, so at W = 1 they all queue for it: it is locked last, in the batch that commits,
+    not across a round trip (the locks are taken customer, district, warehouse in every Payment,
+    and no other transaction takes a customer's lock before a district's or warehouse's)."""
     c = t.customer
     found, params = _customer(c)
-    first.append(("SELECT c_id, c_credit, c_data, c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, "
-                  "c_zip, c_phone, c_since, c_credit_lim, c_discount, c_balance FROM customer WHERE "
-                  + found + sql.for_update, params))
-    results = conn.execute_batch(first)
-    if sql.update_returning:
-        w_name = _one(results[-3], "warehouse")[0]
-        d_name = _one(results[-2], "district")[0]
-    else:
-        both = _one(results[-2], "warehouse and district")
-        w_name, d_name = both[0], both[len(_ADDRESS)]
+    w_address, d_address = (", ".join(f"{p}_{name}" for name in _ADDRESS) for p in "wd")
+    results = conn.execute_batch([
+        *_begin(sql.begin_write),
+        (f"SELECT {w_address}, {d_address} FROM warehouse JOIN district ON d_w_id = w_id WHERE w_id = ? AND d_id = ?",
+         [t.w_id, t.d_id]),
+        ("SELECT c_id, c_credit, c_data, c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, c_zip, "
+         "c_phone, c_since, c_credit_lim, c_discount, c_balance FROM customer WHERE " + found + sql.for_update,
+         params)])
+    both = _one(results[-2], "warehouse and district")
+    w_name, d_name = both[0], both[len(_ADDRESS)]
     c_id, credit, data = _one(results[-1], f"customer {c.c_id or c.c_last} of district {c.w_id}/{c.d_id}")[:3]
     key = [c.w_id, c.d_id, c_id]
     paid = "c_balance = c_balance - ?, c_ytd_payment = c_ytd_payment + ?, c_payment_cnt = c_payment_cnt + 1"
@@ -297,10 +287,14 @@ def payment(conn: Connection, sql: Dialect, t: Payment) -> str:
     else:
         update = (f"UPDATE customer SET {paid} WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
                   [t.amount, t.amount, *key])
-    conn.execute_batch([update, ("INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, "
-                                 "h_data) VALUES (?, ?, ?, ?, ?, CURRENT_TIMESTAMP, ?, ?)",
-                                 [c_id, c.d_id, c.w_id, t.d_id, t.w_id, t.amount, f"{w_name}    {d_name}"]),
-                        _COMMIT])
+    conn.execute_batch([
+        update,
+        ("INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) "
+         "VALUES (?, ?, ?, ?, ?, CURRENT_TIMESTAMP, ?, ?)",
+         [c_id, c.d_id, c.w_id, t.d_id, t.w_id, t.amount, f"{w_name}    {d_name}"]),
+        ("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?", [t.amount, t.w_id, t.d_id]),
+        ("UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?", [t.amount, t.w_id]),
+        _COMMIT])
     return COMMITTED
 
 
