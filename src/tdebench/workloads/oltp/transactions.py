@@ -110,8 +110,8 @@ def _customer(customer: Customer) -> tuple[str, list[Any]]:
     if customer.c_id is not None:
         return "c_w_id = ? AND c_d_id = ? AND c_id = ?", [*district, customer.c_id]
     return ("c_w_id = ? AND c_d_id = ? AND c_id = (SELECT c_id FROM (SELECT c_id, row_number() OVER (ORDER BY "
-            "c_first) AS position, count(*) OVER () AS named FROM customer WHERE c_w_id = ? AND c_d_id = ? AND "
-            "c_last = ?) AS same_name WHERE 2 * position IN (named, named + 1))",
+            "c_first) AS nth, count(*) OVER () AS named FROM customer WHERE c_w_id = ? AND c_d_id = ? AND "
+            "c_last = ?) AS same_name WHERE 2 * nth IN (named, named + 1))",
             [*district, *district, customer.c_last])
 
 
