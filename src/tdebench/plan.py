@@ -27,8 +27,8 @@ ORDERS = ("interleaved", "lockstep", "sequential")
 PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
 _TOP_KEYS = {"name", "description", "measured", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
-             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads", "pin_cpus",
-             "pool_hosts"}
+             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "target_tests", "engines", "workloads",
+             "pin_cpus", "pool_hosts"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
@@ -93,6 +93,8 @@ class Plan:
     target_ci_pct: float | None = None  # adaptive: add rounds until every headline CI is ± this
     max_minutes: float | None = None  # adaptive: the time budget for the whole run
     max_repetitions: int = 1000  # adaptive: never more rounds than this
+    # adaptive: the tests whose headline figures it waits on ("load" is the load); () for all
+    target_tests: tuple[str, ...] = ()
     pin_cpus: CpuPinning | None = None  # where the engine and the driver run; None: wherever the OS likes
     description: str = ""  # what the plan compares, in a line (`tdebench plans` lists it)
     # how long a run of the plan took and where, as its author timed it (`tdebench plans` lists it);
@@ -262,6 +264,9 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
                           "data in memory; a cold cache needs each test alone: use order = \"interleaved\"", "order")
     if target is not None and most < repetitions:
         raise check.error(f"max_repetitions = {most} is below repetitions = {repetitions}", "max_repetitions")
+    if target is None and "target_tests" in data:
+        raise check.error("target_tests names what adaptive repetitions wait on, which target_ci_pct turns on; "
+                          "add e.g. target_ci_pct = 2", "target_tests")
     engine_choices = tuple(_engine(check.within("engines", i), e, placebo)
                            for i, e in enumerate(check.tables(engines, "engines")))
     remote = next((e.name for e in engine_choices if e.remote is not None), None)
@@ -273,6 +278,8 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     for i, spec in enumerate(workload_specs):
         _check_dialects(check.within("workloads", i), spec, engine_choices)
     _check_memory_axis(check, engine_choices, workload_specs)
+    tests_measured = ("load", *dict.fromkeys(test for spec in workload_specs for test in spec.tests))
+    target_tests = check.choices(data, "target_tests", (), tests_measured) if "target_tests" in data else ()
     for kind, names in (("engines", [e.name for e in engine_choices]), ("workloads", [w.name for w in workload_specs])):
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:  # two tables of one name would run its trials twice and silently double n
@@ -296,6 +303,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         target_ci_pct=target,
         max_minutes=budget,
         max_repetitions=most,
+        target_tests=target_tests,
         pin_cpus=_pin_cpus(check, data["pin_cpus"]) if "pin_cpus" in data else None,
         description=check.string(data, "description", ""),
         measured=check.string(data, "measured", ""),

@@ -317,7 +317,7 @@ class Runner:
         step = 0
         while True:
             run = read_run(self.store.directory)
-            widths = widest_headlines(run, summary_records(run))
+            widths = widest_headlines(run, summary_records(run), plan.target_tests)
             rounds = _rounds_by_group(plan, run)
             elapsed_s = (self.clock.now_ns() - start_ns) / 1e9
             wide = sorted((group for group, (_, width) in widths.items() if width > plan.target_ci_pct),
@@ -346,7 +346,8 @@ class Runner:
                                        widest_ci_pct=widest[1] if widest else math.nan,
                                        elapsed_s=elapsed_s,
                                        group_rounds={group_label(g): n for g, n in sorted(rounds.items(),
-                                                                                         key=lambda i: str(i[0]))}))
+                                                                                         key=lambda i: str(i[0]))},
+                                       target_tests=plan.target_tests))
             self.store.sync()
             return
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, WINDOW_STEP, CellKey, SummaryRecord,
@@ -74,17 +74,21 @@ def is_headline(cell: CellKey) -> bool:
     return any(rule.matches(cell) for rule in headline_rules())
 
 
-def widest_headlines(run: RunData, records: list[SummaryRecord]) -> dict[Group, tuple[str, float]]:
+def widest_headlines(run: RunData, records: list[SummaryRecord],
+                     tests: Collection[str] = ()) -> dict[Group, tuple[str, float]]:
     """Per comparison group (engine, memory_mb, workload, scale: `plan.comparison_group`), the
-    headline overhead with the widest CI, as (label, half-width in percentage points): what
-    adaptive repetitions wait on. Every headline figure counts (the placebo's too), TPM and NOPM
-    included; deterministic figures (sizes) have no interval and are left out, and so is a
-    group without a headline overhead."""
+    headline overhead with the widest CI, as (label, half-width in percent of the ratio:
+    `Overhead.half_width`): what adaptive repetitions wait on. Every headline figure counts
+    (the placebo's too), TPM and NOPM included, or only those of `tests` (the plan's
+    `target_tests`; "load" is the load, and a backup test covers its sealed variants, as
+    "full" does "full+aes-256"); deterministic figures (sizes) have no interval and are left
+    out, and so is a group without a headline overhead."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     widths: dict[Group, list[tuple[float, str]]] = defaultdict(list)
     for record in records:
         compared = record.overhead
         if (compared is None or not is_headline(record.cell)
+                or (tests and record.cell.test.partition("+")[0] not in tests)
                 or deterministic(record, baselines[record.cell.comparison])):
             continue
         cell = record.cell
