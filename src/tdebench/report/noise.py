@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -214,6 +215,18 @@ def busy_sentence(loads: list[TrialLoad], named: int = 10) -> str | None:
     return (f"{len(busy)} of {len(loads)} trial(s) ran while other processes used more than "
             f"{BUSY_OTHERS_PCT:g}% of one core on average: {names}{more}. Their timings may include "
             f"another program's work: {BUSY_ADVICE}. See “Machine load”.")
+
+
+def busy_headline(loads: list[TrialLoad]) -> str | None:
+    """For the report's first lines, when any trial ran on a busy machine: how many, and how
+    busy (the median of their other processes' CPU), since that decides how wide the run's
+    intervals came out; None when none did."""
+    busy = [load.others_mean for load in loads if load.busy and load.others_mean is not None]
+    if not busy:
+        return None
+    return (f"The machine was busy: {len(busy)} of {len(loads)} trials ran while other processes used "
+            f"{statistics.median(busy):.0f}% of one core (median), so these intervals may be wider than a "
+            f"quiet machine's (“Machine load”).")
 
 
 def findings(figures: list[NoisyFigure], loads: list[TrialLoad]) -> list[str]:
