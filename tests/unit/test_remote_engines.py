@@ -244,16 +244,32 @@ def test_remote_only_engines_need_a_url_and_cold_caches_are_refused() -> None:
                    "p.toml")
 
 
-def test_a_workload_without_sql_for_the_engines_dialect_is_refused_at_its_line() -> None:
-    """crud and oltp have no T-SQL or Oracle statements: the plan says so before any trial runs;
-    tpch has them (the script kit's dialects), and every workload runs on MySQL's."""
-    def plan(engine: str, url: str, workload: str) -> str:
-        return PLAN.format(engine=engine, url=url, extra='password_env = "X"').replace('"crud"', f'"{workload}"')
+def test_a_workload_an_engine_by_url_cannot_run_is_refused_at_its_line() -> None:
+    """Every workload has SQL for the engines by url but maintenance, whose index rebuild has no
+    T-SQL or Oracle text; backup and maintenance's encrypt and rekey need what tdebench owns
+    only on its own engines; oltp's procedures exist for MariaDB and PostgreSQL only."""
+    def plan(engine: str, url: str, workload: str, extra: str = "") -> str:
+        text = PLAN.format(engine=engine, url=url, extra='password_env = "X"')
+        return text.replace('"crud"', f'"{workload}"') + extra
 
-    for workload in ("crud", "oltp"):
-        with pytest.raises(PlanError, match=rf"p.toml:6: the {workload} workload has no SQL for sqlserver "
-                                            r"\(dialect tsql\); it has for the dialects .*mysql"):
-            parse_plan(plan("sqlserver", "mssql://bench@db/bench", workload), "p.toml")
-    assert parse_plan(plan("sqlserver", "mssql://bench@db/bench", "tpch"), "p.toml").workloads[0].name == "tpch"
-    for workload in ("tpch", "crud", "oltp"):
-        assert parse_plan(plan("mysql", "mysql://bench@db/bench", workload), "p.toml").workloads[0].name == workload
+    sqlserver, oracle, mariadb = "mssql://bench@db/bench", "oracle://bench@db/FREE", "mariadb://bench@db/bench"
+    with pytest.raises(PlanError, match=r"p.toml:6: the maintenance workload has no SQL for sqlserver \(dialect "
+                                        r"tsql\); it has for the dialects duckdb, sqlite, postgres, mysql$"):
+        parse_plan(plan("sqlserver", sqlserver, "maintenance"), "p.toml")
+    with pytest.raises(PlanError, match=r"p.toml:6: the backup workload's full, full-compressed, logical cannot run "
+                                        r"on mariadb by url: it backs up and restores with the engine's own tools.*; "
+                                        r"run it on an engine tdebench starts \(duckdb, sqlite, mariadb, postgres\)"):
+        parse_plan(plan("mariadb", mariadb, "backup"), "p.toml")
+    with pytest.raises(PlanError, match=r"p.toml:7: the maintenance workload's encrypt, rekey cannot run on mariadb "
+                                        r"by url: .*; give tests = \['reindex'\]"):
+        parse_plan(plan("mariadb", mariadb, "maintenance", 'tests = ["reindex", "encrypt", "rekey"]\n'), "p.toml")
+    assert parse_plan(plan("mariadb", mariadb, "maintenance", 'tests = ["reindex"]\n'), "p.toml").workloads[0].tests \
+        == ("reindex",)
+    for engine, url in (("sqlserver", sqlserver), ("oracle", oracle)):
+        with pytest.raises(PlanError, match=rf"p.toml:7: procedures cannot run on {engine}: the oltp workload's "
+                                            r"stored procedures are written for MariaDB and PostgreSQL only .*"
+                                            r"set procedures = false, or leave it out"):
+            parse_plan(plan(engine, url, "oltp", "procedures = true\n"), "p.toml")
+        for workload, extra in (("tpch", ""), ("crud", ""), ("oltp", ""), ("oltp", "procedures = false\n")):
+            assert parse_plan(plan(engine, url, workload, extra), "p.toml").workloads[0].name == workload
+    assert parse_plan(plan("mariadb", mariadb, "oltp", "procedures = true\n"), "p.toml").workloads[0].name == "oltp"
