@@ -5,6 +5,7 @@ here), which answers their catalog queries as the documented servers would."""
 from __future__ import annotations
 
 import sys
+import traceback
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,8 +14,8 @@ from typing import Any
 import pytest
 
 from tdebench.engines import get_engine
-from tdebench.engines.base import EncryptionNotActive
-from tdebench.engines.remote import Password, RemoteTarget, parse_url
+from tdebench.engines.base import EncryptionNotActive, QueryTimeout
+from tdebench.engines.remote import Password, RemoteError, RemoteTarget, parse_url
 from tdebench.engines.remote_mysql import with_table_options
 from tdebench.plan import PlanError, parse_plan
 
@@ -273,3 +274,91 @@ def test_a_workload_an_engine_by_url_cannot_run_is_refused_at_its_line() -> None
         for workload, extra in (("tpch", ""), ("crud", ""), ("oltp", ""), ("oltp", "procedures = false\n")):
             assert parse_plan(plan(engine, url, workload, extra), "p.toml").workloads[0].name == workload
     assert parse_plan(plan("mariadb", mariadb, "oltp", "procedures = true\n"), "p.toml").workloads[0].name == "oltp"
+
+
+def test_sqlserver_takes_the_statement_timeout_when_it_connects(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    """pymssql sets its query timeout (`timeout`, whole seconds) only in connect: a new timeout
+    reconnects, the same one does not, and the driver's timeout error is QueryTimeout."""
+    def answer(sql: str, params: tuple) -> list[tuple]:
+        if "WAITFOR" in sql:
+            raise RuntimeError("(20003, b'DB-Lib error message 20003, severity 6:\\nAdaptive Server connection "
+                               "timed out')")
+        return [(1,)]
+
+    driver = FakeDriver(answer)
+    _install(monkeypatch, "pymssql", driver)
+    engine = get_engine("sqlserver", remote=_target("sqlserver", "mssql://bench@db:1433/bench", monkeypatch))
+    database = engine.provision(tmp_path, engine.encryption("none"), None)
+    conn = database.connect()
+    conn.set_timeout(2.5)
+    conn.set_timeout(2.5)
+    conn.set_timeout(None)
+    assert [login["timeout"] for login in driver.logins] == [0, 3, 0]
+    assert {login["database"] for login in driver.logins} == {database.namespace}  # type: ignore[attr-defined]
+    with pytest.raises(QueryTimeout, match="driver's timeout"):
+        conn.execute("WAITFOR DELAY '00:00:05'")
+
+
+def test_oracle_takes_the_statement_timeout_as_its_call_timeout(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    def answer(sql: str, params: tuple) -> list[tuple]:
+        if "slow" in sql:
+            raise RuntimeError("DPY-4024: call timeout of 1500 ms exceeded")
+        return []
+
+    driver = FakeDriver(answer)
+    _install(monkeypatch, "oracledb", driver)
+    engine = get_engine("oracle", remote=_target("oracle", "oracle://bench@db:1521/FREEPDB1", monkeypatch))
+    conn = engine.provision(tmp_path, engine.encryption("none"), None).connect()
+    assert driver.statements()[-1] == "ALTER SESSION SET NLS_TIMESTAMP_FORMAT = 'YYYY-MM-DD HH24:MI:SS'"
+    conn.set_timeout(1.5)
+    with pytest.raises(QueryTimeout):
+        conn.execute("SELECT slow FROM dual")
+
+
+@pytest.mark.parametrize("engine, url, encryption, statement", [
+    ("sqlserver", "mssql://bench@db:1433/bench", "aes-256", "CREATE MASTER KEY ENCRYPTION BY PASSWORD = '"),
+    ("oracle", "oracle://bench@db:1521/FREEPDB1", "aes-256", "CREATE USER "),
+])
+def test_a_trial_password_a_server_error_quotes_is_scrubbed(engine: str, url: str, encryption: str, statement: str,
+                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The trial's own passwords are written into SQL text (SQL Server's master key, Oracle's
+    user): an error that quotes the statement reaches no message, nor its chain."""
+    def answer(sql: str, params: tuple) -> list[tuple]:
+        if sql.startswith(statement):
+            raise RuntimeError(f"Incorrect syntax near the statement: {sql}")
+        return []
+
+    driver = FakeDriver(answer)
+    _install(monkeypatch, "pymssql" if engine == "sqlserver" else "oracledb", driver)
+    remote = get_engine(engine, remote=_target(engine, url, monkeypatch))
+    database = remote.provision(tmp_path, remote.encryption(encryption), None)
+    with pytest.raises(RemoteError) as caught:
+        database.create()
+    sent = next(sql for sql in driver.statements() if sql.startswith(statement))
+    password = sent.split("'")[1] if engine == "sqlserver" else sent.split('"')[1]
+    assert len(password) >= 20 and password not in str(caught.value)
+    assert "***" in str(caught.value) and caught.value.__suppress_context__
+    assert password not in "".join(traceback.format_exception(caught.value))
+
+
+def test_an_explicit_transaction_is_committed_only_by_its_commit(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """oltp's client-side transactions on Oracle: SET TRANSACTION turns the driver's autocommit
+    off until COMMIT or ROLLBACK, and no statement in between is committed on its own."""
+    commits: list[str] = []
+    driver = FakeDriver(lambda sql, params: [])
+    _install(monkeypatch, "oracledb", driver)
+    engine = get_engine("oracle", remote=_target("oracle", "oracle://bench@db:1521/FREEPDB1", monkeypatch))
+    conn = engine.provision(tmp_path, engine.encryption("none"), None).connect()
+    raw = conn._conn  # type: ignore[attr-defined]
+    monkeypatch.setattr(type(raw), "commit", lambda self: commits.append(f"commit, autocommit {self.autocommit}"))
+    conn.execute("SET TRANSACTION READ WRITE")
+    assert raw.autocommit is False
+    conn.execute("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ?", [1, 1])
+    assert commits == []
+    conn.execute("COMMIT")
+    assert raw.autocommit is True and commits == ["commit, autocommit True"]
+    conn.execute("SELECT 1 FROM dual")
+    assert len(commits) == 2
