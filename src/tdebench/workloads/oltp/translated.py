@@ -1,7 +1,8 @@
 """The client-side transactions' statements for SQL Server (T-SQL) and Oracle: the shared text
 of transactions.py transpiled by sqlglot (workloads/transpile.py), with what sqlglot gets wrong
 or cannot express fixed here, each fix saying why. Neither server can run here: these follow
-the engines' documentation and parse with sqlglot's dialect (tests/unit/test_oltp_translated.py).
+the engines' documentation, and tests/unit/test_remote_workloads.py parses every one with
+sqlglot's dialect and runs them on a fake server.
 
 T-SQL:
 - a locking read (`FOR UPDATE`, which sqlglot refuses for T-SQL) takes update locks instead:
