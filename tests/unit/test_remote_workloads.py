@@ -9,6 +9,7 @@ dropped or spelled out by the fake, never by tdebench's code."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import types
@@ -225,9 +226,8 @@ def test_an_oltp_trial_runs_the_mix_client_side_and_stays_consistent(engine: str
 
     monkeypatch.setattr(database, "bulk_load", bulk_load)
     options = {name: option.default for name, option in OPTIONS.items()} | {
-        "virtual_users": 1, "rampup_s": 0.0, "duration_s": 1.0, "virtual_users_as": "threads"}
-    ctx = _context(database, dialect, "oltp", 1, tmp_path, options)
-    ctx = RunContext(**{**ctx.__dict__, "data_dir": oltp_data})
+        "virtual_users": 1, "rampup_s": 0.0, "transactions": 15, "virtual_users_as": "threads"}
+    ctx = dataclasses.replace(_context(database, dialect, "oltp", 1, tmp_path, options), data_dir=oltp_data)
     workload = OltpWorkload()
     conn = database.connect()
     workload.load(ctx, conn)
@@ -243,7 +243,7 @@ def test_an_oltp_trial_runs_the_mix_client_side_and_stays_consistent(engine: str
     database.drop()
     stored = read_run(ctx.recorder.store.directory).measurements
     mix = next(m for m in stored if m.step == "mix")
-    assert mix.metrics["committed"] > 10 and mix.metrics["errors"] == 0 and mix.metrics["procedures"] == 0
+    assert mix.metrics["committed"] == 15 and mix.metrics["errors"] == 0 and mix.metrics["procedures"] == 0
     assert next(m for m in stored if m.step == "consistency").answer == "ok"
     _parse_all(server)
     begin = "BEGIN TRANSACTION" if dialect == "tsql" else "SET TRANSACTION READ WRITE"
