@@ -122,10 +122,21 @@ class Workload(ABC):
     # engine of another dialect is refused (None: any dialect, e.g. a workload of the tests)
     dialects: ClassVar[tuple[str, ...] | None] = None
     options: ClassVar[dict[str, Option]] = {}
+    # tests that a server reached by url (Capabilities.remote) cannot run, each with why: the
+    # plan refuses them at the workload's line rather than fail every trial (e.g. backup's,
+    # which need the engine's own backup tools on files tdebench owns)
+    local_tests: ClassVar[dict[str, str]] = {}
     # whether the workload's report keeps configurations that differ only in memory_mb apart, so
     # a plan may give an engine several memory values (a workload's own section, e.g. crud's,
     # groups by engine, encryption and scale)
     memory_axis: ClassVar[bool] = False
+
+    @classmethod
+    def plan_problem(cls, dialect: str, given: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Why the workload's keys as the plan writes them (`given`) cannot run on an engine of
+        `dialect`, and the key to point at; None when they can. The plan reader asks before any
+        trial runs, so a setting the engine cannot honour is refused at its line, not ignored."""
+        return None
 
     @abstractmethod
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:

@@ -81,6 +81,8 @@ class BackupWorkload(Workload):
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX
     max_streams = 1
+    local_tests = {test: "it backs up and restores with the engine's own tools, on files and instances tdebench "
+                         "owns; a server by url has neither for tdebench to use" for test in tests}
     options = {
         "backup_encryptions": Option(
             (sealing.NONE,), "how each backup is stored: as the engine's tool made it (none) and/or sealed "

@@ -20,6 +20,7 @@ TPM and NOPM are derived from these by the report (committed ÷ minutes).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from tdebench.workloads.oltp.inputs import KINDS, NEW_ORDER, Constants, Terminal
 LOAD, STRESS = "load", "stress"
 PROCESSES, THREADS = "processes", "threads"
 MAX_USERS = 256
+NO_PROCEDURES = ("tsql", "oracle")
+"""Server dialects with no stored procedures written (servers by url): client-side only."""
 
 OPTIONS: dict[str, Option] = {
     "virtual_users": Option(2, "load test: virtual users, each its own connection", low=1, high=MAX_USERS),
@@ -48,7 +51,8 @@ OPTIONS: dict[str, Option] = {
     "interval_s": Option(2.0, "seconds per point of the throughput time series", low=0.1, high=3600.0),
     "procedures": Option(True, "on MariaDB and PostgreSQL, run each transaction as one stored-procedure "
                                "call (as HammerDB does); false: client-side statements. DuckDB and SQLite "
-                               "always run client-side"),
+                               "always run client-side, as do SQL Server and Oracle by url, whose plans "
+                               "may not say procedures = true (no procedures are written for them)"),
     "virtual_users_as": Option(PROCESSES, "on MariaDB and PostgreSQL, the virtual users spread over worker "
                                           "processes, one per CPU tdebench may use (processes), or all threads "
                                           "of the tdebench process (threads: their Python shares one "
@@ -97,6 +101,17 @@ class OltpWorkload(Workload):
     max_streams = 1  # oltp's concurrency is `virtual_users`, not `streams`
     dialects = tuple(d for d in schema.DIALECTS if d in transactions.DIALECTS)
     options = OPTIONS
+
+    @classmethod
+    def plan_problem(cls, dialect: str, given: Mapping[str, Any]) -> tuple[str, str] | None:
+        """`procedures = true` written for SQL Server or Oracle: their servers would run
+        HammerDB-style procedures, but none are written for them, and running client-side
+        statements instead would not be what the plan says."""
+        if given.get("procedures") is True and dialect in NO_PROCEDURES:
+            return (f"the oltp workload's stored procedures are written for MariaDB and PostgreSQL only "
+                    f"(dialects {', '.join(procedures.DIALECTS)}); set procedures = false, or leave it out, to run "
+                    "the transactions as client-side statements", "procedures")
+        return None
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         data.generate(scale, seed, data_dir)
