@@ -131,8 +131,7 @@ class BackupWorkload(Workload):
         backup, metrics = usage.timed(ctx.recorder, lambda: engine.backup(method, area / "artifact"), [database])
         contents = engine.backup_contents(backup, area / "unpacked")
         stored_as_is = test == method.name
-        checked = (artifact.check(ctx.recorder.trial, database, contents, ctx.canaries, ctx.markers, readable)
-                   if stored_as_is else None)
+        checked = artifact.check(ctx, database, contents, readable) if stored_as_is else None
         size = backup.size_bytes()
         unpacked = Backup(method, contents).size_bytes()
         metrics.update(size_bytes=float(size), unpacked_bytes=float(unpacked),
@@ -174,8 +173,7 @@ class BackupWorkload(Workload):
                        time_share=_share(metrics["elapsed_s"], backed["elapsed_s"]),
                        cpu_share=_share(metrics.get("cpu_s"), backed.get("cpu_s")))
         ctx.recorder.record(test, "encrypt", metrics, warmup=warmup, answer=cipher.construction)
-        checked = artifact.check_sealed(ctx.recorder.trial, sealed, sealing.payload_offset(sealed), ctx.canaries,
-                                        ctx.markers, readable)
+        checked = artifact.check_sealed(ctx, sealed, sealing.payload_offset(sealed), readable)
         ctx.recorder.record(test, "scan", checked.metrics, warmup=warmup, answer=checked.verdict)
         opened, metrics = here.timed(lambda: sealing.open_sealed(sealed, key, area / "opened"))
         ctx.recorder.record(test, "decrypt", metrics, warmup=warmup)
