@@ -28,18 +28,18 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter
 
 from tdebench.report import plots
-from tdebench.report.records import (BASELINE, PER_MINUTE, WINDOW_STEP, CellData, SummaryRecord, compare,
-                                     host_blocks, measured, paired_design, per_minute)
+from tdebench.report.declared import OLTP
+from tdebench.report.records import (BASELINE, CellData, SummaryRecord, compare, host_blocks, measured, paired_design,
+                                     per_minute)
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import Column, Table, n_text, num, number, p_value, percent, text
 from tdebench.stats import SIGNIFICANCE, summarize_many
 from tdebench.results import Measurement, RunData
-from tdebench.workloads.oltp.inputs import KINDS, MIX
 
-WORKLOAD = "oltp"
-MIX_STEP, INTERVAL_STEP = WINDOW_STEP, "interval"
+WORKLOAD, KINDS, MIX = OLTP.name, OLTP.kinds, OLTP.mix  # the transaction types and their target shares
+MIX_STEP, INTERVAL_STEP = OLTP.window_step, OLTP.interval_step
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
-RATES = PER_MINUTE  # figure → the count it is per minute of
+RATES = OLTP.per_minute  # figure → the count it is per minute of
 CPU_SHARES = {"server_cpu_pct": "cpu_s", "driver_cpu_pct": "driver_cpu_s"}  # % of the machine ← CPU seconds
 CLIENT_BOUND_PCT = 20.0  # the driver used at least this much of the machine: the server was not alone in the way
 IDLE_PCT = 30.0  # server and driver left at least this much of the machine idle: the server was not CPU-bound

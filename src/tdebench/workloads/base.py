@@ -39,6 +39,15 @@ class Option:
     choices: tuple[str, ...] = ()  # strings and lists: the allowed values (empty: any string)
 
 
+@dataclass(frozen=True)
+class HeadlineCells:
+    """Cells of a workload's tests that its readers draw conclusions from: its report's headline
+    figures (report/noise.py), of this metric and these steps (None: every step, each a method)."""
+
+    metric: str
+    steps: frozenset[str] | None = None
+
+
 class Session:
     """The connection a trial's tests run on: the runner owns it and lends it to each run.
 
@@ -164,6 +173,14 @@ class Workload(ABC):
     # a plan may give an engine several memory values (a workload's own section, e.g. crud's,
     # groups by engine, encryption and scale)
     memory_axis: ClassVar[bool] = False
+    # What its report needs of it, declared as data that report/ reads through the workloads
+    # registry (report/declared.py) instead of importing the workload's modules: the cells it
+    # leads with, and for a workload that measures a window of counts (oltp) the step recording
+    # the window and the rates derived from it, each a count per minute of the window's elapsed_s
+    # (rate → count). A workload with a section of its own declares its own names beside them.
+    headlines: ClassVar[tuple[HeadlineCells, ...]] = ()
+    window_step: ClassVar[str | None] = None
+    per_minute: ClassVar[dict[str, str]] = {}
 
     @abstractmethod
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
