@@ -40,7 +40,7 @@ def test_a_row_depends_only_on_its_id_and_the_seed(tmp_path: Path) -> None:
     assert rows_of(data.generate(tmp_path, 7, 1001, 500)) == whole[1000:]
 
 
-def test_rows_are_seed_000s_persons_in_realistic_ascii(tmp_path: Path) -> None:
+def test_rows_are_the_persons_of_moulianitakis_and_asimakopoulos_in_realistic_ascii(tmp_path: Path) -> None:
     rows = rows_of(data.generate(tmp_path, 1, 1, 5000))
     assert len(rows) == 5000 and len({row[0] for row in rows}) == 5000
     ids, first, last, ages, cards, addresses, cities, genders = zip(*rows)

@@ -62,7 +62,7 @@ def test_nurand_matches_its_exact_distribution(a: int, x: int, y: int) -> None:
     assert np.sort(exact)[::-1][: span // 10].sum() > 0.15
 
 
-def test_the_mix_is_seed_001s_within_tolerance() -> None:
+def test_the_mix_is_madyatmadja_et_als_within_tolerance() -> None:
     user = terminal()
     counts = Counter(user.kind() for _ in range(DRAWS))
     for kind, share in MIX.items():

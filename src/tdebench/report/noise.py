@@ -22,8 +22,8 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, WINDOW_STEP, CellKey, SummaryRecord,
-                                     deterministic)
+from tdebench.report import declared
+from tdebench.report.records import BASELINE, HEADLINES, CellKey, SummaryRecord, deterministic
 from tdebench.plan import Group
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
 from tdebench.results import RunData, TrialKey
@@ -57,18 +57,12 @@ class HeadlineRule:
 @functools.cache
 def headline_rules() -> tuple[HeadlineRule, ...]:
     """The headline figures of every workload's report: the tpch-style HEADLINES (any workload
-    with those tests), crud's operations, backup's backups and restores, maintenance's
-    operations, and oltp's TPM and NOPM (records.PER_MINUTE, of each test's measured window)."""
-    from tdebench.workloads import WORKLOADS
-    from tdebench.workloads.crud.workload import STEP
-
+    with those tests), and the cells each workload declares (`Workload.headlines`) in its tests:
+    crud's operations, backup's backups and restores, maintenance's operations, and oltp's TPM
+    and NOPM of each test's measured window."""
     return (*(HeadlineRule(frozenset({h.test}), frozenset(h.steps), h.metric) for h in HEADLINES),
-            HeadlineRule(frozenset(WORKLOADS["crud"].tests), frozenset({STEP}), "elapsed_s", "crud"),
-            HeadlineRule(frozenset(WORKLOADS["backup"].tests), frozenset({"backup", "restore"}), "elapsed_s",
-                         "backup"),
-            HeadlineRule(frozenset(WORKLOADS["maintenance"].tests), None, "elapsed_s", "maintenance"),
-            *(HeadlineRule(frozenset(WORKLOADS["oltp"].tests), frozenset({WINDOW_STEP}), rate, "oltp")
-              for rate in PER_MINUTE))
+            *(HeadlineRule(frozenset(workload.tests), cells.steps, cells.metric, workload.name)
+              for workload, cells in declared.headlines()))
 
 
 def is_headline(cell: CellKey) -> bool:

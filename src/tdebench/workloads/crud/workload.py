@@ -40,13 +40,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from tdebench.engines.base import Connection, QueryTimeout
 from tdebench.workloads import transpile
-from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import HeadlineCells, Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.crud import data, schema
 from tdebench.workloads.crud.data import COLUMNS
 
@@ -261,6 +261,11 @@ class CrudWorkload(Workload):
     whole_scale = True  # rows
     scale_format = "{} rows"
     max_streams = 1
+    # for its report (report/crud.py): every operation's measured step, the lookups' distribution
+    headlines = (HeadlineCells("elapsed_s", frozenset({STEP})),)
+    step: ClassVar[str] = STEP
+    point_step: ClassVar[str] = POINT
+    latency_metrics: ClassVar[tuple[str, ...]] = LATENCY_METRICS
     options = {
         "operation_fraction": Option(0.1, "share of the table's rows each select, insert, update and "
                                           "delete touches", low=0.001, high=0.5),

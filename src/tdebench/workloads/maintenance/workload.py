@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tdebench.engines.base import Connection
-from tdebench.workloads.base import RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import HeadlineCells, RunContext, Workload, WrongAnswer
 from tdebench.workloads.maintenance import encrypt, reindex, rekey
 from tdebench.workloads.maintenance.outcomes import FAILED, OK
 from tdebench.workloads.tpch import data
@@ -32,6 +32,7 @@ class MaintenanceWorkload(Workload):
         "rekey": "it changes the key of database files tdebench owns; a server by url keeps its keys in its own "
                  "keystore",
     }
+    headlines = (HeadlineCells("elapsed_s"),)  # every step: each one the method that ran
     default_scale = 0.01
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX

@@ -22,14 +22,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tdebench.engines.base import Connection, Database
 from tdebench.measure.affinity import available_cpus
-from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import HeadlineCells, Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.oltp import checks, data, procedures, schema, transactions
 from tdebench.workloads.oltp.driver import Outcome, Settings, drive
-from tdebench.workloads.oltp.inputs import KINDS, NEW_ORDER, Constants, Terminal
+from tdebench.workloads.oltp.inputs import KINDS, MIX, NEW_ORDER, Constants, Terminal
 
 LOAD, STRESS = "load", "stress"
 PROCESSES, THREADS = "processes", "threads"
@@ -101,6 +101,14 @@ class OltpWorkload(Workload):
     max_streams = 1  # oltp's concurrency is `virtual_users`, not `streams`
     dialects = tuple(d for d in schema.DIALECTS if d in transactions.DIALECTS)
     options = OPTIONS
+    # for its report (report/records.py, oltp.py): the measured window (`_record`'s steps "mix"
+    # and "interval") and its rates, TPM and NOPM of Madyatmadja et al. (2021); the mix
+    window_step = "mix"
+    interval_step: ClassVar[str] = "interval"
+    per_minute = {"tpm": "committed", "nopm": "new_orders"}
+    headlines = (HeadlineCells("tpm", frozenset({"mix"})), HeadlineCells("nopm", frozenset({"mix"})))
+    kinds: ClassVar[tuple[str, ...]] = KINDS
+    mix: ClassVar[dict[str, float]] = MIX
 
     @classmethod
     def plan_problem(cls, dialect: str, given: Mapping[str, Any]) -> tuple[str, str] | None:
