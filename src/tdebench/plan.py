@@ -232,7 +232,10 @@ def load_plan(path: Path) -> Plan:
     return parse_plan(text, str(path))
 
 
-def parse_plan(text: str, source: str = "<plan>") -> Plan:
+def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
+    """The plan in `text` (from `source`, named in errors), checked. `here = False` reads a
+    stored plan for what it says, as `compare` does: the paths it names on its machine
+    (a server's password_file and data_path) are not looked at, since they may be gone."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -267,7 +270,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     if target is None and "target_tests" in data:
         raise check.error("target_tests names what adaptive repetitions wait on, which target_ci_pct turns on; "
                           "add e.g. target_ci_pct = 2", "target_tests")
-    engine_choices = tuple(_engine(check.within("engines", i), e, placebo)
+    engine_choices = tuple(_engine(check.within("engines", i), e, placebo, here)
                            for i, e in enumerate(check.tables(engines, "engines")))
     remote = next((e.name for e in engine_choices if e.remote is not None), None)
     if remote is not None and cache == "cold":
@@ -341,9 +344,9 @@ def _pin_cpus(check: "Checker", table: Any) -> CpuPinning:
     return CpuPinning(**chosen)
 
 
-def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False) -> EngineChoice:
+def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here: bool = True) -> EngineChoice:
     check.keys(table, _ENGINE_KEYS | _REMOTE_KEYS, "[[engines]]")
-    remote = _remote(check, table) if "url" in table else None
+    remote = _remote(check, table, here) if "url" in table else None
     if remote is None:
         given = sorted(set(table) & _REMOTE_KEYS)
         if given:
@@ -376,10 +379,11 @@ _URL_EXAMPLES = {"mariadb": "mariadb://bench@127.0.0.1:3306/bench", "mysql": "my
                  "sqlserver": "mssql://bench@127.0.0.1:1433/bench", "oracle": "oracle://bench@127.0.0.1:1521/FREEPDB1"}
 
 
-def _remote(check: "Checker", table: dict[str, Any]) -> RemoteTarget:
+def _remote(check: "Checker", table: dict[str, Any], here: bool = True) -> RemoteTarget:
     """A server tdebench did not start: its url, where its password is (exactly one of
     password_env and password_file, a 0600 file), where its data files are readable (data_path,
-    optional) and, for MariaDB, the key id of its encrypted tables."""
+    optional) and, for MariaDB, the key id of its encrypted tables. The two paths are checked
+    only `here` (see parse_plan)."""
     name = check.choice(table, "name", None, tuple(REMOTE_ENGINES))
     url = check.string(table, "url", "")
     try:
@@ -397,12 +401,12 @@ def _remote(check: "Checker", table: dict[str, Any]) -> RemoteTarget:
     source = check.string(table, sources[0], "")
     if not source:
         raise check.error(f"{sources[0]} is empty", sources[0])
-    if sources[0] == "password_file":
+    if sources[0] == "password_file" and here:
         problem = password_file_problem(Path(source))
         if problem is not None:
             raise check.error(problem, "password_file")
     data_path = check.string(table, "data_path", "")
-    if data_path and not Path(data_path).is_dir():
+    if data_path and here and not Path(data_path).is_dir():
         raise check.error(f"data_path {data_path} is not a directory tdebench can read (where the {name} server's "
                           "data files are, scanned read-only for the at-rest verdict)", "data_path")
     if "key_id" in table and name != "mariadb":

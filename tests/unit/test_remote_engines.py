@@ -362,3 +362,16 @@ def test_an_explicit_transaction_is_committed_only_by_its_commit(monkeypatch: py
     assert raw.autocommit is True and commits == ["commit, autocommit True"]
     conn.execute("SELECT 1 FROM dual")
     assert len(commits) == 2
+
+
+def test_a_stored_plan_whose_password_file_is_gone_still_reads_for_compare(tmp_path: Path) -> None:
+    """compare reads both runs' stored plans for their settings: the server's password file and
+    data directory named there belong to the machine and the day of the run."""
+    gone = tmp_path / "pw-gone"
+    plan = PLAN.format(engine="postgres", url="postgres://bench@db/bench",
+                       extra=f'password_file = "{gone}"\ndata_path = "{tmp_path / "no-such-dir"}"')
+    with pytest.raises(PlanError, match="password_file .* cannot be read"):
+        parse_plan(plan, "remote.toml")
+    stored = parse_plan(plan, "remote.toml", here=False)
+    target = stored.engines[0].remote
+    assert target is not None and target.password_file == str(gone)
