@@ -773,11 +773,16 @@ VERIFY_EXIT = {"encrypted": 0, "plaintext": 1, "inconclusive": 3}
 @main.command()
 @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where the killed runs' workspaces are. [default: the system's temporary directory]")
-def clean(work_dir: Path | None) -> None:
+@click.option("--cluster", "cluster", metavar="ADDRESS",
+              help="Clean on every worker of this Dask scheduler (tcp://HOST:8786) instead, each in its own "
+                   "--work-dir (a path on every worker), and say what each host cleaned.")
+def clean(work_dir: Path | None, cluster: str | None) -> None:
     """Clean up after killed runs: stop the servers and gocryptfs processes their state files
     name (by pid and start time), unmount what is still mounted in their workspaces, and remove
     the workspaces (databases, key files). `tdebench run` does this first by itself; a running
     run is never touched. Exit 1 if something could not be cleaned."""
+    if cluster is not None:
+        _clean_cluster(cluster, work_dir)
     if work_dir is not None and not work_dir.is_dir():
         usage_error(f"--work-dir {work_dir} is not an existing directory")
     cleaned = runsetup.clean_dead_runs(work_dir)
@@ -785,6 +790,32 @@ def clean(work_dir: Path | None) -> None:
     if not cleaned:
         out.print(f"nothing to clean in {work_dir or tempfile.gettempdir()}", highlight=False)
     sys.exit(0 if all(c.removed for c in cleaned) else 1)
+
+
+def _clean_cluster(address: str, work_dir: Path | None) -> None:
+    """`tdebench clean --cluster ADDRESS`: the clean on every worker, reported per host; exits."""
+    try:
+        from tdebench.cluster import client
+    except ImportError as exc:
+        usage_error(f"--cluster needs Dask distributed ({exc.name} is missing): pip install 'tdebench[cluster]'")
+    try:
+        cluster = client.Cluster(address)
+    except runsetup.SetupError as exc:
+        usage_error(str(exc))
+    if cluster.local_workers is not None:
+        usage_error(f"--cluster {address}: local workers share this machine: clean it with `tdebench clean`")
+    try:
+        with cluster:
+            answers = cluster.clean(work_dir)
+    except runsetup.SetupError as exc:
+        usage_error(str(exc))
+    for answer in answers:
+        for line in answer["cleaned"] or [f"nothing to clean in {answer['directory']}"]:
+            (out if answer["removed"] else err).print(plain(f"{answer['host']}: {line}"), highlight=False,
+                                                      soft_wrap=True)
+    if not answers:
+        out.print(f"--cluster {address}: no workers are connected: nothing cleaned", highlight=False)
+    sys.exit(0 if all(answer["removed"] for answer in answers) else 1)
 
 
 def _print_cleaned(cleaned: list) -> None:

@@ -282,3 +282,23 @@ def _shape(files: list[str]) -> list[str]:
     2 readings in a trial (report.plots.MIN_POINTS), which a quick trial on a quiet machine may
     not give, here or on a worker."""
     return [name for name in files if not name.startswith("plots/resources-")]
+
+
+def test_clean_on_the_cluster_cleans_what_a_killed_run_left_on_each_worker_and_says_per_host(
+        cluster: DaskCluster, shared: tuple[Path, Path]) -> None:
+    cluster.ensure_two_workers()
+    work = shared[1]
+    killed = subprocess.run([sys.executable, "-c", "import sys, tempfile\nfrom pathlib import Path\n"
+                             "from tdebench import runstate\n"
+                             "root = Path(tempfile.mkdtemp(prefix=runstate.ROOT_PREFIX, dir=sys.argv[1]))\n"
+                             "with runstate.recording(root): pass\n", str(work)], check=True)  # its run is gone
+    assert killed.returncode == 0 and len(workspaces_left(work)) == 1
+    result = invoke("clean", "--cluster", cluster.address, "--work-dir", str(work))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len([line for line in lines if "cleaned up after a killed run" in line]) == 1, result.output
+    assert {line.split(": ")[0] for line in lines} == {f"{HOST}/w1", f"{HOST}/w2"}  # one answer per host
+    assert f"nothing to clean in {work}" in result.output  # the other worker, after the first had cleaned
+    assert workspaces_left(work) == []
+    local = invoke("clean", "--cluster", "local:2")
+    assert local.exit_code == 2 and "tdebench clean" in local.output

@@ -117,6 +117,13 @@ class Cluster:
             hosts[answer["host"]] = answer["environment"]
         return hosts
 
+    def clean(self, work_dir: Path | None) -> list[dict[str, Any]]:
+        """`tdebench clean` on every worker, one after another (workers of one machine would
+        race for the same dead runs), each answer naming its host (worker.clean)."""
+        client = self._connected()
+        return [client.run(worker.clean, str(work_dir) if work_dir else None, workers=[address])[address]
+                for address in sorted(client.scheduler_info(n_workers=-1)["workers"])]
+
     def run(self, plan: Plan, source: str, specs: list[TrialSpec], collector: Collector,
             options: dict[str, Any]) -> None:
         """Run `specs` unit by unit on the workers, storing their records through `collector`;
