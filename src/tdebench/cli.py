@@ -191,6 +191,10 @@ class _Here:
 
     def __init__(self, the_plan: Plan, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
                  owned: bool = False) -> None:
+        if the_plan.driver_hosts > 1:
+            usage_error(f"the plan's driver_hosts = {the_plan.driver_hosts} spreads the oltp virtual users over that "
+                        "many hosts of a cluster: run it with --cluster ADDRESS (docs/cluster.md), or remove "
+                        "driver_hosts to drive the server from this machine alone")
         self.plan, self.data_dir, self.work_dir = the_plan, data_dir, work_dir
         self.keys, self.engines = _ready_or_exit(the_plan, key_file, work_dir, owned)
 

@@ -76,6 +76,12 @@ class WorkloadSpec:
     def option_values(self) -> dict[str, Any]:
         return dict(self.options)
 
+    @property
+    def driver_hosts(self) -> int:
+        """Over how many hosts of a cluster its virtual users are spread (oltp's driver_hosts; 1:
+        one driver, the trial's own host)."""
+        return int(self.option_values().get("driver_hosts", 1))
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -119,6 +125,12 @@ class Plan:
 
     def engine(self, name: str) -> EngineChoice:
         return next(e for e in self.engines if e.name == name)
+
+    @property
+    def driver_hosts(self) -> int:
+        """The most hosts any workload spreads its drivers over (1: none spreads them), which only
+        a cluster run (`--cluster`) has."""
+        return max((spec.driver_hosts for spec in self.workloads), default=1)
 
 
 @dataclass(frozen=True)
@@ -272,6 +284,10 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
                            for i, w in enumerate(check.tables(workloads, "workloads")))
     for i, spec in enumerate(workload_specs):
         _check_dialects(check.within("workloads", i), spec, engine_choices)
+        problem = WORKLOADS[spec.name].plan_problem(spec.option_values(),
+                                                    [(e.name, e.remote is not None) for e in engine_choices])
+        if problem is not None:
+            raise check.within("workloads", i).error(*problem)
     _check_memory_axis(check, engine_choices, workload_specs)
     for kind, names in (("engines", [e.name for e in engine_choices]), ("workloads", [w.name for w in workload_specs])):
         twice = sorted({name for name in names if names.count(name) > 1})

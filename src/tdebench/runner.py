@@ -46,7 +46,7 @@ from tdebench.results import (BUDGET, MOST_ROUNDS, REACHED, Record, RunData, Sto
                               Verdict)
 from tdebench.store import OutputError, ResultStore, read_run
 from tdebench.workloads import WORKLOADS, RunContext, Workload
-from tdebench.workloads.base import Session, read_canaries, write_canaries
+from tdebench.workloads.base import OtherDrivers, Session, read_canaries, write_canaries
 
 CANARY_COUNT = 4
 
@@ -201,6 +201,7 @@ class Runner:
     # its own error (PyMySQL's "lost connection") must not make an interrupted trial look failed
     interrupted: threading.Event = field(default_factory=threading.Event)
     host: str | None = None  # a cluster worker's host identity, stored with every trial it runs
+    drivers: OtherDrivers | None = None  # a cluster unit's other drivers of one server (oltp's driver_hosts)
 
     def run(self) -> RunSummary:
         """Run the plan's trials that the store does not have complete yet, in the schedule's
@@ -419,7 +420,7 @@ class Runner:
                          query_timeout_s=spec.workload.query_timeout_s, options=spec.workload.option_values(),
                          session=session, scratch_database=engine.provision, canaries=tuple(facts.canaries),
                          markers=tuple(facts.markers),
-                         new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"))
+                         new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"), drivers=self.drivers)
         return _Trial(spec=spec, engine=engine, workload=self.workload_factory(key.workload), workspace=workspace,
                       secret=secret, database=database, processes=processes, ctx=ctx, facts=facts,
                       start_ns=start, load_start=load_start)

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+import pymysql
 import pytest
 from click.testing import CliRunner
 
+from own_servers import OwnServer, own_mariadb
 from tdebench.cli import main
 from tdebench.plan import parse_plan, schedule
 from tdebench.store import manifest, read_run
@@ -302,3 +304,84 @@ def test_clean_on_the_cluster_cleans_what_a_killed_run_left_on_each_worker_and_s
     assert workspaces_left(work) == []
     local = invoke("clean", "--cluster", "local:2")
     assert local.exit_code == 2 and "tdebench clean" in local.output
+
+
+DRIVERS_PLAN = '''name = "two-drivers"
+repetitions = 1
+warmups = 0
+order = "interleaved"
+seed = 4
+
+[[engines]]
+name = "mariadb"
+url = "{url}"
+password_file = "{password_file}"
+encryptions = ["none"]
+
+[[workloads]]
+name = "oltp"
+scale = 1
+tests = ["load"]
+virtual_users = 4
+rampup_s = 0.5
+duration_s = 3
+interval_s = 1
+driver_hosts = 2
+'''
+
+
+@pytest.fixture(scope="module")
+def own_mariadb_server(server_tmp_dir: Path) -> Iterator[OwnServer]:
+    """A MariaDB started outside tdebench, reached by url (tests/own_servers.py)."""
+    with own_mariadb(server_tmp_dir) as server:
+        yield server
+
+
+def _drivers_plan(directory: Path, server: OwnServer) -> Path:
+    password_file = directory / "mariadb-password"
+    password_file.write_text(server.password + "\n")
+    password_file.chmod(0o600)
+    plan = directory / "drivers.toml"
+    plan.write_text(DRIVERS_PLAN.format(url=server.url(), password_file=password_file))
+    return plan
+
+
+def test_two_drivers_of_one_server_sum_to_the_databases_own_count(
+        cluster: DaskCluster, shared: tuple[Path, Path], own_mariadb_server: OwnServer, tmp_path: Path) -> None:
+    cluster.ensure_two_workers()
+    plan = _drivers_plan(tmp_path, own_mariadb_server)
+    data, work = shared
+    result = invoke("run", str(plan), "--out", str(tmp_path / "out"), "--quiet", "--cluster", cluster.address,
+                    "--data-dir", str(data), "--work-dir", str(work))
+    assert result.exit_code == 0, result.output
+    run = read_run(tmp_path / "out")
+    assert len(run.trials) == 1 and run.trials[0].status == "ok", run.trials[0].error  # one trial, one verdict
+    assert run.trials[0].host in (f"{HOST}/w1", f"{HOST}/w2")  # its owner; the other host only drove users
+    for trial in run.trials:
+        [mix] = [m for m in run.measurements if m.trial == trial.trial and m.step == "mix"]
+        assert mix.metrics["driver_hosts"] == 2 and mix.metrics["virtual_users"] == 4
+        # both hosts committed in the one window: the other host's users are in the sum
+        assert 0 < mix.metrics["committed_elsewhere"] < mix.metrics["committed"]
+        by_type = [m for m in run.measurements if m.trial == trial.trial and m.test == "load"
+                   and m.step in ("new_order", "payment", "delivery", "order_status", "stock_level")]
+        assert sum(m.metrics["committed"] for m in by_type) == mix.metrics["committed"]
+        [consistency] = [m for m in run.measurements if m.trial == trial.trial and m.step == "consistency"]
+        assert consistency.answer == "ok"
+        # every driver's committed New-Orders over the run = the database's own count (sum(d_next_o_id))
+        assert consistency.metrics["new_orders_counted"] == consistency.metrics["new_orders_in_database"] > 0
+    assert workspaces_left(work) == []
+    conn = pymysql.connect(host="127.0.0.1", port=own_mariadb_server.port, user="bench",
+                           password=own_mariadb_server.password)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SHOW DATABASES LIKE 'tdebench%'")
+            assert cursor.fetchall() == ()  # every trial's database dropped
+    finally:
+        conn.close()
+
+
+def test_driver_hosts_without_a_cluster_is_refused(own_mariadb_server: OwnServer, tmp_path: Path) -> None:
+    plan = _drivers_plan(tmp_path, own_mariadb_server)
+    result = invoke("run", str(plan), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2 and "driver_hosts = 2" in result.output and "--cluster" in result.output
+    assert not (tmp_path / "out").exists()

@@ -6,6 +6,7 @@ broken database, the data generator's rules and the plan keys."""
 from __future__ import annotations
 
 import os
+import json
 import pickle
 import random
 import signal
@@ -284,6 +285,28 @@ def _user_log(seed: int) -> UserLog:
     log.errors_outside["KeyError"] = seed
     log.first_errors["KeyError"] = f"from user {seed}"
     return log
+
+
+def test_another_hosts_log_merges_exactly_after_crossing_the_network_as_json() -> None:
+    """A cluster's other driver sends its users' log merged into one, as JSON: the owner's outcome
+    is the one all the logs would give in one process, percentiles included."""
+    logs = [_user_log(seed) for seed in (1, 2, 3)]
+    state = _Run(Settings(virtual_users=3, rampup_s=0.0, duration_s=1.0, transactions=0, interval_s=0.4,
+                          max_retries=5))
+    state.begin(0)
+    direct = _merge(state, state.window_end, logs, {}, 0.0)
+    other = _merge(state, state.window_end, logs[1:], {}, 0.0).log
+    sent = UserLog.from_json(json.loads(json.dumps(other.to_json())))
+    assert sent == other
+    assert sent.tallies[NEW_ORDER].latency.percentile(99) == other.tallies[NEW_ORDER].latency.percentile(99)
+    spread = _merge(state, state.window_end, [logs[0], sent], {}, 0.0, elsewhere=7)
+    for kind in KINDS:  # the sums of latencies only as exact as floating point's order of addition
+        ours, whole = spread.tallies[kind], direct.tallies[kind]
+        assert ours.latency.total_s == pytest.approx(whole.latency.total_s, rel=1e-12)
+        ours.latency.total_s = whole.latency.total_s
+        assert ours == whole
+    assert spread.intervals == direct.intervals
+    assert spread.committed_all == direct.committed_all and spread.elsewhere == 7
 
 
 def test_user_logs_merge_exactly_after_crossing_a_pipe() -> None:

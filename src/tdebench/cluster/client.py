@@ -17,6 +17,7 @@ return at once, and the client waits for them all before it returns.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import uuid
@@ -25,12 +26,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from distributed import Client, Event, LocalCluster, wait
+from distributed import Client, Event, Future, LocalCluster, Queue, wait
 
-from tdebench.cluster import work, worker
+from tdebench.cluster import drivers, work, worker
 from tdebench.cluster.collect import Collector
 from tdebench.plan import Plan, TrialSpec
-from tdebench.results import TrialKey
 from tdebench.runsetup import SetupError
 
 CONNECT_TIMEOUT = "20s"
@@ -38,11 +38,6 @@ DRAIN_S = 0.5
 """How long the client waits for records before it looks at the units again."""
 STOP_WAIT_S = 600.0
 """After Ctrl-C, how long the client waits for the running units to clean up on their workers."""
-
-
-def key_fields(key: TrialKey) -> list[Any]:
-    """A trial key as a unit's request carries it (unit.trial_specs reads it back)."""
-    return [key.engine, key.encryption, key.workload, key.scale, key.repetition, key.memory_mb]
 
 
 def _answers(address: str) -> None:
@@ -104,6 +99,9 @@ class Cluster:
             if info.get("resources", {}).get("machine") != 1:
                 raise SetupError(f"--cluster: worker {address} has no resource machine=1, so it could run two trials "
                                  "at once; start it with --nthreads 1 --resources machine=1")
+        if plan.driver_hosts > len(workers):
+            raise SetupError(f"--cluster: the plan's driver_hosts = {plan.driver_hosts} needs as many workers, one "
+                             f"per host; {len(workers)} are connected")
         answers = client.run(worker.check, plan.text, source, str(key_file) if key_file else None,
                              str(work_dir) if work_dir else None)
         hosts: dict[str, dict[str, Any]] = {}
@@ -135,17 +133,23 @@ class Cluster:
         client.subscribe_topic(worker.topic(run_id), collector.receive)
         request = {"run": run_id, "plan": plan.text, "source": source, "cache": plan.cache,
                    "lockstep": plan.order == "lockstep", **options}
-        futures = {client.submit(worker.run_unit, {**request, "trials": [key_fields(s.key) for s in unit.trials]},
-                                 key=f"tdebench-{run_id}-{index}", resources={"machine": 1}, pure=False): unit
-                   for index, unit in enumerate(work.units(specs))}
+        every = list(enumerate(work.units(specs)))
+        futures = {self._submit(request, index, unit): unit for index, unit in every
+                   if plan.workload(unit.trials[0].key.workload).driver_hosts == 1}
+        gangs = [_Gang(client, request, index, unit, plan.workload(unit.trials[0].key.workload).driver_hosts)
+                 for index, unit in every if plan.workload(unit.trials[0].key.workload).driver_hosts > 1]
         try:
-            while not all(future.done() for future in futures):
+            while not all(future.done() for future in futures) or any(not gang.ended() for gang in gangs):
                 collector.drain(DRAIN_S)
+                running = next((gang for gang in gangs if gang.started() and not gang.ended()), None)
+                waiting = next((gang for gang in gangs if not gang.started()), None)
+                if running is None and waiting is not None:  # one gang at a time: see drivers.py
+                    futures[waiting.start(self._submit)] = waiting.unit
         except KeyboardInterrupt:
             Event(worker.stop_event(run_id), client=client).set()
             collector.progress.phase("interrupted: stopping the units on their workers, which clean up")
             try:  # the units not started return at once; the running ones once they have cleaned up
-                wait(list(futures), timeout=STOP_WAIT_S)
+                wait([*futures, *(other for gang in gangs for other in gang.others)], timeout=STOP_WAIT_S)
             except TimeoutError:  # a worker that does not answer: its machine cleans up at its next run
                 pass
             raise
@@ -158,6 +162,50 @@ class Cluster:
             if future.status == "error":
                 collector.lost(unit.trials, f"lost: {type(future.exception()).__name__}: {future.exception()}",
                                plan.cache)
+
+
+    def _submit(self, request: dict[str, Any], index: int, unit: work.Unit, **extra: Any) -> Future:
+        """The task of one unit, needing one "machine" resource."""
+        return self._connected().submit(worker.run_unit, {**request, **extra,
+                                                          "trials": [work.key_fields(s.key) for s in unit.trials]},
+                                        key=f"tdebench-{request['run']}-{index}", resources={"machine": 1}, pure=False)
+
+
+class _Gang:
+    """A unit whose oltp users are spread over `hosts` hosts (drivers.py): its task and the other
+    drivers' tasks, submitted together once no other gang runs, each needing a "machine"."""
+
+    def __init__(self, client: Client, request: dict[str, Any], index: int, unit: work.Unit, hosts: int) -> None:
+        self.client, self.request, self.index, self.unit, self.hosts = client, request, index, unit, hosts
+        self.owner: Future | None = None
+        self.others: list[Future] = []  # the other drivers' tasks
+        self._told = False
+
+    def start(self, submit: Any) -> Future:
+        gang = f"gang{self.index}"
+        self.owner = submit(self.request, self.index, self.unit,
+                            drivers={"scheduler": self.client.scheduler.address, "gang": gang, "hosts": self.hosts})
+        request = {"run": self.request["run"], "plan": self.request["plan"], "source": self.request["source"],
+                   "gang": gang}
+        self.others = [self.client.submit(drivers.run_driver, {**request, "index": number},
+                                          key=f"tdebench-{self.request['run']}-{gang}-driver{number}",
+                                          resources={"machine": 1}, pure=False)
+                       for number in range(1, self.hosts)]
+        return self.owner
+
+    def started(self) -> bool:
+        return self.owner is not None
+
+    def ended(self) -> bool:
+        """Whether the unit and its drivers are done; the drivers are told to end once the unit is."""
+        if self.owner is None or not self.owner.done():
+            return False
+        if not self._told:
+            self._told = True
+            for number in range(1, self.hosts):
+                Queue(drivers.inbox(self.request["run"], f"gang{self.index}", number), client=self.client).put(
+                    json.dumps({"kind": "done", "job": -1}))
+        return all(other.done() for other in self.others)
 
 
 def started_utc() -> str:

@@ -10,11 +10,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from tdebench.engines.base import Connection, Database, Encryption
 from tdebench.keys import Secret
 from tdebench.measure.recorder import Recorder
+from tdebench.results import TrialKey
 
 CANARY_TABLE = "tdebench_canary"
 
@@ -79,6 +80,18 @@ class Session:
         return self.connection()
 
 
+class OtherDrivers(Protocol):
+    """The drivers on other hosts of a cluster run that run a share of a workload's virtual users
+    against the same server (oltp's `driver_hosts`); a cluster unit gives them to its trials."""
+
+    def begin(self, trial: TrialKey, database: Database, test: str) -> int:
+        """Have every other driver open its users of `test` on `database` and, once each is
+        ready, agree a moment to start: returned as this machine's perf_counter_ns (a barrier)."""
+
+    def results(self) -> list[dict[str, Any]]:
+        """Each other driver's log (oltp's UserLog as JSON) once its window has ended."""
+
+
 @dataclass(frozen=True)
 class RunContext:
     """What a workload needs to know about the trial it runs in."""
@@ -101,6 +114,7 @@ class RunContext:
     canaries: tuple[str, ...] = ()  # the trial's canaries and markers, for such a database
     markers: tuple[str, ...] = ()
     new_key: Callable[[str], Secret] | None = None  # a fresh key for a purpose (e.g. "rekey-1")
+    drivers: OtherDrivers | None = None  # a cluster's other drivers of one server (oltp's driver_hosts)
 
     def __post_init__(self) -> None:
         if self.session is None:
@@ -126,6 +140,12 @@ class Workload(ABC):
     # a plan may give an engine several memory values (a workload's own section, e.g. crud's,
     # groups by engine, encryption and scale)
     memory_axis: ClassVar[bool] = False
+
+    @classmethod
+    def plan_problem(cls, options: Mapping[str, Any], engines: Sequence[tuple[str, bool]]) -> tuple[str, str] | None:
+        """The workload's own check of its options against the plan's engines ((name, reached by
+        url) each): (what is wrong, the plan key it is about), or None."""
+        return None
 
     @abstractmethod
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
