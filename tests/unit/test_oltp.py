@@ -29,7 +29,7 @@ from tdebench.workloads.oltp.histogram import Histogram
 from tdebench.workloads.oltp.inputs import (DELIVERY, KINDS, MIX, NEW_ORDER, PAYMENT, UNUSED_ITEM, Constants,
                                             Terminal, last_name, nurand)
 from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
-from tdebench.workloads.oltp.workload import LOAD, STRESS, settings
+from tdebench.workloads.oltp.workload import LOAD, STRESS, settings, share
 
 DRAWS = 200_000
 
@@ -571,3 +571,36 @@ def test_plan_keys_are_typed_defaulted_and_split_by_test() -> None:
     assert "p.toml:7" in str(bad.value) and "forks" in str(bad.value) and "processes, threads" in str(bad.value)
     with pytest.raises(PlanError, match="p.toml:6: scale 1.5 is not a whole number; oltp's scale counts"):
         parse_plan(PLAN.replace("scale = 2", "scale = 1.5"), "p.toml")
+
+
+BY_URL = '''name = "oltp-drivers"
+[[engines]]
+name = "mariadb"
+url = "mariadb://bench@127.0.0.1:3306/bench"
+password_env = "NOT_READ_BY_THE_PLAN"
+[[workloads]]
+name = "oltp"
+scale = 1
+driver_hosts = 2
+'''
+
+
+def test_driver_hosts_needs_servers_by_url_a_window_of_fixed_length_and_a_user_per_host() -> None:
+    plan = parse_plan(BY_URL)
+    assert plan.driver_hosts == 2 and plan.workloads[0].driver_hosts == 2
+    assert parse_plan(PLAN).driver_hosts == 1
+    with pytest.raises(PlanError) as started:
+        parse_plan(BY_URL + '[[engines]]\nname = "duckdb"\n', "p.toml")
+    assert "p.toml:9: driver_hosts = 2" in str(started.value) and "duckdb has no url" in str(started.value)
+    with pytest.raises(PlanError, match="p.toml:10: driver_hosts = 2 ends every host's window at the same moment"):
+        parse_plan(BY_URL + "transactions = 1000\n", "p.toml")
+    with pytest.raises(PlanError, match="p.toml:9: driver_hosts = 3 needs at least a virtual user per host; "
+                                        "virtual_users and stress_virtual_users give 2"):
+        parse_plan(BY_URL.replace("driver_hosts = 2", "driver_hosts = 3"), "p.toml")
+
+
+def test_each_host_drives_its_share_of_the_users_by_number() -> None:
+    shares = [share(5, 2, index) for index in range(2)]
+    assert shares == [[1, 3, 5], [2, 4]]
+    assert sorted(sum(shares, [])) == [1, 2, 3, 4, 5]  # every user once, keeping its number (its terminal)
+    assert share(4, 1, 0) == [1, 2, 3, 4]
