@@ -142,6 +142,9 @@ class Cluster:
             while not all(future.done() for future in futures) or any(not gang.ended() for gang in gangs):
                 collector.drain(DRAIN_S)
                 running = next((gang for gang in gangs if gang.started() and not gang.ended()), None)
+                if running is not None and running.stranded(len(client.scheduler_info(n_workers=-1)["workers"])):
+                    collector.lost(running.unit.trials, f"lost: a worker of its {running.hosts} drivers died and "
+                                   "fewer workers are left", plan.cache)
                 waiting = next((gang for gang in gangs if not gang.started()), None)
                 if running is None and waiting is not None:  # one gang at a time: see drivers.py
                     futures[waiting.start(self._submit)] = waiting.unit
@@ -195,6 +198,15 @@ class _Gang:
 
     def started(self) -> bool:
         return self.owner is not None
+
+    def stranded(self, workers: int) -> bool:
+        """Whether the gang can no longer run, fewer workers being left than its hosts (one died):
+        then its tasks are cancelled (the drivers told to end), so they do not wait for ever."""
+        if workers >= self.hosts or self.owner is None or self.owner.done():
+            return False
+        self.owner.cancel()
+        self.ended()
+        return True
 
     def ended(self) -> bool:
         """Whether the unit and its drivers are done; the drivers are told to end once the unit is."""

@@ -11,7 +11,8 @@ They talk through Dask queues on the scheduler (JSON text, never a password: eac
 plan's password_env or password_file itself, as it reads --key-file), one queue to each driver
 and one back to the owner:
 
-- a driver, once started, says "joined"; the owner waits for every one before its first trial;
+- the owner says "hello" and waits for every driver's "joined" before its first trial (a unit
+  run again after its worker died says hello again);
 - for each run of a test the owner sends a "job" (the trial, its database's name, the test);
   each driver opens its share of the users (oltp.workload.share: user k of V runs on host
   (k - 1) mod N) and says "ready"; once all are, the owner sends "go" with a start a moment
@@ -97,8 +98,10 @@ class Owner:
         self.client.close()
 
     def joined(self, interrupted: threading.Event) -> None:
-        """Wait, without limit, until every driver task has started (they may wait for a machine
-        that a long unit holds); KeyboardInterrupt if the run is interrupted meanwhile."""
+        """Say hello and wait, without limit, until every driver task has answered (they may wait
+        for a machine that a long unit holds; a unit run again after its worker died says hello
+        again); KeyboardInterrupt if the run is interrupted meanwhile."""
+        self._send({"kind": "hello"})
         self._gather("joined", None, interrupted)
 
     def begin(self, trial: TrialKey, database: Database, test: str) -> int:
@@ -163,11 +166,12 @@ class _Driver:
         self.stop = Event(stop_event(run_id), client=client)
 
     def serve(self) -> None:
-        self._send(0, "joined")
         message = self._next()
         while message is not None and message["kind"] != "done":
             following = None
-            if message["kind"] == "job":
+            if message["kind"] == "hello":
+                self._send(0, "joined")
+            elif message["kind"] == "job":
                 try:
                     log = self._drive(message)
                     self._send(message["job"], "log", log=log)
