@@ -13,6 +13,7 @@ import math
 import sys
 import tempfile
 import threading
+import time
 from importlib import resources
 from pathlib import Path
 from collections.abc import Callable
@@ -288,9 +289,31 @@ class _OnCluster:
             options = {"key_file": str(self.key_file) if self.key_file else None,
                        "data_dir": str(self.data_dir) if self.data_dir else None,
                        "work_dir": str(self.work_dir) if self.work_dir else None}
-            self.cluster.run(self.plan, self.source, specs, collector, options)
+            more = None
+            if self.plan.adaptive and stored.stopping is None:  # rounds added as a local run adds them
+                more = self._more_rounds(store, collector, stored.resumes[-1].elapsed_before_s if stored.resumes
+                                         else 0.0)
+            self.cluster.run(self.plan, self.source, specs, collector, options, more)
             return summary
         return trials
+
+    def _more_rounds(self, store: ResultStore, collector: Any, before_s: float) -> Callable[[], list]:
+        """An adaptive plan's next rounds, decided by the client from the records stored so far
+        (runner.next_rounds: every overhead is within one host, so the rounds of all hosts make
+        each group's interval); once none is added, the `Stopping` record stored."""
+        from tdebench.runner import next_rounds
+
+        start = time.monotonic() - before_s
+
+        def more() -> list:
+            trials, stopping = next_rounds(self.plan, read_run(store.directory), time.monotonic() - start,
+                                           collector.progress)
+            if stopping is not None:
+                store.append(stopping)
+                store.sync()
+            collector.expect(trials)
+            return trials
+        return more
 
 
 def _place(cluster: str | None, the_plan: Plan, source: str, key_file: Path | None, data_dir: Path | None,

@@ -27,6 +27,7 @@ from click.testing import CliRunner
 from own_servers import OwnServer, own_mariadb
 from tdebench.cli import main
 from tdebench.plan import parse_plan, schedule
+from tdebench.results import MOST_ROUNDS
 from tdebench.store import manifest, read_run
 
 pytest.importorskip("distributed")
@@ -385,3 +386,23 @@ def test_driver_hosts_without_a_cluster_is_refused(own_mariadb_server: OwnServer
     result = invoke("run", str(plan), "--out", str(tmp_path / "out"))
     assert result.exit_code == 2 and "driver_hosts = 2" in result.output and "--cluster" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_an_adaptive_plan_adds_rounds_on_the_cluster_until_it_stops(
+        cluster: DaskCluster, shared: tuple[Path, Path], tmp_path: Path) -> None:
+    cluster.ensure_two_workers()
+    text = ONE_AT_A_TIME.replace("seed = 5", "seed = 5\ntarget_ci_pct = 0.01\nmax_repetitions = 3")
+    (tmp_path / "plan.toml").write_text(text)
+    data, work = shared
+    result = invoke("run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"), "--quiet", "--cluster",
+                    cluster.address, "--data-dir", str(data), "--work-dir", str(work))
+    assert result.exit_code == 0, result.output
+    run = read_run(tmp_path / "out")
+    assert run.stopping is not None and run.stopping.reason == MOST_ROUNDS  # ±0.01% is out of reach
+    assert {key.repetition for key in run.complete_trials()} == {1, 2, 3}  # a third round was added
+    assert len(run.complete_trials()) == 3 * len(schedule(parse_plan(ONE_AT_A_TIME))) // 2
+    hosts_of_round: dict[int, set] = {}
+    for outcome in run.trials:
+        hosts_of_round.setdefault(outcome.trial.repetition, set()).add(outcome.host)
+    assert all(len(hosts) == 1 for hosts in hosts_of_round.values()), hosts_of_round  # paired within a host
+    assert workspaces_left(work) == []

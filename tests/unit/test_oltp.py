@@ -29,7 +29,8 @@ from tdebench.workloads.oltp.histogram import Histogram
 from tdebench.workloads.oltp.inputs import (DELIVERY, KINDS, MIX, NEW_ORDER, PAYMENT, UNUSED_ITEM, Constants,
                                             Terminal, last_name, nurand)
 from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
-from tdebench.workloads.oltp.workload import LOAD, STRESS, settings, share
+from tdebench.workloads.oltp.workload import LOAD, STRESS, settings
+from tdebench.workloads.oltp.workload import share as share_of
 
 DRAWS = 200_000
 
@@ -600,7 +601,7 @@ def test_driver_hosts_needs_servers_by_url_a_window_of_fixed_length_and_a_user_p
 
 
 def test_each_host_drives_its_share_of_the_users_by_number() -> None:
-    shares = [share(5, 2, index) for index in range(2)]
+    shares = [share_of(5, 2, index) for index in range(2)]
     assert shares == [[1, 3, 5], [2, 4]]
     assert sorted(sum(shares, [])) == [1, 2, 3, 4, 5]  # every user once, keeping its number (its terminal)
-    assert share(4, 1, 0) == [1, 2, 3, 4]
+    assert share_of(4, 1, 0) == [1, 2, 3, 4]

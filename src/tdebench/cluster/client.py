@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from collections.abc import Callable
 
 from distributed import Client, Event, Future, LocalCluster, Queue, wait
 
@@ -123,9 +124,11 @@ class Cluster:
                 for address in sorted(client.scheduler_info(n_workers=-1)["workers"])]
 
     def run(self, plan: Plan, source: str, specs: list[TrialSpec], collector: Collector,
-            options: dict[str, Any]) -> None:
-        """Run `specs` unit by unit on the workers, storing their records through `collector`;
-        KeyboardInterrupt (raised here by the CLI's handler) stops every unit first."""
+            options: dict[str, Any], more: Callable[[], list[TrialSpec]] | None = None) -> None:
+        """Run `specs` unit by unit on the workers, storing their records through `collector`,
+        then, while `more()` (an adaptive plan's next rounds, decided from the records stored)
+        gives trials, those; KeyboardInterrupt (raised here by the CLI's handler) stops every
+        unit first."""
         client = self._connected()
         run_id = uuid.uuid4().hex
         for host in collector.measured_ciphers():  # a resumed run keeps its hosts' cipher figures
@@ -133,45 +136,75 @@ class Cluster:
         client.subscribe_topic(worker.topic(run_id), collector.receive)
         request = {"run": run_id, "plan": plan.text, "source": source, "cache": plan.cache,
                    "lockstep": plan.order == "lockstep", **options}
-        every = list(enumerate(work.units(specs)))
-        futures = {self._submit(request, index, unit): unit for index, unit in every
-                   if plan.workload(unit.trials[0].key.workload).driver_hosts == 1}
-        gangs = [_Gang(client, request, index, unit, plan.workload(unit.trials[0].key.workload).driver_hosts)
-                 for index, unit in every if plan.workload(unit.trials[0].key.workload).driver_hosts > 1]
+        batch = _Batch(client, plan, request, specs, 0)
         try:
-            while not all(future.done() for future in futures) or any(not gang.ended() for gang in gangs):
-                collector.drain(DRAIN_S)
-                running = next((gang for gang in gangs if gang.started() and not gang.ended()), None)
-                if running is not None and running.stranded(len(client.scheduler_info(n_workers=-1)["workers"])):
-                    collector.lost(running.unit.trials, f"lost: a worker of its {running.hosts} drivers died and "
-                                   "fewer workers are left", plan.cache)
-                waiting = next((gang for gang in gangs if not gang.started()), None)
-                if running is None and waiting is not None:  # one gang at a time: see drivers.py
-                    futures[waiting.start(self._submit)] = waiting.unit
+            while batch.units:
+                batch.run(collector, self._submit)
+                batch = _Batch(client, plan, request, more() if more is not None else [], batch.next_index)
         except KeyboardInterrupt:
             Event(worker.stop_event(run_id), client=client).set()
             collector.progress.phase("interrupted: stopping the units on their workers, which clean up")
             try:  # the units not started return at once; the running ones once they have cleaned up
-                wait([*futures, *(other for gang in gangs for other in gang.others)], timeout=STOP_WAIT_S)
+                wait(batch.tasks(), timeout=STOP_WAIT_S)
             except TimeoutError:  # a worker that does not answer: its machine cleans up at its next run
                 pass
             raise
         finally:
-            for _, event in client.get_events(worker.topic(run_id)):  # any the live stream had not brought yet
-                collector.take(event)
-            collector.drain(0)
+            _collect_all(client, run_id, collector)
             client.unsubscribe_topic(worker.topic(run_id))
-        for future, unit in futures.items():
-            if future.status == "error":
-                collector.lost(unit.trials, f"lost: {type(future.exception()).__name__}: {future.exception()}",
-                               plan.cache)
-
 
     def _submit(self, request: dict[str, Any], index: int, unit: work.Unit, **extra: Any) -> Future:
         """The task of one unit, needing one "machine" resource."""
         return self._connected().submit(worker.run_unit, {**request, **extra,
                                                           "trials": [work.key_fields(s.key) for s in unit.trials]},
                                         key=f"tdebench-{request['run']}-{index}", resources={"machine": 1}, pure=False)
+
+
+def _collect_all(client: Client, run_id: str, collector: Collector) -> None:
+    """Store every record the scheduler holds that the live stream has not brought yet."""
+    for _, event in client.get_events(worker.topic(run_id)):
+        collector.take(event)
+    collector.drain(0)
+
+
+class _Batch:
+    """Units run together (the plan's trials, or an adaptive plan's next rounds), numbered from
+    `first`: every unit at once, but the gangs of oltp drivers one at a time (drivers.py)."""
+
+    def __init__(self, client: Client, plan: Plan, request: dict[str, Any], specs: list[TrialSpec],
+                 first: int) -> None:
+        self.client, self.plan, self.request = client, plan, request
+        self.units = list(enumerate(work.units(specs), start=first))
+        self.next_index = first + len(self.units)
+        self.futures: dict[Future, work.Unit] = {}
+        self.gangs = [_Gang(client, request, index, unit, self._hosts(unit)) for index, unit in self.units
+                      if self._hosts(unit) > 1]
+
+    def _hosts(self, unit: work.Unit) -> int:
+        return self.plan.workload(unit.trials[0].key.workload).driver_hosts
+
+    def tasks(self) -> list[Future]:
+        return [*self.futures, *(other for gang in self.gangs for other in gang.others)]
+
+    def run(self, collector: Collector, submit: Callable[..., Future]) -> None:
+        """Run every unit, storing records as they come; a unit that failed for good has its
+        trials that did not end recorded as failed."""
+        self.futures = {submit(self.request, index, unit): unit for index, unit in self.units
+                        if self._hosts(unit) == 1}
+        gangs, cache = self.gangs, self.plan.cache
+        while not all(future.done() for future in self.futures) or any(not gang.ended() for gang in gangs):
+            collector.drain(DRAIN_S)
+            running = next((gang for gang in gangs if gang.started() and not gang.ended()), None)
+            if running is not None and running.stranded(len(self.client.scheduler_info(n_workers=-1)["workers"])):
+                collector.lost(running.unit.trials, f"lost: a worker of its {running.hosts} drivers died and fewer "
+                               "workers are left", cache)
+            waiting = next((gang for gang in gangs if not gang.started()), None)
+            if running is None and waiting is not None:  # one gang at a time: see drivers.py
+                self.futures[waiting.start(submit)] = waiting.unit
+        _collect_all(self.client, str(self.request["run"]), collector)
+        for future, unit in self.futures.items():
+            if future.status == "error":
+                collector.lost(unit.trials, f"lost: {type(future.exception()).__name__}: {future.exception()}", cache)
 
 
 class _Gang:

@@ -111,7 +111,4 @@ def cluster_problem(plan: Plan) -> str:
     if plan.order == "sequential":
         return ("--cluster runs each round of a comparison group on one host, so the rounds are paired within "
                 'a host: the plan\'s order must be "lockstep" or "interleaved", not "sequential"')
-    if plan.adaptive:
-        return ("--cluster does not add adaptive rounds yet: remove target_ci_pct (and max_minutes, "
-                "max_repetitions) and set repetitions, or run the plan on one machine")
     return ""
