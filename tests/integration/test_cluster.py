@@ -381,10 +381,14 @@ def test_two_drivers_of_one_server_sum_to_the_databases_own_count(
         conn.close()
 
 
-def test_driver_hosts_without_a_cluster_is_refused(own_mariadb_server: OwnServer, tmp_path: Path) -> None:
+def test_driver_hosts_without_a_cluster_or_with_too_few_workers_is_refused(
+        cluster: DaskCluster, own_mariadb_server: OwnServer, tmp_path: Path) -> None:
     plan = _drivers_plan(tmp_path, own_mariadb_server)
     result = invoke("run", str(plan), "--out", str(tmp_path / "out"))
     assert result.exit_code == 2 and "driver_hosts = 2" in result.output and "--cluster" in result.output
+    plan.write_text(plan.read_text().replace("driver_hosts = 2", "driver_hosts = 3"))
+    result = invoke("run", str(plan), "--out", str(tmp_path / "out"), "--cluster", cluster.address)
+    assert result.exit_code == 2 and "driver_hosts = 3 needs as many workers" in result.output, result.output
     assert not (tmp_path / "out").exists()
 
 
