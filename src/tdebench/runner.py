@@ -145,6 +145,11 @@ class _TrialFacts:
     view_hits: int | None = None
     view_gone: str = ""  # why a layer's decrypted view could not be scanned (its mount vanished)
 
+    def at_rest(self, key: TrialKey) -> verify.TrialScan:
+        """The at-rest rules for this trial's canaries and markers: its verdict's, and its workload's
+        for what it writes beside the database (`RunContext.judge_at_rest`)."""
+        return verify.TrialScan(key, tuple(self.canaries), tuple(self.markers))
+
 
 @dataclass
 class _Trial:
@@ -386,7 +391,8 @@ class Runner:
                          query_timeout_s=spec.workload.query_timeout_s, options=spec.workload.option_values(),
                          session=session, scratch_database=engine.provision, canaries=tuple(facts.canaries),
                          markers=tuple(facts.markers),
-                         new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"), drivers=self.drivers)
+                         new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"), at_rest=facts.at_rest(key),
+                         drivers=self.drivers)
         return _Trial(spec=spec, engine=engine, workload=self.workload_factory(key.workload), workspace=workspace,
                       secret=secret, database=database, processes=processes, ctx=ctx, facts=facts,
                       start_ns=start, load_start=load_start)
@@ -533,11 +539,11 @@ class Runner:
             if root is None:  # nothing tdebench may read: a remote server without data_path
                 verdict = verify.not_verified(key, expected, facts.engine_state)
             else:
-                verdict = verify.judge_at_rest(key, expected, root, database.plaintext_signature(), facts.canaries,
-                                               facts.markers, facts.canaries_readable,
-                                               column_layer=database.encryption.layer == "column",
-                                               view_hits=facts.view_hits, engine_state=facts.engine_state,
-                                               view_gone=facts.view_gone)
+                verdict = facts.at_rest(key).judge(root, expected, readable=facts.canaries_readable,
+                                                   signature=database.plaintext_signature(),
+                                                   column_layer=database.encryption.layer == "column",
+                                                   view_hits=facts.view_hits, engine_state=facts.engine_state,
+                                                   view_gone=facts.view_gone)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
         self.store.append(verdict)
@@ -555,7 +561,7 @@ def next_rounds(plan: Plan, run: RunData, elapsed_s: float,
     three times the rounds of an expensive one (SQLite's nine ciphers) in the same budget. The
     runner and a cluster run's client (each host's rounds pair within it) both add rounds so."""
     assert plan.target_ci_pct is not None
-    widths = widest_headlines(run, summary_records(run))
+    widths = widest_headlines(run, summary_records(run), plan.target_tests)
     rounds = _rounds_by_group(plan, run)
     wide = sorted((group for group, (_, width) in widths.items() if width > plan.target_ci_pct),
                   key=lambda group: -widths[group][1])
@@ -572,7 +578,8 @@ def next_rounds(plan: Plan, run: RunData, elapsed_s: float,
     return [], Stopping(rounds=max(rounds.values(), default=0), reason=reason, target_ci_pct=plan.target_ci_pct,
                         widest=widest[0] if widest else "", widest_ci_pct=widest[1] if widest else math.nan,
                         elapsed_s=elapsed_s,
-                        group_rounds={group_label(g): n for g, n in sorted(rounds.items(), key=lambda i: str(i[0]))})
+                        group_rounds={group_label(g): n for g, n in sorted(rounds.items(), key=lambda i: str(i[0]))},
+                        target_tests=plan.target_tests)
 
 
 def _rounds_by_group(plan: Plan, run: RunData) -> dict[Group, int]:

@@ -64,7 +64,7 @@ def test_nurand_matches_its_exact_distribution(a: int, x: int, y: int) -> None:
     assert np.sort(exact)[::-1][: span // 10].sum() > 0.15
 
 
-def test_the_mix_is_seed_001s_within_tolerance() -> None:
+def test_the_mix_is_madyatmadja_et_als_within_tolerance() -> None:
     user = terminal()
     counts = Counter(user.kind() for _ in range(DRAWS))
     for kind, share in MIX.items():
@@ -170,6 +170,21 @@ def test_lost_races_are_retried_and_everything_else_counted_by_type() -> None:
     other = classify(pymysql.err.OperationalError(2013, "Lost connection"))
     assert (other.kind, other.retryable) == ("OperationalError", False)
     assert classify(duckdb.ConstraintException("duplicate key")).kind == "ConstraintException"
+
+
+def _error_of(module: str, name: str = "OperationalError") -> type[Exception]:
+    """An exception class as a driver that cannot be installed here (pymssql, oracledb) defines it:
+    classify looks at its module and its arguments, never imports the driver."""
+    return type(name, (Exception,), {"__module__": module})
+
+
+def test_sql_server_and_oracle_deadlocks_are_retried_and_their_other_errors_counted() -> None:
+    mssql, oracle = _error_of("pymssql._pymssql"), _error_of("oracledb.exceptions", "DatabaseError")
+    assert classify(mssql(1205, b"Transaction was deadlocked on lock resources ... deadlock victim")).kind == "deadlock"
+    assert classify(oracle("ORA-00060: deadlock detected while waiting for resource")).retryable
+    assert classify(oracle("ORA-08177: can't serialize access for this transaction")).kind == "serialization failure"
+    assert (classify(mssql(2627, b"Violation of PRIMARY KEY constraint")).kind, classify(oracle("ORA-00001")).kind) \
+        == ("OperationalError", "DatabaseError")
 
 
 # --- driver ---------------------------------------------------------------------------

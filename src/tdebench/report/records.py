@@ -21,17 +21,18 @@ import numpy as np
 from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, overheads, paired_overhead,
                             pairable, summarize_many)
 from tdebench.plan import PAIRED_ORDERS, Group, default_order
+from tdebench.report import declared
 from tdebench.results import Measurement, RunData, TrialKey
 
 BASELINE = "none"
 PLACEBO = "placebo"  # the A/A arm (plan key `placebo`): none again, compared with none like an encryption
 GEOMEAN_STEP = "geomean"
 QUERY_TESTS = ("power", "throughput")
-WINDOW_STEP = "mix"  # an oltp run's measured window: its counts, over its elapsed_s
-PER_MINUTE = {"tpm": "committed", "nopm": "new_orders"}
-"""The derived rates of a measured window (oltp's TPM and NOPM, Madyatmadja et al. (2021)):
-rate → the count it is per minute of. `cell_data` adds them as metrics of the window step, so
-they are summary records like any other figure (summary.csv, noise, compare)."""
+PER_MINUTE = declared.PER_MINUTE
+"""The derived rates of a measured window (oltp's TPM and NOPM, Madyatmadja et al. (2021)), as
+its workload declares them (`Workload.per_minute`): rate → the count it is per minute of.
+`cell_data` adds them as metrics of the window step, so they are summary records like any other
+figure (summary.csv, noise, compare)."""
 RATE_UNIT = "/min"
 _QUERY_STEP = re.compile(r"q(\d+)")
 
@@ -43,9 +44,7 @@ def scale_text(scale: float) -> str:
 
 def scale_label(workload: str, scale: float) -> str:
     """A scale in its workload's words: "sf0.01" (TPC-H), "100,000 rows" (crud), "W=2" (oltp)."""
-    from tdebench.workloads import WORKLOADS
-
-    known = WORKLOADS.get(workload)
+    known = declared.workload(workload)
     return (known.scale_format if known is not None else "sf{}").format(scale_text(scale))
 
 
@@ -294,10 +293,12 @@ def per_minute(m: Measurement, count: str) -> float | None:
 
 
 def _with_rates(m: Measurement) -> dict[str, float]:
-    """A measurement's metrics, and for a measured window (WINDOW_STEP) its PER_MINUTE rates."""
-    if m.step != WINDOW_STEP or "committed" not in m.metrics:
+    """A measurement's metrics, and for a measured window (its workload's `window_step`) the
+    rates its workload declares (`per_minute`) of the counts it recorded."""
+    declaring = declared.workload(m.trial.workload)
+    if declaring is None or m.step != declaring.window_step:
         return m.metrics
-    rates = {rate: per_minute(m, count) for rate, count in PER_MINUTE.items()}
+    rates = {rate: per_minute(m, count) for rate, count in declaring.per_minute.items() if count in m.metrics}
     return {**m.metrics, **{rate: value for rate, value in rates.items() if value is not None}}
 
 

@@ -19,6 +19,7 @@ from tdebench.engines.base import Connection
 from tdebench.workloads.oltp.inputs import (DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL, Customer,
                                             Delivery, Inputs, NewOrder, OrderStatus, Payment, StockLevel)
 from tdebench.workloads.oltp.schema import DISTRICTS_PER_WAREHOUSE
+from tdebench.workloads.oltp.translated import TranslatedConnection
 
 COMMITTED = "committed"
 ROLLBACK = "rollback"
@@ -43,6 +44,9 @@ class Dialect:
     # written in). Bound, its text is the same for the same number of items, so the drivers'
     # caches and PostgreSQL's prepared statements serve it
     numbers_in_text: bool = False
+    # the dialect the statements are transpiled into on each user's connection (translated.py:
+    # SQL Server's tsql, Oracle's); "": run as written
+    translated: str = ""
 
 
 DIALECTS: dict[str, Dialect] = {
@@ -66,6 +70,15 @@ DIALECTS: dict[str, Dialect] = {
     # statement of its own for it.
     "mysql": Dialect("", "", " FOR UPDATE", update_returning=False, client_session=("SET autocommit = 0",),
                      numbers_in_text=True),
+    # SQL Server (by url): an explicit transaction at the default READ COMMITTED (locking), the
+    # locking reads as update locks and RETURNING as OUTPUT (translated.py).
+    "tsql": Dialect("BEGIN TRANSACTION", "BEGIN TRANSACTION", " FOR UPDATE", update_returning=True,
+                    translated="tsql"),
+    # Oracle (by url): no BEGIN, so SET TRANSACTION opens one (the read-only transactions see one
+    # snapshot throughout); its RETURNING fills bind variables, not rows, so the SELECT … FOR
+    # UPDATE path, as MariaDB's (translated.py).
+    "oracle": Dialect("SET TRANSACTION READ WRITE", "SET TRANSACTION READ ONLY", " FOR UPDATE",
+                      update_returning=False, translated="oracle"),
 }
 
 
@@ -322,6 +335,8 @@ CLIENT: dict[str, Callable[[Connection, Dialect, Any], str]] = {
 
 def client_side(conn: Connection, sql: Dialect) -> Callable[[str, Inputs], str]:
     """Run transactions as client-side statements on `conn` (its session set up for them now)."""
+    if sql.translated:
+        conn = TranslatedConnection(conn, sql.translated)
     for statement in sql.client_session:
         conn.execute(statement)
     return lambda kind, inputs: CLIENT[kind](conn, sql, inputs)

@@ -28,18 +28,20 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tdebench.engines.base import Connection, Database
 from tdebench.measure.affinity import available_cpus
-from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import HeadlineCells, Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.oltp import checks, data, procedures, schema, transactions
 from tdebench.workloads.oltp.driver import Outcome, Settings, UserLog, drive
-from tdebench.workloads.oltp.inputs import KINDS, NEW_ORDER, Constants, Terminal
+from tdebench.workloads.oltp.inputs import KINDS, MIX, NEW_ORDER, Constants, Terminal
 
 LOAD, STRESS = "load", "stress"
 PROCESSES, THREADS = "processes", "threads"
 MAX_USERS = 256
+NO_PROCEDURES = ("tsql", "oracle")
+"""Server dialects with no stored procedures written (servers by url): client-side only."""
 
 OPTIONS: dict[str, Option] = {
     "virtual_users": Option(2, "load test: virtual users, each its own connection", low=1, high=MAX_USERS),
@@ -55,7 +57,8 @@ OPTIONS: dict[str, Option] = {
     "interval_s": Option(2.0, "seconds per point of the throughput time series", low=0.1, high=3600.0),
     "procedures": Option(True, "on MariaDB and PostgreSQL, run each transaction as one stored-procedure "
                                "call (as HammerDB does); false: client-side statements. DuckDB and SQLite "
-                               "always run client-side"),
+                               "always run client-side, as do SQL Server and Oracle by url, whose plans "
+                               "may not say procedures = true (no procedures are written for them)"),
     "virtual_users_as": Option(PROCESSES, "on MariaDB and PostgreSQL, the virtual users spread over worker "
                                           "processes, one per CPU tdebench may use (processes), or all threads "
                                           "of the tdebench process (threads: their Python shares one "
@@ -152,12 +155,32 @@ class OltpWorkload(Workload):
     max_streams = 1  # oltp's concurrency is `virtual_users`, not `streams`
     dialects = tuple(d for d in schema.DIALECTS if d in transactions.DIALECTS)
     options = OPTIONS
+    # for its report (report/records.py, oltp.py): the measured window (`_record`'s steps "mix"
+    # and "interval") and its rates, TPM and NOPM of Madyatmadja et al. (2021); the mix
+    window_step = "mix"
+    interval_step: ClassVar[str] = "interval"
+    per_minute = {"tpm": "committed", "nopm": "new_orders"}
+    headlines = (HeadlineCells("tpm", frozenset({"mix"})), HeadlineCells("nopm", frozenset({"mix"})))
+    kinds: ClassVar[tuple[str, ...]] = KINDS
+    mix: ClassVar[dict[str, float]] = MIX
+
+    @classmethod
+    def plan_problem(cls, dialect: str, given: Mapping[str, Any]) -> tuple[str, str] | None:
+        """`procedures = true` written for SQL Server or Oracle: their servers would run
+        HammerDB-style procedures, but none are written for them, and running client-side
+        statements instead would not be what the plan says."""
+        if given.get("procedures") is True and dialect in NO_PROCEDURES:
+            return (f"the oltp workload's stored procedures are written for MariaDB and PostgreSQL only "
+                    f"(dialects {', '.join(procedures.DIALECTS)}); set procedures = false, or leave it out, to run "
+                    "the transactions as client-side statements", "procedures")
+        return None
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         data.generate(scale, seed, data_dir)
 
     @classmethod
-    def plan_problem(cls, options: Mapping[str, Any], engines: Sequence[tuple[str, bool]]) -> tuple[str, str] | None:
+    def engines_problem(cls, options: Mapping[str, Any],
+                        engines: Sequence[tuple[str, bool]]) -> tuple[str, str] | None:
         """driver_hosts > 1 needs servers reached by url (one server, many drivers), a window of
         fixed length (each driver ends its own at the agreed moment) and a user per host."""
         hosts = options["driver_hosts"]
