@@ -138,9 +138,12 @@ class Cluster:
                    "lockstep": plan.order == "lockstep", **options}
         batch = _Batch(client, plan, request, specs, 0)
         try:
-            while batch.units:
+            while True:
                 batch.run(collector, self._submit)
-                batch = _Batch(client, plan, request, more() if more is not None else [], batch.next_index)
+                trials = more() if more is not None else []  # a resumed run may have only rounds to add
+                if not trials:
+                    break
+                batch = _Batch(client, plan, request, trials, batch.next_index)
         except KeyboardInterrupt:
             Event(worker.stop_event(run_id), client=client).set()
             collector.progress.phase("interrupted: stopping the units on their workers, which clean up")
