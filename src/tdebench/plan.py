@@ -76,6 +76,12 @@ class WorkloadSpec:
     def option_values(self) -> dict[str, Any]:
         return dict(self.options)
 
+    @property
+    def driver_hosts(self) -> int:
+        """Over how many hosts of a cluster its virtual users are spread (oltp's driver_hosts; 1:
+        one driver, the trial's own host)."""
+        return int(self.option_values().get("driver_hosts", 1))
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -121,6 +127,12 @@ class Plan:
 
     def engine(self, name: str) -> EngineChoice:
         return next(e for e in self.engines if e.name == name)
+
+    @property
+    def driver_hosts(self) -> int:
+        """The most hosts any workload spreads its drivers over (1: none spreads them), which only
+        a cluster run (`--cluster`) has."""
+        return max((spec.driver_hosts for spec in self.workloads), default=1)
 
 
 @dataclass(frozen=True)
@@ -280,6 +292,10 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
     workload_specs = tuple(workload_spec(check.within("workloads", i), w) for i, w in enumerate(workload_tables))
     for i, (spec, table) in enumerate(zip(workload_specs, workload_tables)):
         _check_engines(check.within("workloads", i), spec, table, engine_choices)
+        problem = WORKLOADS[spec.name].engines_problem(spec.option_values(),
+                                                       [(e.name, e.remote is not None) for e in engine_choices])
+        if problem is not None:
+            raise check.within("workloads", i).error(*problem)
     _check_memory_axis(check, engine_choices, workload_specs)
     tests_measured = ("load", *dict.fromkeys(test for spec in workload_specs for test in spec.tests))
     target_tests = check.choices(data, "target_tests", (), tests_measured) if "target_tests" in data else ()

@@ -421,11 +421,12 @@ def headline_records(records: list[SummaryRecord]) -> list[tuple[Headline, Summa
     by_cell = {record.cell: record for record in records}
     chosen = []
     for headline in HEADLINES:
-        configs = sorted({(c.engine, memory_order(c.memory_mb), c.encryption, c.workload, c.scale, c.memory_mb)
-                          for c in by_cell if c.test == headline.test and c.metric == headline.metric})
-        for engine, _, encryption, workload, scale, memory in configs:
+        configs = sorted({(c.engine, memory_order(c.memory_mb), c.host or "", c.encryption, c.workload, c.scale,
+                           c.memory_mb) for c in by_cell if c.test == headline.test and c.metric == headline.metric})
+        for engine, _, hosts, encryption, workload, scale, memory in configs:
             for step in headline.steps:
-                cell = CellKey(engine, encryption, workload, scale, headline.test, step, headline.metric, memory)
+                cell = CellKey(engine, encryption, workload, scale, headline.test, step, headline.metric, memory,
+                               hosts or None)
                 if cell in by_cell:
                     chosen.append((headline, by_cell[cell]))
                     break

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol
 from tdebench.engines.base import Connection, Database, Encryption
 from tdebench.keys import Secret
 from tdebench.measure.recorder import Recorder
-from tdebench.results import Verdict
+from tdebench.results import TrialKey, Verdict
 
 CANARY_TABLE = "tdebench_canary"
 
@@ -101,6 +101,18 @@ class AtRest(Protocol):
               view_gone: str = "", plaintext_format: bool = False) -> Verdict: ...
 
 
+class OtherDrivers(Protocol):
+    """The drivers on other hosts of a cluster run that run a share of a workload's virtual users
+    against the same server (oltp's `driver_hosts`); a cluster unit gives them to its trials."""
+
+    def begin(self, trial: TrialKey, database: Database, test: str) -> int:
+        """Have every other driver open its users of `test` on `database` and, once each is
+        ready, agree a moment to start: returned as this machine's perf_counter_ns (a barrier)."""
+
+    def results(self) -> list[dict[str, Any]]:
+        """Each other driver's log (oltp's UserLog as JSON) once its window has ended."""
+
+
 @dataclass(frozen=True)
 class RunContext:
     """What a workload needs to know about the trial it runs in."""
@@ -124,6 +136,7 @@ class RunContext:
     markers: tuple[str, ...] = ()
     new_key: Callable[[str], Secret] | None = None  # a fresh key for a purpose (e.g. "rekey-1")
     at_rest: AtRest | None = None  # the runner's at-rest rules, for judge_at_rest and view_hits
+    drivers: OtherDrivers | None = None  # a cluster's other drivers of one server (oltp's driver_hosts)
 
     def __post_init__(self) -> None:
         if self.session is None:
@@ -191,6 +204,14 @@ class Workload(ABC):
         """Why the workload's keys as the plan writes them (`given`) cannot run on an engine of
         `dialect`, and the key to point at; None when they can. The plan reader asks before any
         trial runs, so a setting the engine cannot honour is refused at its line, not ignored."""
+        return None
+
+    @classmethod
+    def engines_problem(cls, options: Mapping[str, Any],
+                        engines: Sequence[tuple[str, bool]]) -> tuple[str, str] | None:
+        """The workload's check of its options against the plan's engines taken together ((name,
+        reached by url) each, e.g. oltp's driver_hosts, which needs every one by url): (what is
+        wrong, the plan key it is about), or None."""
         return None
 
     @abstractmethod
