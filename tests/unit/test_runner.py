@@ -287,6 +287,13 @@ def test_adaptive_rounds_continue_until_the_target_ci_and_say_why_they_stopped(t
     assert widest_headline(data, summary_records(data))[1] > 3.0
 
 
+def test_an_adaptive_plan_of_one_round_adds_rounds_rather_than_stopping_on_a_point(tmp_path: Path) -> None:
+    """One round has no interval: its "interval" is the point, of width 0, which is no reason to
+    stop."""
+    _, data, _ = run(tmp_path, make_plan(repetitions=1, target_ci_pct=3.0, max_repetitions=6), noise=0.05)
+    assert data.stopping is not None and data.stopping.rounds > 1
+
+
 def test_adaptive_rounds_stop_at_max_repetitions_or_the_time_budget(tmp_path: Path) -> None:
     _, data, _ = run(tmp_path / "cap", make_plan(repetitions=2, target_ci_pct=0.01, max_repetitions=4), noise=0.05)
     assert data.stopping is not None and data.stopping.reason == MOST_ROUNDS and data.stopping.rounds == 4

@@ -77,7 +77,9 @@ def widest_headlines(run: RunData, records: list[SummaryRecord],
     (the placebo's too), TPM and NOPM included, or only those of `tests` (the plan's
     `target_tests`; "load" is the load, and a backup test covers its sealed variants, as
     "full" does "full+aes-256"); deterministic figures (sizes) have no interval and are left
-    out, and so is a group without a headline overhead."""
+    out, and so is a group without a headline overhead. A figure of one round has no interval
+    yet (its "interval" is the point): its width is infinite, so a plan with repetitions = 1
+    adds rounds instead of stopping at once."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     widths: dict[Group, list[tuple[float, str]]] = defaultdict(list)
     for record in records:
@@ -86,8 +88,9 @@ def widest_headlines(run: RunData, records: list[SummaryRecord],
                 or (tests and record.cell.test.partition("+")[0] not in tests)
                 or deterministic(record, baselines[record.cell.comparison])):
             continue
+        one_round = min(compared.n_baseline, compared.n_treatment) < 2
         cell = record.cell
-        width = math.inf if math.isnan(compared.half_width) else compared.half_width
+        width = math.inf if one_round or math.isnan(compared.half_width) else compared.half_width
         widths[(cell.engine, cell.memory_mb, cell.workload, cell.scale)].append((width, cell.label))
     return {group: (label, width) for group, (width, label) in ((g, max(w)) for g, w in widths.items())}
 
