@@ -12,7 +12,7 @@ import pytest
 
 from tdebench.report.findings import hosts_sentence
 from tdebench.report.records import host_blocks, host_groups, summary_records
-from tdebench.report.tables import cipher_context_table
+from tdebench.report.tables import cipher_context_table, summary_table
 from tdebench.results import CipherSpeed, Measurement, RunData, TrialKey, TrialOutcome
 from tdebench.stats import PAIRED
 
@@ -70,6 +70,18 @@ def test_hosts_that_differ_are_reported_apart_each_against_its_own_baseline() ->
     assert found["a"][0] == pytest.approx(10.0, abs=0.5) and found["a"][1] == 2
     assert found["b"][0] == pytest.approx(30.0, abs=0.5) and found["b"][1] == 2
     assert "so each kind is reported apart, as “engine @ hosts”: a; b" in hosts_sentence(host_blocks(run))
+
+
+def test_tables_name_the_kind_of_host_so_rows_apart_do_not_read_as_duplicates() -> None:
+    hosts = {"a": ALIKE, "b": {**ALIKE, "cpu_model": "Other CPU"}}
+    run = cluster_run([("a", "a"), ("b", "b"), ("a", "a"), ("b", "b")], {"a": 1.10, "b": 1.30}, hosts)
+    records = summary_records(run)
+    summary = summary_table(records)
+    assert "hosts" in [column.key for column in summary.columns]
+    assert {(row["engine"], row["hosts"]) for row in summary.rows} == {("duckdb", "a"), ("duckdb", "b")}
+    pooled = summary_table(summary_records(cluster_run([("a", "a"), ("b", "b")], {"a": 1.1, "b": 1.1},
+                                                       {"a": ALIKE, "b": ALIKE})))
+    assert "hosts" not in [column.key for column in pooled.columns]
 
 
 def test_pool_hosts_pools_hosts_that_differ() -> None:

@@ -81,6 +81,12 @@ class CellKey:
         return (self.engine, self.workload, self.scale, self.test, self.step, self.metric, self.memory_mb, self.host)
 
     @property
+    def engine_at_hosts(self) -> str:
+        """The engine, and the hosts when hosts that differ are reported apart ("duckdb @ node1"):
+        a table's engine column, where two kinds of host would otherwise read as duplicate rows."""
+        return self.engine if self.host is None else f"{self.engine} @ {self.host}"
+
+    @property
     def configured(self) -> str:
         """The engine as configured: its name, its memory_mb when the plan gave one, and the hosts
         when hosts that differ are reported apart ("duckdb @ node1")."""

@@ -114,9 +114,11 @@ def num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
     return Column(key, header, fmt, numeric=True)
 
 
-def config_columns(memory: bool = False) -> tuple[Column, ...]:
-    """engine, encryption, workload, scale; and after the engine its memory_mb, when the run used it."""
-    engine = (Column("engine", "engine"),) + ((num("memory_mb", "memory (MB)", text),) if memory else ())
+def config_columns(memory: bool = False, hosts: bool = False) -> tuple[Column, ...]:
+    """engine, encryption, workload, scale; and after the engine its memory_mb, when the run used
+    it, and the kind of host, when a cluster run's hosts differ and are reported apart."""
+    engine = ((Column("engine", "engine"),) + ((num("memory_mb", "memory (MB)", text),) if memory else ())
+              + ((Column("hosts", "hosts"),) if hosts else ()))
     return engine + (Column("encryption", "encryption"), Column("workload", "workload"),
                      num("scale", "scale", scale_text))
 
@@ -148,8 +150,8 @@ def display_unit(unit: str) -> tuple[str, float]:
 def _summary_row(record: SummaryRecord) -> dict[str, Any]:
     cell, summary, compared = record.cell, record.summary, record.overhead
     return {
-        "engine": cell.engine, "memory_mb": cell.memory_mb, "encryption": cell.encryption, "workload": cell.workload,
-        "scale": cell.scale, "test": cell.test, "step": cell.step, "metric": cell.metric,
+        "engine": cell.engine, "memory_mb": cell.memory_mb, "hosts": cell.host, "encryption": cell.encryption,
+        "workload": cell.workload, "scale": cell.scale, "test": cell.test, "step": cell.step, "metric": cell.metric,
         "unit": record.unit, "n": summary.n, "median": summary.median, "mean": summary.mean,
         "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high,
         "cv": summary.cv, "outliers": summary.outliers, "noisy": noise.noisy(record),
@@ -162,7 +164,8 @@ def _summary_row(record: SummaryRecord) -> dict[str, Any]:
 
 
 def summary_table(records: list[SummaryRecord]) -> Table:
-    columns = config_columns(uses_memory(r.cell.memory_mb for r in records)) + (
+    columns = config_columns(uses_memory(r.cell.memory_mb for r in records),
+                             any(r.cell.host is not None for r in records)) + (
         Column("test", "test"), Column("step", "step"), Column("metric", "metric"),
         Column("unit", "unit"), num("n", "n", text), num("median", "median"), num("mean", "mean"),
         num("stdev", "stdev"), num("ci_low", "CI low"), num("ci_high", "CI high"),
@@ -378,7 +381,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
         baseline = baselines[record.cell.comparison]
         compared = record.overhead
         exact = deterministic(record, baseline)
-        rows.append({"engine": record.cell.engine, "memory_mb": record.cell.memory_mb,
+        rows.append({"engine": record.cell.engine_at_hosts, "memory_mb": record.cell.memory_mb,
                      "encryption": record.cell.encryption,
                      "workload": record.cell.workload, "scale": record.cell.scale,
                      "figure": headline.label, "unit": unit,
@@ -407,7 +410,7 @@ def size_table(records: list[SummaryRecord]) -> Table:
         cell = record.cell
         if (cell.test, cell.step, cell.metric) != ("load", "database", "size_bytes"):
             continue
-        rows.append({"engine": cell.engine, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
+        rows.append({"engine": cell.engine_at_hosts, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
                      "workload": cell.workload, "scale": cell.scale,
                      "size": record.summary.median / MIB,
                      "overhead": record.overhead.pct if record.overhead else None})
