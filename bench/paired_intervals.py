@@ -29,7 +29,8 @@ QUERIES = 22
 RESAMPLES = 2000
 
 
-def simulated(rng: np.random.Generator, rounds: int, effect: float, trial_effect: float) -> tuple[np.ndarray, np.ndarray]:
+def simulated(rng: np.random.Generator, rounds: int, effect: float,
+              trial_effect: float) -> tuple[np.ndarray, np.ndarray]:
     typical = np.exp(rng.uniform(math.log(0.002), math.log(0.2), QUERIES))
     shared = rng.normal(0.0, 0.05, (rounds, 1))
 

@@ -96,7 +96,8 @@ class Arm:
     warmups: int = 1
 
 
-REFERENCE = Arm("reference", "before this study: fresh database, DuckDB threads = cores, GC free, sampler on, 1 warm-up")
+REFERENCE = Arm("reference",
+                "before this study: fresh database, DuckDB threads = cores, GC free, sampler on, 1 warm-up")
 HARNESS = Arm("harness", "the runner's trial now: the engine's settings, GC paused in queries (Recorder defaults)",
               threads=None, pause_gc=True)
 
@@ -452,7 +453,8 @@ def spread_ratio(reference: np.ndarray, arm: np.ndarray) -> tuple[float, float, 
     return ratio(reference, arm), float(low), float(high)
 
 
-def paired_vs_unpaired(base: Sequence[Trial], treat: Sequence[Trial], composite) -> dict[str, tuple[float, float, float]]:
+def paired_vs_unpaired(base: Sequence[Trial], treat: Sequence[Trial],
+                       composite) -> dict[str, tuple[float, float, float]]:
     """The overhead of `treat` over `base` (%), with its 95% CI, estimated two ways from the
     same trials: paired (mean of the within-round log ratios, bootstrap over rounds) and
     unpaired (difference of the groups' mean logs, each group resampled on its own)."""
@@ -556,7 +558,8 @@ def report(args: argparse.Namespace, trials: Sequence[Trial], busy: dict[int | N
             low, high = bootstrap(beside - alone, lambda d: float(np.mean(d)))
             label = f"threads = {threads}" if threads is not None else args.engine
             print(f"  {label:12s} alone {1000 * math.exp(float(np.median(alone))):5.1f}ms, beside a busy core "
-                  f"{1000 * math.exp(float(np.median(beside))):5.1f}ms: x{math.exp(float(np.mean(beside - alone))):.2f} "
+                  f"{1000 * math.exp(float(np.median(beside))):5.1f}ms: "
+                  f"x{math.exp(float(np.mean(beside - alone))):.2f} "
                   f"[{math.exp(low):.2f}, {math.exp(high):.2f}]")
     encryption = ENCRYPTION[args.engine]
     for name in (n for n in PAIRED if n in args.arms):

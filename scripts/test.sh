@@ -21,7 +21,7 @@ if [ "$fast" = 1 ]; then
   scripts/install.sh --unit
 else
   scripts/install.sh --test
-  .venv/bin/ruff check src tests
+  .venv/bin/ruff check src tests bench
   .venv/bin/mypy
 fi
 

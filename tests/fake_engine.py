@@ -117,8 +117,9 @@ class FakeWorkload(Workload):
     max_streams = 1
 
     def __init__(self, clock: FakeClock, fail_on: str | None = None, noise: float = 0.0,
-                 drift: float = 0.0, quiet: Collection[str] = ()) -> None:
+                 drift: float = 0.0, quiet: Collection[str] = (), load_noise: float = 0.0) -> None:
         self.clock = clock
+        self.load_noise = load_noise  # log-normal noise of the load's time, seeded
         self.fail_on = fail_on  # an encryption whose answers are "wrong"
         self.noise = noise  # log-normal noise of every query time, seeded
         self.quiet = quiet  # engines (plan names) whose query times have no noise
@@ -134,7 +135,8 @@ class FakeWorkload(Workload):
 
     def load(self, ctx: RunContext, conn: Connection) -> None:
         with ctx.recorder.measure("load", "total", process=False):
-            self.clock.advance(50_000_000)
+            noise = math.exp(self.random.gauss(0.0, self.load_noise)) if self.load_noise else 1.0
+            self.clock.advance(int(50_000_000 * noise))
 
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
         for _ in self._queries(test, ctx, warmup):

@@ -112,6 +112,7 @@ def own_postgres(directory: Path) -> Iterator[OwnServer]:
     try:
         with admin() as conn:
             conn.execute(f"CREATE ROLE bench LOGIN CREATEDB PASSWORD '{password}'")
+            conn.execute("GRANT pg_checkpoint TO bench")  # for data_path: tdebench checkpoints before its scan
             conn.execute("CREATE DATABASE bench OWNER bench")
             conn.execute("CREATE DATABASE crowded OWNER bench")
         with admin("crowded") as conn:

@@ -13,6 +13,7 @@ import math
 import sys
 import tempfile
 import threading
+import time
 from importlib import resources
 from pathlib import Path
 from collections.abc import Callable
@@ -191,6 +192,10 @@ class _Here:
 
     def __init__(self, the_plan: Plan, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
                  owned: bool = False) -> None:
+        if the_plan.driver_hosts > 1:
+            usage_error(f"the plan's driver_hosts = {the_plan.driver_hosts} spreads the oltp virtual users over that "
+                        "many hosts of a cluster: run it with --cluster ADDRESS (docs/cluster.md), or remove "
+                        "driver_hosts to drive the server from this machine alone")
         self.plan, self.data_dir, self.work_dir = the_plan, data_dir, work_dir
         self.keys, self.engines = _ready_or_exit(the_plan, key_file, work_dir, owned)
 
@@ -284,9 +289,31 @@ class _OnCluster:
             options = {"key_file": str(self.key_file) if self.key_file else None,
                        "data_dir": str(self.data_dir) if self.data_dir else None,
                        "work_dir": str(self.work_dir) if self.work_dir else None}
-            self.cluster.run(self.plan, self.source, specs, collector, options)
+            more = None
+            if self.plan.adaptive and stored.stopping is None:  # rounds added as a local run adds them
+                more = self._more_rounds(store, collector, stored.resumes[-1].elapsed_before_s if stored.resumes
+                                         else 0.0)
+            self.cluster.run(self.plan, self.source, specs, collector, options, more)
             return summary
         return trials
+
+    def _more_rounds(self, store: ResultStore, collector: Any, before_s: float) -> Callable[[], list]:
+        """An adaptive plan's next rounds, decided by the client from the records stored so far
+        (runner.next_rounds: every overhead is within one host, so the rounds of all hosts make
+        each group's interval); once none is added, the `Stopping` record stored."""
+        from tdebench.runner import next_rounds
+
+        start = time.monotonic() - before_s
+
+        def more() -> list:
+            trials, stopping = next_rounds(self.plan, read_run(store.directory), time.monotonic() - start,
+                                           collector.progress)
+            if stopping is not None:
+                store.append(stopping)
+                store.sync()
+            collector.expect(trials)
+            return trials
+        return more
 
 
 def _place(cluster: str | None, the_plan: Plan, source: str, key_file: Path | None, data_dir: Path | None,
@@ -773,11 +800,16 @@ VERIFY_EXIT = {"encrypted": 0, "plaintext": 1, "inconclusive": 3}
 @main.command()
 @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where the killed runs' workspaces are. [default: the system's temporary directory]")
-def clean(work_dir: Path | None) -> None:
+@click.option("--cluster", "cluster", metavar="ADDRESS",
+              help="Clean on every worker of this Dask scheduler (tcp://HOST:8786) instead, each in its own "
+                   "--work-dir (a path on every worker), and say what each host cleaned.")
+def clean(work_dir: Path | None, cluster: str | None) -> None:
     """Clean up after killed runs: stop the servers and gocryptfs processes their state files
     name (by pid and start time), unmount what is still mounted in their workspaces, and remove
     the workspaces (databases, key files). `tdebench run` does this first by itself; a running
     run is never touched. Exit 1 if something could not be cleaned."""
+    if cluster is not None:
+        _clean_cluster(cluster, work_dir)
     if work_dir is not None and not work_dir.is_dir():
         usage_error(f"--work-dir {work_dir} is not an existing directory")
     cleaned = runsetup.clean_dead_runs(work_dir)
@@ -785,6 +817,32 @@ def clean(work_dir: Path | None) -> None:
     if not cleaned:
         out.print(f"nothing to clean in {work_dir or tempfile.gettempdir()}", highlight=False)
     sys.exit(0 if all(c.removed for c in cleaned) else 1)
+
+
+def _clean_cluster(address: str, work_dir: Path | None) -> None:
+    """`tdebench clean --cluster ADDRESS`: the clean on every worker, reported per host; exits."""
+    try:
+        from tdebench.cluster import client
+    except ImportError as exc:
+        usage_error(f"--cluster needs Dask distributed ({exc.name} is missing): pip install 'tdebench[cluster]'")
+    try:
+        cluster = client.Cluster(address)
+    except runsetup.SetupError as exc:
+        usage_error(str(exc))
+    if cluster.local_workers is not None:
+        usage_error(f"--cluster {address}: local workers share this machine: clean it with `tdebench clean`")
+    try:
+        with cluster:
+            answers = cluster.clean(work_dir)
+    except runsetup.SetupError as exc:
+        usage_error(str(exc))
+    for answer in answers:
+        for line in answer["cleaned"] or [f"nothing to clean in {answer['directory']}"]:
+            (out if answer["removed"] else err).print(plain(f"{answer['host']}: {line}"), highlight=False,
+                                                      soft_wrap=True)
+    if not answers:
+        out.print(f"--cluster {address}: no workers are connected: nothing cleaned", highlight=False)
+    sys.exit(0 if all(answer["removed"] for answer in answers) else 1)
 
 
 def _print_cleaned(cleaned: list) -> None:

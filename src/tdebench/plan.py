@@ -27,8 +27,8 @@ ORDERS = ("interleaved", "lockstep", "sequential")
 PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
 _TOP_KEYS = {"name", "description", "measured", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
-             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "engines", "workloads", "pin_cpus",
-             "pool_hosts"}
+             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "target_tests", "engines", "workloads",
+             "pin_cpus", "pool_hosts"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
@@ -76,6 +76,12 @@ class WorkloadSpec:
     def option_values(self) -> dict[str, Any]:
         return dict(self.options)
 
+    @property
+    def driver_hosts(self) -> int:
+        """Over how many hosts of a cluster its virtual users are spread (oltp's driver_hosts; 1:
+        one driver, the trial's own host)."""
+        return int(self.option_values().get("driver_hosts", 1))
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -93,6 +99,8 @@ class Plan:
     target_ci_pct: float | None = None  # adaptive: add rounds until every headline CI is ± this
     max_minutes: float | None = None  # adaptive: the time budget for the whole run
     max_repetitions: int = 1000  # adaptive: never more rounds than this
+    # adaptive: the tests whose headline figures it waits on ("load" is the load); () for all
+    target_tests: tuple[str, ...] = ()
     pin_cpus: CpuPinning | None = None  # where the engine and the driver run; None: wherever the OS likes
     description: str = ""  # what the plan compares, in a line (`tdebench plans` lists it)
     # how long a run of the plan took and where, as its author timed it (`tdebench plans` lists it);
@@ -119,6 +127,12 @@ class Plan:
 
     def engine(self, name: str) -> EngineChoice:
         return next(e for e in self.engines if e.name == name)
+
+    @property
+    def driver_hosts(self) -> int:
+        """The most hosts any workload spreads its drivers over (1: none spreads them), which only
+        a cluster run (`--cluster`) has."""
+        return max((spec.driver_hosts for spec in self.workloads), default=1)
 
 
 @dataclass(frozen=True)
@@ -230,12 +244,15 @@ def load_plan(path: Path) -> Plan:
     return parse_plan(text, str(path))
 
 
-def parse_plan(text: str, source: str = "<plan>") -> Plan:
+def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
+    """The plan in `text` (from `source`, named in errors), checked. `here = False` reads a
+    stored plan for what it says, as `compare` does: the paths it names on its machine
+    (a server's password_file and data_path) are not looked at, since they may be gone."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"not valid TOML: {exc}", source) from None
-    check = _Checker(text, source)
+    check = Checker(text, source)
     check.keys(data, _TOP_KEYS, "plan")
     engines = data.get("engines")
     workloads = data.get("workloads")
@@ -262,17 +279,26 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
                           "data in memory; a cold cache needs each test alone: use order = \"interleaved\"", "order")
     if target is not None and most < repetitions:
         raise check.error(f"max_repetitions = {most} is below repetitions = {repetitions}", "max_repetitions")
-    engine_choices = tuple(_engine(check.within("engines", i), e, placebo)
+    if target is None and "target_tests" in data:
+        raise check.error("target_tests names what adaptive repetitions wait on, which target_ci_pct turns on; "
+                          "add e.g. target_ci_pct = 2", "target_tests")
+    engine_choices = tuple(_engine(check.within("engines", i), e, placebo, here)
                            for i, e in enumerate(check.tables(engines, "engines")))
     remote = next((e.name for e in engine_choices if e.remote is not None), None)
     if remote is not None and cache == "cold":
         raise check.error(f"cache = \"cold\" stops each engine and drops its caches; tdebench cannot do that to "
                           f"the {remote} server it reaches by url: use cache = \"warm\"", "cache")
-    workload_specs = tuple(_workload(check.within("workloads", i), w)
-                           for i, w in enumerate(check.tables(workloads, "workloads")))
-    for i, spec in enumerate(workload_specs):
-        _check_dialects(check.within("workloads", i), spec, engine_choices)
+    workload_tables = check.tables(workloads, "workloads")
+    workload_specs = tuple(workload_spec(check.within("workloads", i), w) for i, w in enumerate(workload_tables))
+    for i, (spec, table) in enumerate(zip(workload_specs, workload_tables)):
+        _check_engines(check.within("workloads", i), spec, table, engine_choices)
+        problem = WORKLOADS[spec.name].engines_problem(spec.option_values(),
+                                                       [(e.name, e.remote is not None) for e in engine_choices])
+        if problem is not None:
+            raise check.within("workloads", i).error(*problem)
     _check_memory_axis(check, engine_choices, workload_specs)
+    tests_measured = ("load", *dict.fromkeys(test for spec in workload_specs for test in spec.tests))
+    target_tests = check.choices(data, "target_tests", (), tests_measured) if "target_tests" in data else ()
     for kind, names in (("engines", [e.name for e in engine_choices]), ("workloads", [w.name for w in workload_specs])):
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:  # two tables of one name would run its trials twice and silently double n
@@ -296,6 +322,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         target_ci_pct=target,
         max_minutes=budget,
         max_repetitions=most,
+        target_tests=target_tests,
         pin_cpus=_pin_cpus(check, data["pin_cpus"]) if "pin_cpus" in data else None,
         description=check.string(data, "description", ""),
         measured=check.string(data, "measured", ""),
@@ -306,7 +333,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
 _PIN_EXAMPLE = "e.g. pin_cpus = { engine = [1], driver = [0] }"
 
 
-def _pin_cpus(check: "_Checker", table: Any) -> CpuPinning:
+def _pin_cpus(check: "Checker", table: Any) -> CpuPinning:
     """`pin_cpus`: the CPUs of the engine and of the driver, each a list of CPUs this process
     may use on this machine."""
     if not isinstance(table, dict):
@@ -333,9 +360,9 @@ def _pin_cpus(check: "_Checker", table: Any) -> CpuPinning:
     return CpuPinning(**chosen)
 
 
-def _engine(check: "_Checker", table: dict[str, Any], placebo: bool = False) -> EngineChoice:
+def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here: bool = True) -> EngineChoice:
     check.keys(table, _ENGINE_KEYS | _REMOTE_KEYS, "[[engines]]")
-    remote = _remote(check, table) if "url" in table else None
+    remote = _remote(check, table, here) if "url" in table else None
     if remote is None:
         given = sorted(set(table) & _REMOTE_KEYS)
         if given:
@@ -368,10 +395,11 @@ _URL_EXAMPLES = {"mariadb": "mariadb://bench@127.0.0.1:3306/bench", "mysql": "my
                  "sqlserver": "mssql://bench@127.0.0.1:1433/bench", "oracle": "oracle://bench@127.0.0.1:1521/FREEPDB1"}
 
 
-def _remote(check: "_Checker", table: dict[str, Any]) -> RemoteTarget:
+def _remote(check: "Checker", table: dict[str, Any], here: bool = True) -> RemoteTarget:
     """A server tdebench did not start: its url, where its password is (exactly one of
     password_env and password_file, a 0600 file), where its data files are readable (data_path,
-    optional) and, for MariaDB, the key id of its encrypted tables."""
+    optional) and, for MariaDB, the key id of its encrypted tables. The two paths are checked
+    only `here` (see parse_plan)."""
     name = check.choice(table, "name", None, tuple(REMOTE_ENGINES))
     url = check.string(table, "url", "")
     try:
@@ -389,12 +417,12 @@ def _remote(check: "_Checker", table: dict[str, Any]) -> RemoteTarget:
     source = check.string(table, sources[0], "")
     if not source:
         raise check.error(f"{sources[0]} is empty", sources[0])
-    if sources[0] == "password_file":
+    if sources[0] == "password_file" and here:
         problem = password_file_problem(Path(source))
         if problem is not None:
             raise check.error(problem, "password_file")
     data_path = check.string(table, "data_path", "")
-    if data_path and not Path(data_path).is_dir():
+    if data_path and here and not Path(data_path).is_dir():
         raise check.error(f"data_path {data_path} is not a directory tdebench can read (where the {name} server's "
                           "data files are, scanned read-only for the at-rest verdict)", "data_path")
     if "key_id" in table and name != "mariadb":
@@ -409,7 +437,7 @@ def _remote(check: "_Checker", table: dict[str, Any]) -> RemoteTarget:
 _MEMORY_MB = (16, 1 << 20)
 
 
-def _memory(check: "_Checker", table: dict[str, Any]) -> tuple[int, ...]:
+def _memory(check: "Checker", table: dict[str, Any]) -> tuple[int, ...]:
     """`memory_mb`: one whole number of MB, or a list of them (one configuration each)."""
     if "memory_mb" not in table:
         return ()
@@ -425,7 +453,7 @@ def _memory(check: "_Checker", table: dict[str, Any]) -> tuple[int, ...]:
     return values
 
 
-def _check_memory_axis(check: "_Checker", engines: tuple[EngineChoice, ...],
+def _check_memory_axis(check: "Checker", engines: tuple[EngineChoice, ...],
                        workloads: tuple[WorkloadSpec, ...]) -> None:
     """Several memory_mb values only with workloads whose reports keep them apart."""
     if not any(len(e.memory_mb) > 1 for e in engines):
@@ -438,20 +466,36 @@ def _check_memory_axis(check: "_Checker", engines: tuple[EngineChoice, ...],
                           "memory_mb")
 
 
-def _check_dialects(check: "_Checker", spec: WorkloadSpec, engines: tuple[EngineChoice, ...]) -> None:
-    """Refuse a workload paired with an engine whose SQL dialect it has no statements for (e.g.
-    crud on a SQL Server reached by url), at the workload's line, with the dialects it has."""
-    dialects = WORKLOADS[spec.name].dialects
-    if dialects is None:
-        return
+def _check_engines(check: "Checker", spec: WorkloadSpec, table: dict[str, Any],
+                   engines: tuple[EngineChoice, ...]) -> None:
+    """Refuse, at the workload's line, a workload paired with an engine it cannot run on: one
+    whose SQL dialect it has no statements for (e.g. maintenance on a SQL Server reached by url),
+    one its keys as written cannot run on (`Workload.plan_problem`, e.g. oltp's procedures on
+    Oracle), or a server by url asked for tests only engines tdebench starts can run
+    (`Workload.local_tests`, e.g. backup's)."""
+    workload = WORKLOADS[spec.name]
     for choice in engines:
         engine = get_engine(choice.name, remote=choice.remote)
-        if engine.dialect not in dialects:
+        if workload.dialects is not None and engine.dialect not in workload.dialects:
             raise check.error(f"the {spec.name} workload has no SQL for {choice.name} (dialect {engine.dialect}); "
-                              f"it has for the dialects {', '.join(dialects)}", "name")
+                              f"it has for the dialects {', '.join(workload.dialects)}", "name")
+        problem = workload.plan_problem(engine.dialect, table)
+        if problem is not None:
+            message, key = problem
+            raise check.error(f"{key} cannot run on {choice.name}: {message}", key)
+        local = [test for test in spec.tests if test in workload.local_tests]
+        if engine.capabilities.remote and local:
+            rest = [test for test in spec.tests if test not in workload.local_tests]
+            fix = (f"give tests = [{', '.join(repr(test) for test in rest)}]" if rest
+                   else f"run it on an engine tdebench starts ({', '.join(ENGINES)})")
+            raise check.error(f"the {spec.name} workload's {', '.join(local)} cannot run on {choice.name} by url: "
+                              f"{workload.local_tests[local[0]]}; {fix}", "tests" if "tests" in table else "name")
 
 
-def _workload(check: "_Checker", table: dict[str, Any]) -> WorkloadSpec:
+def workload_spec(check: "Checker", table: dict[str, Any]) -> WorkloadSpec:
+    """One [[workloads]] table checked (name, scales, tests, streams, timeout and the workload's own
+    keys); public for the script kit, which reads the tpch table of a plan whose engines it
+    writes scripts for rather than runs (kit/scripts.py)."""
     name = check.choice(table, "name", None, tuple(WORKLOADS))
     workload = WORKLOADS[name]
     check.keys(table, _WORKLOAD_KEYS | set(workload.options), f"[[workloads]] {name}")
@@ -489,17 +533,18 @@ def shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
-class _Checker:
+class Checker:
     """Typed reads from parsed TOML that fail with the line the key is on: the first line from
     `first` on that holds it (a table's checker starts at the table's header, so a key missing
-    from the table points there)."""
+    from the table points there). Public for the script kit (kit/scripts.py), which reads its
+    part of a plan with the same checks and messages."""
 
     def __init__(self, text: str, source: str, first: int = 1, last: int | None = None) -> None:
         self.lines = text.splitlines()
         self.source = source
         self.first, self.last = first, last or len(self.lines)
 
-    def within(self, kind: str, index: int) -> "_Checker":
+    def within(self, kind: str, index: int) -> "Checker":
         """The checker of the `index`-th [[kind]] table, from its header to the next table's
         (the whole file's if the plan writes the tables another way)."""
         headers = [n for n, line in enumerate(self.lines, start=1) if line.split("#", 1)[0].strip().startswith("[")]
@@ -507,7 +552,7 @@ class _Checker:
         if index >= len(mine):
             return self
         following = [n for n in headers if n > mine[index]]
-        return _Checker("\n".join(self.lines), self.source, mine[index], following[0] - 1 if following else None)
+        return Checker("\n".join(self.lines), self.source, mine[index], following[0] - 1 if following else None)
 
     def line_of(self, needle: str) -> int | None:
         for number, line in enumerate(self.lines[self.first - 1:self.last], start=self.first):

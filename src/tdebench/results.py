@@ -217,7 +217,8 @@ class Stopping:
     `widest` names the headline figure with the widest CI at that moment, `widest_ci_pct` its
     half-width. Rounds are added per comparison group, so groups may end with different
     counts: `rounds` is the highest, `group_rounds` each group's (by its label, e.g. "duckdb
-    tpch sf0.01"; empty in runs made before rounds were per group)."""
+    tpch sf0.01"; empty in runs made before rounds were per group). `target_tests` are the
+    plan's, the tests whose figures were waited on (empty: every headline figure)."""
 
     rounds: int
     reason: str
@@ -226,6 +227,7 @@ class Stopping:
     widest_ci_pct: float
     elapsed_s: float
     group_rounds: dict[str, int] = field(default_factory=dict)
+    target_tests: tuple[str, ...] = ()
 
 
 Record = Measurement | Verdict | TrialOutcome | CipherSpeed | Sample | Stopping | Resumed

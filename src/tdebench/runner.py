@@ -46,7 +46,7 @@ from tdebench.results import (BUDGET, MOST_ROUNDS, REACHED, Record, RunData, Sto
                               Verdict)
 from tdebench.store import OutputError, ResultStore, read_run
 from tdebench.workloads import WORKLOADS, RunContext, Workload
-from tdebench.workloads.base import Session, read_canaries, write_canaries
+from tdebench.workloads.base import OtherDrivers, Session, read_canaries, write_canaries
 
 CANARY_COUNT = 4
 
@@ -145,6 +145,11 @@ class _TrialFacts:
     view_hits: int | None = None
     view_gone: str = ""  # why a layer's decrypted view could not be scanned (its mount vanished)
 
+    def at_rest(self, key: TrialKey) -> verify.TrialScan:
+        """The at-rest rules for this trial's canaries and markers: its verdict's, and its workload's
+        for what it writes beside the database (`RunContext.judge_at_rest`)."""
+        return verify.TrialScan(key, tuple(self.canaries), tuple(self.markers))
+
 
 @dataclass
 class _Trial:
@@ -201,6 +206,7 @@ class Runner:
     # its own error (PyMySQL's "lost connection") must not make an interrupted trial look failed
     interrupted: threading.Event = field(default_factory=threading.Event)
     host: str | None = None  # a cluster worker's host identity, stored with every trial it runs
+    drivers: OtherDrivers | None = None  # a cluster unit's other drivers of one server (oltp's driver_hosts)
 
     def run(self) -> RunSummary:
         """Run the plan's trials that the store does not have complete yet, in the schedule's
@@ -305,50 +311,16 @@ class Runner:
                 remove_tree(trial.workspace)
 
     def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int) -> None:
-        """Adaptive repetitions, per comparison group (`plan.comparison_group`): after the rounds
-        stored (the plan's, or more in a resumed run), add a round to every group whose widest
-        headline CI half-width is still above `target_ci_pct`, one round at a time, until none
-        is, none can have more (`max_repetitions`), or the time budget (counted from
-        `start_ns`) fits no such group's next round; store why it stopped. A group that reached
-        the target is left alone, so a cheap group (DuckDB's 5-second rounds) may run three
-        times the rounds of an expensive one (SQLite's nine ciphers) in the same budget."""
-        plan = self.plan
-        assert plan.target_ci_pct is not None
-        step = 0
+        """Adaptive repetitions (`next_rounds`), one round at a time, until they stop; store why.
+        The time budget is counted from `start_ns`."""
         while True:
-            run = read_run(self.store.directory)
-            widths = widest_headlines(run, summary_records(run))
-            rounds = _rounds_by_group(plan, run)
-            elapsed_s = (self.clock.now_ns() - start_ns) / 1e9
-            wide = sorted((group for group, (_, width) in widths.items() if width > plan.target_ci_pct),
-                          key=lambda group: -widths[group][1])
-            open_groups = [group for group in wide if rounds.get(group, 0) < plan.max_repetitions]
-            chosen = _within_budget(open_groups, _round_seconds(plan, run, elapsed_s),
-                                    None if plan.max_minutes is None else plan.max_minutes * 60.0 - elapsed_s)
-            if not wide:
-                reason = REACHED
-            elif not open_groups:
-                reason = MOST_ROUNDS
-            elif not chosen:
-                reason = BUDGET
-            else:
-                step += 1
-                label, width = widths[chosen[0]]
-                self.progress.phase(f"adding rounds to {len(chosen)} group(s): {label} ±{width:.1f}% "
-                                    f"> target ±{plan.target_ci_pct:g}%")
-                self._trials([trial for group in chosen for trial in
-                              round_trials(plan, rounds.get(group, 0) + 1, {group})], root, summary)
-                continue
-            widest = widest_of(widths)
-            self.store.append(Stopping(rounds=max(rounds.values(), default=0), reason=reason,
-                                       target_ci_pct=plan.target_ci_pct,
-                                       widest=widest[0] if widest else "",
-                                       widest_ci_pct=widest[1] if widest else math.nan,
-                                       elapsed_s=elapsed_s,
-                                       group_rounds={group_label(g): n for g, n in sorted(rounds.items(),
-                                                                                         key=lambda i: str(i[0]))}))
-            self.store.sync()
-            return
+            trials, stopping = next_rounds(self.plan, read_run(self.store.directory),
+                                           (self.clock.now_ns() - start_ns) / 1e9, self.progress)
+            if stopping is not None:
+                self.store.append(stopping)
+                self.store.sync()
+                return
+            self._trials(trials, root, summary)
 
     def _prepare(self, needed: list[tuple[str, float]]) -> None:
         """Make each (workload, scale)'s data in the data directory, one process at a time: the
@@ -419,7 +391,8 @@ class Runner:
                          query_timeout_s=spec.workload.query_timeout_s, options=spec.workload.option_values(),
                          session=session, scratch_database=engine.provision, canaries=tuple(facts.canaries),
                          markers=tuple(facts.markers),
-                         new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"))
+                         new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"), at_rest=facts.at_rest(key),
+                         drivers=self.drivers)
         return _Trial(spec=spec, engine=engine, workload=self.workload_factory(key.workload), workspace=workspace,
                       secret=secret, database=database, processes=processes, ctx=ctx, facts=facts,
                       start_ns=start, load_start=load_start)
@@ -566,15 +539,47 @@ class Runner:
             if root is None:  # nothing tdebench may read: a remote server without data_path
                 verdict = verify.not_verified(key, expected, facts.engine_state)
             else:
-                verdict = verify.judge_at_rest(key, expected, root, database.plaintext_signature(), facts.canaries,
-                                               facts.markers, facts.canaries_readable,
-                                               column_layer=database.encryption.layer == "column",
-                                               view_hits=facts.view_hits, engine_state=facts.engine_state,
-                                               view_gone=facts.view_gone)
+                verdict = facts.at_rest(key).judge(root, expected, readable=facts.canaries_readable,
+                                                   signature=database.plaintext_signature(),
+                                                   column_layer=database.encryption.layer == "column",
+                                                   view_hits=facts.view_hits, engine_state=facts.engine_state,
+                                                   view_gone=facts.view_gone)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
         self.store.append(verdict)
         return verdict
+
+
+def next_rounds(plan: Plan, run: RunData, elapsed_s: float,
+                progress: Progress = SilentProgress()) -> tuple[list[TrialSpec], Stopping | None]:
+    """Adaptive repetitions, per comparison group (`plan.comparison_group`): after the rounds
+    `run` holds (the plan's, or more in a resumed run), the trials of one more round of every
+    group whose widest headline CI half-width is still above `target_ci_pct`, unless none is,
+    none can have more (`max_repetitions`), or the time budget (`elapsed_s` of it spent) fits no
+    such group's next round: then no trials and the `Stopping` record that says why. A group
+    that reached the target is left alone, so a cheap group (DuckDB's 5-second rounds) may run
+    three times the rounds of an expensive one (SQLite's nine ciphers) in the same budget. The
+    runner and a cluster run's client (each host's rounds pair within it) both add rounds so."""
+    assert plan.target_ci_pct is not None
+    widths = widest_headlines(run, summary_records(run), plan.target_tests)
+    rounds = _rounds_by_group(plan, run)
+    wide = sorted((group for group, (_, width) in widths.items() if width > plan.target_ci_pct),
+                  key=lambda group: -widths[group][1])
+    open_groups = [group for group in wide if rounds.get(group, 0) < plan.max_repetitions]
+    chosen = _within_budget(open_groups, _round_seconds(plan, run, elapsed_s),
+                            None if plan.max_minutes is None else plan.max_minutes * 60.0 - elapsed_s)
+    if chosen:
+        label, width = widths[chosen[0]]
+        progress.phase(f"adding rounds to {len(chosen)} group(s): {label} ±{width:.1f}% "
+                       f"> target ±{plan.target_ci_pct:g}%")
+        return [trial for group in chosen for trial in round_trials(plan, rounds.get(group, 0) + 1, {group})], None
+    reason = REACHED if not wide else MOST_ROUNDS if not open_groups else BUDGET
+    widest = widest_of(widths)
+    return [], Stopping(rounds=max(rounds.values(), default=0), reason=reason, target_ci_pct=plan.target_ci_pct,
+                        widest=widest[0] if widest else "", widest_ci_pct=widest[1] if widest else math.nan,
+                        elapsed_s=elapsed_s,
+                        group_rounds={group_label(g): n for g, n in sorted(rounds.items(), key=lambda i: str(i[0]))},
+                        target_tests=plan.target_tests)
 
 
 def _rounds_by_group(plan: Plan, run: RunData) -> dict[Group, int]:

@@ -96,9 +96,17 @@ class Overhead:
 
     @property
     def half_width(self) -> float:
-        """Half the CI's width in percentage points: the precision a plan's `target_ci_pct`
-        asks for (NaN when there is no interval)."""
-        return (self.ci_high - self.ci_low) / 2.0
+        """Half the CI's width relative to the ratio, in percent: the precision a plan's
+        `target_ci_pct` asks for (NaN when there is no interval). Taken on the log scale, where
+        the paired interval is symmetric, so ±2% means the same for a 1% overhead as for a
+        threefold slowdown: +219% [+206, +232] is ±4.2% of its ratio 3.19 (13 points). For
+        small overheads it is about half the width in points."""
+        low, high = 1.0 + self.ci_low / 100.0, 1.0 + self.ci_high / 100.0
+        if math.isnan(low) or math.isnan(high):
+            return math.nan
+        if low <= 0.0:  # a bootstrap bound at or below -100%: no finite ratio
+            return math.inf
+        return (math.sqrt(high / low) - 1.0) * 100.0
 
     @property
     def noisy(self) -> bool:

@@ -21,6 +21,7 @@ import io
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, cast
 
@@ -516,15 +517,34 @@ def error_verdict(trial: TrialKey, expected: str, exc_text: str) -> Verdict:
                    bytes_scanned=0, first_hit=None, detail=exc_text)
 
 
-def judge_at_rest(trial: TrialKey, expected: str, workspace: Path, signature: tuple[int, bytes] | None,
-                  canaries: Sequence[str], markers: Sequence[str], canary_readable: bool, *,
-                  column_layer: bool, view_hits: int | None = None, engine_state: str = "",
-                  view_gone: str = "") -> Verdict:
-    """A closed database's directory scanned and judged: the trial's verdict (the runner's), and
-    that of a database a workload made beside it (maintenance's converted copy), alike."""
-    scans = scan([workspace], canaries, workspace, signature, markers=markers)
-    return judge(trial, expected, scans, canary_readable, first_hit_label=label_first_hit(scans, workspace, canaries),
-                 view_hits=view_hits, engine_state=engine_state, column_layer=column_layer, view_gone=view_gone)
+@dataclass(frozen=True)
+class TrialScan:
+    """The at-rest scan and verdict rules bound to one trial: its key, canaries and markers.
+
+    The runner judges the trial's closed database with it and hands it to the trial's workloads
+    (`RunContext.judge_at_rest`), which judge what they write beside that database (maintenance's
+    converted copy, backup's artifacts) by the same rules without importing this module."""
+
+    trial: TrialKey
+    canaries: tuple[str, ...]
+    markers: tuple[str, ...]
+
+    def view_hits(self, view: Path | None) -> int | None:
+        """The canary hits in a layer's decrypted view (see `view_hits`)."""
+        return view_hits(view, self.canaries)
+
+    def judge(self, path: Path, expected: str, *, readable: bool, signature: tuple[int, bytes] | None = None,
+              column_layer: bool = False, view_hits: int | None = None, engine_state: str = "",
+              view_gone: str = "", plaintext_format: bool = False) -> Verdict:
+        """`path` (a closed database's directory, an unpacked artifact, or one file) scanned and
+        judged. `plaintext_format`: the caller found a plaintext format's magic bytes in what
+        `path` holds (a sealed backup's payload), which counts as a plaintext header in every file."""
+        root = path if path.is_dir() else path.parent
+        scans = scan([path], self.canaries, root, signature, markers=self.markers)
+        if plaintext_format:
+            scans = tuple(replace(s, plaintext_header=True) for s in scans)
+        return judge(self.trial, expected, scans, readable, first_hit_label=label_first_hit(scans, root, self.canaries),
+                     view_hits=view_hits, engine_state=engine_state, column_layer=column_layer, view_gone=view_gone)
 
 
 def _root(paths: Sequence[Path]) -> Path:

@@ -22,11 +22,14 @@ import pytest
 
 from tdebench.engines import get_engine
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, Database
+from tdebench import verify
 from tdebench.keys import Secret
+from tdebench.measure.clock import MonotonicClock
+from tdebench.measure.recorder import Recorder
 from tdebench.results import TrialKey
 from tdebench.workloads.backup import artifact, sealing
 from tdebench.workloads.backup.checksum import TableChecksum, checksums
-from tdebench.workloads.base import CANARY_TABLE, write_canaries
+from tdebench.workloads.base import CANARY_TABLE, RunContext, write_canaries
 
 CANARY = "TDEBENCH-CANARY-backup-0123456789ab"
 MARKER = "TDEBENCH-MARKER-backup-0123456789ab"
@@ -47,6 +50,20 @@ ENCRYPTED_AT_REST: dict[tuple[str, str], set[str]] = {
 }
 CASES = list(ENCRYPTED_AT_REST)
 TABLES = {"items": ("id", "name", "price", "day"), CANARY_TABLE: ("id", "canary", "marker")}
+
+
+class _Nowhere:
+    """A result store that keeps nothing: these tests record no measurement."""
+
+    def append(self, record: object) -> None:
+        pass
+
+
+def judging(db: Database, trial: TrialKey) -> RunContext:
+    """The trial's context as the runner makes it, as far as the artifact checks use it: the
+    at-rest rules for this module's canary and marker."""
+    return RunContext(database=db, dialect="", recorder=Recorder(_Nowhere(), trial, MonotonicClock()), scale=0.0,
+                      streams=1, data_dir=db.workspace, at_rest=verify.TrialScan(trial, (CANARY,), (MARKER,)))
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{e}-{c}" for e, c in CASES])
@@ -102,7 +119,7 @@ def test_backup_restores_everything_and_is_encrypted_at_rest_as_measured(loaded,
 
         contents = db.backup_contents(backup, area / "unpacked")
         trial = TrialKey(engine.name, db.encryption.name, "backup", 0.0, 1)
-        checked = artifact.check(trial, db, contents, [CANARY], [MARKER], canaries_readable=True)
+        checked = artifact.check(judging(db, trial), db, contents, canaries_readable=True)
         encrypted = method_name in ENCRYPTED_AT_REST[(engine.name, db.encryption.name)]
         assert checked.verdict == ("encrypted" if encrypted else "plaintext"), checked.scans
         if db.encryption.layer == "column":  # the other columns are plaintext by design: the marker shows them
@@ -134,7 +151,7 @@ def assert_sealed_backup_is_opaque_and_restores(engine, db: Database, backup: Ba
     sealed = sealing.seal(backup.path, cipher, key, area / "sealed")
     if backup.method.compressed or backup.method.kind == "logical":  # the control: the same check
         assert plain_magic, "finds gzip, pg_dump's or SQL's magic in the plain artifact's files"
-    checked = artifact.check_sealed(trial, sealed, sealing.payload_offset(sealed), [CANARY], [MARKER], True)
+    checked = artifact.check_sealed(judging(db, trial), sealed, sealing.payload_offset(sealed), True)
     assert checked.verdict == "encrypted" and checked.metrics["marker_hits"] == 0, checked.scans
     assert artifact.magic_found(sealed, sealing.payload_offset(sealed)) == []
     body = sealed.read_bytes()

@@ -20,11 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+import pymysql
 import pytest
 from click.testing import CliRunner
 
+from own_servers import OwnServer, own_mariadb
 from tdebench.cli import main
 from tdebench.plan import parse_plan, schedule
+from tdebench.results import MOST_ROUNDS
 from tdebench.store import manifest, read_run
 
 pytest.importorskip("distributed")
@@ -282,3 +285,130 @@ def _shape(files: list[str]) -> list[str]:
     2 readings in a trial (report.plots.MIN_POINTS), which a quick trial on a quiet machine may
     not give, here or on a worker."""
     return [name for name in files if not name.startswith("plots/resources-")]
+
+
+def test_clean_on_the_cluster_cleans_what_a_killed_run_left_on_each_worker_and_says_per_host(
+        cluster: DaskCluster, shared: tuple[Path, Path]) -> None:
+    cluster.ensure_two_workers()
+    work = shared[1]
+    killed = subprocess.run([sys.executable, "-c", "import sys, tempfile\nfrom pathlib import Path\n"
+                             "from tdebench import runstate\n"
+                             "root = Path(tempfile.mkdtemp(prefix=runstate.ROOT_PREFIX, dir=sys.argv[1]))\n"
+                             "with runstate.recording(root): pass\n", str(work)], check=True)  # its run is gone
+    assert killed.returncode == 0 and len(workspaces_left(work)) == 1
+    result = invoke("clean", "--cluster", cluster.address, "--work-dir", str(work))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len([line for line in lines if "cleaned up after a killed run" in line]) == 1, result.output
+    assert {line.split(": ")[0] for line in lines} == {f"{HOST}/w1", f"{HOST}/w2"}  # one answer per host
+    assert f"nothing to clean in {work}" in result.output  # the other worker, after the first had cleaned
+    assert workspaces_left(work) == []
+    local = invoke("clean", "--cluster", "local:2")
+    assert local.exit_code == 2 and "tdebench clean" in local.output
+
+
+DRIVERS_PLAN = '''name = "two-drivers"
+repetitions = 1
+warmups = 0
+order = "interleaved"
+seed = 4
+
+[[engines]]
+name = "mariadb"
+url = "{url}"
+password_file = "{password_file}"
+encryptions = ["none"]
+
+[[workloads]]
+name = "oltp"
+scale = 1
+tests = ["load"]
+virtual_users = 4
+rampup_s = 0.5
+duration_s = 2
+interval_s = 1
+driver_hosts = 2
+'''
+
+
+@pytest.fixture(scope="module")
+def own_mariadb_server(server_tmp_dir: Path) -> Iterator[OwnServer]:
+    """A MariaDB started outside tdebench, reached by url (tests/own_servers.py)."""
+    with own_mariadb(server_tmp_dir) as server:
+        yield server
+
+
+def _drivers_plan(directory: Path, server: OwnServer) -> Path:
+    password_file = directory / "mariadb-password"
+    password_file.write_text(server.password + "\n")
+    password_file.chmod(0o600)
+    plan = directory / "drivers.toml"
+    plan.write_text(DRIVERS_PLAN.format(url=server.url(), password_file=password_file))
+    return plan
+
+
+def test_two_drivers_of_one_server_sum_to_the_databases_own_count(
+        cluster: DaskCluster, shared: tuple[Path, Path], own_mariadb_server: OwnServer, tmp_path: Path) -> None:
+    cluster.ensure_two_workers()
+    plan = _drivers_plan(tmp_path, own_mariadb_server)
+    data, work = shared
+    result = invoke("run", str(plan), "--out", str(tmp_path / "out"), "--quiet", "--cluster", cluster.address,
+                    "--data-dir", str(data), "--work-dir", str(work))
+    assert result.exit_code == 0, result.output
+    run = read_run(tmp_path / "out")
+    assert len(run.trials) == 1 and run.trials[0].status == "ok", run.trials[0].error  # one trial, one verdict
+    assert run.trials[0].host in (f"{HOST}/w1", f"{HOST}/w2")  # its owner; the other host only drove users
+    for trial in run.trials:
+        [mix] = [m for m in run.measurements if m.trial == trial.trial and m.step == "mix"]
+        assert mix.metrics["driver_hosts"] == 2 and mix.metrics["virtual_users"] == 4
+        # both hosts committed in the one window: the other host's users are in the sum
+        assert 0 < mix.metrics["committed_elsewhere"] < mix.metrics["committed"]
+        by_type = [m for m in run.measurements if m.trial == trial.trial and m.test == "load"
+                   and m.step in ("new_order", "payment", "delivery", "order_status", "stock_level")]
+        assert sum(m.metrics["committed"] for m in by_type) == mix.metrics["committed"]
+        [consistency] = [m for m in run.measurements if m.trial == trial.trial and m.step == "consistency"]
+        assert consistency.answer == "ok"
+        # every driver's committed New-Orders over the run = the database's own count (sum(d_next_o_id))
+        assert consistency.metrics["new_orders_counted"] == consistency.metrics["new_orders_in_database"] > 0
+    assert workspaces_left(work) == []
+    conn = pymysql.connect(host="127.0.0.1", port=own_mariadb_server.port, user="bench",
+                           password=own_mariadb_server.password)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SHOW DATABASES LIKE 'tdebench%'")
+            assert cursor.fetchall() == ()  # every trial's database dropped
+    finally:
+        conn.close()
+
+
+def test_driver_hosts_without_a_cluster_or_with_too_few_workers_is_refused(
+        cluster: DaskCluster, own_mariadb_server: OwnServer, tmp_path: Path) -> None:
+    plan = _drivers_plan(tmp_path, own_mariadb_server)
+    result = invoke("run", str(plan), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2 and "driver_hosts = 2" in result.output and "--cluster" in result.output
+    plan.write_text(plan.read_text().replace("driver_hosts = 2", "driver_hosts = 3"))
+    result = invoke("run", str(plan), "--out", str(tmp_path / "out"), "--cluster", cluster.address)
+    assert result.exit_code == 2 and "driver_hosts = 3 needs as many workers" in result.output, result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_adaptive_plan_adds_rounds_on_the_cluster_until_it_stops(
+        cluster: DaskCluster, shared: tuple[Path, Path], tmp_path: Path) -> None:
+    cluster.ensure_two_workers()
+    # two rounds of none and aes-256-gcm, then rounds added while the CI is wider than ±0.01%: one more
+    text = (ONE_AT_A_TIME.replace("placebo = true", "placebo = false")
+            .replace("seed = 5", "seed = 5\ntarget_ci_pct = 0.01\nmax_repetitions = 3"))
+    (tmp_path / "plan.toml").write_text(text)
+    data, work = shared
+    result = invoke("run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"), "--quiet", "--cluster",
+                    cluster.address, "--data-dir", str(data), "--work-dir", str(work))
+    assert result.exit_code == 0, result.output
+    run = read_run(tmp_path / "out")
+    assert run.stopping is not None and run.stopping.reason == MOST_ROUNDS  # ±0.01% is out of reach
+    assert {key.repetition for key in run.complete_trials()} == {1, 2, 3}  # a third round was added
+    assert len(run.complete_trials()) == 3 * len(schedule(parse_plan(text))) // 2
+    hosts_of_round: dict[int, set] = {}
+    for outcome in run.trials:
+        hosts_of_round.setdefault(outcome.trial.repetition, set()).add(outcome.host)
+    assert all(len(hosts) == 1 for hosts in hosts_of_round.values()), hosts_of_round  # paired within a host
+    assert workspaces_left(work) == []

@@ -118,7 +118,7 @@ def _assert_a_good_run(measurements: list[Measurement], users: int) -> None:
     assert [m.stream for m in intervals] == list(range(1, len(intervals) + 1))
 
 
-def test_load_and_stress_tests_are_consistent_and_mixed_as_seed_001(loaded: Loaded) -> None:
+def test_load_and_stress_tests_are_consistent_and_mixed_as_madyatmadja_et_al_list(loaded: Loaded) -> None:
     server = procedures.available(loaded.engine.dialect)
     load = loaded.run(LOAD)
     _assert_a_good_run(load, users=2)

@@ -151,3 +151,36 @@ def test_a_target_holding_other_objects_is_refused(server_tmp_dir: Path, servers
     assert "holds 1 object(s) that are not tdebench's (base table customers)" in result.output
     assert "--i-own-this-database" in result.output
     assert not (server_tmp_dir / "crowded" / "results.jsonl").exists()
+
+
+def test_a_postgres_data_path_is_checkpointed_so_the_baseline_scan_finds_its_canaries(
+        server_tmp_dir: Path, servers: tuple[OwnServer, OwnServer]) -> None:
+    """With data_path, the trial's pages are written to the files by a CHECKPOINT before the
+    at-rest scan: the baseline's verdict is plaintext, its canaries found in the database's own
+    files, not only in the WAL."""
+    _, postgres = servers
+    password_file = server_tmp_dir / "pg-password-scan"
+    password_file.write_text(postgres.password + "\n")
+    password_file.chmod(0o600)
+    plan = server_tmp_dir / "plan-scan.toml"
+    plan.write_text(f"""name = "scan"
+repetitions = 1
+warmups = 0
+[[engines]]
+name = "postgres"
+url = "{postgres.url()}"
+password_file = "{password_file}"
+data_path = "{postgres.data_dir}"
+encryptions = ["none"]
+[[workloads]]
+name = "crud"
+scale = 1000
+tests = ["scan"]
+""")
+    result = CliRunner().invoke(main, ["run", str(plan), "--out", str(server_tmp_dir / "out-scan"), "--quiet",
+                                       "--work-dir", str(server_tmp_dir)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (verdict,) = read_run(server_tmp_dir / "out-scan").verdicts
+    assert (verdict.trial.engine, verdict.verdict, verdict.expected) == ("postgres", "plaintext", "plaintext")
+    # in the table's own file, not only in the WAL (which a later checkpoint may recycle)
+    assert [scan.path for scan in verdict.files if scan.hits and scan.path.startswith("base/")], verdict.files

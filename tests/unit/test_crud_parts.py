@@ -40,7 +40,7 @@ def test_a_row_depends_only_on_its_id_and_the_seed(tmp_path: Path) -> None:
     assert rows_of(data.generate(tmp_path, 7, 1001, 500)) == whole[1000:]
 
 
-def test_rows_are_seed_000s_persons_in_realistic_ascii(tmp_path: Path) -> None:
+def test_rows_are_the_persons_of_moulianitakis_and_asimakopoulos_in_realistic_ascii(tmp_path: Path) -> None:
     rows = rows_of(data.generate(tmp_path, 1, 1, 5000))
     assert len(rows) == 5000 and len({row[0] for row in rows}) == 5000
     ids, first, last, ages, cards, addresses, cities, genders = zip(*rows)
@@ -82,8 +82,8 @@ def test_the_schema_per_dialect_keys_the_table_where_the_engine_wants_it() -> No
         deferred = "ALTER TABLE persons ADD PRIMARY KEY (id)" in schema.create_indexes(dialect)
         assert inline != deferred, dialect
     assert "ENGINE=InnoDB" in schema.create_tables("mysql")[0]
-    with pytest.raises(ValueError, match="no crud schema for dialect 'oracle'; known: duckdb, sqlite"):
-        schema.create_tables("oracle")
+    with pytest.raises(ValueError, match="no crud schema for dialect 'db2'; known: duckdb, sqlite"):
+        schema.create_tables("db2")
 
 
 CRUD_PLAN = '''name = "crud"

@@ -12,7 +12,8 @@ import pytest
 
 from tdebench.report.findings import hosts_sentence
 from tdebench.report.records import host_blocks, host_groups, summary_records
-from tdebench.results import Measurement, RunData, TrialKey, TrialOutcome
+from tdebench.report.tables import cipher_context_table, summary_table
+from tdebench.results import CipherSpeed, Measurement, RunData, TrialKey, TrialOutcome
 from tdebench.stats import PAIRED
 
 PLAN = 'name = "hosts"\norder = "lockstep"\n'
@@ -71,6 +72,18 @@ def test_hosts_that_differ_are_reported_apart_each_against_its_own_baseline() ->
     assert "so each kind is reported apart, as “engine @ hosts”: a; b" in hosts_sentence(host_blocks(run))
 
 
+def test_tables_name_the_kind_of_host_so_rows_apart_do_not_read_as_duplicates() -> None:
+    hosts = {"a": ALIKE, "b": {**ALIKE, "cpu_model": "Other CPU"}}
+    run = cluster_run([("a", "a"), ("b", "b"), ("a", "a"), ("b", "b")], {"a": 1.10, "b": 1.30}, hosts)
+    records = summary_records(run)
+    summary = summary_table(records)
+    assert "hosts" in [column.key for column in summary.columns]
+    assert {(row["engine"], row["hosts"]) for row in summary.rows} == {("duckdb", "a"), ("duckdb", "b")}
+    pooled = summary_table(summary_records(cluster_run([("a", "a"), ("b", "b")], {"a": 1.1, "b": 1.1},
+                                                       {"a": ALIKE, "b": ALIKE})))
+    assert "hosts" not in [column.key for column in pooled.columns]
+
+
 def test_pool_hosts_pools_hosts_that_differ() -> None:
     hosts = {"a": ALIKE, "b": {**ALIKE, "kernel": "6.12"}}
     run = cluster_run([("a", "a"), ("b", "b"), ("a", "a"), ("b", "b")], {"a": 1.10, "b": 1.30}, hosts,
@@ -106,3 +119,42 @@ def test_a_local_run_has_no_host_groups() -> None:
         run.trials.append(TrialOutcome(key, "ok", "warm", False, 1.0))
     assert {record.cell.host for record in summary_records(run)} == {None}
     assert hosts_sentence(host_blocks(run)) == ""
+
+
+def _loaded(encryption: str, repetition: int, host: str, seconds: float, run: RunData) -> None:
+    key = TrialKey("duckdb", encryption, "tpch", 0.01, repetition)
+    run.measurements.append(Measurement(key, "load", "total", {"elapsed_s": seconds}))
+    run.measurements.append(Measurement(key, "load", "database", {"size_bytes": 64 * 2**20}))
+    run.trials.append(TrialOutcome(key, "ok", "warm", False, 1.0, host=host))
+
+
+def test_against_the_raw_cipher_each_kind_of_host_is_set_against_its_own_cipher_speed() -> None:
+    # host b's CPU has no fast AES: its cipher is 4× slower and its load's overhead larger
+    hosts = {"a": ALIKE, "b": {**ALIKE, "cpu_model": "Other CPU"}}
+    run = RunData(directory=Path("."), plan_text=PLAN, environment={"hosts": hosts})
+    for repetition in range(1, 5):
+        host = "ab"[repetition % 2]
+        wobble = 0.001 * repetition
+        _loaded("none", repetition, host, 1.0 + wobble, run)
+        _loaded("aes-256-gcm", repetition, host, (1.1 if host == "a" else 1.4) + wobble, run)
+    run.ciphers += [CipherSpeed("aes-256-gcm", 262144, 4000.0, host="a"),
+                    CipherSpeed("aes-256-gcm", 262144, 1000.0, host="b")]
+    table = cipher_context_table(run, summary_records(run))
+    rows = {row["hosts"]: row for row in table.rows}
+    assert set(rows) == {"a", "b"} and "hosts" in [column.key for column in table.columns]
+    assert rows["a"]["mib_per_s"] == 4000.0 and rows["b"]["mib_per_s"] == 1000.0
+    assert rows["a"]["cipher_ms"] == pytest.approx(16.0) and rows["b"]["cipher_ms"] == pytest.approx(64.0)
+    assert rows["a"]["load_ms"] == pytest.approx(100.0) and rows["b"]["load_ms"] == pytest.approx(400.0)
+
+
+def test_against_the_raw_cipher_hosts_alike_share_the_median_of_their_cipher_speeds() -> None:
+    run = RunData(directory=Path("."), plan_text=PLAN, environment={"hosts": {"a": ALIKE, "b": ALIKE, "c": ALIKE}})
+    for repetition in range(1, 4):
+        _loaded("none", repetition, "abc"[repetition - 1], 1.0 + 0.001 * repetition, run)
+        _loaded("aes-256-gcm", repetition, "abc"[repetition - 1], 1.1 + 0.001 * repetition, run)
+    run.ciphers += [CipherSpeed("aes-256-gcm", 262144, speed, host=host)
+                    for host, speed in (("a", 3000.0), ("b", 3900.0), ("c", 4000.0))]
+    table = cipher_context_table(run, summary_records(run))
+    [row] = table.rows
+    assert row["hosts"] == "" and row["mib_per_s"] == 3900.0  # not the first host's 3000
+    assert "hosts" not in [column.key for column in table.columns]

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tdebench.report.noise import (BUSY_OTHERS_PCT, busy_sentence, findings, is_headline, noise_sentence, noisy,
-                                   noisy_figures, trial_loads)
-from tdebench.report.records import CellKey, SummaryRecord, unit_of
+from tdebench.report.headline import headline
+from tdebench.report.noise import (BUSY_OTHERS_PCT, busy_headline, busy_sentence, findings, is_headline,
+                                   noise_sentence, noisy, noisy_figures, trial_loads)
+from tdebench.report.records import CellKey, SummaryRecord, summary_records, unit_of
 from tdebench.report.tables import machine_load_table, noisy_table, summary_table
 from tdebench.stats import summarize
 from tdebench.results import Sample, TrialKey, TrialOutcome
@@ -133,6 +134,17 @@ def test_a_trial_is_busy_when_others_average_above_the_threshold(tmp_path: Path)
     assert [row["busy"] for row in table.rows] == ["BUSY", "BUSY", "", ""]
     assert [c.key for c in table.columns][-3:] == ["engine_cpus", "driver_cpus", "busy"]
     assert [row["engine_cpus"] for row in table.rows][-1] == (1,)
+
+
+def test_the_first_lines_say_how_busy_the_machine_was_only_when_it_was(tmp_path: Path) -> None:
+    quiet, busy, busier = trial(1), trial(2), trial(3)
+    run = run_with(tmp_path, [*samples(quiet, [1.0, 2.0]), outcome(quiet), *samples(busy, [60.0, 80.0]),
+                              outcome(busy), *samples(busier, [150.0, 170.0]), outcome(busier)])
+    assert busy_headline(trial_loads(run)) == (
+        "The machine was busy: 2 of 3 trials ran while other processes used 115% of one core (median), so "
+        "these intervals may be wider than a quiet machine's (“Machine load”).")
+    assert busy_headline(trial_loads(run)[:1]) is None
+    assert busy_headline(trial_loads(run)) in headline(run, summary_records(run))
 
 
 def test_runs_from_before_are_still_read_and_show_no_load(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ broken database, the data generator's rules and the plan keys."""
 from __future__ import annotations
 
 import os
+import json
 import pickle
 import random
 import signal
@@ -29,6 +30,7 @@ from tdebench.workloads.oltp.inputs import (DELIVERY, KINDS, MIX, NEW_ORDER, PAY
                                             Terminal, last_name, nurand)
 from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
 from tdebench.workloads.oltp.workload import LOAD, STRESS, settings
+from tdebench.workloads.oltp.workload import share as share_of
 
 DRAWS = 200_000
 
@@ -62,7 +64,7 @@ def test_nurand_matches_its_exact_distribution(a: int, x: int, y: int) -> None:
     assert np.sort(exact)[::-1][: span // 10].sum() > 0.15
 
 
-def test_the_mix_is_seed_001s_within_tolerance() -> None:
+def test_the_mix_is_madyatmadja_et_als_within_tolerance() -> None:
     user = terminal()
     counts = Counter(user.kind() for _ in range(DRAWS))
     for kind, share in MIX.items():
@@ -168,6 +170,21 @@ def test_lost_races_are_retried_and_everything_else_counted_by_type() -> None:
     other = classify(pymysql.err.OperationalError(2013, "Lost connection"))
     assert (other.kind, other.retryable) == ("OperationalError", False)
     assert classify(duckdb.ConstraintException("duplicate key")).kind == "ConstraintException"
+
+
+def _error_of(module: str, name: str = "OperationalError") -> type[Exception]:
+    """An exception class as a driver that cannot be installed here (pymssql, oracledb) defines it:
+    classify looks at its module and its arguments, never imports the driver."""
+    return type(name, (Exception,), {"__module__": module})
+
+
+def test_sql_server_and_oracle_deadlocks_are_retried_and_their_other_errors_counted() -> None:
+    mssql, oracle = _error_of("pymssql._pymssql"), _error_of("oracledb.exceptions", "DatabaseError")
+    assert classify(mssql(1205, b"Transaction was deadlocked on lock resources ... deadlock victim")).kind == "deadlock"
+    assert classify(oracle("ORA-00060: deadlock detected while waiting for resource")).retryable
+    assert classify(oracle("ORA-08177: can't serialize access for this transaction")).kind == "serialization failure"
+    assert (classify(mssql(2627, b"Violation of PRIMARY KEY constraint")).kind, classify(oracle("ORA-00001")).kind) \
+        == ("OperationalError", "DatabaseError")
 
 
 # --- driver ---------------------------------------------------------------------------
@@ -284,6 +301,28 @@ def _user_log(seed: int) -> UserLog:
     log.errors_outside["KeyError"] = seed
     log.first_errors["KeyError"] = f"from user {seed}"
     return log
+
+
+def test_another_hosts_log_merges_exactly_after_crossing_the_network_as_json() -> None:
+    """A cluster's other driver sends its users' log merged into one, as JSON: the owner's outcome
+    is the one all the logs would give in one process, percentiles included."""
+    logs = [_user_log(seed) for seed in (1, 2, 3)]
+    state = _Run(Settings(virtual_users=3, rampup_s=0.0, duration_s=1.0, transactions=0, interval_s=0.4,
+                          max_retries=5))
+    state.begin(0)
+    direct = _merge(state, state.window_end, logs, {}, 0.0)
+    other = _merge(state, state.window_end, logs[1:], {}, 0.0).log
+    sent = UserLog.from_json(json.loads(json.dumps(other.to_json())))
+    assert sent == other
+    assert sent.tallies[NEW_ORDER].latency.percentile(99) == other.tallies[NEW_ORDER].latency.percentile(99)
+    spread = _merge(state, state.window_end, [logs[0], sent], {}, 0.0, elsewhere=7)
+    for kind in KINDS:  # the sums of latencies only as exact as floating point's order of addition
+        ours, whole = spread.tallies[kind], direct.tallies[kind]
+        assert ours.latency.total_s == pytest.approx(whole.latency.total_s, rel=1e-12)
+        ours.latency.total_s = whole.latency.total_s
+        assert ours == whole
+    assert spread.intervals == direct.intervals
+    assert spread.committed_all == direct.committed_all and spread.elsewhere == 7
 
 
 def test_user_logs_merge_exactly_after_crossing_a_pipe() -> None:
@@ -577,3 +616,36 @@ def test_plan_keys_are_typed_defaulted_and_split_by_test() -> None:
     assert "p.toml:7" in str(bad.value) and "forks" in str(bad.value) and "processes, threads" in str(bad.value)
     with pytest.raises(PlanError, match="p.toml:6: scale 1.5 is not a whole number; oltp's scale counts"):
         parse_plan(PLAN.replace("scale = 2", "scale = 1.5"), "p.toml")
+
+
+BY_URL = '''name = "oltp-drivers"
+[[engines]]
+name = "mariadb"
+url = "mariadb://bench@127.0.0.1:3306/bench"
+password_env = "NOT_READ_BY_THE_PLAN"
+[[workloads]]
+name = "oltp"
+scale = 1
+driver_hosts = 2
+'''
+
+
+def test_driver_hosts_needs_servers_by_url_a_window_of_fixed_length_and_a_user_per_host() -> None:
+    plan = parse_plan(BY_URL)
+    assert plan.driver_hosts == 2 and plan.workloads[0].driver_hosts == 2
+    assert parse_plan(PLAN).driver_hosts == 1
+    with pytest.raises(PlanError) as started:
+        parse_plan(BY_URL + '[[engines]]\nname = "duckdb"\n', "p.toml")
+    assert "p.toml:9: driver_hosts = 2" in str(started.value) and "duckdb has no url" in str(started.value)
+    with pytest.raises(PlanError, match="p.toml:10: driver_hosts = 2 ends every host's window at the same moment"):
+        parse_plan(BY_URL + "transactions = 1000\n", "p.toml")
+    with pytest.raises(PlanError, match="p.toml:9: driver_hosts = 3 needs at least a virtual user per host; "
+                                        "virtual_users and stress_virtual_users give 2"):
+        parse_plan(BY_URL.replace("driver_hosts = 2", "driver_hosts = 3"), "p.toml")
+
+
+def test_each_host_drives_its_share_of_the_users_by_number() -> None:
+    shares = [share_of(5, 2, index) for index in range(2)]
+    assert shares == [[1, 3, 5], [2, 4]]
+    assert sorted(sum(shares, [])) == [1, 2, 3, 4, 5]  # every user once, keeping its number (its terminal)
+    assert share_of(4, 1, 0) == [1, 2, 3, 4]

@@ -161,7 +161,7 @@ def _server_run(directory: Path, driver_cpu_s: float, server_cpu_s: float, worke
 def test_a_client_bound_server_run_is_found_and_its_cpu_shares_reported(tmp_path: Path) -> None:
     """The driver used 24 of 60 CPU seconds: 40% of 2 cores; the server 30 (33) s: 50% (55%)."""
     run = read_run(_server_run(tmp_path, driver_cpu_s=24.0, server_cpu_s=30.0, worker_processes=None))
-    rows = {r["encryption"]: r for r in oltp.throughput_table(run).rows}
+    rows = {r["encryption"]: r for r in oltp.throughput_table(run, summary_records(run)).rows}
     assert rows["none"]["driver_cpu_pct"] == pytest.approx(40.0)
     assert rows["none"]["server_cpu_pct"] == pytest.approx(50.0)
     assert rows["aes-256-cbc"]["server_cpu_pct"] == pytest.approx(55.0)
@@ -227,3 +227,31 @@ def test_a_rate_that_halves_is_named_apart_and_a_higher_rate_is_not_a_cost() -> 
         "halves the rate or worse (avoid where speed matters): half -60.0% [-65.0, -55.0]",
         "a higher rate than no encryption, which only noise or a different plan can explain: more +7.0% [+5.0, +9.0]",
     ]
+
+
+def test_tpm_and_nopm_are_the_summary_records_per_memory_size(tmp_path: Path) -> None:
+    """A run of one engine at two memory sizes: a row per size, each encryption compared with
+    `none` at its own size, and the figures those of summary.csv's records (cell_data's rates)."""
+    store = ResultStore(tmp_path)
+    store.start(PLAN, {"logical_cores": 2})
+    factors = {64: 0.8, 128: 0.95}  # aes-256-cbc's TPM against none's at each size
+    for repetition in range(1, REPETITIONS + 1):
+        for memory, factor in factors.items():
+            for encryption in FACTORS:
+                trial = TrialKey("sqlite", encryption, "oltp", 1.0, repetition, memory_mb=memory)
+                for record in _run_records(trial, "load", factor if encryption != "none" else 1.0):
+                    store.append(record)
+                store.append(TrialOutcome(trial, "ok", cache="warm", cache_dropped=False, elapsed_s=40.0))
+    run = read_run(tmp_path)
+    records = summary_records(run)
+    table = oltp.throughput_table(run, records)
+    rows = {(r["memory_mb"], r["encryption"]): r for r in table.rows}
+    assert set(rows) == {(m, e) for m in factors for e in FACTORS}
+    assert "memory (MB)" in [column.header for column in table.columns]
+    for memory, factor in factors.items():
+        assert rows[(memory, "aes-256-cbc")]["tpm_vs_none_pct"] == pytest.approx(100 * (factor - 1), abs=0.1)
+    tpm = {(r.cell.memory_mb, r.cell.encryption): r for r in records if r.cell.metric == "tpm"}
+    assert all(rows[key]["tpm"] == tpm[key].summary.median and rows[key]["tpm_ci_low"] == tpm[key].summary.ci_low
+               for key in rows)
+    sentences = oltp.findings(oltp.throughput_table(run, records, csv=False).rows)
+    assert [s.split(",")[0] for s in sentences] == ["OLTP on sqlite 64 MB (W=1)", "OLTP on sqlite 128 MB (W=1)"]

@@ -84,6 +84,9 @@ def test_baseline_is_added_and_all_expands() -> None:
     ("seed = 1", "max_minutes = 30", "max_minutes bounds adaptive repetitions, which target_ci_pct turns on", 7),
     ("seed = 1", "target_ci_pct = 0", "target_ci_pct must be a number from 0.01 to 100", 7),
     ("seed = 1", "target_ci_pct = 2\nmax_repetitions = 2", "max_repetitions = 2 is below repetitions = 3", 8),
+    ("seed = 1", 'target_tests = ["power"]', "target_tests names what adaptive repetitions wait on", 7),
+    ("seed = 1", 'target_ci_pct = 2\ntarget_tests = ["powr"]',
+     "unknown target_tests entry 'powr'; valid: load, power, throughput", 8),
     ('order = "interleaved"', 'order = "sequential"\ntarget_ci_pct = 2',
      'it needs order = "lockstep" or "interleaved"', 7),
     ('"aes-256-ctr"]', '"placebo"]', "no encryption 'placebo'", 11),
@@ -192,6 +195,9 @@ def test_adaptive_keys_and_the_default_repetitions() -> None:
     assert plain.repetitions == 5 and not plain.adaptive and plain.target_ci_pct is None
     plan = parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2\nmax_minutes = 30"))
     assert plan.adaptive and (plan.target_ci_pct, plan.max_minutes, plan.max_repetitions) == (2.0, 30.0, 1000)
+    assert plan.target_tests == ()  # every headline figure
+    chosen = parse_plan(ISSUE_PLAN.replace("seed = 1", 'seed = 1\ntarget_ci_pct = 2\ntarget_tests = ["power"]'))
+    assert chosen.target_tests == ("power",)
 
 
 def test_a_resumed_adaptive_run_finishes_each_groups_own_rounds() -> None:

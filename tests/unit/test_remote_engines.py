@@ -5,6 +5,7 @@ here), which answers their catalog queries as the documented servers would."""
 from __future__ import annotations
 
 import sys
+import traceback
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,8 +14,8 @@ from typing import Any
 import pytest
 
 from tdebench.engines import get_engine
-from tdebench.engines.base import EncryptionNotActive
-from tdebench.engines.remote import Password, RemoteTarget, parse_url
+from tdebench.engines.base import EncryptionNotActive, QueryTimeout
+from tdebench.engines.remote import Password, RemoteError, RemoteTarget, parse_url
 from tdebench.engines.remote_mysql import with_table_options
 from tdebench.plan import PlanError, parse_plan
 
@@ -244,16 +245,133 @@ def test_remote_only_engines_need_a_url_and_cold_caches_are_refused() -> None:
                    "p.toml")
 
 
-def test_a_workload_without_sql_for_the_engines_dialect_is_refused_at_its_line() -> None:
-    """crud and oltp have no T-SQL or Oracle statements: the plan says so before any trial runs;
-    tpch has them (the script kit's dialects), and every workload runs on MySQL's."""
-    def plan(engine: str, url: str, workload: str) -> str:
-        return PLAN.format(engine=engine, url=url, extra='password_env = "X"').replace('"crud"', f'"{workload}"')
+def test_a_workload_an_engine_by_url_cannot_run_is_refused_at_its_line() -> None:
+    """Every workload has SQL for the engines by url but maintenance, whose index rebuild has no
+    T-SQL or Oracle text; backup and maintenance's encrypt and rekey need what tdebench owns
+    only on its own engines; oltp's procedures exist for MariaDB and PostgreSQL only."""
+    def plan(engine: str, url: str, workload: str, extra: str = "") -> str:
+        text = PLAN.format(engine=engine, url=url, extra='password_env = "X"')
+        return text.replace('"crud"', f'"{workload}"') + extra
 
-    for workload in ("crud", "oltp"):
-        with pytest.raises(PlanError, match=rf"p.toml:6: the {workload} workload has no SQL for sqlserver "
-                                            r"\(dialect tsql\); it has for the dialects .*mysql"):
-            parse_plan(plan("sqlserver", "mssql://bench@db/bench", workload), "p.toml")
-    assert parse_plan(plan("sqlserver", "mssql://bench@db/bench", "tpch"), "p.toml").workloads[0].name == "tpch"
-    for workload in ("tpch", "crud", "oltp"):
-        assert parse_plan(plan("mysql", "mysql://bench@db/bench", workload), "p.toml").workloads[0].name == workload
+    sqlserver, oracle, mariadb = "mssql://bench@db/bench", "oracle://bench@db/FREE", "mariadb://bench@db/bench"
+    with pytest.raises(PlanError, match=r"p.toml:6: the maintenance workload has no SQL for sqlserver \(dialect "
+                                        r"tsql\); it has for the dialects duckdb, sqlite, postgres, mysql$"):
+        parse_plan(plan("sqlserver", sqlserver, "maintenance"), "p.toml")
+    with pytest.raises(PlanError, match=r"p.toml:6: the backup workload's full, full-compressed, logical cannot run "
+                                        r"on mariadb by url: it backs up and restores with the engine's own tools.*; "
+                                        r"run it on an engine tdebench starts \(duckdb, sqlite, mariadb, postgres\)"):
+        parse_plan(plan("mariadb", mariadb, "backup"), "p.toml")
+    with pytest.raises(PlanError, match=r"p.toml:7: the maintenance workload's encrypt, rekey cannot run on mariadb "
+                                        r"by url: .*; give tests = \['reindex'\]"):
+        parse_plan(plan("mariadb", mariadb, "maintenance", 'tests = ["reindex", "encrypt", "rekey"]\n'), "p.toml")
+    assert parse_plan(plan("mariadb", mariadb, "maintenance", 'tests = ["reindex"]\n'), "p.toml").workloads[0].tests \
+        == ("reindex",)
+    for engine, url in (("sqlserver", sqlserver), ("oracle", oracle)):
+        with pytest.raises(PlanError, match=rf"p.toml:7: procedures cannot run on {engine}: the oltp workload's "
+                                            r"stored procedures are written for MariaDB and PostgreSQL only .*"
+                                            r"set procedures = false, or leave it out"):
+            parse_plan(plan(engine, url, "oltp", "procedures = true\n"), "p.toml")
+        for workload, extra in (("tpch", ""), ("crud", ""), ("oltp", ""), ("oltp", "procedures = false\n")):
+            assert parse_plan(plan(engine, url, workload, extra), "p.toml").workloads[0].name == workload
+    assert parse_plan(plan("mariadb", mariadb, "oltp", "procedures = true\n"), "p.toml").workloads[0].name == "oltp"
+
+
+def test_sqlserver_takes_the_statement_timeout_when_it_connects(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    """pymssql sets its query timeout (`timeout`, whole seconds) only in connect: a new timeout
+    reconnects, the same one does not, and the driver's timeout error is QueryTimeout."""
+    def answer(sql: str, params: tuple) -> list[tuple]:
+        if "WAITFOR" in sql:
+            raise RuntimeError("(20003, b'DB-Lib error message 20003, severity 6:\\nAdaptive Server connection "
+                               "timed out')")
+        return [(1,)]
+
+    driver = FakeDriver(answer)
+    _install(monkeypatch, "pymssql", driver)
+    engine = get_engine("sqlserver", remote=_target("sqlserver", "mssql://bench@db:1433/bench", monkeypatch))
+    database = engine.provision(tmp_path, engine.encryption("none"), None)
+    conn = database.connect()
+    conn.set_timeout(2.5)
+    conn.set_timeout(2.5)
+    conn.set_timeout(None)
+    assert [login["timeout"] for login in driver.logins] == [0, 3, 0]
+    assert {login["database"] for login in driver.logins} == {database.namespace}  # type: ignore[attr-defined]
+    with pytest.raises(QueryTimeout, match="driver's timeout"):
+        conn.execute("WAITFOR DELAY '00:00:05'")
+
+
+def test_oracle_takes_the_statement_timeout_as_its_call_timeout(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    def answer(sql: str, params: tuple) -> list[tuple]:
+        if "slow" in sql:
+            raise RuntimeError("DPY-4024: call timeout of 1500 ms exceeded")
+        return []
+
+    driver = FakeDriver(answer)
+    _install(monkeypatch, "oracledb", driver)
+    engine = get_engine("oracle", remote=_target("oracle", "oracle://bench@db:1521/FREEPDB1", monkeypatch))
+    conn = engine.provision(tmp_path, engine.encryption("none"), None).connect()
+    assert driver.statements()[-1] == "ALTER SESSION SET NLS_TIMESTAMP_FORMAT = 'YYYY-MM-DD HH24:MI:SS'"
+    conn.set_timeout(1.5)
+    with pytest.raises(QueryTimeout):
+        conn.execute("SELECT slow FROM dual")
+
+
+@pytest.mark.parametrize("engine, url, encryption, statement", [
+    ("sqlserver", "mssql://bench@db:1433/bench", "aes-256", "CREATE MASTER KEY ENCRYPTION BY PASSWORD = '"),
+    ("oracle", "oracle://bench@db:1521/FREEPDB1", "aes-256", "CREATE USER "),
+])
+def test_a_trial_password_a_server_error_quotes_is_scrubbed(engine: str, url: str, encryption: str, statement: str,
+                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The trial's own passwords are written into SQL text (SQL Server's master key, Oracle's
+    user): an error that quotes the statement reaches no message, nor its chain."""
+    def answer(sql: str, params: tuple) -> list[tuple]:
+        if sql.startswith(statement):
+            raise RuntimeError(f"Incorrect syntax near the statement: {sql}")
+        return []
+
+    driver = FakeDriver(answer)
+    _install(monkeypatch, "pymssql" if engine == "sqlserver" else "oracledb", driver)
+    remote = get_engine(engine, remote=_target(engine, url, monkeypatch))
+    database = remote.provision(tmp_path, remote.encryption(encryption), None)
+    with pytest.raises(RemoteError) as caught:
+        database.create()
+    sent = next(sql for sql in driver.statements() if sql.startswith(statement))
+    password = sent.split("'")[1] if engine == "sqlserver" else sent.split('"')[1]
+    assert len(password) >= 20 and password not in str(caught.value)
+    assert "***" in str(caught.value) and caught.value.__suppress_context__
+    assert password not in "".join(traceback.format_exception(caught.value))
+
+
+def test_an_explicit_transaction_is_committed_only_by_its_commit(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """oltp's client-side transactions on Oracle: SET TRANSACTION turns the driver's autocommit
+    off until COMMIT or ROLLBACK, and no statement in between is committed on its own."""
+    commits: list[str] = []
+    driver = FakeDriver(lambda sql, params: [])
+    _install(monkeypatch, "oracledb", driver)
+    engine = get_engine("oracle", remote=_target("oracle", "oracle://bench@db:1521/FREEPDB1", monkeypatch))
+    conn = engine.provision(tmp_path, engine.encryption("none"), None).connect()
+    raw = conn._conn  # type: ignore[attr-defined]
+    monkeypatch.setattr(type(raw), "commit", lambda self: commits.append(f"commit, autocommit {self.autocommit}"))
+    conn.execute("SET TRANSACTION READ WRITE")
+    assert raw.autocommit is False
+    conn.execute("UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ?", [1, 1])
+    assert commits == []
+    conn.execute("COMMIT")
+    assert raw.autocommit is True and commits == ["commit, autocommit True"]
+    conn.execute("SELECT 1 FROM dual")
+    assert len(commits) == 2
+
+
+def test_a_stored_plan_whose_password_file_is_gone_still_reads_for_compare(tmp_path: Path) -> None:
+    """compare reads both runs' stored plans for their settings: the server's password file and
+    data directory named there belong to the machine and the day of the run."""
+    gone = tmp_path / "pw-gone"
+    plan = PLAN.format(engine="postgres", url="postgres://bench@db/bench",
+                       extra=f'password_file = "{gone}"\ndata_path = "{tmp_path / "no-such-dir"}"')
+    with pytest.raises(PlanError, match="password_file .* cannot be read"):
+        parse_plan(plan, "remote.toml")
+    stored = parse_plan(plan, "remote.toml", here=False)
+    target = stored.engines[0].remote
+    assert target is not None and target.password_file == str(gone)

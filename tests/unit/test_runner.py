@@ -287,6 +287,13 @@ def test_adaptive_rounds_continue_until_the_target_ci_and_say_why_they_stopped(t
     assert widest_headline(data, summary_records(data))[1] > 3.0
 
 
+def test_an_adaptive_plan_of_one_round_adds_rounds_rather_than_stopping_on_a_point(tmp_path: Path) -> None:
+    """One round has no interval: its "interval" is the point, of width 0, which is no reason to
+    stop."""
+    _, data, _ = run(tmp_path, make_plan(repetitions=1, target_ci_pct=3.0, max_repetitions=6), noise=0.05)
+    assert data.stopping is not None and data.stopping.rounds > 1
+
+
 def test_adaptive_rounds_stop_at_max_repetitions_or_the_time_budget(tmp_path: Path) -> None:
     _, data, _ = run(tmp_path / "cap", make_plan(repetitions=2, target_ci_pct=0.01, max_repetitions=4), noise=0.05)
     assert data.stopping is not None and data.stopping.reason == MOST_ROUNDS and data.stopping.rounds == 4
@@ -296,6 +303,22 @@ def test_adaptive_rounds_stop_at_max_repetitions_or_the_time_budget(tmp_path: Pa
     _, data, _ = run(tmp_path / "budget", make_plan(repetitions=2, target_ci_pct=0.01, max_minutes=0.05), noise=0.05)
     assert data.stopping is not None and data.stopping.reason == BUDGET
     assert data.stopping.elapsed_s <= 3.0 and 2 <= data.stopping.rounds < 1000
+
+
+def test_target_tests_wait_on_the_named_tests_figures_alone(tmp_path: Path) -> None:
+    """A load far noisier than the queries: waiting on every headline figure the run stops at
+    its cap, the load still wide; with target_tests = ["power"] it stops when the power test's
+    figures are within the target, and says what it waited on."""
+    _, every, _ = run(tmp_path / "all", make_plan(repetitions=3, target_ci_pct=3.0, max_repetitions=8),
+                      noise=0.02, load_noise=0.5)
+    assert every.stopping is not None and every.stopping.reason == MOST_ROUNDS
+    assert "load" in every.stopping.widest and every.stopping.target_tests == ()
+    _, power, _ = run(tmp_path / "power", make_plan(repetitions=3, target_ci_pct=3.0, max_repetitions=8,
+                                                    target_tests=("power",)), noise=0.02, load_noise=0.5)
+    stopping = power.stopping
+    assert stopping is not None and stopping.reason == REACHED and stopping.rounds < 8
+    assert "power" in stopping.widest and stopping.widest_ci_pct <= 3.0 and stopping.target_tests == ("power",)
+    assert "target ±3% on power)." in overview(power).paragraph
 
 
 def test_a_plan_without_target_runs_its_repetitions_and_records_no_stopping(tmp_path: Path) -> None:

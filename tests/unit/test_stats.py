@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tdebench.stats import (BETWEEN_RUNS, NOISE_ADVICE, NOISY_CV, geomean, log_standard_error, overhead,
+from tdebench.stats import (BETWEEN_RUNS, NOISE_ADVICE, NOISY_CV, Overhead, geomean, log_standard_error, overhead,
                             overhead_change, overheads, paired_overhead, summarize, summarize_many)
 
 
@@ -190,3 +190,12 @@ def test_overhead_change_keeps_its_false_alarms_near_five_percent() -> None:
 
     alarms = sum(overhead_change(run(), run()).significant for _ in range(400))
     assert alarms / 400 < 0.09
+
+
+def test_half_width_is_relative_to_the_ratio_so_a_target_means_the_same_at_any_overhead() -> None:
+    """target_ci_pct = 2 asks for ±2% of the ratio: a threefold slowdown known to ±13 points
+    is known to ±4.2%, a 1% overhead known to ±2 points to about ±2%."""
+    assert Overhead(219.0, 206.0, 232.0, 0.0, 5, 5).half_width == pytest.approx(4.16, abs=0.01)
+    assert Overhead(1.0, -1.0, 3.0, 0.5, 5, 5).half_width == pytest.approx(2.00, abs=0.01)
+    assert math.isnan(Overhead(1.0, math.nan, math.nan, 1.0, 1, 1).half_width)
+    assert Overhead(-50.0, -100.0, 10.0, 0.5, 3, 3).half_width == math.inf

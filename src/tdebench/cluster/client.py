@@ -17,6 +17,7 @@ return at once, and the client waits for them all before it returns.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import uuid
@@ -24,13 +25,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from collections.abc import Callable
 
-from distributed import Client, Event, LocalCluster, wait
+from distributed import Client, Event, Future, LocalCluster, Queue, wait
 
-from tdebench.cluster import work, worker
+from tdebench.cluster import drivers, work, worker
 from tdebench.cluster.collect import Collector
 from tdebench.plan import Plan, TrialSpec
-from tdebench.results import TrialKey
 from tdebench.runsetup import SetupError
 
 CONNECT_TIMEOUT = "20s"
@@ -38,11 +39,6 @@ DRAIN_S = 0.5
 """How long the client waits for records before it looks at the units again."""
 STOP_WAIT_S = 600.0
 """After Ctrl-C, how long the client waits for the running units to clean up on their workers."""
-
-
-def key_fields(key: TrialKey) -> list[Any]:
-    """A trial key as a unit's request carries it (unit.trial_specs reads it back)."""
-    return [key.engine, key.encryption, key.workload, key.scale, key.repetition, key.memory_mb]
 
 
 def _answers(address: str) -> None:
@@ -104,6 +100,9 @@ class Cluster:
             if info.get("resources", {}).get("machine") != 1:
                 raise SetupError(f"--cluster: worker {address} has no resource machine=1, so it could run two trials "
                                  "at once; start it with --nthreads 1 --resources machine=1")
+        if plan.driver_hosts > len(workers):
+            raise SetupError(f"--cluster: the plan's driver_hosts = {plan.driver_hosts} needs as many workers, one "
+                             f"per host; {len(workers)} are connected")
         answers = client.run(worker.check, plan.text, source, str(key_file) if key_file else None,
                              str(work_dir) if work_dir else None)
         hosts: dict[str, dict[str, Any]] = {}
@@ -117,10 +116,19 @@ class Cluster:
             hosts[answer["host"]] = answer["environment"]
         return hosts
 
+    def clean(self, work_dir: Path | None) -> list[dict[str, Any]]:
+        """`tdebench clean` on every worker, one after another (workers of one machine would
+        race for the same dead runs), each answer naming its host (worker.clean)."""
+        client = self._connected()
+        return [client.run(worker.clean, str(work_dir) if work_dir else None, workers=[address])[address]
+                for address in sorted(client.scheduler_info(n_workers=-1)["workers"])]
+
     def run(self, plan: Plan, source: str, specs: list[TrialSpec], collector: Collector,
-            options: dict[str, Any]) -> None:
-        """Run `specs` unit by unit on the workers, storing their records through `collector`;
-        KeyboardInterrupt (raised here by the CLI's handler) stops every unit first."""
+            options: dict[str, Any], more: Callable[[], list[TrialSpec]] | None = None) -> None:
+        """Run `specs` unit by unit on the workers, storing their records through `collector`,
+        then, while `more()` (an adaptive plan's next rounds, decided from the records stored)
+        gives trials, those; KeyboardInterrupt (raised here by the CLI's handler) stops every
+        unit first."""
         client = self._connected()
         run_id = uuid.uuid4().hex
         for host in collector.measured_ciphers():  # a resumed run keeps its hosts' cipher figures
@@ -128,29 +136,124 @@ class Cluster:
         client.subscribe_topic(worker.topic(run_id), collector.receive)
         request = {"run": run_id, "plan": plan.text, "source": source, "cache": plan.cache,
                    "lockstep": plan.order == "lockstep", **options}
-        futures = {client.submit(worker.run_unit, {**request, "trials": [key_fields(s.key) for s in unit.trials]},
-                                 key=f"tdebench-{run_id}-{index}", resources={"machine": 1}, pure=False): unit
-                   for index, unit in enumerate(work.units(specs))}
+        batch = _Batch(client, plan, request, specs, 0)
         try:
-            while not all(future.done() for future in futures):
-                collector.drain(DRAIN_S)
+            while True:
+                batch.run(collector, self._submit)
+                trials = more() if more is not None else []  # a resumed run may have only rounds to add
+                if not trials:
+                    break
+                batch = _Batch(client, plan, request, trials, batch.next_index)
         except KeyboardInterrupt:
             Event(worker.stop_event(run_id), client=client).set()
             collector.progress.phase("interrupted: stopping the units on their workers, which clean up")
             try:  # the units not started return at once; the running ones once they have cleaned up
-                wait(list(futures), timeout=STOP_WAIT_S)
+                wait(batch.tasks(), timeout=STOP_WAIT_S)
             except TimeoutError:  # a worker that does not answer: its machine cleans up at its next run
                 pass
             raise
         finally:
-            for _, event in client.get_events(worker.topic(run_id)):  # any the live stream had not brought yet
-                collector.take(event)
-            collector.drain(0)
+            _collect_all(client, run_id, collector)
             client.unsubscribe_topic(worker.topic(run_id))
-        for future, unit in futures.items():
+
+    def _submit(self, request: dict[str, Any], index: int, unit: work.Unit, **extra: Any) -> Future:
+        """The task of one unit, needing one "machine" resource."""
+        return self._connected().submit(worker.run_unit, {**request, **extra,
+                                                          "trials": [work.key_fields(s.key) for s in unit.trials]},
+                                        key=f"tdebench-{request['run']}-{index}", resources={"machine": 1}, pure=False)
+
+
+def _collect_all(client: Client, run_id: str, collector: Collector) -> None:
+    """Store every record the scheduler holds that the live stream has not brought yet."""
+    for _, event in client.get_events(worker.topic(run_id)):
+        collector.take(event)
+    collector.drain(0)
+
+
+class _Batch:
+    """Units run together (the plan's trials, or an adaptive plan's next rounds), numbered from
+    `first`: every unit at once, but the gangs of oltp drivers one at a time (drivers.py)."""
+
+    def __init__(self, client: Client, plan: Plan, request: dict[str, Any], specs: list[TrialSpec],
+                 first: int) -> None:
+        self.client, self.plan, self.request = client, plan, request
+        self.units = list(enumerate(work.units(specs), start=first))
+        self.next_index = first + len(self.units)
+        self.futures: dict[Future, work.Unit] = {}
+        self.gangs = [_Gang(client, request, index, unit, self._hosts(unit)) for index, unit in self.units
+                      if self._hosts(unit) > 1]
+
+    def _hosts(self, unit: work.Unit) -> int:
+        return self.plan.workload(unit.trials[0].key.workload).driver_hosts
+
+    def tasks(self) -> list[Future]:
+        return [*self.futures, *(other for gang in self.gangs for other in gang.others)]
+
+    def run(self, collector: Collector, submit: Callable[..., Future]) -> None:
+        """Run every unit, storing records as they come; a unit that failed for good has its
+        trials that did not end recorded as failed."""
+        self.futures = {submit(self.request, index, unit): unit for index, unit in self.units
+                        if self._hosts(unit) == 1}
+        gangs, cache = self.gangs, self.plan.cache
+        while not all(future.done() for future in self.futures) or any(not gang.ended() for gang in gangs):
+            collector.drain(DRAIN_S)
+            running = next((gang for gang in gangs if gang.started() and not gang.ended()), None)
+            if running is not None and running.stranded(len(self.client.scheduler_info(n_workers=-1)["workers"])):
+                collector.lost(running.unit.trials, f"lost: a worker of its {running.hosts} drivers died and fewer "
+                               "workers are left", cache)
+            waiting = next((gang for gang in gangs if not gang.started()), None)
+            if running is None and waiting is not None:  # one gang at a time: see drivers.py
+                self.futures[waiting.start(submit)] = waiting.unit
+        _collect_all(self.client, str(self.request["run"]), collector)
+        for future, unit in self.futures.items():
             if future.status == "error":
-                collector.lost(unit.trials, f"lost: {type(future.exception()).__name__}: {future.exception()}",
-                               plan.cache)
+                collector.lost(unit.trials, f"lost: {type(future.exception()).__name__}: {future.exception()}", cache)
+
+
+class _Gang:
+    """A unit whose oltp users are spread over `hosts` hosts (drivers.py): its task and the other
+    drivers' tasks, submitted together once no other gang runs, each needing a "machine"."""
+
+    def __init__(self, client: Client, request: dict[str, Any], index: int, unit: work.Unit, hosts: int) -> None:
+        self.client, self.request, self.index, self.unit, self.hosts = client, request, index, unit, hosts
+        self.owner: Future | None = None
+        self.others: list[Future] = []  # the other drivers' tasks
+        self._told = False
+
+    def start(self, submit: Any) -> Future:
+        gang = f"gang{self.index}"
+        self.owner = submit(self.request, self.index, self.unit,
+                            drivers={"scheduler": self.client.scheduler.address, "gang": gang, "hosts": self.hosts})
+        request = {"run": self.request["run"], "plan": self.request["plan"], "source": self.request["source"],
+                   "gang": gang}
+        self.others = [self.client.submit(drivers.run_driver, {**request, "index": number},
+                                          key=f"tdebench-{self.request['run']}-{gang}-driver{number}",
+                                          resources={"machine": 1}, pure=False)
+                       for number in range(1, self.hosts)]
+        return self.owner
+
+    def started(self) -> bool:
+        return self.owner is not None
+
+    def stranded(self, workers: int) -> bool:
+        """Whether the gang can no longer run, fewer workers being left than its hosts (one died):
+        then its tasks are cancelled (the drivers told to end), so they do not wait for ever."""
+        if workers >= self.hosts or self.owner is None or self.owner.done():
+            return False
+        self.owner.cancel()
+        self.ended()
+        return True
+
+    def ended(self) -> bool:
+        """Whether the unit and its drivers are done; the drivers are told to end once the unit is."""
+        if self.owner is None or not self.owner.done():
+            return False
+        if not self._told:
+            self._told = True
+            for number in range(1, self.hosts):
+                Queue(drivers.inbox(self.request["run"], f"gang{self.index}", number), client=self.client).put(
+                    json.dumps({"kind": "done", "job": -1}))
+        return all(other.done() for other in self.others)
 
 
 def started_utc() -> str:

@@ -37,6 +37,12 @@ class Collector:
         self.queue: queue.Queue[dict[str, Any]] = queue.Queue()
         self._cipher_hosts = {speed.host for speed in ciphers if speed.host is not None}
 
+    def expect(self, trials: Iterable[TrialSpec]) -> None:
+        """More trials to come (an adaptive plan's next rounds): counted in the progress."""
+        for spec in trials:
+            self.specs[spec.key] = spec
+            self.total += 1
+
     def measured_ciphers(self) -> set[str]:
         return set(self._cipher_hosts)
 

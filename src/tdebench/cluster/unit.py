@@ -7,7 +7,8 @@ workspaces), and the process dies with the worker (started under `setpriv --pdea
 
 It reads the request (JSON) on stdin: the plan's text and source, the unit's trial keys, the
 data and work directories, the key file's path on this machine (never a key), this host's
-identity and whether to measure the raw cipher speeds. It writes JSON lines on stdout, and
+identity, whether to measure the raw cipher speeds and, for a unit whose oltp users are spread over
+several hosts, where its other drivers listen (drivers.py). It writes JSON lines on stdout, and
 nothing else (anything printed goes to stderr):
   {"environment": {...}}                     this machine's snapshot, once the engines are checked
   {"records": [...], "ended": [trial ids]}  at every sync: the records since the last one, and
@@ -23,10 +24,13 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from tdebench import runsetup
+from tdebench.cluster.drivers import Owner
 from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.plan import Plan, PlanError, TrialSpec, parse_plan
 from tdebench.results import Record, TrialKey, TrialOutcome, to_json
@@ -69,6 +73,21 @@ def trial_specs(plan: Plan, keys: list[list[Any]]) -> list[TrialSpec]:
             for e, c, w, s, r, m in keys]
 
 
+@contextmanager
+def other_drivers(request: dict[str, Any], interrupted: threading.Event) -> Iterator[Owner | None]:
+    """A gang's unit (drivers.py): the other drivers, once every one has started; else None."""
+    if not request.get("drivers"):
+        yield None
+        return
+    gang = request["drivers"]
+    owner = Owner(str(gang["scheduler"]), str(request["run"]), str(gang["gang"]), int(gang["hosts"]))
+    try:
+        owner.joined(interrupted)
+        yield owner
+    finally:
+        owner.close()
+
+
 def run(request: dict[str, Any], out: IO[str]) -> int:
     """Check this machine, then run the unit's trials, streaming their records to `out`."""
     from tdebench.runner import Runner
@@ -91,8 +110,10 @@ def run(request: dict[str, Any], out: IO[str]) -> int:
                 runsetup.measure_cipher_speeds(store, plan, ready.engines, host)
                 store.sync()
             data_dir = Path(request["data_dir"]) if request.get("data_dir") else runsetup.default_data_dir()
-            Runner(plan=plan, store=store, data_dir=data_dir, keys=ready.keys, workspace_parent=work_dir,
-                   interrupted=interrupted, host=host).run_trials(trial_specs(plan, request["trials"]))
+            with other_drivers(request, interrupted) as drivers:
+                Runner(plan=plan, store=store, data_dir=data_dir, keys=ready.keys, workspace_parent=work_dir,
+                       interrupted=interrupted, host=host, drivers=drivers).run_trials(
+                    trial_specs(plan, request["trials"]))
     except OutputError:
         return 1
     except (KeyboardInterrupt, Exception) as exc:

@@ -34,6 +34,11 @@ class Unit:
         return f"{key.engine}/{key.workload}/sf{key.scale:g}{memory}/r{key.repetition}"
 
 
+def key_fields(key: TrialKey) -> list[Any]:
+    """A trial key as a unit's request carries it (unit.trial_specs reads it back)."""
+    return [key.engine, key.encryption, key.workload, key.scale, key.repetition, key.memory_mb]
+
+
 def units(trials: list[TrialSpec]) -> list[Unit]:
     """The trials to run, cut into units: each comparison group's trials of a round together,
     in the order given (a group's first trial decides where its unit comes)."""
@@ -106,7 +111,4 @@ def cluster_problem(plan: Plan) -> str:
     if plan.order == "sequential":
         return ("--cluster runs each round of a comparison group on one host, so the rounds are paired within "
                 'a host: the plan\'s order must be "lockstep" or "interleaved", not "sequential"')
-    if plan.adaptive:
-        return ("--cluster does not add adaptive rounds yet: remove target_ci_pct (and max_minutes, "
-                "max_repetitions) and set repetitions, or run the plan on one machine")
     return ""

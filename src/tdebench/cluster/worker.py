@@ -57,6 +57,15 @@ def check(plan_text: str, source: str, key_file: str | None, work_dir: str | Non
     return {"host": host, "problem": "", "environment": runsetup.environment(ready.engines)}
 
 
+def clean(work_dir: str | None, dask_worker: Any = None) -> dict[str, Any]:
+    """`tdebench clean --cluster` on every worker (`Client.run`): what killed runs left in this
+    machine's work directory cleaned up, as `tdebench clean` does there (never a running run)."""
+    cleaned = runsetup.clean_dead_runs(Path(work_dir) if work_dir else None)
+    return {"host": work.this_host(dask_worker.name, dask_worker.address),
+            "directory": str(runsetup.workspace_parent(Path(work_dir) if work_dir else None)),
+            "cleaned": [str(one) for one in cleaned], "removed": all(one.removed for one in cleaned)}
+
+
 class _Trials:
     """The run's facts about trials on the scheduler: which ended, how often each was in flight."""
 

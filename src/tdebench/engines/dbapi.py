@@ -5,11 +5,11 @@ plain DB-API connection for drivers with nothing of their own to add (SQL Server
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tdebench.engines.base import Statement, execute_in_turn
+from tdebench.engines.base import QueryTimeout, Statement, execute_in_turn
 
 
 def parquet_to_csv(parquet: Path, columns: Sequence[str], target: Path, delimiter: str = ",") -> int:
@@ -62,26 +62,61 @@ def _marks(sql: str, numbered: bool) -> str:
 class DBAPIConnection:
     """A plain DB-API 2 connection (pymssql, oracledb) as the workloads use it: autocommit
     statements, `executemany` in one transaction, the driver's own placeholders (`marks`) and a
-    timeout set by `timeout(conn, seconds)` where the driver has one."""
+    statement timeout set by `timeout(conn, seconds)` where the driver has one, which returns
+    the driver connection to use from then on (pymssql takes its timeout only when it connects).
+
+    A statement in `begins` (e.g. T-SQL's BEGIN TRANSACTION, Oracle's SET TRANSACTION) opens an
+    explicit transaction, as oltp's client-side transactions run them: until its COMMIT or
+    ROLLBACK no statement is committed on its own, and `autocommit(conn, False)` turns off a
+    driver's own autocommit meanwhile (oracledb commits after every statement with it on). A
+    driver error that `timed_out` recognises as the statement timeout becomes QueryTimeout, as
+    the workloads expect of every engine."""
 
     def __init__(self, conn: Any, marks: Callable[[str], str],
-                 timeout: Callable[[Any, float | None], None] | None = None) -> None:
+                 timeout: Callable[[Any, float | None], Any] | None = None, *, begins: Collection[str] = (),
+                 autocommit: Callable[[Any, bool], None] | None = None,
+                 timed_out: Callable[[BaseException], bool] | None = None) -> None:
         self._conn = conn
         self._marks = marks
         self._timeout = timeout
+        self._begins = frozenset(begins)
+        self._autocommit = autocommit
+        self._timed_out = timed_out
+        self._in_transaction = False
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        control = sql.strip().upper()
+        if control in self._begins:
+            self._explicit(True)
+        try:
+            rows = self._execute(sql, params)
+        finally:
+            if control in _ENDS:
+                self._explicit(False)
+        if not self._in_transaction:
+            self._conn.commit()
+        return rows
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         cursor = self._conn.cursor()
         try:
             if params:
                 cursor.execute(self._marks(sql), tuple(params))
             else:
                 cursor.execute(sql)
-            rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+            return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+        except Exception as exc:
+            if self._timed_out is not None and self._timed_out(exc):
+                raise QueryTimeout(f"statement stopped by the driver's timeout: {exc}") from None
+            raise
         finally:
             cursor.close()
-        self._conn.commit()
-        return rows
+
+    def _explicit(self, opened: bool) -> None:
+        """Enter (or leave) an explicit transaction."""
+        self._in_transaction = opened
+        if self._autocommit is not None:
+            self._autocommit(self._conn, not opened)
 
     def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
         """In turn: `execute` commits each statement, as these drivers have no batch of their own."""
@@ -102,7 +137,11 @@ class DBAPIConnection:
         if seconds is not None and seconds <= 0:
             raise ValueError("a timeout must be positive")
         if self._timeout is not None:
-            self._timeout(self._conn, seconds)
+            self._conn = self._timeout(self._conn, seconds)
 
     def close(self) -> None:
         self._conn.close()
+
+
+_ENDS = frozenset({"COMMIT", "ROLLBACK"})
+"""The statements that end an explicit transaction (DBAPIConnection's `begins`)."""

@@ -305,9 +305,10 @@ class RemoteEngine(Engine):
         except RemoteError as exc:
             return f"unknown ({exc})"
 
-    def _once(self, connect: Callable[[], Any], work: Callable[[Any], T]) -> T:
-        """`work` on a connection of its own (`connect()`), closed afterwards; errors scrubbed."""
-        with scrubbed(self._target):
+    def _once(self, connect: Callable[[], Any], work: Callable[[Any], T], secrets: tuple[Password, ...] = ()) -> T:
+        """`work` on a connection of its own (`connect()`), closed afterwards; errors scrubbed (of
+        `secrets` too: see `scrubbed`)."""
+        with scrubbed(self._target, *secrets):
             conn = connect()
             try:
                 return work(conn)
@@ -339,17 +340,27 @@ class RemoteEngine(Engine):
 
 
 @contextmanager
-def scrubbed(target: RemoteTarget) -> Iterator[None]:
+def scrubbed(target: RemoteTarget, *secrets: Password) -> Iterator[None]:
     """Any error inside as a RemoteError naming the server, without the password (a driver may
-    echo its connection settings); a RemoteError passes as it is (already scrubbed)."""
+    echo its connection settings) or any of `secrets`: the trial's own passwords that tdebench
+    writes into SQL text (SQL Server's master key, Oracle's trial user), which a server's error
+    may quote with the statement. A RemoteError passes as it is, scrubbed of `secrets` too."""
     try:
         yield
-    except RemoteError:
-        raise
+    except RemoteError as exc:
+        if not secrets:
+            raise
+        raise RemoteError(_scrub(str(exc), secrets)) from None
     except Exception as exc:
         text = f"{target.engine} {target.label}: {type(exc).__name__}: {exc}"
         try:
             text = target.password().scrub(text)
         except RemoteError:  # the password is gone meanwhile: nothing of it can be in the text
             pass
-        raise RemoteError(text) from None
+        raise RemoteError(_scrub(text, secrets)) from None
+
+
+def _scrub(text: str, secrets: tuple[Password, ...]) -> str:
+    for secret in secrets:
+        text = secret.scrub(text)
+    return text

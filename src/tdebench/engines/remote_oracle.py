@@ -63,7 +63,8 @@ class RemoteOracleDatabase(RemoteDatabase):
         self.engine.statement(f"CREATE TABLESPACE {self.schema} DATAFILE SIZE 100M AUTOEXTEND ON{encrypt}")
         # an Oracle password is an identifier, not a bind value; it is tdebench's own, random per trial
         self.engine.statement(f"CREATE USER {self.schema} IDENTIFIED BY \"{self._password.value()}\" "
-                              f"DEFAULT TABLESPACE {self.schema} QUOTA UNLIMITED ON {self.schema}")
+                              f"DEFAULT TABLESPACE {self.schema} QUOTA UNLIMITED ON {self.schema}",
+                              secret=self._password)
         self.engine.statement(f"GRANT CREATE SESSION, CREATE TABLE, CREATE VIEW, CREATE PROCEDURE, "
                               f"CREATE SEQUENCE TO {self.schema}")
 
@@ -72,7 +73,7 @@ class RemoteOracleDatabase(RemoteDatabase):
         self.engine.statement(f"DROP TABLESPACE {self.schema} INCLUDING CONTENTS AND DATAFILES", missing_ok=True)
 
     def connect(self) -> Connection:
-        with scrubbed(self.target):
+        with scrubbed(self.target, self._password):
             return self.engine.connection(self.schema, self._password)
 
     def encryption_state(self) -> str:
@@ -96,9 +97,27 @@ class RemoteOracleDatabase(RemoteDatabase):
         return {_SYSSTAT[str(name)][0]: float(value) * _SYSSTAT[str(name)][1] for name, value in rows}
 
 
-def _call_timeout(conn: Any, seconds: float | None) -> None:
-    """oracledb's round-trip timeout (milliseconds; 0: none)."""
+def _call_timeout(conn: Any, seconds: float | None) -> Any:
+    """oracledb's round-trip timeout (milliseconds; 0: none), on the same connection."""
     conn.call_timeout = 0 if seconds is None else max(1, round(seconds * 1000))
+    return conn
+
+
+def _autocommit(conn: Any, on: bool) -> None:
+    conn.autocommit = on
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """oracledb's DPY-4024: the call timeout was exceeded (and the call cancelled)."""
+    return "DPY-4024" in str(exc)
+
+
+BEGINS = ("SET TRANSACTION READ WRITE", "SET TRANSACTION READ ONLY")
+"""Oracle has no BEGIN: a transaction starts with its first statement, and these open one
+explicitly (oltp's client-side transactions, workloads/oltp/transactions.py)."""
+SESSION = "ALTER SESSION SET NLS_TIMESTAMP_FORMAT = 'YYYY-MM-DD HH24:MI:SS'"
+"""The workloads write timestamps as ISO text (oltp's data); Oracle reads text into a TIMESTAMP
+with the session's format, by default 'DD-MON-RR …', which refuses them."""
 
 
 class RemoteOracleEngine(RemoteEngine):
@@ -118,16 +137,22 @@ class RemoteOracleEngine(RemoteEngine):
         raw = oracledb.connect(user=user or target.user, password=(password or target.password()).value(),
                                host=target.host, port=target.port, service_name=target.database)
         raw.autocommit = True
-        return DBAPIConnection(raw, qmark_to_numeric, _call_timeout)
+        conn = DBAPIConnection(raw, qmark_to_numeric, _call_timeout, begins=BEGINS, autocommit=_autocommit,
+                               timed_out=_timed_out)
+        if user is not None:  # the trial's own session, which the workloads use
+            conn.execute(SESSION)
+        return conn
 
-    def rows(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-        return self._once(self.connection, lambda conn: conn.execute(sql, params or ()))
+    def rows(self, sql: str, params: list[Any] | None = None, secret: Password | None = None) -> list[tuple[Any, ...]]:
+        """One statement as the URL's user, errors scrubbed (of `secret` too, a password its text holds)."""
+        return self._once(self.connection, lambda conn: conn.execute(sql, params or ()),
+                          (secret,) if secret is not None else ())
 
-    def statement(self, sql: str, missing_ok: bool = False) -> None:
+    def statement(self, sql: str, missing_ok: bool = False, secret: Password | None = None) -> None:
         """A DDL statement as the URL's user; with `missing_ok`, one whose object is already gone
         (ORA-01918 user, ORA-00959 tablespace does not exist) counts as done."""
         try:
-            self.rows(sql)
+            self.rows(sql, secret=secret)
         except Exception as exc:
             if not (missing_ok and any(code in str(exc) for code in ("ORA-01918", "ORA-00959"))):
                 raise

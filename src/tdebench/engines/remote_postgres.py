@@ -1,7 +1,8 @@
 """A PostgreSQL server tdebench did not start, by URL (see engines/remote.py).
 
 Per trial tdebench creates the database `tdebench_<hex>` (the account needs CREATEDB) and
-drops it afterwards (`WITH (FORCE)`, PostgreSQL 13+). Community PostgreSQL has no TDE; by URL
+drops it afterwards (`WITH (FORCE)`, PostgreSQL 13+); with `data_path`, a CHECKPOINT first writes
+its pages to the files the at-rest scan reads (`close`). Community PostgreSQL has no TDE; by URL
 tdebench offers the column layer (engines/pgcrypto.py: the workload's sensitive columns sealed
 with pgcrypto, a trusted extension since PostgreSQL 13, which the database's owner may create),
 confirmed from the catalog (`pgcrypto.state`: every value of every sealed column an OpenPGP
@@ -88,6 +89,19 @@ class RemotePostgresDatabase(ColumnLayer, RemoteDatabase):
         with self._scrubbed():
             raw = self.engine.raw_connect(self.namespace)
         return self._session(raw)
+
+    def close(self) -> None:
+        """With `data_path`, first CHECKPOINT, so the at-rest scan sees what the trial wrote:
+        until a checkpoint its pages may live only in shared_buffers and the WAL, and a baseline
+        whose canaries the scan cannot find is `inconclusive`, not `plaintext`. CHECKPOINT needs
+        a superuser or the pg_checkpoint role (PostgreSQL 15+); best effort, as MariaDB's flush:
+        without it the verdict says what the scan found."""
+        try:
+            if self.target.data_path and self._created:
+                self._query("CHECKPOINT")
+        except Exception:  # noqa: BLE001 - close() must not fail a trial's cleanup
+            pass
+        super().close()
 
     def size_bytes(self) -> int:
         return int(self._query("SELECT pg_database_size(current_database())")[0][0])

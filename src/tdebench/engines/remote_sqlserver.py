@@ -20,6 +20,7 @@ stall) and the server's `sys.dm_exec_query_stats` (CPU and elapsed time of cache
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -29,13 +30,18 @@ from typing import Any
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive)
 from tdebench.engines.dbapi import DBAPIConnection, qmark_to_format
-from tdebench.engines.remote import RemoteDatabase, RemoteEngine, scrubbed
+from tdebench.engines.remote import Password, RemoteDatabase, RemoteEngine, scrubbed
 from tdebench.keys import Secret
 
 ALGORITHMS = {"aes-128": "AES_128", "aes-192": "AES_192", "aes-256": "AES_256", "3des-168": "TRIPLE_DES_3KEY"}
 _ENCRYPTED = 3  # sys.dm_database_encryption_keys.encryption_state: 2 encryption in progress, 3 encrypted
 _COVERS = ("data files", "log file", "tempdb", "backups")
 _NOTES = "TDE: the database encryption key, protected by a certificate in master; the encryption scan is awaited"
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """pymssql's query timeout: FreeTDS error 20003, "Adaptive Server connection timed out"."""
+    return "20003" in str(exc) or "timed out" in str(exc)
 
 
 def _encryption(name: str) -> Encryption:
@@ -61,8 +67,9 @@ class RemoteSQLServerDatabase(RemoteDatabase):
         if self.encryption.is_baseline:
             return
         if not self.engine.rows("master", "SELECT 1 FROM sys.symmetric_keys WHERE name = '##MS_DatabaseMasterKey##'"):
-            password = secrets.token_urlsafe(32)  # only to create it: tdebench drops it with the trial
-            self.engine.statement("master", f"CREATE MASTER KEY ENCRYPTION BY PASSWORD = '{password}'")
+            password = Password(secrets.token_urlsafe(32))  # only to create it: tdebench drops it with the trial
+            self.engine.statement("master", f"CREATE MASTER KEY ENCRYPTION BY PASSWORD = '{password.value()}'",
+                                  secret=password)
             self._master_key_made = True
         self.engine.statement("master", f"CREATE CERTIFICATE [{self.namespace}] "
                                         f"WITH SUBJECT = 'tdebench trial {self.namespace}'")
@@ -136,20 +143,39 @@ class RemoteSQLServerEngine(RemoteEngine):
     encryptions = (NONE, *(_encryption(name) for name in ALGORITHMS))
 
     def connection(self, database: str) -> DBAPIConnection:
+        """A connection to `database`; its statement timeout (`set_timeout`) reconnects, since
+        pymssql takes the query timeout (`timeout`, whole seconds) only when it connects: the
+        workloads set it before their measured steps, never inside a transaction."""
+        current = [0]  # the open connection's timeout in whole seconds (0: none)
+
+        def reconnect(old: Any, seconds: float | None) -> Any:
+            wanted = 0 if seconds is None else max(1, math.ceil(seconds))
+            if wanted == current[0]:
+                return old
+            old.close()
+            current[0] = wanted
+            return self._connect(database, wanted)
+
+        return DBAPIConnection(self._connect(database, 0), qmark_to_format, reconnect,
+                               begins=("BEGIN TRANSACTION",), timed_out=_timed_out)
+
+    def _connect(self, database: str, timeout: int) -> Any:
         import pymssql
 
         target = self._target
-        raw = pymssql.connect(server=target.host, port=str(target.port), user=target.user,
-                              password=target.password().value(), database=database, autocommit=True,
-                              login_timeout=10)
-        return DBAPIConnection(raw, qmark_to_format)
+        return pymssql.connect(server=target.host, port=str(target.port), user=target.user,
+                               password=target.password().value(), database=database, autocommit=True,
+                               login_timeout=10, timeout=timeout)
 
-    def rows(self, database: str, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-        """One statement in `database` on a connection of its own, errors scrubbed."""
-        return self._once(lambda: self.connection(database), lambda conn: conn.execute(sql, params or ()))
+    def rows(self, database: str, sql: str, params: list[Any] | None = None,
+             secret: Password | None = None) -> list[tuple[Any, ...]]:
+        """One statement in `database` on a connection of its own, errors scrubbed (of `secret`
+        too, a password the statement's text holds)."""
+        return self._once(lambda: self.connection(database), lambda conn: conn.execute(sql, params or ()),
+                          (secret,) if secret is not None else ())
 
-    def statement(self, database: str, sql: str) -> None:
-        self.rows(database, sql)
+    def statement(self, database: str, sql: str, secret: Password | None = None) -> None:
+        self.rows(database, sql, secret=secret)
 
     def _version(self) -> str:
         return f"SQL Server {self.rows(self._target.database, 'SELECT SERVERPROPERTY(?)', ['ProductVersion'])[0][0]}"

@@ -17,7 +17,7 @@ from typing import Any
 
 from tdebench.engines.dbapi import parquet_to_csv
 from tdebench.kit.targets import CANARY_TABLE, STEP, Directive, Item, Sql, Target, data_dir
-from tdebench.plan import DEFAULT_REPETITIONS, PlanError, _Checker, _workload
+from tdebench.plan import DEFAULT_REPETITIONS, Checker, PlanError, workload_spec
 from tdebench.runner import new_canaries
 from tdebench.workloads.tpch import data, schema, streams
 from tdebench.workloads.tpch.queries import query
@@ -73,12 +73,14 @@ def read_plan(text: str, source: str, target: Target) -> KitPlan:
     `tdebench run` checks them) and the [[engines]] table named as the target, whose
     encryptions must be the target's (all of them when the plan has no such table). Other
     engines' tables are left alone: a kit is written for one engine. PlanError (file, line,
-    valid choices) otherwise."""
+    valid choices) otherwise. Not `parse_plan`, which checks a plan `tdebench run` can run: its
+    sqlserver, oracle and mysql tables need the url of a server to reach, which a kit's plan has
+    no use for. The tpch table is checked by the same `workload_spec` all the same."""
     try:
         data_ = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"not valid TOML: {exc}", source) from None
-    check = _Checker(text, source)
+    check = Checker(text, source)
     workloads = data_.get("workloads")
     tables = check.tables(workloads, "workloads") if workloads else []
     names = [table.get("name") for table in tables]
@@ -86,7 +88,7 @@ def read_plan(text: str, source: str, target: Target) -> KitPlan:
         have = ", ".join(map(str, names)) or "none"
         raise check.error(f"the script kit runs the tpch workload; this plan has {have}: "
                           "add [[workloads]] name = \"tpch\"", "[[workloads]]")
-    tpch = _workload(check.within("workloads", names.index("tpch")), tables[names.index("tpch")])
+    tpch = workload_spec(check.within("workloads", names.index("tpch")), tables[names.index("tpch")])
     valid = target.encryption_names()
     engines = check.tables(data_.get("engines", []), "engines")
     mine = [i for i, table in enumerate(engines) if table.get("name") == target.name]

@@ -17,13 +17,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
+from tdebench.report.declared import BACKUP
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import MIB, Column, Table, interval_text, num, number, percent, text
 from tdebench.results import RunData
-from tdebench.workloads.backup.sealing import BACKUP_ENCRYPTIONS, CIPHERS, NONE, split_test
 
-WORKLOAD = "backup"
+WORKLOAD = BACKUP.name
+# how a sealed backup is named: its method and sealing (none: the tool's artifact as it is)
+NONE, BACKUP_ENCRYPTIONS, split_test = BACKUP.unsealed, BACKUP.sealings, BACKUP.split_test
 METHODS = (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL)
 KIND = {BACKUP_FULL: "physical", BACKUP_FULL_COMPRESSED: "physical", BACKUP_LOGICAL: "logical"}
 Config = tuple[str, str, float, str]  # engine, encryption, scale, test (a method, or "<method>+<cipher>")
@@ -102,7 +104,7 @@ def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
         "size_bytes": median("backup", "size_bytes"),
         "database_bytes": median("backup", "database_bytes"),
         "ratio": median("backup", "ratio"),
-        "construction": _worst(answers.get((config, "encrypt"), ()), tuple(c.construction for c in CIPHERS.values())),
+        "construction": _worst(answers.get((config, "encrypt"), ()), tuple(BACKUP.constructions.values())),
         "encrypt_s": median("encrypt", "elapsed_s"),
         "encrypt_cpu_s": median("encrypt", "cpu_s"),
         "time_share": median("encrypt", "time_share"),

@@ -222,7 +222,7 @@ def plan_settings(run: RunData) -> dict[str, Any] | None:
     …), or None when the stored plan no longer parses here. Engines, encryptions and scales are
     left out: they are the configurations, and "only in A/B" names those."""
     try:
-        plan = parse_plan(run.plan_text, str(run.directory / PLAN))
+        plan = parse_plan(run.plan_text, str(run.directory / PLAN), here=False)
     except PlanError:
         return None
 

@@ -13,14 +13,14 @@ import math
 from collections import defaultdict
 
 from tdebench.report import plots
+from tdebench.report.declared import CRUD
 from tdebench.report.records import BASELINE, SummaryRecord
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.results import RunData
 from tdebench.report.tables import MIB, Column, Table, num, p_value, percent, text
-from tdebench.workloads.crud.workload import LATENCY_METRICS, OPERATIONS, POINT, STEP
 
-WORKLOAD = "crud"
-TESTS = tuple(OPERATIONS)
+WORKLOAD, TESTS = CRUD.name, CRUD.tests  # the operations
+STEP, POINT, LATENCY_METRICS = CRUD.step, CRUD.point_step, CRUD.latency_metrics
 
 
 CSV = "crud.csv"

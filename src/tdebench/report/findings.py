@@ -117,8 +117,9 @@ def stopping_sentence(stopping: Stopping) -> str:
     counts = sorted(stopping.group_rounds.items(), key=lambda item: (-item[1], item[0]))  # most rounds first
     rounds = (" and ".join(f"{n} rounds for {label}" for label, n in counts)
               if len({n for _, n in counts}) > 1 else f"{stopping.rounds} rounds")
+    waited_on = f" on {', '.join(stopping.target_tests)}" if stopping.target_tests else ""
     return (f"Adaptive repetitions stopped after {rounds}: {stopping.reason} "
-            f"({widest}target ±{stopping.target_ci_pct:g}%).")
+            f"({widest}target ±{stopping.target_ci_pct:g}%{waited_on}).")
 
 
 def _plan_setting(plan: dict[str, Any], key: str) -> Any:

@@ -6,7 +6,8 @@ on that configuration's best-resolved timing figure (of the power test, the thro
 the load, the one whose overheads have the narrowest 95% intervals; for a workload with timed
 figures of its own, of those: a backup's backups and restores, crud's and maintenance's
 operations, oltp's TPM and NOPM, where a cost is a drop), with the run's resolution
-(the placebo's noise floor) where the plan ran one. Then the at-rest checks in one line, and
+(the placebo's noise floor) where the plan ran one. Then whether the machine was busy (other
+processes' CPU during the trials, which widens every interval), the at-rest checks in one line, and
 whether the data fit in memory (cache.py), since that decides what the percentages mean.
 
 A cost is only called one when findings.py would: its interval excludes zero (p < 0.05) and
@@ -21,7 +22,7 @@ import statistics
 from collections import defaultdict
 
 from tdebench.report import cache
-from tdebench.report.noise import is_headline
+from tdebench.report.noise import busy_headline, is_headline, trial_loads
 from tdebench.report.findings import SHORT_NAMES, judged, verdict_summary
 from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, PLACEBO, Headline, SummaryRecord,
                                      below_resolution, engine_label, floors, headline_records, memory_order,
@@ -137,6 +138,9 @@ def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
         figure, chosen = min(candidates.items(), key=lambda item: (_width(item[1]), _order(item[0])))
         sentences.append(_sentence(engine, memory, workload, scale, figure, chosen,
                                    floor_of.get(chosen[0].cell.comparison)))
+    busy = busy_headline(trial_loads(run))
+    if busy:
+        sentences.append(busy)
     verdicts = judged(run)
     if verdicts:
         expected = sum(v.as_expected for v in verdicts)

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, WINDOW_STEP, CellKey, SummaryRecord,
-                                     deterministic)
+from tdebench.report import declared
+from tdebench.report.records import BASELINE, HEADLINES, CellKey, SummaryRecord, deterministic
 from tdebench.plan import Group
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
 from tdebench.results import RunData, TrialKey
@@ -56,39 +57,40 @@ class HeadlineRule:
 @functools.cache
 def headline_rules() -> tuple[HeadlineRule, ...]:
     """The headline figures of every workload's report: the tpch-style HEADLINES (any workload
-    with those tests), crud's operations, backup's backups and restores, maintenance's
-    operations, and oltp's TPM and NOPM (records.PER_MINUTE, of each test's measured window)."""
-    from tdebench.workloads import WORKLOADS
-    from tdebench.workloads.crud.workload import STEP
-
+    with those tests), and the cells each workload declares (`Workload.headlines`) in its tests:
+    crud's operations, backup's backups and restores, maintenance's operations, and oltp's TPM
+    and NOPM of each test's measured window."""
     return (*(HeadlineRule(frozenset({h.test}), frozenset(h.steps), h.metric) for h in HEADLINES),
-            HeadlineRule(frozenset(WORKLOADS["crud"].tests), frozenset({STEP}), "elapsed_s", "crud"),
-            HeadlineRule(frozenset(WORKLOADS["backup"].tests), frozenset({"backup", "restore"}), "elapsed_s",
-                         "backup"),
-            HeadlineRule(frozenset(WORKLOADS["maintenance"].tests), None, "elapsed_s", "maintenance"),
-            *(HeadlineRule(frozenset(WORKLOADS["oltp"].tests), frozenset({WINDOW_STEP}), rate, "oltp")
-              for rate in PER_MINUTE))
+            *(HeadlineRule(frozenset(workload.tests), cells.steps, cells.metric, workload.name)
+              for workload, cells in declared.headlines()))
 
 
 def is_headline(cell: CellKey) -> bool:
     return any(rule.matches(cell) for rule in headline_rules())
 
 
-def widest_headlines(run: RunData, records: list[SummaryRecord]) -> dict[Group, tuple[str, float]]:
+def widest_headlines(run: RunData, records: list[SummaryRecord],
+                     tests: Collection[str] = ()) -> dict[Group, tuple[str, float]]:
     """Per comparison group (engine, memory_mb, workload, scale: `plan.comparison_group`), the
-    headline overhead with the widest CI, as (label, half-width in percentage points): what
-    adaptive repetitions wait on. Every headline figure counts (the placebo's too), TPM and NOPM
-    included; deterministic figures (sizes) have no interval and are left out, and so is a
-    group without a headline overhead."""
+    headline overhead with the widest CI, as (label, half-width in percent of the ratio:
+    `Overhead.half_width`): what adaptive repetitions wait on. Every headline figure counts
+    (the placebo's too), TPM and NOPM included, or only those of `tests` (the plan's
+    `target_tests`; "load" is the load, and a backup test covers its sealed variants, as
+    "full" does "full+aes-256"); deterministic figures (sizes) have no interval and are left
+    out, and so is a group without a headline overhead. A figure of one round has no interval
+    yet (its "interval" is the point): its width is infinite, so a plan with repetitions = 1
+    adds rounds instead of stopping at once."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     widths: dict[Group, list[tuple[float, str]]] = defaultdict(list)
     for record in records:
         compared = record.overhead
         if (compared is None or not is_headline(record.cell)
+                or (tests and record.cell.test.partition("+")[0] not in tests)
                 or deterministic(record, baselines[record.cell.comparison])):
             continue
+        one_round = min(compared.n_baseline, compared.n_treatment) < 2
         cell = record.cell
-        width = math.inf if math.isnan(compared.half_width) else compared.half_width
+        width = math.inf if one_round or math.isnan(compared.half_width) else compared.half_width
         widths[(cell.engine, cell.memory_mb, cell.workload, cell.scale)].append((width, cell.label))
     return {group: (label, width) for group, (width, label) in ((g, max(w)) for g, w in widths.items())}
 
@@ -210,6 +212,18 @@ def busy_sentence(loads: list[TrialLoad], named: int = 10) -> str | None:
     return (f"{len(busy)} of {len(loads)} trial(s) ran while other processes used more than "
             f"{BUSY_OTHERS_PCT:g}% of one core on average: {names}{more}. Their timings may include "
             f"another program's work: {BUSY_ADVICE}. See “Machine load”.")
+
+
+def busy_headline(loads: list[TrialLoad]) -> str | None:
+    """For the report's first lines, when any trial ran on a busy machine: how many, and how
+    busy (the median of their other processes' CPU), since that decides how wide the run's
+    intervals came out; None when none did."""
+    busy = [load.others_mean for load in loads if load.busy and load.others_mean is not None]
+    if not busy:
+        return None
+    return (f"The machine was busy: {len(busy)} of {len(loads)} trials ran while other processes used "
+            f"{statistics.median(busy):.0f}% of one core (median), so these intervals may be wider than a "
+            f"quiet machine's (“Machine load”).")
 
 
 def findings(figures: list[NoisyFigure], loads: list[TrialLoad]) -> list[str]:

@@ -2,10 +2,11 @@
 and overhead against `none`, latency percentiles per transaction type, and throughput over
 time (the load and stress tests of Madyatmadja et al. (2021), docs/references.md).
 
-TPM and NOPM are derived here from the raw records of each measured run (committed
-transactions and New-Orders ÷ the window's minutes) and summarised with stats.py exactly as
-every other figure is; latency percentiles come from each run's histogram, and the table
-shows their median over the repetitions.
+TPM and NOPM (committed transactions and New-Orders ÷ the window's minutes, the rates the oltp
+workload declares) are summary records like every other figure: records.cell_data derives them
+from each measured window, and this module lays them out per test, beside what the windows say
+of how they ran; latency percentiles come from each run's histogram, and the table shows their
+median over the repetitions.
 
 Saturation: on a server, each run's `cpu_s` (the server's process tree) and `driver_cpu_s`
 (tdebench and its worker processes) over the window, as a share of the machine's CPU
@@ -28,18 +29,18 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter
 
 from tdebench.report import plots
-from tdebench.report.records import (BASELINE, PER_MINUTE, WINDOW_STEP, CellData, SummaryRecord, compare,
-                                     host_blocks, measured, paired_design, per_minute)
+from tdebench.report.declared import OLTP
+from tdebench.report.records import (BASELINE, SummaryRecord, engine_label, host_blocks, measured, memory_order,
+                                     per_minute)
 from tdebench.report.sections import WorkloadSection, block
-from tdebench.report.tables import Column, Table, n_text, num, number, p_value, percent, text
-from tdebench.stats import SIGNIFICANCE, summarize_many
+from tdebench.report.tables import Column, Table, n_text, num, number, p_value, percent, text, uses_memory
+from tdebench.stats import SIGNIFICANCE
 from tdebench.results import Measurement, RunData
-from tdebench.workloads.oltp.inputs import KINDS, MIX
 
-WORKLOAD = "oltp"
-MIX_STEP, INTERVAL_STEP = WINDOW_STEP, "interval"
+WORKLOAD, KINDS, MIX = OLTP.name, OLTP.kinds, OLTP.mix  # the transaction types and their target shares
+MIX_STEP, INTERVAL_STEP = OLTP.window_step, OLTP.interval_step
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
-RATES = PER_MINUTE  # figure → the count it is per minute of
+RATES = OLTP.per_minute  # figure → the count it is per minute of
 CPU_SHARES = {"server_cpu_pct": "cpu_s", "driver_cpu_pct": "driver_cpu_s"}  # % of the machine ← CPU seconds
 CLIENT_BOUND_PCT = 20.0  # the driver used at least this much of the machine: the server was not alone in the way
 IDLE_PCT = 30.0  # server and driver left at least this much of the machine idle: the server was not CPU-bound
@@ -53,10 +54,11 @@ def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | Non
     NOPM, every bound in a column of its own), or None when the run has no measured oltp run."""
     if not any(m.trial.workload == WORKLOAD and m.step == MIX_STEP for m in run.measurements):
         return None
-    throughput = throughput_table(run, csv=False)
+    throughput = throughput_table(run, records, csv=False)
     saturation = saturation_table(throughput.rows)
     blocks = (block(throughput, figures=throughput_plots(run)),) + ((block(saturation),) if saturation.rows else ())
-    return WorkloadSection(blocks=blocks + (block(latency_table(records)),), csv_name=CSV, csv=throughput_table(run),
+    return WorkloadSection(blocks=blocks + (block(latency_table(records)),), csv_name=CSV,
+                           csv=throughput_table(run, records),
                            findings=tuple(findings(throughput.rows) + saturation_findings(saturation.rows)))
 
 
@@ -64,11 +66,11 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
     """One sentence per engine, warehouses and test: the baseline's TPM and each encryption's
     change in TPM, called significant only when its interval excludes zero and p < 0.05."""
     sentences = []
-    baselines = {(r["engine"], r["warehouses"], r["test"]): r for r in rows if r["encryption"] == BASELINE}
+    baselines = {_compared(r): r for r in rows if r["encryption"] == BASELINE}
     for key, base in baselines.items():
         parts = []
         for row in rows:
-            if (row["engine"], row["warehouses"], row["test"]) != key or row.get("tpm_vs_none_pct") is None:
+            if _compared(row) != key or row.get("tpm_vs_none_pct") is None:
                 continue
             low, high, p = row["tpm_vs_none_ci_low"], row["tpm_vs_none_ci_high"], row["tpm_p"]
             verdict = ("significant" if p < SIGNIFICANCE and not low <= 0 <= high
@@ -90,7 +92,7 @@ def saturation_findings(rows: list[dict[str, Any]]) -> list[str]:
     more, or server and client together left IDLE_PCT of it idle."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        groups[(row["engine"], row["warehouses"], row["test"])].append(row)
+        groups[_compared(row)].append(row)
     sentences = []
     for (engine, warehouses, test), group in groups.items():
         client = [r["driver_cpu_pct"] for r in group]
@@ -108,6 +110,13 @@ def saturation_findings(rows: list[dict[str, Any]]) -> list[str]:
     return sentences
 
 
+def _compared(row: dict[str, Any]) -> tuple[str, float, str]:
+    """The rows compared with each other: one engine as configured ("duckdb 64 MB", "mariadb @
+    node1" where hosts that differ are reported apart), warehouses and test."""
+    configured = engine_label(row["engine"], row["memory_mb"])
+    return (f"{configured} @ {row['host']}" if row["host"] is not None else configured), row["warehouses"], row["test"]
+
+
 def _span(values: list[float]) -> str:
     low, high = min(values), max(values)
     return f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}–{high:.0f}%"
@@ -119,7 +128,7 @@ def saturation_table(rows: list[dict[str, Any]]) -> Table:
     shown = [row | {"machine_cpu_pct": row["server_cpu_pct"] + row["driver_cpu_pct"]} for row in rows
              if not math.isnan(row.get("server_cpu_pct", math.nan))
              and not math.isnan(row.get("driver_cpu_pct", math.nan))]
-    columns = (Column("engine", "engine"), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+    columns = (*_engine_columns(shown), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
                Column("encryption", "encryption"), Column("driver", "driver"),
                num("virtual_users", "users", lambda v: f"{v:g}"), Column("users_as", "users as"),
                num("tpm", "TPM (median)"), num("server_cpu_pct", "server CPU %", _whole),
@@ -150,56 +159,64 @@ def _users_as(processes: set[float]) -> str:
     return kinds.pop() if len(kinds) == 1 else "mixed"
 
 
-def throughput_table(run: RunData, csv: bool = True) -> Table:
-    """Per engine, warehouses, test and encryption: median TPM and NOPM over the repetitions
-    with 95% bootstrap CIs, and their change against `none` (paired by round when the run
-    interleaved, as every overhead: see records.compare). `csv` keeps every bound in a column
-    of its own (oltp.csv); the report joins them."""
-    rates: dict[tuple, dict[str, CellData]] = defaultdict(lambda: defaultdict(CellData))
-    facts: dict[tuple, dict[str, set[float]]] = defaultdict(lambda: defaultdict(set))
-    shares: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+Config = tuple[str, int | None, str | None, float, str, str]
+"""A row of the throughput table: engine, its memory_mb, its hosts' group (None on one machine),
+warehouses, test and encryption."""
+
+
+def _window_facts(run: RunData) -> tuple[dict[Config, dict[str, set[float]]], dict[Config, dict[str, list[float]]]]:
+    """Per row, what each measured window says of how it ran (driver, users, retries, errors)
+    and the CPU shares of the machine its server and driver used."""
+    facts: dict[Config, dict[str, set[float]]] = defaultdict(lambda: defaultdict(set))
+    shares: dict[Config, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     cores = float(run.environment.get("logical_cores") or math.nan)
     blocks = host_blocks(run)
     for m in measured(run):
         if m.trial.workload != WORKLOAD or m.step != MIX_STEP:
             continue
-        key = (m.trial.engine, m.trial.scale, m.test, m.trial.encryption)
-        for figure, count in RATES.items():
-            value = per_minute(m, count)
-            if value is not None:
-                rates[key][figure].values.append(value)
-                rates[key][figure].rounds[blocks.round_of(m.trial)][(0, m.step)] = value
+        t = m.trial
+        key = (t.engine, t.memory_mb, blocks.group(t), t.scale, m.test, t.encryption)
         for fact in ("procedures", "virtual_users", "retries", "errors"):
             facts[key][fact].add(m.metrics.get(fact, math.nan))
         facts[key]["worker_processes"].add(m.metrics.get("worker_processes", 0.0))
         for share, seconds in CPU_SHARES.items():
             if seconds in m.metrics and m.metrics.get("elapsed_s", 0.0) > 0:
                 shares[key][share].append(100 * m.metrics[seconds] / m.metrics["elapsed_s"] / cores)
-    keys = sorted((k for k in rates if rates[k]["tpm"].values),
-                  key=lambda k: (k[0], k[1], k[2], k[3] != BASELINE, k[3]))
-    groups = [rates[k][figure].values for k in keys for figure in RATES]
-    summaries = iter(summarize_many(groups)) if groups else iter(())
-    compared_keys = [(k, figure) for k in keys for figure in RATES
-                     if k[3] != BASELINE and (*k[:3], BASELINE) in rates
-                     and rates[(*k[:3], BASELINE)][figure].values]
-    pairs = [(rates[(*k[:3], BASELINE)][figure], rates[k][figure]) for k, figure in compared_keys]
-    compared = dict(zip(compared_keys, compare(pairs, paired_design(run)))) if compared_keys else {}
+    return facts, shares
+
+
+def throughput_table(run: RunData, records: list[SummaryRecord], csv: bool = True) -> Table:
+    """Per engine (and its memory_mb, and hosts where they differ), warehouses, test and
+    encryption: median TPM and NOPM over the repetitions with 95% bootstrap CIs, and their change
+    against `none` (paired by round when the run interleaved, as every overhead: see
+    records.compare). These are the summary records records.cell_data derives from each measured
+    window, the same summary.csv, the noise rules and `compare` read; beside them, what the
+    windows say of how they ran. `csv` keeps every bound in a column of its own (oltp.csv); the
+    report joins them."""
+    rates: dict[Config, dict[str, SummaryRecord]] = defaultdict(dict)
+    for record in records:
+        cell = record.cell
+        if cell.workload == WORKLOAD and cell.step == MIX_STEP and cell.metric in RATES:
+            key = (cell.engine, cell.memory_mb, cell.host, cell.scale, cell.test, cell.encryption)
+            rates[key][cell.metric] = record
+    facts, shares = _window_facts(run)
+    cores = float(run.environment.get("logical_cores") or math.nan)
     rows = []
-    for key in keys:
-        engine, scale, test, encryption = key
-        row: dict[str, Any] = {"engine": engine, "warehouses": scale, "test": test, "encryption": encryption,
-                               "driver": _driver(facts[key]["procedures"]),
-                               "virtual_users": max(facts[key]["virtual_users"]),
+    for key in sorted((k for k in rates if "tpm" in rates[k]), key=_config_order):
+        engine, memory_mb, host, scale, test, encryption = key
+        row: dict[str, Any] = {"engine": engine, "memory_mb": memory_mb, "host": host, "warehouses": scale,
+                               "test": test, "encryption": encryption, "driver": _driver(facts[key]["procedures"]),
+                               "virtual_users": max(facts[key]["virtual_users"], default=math.nan),
                                "users_as": _users_as(facts[key]["worker_processes"]), "cores": cores}
         row.update({share: float(np.median(values)) if (values := shares[key][share]) else math.nan
                     for share in CPU_SHARES})
-        for figure in RATES:
-            summary = next(summaries)
+        for figure, record in ((figure, rates[key][figure]) for figure in RATES if figure in rates[key]):
+            summary = record.summary
             row.update({"n": summary.n, figure: summary.median, f"{figure}_ci_low": summary.ci_low,
                         f"{figure}_ci_high": summary.ci_high, f"{figure}_cv": summary.cv,
                         f"{figure}_outliers": summary.outliers})
             row["noisy"] = row.get("noisy", False) or summary.noisy
-            change = compared.get((key, figure))
+            change = record.overhead
             if change is not None:
                 row.update({f"{figure}_vs_none_pct": change.pct, f"{figure}_vs_none_ci_low": change.ci_low,
                             f"{figure}_vs_none_ci_high": change.ci_high, f"{figure}_p": change.p_value,
@@ -208,15 +225,26 @@ def throughput_table(run: RunData, csv: bool = True) -> Table:
     return _csv_table(rows) if csv else _report_table(rows)
 
 
+def _config_order(key: Config) -> tuple:
+    engine, memory_mb, host, scale, test, encryption = key
+    return engine, memory_order(memory_mb), host or "", scale, test, encryption != BASELINE, encryption
 
-def _common_columns() -> tuple[Column, ...]:
-    return (Column("engine", "engine"), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+
+def _engine_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
+    """The engine; its memory_mb and its hosts' group only when the run has them."""
+    return ((Column("engine", "engine"),) + ((num("memory_mb", "memory (MB)", text),)
+                                             if uses_memory(row["memory_mb"] for row in rows) else ())
+            + ((Column("host", "hosts"),) if any(row["host"] is not None for row in rows) else ()))
+
+
+def _common_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
+    return (*_engine_columns(rows), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
             Column("encryption", "encryption"), Column("driver", "driver"),
             num("virtual_users", "users", lambda v: f"{v:g}"), num("n", "n", text))
 
 
 def _csv_table(rows: list[dict[str, Any]]) -> Table:
-    columns = _common_columns()
+    columns = _common_columns(rows)
     for figure in RATES:
         columns += (num(figure, figure), num(f"{figure}_ci_low", f"{figure} CI low"),
                     num(f"{figure}_ci_high", f"{figure} CI high"),
@@ -237,11 +265,11 @@ def _report_table(rows: list[dict[str, Any]]) -> Table:
     for row in rows:
         view = dict(row)
         for figure in RATES:
-            view[f"{figure}_ci"] = _bounds(row[f"{figure}_ci_low"], row[f"{figure}_ci_high"])
+            view[f"{figure}_ci"] = _bounds(row.get(f"{figure}_ci_low"), row.get(f"{figure}_ci_high"))
             view[f"{figure}_vs_none_ci"] = _bounds(row.get(f"{figure}_vs_none_ci_low"),
                                                    row.get(f"{figure}_vs_none_ci_high"), percent)
         shown.append(view)
-    columns = _common_columns()
+    columns = _common_columns(rows)
     for figure, header in (("tpm", "TPM"), ("nopm", "NOPM")):
         columns += (num(figure, f"{header} (median)"), num(f"{figure}_ci", "95% CI", text),
                     num(f"{figure}_vs_none_pct", f"{header} vs none", percent),

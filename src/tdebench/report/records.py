@@ -21,17 +21,18 @@ import numpy as np
 from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, overheads, paired_overhead,
                             pairable, summarize_many)
 from tdebench.plan import PAIRED_ORDERS, Group, default_order
+from tdebench.report import declared
 from tdebench.results import Measurement, RunData, TrialKey
 
 BASELINE = "none"
 PLACEBO = "placebo"  # the A/A arm (plan key `placebo`): none again, compared with none like an encryption
 GEOMEAN_STEP = "geomean"
 QUERY_TESTS = ("power", "throughput")
-WINDOW_STEP = "mix"  # an oltp run's measured window: its counts, over its elapsed_s
-PER_MINUTE = {"tpm": "committed", "nopm": "new_orders"}
-"""The derived rates of a measured window (oltp's TPM and NOPM, Madyatmadja et al. (2021)):
-rate → the count it is per minute of. `cell_data` adds them as metrics of the window step, so
-they are summary records like any other figure (summary.csv, noise, compare)."""
+PER_MINUTE = declared.PER_MINUTE
+"""The derived rates of a measured window (oltp's TPM and NOPM, Madyatmadja et al. (2021)), as
+its workload declares them (`Workload.per_minute`): rate → the count it is per minute of.
+`cell_data` adds them as metrics of the window step, so they are summary records like any other
+figure (summary.csv, noise, compare)."""
 RATE_UNIT = "/min"
 _QUERY_STEP = re.compile(r"q(\d+)")
 
@@ -43,9 +44,7 @@ def scale_text(scale: float) -> str:
 
 def scale_label(workload: str, scale: float) -> str:
     """A scale in its workload's words: "sf0.01" (TPC-H), "100,000 rows" (crud), "W=2" (oltp)."""
-    from tdebench.workloads import WORKLOADS
-
-    known = WORKLOADS.get(workload)
+    known = declared.workload(workload)
     return (known.scale_format if known is not None else "sf{}").format(scale_text(scale))
 
 
@@ -80,6 +79,12 @@ class CellKey:
         """Everything but the encryption: cells with equal comparison keys are compared (an
         encryption at 64 MB with none at 64 MB, on the same kind of host)."""
         return (self.engine, self.workload, self.scale, self.test, self.step, self.metric, self.memory_mb, self.host)
+
+    @property
+    def engine_at_hosts(self) -> str:
+        """The engine, and the hosts when hosts that differ are reported apart ("duckdb @ node1"):
+        a table's engine column, where two kinds of host would otherwise read as duplicate rows."""
+        return self.engine if self.host is None else f"{self.engine} @ {self.host}"
 
     @property
     def configured(self) -> str:
@@ -294,10 +299,12 @@ def per_minute(m: Measurement, count: str) -> float | None:
 
 
 def _with_rates(m: Measurement) -> dict[str, float]:
-    """A measurement's metrics, and for a measured window (WINDOW_STEP) its PER_MINUTE rates."""
-    if m.step != WINDOW_STEP or "committed" not in m.metrics:
+    """A measurement's metrics, and for a measured window (its workload's `window_step`) the
+    rates its workload declares (`per_minute`) of the counts it recorded."""
+    declaring = declared.workload(m.trial.workload)
+    if declaring is None or m.step != declaring.window_step:
         return m.metrics
-    rates = {rate: per_minute(m, count) for rate, count in PER_MINUTE.items()}
+    rates = {rate: per_minute(m, count) for rate, count in declaring.per_minute.items() if count in m.metrics}
     return {**m.metrics, **{rate: value for rate, value in rates.items() if value is not None}}
 
 
@@ -420,11 +427,12 @@ def headline_records(records: list[SummaryRecord]) -> list[tuple[Headline, Summa
     by_cell = {record.cell: record for record in records}
     chosen = []
     for headline in HEADLINES:
-        configs = sorted({(c.engine, memory_order(c.memory_mb), c.encryption, c.workload, c.scale, c.memory_mb)
-                          for c in by_cell if c.test == headline.test and c.metric == headline.metric})
-        for engine, _, encryption, workload, scale, memory in configs:
+        configs = sorted({(c.engine, memory_order(c.memory_mb), c.host or "", c.encryption, c.workload, c.scale,
+                           c.memory_mb) for c in by_cell if c.test == headline.test and c.metric == headline.metric})
+        for engine, _, hosts, encryption, workload, scale, memory in configs:
             for step in headline.steps:
-                cell = CellKey(engine, encryption, workload, scale, headline.test, step, headline.metric, memory)
+                cell = CellKey(engine, encryption, workload, scale, headline.test, step, headline.metric, memory,
+                               hosts or None)
                 if cell in by_cell:
                     chosen.append((headline, by_cell[cell]))
                     break

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from tdebench.engines import ENGINES
 from tdebench.measure.environment import flatten
 from tdebench.report import noise
 from tdebench.report.records import (BASELINE, HEADLINES, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord,
-                                     below_resolution, deterministic, floors, headline_records, is_query,
+                                     below_resolution, deterministic, floors, headline_records, host_blocks, is_query,
                                      memory_order, resolution, run_order, scale_text, step_order)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
 from tdebench.results import CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
@@ -113,9 +114,11 @@ def num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
     return Column(key, header, fmt, numeric=True)
 
 
-def config_columns(memory: bool = False) -> tuple[Column, ...]:
-    """engine, encryption, workload, scale; and after the engine its memory_mb, when the run used it."""
-    engine = (Column("engine", "engine"),) + ((num("memory_mb", "memory (MB)", text),) if memory else ())
+def config_columns(memory: bool = False, hosts: bool = False) -> tuple[Column, ...]:
+    """engine, encryption, workload, scale; and after the engine its memory_mb, when the run used
+    it, and the kind of host, when a cluster run's hosts differ and are reported apart."""
+    engine = ((Column("engine", "engine"),) + ((num("memory_mb", "memory (MB)", text),) if memory else ())
+              + ((Column("hosts", "hosts"),) if hosts else ()))
     return engine + (Column("encryption", "encryption"), Column("workload", "workload"),
                      num("scale", "scale", scale_text))
 
@@ -147,8 +150,8 @@ def display_unit(unit: str) -> tuple[str, float]:
 def _summary_row(record: SummaryRecord) -> dict[str, Any]:
     cell, summary, compared = record.cell, record.summary, record.overhead
     return {
-        "engine": cell.engine, "memory_mb": cell.memory_mb, "encryption": cell.encryption, "workload": cell.workload,
-        "scale": cell.scale, "test": cell.test, "step": cell.step, "metric": cell.metric,
+        "engine": cell.engine, "memory_mb": cell.memory_mb, "hosts": cell.host, "encryption": cell.encryption,
+        "workload": cell.workload, "scale": cell.scale, "test": cell.test, "step": cell.step, "metric": cell.metric,
         "unit": record.unit, "n": summary.n, "median": summary.median, "mean": summary.mean,
         "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high,
         "cv": summary.cv, "outliers": summary.outliers, "noisy": noise.noisy(record),
@@ -161,7 +164,8 @@ def _summary_row(record: SummaryRecord) -> dict[str, Any]:
 
 
 def summary_table(records: list[SummaryRecord]) -> Table:
-    columns = config_columns(uses_memory(r.cell.memory_mb for r in records)) + (
+    columns = config_columns(uses_memory(r.cell.memory_mb for r in records),
+                             any(r.cell.host is not None for r in records)) + (
         Column("test", "test"), Column("step", "step"), Column("metric", "metric"),
         Column("unit", "unit"), num("n", "n", text), num("median", "median"), num("mean", "mean"),
         num("stdev", "stdev"), num("ci_low", "CI low"), num("ci_high", "CI high"),
@@ -377,7 +381,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
         baseline = baselines[record.cell.comparison]
         compared = record.overhead
         exact = deterministic(record, baseline)
-        rows.append({"engine": record.cell.engine, "memory_mb": record.cell.memory_mb,
+        rows.append({"engine": record.cell.engine_at_hosts, "memory_mb": record.cell.memory_mb,
                      "encryption": record.cell.encryption,
                      "workload": record.cell.workload, "scale": record.cell.scale,
                      "figure": headline.label, "unit": unit,
@@ -406,7 +410,7 @@ def size_table(records: list[SummaryRecord]) -> Table:
         cell = record.cell
         if (cell.test, cell.step, cell.metric) != ("load", "database", "size_bytes"):
             continue
-        rows.append({"engine": cell.engine, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
+        rows.append({"engine": cell.engine_at_hosts, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
                      "workload": cell.workload, "scale": cell.scale,
                      "size": record.summary.median / MIB,
                      "overhead": record.overhead.pct if record.overhead else None})
@@ -564,10 +568,24 @@ def cipher_of(engine: str, encryption: str) -> tuple[str, str, int] | None:
 
 def raw_speed(speeds: Iterable[CipherSpeed], cipher: str, page_bytes: int) -> CipherSpeed | None:
     """The figure of `cipher` measured at the page size nearest `page_bytes` (on a log scale,
-    the smaller on a tie; the smallest for 0), or None if it has none."""
+    the smaller on a tie; the smallest for 0), or None if it has none; where several hosts
+    measured it (a cluster run), the median of their figures at that page size."""
     measured = [s for s in speeds if s.cipher == cipher and s.available]
     target = math.log2(page_bytes) if page_bytes > 0 else 0.0
-    return min(measured, key=lambda s: (abs(math.log2(s.chunk_bytes) - target), s.chunk_bytes), default=None)
+    nearest = min(measured, key=lambda s: (abs(math.log2(s.chunk_bytes) - target), s.chunk_bytes), default=None)
+    figures = [s.mib_per_s for s in measured if nearest is not None and s.chunk_bytes == nearest.chunk_bytes]
+    if nearest is None or len(figures) == 1:
+        return nearest
+    return dataclasses.replace(nearest, mib_per_s=statistics.median(f for f in figures if f is not None), host=None)
+
+
+def speeds_of(run: RunData, hosts: str | None) -> list[CipherSpeed]:
+    """The raw cipher figures of the hosts that measured a cell: those of its kind of host
+    (`CellKey.host`) where hosts that differ are reported apart, else every host's."""
+    if hosts is None:
+        return list(run.ciphers)
+    groups = host_blocks(run).groups
+    return [speed for speed in run.ciphers if speed.host is not None and groups.get(speed.host) == hosts]
 
 
 def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
@@ -578,18 +596,19 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
     for headline, record in headline_records(records):
         if record.overhead is not None and record.cell.encryption != PLACEBO:  # no cipher in an A/A arm
             cell = record.cell
-            figures[(cell.engine, memory_order(cell.memory_mb), cell.encryption, cell.workload, cell.scale,
-                     cell.memory_mb)][headline.label] = record
+            figures[(cell.engine, memory_order(cell.memory_mb), cell.host or "", cell.encryption, cell.workload,
+                     cell.scale, cell.memory_mb)][headline.label] = record
     rows = []
-    for (engine, _, encryption, workload, scale, memory), chosen in sorted(figures.items()):
-        row: dict[str, Any] = {"engine": engine, "memory_mb": memory, "encryption": encryption, "workload": workload,
-                               "scale": scale}
+    for (engine, _, hosts, encryption, workload, scale, memory), chosen in sorted(figures.items()):
+        row: dict[str, Any] = {"engine": engine, "memory_mb": memory, "hosts": hosts, "encryption": encryption,
+                               "workload": workload, "scale": scale}
         raw = cipher_of(engine, encryption)
-        speed = raw_speed(run.ciphers, raw[0], raw[2]) if raw else None
+        speeds = speeds_of(run, hosts or None)
+        speed = raw_speed(speeds, raw[0], raw[2]) if raw else None
         if raw is None:
             row["cipher"] = NOT_MEASURED
         else:
-            unavailable = any(c.cipher == raw[0] and not c.available for c in run.ciphers)
+            unavailable = any(c.cipher == raw[0] and not c.available for c in speeds)
             missing = "" if speed else f"({UNAVAILABLE if unavailable else NOT_MEASURED})"
             row["cipher"] = " ".join(filter(None, (raw[0], raw[1], missing)))
         size = chosen.get("database size")
@@ -607,7 +626,10 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
         if row.get("cipher_ms") and row.get("load_ms") is not None and row["load_ms"] > 0:
             row["times"] = row["load_ms"] / row["cipher_ms"]
         rows.append(row)
-    columns = _shown_config_columns(rows) + (
+    config = _shown_config_columns(rows)
+    if any(row["hosts"] for row in rows):  # hosts that differ: each kind's own cipher figures
+        config = (*config[:1], Column("hosts", "hosts"), *config[1:])
+    columns = config + (
         _prose("cipher", "raw cipher"), num("chunk", "page (bytes)", _thousands), num("mib_per_s", "MiB/s"),
         num("size", "database (MiB)"), num("cipher_ms", "cipher time (ms)"),
         num("load_ms", "load overhead (ms)"), num("times", "÷ cipher time", _times))
@@ -616,7 +638,9 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
                       "of the database once, in memory, with no I/O. Load overhead = median "
                       "load time with the encryption − median without. Raw throughput is taken "
                       "at the encryption's page size (SQLite and gocryptfs 4 KiB, InnoDB 16 KiB, "
-                      "DuckDB 256 KiB blocks), or the nearest size measured.")
+                      "DuckDB 256 KiB blocks), or the nearest size measured. On a cluster it is the "
+                      "median of the hosts' own figures: of each kind of host where hosts that differ are "
+                      "reported apart (the hosts column), else of them all.")
 
 
 def _times(value: float | None) -> str:
@@ -627,7 +651,7 @@ def _times(value: float | None) -> str:
 
 def _cipher_intro(rows: list[dict[str, Any]]) -> str:
     text = ("How far is each engine from the cost of the cipher itself? Below, each "
-            "encryption's raw cipher throughput on this machine, the time that cipher alone "
+            "encryption's raw cipher throughput on the machine that ran it, the time that cipher alone "
             "would need to encrypt the whole database once (cipher time), and the load's "
             "measured overhead beside it.")
     ratios = [row["times"] for row in rows if "times" in row]

@@ -1,9 +1,9 @@
-"""Workloads by name."""
+"""Workloads by name: the registry, which the plan, the runner and the report (report/declared.py) read."""
 
 from __future__ import annotations
 
 from tdebench.workloads.backup import BackupWorkload
-from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import HeadlineCells, Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.crud import CrudWorkload
 from tdebench.workloads.oltp import OltpWorkload
 from tdebench.workloads.maintenance import MaintenanceWorkload
@@ -17,4 +17,5 @@ WORKLOADS: dict[str, type[Workload]] = {
     MaintenanceWorkload.name: MaintenanceWorkload,
 }
 
-__all__ = ["WORKLOADS", "Option", "RunContext", "Workload", "WrongAnswer"]
+__all__ = ["WORKLOADS", "BackupWorkload", "CrudWorkload", "HeadlineCells", "MaintenanceWorkload", "OltpWorkload",
+           "Option", "RunContext", "TpchWorkload", "Workload", "WrongAnswer"]

@@ -10,11 +10,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from tdebench.engines.base import Connection, Database, Encryption
 from tdebench.keys import Secret
 from tdebench.measure.recorder import Recorder
+from tdebench.results import TrialKey, Verdict
 
 CANARY_TABLE = "tdebench_canary"
 
@@ -36,6 +37,15 @@ class Option:
     low: float | None = None  # numbers: the smallest allowed value
     high: float | None = None  # numbers: the largest allowed value
     choices: tuple[str, ...] = ()  # strings and lists: the allowed values (empty: any string)
+
+
+@dataclass(frozen=True)
+class HeadlineCells:
+    """Cells of a workload's tests that its readers draw conclusions from: its report's headline
+    figures (report/noise.py), of this metric and these steps (None: every step, each a method)."""
+
+    metric: str
+    steps: frozenset[str] | None = None
 
 
 class Session:
@@ -79,6 +89,30 @@ class Session:
         return self.connection()
 
 
+class AtRest(Protocol):
+    """The runner's at-rest scan and verdict rules for the trial's canaries and markers
+    (`verify.TrialScan`), which a workload applies to what it writes beside the trial's database
+    through `RunContext.judge_at_rest` and `RunContext.view_hits`."""
+
+    def view_hits(self, view: Path | None) -> int | None: ...
+
+    def judge(self, path: Path, expected: str, *, readable: bool, signature: tuple[int, bytes] | None = None,
+              column_layer: bool = False, view_hits: int | None = None, engine_state: str = "",
+              view_gone: str = "", plaintext_format: bool = False) -> Verdict: ...
+
+
+class OtherDrivers(Protocol):
+    """The drivers on other hosts of a cluster run that run a share of a workload's virtual users
+    against the same server (oltp's `driver_hosts`); a cluster unit gives them to its trials."""
+
+    def begin(self, trial: TrialKey, database: Database, test: str) -> int:
+        """Have every other driver open its users of `test` on `database` and, once each is
+        ready, agree a moment to start: returned as this machine's perf_counter_ns (a barrier)."""
+
+    def results(self) -> list[dict[str, Any]]:
+        """Each other driver's log (oltp's UserLog as JSON) once its window has ended."""
+
+
 @dataclass(frozen=True)
 class RunContext:
     """What a workload needs to know about the trial it runs in."""
@@ -101,10 +135,36 @@ class RunContext:
     canaries: tuple[str, ...] = ()  # the trial's canaries and markers, for such a database
     markers: tuple[str, ...] = ()
     new_key: Callable[[str], Secret] | None = None  # a fresh key for a purpose (e.g. "rekey-1")
+    at_rest: AtRest | None = None  # the runner's at-rest rules, for judge_at_rest and view_hits
+    drivers: OtherDrivers | None = None  # a cluster's other drivers of one server (oltp's driver_hosts)
 
     def __post_init__(self) -> None:
         if self.session is None:
             object.__setattr__(self, "session", Session(self.database))
+
+    def judge_at_rest(self, path: Path, expected: str, *, readable: bool, like: Database | None = None,
+                      view_hits: int | None = None, engine_state: str = "", plaintext_format: bool = False
+                      ) -> Verdict:
+        """`path` (a closed database's directory, an unpacked backup, a sealed file) scanned for the
+        trial's canaries and markers and judged by the rules of the trial's own verdict, so a
+        workload proves what it wrote beside the trial's database as the runner proves that one.
+        `like`: the database whose files these are or were unpacked from (its plaintext signature,
+        whether its layer is column-level); `readable`: the canaries were read back through it;
+        `plaintext_format`: a plaintext format's magic bytes were found in what `path` holds."""
+        signature = like.plaintext_signature() if like is not None else None
+        column_layer = like is not None and like.encryption.layer == "column"
+        return self._at_rest().judge(path, expected, readable=readable, signature=signature, column_layer=column_layer,
+                                     view_hits=view_hits, engine_state=engine_state, plaintext_format=plaintext_format)
+
+    def view_hits(self, database: Database) -> int | None:
+        """The trial's canaries found in `database`'s decrypted view (a layer below the engine,
+        scanned while the database is open: that layer's positive control); None without one."""
+        return self._at_rest().view_hits(database.plaintext_view())
+
+    def _at_rest(self) -> AtRest:
+        if self.at_rest is None:
+            raise RuntimeError("judging at rest needs the runner's at_rest rules")
+        return self.at_rest
 
 
 class Workload(ABC):
@@ -122,10 +182,37 @@ class Workload(ABC):
     # engine of another dialect is refused (None: any dialect, e.g. a workload of the tests)
     dialects: ClassVar[tuple[str, ...] | None] = None
     options: ClassVar[dict[str, Option]] = {}
+    # tests that a server reached by url (Capabilities.remote) cannot run, each with why: the
+    # plan refuses them at the workload's line rather than fail every trial (e.g. backup's,
+    # which need the engine's own backup tools on files tdebench owns)
+    local_tests: ClassVar[dict[str, str]] = {}
     # whether the workload's report keeps configurations that differ only in memory_mb apart, so
     # a plan may give an engine several memory values (a workload's own section, e.g. crud's,
     # groups by engine, encryption and scale)
     memory_axis: ClassVar[bool] = False
+    # What its report needs of it, declared as data that report/ reads through the workloads
+    # registry (report/declared.py) instead of importing the workload's modules: the cells it
+    # leads with, and for a workload that measures a window of counts (oltp) the step recording
+    # the window and the rates derived from it, each a count per minute of the window's elapsed_s
+    # (rate → count). A workload with a section of its own declares its own names beside them.
+    headlines: ClassVar[tuple[HeadlineCells, ...]] = ()
+    window_step: ClassVar[str | None] = None
+    per_minute: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def plan_problem(cls, dialect: str, given: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Why the workload's keys as the plan writes them (`given`) cannot run on an engine of
+        `dialect`, and the key to point at; None when they can. The plan reader asks before any
+        trial runs, so a setting the engine cannot honour is refused at its line, not ignored."""
+        return None
+
+    @classmethod
+    def engines_problem(cls, options: Mapping[str, Any],
+                        engines: Sequence[tuple[str, bool]]) -> tuple[str, str] | None:
+        """The workload's check of its options against the plan's engines taken together ((name,
+        reached by url) each, e.g. oltp's driver_hosts, which needs every one by url): (what is
+        wrong, the plan key it is about), or None."""
+        return None
 
     @abstractmethod
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:

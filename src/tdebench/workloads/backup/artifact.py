@@ -3,7 +3,7 @@
 The artifact is scanned as anyone holding it can read it with standard tools and no key:
 decompressed and unpacked (`Backups.backup_contents`), because canaries in a compressed
 plaintext would hide from a scan of the compressed bytes. The rules are the trial verdict's
-(`verify.judge`): a canary found means plaintext; for `none` a canary *must* be found (the
+(`RunContext.judge_at_rest`): a canary found means plaintext; for `none` a canary *must* be found (the
 positive control, the same scan on the same kind of artifact); under column-level encryption
 the marker beside each canary must be found and the canary must not.
 
@@ -16,14 +16,12 @@ is the same test's plain artifact, scanned the same way before it was sealed.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench import verify
 from tdebench.engines.base import Database
-from tdebench.results import FileScan, TrialKey
+from tdebench.results import FileScan
+from tdebench.workloads.base import RunContext
 
 PLAINTEXT_MAGIC: dict[str, tuple[int | None, bytes]] = {
     "tar": (257, b"ustar"), "gzip": (0, b"\x1f\x8b\x08"), "xbstream": (None, b"XBSTCK01"),
@@ -48,14 +46,12 @@ class ArtifactCheck:
                 "files_scanned": float(len(self.scans))}
 
 
-def check(trial: TrialKey, database: Database, contents: Path, canaries: Sequence[str], markers: Sequence[str],
-          canaries_readable: bool) -> ArtifactCheck:
-    """Scan the unpacked artifact `contents` for the trial's canaries and markers and judge it."""
+def check(ctx: RunContext, database: Database, contents: Path, canaries_readable: bool) -> ArtifactCheck:
+    """Scan the unpacked artifact `contents` of `database` for the trial's canaries and markers and
+    judge it."""
     expected = "plaintext" if database.encryption.is_baseline else "encrypted"
-    scans = verify.scan([contents], canaries, contents, database.plaintext_signature(), markers=markers)
-    verdict = verify.judge(trial, expected, scans, canaries_readable,
-                           column_layer=database.encryption.layer == "column")
-    return ArtifactCheck(verdict.verdict, expected, scans)
+    verdict = ctx.judge_at_rest(contents, expected, readable=canaries_readable, like=database)
+    return ArtifactCheck(verdict.verdict, expected, verdict.files)
 
 
 def magic_found(path: Path, start: int) -> list[str]:
@@ -68,13 +64,9 @@ def magic_found(path: Path, start: int) -> list[str]:
             if (magic in head if offset is None else head[offset:offset + len(magic)] == magic)]
 
 
-def check_sealed(trial: TrialKey, sealed: Path, payload_start: int, canaries: Sequence[str],
-                 markers: Sequence[str], canaries_readable: bool) -> ArtifactCheck:
+def check_sealed(ctx: RunContext, sealed: Path, payload_start: int, canaries_readable: bool) -> ArtifactCheck:
     """Scan a sealed backup file for the trial's canaries and markers (every column is sealed:
     a marker found is plaintext too) and for a plaintext format's magic bytes, and judge it."""
-    scans = verify.scan([sealed], canaries, sealed.parent, markers=markers)
-    found = magic_found(sealed, payload_start)
-    if found:
-        scans = tuple(dataclasses.replace(s, plaintext_header=True) for s in scans)
-    verdict = verify.judge(trial, "encrypted", scans, canaries_readable)
-    return ArtifactCheck(verdict.verdict, "encrypted", scans)
+    verdict = ctx.judge_at_rest(sealed, "encrypted", readable=canaries_readable,
+                                plaintext_format=bool(magic_found(sealed, payload_start)))
+    return ArtifactCheck(verdict.verdict, "encrypted", verdict.files)

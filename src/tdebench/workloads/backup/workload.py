@@ -45,13 +45,15 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, BackupMethod,
                                    Connection, Database, Encryption, backups)
 from tdebench.keys import Secret
 from tdebench.workloads.backup import artifact, sealing, usage
 from tdebench.workloads.backup.checksum import TableChecksum, checksums, differences
-from tdebench.workloads.base import CANARY_TABLE, Option, RunContext, Workload, WrongAnswer, read_canaries
+from tdebench.workloads.base import (CANARY_TABLE, HeadlineCells, Option, RunContext, Workload, WrongAnswer,
+                                     read_canaries)
 from tdebench.workloads.tpch import TpchWorkload, data, schema
 
 TABLES: dict[str, tuple[str, ...]] = {**schema.TABLES, CANARY_TABLE: ("id", "canary", "marker")}
@@ -81,12 +83,20 @@ class BackupWorkload(Workload):
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX
     max_streams = 1
+    local_tests = {test: "it backs up and restores with the engine's own tools, on files and instances tdebench "
+                         "owns; a server by url has neither for tdebench to use" for test in tests}
     options = {
         "backup_encryptions": Option(
             (sealing.NONE,), "how each backup is stored: as the engine's tool made it (none) and/or sealed "
             "into one file by a streaming encryptor with a fresh key (aes-128/192/256: GCM; 3des: CBC then "
             "HMAC-SHA256)", choices=sealing.BACKUP_ENCRYPTIONS),
     }
+    # for its report (report/backup.py): the backups and restores, and how a sealed one is named
+    headlines = (HeadlineCells("elapsed_s", frozenset({"backup", "restore"})),)
+    sealings: ClassVar[tuple[str, ...]] = sealing.BACKUP_ENCRYPTIONS  # in the report's order, unsealed first
+    unsealed: ClassVar[str] = sealing.NONE
+    constructions: ClassVar[dict[str, str]] = {c.name: c.construction for c in sealing.CIPHERS.values()}
+    split_test = staticmethod(sealing.split_test)  # a recorded test's (method, sealing)
 
     def __init__(self) -> None:
         self._tpch = TpchWorkload()
@@ -131,8 +141,7 @@ class BackupWorkload(Workload):
         backup, metrics = usage.timed(ctx.recorder, lambda: engine.backup(method, area / "artifact"), [database])
         contents = engine.backup_contents(backup, area / "unpacked")
         stored_as_is = test == method.name
-        checked = (artifact.check(ctx.recorder.trial, database, contents, ctx.canaries, ctx.markers, readable)
-                   if stored_as_is else None)
+        checked = artifact.check(ctx, database, contents, readable) if stored_as_is else None
         size = backup.size_bytes()
         unpacked = Backup(method, contents).size_bytes()
         metrics.update(size_bytes=float(size), unpacked_bytes=float(unpacked),
@@ -174,8 +183,7 @@ class BackupWorkload(Workload):
                        time_share=_share(metrics["elapsed_s"], backed["elapsed_s"]),
                        cpu_share=_share(metrics.get("cpu_s"), backed.get("cpu_s")))
         ctx.recorder.record(test, "encrypt", metrics, warmup=warmup, answer=cipher.construction)
-        checked = artifact.check_sealed(ctx.recorder.trial, sealed, sealing.payload_offset(sealed), ctx.canaries,
-                                        ctx.markers, readable)
+        checked = artifact.check_sealed(ctx, sealed, sealing.payload_offset(sealed), readable)
         ctx.recorder.record(test, "scan", checked.metrics, warmup=warmup, answer=checked.verdict)
         opened, metrics = here.timed(lambda: sealing.open_sealed(sealed, key, area / "opened"))
         ctx.recorder.record(test, "decrypt", metrics, warmup=warmup)

@@ -24,7 +24,8 @@ thousands of correlated values into one statistical cell.
 Every test leaves the table as it found it, so tests are independent of their order and of
 how often they run (warm-ups run each one too), and `scan` checks it: a count or sum off by
 one row fails the trial. The statements are plain SQL that DuckDB, SQLite, MariaDB and
-PostgreSQL all accept, so there is one text per statement rather than one per dialect.
+PostgreSQL all accept, so there is one text per statement rather than one per dialect; SQL
+Server and Oracle (servers reached by url) run it transpiled by sqlglot (workloads/transpile.py).
 
 In cold plans (`cache = "cold"`) the session can go cold (`Session.go_cold`): as Dolyetyus (n.d.) emptied the
 buffer cache before every statement, each measured statement starts cold. The runner has just
@@ -39,12 +40,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from tdebench.engines.base import Connection, QueryTimeout
-from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads import transpile
+from tdebench.workloads.base import HeadlineCells, Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.crud import data, schema
 from tdebench.workloads.crud.data import COLUMNS
 
@@ -122,10 +124,15 @@ class _Session:
         self.used = False  # a statement ran since the engine went cold (the runner's, before this run)
         conn.set_timeout(ctx.query_timeout_s)
 
+    def sql(self, statement: str) -> str:
+        """A statement's text for the trial's dialect (transpiled for SQL Server and Oracle):
+        taken before a measured statement's clock starts, since sqlglot takes milliseconds."""
+        return transpile.statement(statement, self.ctx.dialect)
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """An unmeasured statement: setup, check or undo."""
         self.used = True
-        return self.conn.execute(sql, params)
+        return self.conn.execute(self.sql(sql), params)
 
     def count(self, sql: str, params: Sequence[Any]) -> int:
         return int(self.execute(sql, params)[0][0])
@@ -164,7 +171,8 @@ class _Session:
 
 def _select(s: _Session, shape: _Shape) -> list[str]:
     low, high = 1, shape.k
-    rows, metrics = s.measure(lambda conn: conn.execute(SELECT_RANGE, [low, high]), shape, shape.k)
+    sql = s.sql(SELECT_RANGE)
+    rows, metrics = s.measure(lambda conn: conn.execute(sql, [low, high]), shape, shape.k)
     ids = sum(row[0] for row in rows)
     expected = shape.k * (low + high) // 2
     wrong = "" if len(rows) == shape.k and ids == expected else (
@@ -174,7 +182,8 @@ def _select(s: _Session, shape: _Shape) -> list[str]:
 
 def _insert(s: _Session, shape: _Shape) -> list[str]:
     low, high = shape.rows + 1, shape.rows + shape.k
-    _, metrics = s.measure(lambda conn: conn.execute(INSERT_STAGING), shape, shape.k)
+    sql = s.sql(INSERT_STAGING)
+    _, metrics = s.measure(lambda conn: conn.execute(sql), shape, shape.k)
     found = s.count(COUNT_RANGE, [low, high])
     wrong = "" if found == shape.k else f"insert added {found} rows with ids {low}..{high}; expected {shape.k}"
     s.execute(DELETE_RANGE, [low, high])
@@ -183,7 +192,8 @@ def _insert(s: _Session, shape: _Shape) -> list[str]:
 
 def _update(s: _Session, shape: _Shape) -> list[str]:
     low, high = shape.k + 1, 2 * shape.k
-    _, metrics = s.measure(lambda conn: conn.execute(UPDATE_RANGE, [low, high]), shape, shape.k)
+    sql = s.sql(UPDATE_RANGE)
+    _, metrics = s.measure(lambda conn: conn.execute(sql, [low, high]), shape, shape.k)
     updated = s.count(COUNT_UPDATED, [low, high])
     s.execute(UNDO_UPDATE, [low, high])
     left = s.count(COUNT_UPDATED, [low, high])
@@ -195,7 +205,8 @@ def _update(s: _Session, shape: _Shape) -> list[str]:
 def _delete(s: _Session, shape: _Shape) -> list[str]:
     low, high = shape.rows + 1, shape.rows + shape.k
     s.execute(INSERT_STAGING)  # the rows to delete, so the table ends as it began
-    _, metrics = s.measure(lambda conn: conn.execute(DELETE_RANGE, [low, high]), shape, shape.k)
+    sql = s.sql(DELETE_RANGE)
+    _, metrics = s.measure(lambda conn: conn.execute(sql, [low, high]), shape, shape.k)
     left = s.count(COUNT_RANGE, [low, high])
     wrong = "" if left == 0 else f"delete left {left} of the {shape.k} rows with ids {low}..{high}"
     return s.record(metrics, shape.k - left, wrong)
@@ -203,12 +214,13 @@ def _delete(s: _Session, shape: _Shape) -> list[str]:
 
 def _lookup(s: _Session, shape: _Shape) -> list[str]:
     clock = s.ctx.recorder.clock
+    lookup = s.sql(LOOKUP)
 
     def lookups(conn: Connection) -> list[tuple[int, list[tuple[Any, ...]]]]:
         timed = []
         for key in shape.lookups:
             start = clock.now_ns()
-            rows = conn.execute(LOOKUP, [key])
+            rows = conn.execute(lookup, [key])
             timed.append((clock.now_ns() - start, rows))
         return timed
 
@@ -223,7 +235,8 @@ def _lookup(s: _Session, shape: _Shape) -> list[str]:
 
 
 def _scan(s: _Session, shape: _Shape) -> list[str]:
-    result, metrics = s.measure(lambda conn: conn.execute(SCAN), shape, shape.rows)
+    sql = s.sql(SCAN)
+    result, metrics = s.measure(lambda conn: conn.execute(sql), shape, shape.rows)
     got = tuple(int(value or 0) for value in result[0])
     facts = shape.facts
     expected = (facts.rows, facts.age_sum, facts.address_chars)
@@ -248,6 +261,11 @@ class CrudWorkload(Workload):
     whole_scale = True  # rows
     scale_format = "{} rows"
     max_streams = 1
+    # for its report (report/crud.py): every operation's measured step, the lookups' distribution
+    headlines = (HeadlineCells("elapsed_s", frozenset({STEP})),)
+    step: ClassVar[str] = STEP
+    point_step: ClassVar[str] = POINT
+    latency_metrics: ClassVar[tuple[str, ...]] = LATENCY_METRICS
     options = {
         "operation_fraction": Option(0.1, "share of the table's rows each select, insert, update and "
                                           "delete touches", low=0.001, high=0.5),

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import psutil
 
-from tdebench import verify
 from tdebench.engines.base import NONE, Database, NotSupported, SensitiveColumns, reencrypts
 from tdebench.measure.recorder import Recorder
 from tdebench.results import Verdict
@@ -126,7 +125,7 @@ def _check(ctx: RunContext, database: Database, workspace: Path, before: checks.
         problems += [wrong] if wrong else []
     finally:
         conn.close()
-    view_hits = verify.view_hits(database.plaintext_view(), ctx.canaries)  # raises if a mount vanished
+    view_hits = ctx.view_hits(database)  # raises if a mount vanished
     verdict = _at_rest(ctx, database, workspace, readable=after.canaries == set(ctx.canaries),
                        view_hits=view_hits, engine_state=engine_state)
     if verdict.verdict != "encrypted":
@@ -138,9 +137,8 @@ def _at_rest(ctx: RunContext, database: Database, workspace: Path, *, readable: 
              engine_state: str) -> Verdict:
     """The runner's at-rest scan and verdict rules, on this directory with the database closed."""
     database.close()
-    return verify.judge_at_rest(ctx.recorder.trial, "encrypted", workspace, database.plaintext_signature(),
-                                ctx.canaries, ctx.markers, readable, column_layer=database.encryption.layer == "column",
-                                view_hits=view_hits, engine_state=engine_state)
+    return ctx.judge_at_rest(workspace, "encrypted", readable=readable, like=database, view_hits=view_hits,
+                             engine_state=engine_state)
 
 
 def _processes(database: Database) -> list[psutil.Process]:

@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection as Pipe
 from multiprocessing.process import BaseProcess
+from typing import Any
 
 import psutil
 
@@ -90,6 +91,15 @@ class Tally:
         self.errors.update(other.errors)
         self.latency.merge(other.latency)
 
+    def to_json(self) -> dict[str, Any]:
+        return {"committed": self.committed, "rollbacks": self.rollbacks, "retries": dict(self.retries),
+                "errors": dict(self.errors), "latency": self.latency.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Tally":
+        return cls(int(data["committed"]), int(data["rollbacks"]), Counter(data["retries"]), Counter(data["errors"]),
+                   Histogram.from_json(data["latency"]))
+
 
 @dataclass
 class UserLog:
@@ -101,6 +111,34 @@ class UserLog:
     errors_outside: Counter[str] = field(default_factory=Counter)  # during ramp-up or after the window
     first_errors: dict[str, str] = field(default_factory=dict)  # error type → its first message
     gave_up: str = ""
+
+    def merge(self, other: "UserLog") -> None:
+        """Add `other`'s results: counts add up, histograms merge bucket by bucket, intervals
+        by their number (every driver's window starts at the same moment)."""
+        for kind, tally in other.tallies.items():
+            self.tallies.setdefault(kind, Tally()).merge(tally)
+        for index, committed in other.intervals.items():
+            self.intervals.setdefault(index, Counter()).update(committed)
+        self.committed_all.update(other.committed_all)
+        self.errors_outside.update(other.errors_outside)
+        for kind, message in other.first_errors.items():
+            self.first_errors.setdefault(kind, message)
+        self.gave_up = "; ".join(filter(None, (self.gave_up, other.gave_up)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole log as JSON, which `from_json` reads back exactly (a cluster's other drivers
+        send theirs this way: nothing pickled crosses the network)."""
+        return {"tallies": {kind: tally.to_json() for kind, tally in self.tallies.items()},
+                "intervals": {str(index): dict(committed) for index, committed in self.intervals.items()},
+                "committed_all": dict(self.committed_all), "errors_outside": dict(self.errors_outside),
+                "first_errors": dict(self.first_errors), "gave_up": self.gave_up}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "UserLog":
+        return cls({kind: Tally.from_json(tally) for kind, tally in data["tallies"].items()},
+                   {int(index): Counter(committed) for index, committed in data["intervals"].items()},
+                   Counter(data["committed_all"]), Counter(data["errors_outside"]), dict(data["first_errors"]),
+                   str(data["gave_up"]))
 
 
 @dataclass(frozen=True)
@@ -122,6 +160,8 @@ class Outcome:
     gave_up: list[str]
     engine: dict[str, float]  # process counters of the engine over the window (cpu_s, read_bytes, …)
     driver_cpu_s: float  # CPU time of this process and its worker processes (embedded engines run in it too)
+    log: UserLog  # every user's log merged: what a cluster's other driver sends to the trial's owner
+    elsewhere: int = 0  # of `committed`, the transactions other hosts' users committed (a cluster's drivers)
 
     @property
     def new_orders_total(self) -> int:
@@ -304,9 +344,9 @@ class _Threads:
                                          daemon=True)
                         for (number, user), log in zip(users, self.logs)]
 
-    def start(self, t0: int | None = None) -> None:
-        """Start every user at t0 (default: now)."""
-        self.run.begin(self.run.now() if t0 is None else t0)
+    def start(self, t0: int | None = None, at: Callable[[], int] | None = None) -> None:
+        """Start every user at t0 (default: `at()`, the moment every driver agreed on, or now)."""
+        self.run.begin(t0 if t0 is not None else at() if at is not None else self.run.now())
         for thread in self.threads:
             thread.start()
 
@@ -327,7 +367,8 @@ class _Threads:
         """Stop the users and wait for them (the run failed or was interrupted)."""
         self.run.shared.stop()
         for thread in self.threads:
-            thread.join(JOIN_AFTER_INTERRUPT_S)
+            if thread.ident is not None:  # started (a failed barrier stops the users before they start)
+                thread.join(JOIN_AFTER_INTERRUPT_S)
 
     def _body(self, number: int, conn: Connection, run: Run, terminal: Terminal, log: UserLog) -> None:
         try:
@@ -348,8 +389,9 @@ class _Processes:
         self.begun = False
         self._processes: list[psutil.Process] = []
 
-    def start(self) -> None:
-        """Fork the workers, wait until every one is ready, then send them all the same t0."""
+    def start(self, at: Callable[[], int] | None = None) -> None:
+        """Fork the workers, wait until every one is ready, then send them all the same t0 (`at()`,
+        the moment every driver agreed on, or now)."""
         parent = os.getpid()
         # Python's advice for fork without exec: a worker's garbage collector then leaves the
         # objects it inherited alone, instead of walking (and so copying) all of this process's heap
@@ -369,7 +411,7 @@ class _Processes:
                 raise WorkerFailed(f"oltp worker process {number} was not ready within {READY_TIMEOUT_S:g} s")
             pipe.recv()
         self._processes = [psutil.Process(), *(psutil.Process(started.pid) for started, _ in self.workers)]
-        t0 = self.run.now()
+        t0 = at() if at is not None else self.run.now()
         self.run.begin(t0)
         for _, pipe in self.workers:
             pipe.send(t0)
@@ -475,17 +517,23 @@ def _die_with(parent: int) -> None:
 
 
 def drive(settings: Settings, users: Sequence[User],
-          engine_processes: Callable[[], Sequence[psutil.Process] | None], *, processes: int = 0) -> Outcome:
+          engine_processes: Callable[[], Sequence[psutil.Process] | None], *, processes: int = 0,
+          at: Callable[[], int] | None = None, others: Callable[[], list[UserLog]] | None = None) -> Outcome:
     """Run the mix, every (connection, runner, terminal) a virtual user: a thread of this process,
     or with `processes` > 0 a thread of one of that many worker processes (users spread over them
     in turn); return the merged results. The connections are opened by the caller, before the
     clock starts, and closed by it afterwards (a worker's connections are its own while it runs:
-    the caller must not use them meanwhile)."""
+    the caller must not use them meanwhile).
+
+    Several drivers of one server (a cluster's `driver_hosts`): `at()` is called once every local
+    user is ready and returns t0, the start every driver agreed on, as this machine's
+    perf_counter_ns (a barrier); `others()`, called once the local users have stopped, returns
+    the logs of the users the other drivers ran over the same window, merged with these."""
     run = _Run(settings)
     crew: _Threads | _Processes = (_Processes(run, users, processes) if processes
                                    else _Threads(run, list(enumerate(users, start=1))))
     try:
-        crew.start()
+        crew.start(at=at)
         run.sleep_until(run.window_start, crew.running)
         before, driver_before = counters.take(engine_processes()), counters.take(crew.driver_processes())
         if settings.transactions:
@@ -498,32 +546,22 @@ def drive(settings: Settings, users: Sequence[User],
     except BaseException:
         crew.abandon()
         raise
-    logs = crew.finish()
-    return _merge(run, window_end, logs, counters.delta(before, after),
-                  counters.delta(driver_before, driver_after)["cpu_s"])
+    logs, elsewhere = crew.finish(), others() if others is not None else []
+    return _merge(run, window_end, logs + elsewhere, counters.delta(before, after),
+                  counters.delta(driver_before, driver_after)["cpu_s"],
+                  sum(tally.committed for log in elsewhere for tally in log.tallies.values()))
 
 
 def _merge(state: _Run, window_end: int, logs: list[UserLog], engine: dict[str, float],
-           driver_cpu_s: float) -> Outcome:
-    tallies = {kind: Tally() for kind in KINDS}
-    per_interval: dict[int, Counter[str]] = {}
-    errors_outside: Counter[str] = Counter()
-    committed_all: Counter[str] = Counter()
-    first_errors: dict[str, str] = {}
+           driver_cpu_s: float, elsewhere: int = 0) -> Outcome:
+    merged = UserLog()
     for log in logs:
-        for kind, tally in log.tallies.items():
-            tallies[kind].merge(tally)
-        for index, committed in log.intervals.items():
-            per_interval.setdefault(index, Counter()).update(committed)
-        errors_outside.update(log.errors_outside)
-        committed_all.update(log.committed_all)
-        for kind, message in log.first_errors.items():
-            first_errors.setdefault(kind, message)
+        merged.merge(log)
     window = max(window_end - state.window_start, 0)
     count = -(-window // state.interval_ns) if window else 0
     intervals = [Interval(min(state.interval_ns, window - i * state.interval_ns) / 1e9,
-                          per_interval.get(i, Counter())) for i in range(count)]
-    return Outcome(window_s=window / 1e9, tallies=tallies, intervals=intervals,
-                   committed_all=committed_all, errors_outside=errors_outside,
-                   first_errors=first_errors, gave_up=[log.gave_up for log in logs if log.gave_up],
-                   engine=engine, driver_cpu_s=driver_cpu_s)
+                          merged.intervals.get(i, Counter())) for i in range(count)]
+    return Outcome(window_s=window / 1e9, tallies=merged.tallies, intervals=intervals,
+                   committed_all=merged.committed_all, errors_outside=merged.errors_outside,
+                   first_errors=merged.first_errors, gave_up=[log.gave_up for log in logs if log.gave_up],
+                   engine=engine, driver_cpu_s=driver_cpu_s, log=merged, elsewhere=elsewhere)

@@ -4,7 +4,8 @@ rollback, or count it as an error of its type.
 Concurrent transactions on one warehouse collide by design (every Payment updates the
 warehouse's row). Each engine reports the collision its own way — a deadlock or lock-wait
 timeout (MariaDB), a deadlock or serialization failure (PostgreSQL), a write-write conflict
-(DuckDB's optimistic concurrency), a busy database (SQLite) — and in each case the
+(DuckDB's optimistic concurrency), a busy database (SQLite), a deadlock victim (SQL Server's
+error 1205, Oracle's ORA-00060) — and in each case the
 transaction was rolled back and running it again is the right answer. Classification looks
 at the error's attributes rather than importing every driver, so it works with whichever
 drivers are installed.
@@ -21,6 +22,8 @@ ROLLBACK_MARKER = "tdebench-rollback"
 
 _SQLSTATES = {"40001": "serialization failure", "40P01": "deadlock"}  # PostgreSQL
 _MYSQL_ERRNOS = {1213: "deadlock", 1205: "lock wait timeout"}  # MariaDB/InnoDB
+_MSSQL_ERRNOS = {1205: "deadlock"}  # SQL Server: chosen as the deadlock victim
+_ORACLE_CODES = {"ORA-00060": "deadlock", "ORA-08177": "serialization failure"}
 _NAMES = {"TransactionException": "write conflict",  # DuckDB
           "BusyError": "busy", "LockedError": "busy"}  # SQLite (apsw)
 
@@ -44,6 +47,13 @@ def classify(exc: BaseException) -> Problem:
     if module.startswith("pymysql"):  # before SQLSTATEs: MariaDB's deadlock has SQLSTATE 40001 too
         if exc.args and exc.args[0] in _MYSQL_ERRNOS:
             return Problem(_MYSQL_ERRNOS[exc.args[0]], True)
+    elif module.startswith("pymssql"):  # before SQLSTATEs, as PyMySQL's errors: (number, message)
+        if exc.args and exc.args[0] in _MSSQL_ERRNOS:
+            return Problem(_MSSQL_ERRNOS[exc.args[0]], True)
+    elif module.startswith("oracledb"):
+        code = next((code for code in _ORACLE_CODES if code in str(exc)), None)
+        if code is not None:
+            return Problem(_ORACLE_CODES[code], True)
     elif getattr(exc, "sqlstate", None) in _SQLSTATES:
         return Problem(_SQLSTATES[exc.sqlstate], True)  # type: ignore[attr-defined]
     for cls in type(exc).__mro__:

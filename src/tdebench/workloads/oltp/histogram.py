@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 LOWEST_S = 1e-6  # values below a microsecond share the first bucket
 STEPS_PER_DOUBLING = 32
@@ -48,6 +49,17 @@ class Histogram:
         self.count += other.count
         self.total_s += other.total_s
         self.max_s = max(self.max_s, other.max_s)
+
+    def to_json(self) -> dict[str, Any]:
+        """Every bucket kept (JSON keys are strings), so `from_json` gives back the same histogram:
+        a cluster's other drivers send theirs to the driver that owns the trial."""
+        return {"counts": {str(bucket): n for bucket, n in self.counts.items()}, "count": self.count,
+                "total_s": self.total_s, "max_s": self.max_s}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Histogram":
+        return cls(Counter({int(bucket): int(n) for bucket, n in data["counts"].items()}), int(data["count"]),
+                   float(data["total_s"]), float(data["max_s"]))
 
     def percentile(self, q: float) -> float:
         """The value at or below which q% of the recorded values lie: the upper edge of the

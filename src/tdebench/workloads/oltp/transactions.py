@@ -22,6 +22,7 @@ from tdebench.engines.base import Connection, Statement
 from tdebench.workloads.oltp.inputs import (DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL, Customer,
                                             Delivery, Inputs, NewOrder, OrderStatus, Payment, StockLevel)
 from tdebench.workloads.oltp.schema import DISTRICTS_PER_WAREHOUSE
+from tdebench.workloads.oltp.translated import TranslatedConnection
 
 COMMITTED = "committed"
 ROLLBACK = "rollback"
@@ -51,6 +52,9 @@ class Dialect:
     # server prepares each once, and psycopg caches their conversion, which it does not do above
     # 50 parameters (230 µs in Python for a 10-line order's INSERT, every time)
     arrays: bool = False
+    # the dialect the statements are transpiled into on each user's connection (translated.py:
+    # SQL Server's tsql, Oracle's); "": run as written
+    translated: str = ""
 
 
 DIALECTS: dict[str, Dialect] = {
@@ -74,6 +78,15 @@ DIALECTS: dict[str, Dialect] = {
     # statement of its own for it.
     "mysql": Dialect("", "", " FOR UPDATE", update_returning=False, client_session=("SET autocommit = 0",),
                      numbers_in_text=True),
+    # SQL Server (by url): an explicit transaction at the default READ COMMITTED (locking), the
+    # locking reads as update locks and RETURNING as OUTPUT (translated.py).
+    "tsql": Dialect("BEGIN TRANSACTION", "BEGIN TRANSACTION", " FOR UPDATE", update_returning=True,
+                    translated="tsql"),
+    # Oracle (by url): no BEGIN, so SET TRANSACTION opens one (the read-only transactions see one
+    # snapshot throughout); its RETURNING fills bind variables, not rows, so the SELECT … FOR
+    # UPDATE path, as MariaDB's (translated.py).
+    "oracle": Dialect("SET TRANSACTION READ WRITE", "SET TRANSACTION READ ONLY", " FOR UPDATE",
+                      update_returning=False, translated="oracle"),
 }
 
 
@@ -380,6 +393,8 @@ CLIENT: dict[str, Callable[[Connection, Dialect, Any], str]] = {
 
 def client_side(conn: Connection, sql: Dialect) -> Callable[[str, Inputs], str]:
     """Run transactions as client-side statements on `conn` (its session set up for them now)."""
+    if sql.translated:
+        conn = TranslatedConnection(conn, sql.translated)
     for statement in sql.client_session:
         conn.execute(statement)
     return lambda kind, inputs: CLIENT[kind](conn, sql, inputs)

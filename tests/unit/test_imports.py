@@ -1,0 +1,147 @@
+"""The import arrows of src/tdebench point down: cli → runner → (plan, workloads, report) →
+(engines, measure, verify) → (keys, store, stats) → (results, runstate), with no circle.
+
+The graph is read from the source with `ast` (every `import` and `from … import`, at any depth
+of a module, `if TYPE_CHECKING:` blocks included), so nothing is imported and no module's side
+effects run. Between the top-level pieces (a package such as `engines`, or a module such as
+`store`) an arrow may point to a lower tier; the few that stay within a tier are listed in
+SIDEWAYS with the reason. The report reads the workloads through their registry in one module
+(report/declared.py), and a workload judges what it writes at rest through `RunContext`, never
+through verify.py or store.py."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).parents[2] / "src"
+PACKAGE = SOURCE / "tdebench"
+
+TIERS = (
+    ("cli",),
+    ("cluster", "kit"),  # the commands cli hands whole runs to: --cluster, the script kit and its import
+    ("runner", "runsetup", "outdir"),
+    ("plan", "workloads", "report"),
+    ("engines", "measure", "verify"),
+    ("keys", "store", "stats"),
+    ("results", "runstate"),  # the record types and the run's process registry: nothing of tdebench below
+)
+"""Every top-level piece of tdebench, highest first: a piece imports only pieces of lower tiers
+(and the SIDEWAYS ones of its own)."""
+
+SIDEWAYS = {
+    ("plan", "workloads"): "a plan's workload keys, scales and dialects are checked against the workloads' registry",
+    ("report", "plan"): "the plan's comparison groups and orders decide what the report pairs and compares",
+    ("report", "workloads"): "what each workload declares for its report, read through the registry (REGISTRY)",
+}
+"""Arrows within a tier, each with why it is there."""
+
+REGISTRY = "tdebench.workloads"
+"""The one module of workloads/ the report may import ..."""
+REGISTRY_READER = "tdebench.report.declared"
+"""... and the one module of report/ that imports it."""
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SOURCE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(path: Path) -> set[str]:
+    """The tdebench modules `path` imports: for `from X import Y`, X.Y where that is a module of
+    its own, else X."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if _is_module(candidate) else base)
+    return {module for module in found if module == "tdebench" or module.startswith("tdebench.")}
+
+
+def _is_module(name: str) -> bool:
+    path = SOURCE.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _graph() -> dict[str, set[str]]:
+    """Every module of src/tdebench and the tdebench modules it imports."""
+    return {_module_name(path): _imported(path) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+GRAPH = _graph()
+
+
+def _piece(module: str) -> str:
+    """The top-level piece a module belongs to: `engines` for tdebench.engines.base."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "tdebench"
+
+
+def _tier(piece: str) -> int:
+    return next(index for index, pieces in enumerate(TIERS) if piece in pieces)
+
+
+def _arrows() -> list[tuple[str, str]]:
+    """Every (importer, imported) pair of modules in different top-level pieces."""
+    return [(module, target) for module, targets in GRAPH.items() for target in sorted(targets)
+            if _piece(module) != _piece(target) and _piece(module) != "tdebench"]
+
+
+def test_the_graph_is_read_from_the_source() -> None:
+    """The walker finds the arrows it checks (a walker that found none would pass everything)."""
+    assert ("tdebench.runner", "tdebench.verify") in _arrows()
+    assert "tdebench.report.declared" in GRAPH and REGISTRY in GRAPH[REGISTRY_READER]
+    assert ("tdebench.kit.readme", "tdebench.kit.scripts") in [(m, t) for m, ts in GRAPH.items() for t in ts]
+
+
+def test_every_piece_has_a_tier() -> None:
+    pieces = {_piece(module) for module in GRAPH} - {"tdebench"}
+    assert pieces == {piece for tier in TIERS for piece in tier}
+
+
+def test_every_arrow_points_down_or_is_a_listed_sideways_one() -> None:
+    wrong = [f"{module} imports {target}" for module, target in _arrows()
+             if _tier(_piece(module)) > _tier(_piece(target))
+             or (_tier(_piece(module)) == _tier(_piece(target)) and (_piece(module), _piece(target)) not in SIDEWAYS)]
+    assert wrong == []
+
+
+def test_the_pieces_import_each_other_in_no_circle() -> None:
+    edges: dict[str, set[str]] = {}
+    for module, target in _arrows():
+        edges.setdefault(_piece(module), set()).add(_piece(target))
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(step == goal or (step not in seen and reaches(step, goal, seen | {step}))
+                   for step in edges.get(start, ()))
+
+    assert [piece for piece in edges if reaches(piece, piece, set())] == []
+
+
+def test_the_report_reads_the_workloads_only_through_their_registry_in_one_module() -> None:
+    readers = {module: sorted(t for t in targets if _piece(t) == "workloads")
+               for module, targets in GRAPH.items() if _piece(module) == "report"}
+    assert {module: targets for module, targets in readers.items() if targets} == {REGISTRY_READER: [REGISTRY]}
+
+
+@pytest.mark.parametrize("below", ["engines", "measure", "verify", "keys", "store", "stats"])
+def test_the_lower_pieces_import_no_runner_cli_report_or_workload(below: str) -> None:
+    above = {"runner", "cli", "report", "workloads"}
+    assert [(m, t) for m, t in _arrows() if _piece(m) == below and _piece(t) in above] == []
+
+
+def test_no_workload_imports_verify_or_store() -> None:
+    """A workload judges what it writes beside the trial's database through RunContext.judge_at_rest
+    (the runner's rules), and records through its Recorder."""
+    assert [(m, t) for m, t in _arrows() if _piece(m) == "workloads" and _piece(t) in {"verify", "store"}] == []
