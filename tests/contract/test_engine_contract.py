@@ -137,6 +137,32 @@ def test_statement_timeout_stops_a_long_query(engine_name: str, tmp_path: Path) 
         db.close()
 
 
+@pytest.mark.parametrize("engine_name", list(ENGINES))
+def test_a_batch_gives_each_statements_rows_and_a_failure_in_it_is_rolled_back_whole(engine_name: str,
+                                                                                   tmp_path: Path) -> None:
+    """`Connection.execute_batch` (a server sends the statements together): each statement's
+    rows in order, as `execute` gives them, `?` inside quotes left as text; in a transaction, a statement that fails
+    raises, and the ROLLBACK that follows leaves nothing of the batch, as oltp's retries need."""
+    db = provisioned((engine_name, "none"), tmp_path)
+    conn = db.connect()
+    try:
+        conn.execute("CREATE TABLE b (id INTEGER PRIMARY KEY, n INTEGER)")
+        results = conn.execute_batch([("INSERT INTO b (id, n) VALUES (?, ?)", [1, 10]),
+                                      ("UPDATE b SET n = n + ? WHERE id = ?", [5, 1]),
+                                      ("SELECT n, '?%' FROM b WHERE id = ?", [1])])
+        assert len(results) == 3 and results[2] == [(15, "?%")]  # (DuckDB gives a write's count as its row)
+        with pytest.raises(Exception, match="(?i)unique|duplicate|constraint"):
+            conn.execute_batch([("BEGIN", ()), ("UPDATE b SET n = 0 WHERE id = ?", [1]),
+                                ("INSERT INTO b (id, n) VALUES (?, ?)", [2, 20]),
+                                ("INSERT INTO b (id, n) VALUES (?, ?)", [1, 0]),
+                                ("INSERT INTO b (id, n) VALUES (?, ?)", [3, 30]), ("COMMIT", ())])
+        conn.execute("ROLLBACK")
+        assert conn.execute("SELECT id, n FROM b ORDER BY id") == [(1, 15)]
+    finally:
+        conn.close()
+        db.close()
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{e}-{c}" for e, c in CASES])
 def test_bulk_load_takes_tpch_parquet_with_decimals_and_dates(case: tuple[str, str], tmp_path: Path) -> None:
     """Every engine and layer loads the generated data through its own path (a layer below the
