@@ -85,6 +85,11 @@ def _install(monkeypatch: pytest.MonkeyPatch, name: str, driver: FakeDriver) -> 
     module = types.ModuleType(name)
     module.connect = driver.connect  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, name, module)
+    if name == "pymysql":  # the flag the MariaDB and MySQL connections ask for, as PyMySQL names it
+        constants = types.ModuleType("pymysql.constants")
+        constants.CLIENT = types.SimpleNamespace(MULTI_STATEMENTS=1 << 16)  # type: ignore[attr-defined]
+        module.constants = constants  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "pymysql.constants", constants)
 
 
 def _target(engine: str, url: str, monkeypatch: pytest.MonkeyPatch) -> RemoteTarget:
