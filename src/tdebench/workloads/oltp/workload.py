@@ -39,6 +39,9 @@ from tdebench.workloads.oltp.inputs import KINDS, MIX, NEW_ORDER, Constants, Ter
 
 LOAD, STRESS = "load", "stress"
 PROCESSES, THREADS = "processes", "threads"
+WINDOW_STEP, INTERVAL_STEP = "mix", "interval"
+"""The steps of a test's records that hold its measured window (the mix, with every count) and
+each interval of its throughput over time."""
 MAX_USERS = 256
 NO_PROCEDURES = ("tsql", "oracle")
 """Server dialects with no stored procedures written (servers by url): client-side only."""
@@ -157,10 +160,10 @@ class OltpWorkload(Workload):
     options = OPTIONS
     # for its report (report/records.py, oltp.py): the measured window (`_record`'s steps "mix"
     # and "interval") and its rates, TPM and NOPM of Madyatmadja et al. (2021); the mix
-    window_step = "mix"
-    interval_step: ClassVar[str] = "interval"
+    window_step = WINDOW_STEP
+    interval_step: ClassVar[str] = INTERVAL_STEP
     per_minute = {"tpm": "committed", "nopm": "new_orders"}
-    headlines = (HeadlineCells("tpm", frozenset({"mix"})), HeadlineCells("nopm", frozenset({"mix"})))
+    headlines = (HeadlineCells("tpm", frozenset({WINDOW_STEP})), HeadlineCells("nopm", frozenset({WINDOW_STEP})))
     kinds: ClassVar[tuple[str, ...]] = KINDS
     mix: ClassVar[dict[str, float]] = MIX
 
@@ -281,7 +284,7 @@ def _record(ctx: RunContext, test: str, warmup: bool, chosen: Settings, server_s
     mix["retries"] = sum(retries.values())
     mix.update({f"retries.{reason}": n for reason, n in retries.items()})
     mix.update({f"errors.{kind}": n for kind, n in outcome.errors.items()})
-    record(test, "mix", {k: float(v) for k, v in mix.items()}, warmup=warmup)
+    record(test, WINDOW_STEP, {k: float(v) for k, v in mix.items()}, warmup=warmup)
     for kind in KINDS:
         tally = outcome.tallies[kind]
         metrics = {"committed": tally.committed, "retries": sum(tally.retries.values()),
@@ -290,7 +293,7 @@ def _record(ctx: RunContext, test: str, warmup: bool, chosen: Settings, server_s
             metrics["rollbacks"] = tally.rollbacks
         record(test, kind, {k: float(v) for k, v in metrics.items()}, warmup=warmup)
     for number, interval in enumerate(outcome.intervals, start=1):
-        record(test, "interval", {"elapsed_s": interval.elapsed_s,
+        record(test, INTERVAL_STEP, {"elapsed_s": interval.elapsed_s,
                                   "committed": float(sum(interval.committed.values())),
                                   "new_orders": float(interval.committed[NEW_ORDER])},
                stream=number, warmup=warmup)
