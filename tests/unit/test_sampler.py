@@ -63,3 +63,28 @@ def test_a_lockstep_groups_trials_share_one_sampler_each_with_its_own_engines_me
     for a, b in zip(by_trial[mine], by_trial[server]):
         assert (a.t_s, a.cpu_pct, a.others_cpu_pct) == (b.t_s, b.cpu_pct, b.others_cpu_pct)  # the machine's, shared
         assert a.mem_bytes > b.mem_bytes > 0  # each trial's own engine: this process, the small child
+
+
+def test_a_full_disk_ends_the_sampler_quietly(tmp_path: Path, monkeypatch) -> None:
+    """No space left for results.jsonl: the sampler stops without a traceback of its own (the
+    run's next write reports the full disk in one line)."""
+    import threading
+
+    from tdebench.store import OutputError
+
+    store = ResultStore(tmp_path)
+    store.start("name = 'x'\n", {})
+
+    def full(record: object) -> None:
+        raise OutputError("no space left")
+
+    monkeypatch.setattr(store, "append", full)
+    raised: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    sampler = Sampler(store, TrialKey("duckdb", "none", "tpch", 0.01, 1), interval_s=0.02)
+    with sampler:
+        deadline = time.monotonic() + 2.0
+        while sampler._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not sampler._thread.is_alive()  # ended at its first write, not at the stop
+    assert raised == []

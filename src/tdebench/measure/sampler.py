@@ -20,7 +20,7 @@ import psutil
 
 from tdebench.measure.load import OthersCpu
 from tdebench.results import Sample, TrialKey
-from tdebench.store import ResultStore
+from tdebench.store import OutputError, ResultStore
 
 
 def _busiest_disk_ms(counters: Mapping[str, object]) -> dict[str, int]:
@@ -107,6 +107,9 @@ class Sampler:
             )
             for trial, processes in self.watched:
                 rss = _rss(self._engine(processes))
-                self.store.append(Sample(trial=trial, mem_bytes=float(rss), mem_pct=100.0 * rss / total_memory,
-                                         **shared))
+                try:
+                    self.store.append(Sample(trial=trial, mem_bytes=float(rss), mem_pct=100.0 * rss / total_memory,
+                                             **shared))
+                except OutputError:  # a full disk: the run's own next write says so in one line
+                    return
             disk, busy, last = new_disk, new_busy, now
