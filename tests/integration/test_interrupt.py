@@ -58,6 +58,7 @@ warmups = 0
 
 [[engines]]
 name = "mariadb"
+encryptions = ["none"]
 
 [[workloads]]
 name = "oltp"
