@@ -104,3 +104,25 @@ def test_a_workspace_path_too_long_for_a_socket_still_works(tmp_path: Path) -> N
     finally:
         db.close()
     assert not db.socket_dir.exists() and not servers_of(db)
+
+
+def test_the_oltp_array_texts_read_back_as_the_values_they_were_made_of(tmp_path: Path) -> None:
+    """oltp's New-Order binds its lists as array texts (transactions.py: `_array`, `_text_array`),
+    cast by the statement: PostgreSQL reads them back as the values, quotes and backslashes too."""
+    from decimal import Decimal
+
+    from tdebench.workloads.oltp.transactions import _array, _text_array
+
+    texts = ["plain", 'a "quoted" one', "back\\slash", "comma, {brace}", "", "NULL"]
+    db = database(tmp_path)
+    try:
+        db.create()
+        conn = db.connect()
+        [(ints, amounts, strings)] = conn.execute("SELECT CAST(? AS int[]), CAST(? AS numeric[]), CAST(? AS text[])",
+                                                  [_array([3, -1, 70000]), _array([12.5, 0.01, 9999.99]),
+                                                   _text_array(texts)])
+        assert (ints, amounts, strings) == ([3, -1, 70000], [Decimal("12.5"), Decimal("0.01"), Decimal("9999.99")],
+                                            texts)
+        assert conn.execute("SELECT cardinality(CAST(? AS text[]))", [_text_array([])]) == [(0,)]
+    finally:
+        db.close()
