@@ -47,8 +47,8 @@ class Dialect:
     # written in). Bound, its text is the same for the same number of items, so the drivers'
     # caches and PostgreSQL's prepared statements serve it
     numbers_in_text: bool = False
-    # a New-Order's lists (its items, their stock, its lines) bound as one array each (`= ANY(?)`,
-    # `unnest`): the statements' texts and parameter counts are the same for every order, so the
+    # a New-Order's lists (its items, their stock, its lines) bound as one array each (`= ANY(CAST(?
+    # AS int[]))`, `unnest`): the statements' texts and parameter counts are the same for every order, so the
     # server prepares each once, and psycopg caches their conversion, which it does not do above
     # 50 parameters (230 µs in Python for a 10-line order's INSERT, every time). Each array is
     # bound as its text ('{1,2,3}', `_array`) and cast by the statement: psycopg's list dumper
