@@ -1,20 +1,27 @@
 """The PostgreSQL engine's server management, against real servers: a server that cannot
 start says why (its log's tail), servers listen on their own sockets only (no TCP port to
 clash on), a workspace the `postgres` user cannot reach is refused clearly, and no server
-outlives its database."""
+outlives its database; a batch of statements (pg_pipeline.py) prepares what it runs again,
+raises the server's error and leaves its session ready after an error, a timeout or Ctrl-C."""
 
 from __future__ import annotations
 
+import signal
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
-from tdebench.engines.base import NONE
+from tdebench.engines import pg_pipeline
+from tdebench.engines.base import NONE, Connection, QueryTimeout, Statement
 from tdebench.engines.postgres import PostgresDatabase, PostgresEngine
 from tdebench.engines.server import ServerError
 
 from processes import connections
+from workspaces import server_reachable_dir
 
 
 
@@ -126,3 +133,107 @@ def test_the_oltp_array_texts_read_back_as_the_values_they_were_made_of(tmp_path
         assert conn.execute("SELECT cardinality(CAST(? AS text[]))", [_text_array([])]) == [(0,)]
     finally:
         db.close()
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[PostgresDatabase]:
+    """One server for the batch tests below (each test opens its own session)."""
+    with server_reachable_dir() as path:
+        db = database(path)
+        try:
+            db.create()
+            yield db
+        finally:
+            db.close()
+
+
+def _prepared(conn: Connection) -> list[str]:
+    """The session's statements prepared by tdebench's pipeline (psycopg's own are `_pg3_…`)."""
+    return [name for (name,) in conn.execute("SELECT name FROM pg_prepared_statements ORDER BY name")
+            if name.startswith("_tdebench_")]
+
+
+def test_a_batch_prepares_a_statement_at_its_second_run_and_no_more_than_its_limit(
+        running: PostgresDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pg_pipeline.py: with psycopg's `prepare_threshold` 1, a statement sent once runs unnamed, a
+    second time (with the same parameter types) it is prepared, and run by its name after that;
+    past PREPARED_MAX, unnamed again; with None, never prepared. The answers are the same every
+    time, each statement's rows as `execute` gives them."""
+    monkeypatch.setattr(pg_pipeline, "PREPARED_MAX", 2)
+    conn = running.connect()
+    try:
+        conn.raw.prepare_threshold = 1
+        batch: list[Statement] = [("SELECT ? + 1", [1]), ("SELECT ? || 'x', NULL", ["a"]), ("SELECT 3 WHERE false", ()),
+                                  ("SELECT generate_series(1, ?)", [3])]
+        expected = [[(2,)], [("ax", None)], [], [(1,), (2,), (3,)]]
+        assert conn.execute_batch(batch) == expected
+        assert _prepared(conn) == []
+        for _ in range(3):
+            assert conn.execute_batch(batch) == expected
+            assert len(_prepared(conn)) == 2
+        assert conn.execute_batch([("SELECT ? + 1", [70000])]) == [[(70001,)]]  # int4, not int2: its own statement
+        never = running.connect()
+        never.raw.prepare_threshold = None
+        for _ in range(3):
+            assert never.execute_batch(batch) == expected
+        assert _prepared(never) == []
+        never.close()
+    finally:
+        conn.close()
+
+
+def test_a_failed_batch_raises_the_servers_error_and_leaves_the_session_ready(running: PostgresDatabase) -> None:
+    """The first statement that fails raises psycopg's class for its SQLSTATE and the rest of the
+    batch does not run; a statement whose preparing was skipped is prepared when next sent, and
+    the session leaves pipeline mode for the statements after (ROLLBACK, the next batch)."""
+    import psycopg
+
+    conn = running.connect()
+    try:
+        conn.raw.prepare_threshold = 1
+        conn.execute("CREATE TEMPORARY TABLE t (id int PRIMARY KEY)")
+        batch: list[Statement] = [("BEGIN", ()), ("INSERT INTO t VALUES (?)", [1]), ("SELECT count(*) FROM t", ()),
+                                  ("COMMIT", ())]
+        conn.execute_batch(batch)  # sent once each
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute_batch(batch)  # prepared now, but the INSERT fails: the count's preparing is skipped
+        assert conn.raw.pgconn.pipeline_status == 0
+        conn.execute("ROLLBACK")
+        batch[1] = ("INSERT INTO t VALUES (?)", [2])
+        assert conn.execute_batch(batch) == [[], [], [(2,)], []]
+        assert conn.execute_batch([("SELECT count(*) FROM t", ())]) == [[(2,)]]
+        assert len(_prepared(conn)) == 4
+    finally:
+        conn.close()
+
+
+def test_a_batch_past_its_timeout_or_interrupted_leaves_the_session_ready(running: PostgresDatabase) -> None:
+    """A statement of a batch that outlives the timeout raises QueryTimeout; Ctrl-C while the
+    server runs one has the server cancel it (not wait out its 10 minutes) and raises
+    KeyboardInterrupt; the session works on after either."""
+    conn = running.connect()
+    try:
+        conn.set_timeout(0.3)
+        with pytest.raises(QueryTimeout, match="0.3 s timeout"):
+            conn.execute_batch([("SELECT 1", ()), ("SELECT pg_sleep(?)", [30]), ("SELECT 2", ())])
+        conn.set_timeout(None)
+        assert conn.execute_batch([("SELECT 3", ())]) == [[(3,)]]
+
+        def interrupt(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        started = time.monotonic()
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.5)
+            with pytest.raises(KeyboardInterrupt):
+                conn.execute_batch([("SELECT pg_sleep(?)", [600]), ("SELECT 4", ())])
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert time.monotonic() - started < 60, "the server was not asked to cancel the statement"
+        assert conn.raw.pgconn.pipeline_status == 0
+        assert conn.execute("SELECT 42") == [(42,)]
+        assert conn.execute_batch([("SELECT 5", ()), ("SELECT 6", ())]) == [[(5,)], [(6,)]]
+    finally:
+        conn.close()

@@ -35,16 +35,24 @@ def qmark_to_format(sql: str) -> str:
     literal `%` written `%%`. A `?` inside quotes ('…', "…", `…`) is text and stays. Cached: a
     workload runs the same few statements again and again (oltp's client-side transactions
     spent a fifth of their Python time here, character by character)."""
-    return _marks(sql, numbered=False)
+    return _marks(sql)
 
 
 @functools.lru_cache(maxsize=4096)
 def qmark_to_numeric(sql: str) -> str:
     """`?` placeholders as oracledb takes them: `:1`, `:2`, … (a `%` stays as it is)."""
-    return _marks(sql, numbered=True)
+    return _marks(sql, numbered=":")
 
 
-def _marks(sql: str, numbered: bool) -> str:
+@functools.lru_cache(maxsize=4096)
+def qmark_to_dollar(sql: str) -> str:
+    """`?` placeholders as PostgreSQL's protocol takes them (libpq, without psycopg's
+    conversion): `$1`, `$2`, … (a `%` stays as it is)."""
+    return _marks(sql, numbered="$")
+
+
+def _marks(sql: str, numbered: str = "") -> str:
+    """`?` outside quotes as `%s` (`%` as `%%`), or numbered after the prefix `numbered`."""
     out, quote, count = [], "", 0
     for char in sql:
         if quote:
@@ -53,7 +61,7 @@ def _marks(sql: str, numbered: bool) -> str:
             quote = char
         elif char == "?":
             count += 1
-            out.append(f":{count}" if numbered else "%s")
+            out.append(f"{numbered}{count}" if numbered else "%s")
             continue
         out.append("%%" if char == "%" and not numbered else char)
     return "".join(out)

@@ -57,6 +57,7 @@ from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.pg_pipeline import Pipeline
 from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess, chown_tree, run_tool, unreachable_by,
                                      user_ids, workspace_problem)
 from tdebench.keys import KEY_BYTES, Secret
@@ -106,6 +107,7 @@ class PostgresConnection:
         self._conn = conn
         self._timeout: float | None = None
         self._sealed = sealed
+        self._pipeline: Pipeline | None = None  # made at the first batch
 
     @property
     def raw(self) -> Any:
@@ -124,39 +126,27 @@ class PostgresConnection:
         import psycopg
 
         try:
-            return _rows(self._send(sql, params))
+            return cursor_rows(self._send(sql, params))
         except psycopg.errors.QueryCanceled as exc:
             raise self._timed_out(exc) from None
 
     def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
-        """psycopg's pipeline mode: the statements are sent without waiting for their results
-        (each still prepared on the server as `execute`'s are), then one Sync; the server runs
-        them in order and, after the first that fails, skips the rest up to the Sync. The Sync
-        is sent and its results read however the statements end (so no pipeline is left open
-        and psycopg logs no warning), and the first error is raised. In turn where libpq has no
-        pipeline mode or a statement needs the stored tables' search path (`execute`)."""
+        """libpq's pipeline mode (pg_pipeline.py): the statements are sent without waiting for
+        their results (prepared on the server as psycopg prepares `execute`'s), then one Sync;
+        the server runs them in order and, after the first that fails, skips the rest up to the
+        Sync, and the first error is raised. In turn where libpq has no pipeline mode or a
+        statement needs the stored tables' search path (`execute`)."""
         import psycopg
 
         if not psycopg.Pipeline.is_supported() or (
                 self._sealed and any(pgcrypto.stored_table_statement(sql) for sql, _ in statements)):
             return execute_in_turn(self, statements)
-        cursors, failure = [], None
-        pipeline = self._conn.pipeline()
-        pipeline.__enter__()
+        if self._pipeline is None:
+            self._pipeline = Pipeline(self._conn)
         try:
-            for sql, params in statements:
-                cursors.append(self._send(sql, params))
-        except BaseException as exc:  # an error already read back, or Ctrl-C: still end the pipeline
-            failure = exc
-        try:
-            pipeline.__exit__(None, None, None)
-        except psycopg.Error as exc:
-            failure = failure or exc
-        if isinstance(failure, psycopg.errors.QueryCanceled):
-            raise self._timed_out(failure) from None
-        if failure is not None:
-            raise failure
-        return [_rows(cursor) for cursor in cursors]
+            return self._pipeline.run(statements)
+        except psycopg.errors.QueryCanceled as exc:
+            raise self._timed_out(exc) from None
 
     def _send(self, sql: str, params: Sequence[Any]) -> Any:
         """A cursor that ran `sql` (its rows read later in a pipeline)."""
@@ -183,7 +173,7 @@ class PostgresConnection:
         self._conn.close()
 
 
-def _rows(cursor: Any) -> list[tuple[Any, ...]]:
+def cursor_rows(cursor: Any) -> list[tuple[Any, ...]]:
     """The rows a statement returned; none for one that returns none (its result's status, not
     `description`, whose column objects cost a client-side transaction 8% of its CPU)."""
     from psycopg.pq import ExecStatus
