@@ -35,8 +35,11 @@ once a connection has run it 5 times):
     wheel on Linux: both build against libmariadb-dev (Debian) with a C compiler, e.g.
     `python3 -m venv /tmp/drivers && /tmp/drivers/bin/pip install mysqlclient mariadb==1.1.14`,
     then run this with PYTHONPATH=/tmp/drivers/lib/python3.11/site-packages;
-  - PostgreSQL: `processes+unprepared` (prepare_threshold None: never prepared) and
-    `processes+prepared` (prepare_threshold 0: prepared at its first run).
+  - PostgreSQL: `processes+unprepared` (prepare_threshold None: never prepared),
+    `processes+prepared` (prepare_threshold 0: prepared at its first run), and
+    `processes+psycopg-pipeline`, tdebench's connections with `execute_batch` through
+    psycopg's own pipeline (a cursor per statement, sent and polled one by one), as it was
+    before engines/pg_pipeline.py drove libpq's pipeline mode itself.
 
     .venv/bin/python bench/oltp_driver.py [--engine postgres|mariadb] [--users 1 2 4 8 16]
         [--duration 10] [--warehouses 1] [--client] [--rounds 1] [--paths threads processes …]
@@ -61,7 +64,9 @@ import psutil
 
 from tdebench.engines import get_engine
 from tdebench.engines.base import NONE, Connection, Database, Engine, Statement, execute_in_turn
+from tdebench.engines.dbapi import qmark_to_format
 from tdebench.engines.mariadb import SCHEMA, MariaDBConnection
+from tdebench.engines.postgres import PostgresConnection, cursor_rows
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.results import TrialKey
@@ -72,8 +77,9 @@ from tdebench.workloads.oltp.workload import LOAD, OPTIONS, PROCESSES, THREADS, 
 
 Row = dict[str, float]
 UNBATCHED = "unbatched"
+PSYCOPG_PIPELINE = "psycopg-pipeline"
 CLIENTS = {"mariadb": ("mysqlclient", "mariadb-connector", UNBATCHED),
-           "postgres": ("unprepared", "prepared", UNBATCHED)}
+           "postgres": ("unprepared", "prepared", PSYCOPG_PIPELINE, UNBATCHED)}
 _DEADLOCKS = (1213, 1205)  # what the workload retries on MariaDB (errors.py), whichever client raised it
 
 
@@ -110,6 +116,36 @@ class _InTurn:
         return getattr(self._conn, name)
 
 
+class _PsycopgPipeline:
+    """One of tdebench's PostgreSQL connections whose batches go through psycopg's own
+    pipeline, each statement through a cursor: `execute_batch` as it was before pg_pipeline.py."""
+
+    def __init__(self, conn: PostgresConnection) -> None:
+        self._conn = conn
+
+    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+        import psycopg
+
+        raw, cursors, failure = self._conn.raw, [], None
+        pipeline = raw.pipeline()
+        pipeline.__enter__()
+        try:
+            for sql, params in statements:
+                cursors.append(raw.execute(qmark_to_format(sql), list(params)) if params else raw.execute(sql))
+        except BaseException as exc:  # still end the pipeline, as the old path did
+            failure = exc
+        try:
+            pipeline.__exit__(None, None, None)
+        except psycopg.Error as exc:
+            failure = failure or exc
+        if failure is not None:
+            raise failure
+        return [cursor_rows(cursor) for cursor in cursors]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
 class _Client:
     """The database, its connections opened by another client: the workload sees no difference."""
 
@@ -126,6 +162,8 @@ def _connector(database: Any, client: str) -> Callable[[], Connection]:
     from the object, never printed)."""
     if client == UNBATCHED:
         return lambda: cast(Connection, _InTurn(database.connect()))
+    if client == PSYCOPG_PIPELINE:
+        return lambda: cast(Connection, _PsycopgPipeline(database.connect()))
     if client in ("unprepared", "prepared"):
         def prepared() -> Connection:
             conn = database.connect()
@@ -207,7 +245,7 @@ def main() -> None:
     parser.add_argument("--paths", nargs="+", default=[THREADS, PROCESSES],
                         help="the virtual users' paths to compare: threads, processes, processes+unbatched, "
                              "and (MariaDB) processes+mysqlclient, processes+mariadb-connector or (PostgreSQL) "
-                             "processes+unprepared, processes+prepared")
+                             "processes+unprepared, processes+prepared, processes+psycopg-pipeline")
     parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "tdebench" / "data")
     args = parser.parse_args()
     unknown = [path for path in args.paths if path not in _path_choices(args.engine)]

@@ -56,14 +56,15 @@ def test_verify_scan_prints_every_speed() -> None:
                      out, re.M), out
 
 
-def test_oltp_driver_prints_threads_and_processes_side_by_side() -> None:
-    out = run("oltp_driver.py", "--engine", "postgres", "--users", "1", "2", "--duration", "1", "--rampup", "0.3",
-              timeout=180)
+def test_oltp_driver_prints_threads_processes_and_psycopgs_pipeline_side_by_side() -> None:
+    out = run("oltp_driver.py", "--engine", "postgres", "--client", "--users", "1", "2", "--duration", "1",
+              "--rampup", "0.3", "--paths", "threads", "processes", "processes+psycopg-pipeline", timeout=180)
     for users in (1, 2):
         assert re.search(rf"^\| {users} \| threads \| [\d,]+ \| [\d,]+ \|  \|", out, re.M), out
-        assert re.search(rf"^\| {users} \| processes \| [\d,]+ \| [\d,]+ \| \d+\.\d\d× \|", out, re.M), out
+        for path in ("processes", "processes\\+psycopg-pipeline"):
+            assert re.search(rf"^\| {users} \| {path} \| [\d,]+ \| [\d,]+ \| \d+\.\d\d× \|", out, re.M), out
     assert "NOPM of processes over threads, per users: 1: " in out
-    assert "threads: NOPM from" in out and "processes: NOPM from" in out
+    assert "threads: NOPM from" in out and "processes+psycopg-pipeline: NOPM from" in out
 
 
 def test_oltp_driver_compares_batched_client_side_statements_with_unbatched_ones() -> None:
