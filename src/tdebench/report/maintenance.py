@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from tdebench.report.declared import MAINTENANCE
 from tdebench.report.records import BASELINE, SummaryRecord, scale_text
 from tdebench.report.sections import WorkloadSection, block
 from tdebench.report.tables import MIB, Column, Table, number, p_value, percent, text
 from tdebench.stats import summarize_many
 from tdebench.results import Measurement, RunData
 
-ENCRYPT, REKEY, REINDEX = "encrypt", "rekey", "reindex"
-# the workload's outcomes (workloads/maintenance/outcomes.py), as the table says them
-_OUTCOMES = {"ok": "yes", "unsupported": "not supported", "not applicable": "not applicable"}
+ENCRYPT, REKEY, REINDEX = "encrypt", "rekey", "reindex"  # its tests, as plans name them
+_OK, _FAILED, _OUTCOMES = MAINTENANCE.ok, MAINTENANCE.failed, MAINTENANCE.outcome_words  # as the table says them
 
 METHODS = {
     "pragma-rekey": "SQLite3MC `PRAGMA rekey`: every page re-encrypted in place (rollback journal meanwhile, "
@@ -54,7 +54,7 @@ CSV = "maintenance.csv"
 def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
     """Time to encrypt, changing the key and the index rebuild (maintenance.csv: encrypt and
     rekey), or None when the run has no maintenance step to show."""
-    if not any(m.test in (ENCRYPT, REKEY, REINDEX) and m.trial.workload == "maintenance" for m in run.measurements):
+    if not any(m.test in (ENCRYPT, REKEY, REINDEX) and m.trial.workload == MAINTENANCE.name for m in run.measurements):
         return None
     operations = operations_table(run)
     encrypt = _only(operations, ENCRYPT, "Time to encrypt an existing database",
@@ -81,8 +81,8 @@ def _row(key: tuple, measurements: list[Measurement]) -> dict[str, Any]:
     engine, encryption, workload, scale, test, step = key
     timed = [m for m in measurements if "elapsed_s" in m.metrics and m.metrics["elapsed_s"] > 0]
     answers = [m.answer or "" for m in measurements]  # no answer (None) is no outcome either
-    bad = answers.count("failed")
-    if answers and all(answer in _OUTCOMES and answer != "ok" for answer in answers):
+    bad = answers.count(_FAILED)
+    if answers and all(answer in _OUTCOMES and answer != _OK for answer in answers):
         verified = _OUTCOMES[answers[0]]
     else:
         verified = "yes" if not bad else f"no ({bad} of {len(measurements)})"
@@ -153,7 +153,7 @@ def reindex_table(run: RunData, records: list[SummaryRecord]) -> Table:
                      "overhead_ci": (f"[{percent(compared.ci_low)}, {percent(compared.ci_high)}]"
                                      if compared else None),
                      "p": compared.p_value if compared else None,
-                     "checked": "yes" if answers == {"ok"} else "no"})
+                     "checked": "yes" if answers == {_OK} else "no"})
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
                Column("scale", "scale", scale_text, numeric=True), Column("method", "method"),
                Column("n", "n", text, numeric=True), Column("seconds", "seconds (median)", number, numeric=True),

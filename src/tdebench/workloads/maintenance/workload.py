@@ -16,7 +16,7 @@ from pathlib import Path
 from tdebench.engines.base import Connection
 from tdebench.workloads.base import HeadlineCells, RunContext, Workload, WrongAnswer
 from tdebench.workloads.maintenance import encrypt, reindex, rekey
-from tdebench.workloads.maintenance.outcomes import FAILED, OK
+from tdebench.workloads.maintenance.outcomes import FAILED, NOT_APPLICABLE, OK, UNSUPPORTED
 from tdebench.workloads.tpch import data
 from tdebench.workloads.tpch.workload import TpchWorkload
 
@@ -33,6 +33,9 @@ class MaintenanceWorkload(Workload):
                  "keystore",
     }
     headlines = (HeadlineCells("elapsed_s"),)  # every step: each one the method that ran
+    # how a step ended (outcomes.py, stored as its answer) and how the report says it
+    ok, failed = OK, FAILED
+    outcome_words = {OK: "yes", UNSUPPORTED: "not supported", NOT_APPLICABLE: "not applicable"}
     default_scale = 0.01
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX
