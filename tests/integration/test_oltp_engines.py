@@ -249,8 +249,11 @@ class OnePayment:
 # How each engine loses a race, forced: what the blocker holds, what it takes second (a
 # deadlock), and what the user's session needs to fail fast instead of waiting.
 COLLISIONS: dict[str, dict[str, Any]] = {
-    # write-write conflict: the blocker's uncommitted update of the warehouse row
-    "duckdb": {"hold": ["BEGIN TRANSACTION", "UPDATE warehouse SET w_ytd = w_ytd + 0 WHERE w_id = 1"],
+    # write-write conflict: the blocker's uncommitted update of the warehouse row, a real change
+    # undone (in DuckDB 1.5.5 `w_ytd = w_ytd + 0` did not always hold the row: with this test run
+    # alone on the freshly loaded table the user never conflicted; so did a plain script)
+    "duckdb": {"hold": ["BEGIN TRANSACTION", "UPDATE warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 1",
+                        "UPDATE warehouse SET w_ytd = w_ytd - 1 WHERE w_id = 1"],
                "then": [], "session": [], "reason": "write conflict"},
     # busy database: the blocker holds the write lock; the user waits 50 ms, not 30 s
     "sqlite": {"hold": ["BEGIN IMMEDIATE"], "then": [], "session": ["PRAGMA busy_timeout = 50"],
