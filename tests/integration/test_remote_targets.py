@@ -3,7 +3,7 @@ file_key_management and a PostgreSQL, started outside tdebench as a user's own w
 (tests/own_servers.py). A small plan (TPC-H SF 0.01 power test and crud at 1,000 rows) runs
 against them with encryption switched over SQL and confirmed from the catalog; a target holding
 someone else's table is refused; the password reaches no file of the run; every trial's
-database is dropped afterwards."""
+database is dropped afterwards. oltp by url runs its users in worker processes."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 
 from own_servers import OwnServer, own_mariadb, own_postgres
 from tdebench.cli import main
+from tdebench.measure.affinity import available_cpus
 from tdebench.results import NOT_VERIFIED
 from tdebench.store import read_run
 
@@ -184,3 +185,51 @@ tests = ["scan"]
     assert (verdict.trial.engine, verdict.verdict, verdict.expected) == ("postgres", "plaintext", "plaintext")
     # in the table's own file, not only in the WAL (which a later checkpoint may recycle)
     assert [scan.path for scan in verdict.files if scan.hits and scan.path.startswith("base/")], verdict.files
+
+
+def test_oltp_by_url_runs_its_users_in_worker_processes_and_stays_consistent(
+        server_tmp_dir: Path, servers: tuple[OwnServer, OwnServer]) -> None:
+    """MariaDB and PostgreSQL by url hand their users' open connections to forked worker
+    processes as tdebench's own servers do (`connections_cross_fork`): the run records them, its
+    client-side transactions (PostgreSQL's batches through pg_pipeline.py) commit, and the
+    database's own New-Order count agrees with the driver's (the consistency step)."""
+    mariadb, postgres = servers
+    password_file = server_tmp_dir / "pg-password-oltp"
+    password_file.write_text(postgres.password + "\n")
+    password_file.chmod(0o600)
+    plan = server_tmp_dir / "plan-oltp.toml"
+    plan.write_text(f"""name = "oltp-by-url"
+repetitions = 1
+warmups = 0
+seed = 3
+[[engines]]
+name = "mariadb"
+url = "{mariadb.url()}"
+password_env = "TDEBENCH_TEST_MARIADB"
+encryptions = ["none"]
+[[engines]]
+name = "postgres"
+url = "{postgres.url()}"
+password_file = "{password_file}"
+encryptions = ["none"]
+[[workloads]]
+name = "oltp"
+scale = 1
+tests = ["load"]
+virtual_users = 4
+rampup_s = 0.5
+duration_s = 1.5
+interval_s = 1
+procedures = false
+""")
+    result = _run(server_tmp_dir, plan, "out-oltp", mariadb)
+    assert result.exit_code == 0, result.output
+    run = read_run(server_tmp_dir / "out-oltp")
+    assert sorted(t.trial.engine for t in run.trials) == ["mariadb", "postgres"]
+    assert all(t.status == "ok" for t in run.trials), [t.error for t in run.trials if t.status != "ok"]
+    for trial in run.trials:
+        [mix] = [m for m in run.measurements if m.trial == trial.trial and m.step == "mix"]
+        assert mix.metrics["worker_processes"] == min(4, len(available_cpus())) >= 1, trial.trial
+        assert mix.metrics["committed"] > 0 and mix.metrics["procedures"] == 0
+        [consistency] = [m for m in run.measurements if m.trial == trial.trial and m.step == "consistency"]
+        assert consistency.answer == "ok" and consistency.metrics["problems"] == 0

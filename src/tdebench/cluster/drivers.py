@@ -25,8 +25,8 @@ and one back to the owner:
 - "done" (from the client, once the unit ended) or the run's stop event ends a driver.
 
 Messages carry the job's number, so a late message of a job the owner gave up on is ignored.
-Drivers run their users as threads of the Dask task (servers reached by url run no worker
-processes: workload.uses_processes).
+Every host of a gang runs its users as threads (oltp.workload: `_GANG_WORKERS`): the owner's
+unit process holds a Dask client, a driver is a Dask task, and neither may fork.
 """
 
 from __future__ import annotations

@@ -249,6 +249,14 @@ class Database(ABC):
         engines that run inside the tdebench process, as its user."""
         return None
 
+    @property
+    def connections_cross_fork(self) -> bool:
+        """Whether a connection opened here can be handed to a forked worker process, which then
+        uses it alone (oltp's virtual users as processes, oltp/driver.py): a server's, reached over
+        a socket by a driver that keeps its state in the process's memory; not an engine running
+        inside this process."""
+        return self.server_user is not None
+
     def engine_processes(self) -> list[psutil.Process] | None:
         """The processes whose CPU time and I/O are the engine's: a server's process tree.
         None for embedded engines, which run inside the tdebench process."""

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, unquote, urlsplit
 
 from tdebench.engines.base import Availability, Database, Engine
@@ -184,6 +184,9 @@ class RemoteDatabase(Database):
     confirm its encryption. `close()` closes what the database holds open; the namespace stays
     until `drop()`, so the at-rest scan of `data_path` (if any) sees it."""
 
+    # the driver's connections can be handed to a forked worker process (oltp's virtual users as
+    # processes) as a local server's are; not tried for FreeTDS (SQL Server) and Oracle's driver
+    driver_crosses_fork: ClassVar[bool] = False
     target: RemoteTarget = field(kw_only=True)
     namespace: str = field(default_factory=new_namespace, kw_only=True)
     _created: bool = field(default=False, init=False, repr=False)
@@ -229,6 +232,10 @@ class RemoteDatabase(Database):
     def engine_processes(self) -> list[Any] | None:
         """The server's processes are on another machine, or not ours to watch: none."""
         return []
+
+    @property
+    def connections_cross_fork(self) -> bool:
+        return self.driver_crosses_fork
 
     @contextmanager
     def _scrubbed(self) -> Iterator[None]:

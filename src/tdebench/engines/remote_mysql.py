@@ -102,6 +102,8 @@ class _Timeout:
 class RemoteMySQLDatabase(RemoteDatabase):
     """One trial's database on a MariaDB or MySQL server (the engine's flavour: `flavour`)."""
 
+    driver_crosses_fork: ClassVar[bool] = True  # PyMySQL: a socket, and the driver's state in memory
+
     flavour: "RemoteMySQLEngine" = field(kw_only=True, repr=False)
 
     def _raw(self, database: str | None) -> Any:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tdebench.engines import pgcrypto
 from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Encryption
@@ -58,6 +58,8 @@ _DATABASE_METRICS = ("blocks_hit", "blocks_read", "read_time_s", "write_time_s",
 @dataclass
 class RemotePostgresDatabase(ColumnLayer, RemoteDatabase):
     """One trial's database on a PostgreSQL server."""
+
+    driver_crosses_fork: ClassVar[bool] = True  # libpq: a socket, and the driver's state in memory
 
     engine: "RemotePostgresEngine" = field(kw_only=True, repr=False)
     _statements: bool | None = field(default=None, init=False, repr=False)  # pg_stat_statements readable
