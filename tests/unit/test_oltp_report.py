@@ -210,6 +210,28 @@ def test_in_one_minute_leads_with_the_rates_and_calls_a_drop_a_cost(run_dir: Pat
     assert re.search(r"costs -10\.\d% of the rate: aes-256-cbc -10\.\d% \[-1\d\.\d, -\d\.\d\]", sentence), sentence
 
 
+def test_a_plan_of_the_load_test_alone_is_read_for_its_rates_not_its_data_load(tmp_path: Path) -> None:
+    """oltp's load test shares its name with the data load's records (test "load", step
+    "total", TPC-H's headline): with no stress test beside it, the first sentence is still about
+    TPM or NOPM, not the data load (here 2.5 times slower encrypted, "more than doubles")."""
+    from tdebench.report.headline import headline
+
+    store = ResultStore(tmp_path)
+    store.start(PLAN, {"cpu": {"cores": 2}})
+    for repetition in range(1, REPETITIONS + 1):
+        for encryption, factor in FACTORS.items():
+            trial = TrialKey("sqlite", encryption, "oltp", 1.0, repetition)
+            loading = 5.0 * (2.5 if encryption != "none" else 1.0) * (1 + 0.01 * repetition)
+            store.append(Measurement(trial, "load", "total", {"elapsed_s": loading}))
+            for record in _run_records(trial, "load", factor):
+                store.append(record)
+            store.append(TrialOutcome(trial, "ok", cache="warm", cache_dropped=False, elapsed_s=40.0))
+    run = read_run(tmp_path)
+    (sentence, *_) = headline(run, summary_records(run))
+    assert re.search(r"· load (TPM|NOPM) \(", sentence), sentence
+    assert re.search(r"costs -10\.\d% of the rate", sentence) and "doubles" not in sentence, sentence
+
+
 def test_a_rate_that_halves_is_named_apart_and_a_higher_rate_is_not_a_cost() -> None:
     from types import SimpleNamespace
 
