@@ -401,7 +401,7 @@ def test_compare_two_real_runs(tmp_path: Path) -> None:
                                  catch_exceptions=False, terminal_width=10_000)
     assert printed.exit_code == 0, printed.output
     assert "Traceback" not in printed.output and "## Only in one run" not in printed.output
-    figures = ("power geomean", "load elapsed", "database size")
+    figures = ("power geomean", "data load elapsed", "database size")
     for encryption in ("none", "aes-256-gcm"):
         for figure in figures:
             assert f"| duckdb | {encryption} | tpch | 0.01 | {figure} |" in printed.output, (encryption, figure)

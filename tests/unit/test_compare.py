@@ -40,7 +40,7 @@ that the plans' settings are compared too."""
 TWO_TRIALS = {(FAILED.engine, FAILED.encryption), (TIMED_OUT.engine, TIMED_OUT.encryption)}
 """The fake run's configurations with a failed trial: two trials left, too few for an interval."""
 DUCKDB_TIMED = {(encryption, figure) for encryption in ("none", "aes-256-gcm", "aes-256-ctr")
-                for figure in ("power geomean", "throughput total", "load elapsed")}
+                for figure in ("power geomean", "throughput total", "data load elapsed")}
 
 
 # --- comparisons of fake runs ------------------------------------------------------------
@@ -197,7 +197,7 @@ def test_a_changed_overhead_is_found_and_exact_sizes_are_exact(runs: dict[str, P
                          for m in b.measurements]
     comparison = compare.compare_runs(compare.side("A", runs["a"], a), compare.side("B", runs["a"], b))
     gcm = {c.name: c for c in comparison.changes if (c.cell.engine, c.cell.encryption) == ("duckdb", "aes-256-gcm")}
-    for name in ("power geomean", "load elapsed"):
+    for name in ("power geomean", "data load elapsed"):
         change = gcm[name].overhead
         assert change is not None and change.pct == pytest.approx(10.0, abs=0.5)
         assert gcm[name].overhead_reading == compare.HIGHER, name

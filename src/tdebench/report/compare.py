@@ -294,7 +294,7 @@ def _interval(change: Overhead) -> str:
 
 def _grouped(changes: Iterable[FigureChange], show: Callable[[FigureChange], str]) -> str:
     """Changes by configuration, e.g. "duckdb none tpch sf0.01: power geomean +10.0% [8.9, 11.1],
-    load elapsed +9.8% [9.1, 10.6]; duckdb aes-256-gcm …", at most LISTED configurations."""
+    data load elapsed +9.8% [9.1, 10.6]; duckdb aes-256-gcm …", at most LISTED configurations."""
     groups: dict[str, list[str]] = defaultdict(list)
     for change in changes:
         groups[change.where].append(show(change))

@@ -190,7 +190,7 @@ def _n_text(n_treatment: int, n_baseline: int, method: str = UNPAIRED) -> str:
 
 
 SHORT_NAMES = {"power geomean": "power test", "throughput total": "throughput",
-               "load elapsed": "load", "database size": "database size"}
+               "data load elapsed": "data load", "database size": "database size"}
 """How a findings bullet names each headline figure."""
 
 

@@ -133,7 +133,7 @@ class Headline:
 HEADLINES = (
     Headline("power geomean", "on the power test", "power", (GEOMEAN_STEP,), "elapsed_s"),
     Headline("throughput total", "on the throughput test", "throughput", ("total",), "elapsed_s"),
-    Headline("load elapsed", "on the load", "load", ("total", "database"), "elapsed_s"),
+    Headline("data load elapsed", "on the data load", "load", ("total", "database"), "elapsed_s"),
     Headline("database size", "in database size", "load", ("database",), "size_bytes"),
 )
 

@@ -612,7 +612,7 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
             missing = "" if speed else f"({UNAVAILABLE if unavailable else NOT_MEASURED})"
             row["cipher"] = " ".join(filter(None, (raw[0], raw[1], missing)))
         size = chosen.get("database size")
-        load = chosen.get("load elapsed")
+        load = chosen.get("data load elapsed")
         if size is not None:
             row["size"] = size.summary.median / MIB
         if speed is not None and speed.mib_per_s:
