@@ -1,11 +1,11 @@
 """A batch of statements in one round trip on PostgreSQL: libpq's pipeline mode, driven directly.
 
 psycopg's own pipeline (`Connection.pipeline()`) runs every statement through a cursor, whose
-Python makes the cursor, converts the query, looks its prepared statement up and polls the
-socket after each statement: about 15 µs of CPU a statement, half of a client-side TPC-C
-transaction's driver CPU in a profile (cProfile on process time, ten statements a
-transaction). Here a statement costs what libpq and psycopg's C adapters cost, and the same
-work is done as psycopg's:
+Python makes the cursor, converts the query, looks its prepared statement up and sends and
+polls the socket after each statement: a client-side TPC-C transaction (ten statements) took
+2.5 times the driver CPU it takes here (`bench/oltp_driver.py --client --paths
+processes+psycopg-pipeline processes`; docs/method.md). Here a statement costs what libpq and
+psycopg's C adapters cost, and the same work is done as psycopg's:
   - its parameters are dumped by a Transformer of the connection (psycopg's C one), so they
     are sent with the types and formats `Connection.execute` sends;
   - a statement is prepared on the server when psycopg would prepare it: once the connection
