@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ class OwnServer:
     port: int
     password: str
     data_dir: Path
+    log: Path | None = None  # the server's own log (PostgreSQL's)
 
     def url(self, database: str = "bench") -> str:
         return f"{self.scheme}://bench@127.0.0.1:{self.port}/{database}"
@@ -82,7 +84,9 @@ GRANT PROCESS, RELOAD ON *.* TO bench@'127.0.0.1';
 
 @contextmanager
 def own_postgres(directory: Path) -> Iterator[OwnServer]:
-    """A PostgreSQL on 127.0.0.1 only (no socket), with scram-sha-256 for every login."""
+    """A PostgreSQL on 127.0.0.1 only (no socket), with scram-sha-256 for every login and TLS on
+    (a self-signed certificate), as a server across a network has it: libpq's default
+    (sslmode=prefer) encrypts every session."""
     binaries = bin_dir()
     assert binaries is not None, "PostgreSQL is not installed"
     home = private_dir(directory / "own-postgres", "postgres")
@@ -103,11 +107,18 @@ def own_postgres(directory: Path) -> Iterator[OwnServer]:
         admin().close()
         return True
 
+    key, certificate = home / "server.key", home / "server.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-keyout", str(key), "-out", str(certificate)], check=True, capture_output=True)
+    for path in (key, certificate):
+        shutil.chown(path, "postgres", "postgres")
+        path.chmod(0o600)
+    log = write_private(home / "postgres.log", user="postgres")
     server = ServerProcess("own-postgres", [str(binaries / "postgres"), "-D", str(data), "-p", str(port),
                                             "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-                                            "-c", "shared_buffers=32MB"],
-                           write_private(home / "postgres.log", user="postgres"), ready, run_as="postgres",
-                           env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+                                            "-c", "shared_buffers=32MB", "-c", "ssl=on",
+                                            "-c", f"ssl_cert_file={certificate}", "-c", f"ssl_key_file={key}"],
+                           log, ready, run_as="postgres", env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
     server.start()
     try:
         with admin() as conn:
@@ -117,7 +128,7 @@ def own_postgres(directory: Path) -> Iterator[OwnServer]:
             conn.execute("CREATE DATABASE crowded OWNER bench")
         with admin("crowded") as conn:
             conn.execute("CREATE TABLE public.customers (id int PRIMARY KEY, name text)")
-        yield OwnServer("postgres", port, password, data)
+        yield OwnServer("postgres", port, password, data, log)
     finally:
         server.stop()
         shutil.rmtree(home, ignore_errors=True)

@@ -192,8 +192,15 @@ def test_oltp_by_url_runs_its_users_in_worker_processes_and_stays_consistent(
     """MariaDB and PostgreSQL by url hand their users' open connections to forked worker
     processes as tdebench's own servers do (`connections_cross_fork`): the run records them, its
     client-side transactions (PostgreSQL's batches through pg_pipeline.py) commit, and the
-    database's own New-Order count agrees with the driver's (the consistency step)."""
+    database's own New-Order count agrees with the driver's (the consistency step). The
+    PostgreSQL sessions are encrypted (TLS): each worker ends its users' sessions itself, so the
+    server logs no corrupt record at their end (driver.py: `_end_sessions`)."""
     mariadb, postgres = servers
+    assert postgres.log is not None
+    with psycopg.connect(host="127.0.0.1", port=postgres.port, user="bench", password=postgres.password,
+                         dbname="bench") as pg:
+        assert pg.pgconn.ssl_in_use
+    logged = len(postgres.log.read_text())
     password_file = server_tmp_dir / "pg-password-oltp"
     password_file.write_text(postgres.password + "\n")
     password_file.chmod(0o600)
@@ -233,3 +240,5 @@ procedures = false
         assert mix.metrics["committed"] > 0 and mix.metrics["procedures"] == 0
         [consistency] = [m for m in run.measurements if m.trial == trial.trial and m.step == "consistency"]
         assert consistency.answer == "ok" and consistency.metrics["problems"] == 0
+    server_log = postgres.log.read_text()[logged:]
+    assert "SSL error" not in server_log and "could not receive data" not in server_log, server_log

@@ -10,7 +10,8 @@ own. The workers are forked after the caller has opened every connection, each i
 users' open connections (and the rest of this process's memory): no key, password or
 connection parameter is pickled, sent or written anywhere, and no worker opens a connection of
 its own. Each worker sends its users' `UserLog`s back over a pipe, which are merged exactly as
-the threads' logs are (counts add up, histograms merge bucket by bucket).
+the threads' logs are (counts add up, histograms merge bucket by bucket), and ends its users'
+sessions itself (a TLS session's state is the worker's by then, `_end_sessions`).
 Embedded engines keep threads: they run inside this process, and an open SQLite or DuckDB
 connection cannot cross a fork (DuckDB admits one writing process per database file).
 
@@ -506,6 +507,20 @@ def _worker(run: _Run, users: Sequence[tuple[int, User]], pipe: Pipe, parent: in
         pipe.send((_CRASHED, traceback.format_exc()))
     else:
         pipe.send((_LOG, logs))
+        _end_sessions(users)
+
+
+def _end_sessions(users: Sequence[tuple[int, User]]) -> None:
+    """End the users' sessions from the process that used them: an encrypted session's (TLS)
+    state is this process's, so the parent's close of its copy, with the state it had at the
+    fork, would reach the server as a corrupt record (PostgreSQL logs "SSL error: decryption
+    failed or bad record mac" per session); after this the parent's close finds the session
+    ended and sends nothing the server reads."""
+    for _, (conn, _, _) in users:
+        try:
+            conn.close()
+        except Exception:
+            pass
 
 
 def _die_with(parent: int) -> None:
