@@ -17,7 +17,7 @@ import pytest
 
 from tdebench.engines import pg_pipeline
 from tdebench.engines.base import NONE, Connection, QueryTimeout, Statement
-from tdebench.engines.postgres import PostgresDatabase, PostgresEngine
+from tdebench.engines.postgres import PostgresConnection, PostgresDatabase, PostgresEngine
 from tdebench.engines.server import ServerError
 
 from processes import connections
@@ -178,6 +178,10 @@ def test_a_batch_prepares_a_statement_at_its_second_run_and_no_more_than_its_lim
             assert never.execute_batch(batch) == expected
         assert _prepared(never) == []
         never.close()
+        again = PostgresConnection(conn.raw)  # a second wrapper of the same session: names of its own
+        for _ in range(2):
+            assert again.execute_batch([("SELECT ? * 3", [5])]) == [[(15,)]]
+        assert len(_prepared(conn)) == 3  # the two above, and this one's
     finally:
         conn.close()
 

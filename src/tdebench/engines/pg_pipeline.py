@@ -34,6 +34,7 @@ from tdebench.engines.dbapi import qmark_to_dollar
 
 PREPARED_MAX = 200  # named statements per connection; psycopg keeps 100
 _NAME_PREFIX = "_tdebench_"
+_NUMBERS = itertools.count(1)  # for the whole process: two Pipelines on one connection never share a name
 _Key = tuple[str, tuple[int, ...]]  # a statement's text and its parameters' types
 
 
@@ -50,7 +51,6 @@ class Pipeline:
         self._encoding = conn.info.encoding
         self._runs: dict[_Key, int] = {}  # runs unprepared
         self._names: dict[_Key, bytes] = {}  # prepared (or being prepared in this batch)
-        self._numbers = itertools.count(1)
         self._poll = select.poll()
         self._poll.register(self._pgconn.socket, select.POLLIN)
 
@@ -114,7 +114,7 @@ class Pipeline:
             self._runs[key] = runs + 1
             pg.send_query_params(query, values, types or None, formats)
             return [index]
-        name = self._names[key] = f"{_NAME_PREFIX}{next(self._numbers)}".encode()
+        name = self._names[key] = f"{_NAME_PREFIX}{next(_NUMBERS)}".encode()
         pg.send_prepare(name, query, types or None)
         pg.send_query_prepared(name, values, formats)
         return [key, index]
