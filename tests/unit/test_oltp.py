@@ -399,12 +399,18 @@ def test_ctrl_c_during_a_multi_process_run_leaves_no_worker_process(tmp_path: Pa
         for pid in [int(path.name) for path in tmp_path.iterdir()] + [os.getpid()]:
             os.kill(pid, signal.SIGINT)
 
+    # Python's own Ctrl-C handler, even where this test's process was started with SIGINT ignored
+    # (as a shell does for a job it runs in the background without job control)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=ctrl_c, daemon=True).start()
     started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        run_fake(Settings(virtual_users=4, rampup_s=0.2, duration_s=30.0, transactions=0, interval_s=1.0,
-                          max_retries=5), fake_run(), processes=2,
-                 terminals=[CrashingTerminal(tmp_path, None) for _ in range(4)])
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_fake(Settings(virtual_users=4, rampup_s=0.2, duration_s=30.0, transactions=0, interval_s=1.0,
+                              max_retries=5), fake_run(), processes=2,
+                     terminals=[CrashingTerminal(tmp_path, None) for _ in range(4)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 10
     _assert_no_worker_left(tmp_path, before)
 
