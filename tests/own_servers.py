@@ -33,6 +33,12 @@ class OwnServer:
     def url(self, database: str = "bench") -> str:
         return f"{self.scheme}://bench@127.0.0.1:{self.port}/{database}"
 
+    def password_file(self, path: Path) -> Path:
+        """`path` holding the password, 0600, as a plan's `password_file` wants it."""
+        path.write_text(self.password + "\n")
+        path.chmod(0o600)
+        return path
+
 
 @contextmanager
 def own_mariadb(directory: Path) -> Iterator[OwnServer]:

@@ -339,9 +339,7 @@ def own_mariadb_server(server_tmp_dir: Path) -> Iterator[OwnServer]:
 
 
 def _drivers_plan(directory: Path, server: OwnServer) -> Path:
-    password_file = directory / "mariadb-password"
-    password_file.write_text(server.password + "\n")
-    password_file.chmod(0o600)
+    password_file = server.password_file(directory / "mariadb-password")
     plan = directory / "drivers.toml"
     plan.write_text(DRIVERS_PLAN.format(url=server.url(), password_file=password_file))
     return plan

@@ -63,9 +63,7 @@ def servers(server_tmp_dir: Path) -> Iterator[tuple[OwnServer, OwnServer]]:
 
 def _plan(base: Path, servers: tuple[OwnServer, OwnServer], database: str = "bench") -> Path:
     mariadb, postgres = servers
-    password_file = base / "pg-password"
-    password_file.write_text(postgres.password + "\n")
-    password_file.chmod(0o600)
+    password_file = postgres.password_file(base / "pg-password")
     plan = base / f"plan-{database}.toml"
     plan.write_text(PLAN.format(mariadb=mariadb.url(database), postgres=postgres.url(database),
                                 data_path=mariadb.data_dir, password_file=password_file))
@@ -160,9 +158,7 @@ def test_a_postgres_data_path_is_checkpointed_so_the_baseline_scan_finds_its_can
     at-rest scan: the baseline's verdict is plaintext, its canaries found in the database's own
     files, not only in the WAL."""
     _, postgres = servers
-    password_file = server_tmp_dir / "pg-password-scan"
-    password_file.write_text(postgres.password + "\n")
-    password_file.chmod(0o600)
+    password_file = postgres.password_file(server_tmp_dir / "pg-password-scan")
     plan = server_tmp_dir / "plan-scan.toml"
     plan.write_text(f"""name = "scan"
 repetitions = 1
@@ -201,9 +197,7 @@ def test_oltp_by_url_runs_its_users_in_worker_processes_and_stays_consistent(
                          dbname="bench") as pg:
         assert pg.pgconn.ssl_in_use
     logged = len(postgres.log.read_text())
-    password_file = server_tmp_dir / "pg-password-oltp"
-    password_file.write_text(postgres.password + "\n")
-    password_file.chmod(0o600)
+    password_file = postgres.password_file(server_tmp_dir / "pg-password-oltp")
     plan = server_tmp_dir / "plan-oltp.toml"
     plan.write_text(f"""name = "oltp-by-url"
 repetitions = 1

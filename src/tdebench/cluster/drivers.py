@@ -25,7 +25,7 @@ and one back to the owner:
 - "done" (from the client, once the unit ended) or the run's stop event ends a driver.
 
 Messages carry the job's number, so a late message of a job the owner gave up on is ignored.
-Every host of a gang runs its users as threads (oltp.workload: `_GANG_WORKERS`): the owner's
+Every host of a gang runs its users as threads (oltp.workload: `uses_processes`): the owner's
 unit process holds a Dask client, a driver is a Dask task, and neither may fork.
 """
 

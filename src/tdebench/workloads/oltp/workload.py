@@ -92,10 +92,14 @@ def uses_procedures(dialect: str, options: dict[str, Any]) -> bool:
 
 
 def uses_processes(database: Database, options: dict[str, Any]) -> bool:
-    """Worker processes for the virtual users: asked for, and the engine a server whose
-    connections can cross a fork (`Database.connections_cross_fork`: tdebench's own servers,
-    MariaDB, MySQL and PostgreSQL by url; not an engine inside this process)."""
-    return options["virtual_users_as"] == PROCESSES and database.connections_cross_fork
+    """Worker processes for the virtual users: asked for, the engine a server whose connections
+    can cross a fork (`Database.connections_cross_fork`: tdebench's own servers, MariaDB, MySQL
+    and PostgreSQL by url; not an engine inside this process), and one driver host. A cluster's
+    drivers of one server (`driver_hosts` > 1) run threads: each host runs where a Dask client or
+    worker has threads of its own (event loop, communications), which a forked process would not
+    take along, holding whatever locks they held."""
+    return (options["virtual_users_as"] == PROCESSES and database.connections_cross_fork
+            and options["driver_hosts"] == 1)
 
 
 def worker_processes(database: Database, options: dict[str, Any], users: int) -> int:
@@ -106,12 +110,6 @@ def worker_processes(database: Database, options: dict[str, Any], users: int) ->
     return min(users, len(available_cpus())) if uses_processes(database, options) else 0
 
 
-_GANG_WORKERS = 0
-"""A cluster's drivers of one server (`driver_hosts` > 1) run their users as threads: each runs
-where a Dask client or worker has threads of its own (event loop, communications), which a
-forked process would not take along, holding whatever locks they held."""
-
-
 def share(users: int, hosts: int, index: int) -> list[int]:
     """The numbers of the virtual users (1..users) that driver `index` of `hosts` runs: dealt out
     in turn, so each user keeps its number, and so its terminal and inputs, wherever it runs."""
@@ -120,10 +118,9 @@ def share(users: int, hosts: int, index: int) -> list[int]:
 
 def _drive_share(database: Database, dialect: str, options: dict[str, Any], test: str, seed: int, scale: float,
                  timeout: float | None, numbers: list[int], at: Callable[[], int] | None = None,
-                 others: Callable[[], list[UserLog]] | None = None, processes: int = 0) -> Outcome:
-    """Open a connection per virtual user of `numbers` (before the clock starts), run them in
-    `processes` worker processes (0: threads of this one), close them: the trial's own driver,
-    or another host's share of its users (`drive_for_other`)."""
+                 others: Callable[[], list[UserLog]] | None = None) -> Outcome:
+    """Open a connection per virtual user of `numbers` (before the clock starts), run them, close
+    them: the trial's own driver, or another host's share of its users (`drive_for_other`)."""
     chosen = settings(test, options)
     sql = transactions.dialect(dialect)
     constants = Constants.from_seed(seed)
@@ -141,7 +138,7 @@ def _drive_share(database: Database, dialect: str, options: dict[str, Any], test
                  Terminal.for_user(number, warehouses, constants, seed, test))
                 for number, user in zip(numbers, users)]
         return drive(chosen, runs, database.engine_processes,
-                     processes=processes, at=at, others=others)
+                     processes=worker_processes(database, options, len(numbers)), at=at, others=others)
     finally:
         for user in users:
             user.close()
@@ -152,10 +149,10 @@ def drive_for_other(database: Database, dialect: str, options: dict[str, Any], t
     """Driver `index` (1, 2, …) of a cluster's `driver_hosts`: run its share of `test`'s virtual
     users on the trial's database, from `at()`, the start agreed with the trial's own driver
     (index 0), and return their log, which that driver merges with its own. Its users are
-    threads (`_GANG_WORKERS`)."""
+    threads (`uses_processes`)."""
     users = settings(test, options).virtual_users
     return _drive_share(database, dialect, options, test, seed, scale, timeout,
-                        share(users, options["driver_hosts"], index), at=at, processes=_GANG_WORKERS).log
+                        share(users, options["driver_hosts"], index), at=at).log
 
 
 class OltpWorkload(Workload):
@@ -249,18 +246,16 @@ class OltpWorkload(Workload):
             raise RuntimeError(f"driver_hosts = {hosts} needs the other drivers of a cluster run (tdebench run "
                                "--cluster)")
         numbers = share(chosen.virtual_users, hosts, 0)
-        gang = drivers is not None and hosts > 1
-        workers = _GANG_WORKERS if gang else worker_processes(ctx.database, options, len(numbers))
+        workers = worker_processes(ctx.database, options, len(numbers))
         before = checks.next_order_ids(conn)
-        if drivers is not None and gang:
+        if drivers is not None and hosts > 1:
             key, database = ctx.recorder.trial, ctx.database
             outcome = _drive_share(database, ctx.dialect, options, test, ctx.seed, ctx.scale, ctx.query_timeout_s,
                                    numbers, at=lambda: drivers.begin(key, database, test),
-                                   others=lambda: [UserLog.from_json(log) for log in drivers.results()],
-                                   processes=workers)
+                                   others=lambda: [UserLog.from_json(log) for log in drivers.results()])
         else:
             outcome = _drive_share(ctx.database, ctx.dialect, options, test, ctx.seed, ctx.scale,
-                                   ctx.query_timeout_s, numbers, processes=workers)
+                                   ctx.query_timeout_s, numbers)
         problems = checks.consistency(conn)
         after = checks.next_order_ids(conn)
         problems += checks.new_order_count(before, after, outcome.new_orders_total)
