@@ -12,6 +12,7 @@ import json
 import math
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from importlib import resources
@@ -21,11 +22,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
-from rich.table import Table
+from rich.table import Column, Table
 
 from tdebench import runsetup
 from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
@@ -406,7 +408,8 @@ def _measure(out_dir: Path, quiet: bool, work: Work) -> NoReturn:
     if built.headline:  # the report's first lines: what a reader came for
         err.print("In one minute:", highlight=False)
         for sentence in built.headline[:TOP_LINES]:
-            err.print(f"  - {plain(sentence)}", highlight=False, soft_wrap=True)
+            err.print(_wrapped(plain(sentence), indent="    ", first="  - ", console=err), highlight=False,
+                      soft_wrap=True, markup=False)
     sys.exit(0 if summary.ok else 1)
 
 
@@ -446,8 +449,9 @@ def _print_summary(summary, written: list[Path]) -> None:
         out_dir = written[0].parent.resolve()  # a path that opens from any directory
         names = sorted({p.resolve().relative_to(out_dir).parts[0] for p in written
                         if p.resolve().is_relative_to(out_dir)})
-        err.print(f"report: {out_dir / 'report.html'}  (also {', '.join(n for n in names if n != 'report.html')})",
-                  highlight=False, soft_wrap=True)
+        also = ", ".join(n for n in names if n != "report.html")
+        err.print(_wrapped(f"report: {out_dir / 'report.html'} (also {also})", indent="  ", first="", console=err),
+                  highlight=False, soft_wrap=True, markup=False)
 
 
 class _ProgressBar:
@@ -458,7 +462,9 @@ class _ProgressBar:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.lines = not quiet and not err.is_terminal
-        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+        # the trial's id is cut to fit and the bar takes what is left, so the line fits 80 columns
+        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}", table_column=Column(
+                                max_width=38, no_wrap=True, overflow="ellipsis")), BarColumn(bar_width=None),
                             MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
                             TimeRemainingColumn(), console=err, disable=quiet or self.lines)
         self.task = self.bar.add_task("starting", total=None)
@@ -499,20 +505,30 @@ def plans() -> None:
     timed it."""
     from tdebench.plan import schedule
 
-    table = Table(show_edge=False, pad_edge=False, expand=False)
-    for column in ("plan", "trials", "measured duration", "what"):
-        table.add_column(column, justify="right" if column == "trials" else "left",
-                         no_wrap=column != "what" and column != "measured duration")
     for name, path in builtin_plans().items():
         try:
             the_plan = load_plan(path)
         except PlanError as exc:
-            table.add_row(name, "–", "–", plain(f"does not load here: {exc}"))
+            _block(f"[bold]{escape(name)}[/]", f"does not load here: {exc}")
             continue
         trials = len(schedule(the_plan))
-        table.add_row(name, f"≥{trials}" if the_plan.adaptive else str(trials), plain(the_plan.measured or "–"),
-                      plain(the_plan.description))
-    out.print(table)
+        count = f"≥{trials}" if the_plan.adaptive else str(trials)
+        measured = f"measured: {the_plan.measured}" if the_plan.measured else "not yet timed"
+        _block(f"[bold]{escape(name)}[/] · {count} trials", f"{the_plan.description}; {measured}")
+
+
+def _block(title: str, body: str) -> None:
+    """One record as a block that reads at any width: its title line (rich markup), then its
+    text wrapped between words and indented under it (never broken inside a word)."""
+    out.print(title, highlight=False, soft_wrap=True)
+    out.print(_wrapped(plain(body), indent="  "), highlight=False, soft_wrap=True, markup=False)
+
+
+def _wrapped(text: str, indent: str, first: str | None = None, console: Console = out) -> str:
+    """`text` wrapped to `console`'s width between words (a long path stays whole, on a line
+    of its own), every line after the first indented by `indent`."""
+    return textwrap.fill(text, width=max(console.width, 40), initial_indent=indent if first is None else first,
+                         subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
 @main.command("report")
@@ -540,14 +556,19 @@ NAMED = 10
 @click.option("--fail-above", "fail_above", type=float, metavar="PCT",
               help="Exit 1 if a timed headline figure got slower in B by more than PCT percent with its whole "
                    "95% CI above 0, or a TPM/NOPM figure lower by more than PCT percent with its CI below 0.")
-def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: float | None) -> None:
+@click.option("--markdown", "as_markdown", is_flag=True,
+              help="Print the comparison as Markdown with its full tables (n, p, resolution), as compare.md has it, "
+                   "instead of the terminal's summary.")
+def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: float | None,
+                    as_markdown: bool) -> None:
     """What changed from run A (the baseline) to run B (the new one): per configuration and
     headline figure both measured, the change of the median (B ÷ A − 1, 95% bootstrap CI,
     Mann–Whitney p) and the change of the overhead against none, read as slower, faster or
     within noise by its CI; what differs between the runs' environments and plans first, and
     the configurations only one run has.
 
-    Prints the comparison as Markdown, or writes it to --out. Exit 0; 1 with --fail-above PCT
+    Prints the comparison to fit the terminal (a block per configuration, a line per figure),
+    or as Markdown with its full tables (--markdown), or writes it to --out. Exit 0; 1 with --fail-above PCT
     when a timed headline figure's median change exceeds PCT and its CI lies entirely above 0,
     or a TPM or NOPM fell by more than PCT with its CI entirely below 0 (sizes, overheads and
     figures with fewer than 3 trials in a run never count); 2 bad input, or no figure in both
@@ -566,8 +587,10 @@ def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: 
     if out_dir is not None:
         _empty_out_or_exit(out_dir)
     comparison = compare.compare_runs(*sides)
-    if out_dir is None:
+    if out_dir is None and as_markdown:
         click.echo(compare.render_markdown(compare.document(comparison)))
+    elif out_dir is None:
+        click.echo(compare.render_text(compare.document(comparison), comparison, width=max(out.width, 40)))
     else:
         try:
             written = compare.write(comparison, out_dir)
@@ -736,22 +759,29 @@ def engines(as_json: bool) -> None:
             out.print(f"[bold]{plain(row['name'])}[/] — [red]not usable[/]: {plain(row['reason'])}\n  fix: "
                       f"{plain(row['fix'])}", highlight=False)
         out.print(f"memory_mb sets: {mark(row['memory_mb'])}", highlight=False, markup=False)
-        table = Table(show_edge=False, pad_edge=False)
-        for column in ("encryption", "algorithm", "bits", "mode", "layer", "usable", "notes"):
-            table.add_column(column, no_wrap=column in ("encryption", "bits", "layer", "notes"), min_width=len(column),
-                             overflow="fold")
+        table = Table(show_edge=False, pad_edge=False, box=box.SIMPLE_HEAD)
+        for column in ("encryption", "cipher", "bits", "layer", "here", "notes"):
+            table.add_column(column, no_wrap=True, min_width=len(column), overflow="ellipsis")
         for enc in row["encryptions"]:
-            here = ("by url" if row.get("by_url") else "yes" if enc["usable"]
-                    else f"no: {enc['reason']} (fix: {enc['fix']})")
+            here = "url" if row.get("by_url") else "yes" if enc["usable"] else "no"
+            unusable = ("" if row.get("by_url") or enc["usable"]
+                        else f"not usable here: {enc['reason']} (fix: {enc['fix']})")
             about = "; ".join(part for part in (
-                f"covers {', '.join(enc['covers'])}" if enc["covers"] else "", enc["notes"]) if part)
-            table.add_row(enc["name"], enc["algorithm"], str(enc["key_bits"] or "-"), enc["mode"], enc["layer"],
-                          plain(here), mark(about))
+                unusable, f"covers {', '.join(enc['covers'])}" if enc["covers"] else "", enc["notes"]) if part)
+            table.add_row(enc["name"], _cipher(enc["algorithm"], enc["mode"]), str(enc["key_bits"] or "-"),
+                          enc["layer"], here, mark(plain(about)))
         out.print(table)
         out.print()
     out.print("Notes:", highlight=False)
     for text, number in notes.items():
-        out.print(f"[{number}] {text}", highlight=False, markup=False)
+        out.print(_wrapped(text, indent=" " * 5, first=f"[{number}]".ljust(5)), highlight=False, markup=False,
+                  soft_wrap=True)
+
+
+def _cipher(algorithm: str, mode: str) -> str:
+    """An encryption's algorithm and mode in one short cell: "AES CBC", "XChaCha20-Poly1305"
+    (an AEAD's name says its mode), "none"."""
+    return algorithm if mode in ("AEAD", algorithm) else f"{algorithm} {mode}"
 
 
 def _encryption_row(engine, encryption) -> dict:

@@ -397,7 +397,7 @@ def test_compare_two_real_runs(tmp_path: Path) -> None:
     for name in ("a", "b"):
         result = invoke("run", str(plan), "--out", str(tmp_path / name), "--quiet")
         assert result.exit_code == 0, result.output
-    printed = CliRunner().invoke(main, ["compare", str(tmp_path / "a"), str(tmp_path / "b")],
+    printed = CliRunner().invoke(main, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--markdown"],
                                  catch_exceptions=False, terminal_width=10_000)
     assert printed.exit_code == 0, printed.output
     assert "Traceback" not in printed.output and "## Only in one run" not in printed.output

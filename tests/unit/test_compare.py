@@ -236,16 +236,30 @@ def one_error_line(output: str) -> str:
 
 
 def test_cli_prints_the_comparison_and_fails_above_a_threshold(runs: dict[str, Path]) -> None:
-    same = invoke(str(runs["a"]), str(runs["a"]), "--fail-above", "2")  # the same directory twice is allowed
+    same = invoke(str(runs["a"]), str(runs["a"]), "--fail-above", "2", "--markdown")  # the same directory twice
     assert same.exit_code == 0, same.output
     assert "## Change of the median, B against A" in same.output
     assert "no headline figure got slower by more than 2% with its 95% CI above 0" in same.output
-    slow = invoke(str(runs["a"]), str(runs["slow"]), "--fail-above", "5")
+    slow = invoke(str(runs["a"]), str(runs["slow"]), "--fail-above", "5", "--markdown")
     assert slow.exit_code == 1
     assert "9 headline figure(s) got slower by more than 5% with the 95% CI above 0" in slow.output
     assert "| duckdb | none | tpch | 0.01 | power geomean | ms |" in slow.output
     assert invoke(str(runs["a"]), str(runs["slow"]), "--fail-above", "12").exit_code == 0
     assert invoke(str(runs["a"]), str(runs["slow"])).exit_code == 0  # without --fail-above: what changed, exit 0
+
+
+def test_cli_prints_a_summary_that_reads_at_80_columns(runs: dict[str, Path]) -> None:
+    """Without --markdown: no line past the terminal's 80 columns, no table rule, a block per
+    configuration with a line per figure, and the slower figure's reading in it."""
+    printed = CliRunner().invoke(main, ["compare", str(runs["a"]), str(runs["slow"])], catch_exceptions=False,
+                                 terminal_width=80)
+    assert printed.exit_code == 0, printed.output
+    lines = printed.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "| duckdb |" not in printed.output and "## " not in printed.output
+    block = printed.output.split("\nduckdb none tpch sf0.01\n")[1].split("\n\n")[0].splitlines()
+    power = next(line for line in block if line.strip().startswith("power geomean"))
+    assert power.rstrip().endswith("slower") and "[" in power
 
 
 @pytest.mark.parametrize("case", ["no run", "not a directory", "negative", "not a number", "out not empty",

@@ -328,3 +328,24 @@ def test_a_list_option_takes_distinct_choices_in_the_order_written() -> None:
         with pytest.raises(PlanError, match=message) as info:
             parse_plan(base + bad + "\n", "p.toml")
         assert info.value.line == len((base + bad).splitlines())
+
+
+def test_plans_command_reads_at_80_columns() -> None:
+    """`tdebench plans`: a block per built-in plan, no line past 80 columns, and each
+    description whole when its lines are joined again (wrapped between words only)."""
+    from click.testing import CliRunner
+
+    from tdebench.cli import builtin_plans, main
+
+    printed = CliRunner().invoke(main, ["plans"], catch_exceptions=False, terminal_width=80)
+    assert printed.exit_code == 0, printed.output
+    lines = printed.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    for name, path in builtin_plans().items():
+        title = next(i for i, line in enumerate(lines) if line.startswith(f"{name} · "))
+        body = []
+        for line in lines[title + 1:]:
+            if not line.startswith("  "):
+                break
+            body.append(line.strip())
+        assert " ".join(body).startswith(load_plan(path).description), name

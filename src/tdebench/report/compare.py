@@ -22,6 +22,7 @@ test cannot go below 0.10, so a rule on p would never flag anything in small run
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields, is_dataclass
@@ -620,6 +621,48 @@ def render_markdown(report: CompareReport) -> str:
     for block in report.tables:
         lines += markdown.section(block.title, markdown.table(block))
     return "\n".join(lines)
+
+
+def render_text(report: CompareReport, comparison: Comparison, width: int = 80) -> str:
+    """The comparison for a terminal, `width` columns wide and never broken inside a word: the
+    runs, what differs and the findings as wrapped bullets, then one block per configuration,
+    a line per figure: the change of its median with its CI and reading, and where it has one,
+    its overhead against none in A and in B. The full tables (n, p, resolution) are in the
+    Markdown (`--markdown`) and in compare.md, .html and .csv (`--out`)."""
+    def bullets(items: Iterable[str]) -> list[str]:
+        return [textwrap.fill(item, width=width, initial_indent="- ", subsequent_indent="  ",
+                              break_long_words=False, break_on_hyphens=False) for item in items]
+
+    lines = [report.title, "", *bullets(report.runs), "", "What differs between the runs:"]
+    lines += bullets(report.differences) if report.differences else bullets([report.same])
+    if report.only:
+        lines += ["", "Only in one run:", *bullets(report.only)]
+    lines += ["", "Findings:", *bullets(report.findings), ""]
+    lines += bullets(["Per configuration and figure: the change of the median, B against A, with its 95% CI and "
+                      "reading; then the overhead against none in A → B."])
+    rows = [_row(change) for change in comparison.changes]
+    figure_width = max((len(row["figure"]) for row in rows), default=0)
+    ci_width = max((len(row["change_ci"]) for row in rows if row["change_ci"] != "exact"), default=0)
+    for config, changes in _by_config(comparison.changes, rows):
+        lines += ["", config]
+        for row in changes:
+            ci = "" if row["change_ci"] == "exact" else row["change_ci"]
+            line = f"  {row['figure']:<{figure_width}}  {percent(row['change_pct']):>7} {ci:<{ci_width}}  " \
+                   f"{row['change_reading']}"
+            if "overhead_change_pct" in row:
+                overhead = (f"overhead {percent(row.get('overhead_a_pct'))} → {percent(row.get('overhead_b_pct'))}"
+                            f" ({row['overhead_reading']})")
+                line = f"{line}; {overhead}" if len(line) + len(overhead) + 2 <= width else f"{line}\n    {overhead}"
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _by_config(changes: list[FigureChange], rows: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The rows grouped by their configuration's label, in the comparison's order."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for change, row in zip(changes, rows):
+        grouped.setdefault(change.where, []).append(row)
+    return list(grouped.items())
 
 
 def render_html(report: CompareReport) -> str:
