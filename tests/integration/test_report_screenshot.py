@@ -25,6 +25,7 @@ from tdebench.report import build  # noqa: E402
 CHROMIUM = Path("/usr/bin/chromium")
 WIDTH = 1280
 MAX_HEIGHT = 8000
+FIRST_SCREEN = 800  # px: what a 1280 × 800 window shows before any scrolling
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -38,6 +39,10 @@ window.addEventListener("load", () => {
   const result = {
     width: root.scrollWidth, height: root.scrollHeight,
     after_h1: h1.nextElementSibling ? h1.nextElementSibling.className : "",
+    picture: [...document.querySelectorAll("figure.headline-picture img")].map(img => {
+      const box = img.getBoundingClientRect();
+      return [box.top, box.bottom, img.naturalWidth];
+    }),
     links: [...document.querySelectorAll("nav.toc a")].map(a => {
       const target = document.getElementById(a.getAttribute("href").slice(1));
       const heading = target && target.querySelector("h2");
@@ -89,6 +94,16 @@ def assert_drawn(png: Path, result: subprocess.CompletedProcess[str], height: in
 
 
 @pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run the size of the demo plan (13 configurations, 65 trials), built once for the
+    tests that read its report."""
+    run_dir = tmp_path_factory.mktemp("demo") / "run"
+    write_fake_run(run_dir, plan=DEMO_PLAN, placebo=True, memories=(None,), shape=DEMO)
+    build(run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
 def chromium_present() -> None:
     assert CHROMIUM.is_file(), f"{CHROMIUM} not found: apt-get install -y chromium"
 
@@ -104,14 +119,13 @@ def test_report_renders_in_chromium(tmp_path: Path, chromium_present: None) -> N
     assert_drawn(png, result, 4000)
 
 
-def test_a_demo_sized_report_navigates_at_1280_px(tmp_path: Path, chromium_present: None) -> None:
+def test_a_demo_sized_report_navigates_at_1280_px(tmp_path: Path, demo_run: Path, chromium_present: None) -> None:
     """The demo plan's size (13 configurations, 65 trials): no page-wide horizontal scroll, no
     table scrolling inside its box, folded or not; every contents link leads to its section;
-    every plot loads; "In one minute" first under the title; under MAX_HEIGHT px. The
+    every plot loads; the headline picture first under the title, whole on the first screen
+    (FIRST_SCREEN: 1280 × 800), then "In one minute"; under MAX_HEIGHT px. The
     screenshot of the whole page stays in tmp_path (report.png) to look at."""
-    run_dir = tmp_path / "run"
-    write_fake_run(run_dir, plan=DEMO_PLAN, placebo=True, memories=(None,), shape=DEMO)
-    build(run_dir)
+    run_dir = demo_run
 
     page = measure(run_dir / "report.html", tmp_path)
     png = tmp_path / "report.png"
@@ -121,10 +135,61 @@ def test_a_demo_sized_report_navigates_at_1280_px(tmp_path: Path, chromium_prese
     assert page["width"] <= WIDTH and page["open_width"] <= WIDTH
     assert page["overflowing"] == [] and page["open_overflowing"] == []
     assert page["height"] < MAX_HEIGHT, f"the page is {page['height']} px tall"
-    assert page["after_h1"] == "headline"
+    assert page["after_h1"] == "headline-picture"
+    [(top, bottom, drawn)] = page["picture"]
+    assert drawn > 0 and bottom <= FIRST_SCREEN, f"the headline picture spans {top:.0f}–{bottom:.0f} px"
     assert page["images"] and all(width > 0 for width in page["images"])
     assert len(page["links"]) == len(page["sections"]) >= 10
     for title, href, heading in page["links"]:
         assert heading == title, f"contents link {title} → {href} leads to {heading}"
     assert [href[1:] for _, href, _ in page["links"]] == page["sections"]  # every section, in order
     assert page["folded"] >= 3  # at least the verdicts by trial, the machine load and the environment
+
+
+SORT_AND_FILTER = """<script>
+window.addEventListener("load", () => {
+  const table = [...document.querySelectorAll("div.scroll > table")]
+    .find(t => [...t.tHead.rows[0].cells].some(th => th.textContent === "overhead"));
+  const column = [...table.tHead.rows[0].cells].findIndex(th => th.textContent === "overhead");
+  const read = () => [...table.tBodies[0].rows].filter(r => !r.hidden).map(r => r.cells[column].textContent.trim());
+  const result = {before: read()};
+  table.tHead.rows[0].cells[column].click();
+  result.up = read();
+  table.tHead.rows[0].cells[column].click();
+  result.down = read();
+  const box = table.parentElement.previousElementSibling;
+  result.box = box ? box.className : "";
+  if (box && box.tagName === "INPUT") {
+    box.value = "sqlite";
+    box.dispatchEvent(new Event("input"));
+    result.kept = [...table.tBodies[0].rows].filter(r => !r.hidden).map(r => r.cells[0].textContent.trim());
+  }
+  const out = document.createElement("pre");
+  out.id = "measured";
+  out.textContent = JSON.stringify(result);
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def test_tables_sort_by_a_click_and_filter_by_text(tmp_path: Path, demo_run: Path, chromium_present: None) -> None:
+    """In Chromium, with no network: a click on the overhead table's "overhead" header orders
+    its rows by value, a second click the other way; its filter box keeps
+    only the rows holding the text typed."""
+    page = tmp_path / "sorted.html"
+    report = (demo_run / "report.html").read_text(encoding="utf-8")
+    page.write_text(report.replace("</body>", SORT_AND_FILTER + "</body>"), encoding="utf-8")
+    result = chromium(tmp_path / "profile", f"--window-size={WIDTH},900", "--virtual-time-budget=10000",
+                      "--dump-dom", page.resolve().as_uri())
+    found = re.search(r'<pre id="measured">(.*?)</pre>', result.stdout, flags=re.DOTALL)
+    assert found, f"nothing measured; chromium said:\n{result.stderr[-2000:]}"
+    sorted_rows = json.loads(html.unescape(found.group(1)))
+
+    def values(cells: list[str]) -> list[float]:
+        return [float(re.match(r"[-+]?\d+(\.\d+)?", c.replace("−", "-")).group(0)) for c in cells if c != "–"]
+
+    up, down = values(sorted_rows["up"]), values(sorted_rows["down"])
+    assert len(up) >= 10 and up == sorted(up) and down == sorted(down, reverse=True)
+    assert sorted(sorted_rows["before"]) == sorted(sorted_rows["up"])  # the same rows, reordered
+    assert sorted_rows["box"] == "filter"
+    assert sorted_rows["kept"] and all(engine == "sqlite" for engine in sorted_rows["kept"])

@@ -63,13 +63,16 @@ def test_without_a_placebo_the_sentence_says_there_is_no_noise_floor(tmp_path: P
 
 
 def test_the_headline_comes_first_under_the_title(tmp_path: Path) -> None:
+    """Under the title: the headline picture, then "In one minute", then everything else."""
     write_fake_run(tmp_path, placebo=True)
     build(tmp_path)
     markdown = (tmp_path / "report.md").read_text().splitlines()
-    assert markdown[0].startswith("# ") and markdown[2] == "**In one minute:**" and markdown[4].startswith("- duckdb")
+    assert markdown[0].startswith("# ") and markdown[2].startswith("![What each encryption costs")
+    assert markdown[4] == "**In one minute:**" and markdown[6].startswith("- duckdb")
     html = (tmp_path / "report.html").read_text()
     body = html[html.index("<body>"):]
-    assert body.index("</h1>") < body.index('class="headline"') < body.index("<h2")
+    assert body.index("</h1>") < body.index('class="headline-picture"') < body.index('class="headline"') \
+        < body.index("<h2")
 
 
 def test_a_workload_with_timed_figures_of_its_own_leads_with_them_not_its_load(tmp_path: Path) -> None:
@@ -94,3 +97,33 @@ def test_a_workload_with_timed_figures_of_its_own_leads_with_them_not_its_load(t
     (sentence, *_) = headline(run, summary_records(run))
     assert sentence.startswith("duckdb · backup sf0.01 · full backup (3 rounds"), sentence
     assert re.search(r"costs \+3[1-4]\.\d%: aes-256-gcm \+3[1-4]\.\d% \[\+\d", sentence), sentence
+
+
+def test_the_headline_picture_has_a_panel_per_sentence_with_verdicts_and_floor(tmp_path: Path) -> None:
+    """headline.panels: one panel per engine the sentences name, on the same figure, every
+    encryption but none and the placebo, the placebo's floor, and a leak marked as one; the
+    picture is drawn first in report.md and report.html."""
+    from dataclasses import replace
+
+    from tdebench.report.headline import panels
+    from tdebench.report.plots import headline_plot
+    from tdebench.results import RunData
+
+    write_fake_run(tmp_path, placebo=True)
+    run = read_run(tmp_path)
+    records = summary_records(run)
+    drawn = panels(run, records)
+    sentences = headline(run, records)
+    assert [p.title for p in drawn] == [s.split(" (")[0] for s in sentences[:len(drawn)]]
+    for panel in drawn:
+        assert panel.floor is not None and panel.floor > 0
+        assert {row.verdict for row in panel.rows} == {"encrypted"}
+        assert not {"none", "placebo"} & {row.encryption for row in panel.rows}
+    leaked = next(v for v in run.verdicts if v.trial.encryption == "aes-256-gcm")
+    leaky = RunData(**{**run.__dict__, "verdicts": [replace(v, verdict="plaintext") if v is leaked else v
+                                                    for v in run.verdicts]})
+    marks = {row.encryption: row.verdict for p in panels(leaky, records) for row in p.rows}
+    assert marks["aes-256-gcm"] == "plaintext" and marks["aes-256-ctr"] == "encrypted"
+    picture = headline_plot(drawn)
+    assert picture is not None and picture.png.startswith(b"\x89PNG")
+    assert headline_plot([]) is None

@@ -58,7 +58,7 @@ def test_build_writes_every_file_and_rebuilds_identically(built: tuple[Path, lis
     names = {path.name for path in written}
     assert {"summary.csv", "queries.csv", "verdicts.csv", "resources.csv", "report.md",
             "report.html"} <= names
-    assert sum(path.suffix == ".png" for path in written) == 6 + 2  # + one resource plot per engine
+    assert sum(path.suffix == ".png" for path in written) == 1 + 6 + 2  # headline + … + a resource plot per engine
     first = {path: path.read_bytes() for path in written}
     assert build(directory) == written
     assert {path: path.read_bytes() for path in written} == first  # a pure function of the raw data
@@ -225,9 +225,10 @@ def test_log_scale_only_for_a_wide_span() -> None:
 
 def test_report_html_is_self_contained_and_escaped(run_dir: Path) -> None:
     html = (run_dir / "report.html").read_text()
-    assert html.count('<img src="data:image/png;base64,') == 8  # 2 overhead, 4 per-query, 2 resources
+    assert html.count('<img src="data:image/png;base64,') == 9  # headline, 2 overhead, 4 per-query, 2 resources
     assert "http://" not in html and "https://" not in html
-    assert "<script" not in html and "<link" not in html
+    assert html.count("<script") == 1 and "<script>\n(() => {" in html  # only the inline sorter: no src
+    assert "<link" not in html
     assert "&lt;script&gt;" in html  # the environment's HTML shown as text
     assert "database disk image is malformed" in html
     assert html.index("FAILED") < html.index("<h2>Overhead</h2>")

@@ -85,10 +85,12 @@ class Report:
     machine_load: tables.Table  # every trial with the machine's load around it, busy ones marked
     workloads: tuple[WorkloadSection, ...] = ()  # each workload's own, for the workloads the run has
     cache_fit: tables.Table | None = None  # only for runs that recorded each trial's cache (report/cache.py)
+    headline_figure: plots.Figure | None = None  # the first picture: headline.panels as a forest plot
 
     @property
     def figures(self) -> list[plots.Figure]:
-        return [figure for section in self.sections for figure in section.figures]
+        first = [self.headline_figure] if self.headline_figure else []
+        return first + [figure for section in self.sections for figure in section.figures]
 
     @property
     def contents(self) -> list[tuple[str, str]]:
@@ -153,4 +155,5 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         machine_load=tables.machine_load_table(loads),
         workloads=sections,
         cache_fit=cache.cache_fit_table(run),
+        headline_figure=plots.headline_plot(headline.panels(run, records)),
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from tdebench.report import cache
+from tdebench.report import cache, plots
 from tdebench.report.noise import busy_headline, is_headline, trial_loads
 from tdebench.report.findings import SHORT_NAMES, judged, verdict_summary
 from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, PLACEBO, Headline, SummaryRecord,
@@ -123,8 +123,12 @@ def _order(figure: Headline) -> tuple[int, str]:
     return (HEADLINES.index(figure), "") if figure in HEADLINES else (len(HEADLINES), figure.label)
 
 
-def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
-    """The report's opening sentences (see the module)."""
+def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, list[SummaryRecord],
+                                                                 SummaryRecord | None]]:
+    """Per engine, memory, workload and scale (the config: engine, memory order, memory,
+    workload, scale): the figure its headline reads (see the module), its encryptions' records
+    and its placebo's record (None without one), in the report's order. The sentences and the
+    headline picture both read these, so they cannot disagree."""
     floor_of = floors(records)
     per_config: dict[tuple, dict[Headline, list[SummaryRecord]]] = defaultdict(lambda: defaultdict(list))
     for figure, record in headline_records(records) + _workload_figures(records):
@@ -133,13 +137,19 @@ def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
                 and cell.encryption not in (BASELINE, PLACEBO)):
             per_config[(cell.engine, memory_order(cell.memory_mb), cell.memory_mb, cell.workload, cell.scale)][
                 figure].append(record)
-    sentences = []
-    for (engine, _, memory, workload, scale), by_figure in sorted(per_config.items()):
+    chosen_ones = []
+    for config, by_figure in sorted(per_config.items()):
         own = {figure: chosen for figure, chosen in by_figure.items() if figure not in HEADLINES}
         candidates = own or by_figure  # a backup plan is read for its backups, not for its TPC-H load
         figure, chosen = min(candidates.items(), key=lambda item: (_width(item[1]), _order(item[0])))
-        sentences.append(_sentence(engine, memory, workload, scale, figure, chosen,
-                                   floor_of.get(chosen[0].cell.comparison)))
+        chosen_ones.append((config, figure, chosen, floor_of.get(chosen[0].cell.comparison)))
+    return chosen_ones
+
+
+def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
+    """The report's opening sentences (see the module)."""
+    sentences = [_sentence(engine, memory, workload, scale, figure, chosen, floor)
+                 for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records)]
     busy = busy_headline(trial_loads(run))
     if busy:
         sentences.append(busy)
@@ -149,3 +159,35 @@ def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
         sentences.append(f"At rest: {expected}/{len(verdicts)} verdicts as expected. {verdict_summary(run)}")
     sentences += [s for s in cache.findings(run)]
     return sentences
+
+
+def panels(run: RunData, records: list[SummaryRecord]) -> list[plots.Panel]:
+    """The headline picture's panels: one per config of `chosen_figures`, each encryption's
+    overhead on the figure the headline sentence reads, its verdict, the placebo's band and
+    the cache regime its trials ran in."""
+    marks: dict[tuple, set[str]] = defaultdict(set)
+    for verdict in judged(run):
+        t = verdict.trial
+        marks[(t.engine, t.memory_mb, t.encryption, t.workload, t.scale)].add(
+            "plaintext" if verdict.verdict == "plaintext" and verdict.expected == "encrypted"
+            else "encrypted" if verdict.as_expected else "unsure")
+    regimes: dict[tuple, set[str]] = defaultdict(set)
+    for fit in cache.trial_fits(run):
+        t = fit.trial
+        regimes[(t.engine, t.memory_mb, t.workload, t.scale)].add(fit.regime)
+    result = []
+    for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records):
+        rows = []
+        for record in chosen:
+            compared = record.overhead
+            assert compared is not None
+            seen = marks.get((engine, memory, record.cell.encryption, workload, scale), set())
+            mark = "plaintext" if "plaintext" in seen else "encrypted" if seen == {"encrypted"} else "unsure"
+            rows.append(plots.PanelRow(record.cell.encryption, compared.pct, compared.ci_low, compared.ci_high, mark))
+        regime = regimes.get((engine, memory, workload, scale), set())
+        title = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
+                 f"{SHORT_NAMES.get(figure.label, figure.label)}")
+        result.append(plots.Panel(title, tuple(rows), resolution(floor) if floor is not None else None,
+                                  rate=figure.metric in PER_MINUTE,
+                                  regime=regime.pop() if len(regime) == 1 else ""))
+    return result

@@ -1,5 +1,6 @@
-"""report.html (and compare.html): one self-contained file (inline CSS, plots as data URIs, no
-scripts) so it can be mailed, archived or opened offline and still show everything."""
+"""report.html (and compare.html): one self-contained file (inline CSS, plots as data URIs, one
+inline script that sorts and filters the tables, nothing loaded from elsewhere) so it can be
+mailed, archived or opened offline and still show everything."""
 
 from __future__ import annotations
 

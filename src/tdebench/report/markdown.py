@@ -47,6 +47,8 @@ def contents(report: Report) -> list[str]:
 
 def render(report: Report) -> str:
     lines = [f"# {escape(report.title)}", ""]
+    if report.headline_figure:
+        lines += figure(report.headline_figure)
     if report.headline:
         lines += ["**In one minute:**", "", *[f"- {escape(sentence)}" for sentence in report.headline], ""]
     lines += [escape(report.overview.paragraph), ""]

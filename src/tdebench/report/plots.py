@@ -18,6 +18,8 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 from PIL import Image
 
@@ -64,11 +66,13 @@ def _new_figure(height_inches: float) -> tuple[MplFigure, Axes]:
     return figure, figure.add_subplot()
 
 
-def _png(figure: MplFigure) -> bytes:
+def _png(figure: MplFigure, layout: bool = True) -> bytes:
     """The figure as a PNG of at most PALETTE colours: a chart's flat fills, lines and
     anti-aliased text lose nothing visible, and the file is about a third of a true-colour
-    one's, which matters twice over since report.html embeds every plot."""
-    figure.tight_layout()
+    one's, which matters twice over since report.html embeds every plot. `layout`: fit the
+    figure's parts (a figure that placed them itself, around a legend, says False)."""
+    if layout:
+        figure.tight_layout()
     canvas = figure.canvas
     assert isinstance(canvas, FigureCanvasAgg)
     canvas.draw()
@@ -296,3 +300,89 @@ def scaling_plots(records: list[SummaryRecord], workload: str, tests: tuple[str,
         figure.suptitle(title)
         figures.append(Figure(title, _file_name("scaling", engine, workload), _png(figure)))
     return figures
+
+
+@dataclass(frozen=True)
+class PanelRow:
+    """One encryption in the headline picture: its overhead and 95% CI in percent, and what its
+    at-rest verdicts said: "encrypted" (all as expected), "plaintext" (a leak) or "unsure"."""
+
+    encryption: str
+    pct: float
+    ci_low: float
+    ci_high: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One engine × workload × scale of the headline picture (headline.panels)."""
+
+    title: str
+    rows: tuple[PanelRow, ...]
+    floor: float | None  # the placebo's resolution in percent, None without a placebo
+    rate: bool = False  # a TPM or NOPM: a cost is a drop, so below zero
+    regime: str = ""  # the cache regime (cache.TrialFit.regime) its trials all ran in, if one
+
+
+PANEL_COLUMNS = 2
+"""Panels side by side in the headline picture: two fit the first screen's width with their
+encryption names readable."""
+_MARKS = {"encrypted": ("o", "tab:blue", "verdict encrypted"),
+          "plaintext": ("X", "tab:red", "verdict PLAINTEXT (a leak)"),
+          "unsure": ("o", "tab:gray", "verdict inconclusive or not verified")}
+
+
+def headline_plot(panels: list[Panel]) -> Figure | None:
+    """The report's first picture: per engine × workload × scale, a forest plot of each
+    encryption's headline overhead (a point and its 95% CI, cheapest at the top), the placebo's
+    noise floor shaded, the verdict as the point's mark and the cache regime in the title.
+    None when no panel has a row."""
+    panels = [panel for panel in panels if panel.rows]
+    if not panels:
+        return None
+    columns = min(PANEL_COLUMNS, len(panels))
+    rows_of_panels = -(-len(panels) // columns)
+    tallest = max(len(panel.rows) for panel in panels)
+    height = rows_of_panels * (0.9 + 0.26 * tallest)
+    figure = MplFigure(figsize=(WIDTH_INCHES, height), dpi=DPI)
+    FigureCanvasAgg(figure)
+    grid = figure.subplots(rows_of_panels, columns, squeeze=False)
+    shown: dict[str, bool] = {}
+    for axes, panel in zip(grid.flat, panels):
+        _forest(axes, panel, shown)
+    for axes in list(grid.flat)[len(panels):]:
+        axes.set_visible(False)
+    handles: list[Line2D | Patch] = [Line2D([], [], marker=marker, color=colour, linestyle="", label=label)
+                                     for mark, (marker, colour, label) in _MARKS.items() if shown.get(mark)]
+    if any(panel.floor is not None for panel in panels):
+        handles.append(Patch(color="0.85", label="placebo: the run's noise floor"))
+    figure.legend(handles=handles, loc="lower center", ncols=len(handles), fontsize="small", frameon=False)
+    figure.tight_layout(rect=(0, 0.06 if height < 4 else 0.03, 1, 1))
+    return Figure("What each encryption costs, and whether it encrypted", "headline.png", _png(figure, layout=False))
+
+
+def _forest(axes: Axes, panel: Panel, shown: dict[str, bool]) -> None:
+    rows = sorted(panel.rows, key=lambda r: (-r.pct if panel.rate else r.pct, r.encryption), reverse=True)
+    positions = np.arange(len(rows))
+    if panel.floor is not None:
+        axes.axvspan(-panel.floor, panel.floor, color="0.85", zorder=0)
+    axes.axvline(0, color="black", linewidth=0.8, zorder=1)
+    for y, row in zip(positions, rows):
+        marker, colour, _ = _MARKS[row.verdict]
+        shown[row.verdict] = True
+        axes.errorbar(row.pct, y, xerr=[[row.pct - row.ci_low], [row.ci_high - row.pct]], fmt=marker, color=colour,
+                      markersize=7, capsize=3, linewidth=1.2, zorder=2)
+        axes.annotate(f"{row.pct:+.1f}%", (row.ci_high, y), xytext=(4, 0), textcoords="offset points",
+                      va="center", fontsize="small")
+    axes.set_yticks(positions, [row.encryption for row in rows])
+    axes.set_ylim(-0.7, len(rows) - 0.3)
+    low = min([row.ci_low for row in rows] + [-(panel.floor or 0), 0])
+    high = max([row.ci_high for row in rows] + [panel.floor or 0, 0])
+    span = max(high - low, 1.0)
+    axes.set_xlim(low - 0.05 * span, high + 0.22 * span)  # room for the labels right of each interval
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:+.0f}%"))
+    axes.set_xlabel("change of the rate vs none (a cost is below 0)" if panel.rate
+                    else "overhead vs none (95% CI)", fontsize="small")
+    axes.set_title(panel.title + (f"\n{panel.regime}" if panel.regime else ""), fontsize="medium")
+    axes.grid(axis="x", alpha=0.3)
