@@ -23,8 +23,8 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 from PIL import Image
 
-from tdebench.report.records import (BASELINE, HEADLINES, QUERY_TESTS, SummaryRecord, engine_label,
-                                     headline_records, is_query, memory_order, scale_label)
+from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, QUERY_TESTS, SummaryRecord, engine_label,
+                                     headline_records, is_query, memory_order, resolution, scale_label)
 from tdebench.report.tables import MIB, samples_by_config
 from tdebench.results import Sample
 
@@ -83,52 +83,35 @@ def _png(figure: MplFigure, layout: bool = True) -> bytes:
     return buffer.getvalue()
 
 
-def _grouped_bars(axes: Axes, groups: list[str], series: dict[str, list[tuple[float, float, float]]]) -> None:
-    """One bar per series within each group; each value is (height, err_below, err_above).
-    Missing values are NaN and simply not drawn."""
-    width = 0.8 / max(len(series), 1)
-    positions = np.arange(len(groups))
-    for index, (name, values) in enumerate(series.items()):
-        heights, below, above = (np.array(column, dtype=float) for column in zip(*values))
-        axes.bar(positions + (index - (len(series) - 1) / 2) * width, heights, width, label=name,
-                 yerr=np.vstack([below, above]), capsize=2, error_kw={"linewidth": 0.8})
-    if len(groups) > ROTATE_LABELS_ABOVE:
-        axes.set_xticks(positions, groups, rotation=90, fontsize="small")
-    else:
-        axes.set_xticks(positions, groups)
-    axes.set_xlim(-0.6, len(groups) - 0.4)
-    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: never hides a bar
-    axes.grid(axis="y", alpha=0.3)
-
-
 def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
-    """Per engine and workload: each headline figure's overhead per encryption, CI as error bars;
+    """Per engine and workload, small multiples: one forest plot per headline figure (load,
+    power, throughput), each encryption's overhead and 95% CI, the placebo's floor shaded;
     none where fewer than MIN_SERIES encryptions (the placebo counts) compare."""
-    per_config: dict[tuple, dict[str, dict[str, tuple[float, float, float]]]] = defaultdict(lambda: defaultdict(dict))
+    per_config: dict[tuple, dict[str, list[SummaryRecord]]] = defaultdict(lambda: defaultdict(list))
     for headline, record in headline_records(records):
-        compared = record.overhead
-        if compared is None:
-            continue
         cell = record.cell
-        config = (cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale)
-        per_config[config][cell.encryption][headline.label] = (
-            compared.pct, compared.pct - compared.ci_low, compared.ci_high - compared.pct)
+        if record.overhead is not None:
+            config = (cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale)
+            per_config[config][headline.label].append(record)
     figures = []
-    for (_, _, engine, workload, scale), by_encryption in sorted(per_config.items()):
-        labels = [h.label for h in HEADLINES if any(h.label in v for v in by_encryption.values())]
-        missing = (np.nan, np.nan, np.nan)
-        series = {enc: [values.get(label, missing) for label in labels]
-                  for enc, values in sorted(by_encryption.items())}
-        if len(series) < MIN_SERIES:
+    for (_, _, engine, workload, scale), by_figure in sorted(per_config.items()):
+        if max(len(chosen) for chosen in by_figure.values()) < MIN_SERIES:
             continue
-        figure, axes = _new_figure(3.6)
-        _grouped_bars(axes, labels, series)
-        axes.axhline(0, color="black", linewidth=0.8)
-        axes.set_ylabel("overhead vs none (%)")
+        floor_of = {r.cell.comparison: r for chosen in by_figure.values() for r in chosen
+                    if r.cell.encryption == PLACEBO}
+        panels = []
+        for label in (h.label for h in HEADLINES if h.label in by_figure):
+            chosen = [r for r in by_figure[label] if r.cell.encryption != PLACEBO]
+            floor = floor_of.get(chosen[0].cell.comparison) if chosen else None
+            panels.append(Panel(label, tuple(PanelRow(r.cell.encryption, r.overhead.pct, r.overhead.ci_low,
+                                                      r.overhead.ci_high, "plain") for r in chosen
+                                             if r.overhead is not None),
+                                resolution(floor) if floor is not None else None))
         title = f"{engine} · {workload} {scale_label(workload, scale)}: overhead vs {BASELINE} (95% CI)"
-        axes.set_title(title)
-        name = _file_name("overhead", engine, workload, scale_label(workload, scale))
-        figures.append(Figure(title, name, _png(figure)))
+        figure = _forest_figure(panels, columns=len(panels), title=title)
+        if figure is not None:
+            figures.append(Figure(title, _file_name("overhead", engine, workload, scale_label(workload, scale)),
+                                  figure))
     return figures
 
 
@@ -139,36 +122,62 @@ def needs_log_scale(medians: list[float]) -> bool:
 
 
 def query_plots(records: list[SummaryRecord]) -> list[Figure]:
-    """Per engine, workload and query test: median elapsed ms per query per encryption."""
-    per_config: dict[tuple, dict[str, dict[str, tuple[float, float, float]]]] = defaultdict(lambda: defaultdict(dict))
+    """Per engine, workload and query test, one idea: which queries an encryption slows down. A
+    heat map of each query's overhead against none (rows: encryptions and the placebo, dearest
+    at the bottom; columns: queries, none's median under each), a cell's colour and number its
+    overhead in percent (blue: faster, red: slower, white: the same), a blank where a query
+    has no overhead. The tables and queries.csv have the medians and intervals."""
+    per_config: dict[tuple, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    medians: dict[tuple, dict[str, float]] = defaultdict(dict)
     for record in records:
-        cell, summary = record.cell, record.summary
-        if cell.test in QUERY_TESTS and is_query(cell.step) and cell.metric == "elapsed_s":
-            per_config[(cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale,
-                        cell.test)][cell.encryption][cell.step] = (
-                summary.median * 1000, (summary.median - summary.ci_low) * 1000,
-                (summary.ci_high - summary.median) * 1000)
+        cell = record.cell
+        if not (cell.test in QUERY_TESTS and is_query(cell.step) and cell.metric == "elapsed_s"):
+            continue
+        config = (cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale, cell.test)
+        if cell.encryption == BASELINE:
+            medians[config][cell.step] = record.summary.median * 1000
+        elif record.overhead is not None:
+            per_config[config][cell.encryption][cell.step] = record.overhead.pct
     figures = []
-    for (_, _, engine, workload, scale, test), by_encryption in sorted(per_config.items()):
-        queries = list(dict.fromkeys(step for values in by_encryption.values() for step in values))
-        missing = (np.nan, np.nan, np.nan)
-        series = {enc: [values.get(query, missing) for query in queries]
-                  for enc, values in by_encryption.items()}
-        figure, axes = _new_figure(3.8 if len(queries) <= ROTATE_LABELS_ABOVE else 4.4)
-        _grouped_bars(axes, queries, series)
-        if needs_log_scale([height for values in series.values() for height, _, _ in values]):
-            axes.set_yscale("log")
-            # plain numbers (0.1, 1, 10, 100), not 10^x: easier to read, and no mathtext to typeset
-            axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.10g}"))
-            axes.yaxis.set_minor_formatter(NullFormatter())
-            axes.set_ylabel("median elapsed (ms, log scale)")
-        else:
-            axes.set_ylabel("median elapsed (ms)")
-        title = f"{engine} · {workload} {scale_label(workload, scale)} · {test} test: per query (95% CI)"
-        axes.set_title(title)
+    for config, by_encryption in sorted(per_config.items()):
+        _, _, engine, workload, scale, test = config
+        queries = list(dict.fromkeys(step for step in medians[config]))
+        queries += [q for values in by_encryption.values() for q in values if q not in queries]
+        rows = sorted(by_encryption, key=lambda enc: (float(np.nanmean([by_encryption[enc].get(q, np.nan)
+                                                                          for q in queries])), enc))
+        grid = np.array([[by_encryption[enc].get(q, np.nan) for q in queries] for enc in rows], dtype=float)
+        title = f"{engine} · {workload} {scale_label(workload, scale)} · {test} test: overhead per query vs {BASELINE}"
+        figure, axes = _new_figure(1.3 + 0.32 * len(rows))
+        _heat_map(axes, grid, rows, [f"{q}\n{_ms(medians[config].get(q))}" for q in queries])
+        axes.set_title(title + " (%; none's median under each query)", fontsize="medium")
         name = _file_name("queries", engine, workload, scale_label(workload, scale), test)
         figures.append(Figure(title, name, _png(figure)))
     return figures
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.3g} ms" if value < 100 else f"{value:,.0f} ms"
+
+
+def _heat_map(axes: Axes, grid: np.ndarray, rows: list[str], columns: list[str]) -> None:
+    """`grid` (percent, NaN blank) as coloured cells with their numbers: a diverging scale
+    centred on 0 whose reach is the largest overhead (at least 5%, so noise stays pale)."""
+    finite = grid[np.isfinite(grid)]
+    reach = max(5.0, float(np.abs(finite).max())) if finite.size else 5.0
+    image = axes.imshow(np.ma.masked_invalid(grid), cmap="RdBu_r", vmin=-reach, vmax=reach, aspect="auto")
+    for (y, x), value in np.ndenumerate(grid):
+        if np.isfinite(value):
+            dark = abs(value) > 0.6 * reach
+            axes.text(x, y, f"{value:+.0f}", ha="center", va="center", fontsize="x-small",
+                      color="white" if dark else "black")
+    axes.set_yticks(np.arange(len(rows)), rows)
+    small = len(columns) > ROTATE_LABELS_ABOVE
+    axes.set_xticks(np.arange(len(columns)), columns, fontsize="xx-small" if small else "x-small")
+    axes.tick_params(length=0)
+    axes.figure.colorbar(image, ax=axes, fraction=0.025, pad=0.01).set_label("overhead vs none (%)",
+                                                                                 fontsize="small")
 
 
 MARKERS_BELOW = 40
@@ -304,8 +313,9 @@ def scaling_plots(records: list[SummaryRecord], workload: str, tests: tuple[str,
 
 @dataclass(frozen=True)
 class PanelRow:
-    """One encryption in the headline picture: its overhead and 95% CI in percent, and what its
-    at-rest verdicts said: "encrypted" (all as expected), "plaintext" (a leak) or "unsure"."""
+    """One encryption in a forest plot: its overhead and 95% CI in percent, and what its at-rest
+    verdicts said: "encrypted" (all as expected), "plaintext" (a leak) or "unsure"; "plain" in
+    a plot that shows no verdicts (the overhead plots)."""
 
     encryption: str
     pct: float
@@ -330,7 +340,8 @@ PANEL_COLUMNS = 2
 encryption names readable."""
 _MARKS = {"encrypted": ("o", "tab:blue", "verdict encrypted"),
           "plaintext": ("X", "tab:red", "verdict PLAINTEXT (a leak)"),
-          "unsure": ("o", "tab:gray", "verdict inconclusive or not verified")}
+          "unsure": ("o", "tab:gray", "verdict inconclusive or not verified"),
+          "plain": ("o", "tab:blue", "")}  # a plot that shows no verdicts
 
 
 def headline_plot(panels: list[Panel]) -> Figure | None:
@@ -338,13 +349,20 @@ def headline_plot(panels: list[Panel]) -> Figure | None:
     encryption's headline overhead (a point and its 95% CI, cheapest at the top), the placebo's
     noise floor shaded, the verdict as the point's mark and the cache regime in the title.
     None when no panel has a row."""
+    png = _forest_figure(panels, columns=PANEL_COLUMNS)
+    return Figure("What each encryption costs, and whether it encrypted", "headline.png", png) if png else None
+
+
+def _forest_figure(panels: list[Panel], columns: int, title: str = "") -> bytes | None:
+    """`panels` as forest plots, `columns` side by side, with one legend below them (the
+    verdict marks shown, the placebo's band where one is drawn). None without a row."""
     panels = [panel for panel in panels if panel.rows]
     if not panels:
         return None
-    columns = min(PANEL_COLUMNS, len(panels))
+    columns = min(columns, len(panels))
     rows_of_panels = -(-len(panels) // columns)
     tallest = max(len(panel.rows) for panel in panels)
-    height = rows_of_panels * (0.9 + 0.26 * tallest)
+    height = rows_of_panels * (0.9 + 0.26 * tallest) + (0.3 if title else 0)
     figure = MplFigure(figsize=(WIDTH_INCHES, height), dpi=DPI)
     FigureCanvasAgg(figure)
     grid = figure.subplots(rows_of_panels, columns, squeeze=False)
@@ -354,12 +372,15 @@ def headline_plot(panels: list[Panel]) -> Figure | None:
     for axes in list(grid.flat)[len(panels):]:
         axes.set_visible(False)
     handles: list[Line2D | Patch] = [Line2D([], [], marker=marker, color=colour, linestyle="", label=label)
-                                     for mark, (marker, colour, label) in _MARKS.items() if shown.get(mark)]
+                                     for mark, (marker, colour, label) in _MARKS.items() if label and shown.get(mark)]
     if any(panel.floor is not None for panel in panels):
         handles.append(Patch(color="0.85", label="placebo: the run's noise floor"))
-    figure.legend(handles=handles, loc="lower center", ncols=len(handles), fontsize="small", frameon=False)
-    figure.tight_layout(rect=(0, 0.06 if height < 4 else 0.03, 1, 1))
-    return Figure("What each encryption costs, and whether it encrypted", "headline.png", _png(figure, layout=False))
+    if handles:
+        figure.legend(handles=handles, loc="lower center", ncols=len(handles), fontsize="small", frameon=False)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout(rect=(0, (0.06 if height < 4 else 0.03) if handles else 0, 1, 1))
+    return _png(figure, layout=False)
 
 
 def _forest(axes: Axes, panel: Panel, shown: dict[str, bool]) -> None:
@@ -380,7 +401,7 @@ def _forest(axes: Axes, panel: Panel, shown: dict[str, bool]) -> None:
     low = min([row.ci_low for row in rows] + [-(panel.floor or 0), 0])
     high = max([row.ci_high for row in rows] + [panel.floor or 0, 0])
     span = max(high - low, 1.0)
-    axes.set_xlim(low - 0.05 * span, high + 0.22 * span)  # room for the labels right of each interval
+    axes.set_xlim(low - 0.05 * span, high + 0.3 * span)  # room for the labels right of each interval
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:+.0f}%"))
     axes.set_xlabel("change of the rate vs none (a cost is below 0)" if panel.rate
                     else "overhead vs none (95% CI)", fontsize="small")
