@@ -161,7 +161,9 @@ def test_an_older_runs_no_limit_is_read_as_the_embedded_engines_default(tmp_path
     table = cache.cache_fit_table(read_run(tmp_path))
     assert table is not None
     sqlite_rows = [row for row in table.rows if row["engine"] == "sqlite"]
-    assert {(row["cache"], row["fits"]) for row in sqlite_rows} == {("1.95 MB (default, read now)", "no")}
+    assert {(row["cache"], row["fits"]) for row in sqlite_rows} == {("1.95 MB (default, not recorded)", "no")}
+    duckdb_rows = [row for row in table.rows if row["engine"] == "duckdb"]  # 80% of the run's 16 GiB
+    assert {(row["cache"], row["fits"]) for row in duckdb_rows} == {("13,107 MB (default, not recorded)", "yes")}
 
 
 def test_cold_data_larger_than_the_cache_is_named_with_its_ratio(tmp_path: Path) -> None:

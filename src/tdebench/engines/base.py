@@ -475,6 +475,11 @@ class Engine(ABC):
         engine); 0 only where it is not known (a server tdebench did not start)."""
         return self.memory_mb or 0
 
+    def default_cache_mb(self, memory_bytes: float | None) -> float:
+        """The cache this engine has without memory_mb on a machine with `memory_bytes` of memory
+        (None: not known), in MiB, for runs from before trials recorded it; 0 when not known."""
+        return 0.0
+
     @abstractmethod
     def version(self) -> str:
         """The engine's own version string (and its encryption library's, where separate)."""

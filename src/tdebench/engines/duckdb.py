@@ -267,6 +267,8 @@ _BACKUP_METHODS = (
 )
 
 
+DEFAULT_MEMORY_SHARE = 0.8
+"""DuckDB's memory_limit without one: 80% of the memory it sees (its documentation, "Configuration")."""
 _UNITS = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0 ** 2}
 
 
@@ -325,6 +327,10 @@ class DuckDBEngine(Engine):
         """memory_mb, or the memory_limit DuckDB sets itself (80% of this machine's memory), as
         DuckDB reports it."""
         return self.memory_mb or default_cache_mb()
+
+    def default_cache_mb(self, memory_bytes: float | None) -> float:
+        """DuckDB's documented default memory_limit, 80% of the machine's memory."""
+        return 0.0 if memory_bytes is None else DEFAULT_MEMORY_SHARE * memory_bytes / (1024 * 1024)
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb)

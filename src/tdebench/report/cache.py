@@ -8,9 +8,9 @@ size after the load (`load`/`database` `size_bytes`) against the cache its engin
 (`TrialOutcome.cache_mb`: memory_mb, or the engine's default — SQLite's 2000 KiB page cache per
 connection, DuckDB's 80% of memory, the servers' pools as tdebench starts them), and what the
 plan's cache mode did to the OS page cache. Runs that recorded 0 for an embedded engine's
-default (before the default was recorded) are read against the default this tdebench's engine
-reports, and say so; a server tdebench did not start has a cache tdebench does not know. Runs
-from before `cache_mb` was recorded have no such section.
+default (before the default was recorded) are read against that engine's default on the run's
+machine (`Engine.default_cache_mb`), and say so; a server tdebench did not start has a cache
+tdebench does not know. Runs from before `cache_mb` was recorded have no such section.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class TrialFit:
     size_bytes: float
     cache_mb: float  # the engine's cache in MiB; 0: not known (a server tdebench did not start)
     os_cache: str  # "warm", "dropped" (cold, really dropped) or "not dropped" (cold, without root)
-    default_read_now: bool = False  # an older run's 0 read as the engine's default, as reported today
+    default_not_recorded: bool = False  # an older run's 0 read as the engine's default (not recorded)
 
     @property
     def known(self) -> bool:
@@ -74,18 +74,20 @@ def _os_cache(outcome: TrialOutcome) -> str:
     return "dropped" if outcome.cache_dropped else "not dropped"
 
 
-def _recorded_cache(outcome: TrialOutcome) -> tuple[float, bool]:
+def _recorded_cache(outcome: TrialOutcome, memory_bytes: float | None) -> tuple[float, bool]:
     """The trial's cache in MiB, and whether it is an older run's 0 ("no limit set by tdebench")
-    read as the default this tdebench's embedded engine reports (its own default: SQLite's page
-    cache, DuckDB's share of memory); 0 stays 0 for a server tdebench did not start."""
+    read as the default the embedded engine has on the run's machine (`memory_bytes`, from its
+    environment.json): SQLite's page cache, DuckDB's share of memory. 0 stays 0 for a server
+    tdebench did not start."""
     assert outcome.cache_mb is not None
     engine = ENGINES.get(outcome.trial.engine)
     if outcome.cache_mb or outcome.trial.memory_mb is not None or engine is None or not engine.capabilities.embedded:
         return outcome.cache_mb, False
     try:
-        return engine().cache_mb(), True
+        default = engine().default_cache_mb(memory_bytes)
     except Exception:  # the engine is not installed where the report is built: not known
         return 0.0, False
+    return default, default > 0
 
 
 def trial_fits(run: RunData) -> list[TrialFit]:
@@ -94,20 +96,22 @@ def trial_fits(run: RunData) -> list[TrialFit]:
     sizes = {m.trial: m.metrics["size_bytes"] for m in run.measurements
              if (m.test, m.step) == ("load", "database") and "size_bytes" in m.metrics}
     failed = failed_trials(run)
+    memory = run.environment.get("memory_bytes")
+    memory_bytes = float(memory) if isinstance(memory, int | float) else None
     fits = []
     for outcome in run.trials:
         if outcome.cache_mb is not None and outcome.trial in sizes and outcome.trial not in failed:
-            cache_mb, read_now = _recorded_cache(outcome)
-            fits.append(TrialFit(outcome.trial, sizes[outcome.trial], cache_mb, _os_cache(outcome), read_now))
+            cache_mb, not_recorded = _recorded_cache(outcome, memory_bytes)
+            fits.append(TrialFit(outcome.trial, sizes[outcome.trial], cache_mb, _os_cache(outcome), not_recorded))
     return fits
 
 
-def cache_text(cache_mb: float, read_now: bool = False) -> str:
+def cache_text(cache_mb: float, not_recorded: bool = False) -> str:
     """A cache as the report names it: "64 MB", "1.95 MB" (SQLite's default), "19,251 MB"."""
     if cache_mb <= 0:
         return "the server's own (not read)"
     amount = f"{cache_mb:,.0f}" if cache_mb >= 10 else f"{cache_mb:.3g}"
-    return f"{amount} MB" + (" (default, read now)" if read_now else "")
+    return f"{amount} MB" + (" (default, not recorded)" if not_recorded else "")
 
 
 OS_CACHE_WORDS = {"warm": "warm: may hold the data",
@@ -135,7 +139,7 @@ def cache_fit_table(run: RunData) -> Table | None:
         group = groups[key]
         engine, _, workload, scale, _, encryption, memory = key
         fitting = sum(bool(fit.fits) for fit in group)
-        caches = sorted({(fit.cache_mb, fit.default_read_now) for fit in group})
+        caches = sorted({(fit.cache_mb, fit.default_not_recorded) for fit in group})
         size = statistics.median(fit.size_bytes for fit in group)
         regimes = sorted({fit.regime for fit in group})
         rows.append({"engine": engine, "memory_mb": memory, "encryption": encryption, "workload": workload,
@@ -169,8 +173,8 @@ def cache_fit_table(run: RunData) -> Table | None:
                "the engine has without it, as the engine reports it: SQLite's default page cache of 2000 KiB "
                "(1.95 MB) per connection, the rest of the file read through the OS page cache and decrypted "
                "again on every read; DuckDB's memory_limit of 80% of memory; the servers' 256 MB as tdebench "
-               "starts them. “Default, read now”: a run from before tdebench recorded an embedded engine's "
-               "default, read against the default this tdebench's engine reports."),
+               "starts them. “Default, not recorded”: a run from before tdebench recorded an embedded "
+               "engine's default, read against that engine's default on the run's machine."),
         note=("OS page cache: with cache = \"cold\" it is dropped before each measured test, so the test's "
               "first read of every page goes to disk; with \"warm\" the pages written by the load and read "
               "by the warm-ups may still be in it, so reads the engine's cache misses can come from memory, "
