@@ -434,7 +434,9 @@ def _remote(check: "Checker", table: dict[str, Any], here: bool = True) -> Remot
                         data_path=data_path, key_id=key_id)
 
 
-_MEMORY_MB = (16, 1 << 20)
+_MEMORY_MB = (2, 1 << 20)
+"""memory_mb's range: from SQLite's default page cache (2000 KiB a connection) up, so a plan can
+measure the default regime beside larger caches; 1 TiB at most."""
 
 
 def _memory(check: "Checker", table: dict[str, Any]) -> tuple[int, ...]:

@@ -145,9 +145,12 @@ class TrialOutcome:
     # the driver (tdebench itself) were allowed to run on; None when the plan did not pin
     engine_cpus: tuple[int, ...] | None = None
     driver_cpus: tuple[int, ...] | None = None
-    # the memory the engine's own cache was given, in MB, as applied (Engine.cache_mb): 0 when
-    # tdebench set no limit (an embedded engine without memory_mb); None in runs from before it was recorded
-    cache_mb: int | None = None
+    # the memory the engine's own cache really had, in MiB (Engine.cache_mb): memory_mb, or the
+    # engine's default (SQLite's 2000 KiB page cache, DuckDB's 80% of memory, the servers' pools);
+    # 0 when not known: a server tdebench did not start, or a run from before the embedded engines'
+    # defaults were recorded (then 0 meant "no limit set by tdebench"); None in runs from before
+    # the cache was recorded at all
+    cache_mb: float | None = None
     # the host that ran the trial in a cluster run (cluster.host_identity: its hostname, and the
     # worker's name where a machine runs several); None in a run on one machine
     host: str | None = None

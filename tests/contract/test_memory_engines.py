@@ -41,9 +41,28 @@ def test_memory_mb_is_applied(engine_name: str, encryption: str, tmp_path: Path)
         db.close()
 
 
-def test_without_memory_mb_servers_get_their_default_and_embedded_engines_no_limit() -> None:
-    assert {name: get_engine(name).cache_mb() for name in READ_BACK} == {
-        "duckdb": 0, "sqlite": 0, "mariadb": 256, "postgres": 256}
+def _ask(engine_name: str, encryption: str, query: str, workspace: Path) -> list:
+    """`query`'s answer on a new database of the engine without memory_mb."""
+    engine = get_engine(engine_name)
+    workspace.mkdir()
+    db = engine.provision(workspace, engine.encryption(encryption), Secret(os.urandom(32)))
+    db.create()
+    conn = db.connect()
+    try:
+        return conn.execute(query)
+    finally:
+        conn.close()
+        db.close()
+
+
+def test_without_memory_mb_each_engine_records_the_cache_it_really_has(tmp_path: Path) -> None:
+    """Servers: tdebench's 256 MB; embedded engines: their own default as a database of theirs
+    reports it (SQLite's 2000 KiB page cache per connection, DuckDB's memory_limit), never 0."""
+    assert {name: get_engine(name).cache_mb() for name in ("mariadb", "postgres")} == {"mariadb": 256, "postgres": 256}
+    assert _ask("sqlite", "sqlcipher", "PRAGMA cache_size", tmp_path / "sqlite") == [(-2000,)]
+    assert get_engine("sqlite").cache_mb() == 2000 / 1024
+    ((limit,),) = _ask("duckdb", "aes-256-gcm", "SELECT current_setting('memory_limit')", tmp_path / "duckdb")
+    assert limit == f"{get_engine('duckdb').cache_mb() / 1024:.1f} GiB"
 
 
 def test_mariadb_reads_past_the_os_page_cache(tmp_path: Path) -> None:

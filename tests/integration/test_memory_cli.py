@@ -49,3 +49,55 @@ def test_a_memory_list_runs_each_value_and_compares_within_it(tmp_path: Path) ->
     assert "tpch sf0.01 runs entirely in cache" in report
     engines = json.loads(CliRunner().invoke(main, ["engines", "--json"]).output)
     assert all(row["memory_mb"] for row in engines)  # what memory_mb sets, per engine
+
+
+SQLITE_PLAN = '''name = "sqlite-caches"
+repetitions = {repetitions}
+warmups = 0
+seed = 3
+
+[[engines]]
+name = "sqlite"
+encryptions = {encryptions}
+{memory}
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power"]
+'''
+
+
+def _run_plan(tmp_path: Path, text: str) -> Path:
+    plan, out = tmp_path / "plan.toml", tmp_path / "out"
+    plan.write_text(text)
+    result = CliRunner().invoke(main, ["run", str(plan), "--out", str(out), "--quiet"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_a_sqlite_database_larger_than_its_default_page_cache_does_not_fit(tmp_path: Path) -> None:
+    """No memory_mb: SQLite's default page cache (2000 KiB a connection) against its 13 MiB of
+    TPC-H SF 0.01 — recorded as the engine reports it, and reported as not fitting."""
+    out = _run_plan(tmp_path, SQLITE_PLAN.format(repetitions=1, encryptions='["none"]', memory=""))
+    (trial,) = read_run(out).trials
+    assert trial.cache_mb == 2000 / 1024
+    report = (out / "report.md").read_text()
+    assert "| sqlite | none | tpch | 0.01 | 1 |" in report
+    row = next(line for line in report.splitlines() if line.startswith("| sqlite | none | tpch"))
+    assert "| 1.95 MB |" in row and "| no |" in row and "no limit" not in report
+    assert "the data is larger than the engine's cache on sqlite" in report
+
+
+def test_two_cache_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tmp_path: Path) -> None:
+    out = _run_plan(tmp_path, SQLITE_PLAN.format(repetitions=2, encryptions='["none", "aes-256-cbc"]',
+                                                 memory="memory_mb = [2, 64]"))
+    with (out / "summary.csv").open() as fh:
+        rows = [row for row in csv.DictReader(fh) if (row["test"], row["step"]) == ("power", "geomean")]
+    compared = {row["memory_mb"]: row["overhead_pct"] for row in rows if row["encryption"] == "aes-256-cbc"}
+    assert set(compared) == {"2", "64"} and all(compared.values())
+    report = (out / "report.md").read_text()
+    assert "## Cost curve" in report and (out / "plots" / "cost-curve-sqlite--tpch-sf0.01.png").stat().st_size
+    first = report.split("**Contents:**")[0]
+    assert "the engine's 2 MB cache: pages decrypted again on every read" in first
+    assert "data fits in the engine's 64 MB cache" in first

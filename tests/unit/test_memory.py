@@ -14,7 +14,7 @@ from fakes import PLAN, SQUEEZE, write_fake_run
 from tdebench import report
 from tdebench.measure.clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
-from tdebench.report import cache
+from tdebench.report import cache, plots
 from tdebench.report.records import summary_records
 from tdebench.runner import Runner
 from tdebench.results import RunData, TrialKey, TrialOutcome, from_json, to_json
@@ -109,27 +109,70 @@ def test_a_run_without_memory_has_no_memory_column(tmp_path: Path) -> None:
 
 
 def test_a_run_entirely_in_cache_says_its_overheads_are_the_cipher_path(tmp_path: Path) -> None:
-    write_fake_run(tmp_path, memories=(None,))
+    write_fake_run(tmp_path, memories=(64,))
     run_data = read_run(tmp_path)
     assert cache.findings(run_data) == [
-        "tpch sf0.01 runs entirely in cache (databases up to 10.50 MiB, every engine's cache larger or "
-        "unlimited, nothing dropped): these overheads are the CPU cost of the cipher path, not I/O."]
+        "tpch sf0.01 runs entirely in cache (databases up to 10.50 MiB, every engine's cache larger, nothing "
+        "dropped): these overheads are the CPU cost of the cipher path, not I/O."]
     table = cache.cache_fit_table(run_data)
-    assert table is not None and "memory_mb" not in table.keys
-    assert {(row["cache"], row["fits"], row["regime"]) for row in table.rows} == {("no limit", "yes", cache.IN_MEMORY)}
+    assert table is not None
+    assert {(row["cache"], row["fits"], row["regime"]) for row in table.rows} == {("64 MB", "yes", cache.IN_MEMORY)}
     report.build(tmp_path)
     text = (tmp_path / "report.md").read_text()
     findings = text.split("## Failures")[0]
     assert "runs entirely in cache" in findings and "## Cache fit" in text
 
 
+def test_sqlites_default_page_cache_is_its_2000_kib_and_a_larger_database_does_not_fit(tmp_path: Path) -> None:
+    """The demo's regime: no memory_mb, so SQLite's default page cache (never "no limit") against
+    a database four times its size, named in the table, the findings and the headline."""
+    write_fake_run(tmp_path, memories=(None,))
+    run_data = read_run(tmp_path)
+    table = cache.cache_fit_table(run_data)
+    assert table is not None and "memory_mb" not in table.keys
+    rows = {(row["engine"], row["encryption"]): row for row in table.rows}
+    assert (rows[("sqlite", "aes-256-cbc")]["cache"], rows[("sqlite", "aes-256-cbc")]["fits"]) == ("1.95 MB", "no")
+    assert (rows[("duckdb", "aes-256-gcm")]["cache"], rows[("duckdb", "aes-256-gcm")]["fits"]) == ("19,251 MB", "yes")
+    assert not any("no limit" in row["cache"] for row in table.rows)
+    (sentence,) = cache.findings(run_data)
+    assert sentence.startswith("tpch sf0.01: the data is larger than the engine's cache on sqlite (8.25 MiB, "
+                               "4.2× its 1.95 MB cache): these configurations decrypt pages again on every read")
+    regimes = cache.regimes(run_data)
+    sqlite, duckdb = regimes[("sqlite", None, "tpch", 0.01)], regimes[("duckdb", None, "tpch", 0.01)]
+    assert (sqlite.words, sqlite.spills) == ("data 4.2× the engine's 1.95 MB cache: pages decrypted again on every "
+                                             "read", True)
+    assert (duckdb.words, duckdb.spills) == ("data fits in the engine's 19,251 MB cache", False)
+    assert sqlite.ratio == pytest.approx(8.25 / 1.953125, rel=0.01)
+    report.build(tmp_path)
+    first = (tmp_path / "report.md").read_text().split("**Contents:**")[0]
+    assert "data 4.2× the engine's 1.95 MB cache: pages decrypted again on every read" in first
+
+
+def test_an_older_runs_no_limit_is_read_as_the_embedded_engines_default(tmp_path: Path) -> None:
+    """Runs from before the defaults were recorded stored 0 ("no limit set"): the report reads an
+    embedded engine's default as this tdebench's engine reports it, and says so."""
+    write_fake_run(tmp_path, memories=(None,))
+    results = tmp_path / "results.jsonl"
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    for line in lines:
+        if line["kind"] == "trial":
+            line["cache_mb"] = 0
+    results.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    table = cache.cache_fit_table(read_run(tmp_path))
+    assert table is not None
+    sqlite_rows = [row for row in table.rows if row["engine"] == "sqlite"]
+    assert {(row["cache"], row["fits"]) for row in sqlite_rows} == {("1.95 MB (default, not recorded)", "no")}
+    duckdb_rows = [row for row in table.rows if row["engine"] == "duckdb"]  # 80% of the run's 16 GiB
+    assert {(row["cache"], row["fits"]) for row in duckdb_rows} == {("13,107 MB (default, not recorded)", "yes")}
+
+
 def test_cold_data_larger_than_the_cache_is_named_with_its_ratio(tmp_path: Path) -> None:
     write_fake_run(tmp_path, plan=PLAN.replace('"warm"', '"cold"'), memories=(4, 64), cache="cold")
     run_data = read_run(tmp_path)
     (sentence,) = cache.findings(run_data)
-    assert sentence.startswith("tpch sf0.01: the data is larger than the engine's cache on duckdb 4 MB (2.6× "
-                               "its cache), sqlite 4 MB (2.1× its cache): evicted pages are read and decrypted "
-                               "again, from disk after each drop")
+    assert sentence.startswith("tpch sf0.01: the data is larger than the engine's cache on duckdb 4 MB (10.40 "
+                               "MiB, 2.6× its 4 MB cache), sqlite 4 MB (8.25 MiB, 2.1× its 4 MB cache): these "
+                               "configurations decrypt pages again on every read, from disk after each drop")
     assert "64 MB" not in sentence
     table = cache.cache_fit_table(run_data)
     assert table is not None and table.keys[:2] == ["engine", "memory_mb"]
@@ -138,3 +181,24 @@ def test_cold_data_larger_than_the_cache_is_named_with_its_ratio(tmp_path: Path)
     assert (small["cache"], small["fits"], small["regime"]) == ("4 MB", "no", cache.EVICTED_DISK)
     assert (large["cache"], large["fits"], large["regime"]) == ("64 MB", "yes", cache.DISK_ONCE)
     assert small["os_cache"] == "dropped before each measured test"
+
+
+def test_two_memory_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tmp_path: Path) -> None:
+    """4 MB (data 2.1× to 2.6× the cache: SQUEEZE times the cost) and 64 MB (fits): one point
+    each per encryption and the placebo, one curve per engine, in report.md and report.html."""
+    write_fake_run(tmp_path, placebo=True, memories=(4, 64))
+    run_data = read_run(tmp_path)
+    records = summary_records(run_data)
+    small, large = (_record(records, "sqlite", "aes-256-cbc", memory) for memory in (4, 64))
+    assert small.overhead.pct > large.overhead.pct > 0  # type: ignore[union-attr]
+    ratios = {config: regime.ratio for config, regime in cache.regimes(run_data).items()}
+    assert ratios[("sqlite", 4, "tpch", 0.01)] > 1 > ratios[("sqlite", 64, "tpch", 0.01)]
+    figures = plots.cost_curves(records, ratios)
+    assert [f.name for f in figures] == ["cost-curve-duckdb--tpch-sf0.01.png", "cost-curve-sqlite--tpch-sf0.01.png"]
+    assert all(f.png.startswith(b"\x89PNG") for f in figures)
+    assert plots.cost_curves(records, {k: v for k, v in ratios.items() if k[1] == 64}) == []  # one point: no curve
+    report.build(tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert "## Cost curve" in text and "plots/cost-curve-sqlite--tpch-sf0.01.png" in text
+    assert "cost-curve-sqlite" in (tmp_path / "manifest.json").read_text()
+    assert "Cost curve" in (tmp_path / "report.html").read_text()

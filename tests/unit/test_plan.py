@@ -270,10 +270,10 @@ def test_memory_is_an_axis_compared_within_each_value() -> None:
 
 @pytest.mark.parametrize("value, message", [
     ("[]", "my.toml:11: memory_mb must be a whole number or a non-empty list of them"),
-    ("[64, 8]", "my.toml:11: memory_mb = 8 is out of range: 16 to 1048576"),
+    ("[64, 1]", "my.toml:11: memory_mb = 1 is out of range: 2 to 1048576"),
     ("[64, 64]", "my.toml:11: memory_mb lists a value twice"),
-    ('["64"]', "my.toml:11: memory_mb must be a whole number from 16 to 1048576"),
-    ("64.5", "my.toml:11: memory_mb must be a whole number from 16 to 1048576"),
+    ('["64"]', "my.toml:11: memory_mb must be a whole number from 2 to 1048576"),
+    ("64.5", "my.toml:11: memory_mb must be a whole number from 2 to 1048576"),
 ])
 def test_memory_errors_name_file_and_line(value: str, message: str) -> None:
     with pytest.raises(PlanError) as error:

@@ -459,15 +459,26 @@ class Engine(ABC):
     encryptions: ClassVar[tuple[Encryption, ...]]
     # what a plan's memory_mb sets in this engine, and what it gets without one (`tdebench engines`)
     memory_use: ClassVar[str] = "not used"
+    # what the engine documents as different in an encrypted database besides the cipher (page
+    # layout, what else is written), with its source: the report's hint when an encryption is
+    # resolved as faster than none (report/findings.faster_sentence); "" when nothing is known
+    encrypted_differences: ClassVar[str] = ""
 
     def __init__(self, memory_mb: int | None = None) -> None:
         # the plan's memory_mb (memory_use says what it sets); None: the engine's tdebench default
         self.memory_mb = memory_mb
 
-    def cache_mb(self) -> int:
-        """The memory the engine's own cache gets, in MB, as a trial records it: memory_mb, or
-        the default tdebench gives the engine; 0 when tdebench sets no limit."""
+    def cache_mb(self) -> float:
+        """The memory the engine's own cache really has, in MiB, as a trial records it and the
+        report reads the data against it: memory_mb, or the default the engine runs with
+        (tdebench's for the servers it starts, the engine's own for an embedded one, asked of the
+        engine); 0 only where it is not known (a server tdebench did not start)."""
         return self.memory_mb or 0
+
+    def default_cache_mb(self, memory_bytes: float | None) -> float:
+        """The cache this engine has without memory_mb on a machine with `memory_bytes` of memory
+        (None: not known), in MiB, for runs from before trials recorded it; 0 when not known."""
+        return 0.0
 
     @abstractmethod
     def version(self) -> str:

@@ -8,6 +8,7 @@ extension is loaded from its PyPI wheel (`duckdb-extension-httpfs`), never downl
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -266,12 +267,36 @@ _BACKUP_METHODS = (
 )
 
 
+DEFAULT_MEMORY_SHARE = 0.8
+"""DuckDB's memory_limit without one: 80% of the memory it sees (its documentation, "Configuration")."""
+_UNITS = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0 ** 2}
+
+
+@functools.cache
+def default_cache_mb() -> float:
+    """The memory_limit a new DuckDB instance gets without one (its default: 80% of the memory it
+    sees), in MiB, as DuckDB reports it ("18.8 GiB": to a tenth of its unit)."""
+    import duckdb
+
+    instance = duckdb.connect(":memory:")
+    try:
+        value, unit = instance.execute("SELECT current_setting('memory_limit')").fetchall()[0][0].split()
+    finally:
+        instance.close()
+    return float(value) * _UNITS[unit]
+
+
 class DuckDBEngine(Engine):
     name = "duckdb"
     dialect = "duckdb"
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
     memory_use = ("memory_limit (its buffer manager: data pages, hash tables, sorts; what does not fit "
                   "spills to temp files in the workspace); without it DuckDB's default, 80% of RAM")
+    encrypted_differences = (
+        "every block is written with its own random nonce and (GCM) authentication tag, and the WAL and "
+        "temporary files are encrypted too (Felius & Mühleisen, “Data-at-Rest Encryption in DuckDB”, DuckDB "
+        "blog, 2025): an encrypted database's blocks and checkpoints are written by a different path than a "
+        "plaintext one's, so compare the two in the load's steps and the Sizes table.")
     encryptions = (
         NONE,
         Encryption("aes-256-gcm", "AES", 256, "GCM", "native", _COVERS,
@@ -297,6 +322,15 @@ class DuckDBEngine(Engine):
         except Exception as exc:  # any failure means: not usable, say why
             return Availability(False, str(exc), "pip install -e . (installs duckdb and its extension wheels)")
         return Availability(True)
+
+    def cache_mb(self) -> float:
+        """memory_mb, or the memory_limit DuckDB sets itself (80% of this machine's memory), as
+        DuckDB reports it."""
+        return self.memory_mb or default_cache_mb()
+
+    def default_cache_mb(self, memory_bytes: float | None) -> float:
+        """DuckDB's documented default memory_limit, 80% of the machine's memory."""
+        return 0.0 if memory_bytes is None else DEFAULT_MEMORY_SHARE * memory_bytes / (1024 * 1024)
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb)

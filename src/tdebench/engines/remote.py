@@ -282,7 +282,7 @@ class RemoteEngine(Engine):
         return self.target
 
     def cache_mb(self) -> int:
-        return 0  # the server's own setting: tdebench sets no limit
+        return 0  # the server's own setting, which tdebench does not read: not known
 
     def availability(self) -> Availability:
         """The driver installed, the password there, and the server answering with it."""

@@ -9,6 +9,7 @@ by SQLite3MC, so tdebench keeps them in memory (`temp_store = MEMORY`) for every
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -246,13 +247,34 @@ _BACKUP_METHODS = (
 )
 
 
+@functools.cache
+def default_cache_mb() -> float:
+    """A new connection's page cache in MiB, asked of the SQLite tdebench runs (PRAGMA cache_size:
+    negative in KiB, else in pages of PRAGMA page_size): 2000 KiB, about 1.95 MiB, in SQLite 3.54
+    with SQLite3MC 2.6, per connection and whatever the cipher."""
+    import apsw
+
+    conn = apsw.Connection(":memory:")
+    try:
+        size: int = conn.execute("PRAGMA cache_size").fetchall()[0][0]  # type: ignore[assignment]
+        page: int = conn.execute("PRAGMA page_size").fetchall()[0][0]  # type: ignore[assignment]
+    finally:
+        conn.close()
+    return -size / 1024 if size < 0 else size * page / (1024 * 1024)
+
+
 class SQLiteEngine(Engine):
     name = "sqlite"
     dialect = "sqlite"
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
     memory_use = ("PRAGMA cache_size on every connection (its page cache, decrypted pages; each "
                   "throughput stream has its own); without it SQLite's default, 2 MB per connection, "
-                  "with the rest of the file in the OS page cache")
+                  "with the rest of the file in the OS page cache, decrypted again on every read")
+    encrypted_differences = (
+        "ciphers with a per-page nonce or tag (ChaCha20-Poly1305, SQLCipher, Ascon-128, AEGIS) reserve bytes at "
+        "the end of every page (SQLite3 Multiple Ciphers' documentation, “Supported ciphers”), so their pages "
+        "hold fewer rows and the file has more pages than a plaintext one's; the page cache and the OS "
+        "cache then hold different numbers of pages.")
     encryptions = (
         NONE,
         Encryption("aes-128-cbc", "AES", 128, "CBC", "native", _COVERS, "wxSQLite3 AES-128", _PAGE_BYTES),
@@ -286,6 +308,13 @@ class SQLiteEngine(Engine):
             return Availability(False, "the installed apsw is not built with SQLite3 Multiple Ciphers",
                                 "pip uninstall -y apsw && pip install apsw-sqlite3mc")
         return Availability(True)
+
+    def cache_mb(self) -> float:
+        """memory_mb, or the page cache SQLite gives a connection by default, as SQLite reports it."""
+        return self.memory_mb or default_cache_mb()
+
+    def default_cache_mb(self, memory_bytes: float | None) -> float:
+        return default_cache_mb()  # a compile-time default, the same on every machine
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return SQLiteDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb)

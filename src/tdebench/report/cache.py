@@ -1,12 +1,16 @@
-"""Cache fit: did the data fit in the memory the engine was given, and could pages come from disk?
+"""Cache fit: did the data fit in the cache the engine really had, and could pages come from disk?
 
 An overhead means different things in the two regimes: when the whole database stays in
-memory, encryption costs only the CPU of the cipher path (a page is decrypted once, when it
-is first read); when it does not fit, evicted pages are read and decrypted again, and with a
-cold OS page cache the reads go to disk. Per trial: the database's size after the load
-(`load`/`database` `size_bytes`) against the memory its engine's cache was given
-(`TrialOutcome.cache_mb`, 0 = no limit set), and what the plan's cache mode did to the OS
-page cache. Runs from before `cache_mb` was recorded have no such section.
+the engine's cache, encryption costs only the CPU of the cipher path (a page is decrypted once,
+when it is first read); when it does not fit, evicted pages are read and decrypted again on
+every read, from the OS page cache or, with a cold one, from disk. Per trial: the database's
+size after the load (`load`/`database` `size_bytes`) against the cache its engine really had
+(`TrialOutcome.cache_mb`: memory_mb, or the engine's default — SQLite's 2000 KiB page cache per
+connection, DuckDB's 80% of memory, the servers' pools as tdebench starts them), and what the
+plan's cache mode did to the OS page cache. Runs that recorded 0 for an embedded engine's
+default (before the default was recorded) are read against that engine's default on the run's
+machine (`Engine.default_cache_mb`), and say so; a server tdebench did not start has a cache
+tdebench does not know. Runs from before `cache_mb` was recorded have no such section.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from tdebench.engines import ENGINES
 from tdebench.report.records import (BASELINE, engine_label, failed_trials, memory_order, scale_label,
                                      scale_text)
 from tdebench.report.tables import MIB, Column, Table, number, text, uses_memory
@@ -24,6 +29,8 @@ IN_MEMORY = "in memory"
 DISK_ONCE = "from disk once, then in memory"
 EVICTED_DISK = "evicted pages re-read, from disk after each drop"
 EVICTED_OS = "evicted pages re-read from the OS cache"
+SPILLS = "pages decrypted again on every read"
+UNKNOWN = "not known: the server's own cache"
 
 
 @dataclass(frozen=True)
@@ -32,17 +39,30 @@ class TrialFit:
 
     trial: TrialKey
     size_bytes: float
-    cache_mb: int  # 0: no limit set by tdebench
+    cache_mb: float  # the engine's cache in MiB; 0: not known (a server tdebench did not start)
     os_cache: str  # "warm", "dropped" (cold, really dropped) or "not dropped" (cold, without root)
+    default_not_recorded: bool = False  # an older run's 0 read as the engine's default (not recorded)
 
     @property
-    def fits(self) -> bool:
-        return self.cache_mb == 0 or self.size_bytes <= self.cache_mb * MIB
+    def known(self) -> bool:
+        return self.cache_mb > 0
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the database fits in the engine's cache; None when the cache is not known."""
+        return self.size_bytes <= self.cache_mb * MIB if self.known else None
+
+    @property
+    def ratio(self) -> float | None:
+        """Data ÷ cache: the x of the cost curve (plots.cost_curves)."""
+        return self.size_bytes / (self.cache_mb * MIB) if self.known else None
 
     @property
     def regime(self) -> str:
         """Where the measured test's pages come from, in a few words."""
         dropped = self.os_cache == "dropped"
+        if self.fits is None:
+            return UNKNOWN
         if self.fits:
             return DISK_ONCE if dropped else IN_MEMORY
         return EVICTED_DISK if dropped else EVICTED_OS
@@ -54,18 +74,44 @@ def _os_cache(outcome: TrialOutcome) -> str:
     return "dropped" if outcome.cache_dropped else "not dropped"
 
 
+def _recorded_cache(outcome: TrialOutcome, memory_bytes: float | None) -> tuple[float, bool]:
+    """The trial's cache in MiB, and whether it is an older run's 0 ("no limit set by tdebench")
+    read as the default the embedded engine has on the run's machine (`memory_bytes`, from its
+    environment.json): SQLite's page cache, DuckDB's share of memory. 0 stays 0 for a server
+    tdebench did not start."""
+    assert outcome.cache_mb is not None
+    engine = ENGINES.get(outcome.trial.engine)
+    if outcome.cache_mb or outcome.trial.memory_mb is not None or engine is None or not engine.capabilities.embedded:
+        return outcome.cache_mb, False
+    try:
+        default = engine().default_cache_mb(memory_bytes)
+    except Exception:  # the engine is not installed where the report is built: not known
+        return 0.0, False
+    return default, default > 0
+
+
 def trial_fits(run: RunData) -> list[TrialFit]:
     """Every trial that recorded its cache and measured its database size, failed ones left
     out as in every statistic."""
     sizes = {m.trial: m.metrics["size_bytes"] for m in run.measurements
              if (m.test, m.step) == ("load", "database") and "size_bytes" in m.metrics}
     failed = failed_trials(run)
-    return [TrialFit(o.trial, sizes[o.trial], o.cache_mb, _os_cache(o)) for o in run.trials
-            if o.cache_mb is not None and o.trial in sizes and o.trial not in failed]
+    memory = run.environment.get("memory_bytes")
+    memory_bytes = float(memory) if isinstance(memory, int | float) else None
+    fits = []
+    for outcome in run.trials:
+        if outcome.cache_mb is not None and outcome.trial in sizes and outcome.trial not in failed:
+            cache_mb, not_recorded = _recorded_cache(outcome, memory_bytes)
+            fits.append(TrialFit(outcome.trial, sizes[outcome.trial], cache_mb, _os_cache(outcome), not_recorded))
+    return fits
 
 
-def _cache_text(cache_mb: int) -> str:
-    return "no limit" if cache_mb == 0 else f"{cache_mb:,} MB"
+def cache_text(cache_mb: float, not_recorded: bool = False) -> str:
+    """A cache as the report names it: "64 MB", "1.95 MB" (SQLite's default), "19,251 MB"."""
+    if cache_mb <= 0:
+        return "the server's own (not read)"
+    amount = f"{cache_mb:,.0f}" if cache_mb >= 10 else f"{cache_mb:.3g}"
+    return f"{amount} MB" + (" (default, not recorded)" if not_recorded else "")
 
 
 OS_CACHE_WORDS = {"warm": "warm: may hold the data",
@@ -92,16 +138,16 @@ def cache_fit_table(run: RunData) -> Table | None:
     for key in sorted(groups):
         group = groups[key]
         engine, _, workload, scale, _, encryption, memory = key
-        fitting = sum(fit.fits for fit in group)
-        caches = sorted({fit.cache_mb for fit in group})
+        fitting = sum(bool(fit.fits) for fit in group)
+        caches = sorted({(fit.cache_mb, fit.default_not_recorded) for fit in group})
         size = statistics.median(fit.size_bytes for fit in group)
         regimes = sorted({fit.regime for fit in group})
         rows.append({"engine": engine, "memory_mb": memory, "encryption": encryption, "workload": workload,
                      "scale": scale, "trials": len(group), "size": size / MIB,
-                     "cache": ", ".join(_cache_text(c) for c in caches),
-                     "times": size / (caches[0] * MIB) if caches[0] else None,
-                     "fits": "yes" if fitting == len(group) else ("no" if not fitting else
-                                                                   f"{fitting} of {len(group)} trials"),
+                     "cache": ", ".join(cache_text(*c) for c in caches),
+                     "times": size / (caches[0][0] * MIB) if caches[0][0] else None,
+                     "fits": ("not known" if not caches[0][0] else "yes" if fitting == len(group) else
+                              "no" if not fitting else f"{fitting} of {len(group)} trials"),
                      "os_cache": ", ".join(sorted({OS_CACHE_WORDS[fit.os_cache] for fit in group})),
                      "regime": "; ".join(regimes)})
     memory = uses_memory(row["memory_mb"] for row in rows)
@@ -120,13 +166,15 @@ def cache_fit_table(run: RunData) -> Table | None:
         summary=(f"{len(rows)} configurations: "
                  + (f"{spilled} do not fit in their engine's cache in every trial" if spilled
                     else "every one fits in its engine's cache")),
-        intro=("Did the data fit in the memory the engine was given? Database: its size on disk after "
+        intro=("Did the data fit in the cache the engine really had? Database: its size on disk after "
                "the load (median over trials). Engine cache: the plan's memory_mb as the engine applies it "
                "(DuckDB memory_limit, SQLite cache_size per connection, MariaDB's InnoDB buffer pool, "
-               "PostgreSQL shared_buffers; under a gocryptfs layer the engine inside the mount), or the "
-               "servers' default of 256 MB; no limit: an embedded engine without memory_mb, which uses its "
-               "own default (DuckDB up to 80% of memory; SQLite a 2 MB page cache, the rest of the file "
-               "in the OS page cache)."),
+               "PostgreSQL shared_buffers; under a gocryptfs layer the engine inside the mount), or the cache "
+               "the engine has without it, as the engine reports it: SQLite's default page cache of 2000 KiB "
+               "(1.95 MB) per connection, the rest of the file read through the OS page cache and decrypted "
+               "again on every read; DuckDB's memory_limit of 80% of memory; the servers' 256 MB as tdebench "
+               "starts them. “Default, not recorded”: a run from before tdebench recorded an embedded "
+               "engine's default, read against that engine's default on the run's machine."),
         note=("OS page cache: with cache = \"cold\" it is dropped before each measured test, so the test's "
               "first read of every page goes to disk; with \"warm\" the pages written by the load and read "
               "by the warm-ups may still be in it, so reads the engine's cache misses can come from memory, "
@@ -146,8 +194,9 @@ def _times(value: float | None) -> str:
 
 def findings(run: RunData) -> list[str]:
     """One sentence per workload and scale: that it ran entirely in cache (the overheads are the
-    cipher path's CPU cost, not I/O), or which configurations did not fit and where their pages
-    came from. Nothing for runs that did not record their cache."""
+    cipher path's CPU cost, not I/O), or which configurations did not fit — whose pages are
+    decrypted again on every read — and where their pages came from. Nothing for runs that did
+    not record their cache."""
     per_scale: dict[tuple[str, float], list[TrialFit]] = defaultdict(list)
     for fit in trial_fits(run):
         per_scale[(fit.trial.workload, fit.trial.scale)].append(fit)
@@ -155,29 +204,72 @@ def findings(run: RunData) -> list[str]:
     for (workload, scale), fits in sorted(per_scale.items()):
         where = f"{workload} {scale_label(workload, scale)}"
         largest = max(fit.size_bytes for fit in fits) / MIB
-        if all(fit.regime == IN_MEMORY for fit in fits):
+        unknown = sorted(_by_engine(fit for fit in fits if not fit.known))
+        unknown_text = (f" ({', '.join(unknown)}: the server's own cache, not read, so not known)"
+                        if unknown else "")
+        known = [fit for fit in fits if fit.known]
+        if known and all(fit.regime == IN_MEMORY for fit in known):
             sentences.append(f"{where} runs entirely in cache (databases up to {number(largest)} MiB, every "
-                             "engine's cache larger or unlimited, nothing dropped): these overheads are the "
+                             f"engine's cache larger, nothing dropped){unknown_text}: these overheads are the "
                              "CPU cost of the cipher path, not I/O.")
             continue
-        spilled = _by_engine(fit for fit in fits if not fit.fits)
+        spilled = _by_engine(fit for fit in known if not fit.fits)
         if not spilled:
-            sentences.append(f"{where}: the data fits in every engine's cache (up to {number(largest)} MiB) "
-                             "but the OS cache was dropped before each measured test, so each page is read "
-                             "from disk and decrypted once per test, then served from memory.")
+            if known:
+                sentences.append(f"{where}: the data fits in every engine's cache (up to {number(largest)} MiB)"
+                                 f"{unknown_text} but the OS cache was dropped before each measured test, so "
+                                 "each page is read from disk and decrypted once per test, then served from "
+                                 "memory.")
             continue
-        parts = []
-        for label, group in spilled.items():
-            ratio = max(fit.size_bytes / (fit.cache_mb * MIB) for fit in group)
-            parts.append(f"{label} ({_times(ratio)} its cache)")
+        parts = [regime_words(group) for group in spilled.values()]
         dropped = any(fit.os_cache == "dropped" for fit in fits)
         source = ("from disk after each drop of the OS cache before a measured test (and again whenever "
                   "the OS cache cannot hold them)" if dropped else
                   "from the OS page cache (warm), so mostly from memory, not disk")
-        sentences.append(f"{where}: the data is larger than the engine's cache on {', '.join(parts)}: evicted "
-                         f"pages are read and decrypted again, {source}; these overheads include that I/O, "
-                         "unlike configurations whose data fits.")
+        sentences.append(f"{where}: the data is larger than the engine's cache on {', '.join(parts)}: these "
+                         f"configurations decrypt pages again on every read, {source}; their overheads "
+                         f"include that, unlike configurations whose data fits{unknown_text}.")
     return sentences
+
+
+def regime_words(group: list[TrialFit]) -> str:
+    """One configuration's data against its cache: "sqlite (13.0 MiB, 6.6× its 1.95 MB cache)"."""
+    fit = group[0]
+    size = statistics.median(f.size_bytes for f in group) / MIB
+    ratio = statistics.median(f.ratio or 0.0 for f in group)
+    return (f"{engine_label(fit.trial.engine, fit.trial.memory_mb)} ({number(size)} MiB, {_times(ratio)} its "
+            f"{cache_text(fit.cache_mb)} cache)")
+
+
+@dataclass(frozen=True)
+class Regime:
+    """The regime of one configuration's figures: `words` for the headline, and whether the data
+    is larger than the engine's cache (`spills`: pages are decrypted again on every read)."""
+
+    words: str
+    spills: bool
+    ratio: float  # data ÷ cache, the median over the configuration's trials: the cost curve's x
+
+
+def regimes(run: RunData) -> dict[tuple, Regime]:
+    """Per configuration (engine, memory_mb, workload, scale), the regime its figures belong to:
+    "data 6.6× the engine's 1.95 MB cache: pages decrypted again on every read" or "data fits in
+    the engine's 64 MB cache"; configurations whose cache is not known are left out."""
+    groups: dict[tuple, list[TrialFit]] = defaultdict(list)
+    for fit in trial_fits(run):
+        t = fit.trial
+        groups[(t.engine, t.memory_mb, t.workload, t.scale)].append(fit)
+    found = {}
+    for config, group in groups.items():
+        known = [fit for fit in group if fit.known]
+        if not known:
+            continue
+        ratio = statistics.median(fit.ratio or 0.0 for fit in known)
+        cache_words = cache_text(known[0].cache_mb)
+        spills = not all(fit.fits for fit in known)
+        found[config] = Regime(f"data {_times(ratio)} the engine's {cache_words} cache: {SPILLS}" if spills
+                               else f"data fits in the engine's {cache_words} cache", spills, ratio)
+    return found
 
 
 def _by_engine(fits) -> dict[str, list[TrialFit]]:

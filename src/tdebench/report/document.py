@@ -72,6 +72,7 @@ class Report:
     failures: tables.Table
     overhead: tables.Table
     overhead_figures: list[plots.Figure]
+    cost_curves: list[plots.Figure]  # configurations measured at several cache sizes (plots.cost_curves)
     cipher_context: tables.Table  # right after the overheads: the cost of the cipher itself
     query_figures: list[plots.Figure]
     resources: tables.Table  # empty (with its one-line `empty` text) when nothing was sampled
@@ -108,6 +109,8 @@ class Report:
         if self.failures.rows:
             add(self.failures.title, [self.failures])
         add("Overhead", [self.overhead], self.overhead_figures)
+        if self.cost_curves:
+            add("Cost curve", figures=self.cost_curves)
         if self.cache_fit:
             add(self.cache_fit.title, [long_part(self.cache_fit)])
         add(self.cipher_context.title, [self.cipher_context])
@@ -142,6 +145,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         failures=tables.failures_table(run),
         overhead=tables.overhead_table(records),
         overhead_figures=plots.overhead_plots(records),
+        cost_curves=plots.cost_curves(records, {config: regime.ratio for config, regime in cache.regimes(run).items()}),
         cipher_context=tables.cipher_context_table(run, records),
         query_figures=plots.query_plots(records),
         resources=tables.resources_table(run),

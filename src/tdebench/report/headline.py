@@ -6,7 +6,10 @@ on that configuration's best-resolved timing figure (of the power test, the thro
 the load, the one whose overheads have the narrowest 95% intervals; for a workload with timed
 figures of its own, of those: a backup's backups and restores, crud's and maintenance's
 operations, oltp's TPM and NOPM, where a cost is a drop), with the run's resolution
-(the placebo's noise floor) where the plan ran one. Then whether the machine was busy (other
+(the placebo's noise floor) where the plan ran one, and the regime it was measured in: the data
+against the cache the engine really had (cache.regimes), since an encryption that more than
+doubles the time when every read decrypts a page again may cost nothing when the data fits.
+Then whether the machine was busy (other
 processes' CPU during the trials, which widens every interval), the at-rest checks in one line, and
 whether the data fit in memory (cache.py), since that decides what the percentages mean.
 
@@ -51,7 +54,8 @@ def _width(records: list[SummaryRecord]) -> float:
     return statistics.median((r.overhead.ci_high - r.overhead.ci_low) / 2 for r in records)  # type: ignore[union-attr]
 
 
-def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None, rate: bool = False) -> list[str]:
+def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None, rate: bool = False,
+             spills: bool = False) -> list[str]:
     """The encryptions of one figure, cheapest first, in the groups a reader decides by. For a
     `rate` (oltp's TPM and NOPM) a cost is a drop: its overhead is below zero, and halving the
     rate is what doubling a time is."""
@@ -86,16 +90,20 @@ def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None, rate: bo
                 else f"{percent(costs[0].overhead.pct)} to {percent(costs[-1].overhead.pct)}")  # type: ignore[union-attr]
         groups.append(f"costs {span}{' of the rate' if rate else ''}: {', '.join(_interval(r) for r in costs)}")
     if doubles:
-        groups.append(f"{'halves the rate or worse' if rate else 'more than doubles the time'} (avoid where "
-                      f"speed matters): {', '.join(_interval(r) for r in doubles)}")
+        where = ("where the data does not fit the engine's cache, as here" if spills else "where speed matters")
+        groups.append(f"{'halves the rate or worse' if rate else 'more than doubles the time'} (avoid {where}): "
+                      f"{', '.join(_interval(r) for r in doubles)}")
     if faster:
-        groups.append(f"{'a higher rate' if rate else 'faster'} than no encryption, which only noise or a "
-                      f"different plan can explain: {', '.join(_interval(r) for r in faster)}")
+        quicker = "a higher rate" if rate else "faster"
+        groups.append(f"{quicker} than no encryption, resolved beyond the noise floor (where it arises: the "
+                      f"findings): {', '.join(_interval(r) for r in faster)}" if floor is not None else
+                      f"{quicker} than no encryption, with no placebo arm to tell it from noise: "
+                      f"{', '.join(_interval(r) for r in faster)}")
     return groups
 
 
 def _sentence(engine: str, memory: int | None, workload: str, scale: float, figure: Headline,
-              records: list[SummaryRecord], floor: SummaryRecord | None) -> str:
+              records: list[SummaryRecord], floor: SummaryRecord | None, regime: cache.Regime | None) -> str:
     who = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
            f"{SHORT_NAMES.get(figure.label, figure.label)}")
     rounds = {r.overhead.n_treatment for r in records}  # type: ignore[union-attr]
@@ -103,7 +111,9 @@ def _sentence(engine: str, memory: int | None, workload: str, scale: float, figu
     counted = f"{count} round{'' if count == 1 else 's'}; " if count is not None else ""
     floor_text = (f"noise floor ±{resolution(floor):.1f}%" if floor is not None
                   else "no placebo arm, so no measured noise floor")
-    return f"{who} ({counted}{floor_text}): {'; '.join(_grouped(records, floor, figure.metric in PER_MINUTE))}."
+    regime_text = f"; {regime.words}" if regime else ""
+    groups = _grouped(records, floor, figure.metric in PER_MINUTE, spills=regime is not None and regime.spills)
+    return f"{who} ({counted}{floor_text}{regime_text}): {'; '.join(groups)}."
 
 
 def _workload_figures(records: list[SummaryRecord]) -> list[tuple[Headline, SummaryRecord]]:
@@ -148,7 +158,9 @@ def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, 
 
 def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
     """The report's opening sentences (see the module)."""
-    sentences = [_sentence(engine, memory, workload, scale, figure, chosen, floor)
+    regimes = cache.regimes(run)
+    sentences = [_sentence(engine, memory, workload, scale, figure, chosen, floor,
+                           regimes.get((engine, memory, workload, scale)))
                  for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records)]
     busy = busy_headline(trial_loads(run))
     if busy:
@@ -171,10 +183,7 @@ def panels(run: RunData, records: list[SummaryRecord]) -> list[plots.Panel]:
         marks[(t.engine, t.memory_mb, t.encryption, t.workload, t.scale)].add(
             "plaintext" if verdict.verdict == "plaintext" and verdict.expected == "encrypted"
             else "encrypted" if verdict.as_expected else "unsure")
-    regimes: dict[tuple, set[str]] = defaultdict(set)
-    for fit in cache.trial_fits(run):
-        t = fit.trial
-        regimes[(t.engine, t.memory_mb, t.workload, t.scale)].add(fit.regime)
+    regimes = cache.regimes(run)
     result = []
     for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records):
         rows = []
@@ -184,10 +193,10 @@ def panels(run: RunData, records: list[SummaryRecord]) -> list[plots.Panel]:
             seen = marks.get((engine, memory, record.cell.encryption, workload, scale), set())
             mark = "plaintext" if "plaintext" in seen else "encrypted" if seen == {"encrypted"} else "unsure"
             rows.append(plots.PanelRow(record.cell.encryption, compared.pct, compared.ci_low, compared.ci_high, mark))
-        regime = regimes.get((engine, memory, workload, scale), set())
+        regime = regimes.get((engine, memory, workload, scale))
         title = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
                  f"{SHORT_NAMES.get(figure.label, figure.label)}")
         result.append(plots.Panel(title, tuple(rows), resolution(floor) if floor is not None else None,
                                   rate=figure.metric in PER_MINUTE,
-                                  regime=regime.pop() if len(regime) == 1 else ""))
+                                  regime=regime.words if regime else ""))
     return result

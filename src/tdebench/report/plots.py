@@ -20,7 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from PIL import Image
 
 from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, QUERY_TESTS, SummaryRecord, engine_label,
@@ -407,3 +407,70 @@ def _forest(axes: Axes, panel: Panel, shown: dict[str, bool]) -> None:
                     else "overhead vs none (95% CI)", fontsize="small")
     axes.set_title(panel.title + (f"\n{panel.regime}" if panel.regime else ""), fontsize="medium")
     axes.grid(axis="x", alpha=0.3)
+
+
+Config = tuple[str, int | None, str, float]
+"""engine, memory_mb, workload, scale: a configuration whose data ÷ cache is one point of a curve."""
+
+
+def cost_curves(records: list[SummaryRecord], ratios: dict[Config, float]) -> list[Figure]:
+    """The cost curve, per engine, workload and scale measured at MIN_POINTS cache sizes or more:
+    each timed headline figure's overhead per encryption (95% CI as error bars) against data ÷
+    cache (`ratios`, measured per configuration: cache.regimes) on a log axis, the placebo's CI as
+    a grey band (the run's noise floor at each cache size), and a line where the data just fits.
+    Left of it every page stays in the engine's cache; right of it pages are decrypted again on
+    every read: where the lines leave the band is where encryption starts to cost."""
+    points: dict[tuple, dict[str, dict[str, list[tuple[float, float, float, float]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    for headline, record in headline_records(records):
+        cell, compared = record.cell, record.overhead
+        ratio = ratios.get((cell.engine, cell.memory_mb, cell.workload, cell.scale))
+        if headline.metric != "elapsed_s" or compared is None or ratio is None:
+            continue
+        points[(cell.engine, cell.host or "", cell.workload, cell.scale)][headline.label][cell.encryption].append(
+            (ratio, compared.pct, compared.ci_low, compared.ci_high))
+    figures = []
+    for (engine, host, workload, scale), by_figure in sorted(points.items()):
+        shown = [h.label for h in HEADLINES if h.label in by_figure
+                 and len({x for series in by_figure[h.label].values() for x, *_ in series}) >= MIN_POINTS]
+        if not shown:
+            continue
+        figure = MplFigure(figsize=(WIDTH_INCHES, 3.8), dpi=DPI)
+        FigureCanvasAgg(figure)
+        panels = figure.subplots(1, len(shown), squeeze=False)[0]
+        for axes, label in zip(panels, shown):
+            _cost_panel(axes, label, by_figure[label])
+        panels[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        where = f"{engine}{f' ({host})' if host else ''} · {workload} {scale_label(workload, scale)}"
+        title = f"{where}: overhead vs {BASELINE} by data ÷ engine cache (95% CI; grey: placebo's noise floor)"
+        figure.suptitle(title, fontsize="medium")
+        figures.append(Figure(title, _file_name("cost-curve", engine, host, workload, scale_label(workload, scale)),
+                              _png(figure)))
+    return figures
+
+
+def _cost_panel(axes: Axes, label: str, by_encryption: dict[str, list[tuple[float, float, float, float]]]) -> None:
+    """One figure's curve: a line per encryption, the placebo as a band."""
+    encryptions = sorted(e for e in by_encryption if e != PLACEBO)
+    colours = colormaps["tab10" if len(encryptions) <= 10 else "tab20"]
+    band = sorted(by_encryption.get(PLACEBO, []))
+    if band:
+        x, _, low, high = (np.array(column) for column in zip(*band))
+        axes.fill_between(x, low, high, color="grey", alpha=0.25, linewidth=0, label=f"{PLACEBO} (noise floor)")
+    for index, encryption in enumerate(encryptions):
+        x, y, low, high = (np.array(column) for column in zip(*sorted(by_encryption[encryption])))
+        axes.errorbar(x, y, yerr=np.vstack([y - low, high - y]), color=colours(index), marker="o", markersize=4,
+                      linewidth=1.4, capsize=3, label=encryption)
+    axes.axhline(0, color="black", linewidth=0.8)
+    axes.axvline(1, color="black", linewidth=0.8, linestyle="--")
+    axes.set_xscale("log")
+    axes.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 0.5, 1, 2, 5: a few points span little
+    _plain_log_axis(axes.xaxis)
+    low_x, high_x = axes.get_xlim()
+    axes.set_xlim(min(low_x, 0.5), max(high_x, 2.0))  # both sides of "fits" always in view
+    for text, align in ((" spills →", "left"), ("← fits ", "right")):
+        axes.text(1, 0.02, text, transform=axes.get_xaxis_transform(), ha=align, va="bottom", fontsize="small")
+    axes.set_xlabel("data ÷ engine cache (log scale)", fontsize="small")
+    axes.set_ylabel("overhead vs none (%)", fontsize="small")
+    axes.set_title(label, fontsize="medium")
+    axes.grid(alpha=0.3)

@@ -49,9 +49,10 @@ class TpchWorkload(Workload):
             pass
 
     def load_steps(self, ctx: RunContext, conn: Connection) -> Iterator[None]:
-        """Create the tables, then load them one by one, pausing after each; `tables` is the sum of
-        the tables' loads, `total` that and the indexes (their time alone: in lockstep, other
-        configurations' loads run in between)."""
+        """Create the tables, then load them one by one, pausing after each; each table's load is a
+        step of its own (named after the table, so the report can say where a load's overhead
+        arises), `tables` their sum, `total` that and the indexes (their time alone: in lockstep,
+        other configurations' loads run in between)."""
         files = data.generate(ctx.scale, ctx.data_dir)  # cached by prepare(): no generation here
         for statement in schema.create_tables(ctx.dialect):
             conn.execute(statement)
@@ -61,6 +62,7 @@ class TpchWorkload(Workload):
         tables: dict[str, float] = {}
         for name, columns in schema.TABLES.items():
             _, metrics = ctx.recorder.timed(lambda: ctx.database.bulk_load(conn, name, columns, files[name]))
+            ctx.recorder.record("load", name, metrics)
             add_metrics(tables, metrics)
             yield
         _, indexes = ctx.recorder.timed(lambda: [conn.execute(s) for s in schema.create_indexes(ctx.dialect)])
