@@ -272,6 +272,8 @@ class DuckDBEngine(Engine):
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
     memory_use = ("memory_limit (its buffer manager: data pages, hash tables, sorts; what does not fit "
                   "spills to temp files in the workspace); without it DuckDB's default, 80% of RAM")
+    key_derivation = ("ATTACH derives the file's key from ENCRYPTION_KEY with one SHA-256 over the file's salt "
+                      "and the key (no iterated KDF) and takes no raw key")
     encryptions = (
         NONE,
         Encryption("aes-256-gcm", "AES", 256, "GCM", "native", _COVERS,
