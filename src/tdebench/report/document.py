@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tdebench.report import cache, connection, findings, headline, noise, plots, tables, workloads
+from tdebench.report import cache, claims, connection, findings, headline, noise, plots, tables, workloads
 from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Block, Part, WorkloadSection, long_part
 from tdebench.results import RunData
@@ -137,6 +137,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         alerts=findings.alerts(run),
         findings=([sentence for section in sections for sentence in section.findings] + cache.findings(run)
                   + findings.findings(records) + connection.findings(run, records)
+                  + claims.claim_lines(run, records)
                   + noise.findings(noisy, loads)),
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=findings.at_rest_ok(run),
