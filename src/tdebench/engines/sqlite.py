@@ -291,7 +291,7 @@ class SQLiteEngine(Engine):
                    raw_key_bytes=32),
         Encryption("ascon-128", "Ascon-128", 128, "AEAD", "native", _COVERS,
                    "lightweight NIST cipher; Ascon PBKDF2 with 64,007 iterations on open", _PAGE_BYTES,
-                   raw_key_bytes=16),
+                   raw_key_bytes=32),  # SQLite3MC's KEYLENGTH_ASCON128: its own 32-byte key, not Ascon's 16
         Encryption("aegis-256", "AEGIS-256", 256, "AEAD", "native", _COVERS, "Argon2id key derivation on open",
                    _PAGE_BYTES, raw_key_bytes=32),
         Encryption("rc4", "RC4", 128, "stream", "native", _COVERS,
