@@ -54,9 +54,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("sqlite", "an indexed single-row lookup: “as little as 5%”", "zetetic.net/sqlcipher/performance",
           "not stated", workloads=("crud",), encryptions=("sqlcipher",), tests=("lookup",)),
 )
-"""The published claims a run of tdebench can be set beside (/work's ANCHORS; docs/claims.md has
-the others, whose regime no tdebench run matches: Percona's sysbench read-only on MySQL,
-CYBERTEC's PGEE TDE on PostgreSQL, gocryptfs on tmpfs)."""
+"""The published claims a run of tdebench can be set beside; docs/claims.md has them too, with the
+others, whose regime no tdebench run matches (Percona's sysbench read-only on MySQL, CYBERTEC's
+PGEE TDE on PostgreSQL, gocryptfs on tmpfs)."""
 
 
 def _matches(claim: Claim, record: SummaryRecord) -> bool:
