@@ -37,6 +37,13 @@ class Secret:
     def raw(self) -> bytes:
         return self._value
 
+    def derive(self, purpose: str, length: int) -> "Secret":
+        """A key of `length` bytes for `purpose` (HKDF-SHA256 of this one): e.g. the raw key an
+        engine takes instead of a passphrase (engines/sqlite.py), as long as its cipher's key, so
+        no part of this key's own spelling is ever handed out."""
+        hkdf = HKDF(algorithm=hashes.SHA256(), length=length, salt=b"tdebench-derive-v1", info=purpose.encode())
+        return Secret(hkdf.derive(self._value))
+
     def scrub(self, text: str) -> str:
         """`text` with every spelling of this key replaced by ***."""
         for spelling in (self._value.hex(), self._value.hex().upper()):

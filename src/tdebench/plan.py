@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
+from tdebench.engines.base import KEY_FORMS, PASSPHRASE, RAW, Engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.engines.remote import RemoteTarget, parse_url, password_file_problem
 from tdebench.measure.affinity import CpuPinning, available_cpus
@@ -35,7 +36,7 @@ DEFAULT_REPETITIONS = 5
 """Five rounds: the fewest at which a paired t-test over rounds finds a 3% overhead amid 5%
 per-query noise in 80% of plans (tests/unit/test_paired.py); with three its t has 2 degrees
 of freedom and needs an effect twice the noise floor's size."""
-_ENGINE_KEYS = {"name", "encryptions", "memory_mb"}
+_ENGINE_KEYS = {"name", "encryptions", "memory_mb", "key_form"}
 _REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
 """An engine's keys for a server tdebench did not start (engines/remote.py)."""
 _WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s"}
@@ -58,6 +59,9 @@ class EngineChoice:
     # sets); empty: the engine's default (servers 256 MB, embedded engines no limit)
     memory_mb: tuple[int, ...] = ()
     remote: RemoteTarget | None = None  # a server tdebench did not start, by URL (engines/remote.py)
+    # how the engine takes the trial's key (engines/base.py KEY_FORMS): "raw" skips the key derivation
+    # of the encryptions that take a raw key; the others keep theirs, as each trial records
+    key_form: str = PASSPHRASE
 
     def memories(self) -> tuple[int | None, ...]:
         """The memory values to run: the plan's, or None (the engine's default) when it gave none."""
@@ -387,7 +391,23 @@ def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here
     ordered = ["none"] + [n for n in names if n != "none"]  # the baseline every overhead needs
     if placebo:
         ordered.insert(1, PLACEBO)
-    return EngineChoice(name, tuple(ordered), _memory(check, table), remote)
+    return EngineChoice(name, tuple(ordered), _memory(check, table), remote, _key_form(check, table, engine, names))
+
+
+def _key_form(check: "Checker", table: dict[str, Any], engine: Engine, names: list[str]) -> str:
+    """`key_form`: "raw" only where one of the engine's listed encryptions takes a raw key (the
+    others keep their key derivation, and each trial records which form it used)."""
+    form = check.choice(table, "key_form", PASSPHRASE, KEY_FORMS)
+    if form != RAW:
+        return form
+    raw = [e.name for e in engine.encryptions if e.raw_key_bytes]
+    if not raw:
+        raise check.error(f"key_form = \"raw\": {engine.name} takes no raw key ({engine.key_derivation}); "
+                          f"valid: {PASSPHRASE}", "key_form")
+    if not any(engine.encryption(name).raw_key_bytes for name in names):
+        raise check.error(f"key_form = \"raw\": none of {engine.name}'s listed encryptions takes a raw key; those "
+                          f"that do: {', '.join(raw)} (or key_form = \"{PASSPHRASE}\")", "key_form")
+    return form
 
 
 _URL_EXAMPLES = {"mariadb": "mariadb://bench@127.0.0.1:3306/bench", "mysql": "mysql://bench@127.0.0.1:3306/bench",

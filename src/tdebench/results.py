@@ -138,6 +138,9 @@ class TrialOutcome:
     elapsed_s: float
     error: str = ""
     key_derived: bool = False  # key from the user's key file (True) or random (False)
+    # how the engine took the key (engines/base.py KEY_FORMS): "passphrase" (its key derivation ran on
+    # every open) or "raw" (a plan's key_form = "raw"); "" without a key, or in runs from before it was recorded
+    key_form: str = ""
     # the 1-minute load average as the trial started and ended; None in runs from before it was recorded
     load_start: float | None = None
     load_end: float | None = None

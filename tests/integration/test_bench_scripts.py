@@ -98,6 +98,14 @@ def test_benchbase_runs_tdebench_side_alone() -> None:
     assert re.search(r"^load average after the runs: [\d.]+ [\d.]+ [\d.]+$", out, re.M), out
 
 
+def test_oltp_foreign_keys_prints_both_schemas_and_their_paired_ratios() -> None:
+    out = run("oltp_foreign_keys.py", "--users", "1", "--duration", "1", "--rampup", "0.5", "--rounds", "2",
+              "--client", timeout=240)
+    assert re.search(r"^\| 1 \| without \| [\d,]+ \| [\d,]+ \| \d+\.\d+ \| \d+\.\d+ \|  \|  \|$", out, re.M), out
+    assert re.search(r"^\| 1 \| with foreign keys \| [\d,]+ \| [\d,]+ \| \d+\.\d+ \| \d+\.\d+ "
+                     r"\| \d+\.\d+× \[[\d.]+, [\d.]+\] \| \d+\.\d+× \[[\d.]+, [\d.]+\] \|$", out, re.M), out
+
+
 def test_paired_intervals_prints_every_method_for_every_row() -> None:
     out = run("paired_intervals.py", "--plans", "20", "--rounds", "3", "--trial-effect", "0.0", "0.03")
     rows = re.findall(r"^\s+\d+%\s+3\s+(.*)$", out, re.M)

@@ -125,6 +125,8 @@ def test_run_refuses_a_directory_of_user_files_even_with_force(tmp_path: Path) -
     ('"aes-256-gcm"]', '"aes-999"]', "no encryption 'aes-999'; valid: none, aes-256-gcm, aes-256-ctr"),
     ("scale = 0.01", "scale = 50", "scale factor 50 is out of range for tpch: 0.01 to 10"),
     ("warmups = 0", "warmups = = 0", "not valid TOML"),
+    ('name = "duckdb"', 'name = "duckdb"\nkey_form = "raw"',
+     'tiny.toml:8: key_form = "raw": duckdb takes no raw key (ATTACH derives the file\'s key from ENCRYPTION_KEY'),
     ("seed = 3", "seed = 3\npin_cpus = { engine = [4096], driver = [0] }",
      "tiny.toml:5: pin_cpus.engine: CPU 4096 is not available on this machine; valid: "),
 ])
@@ -307,7 +309,8 @@ def test_a_built_in_plan_by_name_and_an_unknown_one_listing_them(tmp_path: Path,
     assert result.exit_code == 2
     text = " ".join(result.output.split())
     assert "nosuchplan: cannot read plan" in text and "quick" in text
-    assert "built-in plans: backup, backup-encryption, ciphers, crud, crud-large," in text
+    assert ("built-in plans: backup, backup-encryption, ciphers, claims-sqlcipher, connections, connections-raw, "
+            "crud,") in text
 
 
 def test_a_run_that_is_not_on_a_terminal_prints_a_line_per_phase_and_trial(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def data_dir() -> Iterator[Path]:
 class Loaded:
     """A database loaded with one warehouse, with a context to run the workload's tests on it."""
 
-    def __init__(self, engine: str, encryption: str, root: Path, data_dir: Path) -> None:
+    def __init__(self, engine: str, encryption: str, root: Path, data_dir: Path, **options: Any) -> None:
         self.engine = get_engine(engine)
         enc = self.engine.encryption(encryption)
         key = None if enc.is_baseline else KeySource().key_for(f"oltp-test/{engine}/{encryption}")
@@ -63,7 +63,7 @@ class Loaded:
         self.workload.prepare(1, data_dir, SEED)
         self.database.create()
         self.conn = self.database.connect()
-        self.workload.load(self.context(), self.conn)
+        self.workload.load(self.context(**options), self.conn)
 
     def context(self, **options: Any) -> RunContext:
         recorder = Recorder(self.store, self.trial, MonotonicClock(), processes=self.database.engine_processes)
@@ -126,6 +126,22 @@ def test_load_and_stress_tests_are_consistent_and_mixed_as_madyatmadja_et_al_lis
     assert ("driver_cpu_s" in _step(load, "mix").metrics) == server
     if loaded.trial.encryption == "none":  # the stress test differs only in its settings
         _assert_a_good_run(loaded.run(STRESS), users=3)
+
+
+@pytest.mark.parametrize("engine", ["mariadb", "postgres"])
+def test_foreign_keys_on_request_are_on_the_tables_and_the_mix_runs_with_them(engine: str, data_dir: Path) -> None:
+    """`foreign_keys = true` (as BenchBase's and HammerDB's schemas have them): every reference of
+    the TPC-C schema on the loaded tables, and both paths' transactions consistent with them."""
+    with server_reachable_dir("tdebench-oltp-fk-") as root:
+        loaded = Loaded(engine, "none", root, data_dir, foreign_keys=True)
+        try:
+            (count,) = loaded.conn.execute("SELECT count(*) FROM information_schema.table_constraints WHERE "
+                                           "constraint_type = 'FOREIGN KEY' AND constraint_name LIKE 'fk_%'")[0]
+            assert count == 10
+            for server_side in (True, False):
+                _assert_a_good_run(loaded.run(LOAD, procedures=server_side), users=2)
+        finally:
+            loaded.close()
 
 
 def test_client_side_statements_run_on_every_engine(loaded: Loaded) -> None:

@@ -655,3 +655,23 @@ def test_each_host_drives_its_share_of_the_users_by_number() -> None:
     assert shares == [[1, 3, 5], [2, 4]]
     assert sorted(sum(shares, [])) == [1, 2, 3, 4, 5]  # every user once, keeping its number (its terminal)
     assert share_of(4, 1, 0) == [1, 2, 3, 4]
+
+
+def test_foreign_keys_are_added_where_a_server_can_and_refused_elsewhere_at_the_plan_s_line() -> None:
+    from tdebench.plan import PlanError, parse_plan
+    from tdebench.workloads.oltp import schema
+
+    statements = schema.add_foreign_keys("postgres")
+    assert len(statements) == len(schema.FOREIGN_KEYS) == 10
+    assert statements[0] == ("ALTER TABLE district ADD CONSTRAINT fk_district_warehouse FOREIGN KEY (d_w_id) "
+                             "REFERENCES warehouse (w_id)")
+    assert schema.drop_foreign_keys("postgres")[-1] == "ALTER TABLE stock DROP CONSTRAINT fk_stock_item"
+    for table, columns in ((t, c) for _, t, c, _, _ in schema.FOREIGN_KEYS):
+        assert set(columns) <= set(schema.TABLES[table])
+    plan = ('name = "x"\n[[engines]]\nname = "{}"\n[[workloads]]\nname = "oltp"\nscale = 1\n'
+            'foreign_keys = true\n')
+    assert parse_plan(plan.format("postgres")).workloads[0].option_values()["foreign_keys"] is True
+    with pytest.raises(PlanError) as refused:
+        parse_plan(plan.format("sqlite"), source="x.toml")
+    assert str(refused.value).startswith("x.toml:7: foreign_keys cannot run on sqlite: the TPC-C foreign keys are "
+                                         "added to loaded tables by MariaDB and PostgreSQL servers only")

@@ -349,3 +349,29 @@ def test_plans_command_reads_at_80_columns() -> None:
                 break
             body.append(line.strip())
         assert " ".join(body).startswith(load_plan(path).description), name
+
+
+def _key_form_plan(engine: str, encryptions: str, key_form: str) -> str:
+    return (f'name = "x"\n[[engines]]\nname = "{engine}"\nencryptions = {encryptions}\nkey_form = "{key_form}"\n'
+            '[[workloads]]\nname = "tpch"\nscale = 0.01\n')
+
+
+def test_key_form_raw_is_kept_for_an_engine_with_a_raw_key_and_passphrase_is_the_default() -> None:
+    raw = parse_plan(_key_form_plan("sqlite", '["sqlcipher", "aes-256-cbc"]', "raw"))
+    assert raw.engines[0].key_form == "raw"  # aes-256-cbc keeps its derivation: each trial records its form
+    assert parse_plan(ISSUE_PLAN).engines[0].key_form == "passphrase"
+
+
+@pytest.mark.parametrize("engine, encryptions, key_form, message", [
+    ("duckdb", '["aes-256-gcm"]', "raw",
+     'x.toml:5: key_form = "raw": duckdb takes no raw key (ATTACH derives the file\'s key from ENCRYPTION_KEY'),
+    ("mariadb", '["aes-256-ctr"]', "raw", 'x.toml:5: key_form = "raw": mariadb takes no raw key (the server reads'),
+    ("sqlite", '["aes-256-cbc", "rc4"]', "raw",
+     "x.toml:5: key_form = \"raw\": none of sqlite's listed encryptions takes a raw key; those that do: "
+     "chacha20-poly1305, sqlcipher, ascon-128, aegis-256"),
+    ("sqlite", '["sqlcipher"]', "hex", "x.toml:5: unknown key_form 'hex'; valid: passphrase, raw"),
+])
+def test_key_form_errors_name_file_line_and_why(engine: str, encryptions: str, key_form: str, message: str) -> None:
+    with pytest.raises(PlanError) as caught:
+        parse_plan(_key_form_plan(engine, encryptions, key_form), source="x.toml")
+    assert str(caught.value).startswith(message)

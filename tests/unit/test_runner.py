@@ -363,3 +363,18 @@ def test_a_budget_too_small_for_one_groups_round_still_adds_a_cheaper_groups(tmp
     assert _within_budget([("a",), ("b",), ("c",)], seconds, 8.0) == [("b",), ("c",)]
     assert _within_budget([("a",), ("b",)], seconds, 1.0) == []
     assert _within_budget([("a",), ("b",)], seconds, None) == [("a",), ("b",)]
+
+
+def test_every_trial_times_its_opens_apart_and_records_how_it_took_its_key(tmp_path: Path) -> None:
+    """A key derivation is paid per connection: runner.OPENS timed opens per trial (the last one
+    the tests' connection), counted once per trial as their median, and each trial's key form."""
+    from tdebench.runner import OPENS
+
+    summary, data, _ = run(tmp_path, make_plan())
+    opens = [m for m in data.measurements if (m.test, m.step) == ("open", "connect")]
+    assert summary.ok and OPENS >= 3 and len(opens) == 4 * OPENS
+    assert {m.pass_number for m in opens} == set(range(1, OPENS + 1))
+    cells = [r for r in summary_records(data) if (r.cell.test, r.cell.step, r.cell.metric) == ("open", "connect",
+                                                                                                  "elapsed_s")]
+    assert {r.cell.encryption: r.summary.n for r in cells} == {"none": 2, "fake-256": 2}  # a value per trial
+    assert {(t.trial.encryption, t.key_form) for t in data.trials} == {("none", ""), ("fake-256", "passphrase")}

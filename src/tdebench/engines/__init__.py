@@ -3,7 +3,7 @@ below + passing tests/contract/test_engine_contract.py."""
 
 from __future__ import annotations
 
-from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Engine, Encryption
+from tdebench.engines.base import NONE, PASSPHRASE, Availability, Capabilities, Connection, Database, Engine, Encryption
 from tdebench.engines.duckdb import DuckDBEngine
 from tdebench.engines.mariadb import MariaDBEngine
 from tdebench.engines.postgres import PostgresEngine
@@ -31,9 +31,10 @@ REMOTE_ENGINES: dict[str, type[RemoteEngine]] = {
 """Engines on servers tdebench did not start, reached by a plan's url (engines/remote.py)."""
 
 
-def get_engine(name: str, memory_mb: int | None = None, remote: RemoteTarget | None = None) -> Engine:
-    """The engine called `name` (on the server `remote` names, when given); KeyError listing the
-    valid names otherwise."""
+def get_engine(name: str, memory_mb: int | None = None, remote: RemoteTarget | None = None,
+               key_form: str = PASSPHRASE) -> Engine:
+    """The engine called `name` (on the server `remote` names, when given) taking keys in
+    `key_form` (a plan checks that it takes that form); KeyError listing the valid names otherwise."""
     if remote is not None:
         if name not in REMOTE_ENGINES:
             raise KeyError(f"engine {name!r} cannot be reached by url; valid: {', '.join(REMOTE_ENGINES)}")
@@ -42,7 +43,7 @@ def get_engine(name: str, memory_mb: int | None = None, remote: RemoteTarget | N
         engine_class = ENGINES[name]
     except KeyError:
         raise KeyError(f"unknown engine {name!r}; valid: {', '.join(ENGINES)}") from None
-    return engine_class(memory_mb=memory_mb)
+    return engine_class(memory_mb=memory_mb, key_form=key_form)
 
 
 __all__ = ["ENGINES", "REMOTE_ENGINES", "NONE", "Availability", "Capabilities", "Connection", "Database", "Engine",

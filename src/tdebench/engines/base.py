@@ -44,6 +44,9 @@ class Encryption:
     notes: str = ""
     page_bytes: int = 0  # bytes encrypted under one nonce/IV (the engine's page or block); 0: none, per value
     legacy: bool = False  # an old cipher kept to compare with old studies: a plan gets it only by name, not "all"
+    # the length of a raw key the engine takes for it instead of a passphrase, skipping its key
+    # derivation on every open (a plan's key_form = "raw"); 0: the engine always derives the key
+    raw_key_bytes: int = 0
     # the layer below the engine that provides it (layer "fs"); None: the engine's own (or none)
     provider: Layer | None = field(default=None, compare=False, repr=False)
 
@@ -91,6 +94,14 @@ PLACEBO = Encryption(
     name="placebo", algorithm="none", key_bits=0, mode="none", layer="none", covers=(),
     notes="A/A control: the baseline again, run and analysed like an encryption; its overhead is the noise floor",
 )
+
+
+PASSPHRASE, RAW = "passphrase", "raw"
+KEY_FORMS = (PASSPHRASE, RAW)
+"""How a plan has an engine take the trial's key (`key_form`): "passphrase", the engine's own way
+(its key derivation, if it has one, runs on every open); "raw", the key itself where the engine
+takes one for the encryption (`Encryption.raw_key_bytes`), as performance-minded users configure
+it and Zetetic advises for fair comparisons of SQLCipher."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +240,12 @@ class Database(ABC):
     @abstractmethod
     def create(self) -> None:
         """Create the empty database with this encryption and key."""
+
+    @property
+    def key_form(self) -> str:
+        """How the engine takes this database's key, as the trial records it: PASSPHRASE or RAW,
+        "" without a key. The engine's own way (PASSPHRASE) unless it overrides this."""
+        return "" if self.key is None else PASSPHRASE
 
     @abstractmethod
     def connect(self) -> Connection:
@@ -463,10 +480,18 @@ class Engine(ABC):
     # layout, what else is written), with its source: the report's hint when an encryption is
     # resolved as faster than none (report/findings.faster_sentence); "" when nothing is known
     encrypted_differences: ClassVar[str] = ""
+    # what the engine does with a key when a connection opens: why key_form = "raw" helps or is refused
+    key_derivation: ClassVar[str] = "tdebench knows of no key derivation it runs"
 
-    def __init__(self, memory_mb: int | None = None) -> None:
+    def __init__(self, memory_mb: int | None = None, key_form: str = PASSPHRASE) -> None:
         # the plan's memory_mb (memory_use says what it sets); None: the engine's tdebench default
         self.memory_mb = memory_mb
+        self.key_form = key_form  # the plan's key_form (KEY_FORMS)
+
+    def raw_key_bytes(self, encryption: Encryption) -> int:
+        """The length of the raw key `encryption` takes under this engine's key_form: 0 where the
+        engine derives the key itself (key_form "passphrase", or no raw key for it)."""
+        return encryption.raw_key_bytes if self.key_form == RAW else 0
 
     def cache_mb(self) -> float:
         """The memory the engine's own cache really has, in MiB, as a trial records it and the

@@ -297,6 +297,8 @@ class DuckDBEngine(Engine):
         "temporary files are encrypted too (Felius & Mühleisen, “Data-at-Rest Encryption in DuckDB”, DuckDB "
         "blog, 2025): an encrypted database's blocks and checkpoints are written by a different path than a "
         "plaintext one's, so compare the two in the load's steps and the Sizes table.")
+    key_derivation = ("ATTACH derives the file's key from ENCRYPTION_KEY with one SHA-256 over the file's salt "
+                      "and the key (no iterated KDF) and takes no raw key")
     encryptions = (
         NONE,
         Encryption("aes-256-gcm", "AES", 256, "GCM", "native", _COVERS,

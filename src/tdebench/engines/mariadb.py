@@ -611,6 +611,8 @@ class MariaDBEngine(Engine):
     dialect = "mysql"
     capabilities = Capabilities(embedded=False, concurrent_streams=True)
     memory_use = f"innodb_buffer_pool_size; without it {DEFAULT_MEMORY_MB} MB"
+    key_derivation = ("the server reads the raw key from file_key_management's key file once, at start; "
+                      "a connection derives nothing")
     encryptions = (
         NONE,
         *(Encryption(f"aes-{bits}-{mode.lower()}", "AES", bits, mode, "native", _COVERS, _NOTES, _PAGE_BYTES)

@@ -542,6 +542,8 @@ class PostgresEngine(Engine):
     capabilities = Capabilities(embedded=False, concurrent_streams=True)
     memory_use = (f"shared_buffers (reads beyond it go through the OS page cache); without it "
                   f"{DEFAULT_MEMORY_MB} MB")
+    key_derivation = ("pgcrypto's pgp_sym_encrypt derives a key from the session's key per value (OpenPGP "
+                      "S2K), gocryptfs with scrypt once per mount; neither takes a raw key through tdebench")
     encryptions = (NONE, *pgcrypto.COLUMN_ENCRYPTIONS, *FS_ENCRYPTIONS)
 
     def version(self) -> str:

@@ -270,6 +270,7 @@ class RemoteEngine(Engine):
     # the driver's module and the extra that installs it (`pip install tdebench[…]`)
     driver: str = ""
     extra: str = ""
+    key_derivation = "the server holds its keys; a connection derives none that tdebench could give it raw"
 
     def __init__(self, memory_mb: int | None = None, remote: RemoteTarget | None = None) -> None:
         super().__init__(memory_mb)

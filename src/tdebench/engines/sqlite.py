@@ -3,8 +3,12 @@ main file and the WAL/journal, with seven ciphers.
 
 Each cipher keeps its own key derivation (PBKDF2 for most, Argon2id for AEGIS) with its
 default cost; that cost is paid when a connection is opened and is measured as the
-`open` step, never inside query times. Temporary tables and sort files are not encrypted
-by SQLite3MC, so tdebench keeps them in memory (`temp_store = MEMORY`) for every encryption.
+`open` step, never inside query times. With a plan's key_form = "raw", the four ciphers that
+take a raw key (`PRAGMA key = "x'…'"`, SQLite3MC's sqlite3mcExtractRawKey: chacha20, sqlcipher,
+ascon128, aegis) get one derived from the trial's key, as long as the cipher's key, and skip
+their key derivation; aes128cbc, aes256cbc and rc4 always digest the key as a passphrase.
+Temporary tables and sort files are not encrypted by SQLite3MC, so tdebench keeps them in
+memory (`temp_store = MEMORY`) for every encryption.
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
-                                   BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   Reencrypts, Statement, execute_in_turn)
+from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, PASSPHRASE, RAW,
+                                   Availability, Backup, BackupMethod, Backups, Capabilities, Connection, Database,
+                                   Encryption, Engine, Reencrypts, Statement, execute_in_turn)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
@@ -26,7 +30,8 @@ from tdebench.keys import Secret
 
 _COVERS = ("main file", "WAL/journal")
 _PAGE_BYTES = 4096  # SQLite's default page_size, which tdebench keeps: SQLite3MC encrypts page by page
-# tdebench name -> (SQLite3MC cipher, extra cipher parameters)
+# tdebench name -> (SQLite3MC cipher, extra cipher parameters); Encryption.raw_key_bytes below is
+# the cipher's key length where it takes a raw key (a longer one is read as key and salt)
 _CIPHERS: dict[str, tuple[str, dict[str, str]]] = {
     "aes-128-cbc": ("aes128cbc", {}),
     "aes-256-cbc": ("aes256cbc", {}),
@@ -66,6 +71,7 @@ class SQLiteConnection:
 @dataclass
 class SQLiteDatabase(Database, Reencrypts, Backups):
     memory_mb: int | None = None  # the page cache of every connection, in MiB; None: SQLite's default (2 MB)
+    raw_key_bytes: int = 0  # > 0: the cipher gets a raw key of this length (key_form "raw"), no key derivation
     path: Path = field(init=False)
     # SQLite stores decimals as REAL and dates as ISO text (the TPC-H schema's SQLite dialect)
     load_casts: ClassVar[dict[str, str]] = {"DECIMAL": "DOUBLE", "DATE": "VARCHAR"}
@@ -85,20 +91,33 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
         try:
             if not self.encryption.is_baseline:
                 assert self.key is not None, "an encrypted database needs a key"
-                cipher, params = _CIPHERS[self.encryption.name]
-                conn.execute(f"PRAGMA cipher = '{cipher}'")
-                for name, value in params.items():
-                    conn.execute(f"PRAGMA {name} = '{value}'")
-                conn.execute(f"PRAGMA hexkey = '{self.key.hex()}'")
+                self._use_key(conn, self.key)
             conn.execute("PRAGMA temp_store = MEMORY")
             if self.memory_mb is not None:  # a negative cache_size is in KiB, per connection
                 conn.execute(f"PRAGMA cache_size = -{self.memory_mb * 1024}")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchall()  # proves the key
         except Exception as exc:
             conn.close()
-            message = self.key.scrub(str(exc)) if self.key else str(exc)
-            raise RuntimeError(f"sqlite could not open {self.path.name}: {message}") from None
+            raise RuntimeError(f"sqlite could not open {self.path.name}: {self._scrub(str(exc), self.key)}") from None
         return SQLiteConnection(conn)
+
+    @property
+    def key_form(self) -> str:
+        if self.key is None:
+            return ""
+        return RAW if self.raw_key_bytes else PASSPHRASE
+
+    def _raw(self, key: Secret) -> Secret:
+        """The raw key the cipher gets for `key` (key_form "raw"): derived from it, as long as the
+        cipher's key, so the trial key's own spelling never reaches SQLite."""
+        return key.derive(f"sqlite3mc-raw-key/{self.encryption.name}", self.raw_key_bytes)
+
+    def _scrub(self, text: str, *keys: Secret | None) -> str:
+        """`text` without any spelling of `keys`, nor of the raw keys derived from them."""
+        for key in keys:
+            if key is not None:
+                text = key.scrub(self._raw(key).scrub(text) if self.raw_key_bytes else text)
+        return text
 
     def files(self) -> list[Path]:
         names = [self.path.name + suffix for suffix in ("", "-wal", "-shm", "-journal")]
@@ -137,18 +156,23 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
             self._use_key(conn, new, rekey=True)
             conn.execute("PRAGMA journal_mode = WAL").fetchall()
         except Exception as exc:
-            message = new.scrub(old.scrub(str(exc)) if old else str(exc))
-            raise RuntimeError(f"sqlite could not rekey {self.path.name}: {message}") from None
+            raise RuntimeError(f"sqlite could not rekey {self.path.name}: {self._scrub(str(exc), old, new)}") from None
         finally:
             conn.close()
         return "pragma-rekey"
 
     def _use_key(self, conn: Any, key: Secret, rekey: bool = False) -> None:
-        """This database's cipher and `key` on `conn`: to open it, or (`rekey`) to re-encrypt it."""
+        """This database's cipher and `key` on `conn`: to open it, or (`rekey`) to re-encrypt it;
+        as a passphrase (`hexkey`, the cipher's key derivation runs) or, with raw_key_bytes, as
+        the raw key derived from it (`key = "x'…'"`, no key derivation)."""
         cipher, params = _CIPHERS[self.encryption.name]
         conn.execute(f"PRAGMA cipher = '{cipher}'")
         for name, value in params.items():
             conn.execute(f"PRAGMA {name} = '{value}'")
+        if self.raw_key_bytes:
+            pragma = "rekey" if rekey else "key"
+            conn.execute(f"PRAGMA {pragma} = \"x'{self._raw(key).hex()}'\"").fetchall()
+            return
         pragma = "hexrekey" if rekey else "hexkey"
         conn.execute(f"PRAGMA {pragma} = '{key.hex()}'").fetchall()
 
@@ -216,8 +240,7 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
             conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
         except Exception as exc:
             conn.close()
-            message = key.scrub(str(exc)) if key else str(exc)
-            raise RuntimeError(f"sqlite could not open {path.name}: {message}") from None
+            raise RuntimeError(f"sqlite could not open {path.name}: {self._scrub(str(exc), key)}") from None
         return conn
 
 
@@ -267,6 +290,9 @@ class SQLiteEngine(Engine):
     name = "sqlite"
     dialect = "sqlite"
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
+    key_derivation = ("each cipher derives its key on every open: sqlcipher PBKDF2-HMAC-SHA512 256,000 "
+                      "iterations, chacha20 and ascon128 64,007, aes128cbc and aes256cbc 4,001, aegis Argon2id; "
+                      "chacha20, sqlcipher, ascon128 and aegis take a raw key instead")
     memory_use = ("PRAGMA cache_size on every connection (its page cache, decrypted pages; each "
                   "throughput stream has its own); without it SQLite's default, 2 MB per connection, "
                   "with the rest of the file in the OS page cache, decrypted again on every read")
@@ -280,13 +306,16 @@ class SQLiteEngine(Engine):
         Encryption("aes-128-cbc", "AES", 128, "CBC", "native", _COVERS, "wxSQLite3 AES-128", _PAGE_BYTES),
         Encryption("aes-256-cbc", "AES", 256, "CBC", "native", _COVERS, "wxSQLite3 AES-256", _PAGE_BYTES),
         Encryption("chacha20-poly1305", "ChaCha20-Poly1305", 256, "AEAD", "native", _COVERS,
-                   "SQLite3MC's default cipher", _PAGE_BYTES),
+                   "SQLite3MC's default cipher; PBKDF2-HMAC-SHA256 with 64,007 iterations on open", _PAGE_BYTES,
+                   raw_key_bytes=32),
         Encryption("sqlcipher", "AES", 256, "CBC+HMAC-SHA512", "native", _COVERS,
-                   "SQLCipher v4 compatible; PBKDF2 with 256,000 iterations on open", _PAGE_BYTES),
-        Encryption("ascon-128", "Ascon-128", 128, "AEAD", "native", _COVERS, "lightweight NIST cipher",
-                   _PAGE_BYTES),
+                   "SQLCipher v4 compatible; PBKDF2-HMAC-SHA512 with 256,000 iterations on open", _PAGE_BYTES,
+                   raw_key_bytes=32),
+        Encryption("ascon-128", "Ascon-128", 128, "AEAD", "native", _COVERS,
+                   "lightweight NIST cipher; Ascon PBKDF2 with 64,007 iterations on open", _PAGE_BYTES,
+                   raw_key_bytes=32),  # SQLite3MC's KEYLENGTH_ASCON128: its own 32-byte key, not Ascon's 16
         Encryption("aegis-256", "AEGIS-256", 256, "AEAD", "native", _COVERS, "Argon2id key derivation on open",
-                   _PAGE_BYTES),
+                   _PAGE_BYTES, raw_key_bytes=32),
         Encryption("rc4", "RC4", 128, "stream", "native", _COVERS,
                    "legacy and broken: kept, as Moulianitakis & Asimakopoulos (2019) kept 3DES, to show "
                    "what an old cipher costs",
@@ -317,4 +346,5 @@ class SQLiteEngine(Engine):
         return default_cache_mb()  # a compile-time default, the same on every machine
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
-        return SQLiteDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb)
+        return SQLiteDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb,
+                              raw_key_bytes=self.raw_key_bytes(encryption))

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tdebench.report import cache, findings, headline, noise, plots, tables, workloads
+from tdebench.report import cache, claims, connection, findings, headline, noise, plots, tables, workloads
 from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Block, Part, WorkloadSection, long_part
 from tdebench.results import RunData
@@ -87,6 +87,7 @@ class Report:
     workloads: tuple[WorkloadSection, ...] = ()  # each workload's own, for the workloads the run has
     cache_fit: tables.Table | None = None  # only for runs that recorded each trial's cache (report/cache.py)
     headline_figure: plots.Figure | None = None  # the first picture: headline.panels as a forest plot
+    connection: tables.Table | None = None  # only for runs that timed an open (report/connection.py)
 
     @property
     def figures(self) -> list[plots.Figure]:
@@ -114,6 +115,8 @@ class Report:
         if self.cache_fit:
             add(self.cache_fit.title, [long_part(self.cache_fit)])
         add(self.cipher_context.title, [self.cipher_context])
+        if self.connection:
+            add(self.connection.title, [long_part(self.connection)])
         if self.query_figures:  # TPC-H's power and throughput tests
             add("Per-query", figures=self.query_figures)
         for workload in self.workloads:
@@ -138,7 +141,8 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         overview=described,
         alerts=findings.alerts(run),
         findings=([sentence for section in sections for sentence in section.findings] + cache.findings(run)
-                  + findings.findings(records)
+                  + findings.findings(records) + connection.findings(run, records)
+                  + claims.claim_lines(run, records)
                   + noise.findings(noisy, loads)),
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=findings.at_rest_ok(run),
@@ -160,4 +164,5 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         workloads=sections,
         cache_fit=cache.cache_fit_table(run),
         headline_figure=plots.headline_plot(headline.panels(run, records)),
+        connection=connection.connection_table(run, records),
     )

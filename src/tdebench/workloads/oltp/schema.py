@@ -91,6 +91,45 @@ INDEXES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+# The references of clause 1.3 (BenchBase's and HammerDB's schemas declare them), added only with
+# the workload's `foreign_keys = true`: (name, table, its columns, the referenced table, its key).
+# Off by default, as tdebench has always loaded the schema: each one costs a lookup in the referenced
+# table's key on every insert (order lines, orders, history) — a difference from BenchBase's schema
+# that docs/method.md ("What tdebench's OLTP figures compare with") names and bench/oltp_foreign_keys.py
+# measures.
+FOREIGN_KEYS: tuple[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], ...] = (
+    ("fk_district_warehouse", "district", ("d_w_id",), "warehouse", ("w_id",)),
+    ("fk_customer_district", "customer", ("c_w_id", "c_d_id"), "district", ("d_w_id", "d_id")),
+    ("fk_history_customer", "history", ("h_c_w_id", "h_c_d_id", "h_c_id"), "customer", ("c_w_id", "c_d_id", "c_id")),
+    ("fk_history_district", "history", ("h_w_id", "h_d_id"), "district", ("d_w_id", "d_id")),
+    ("fk_orders_customer", "orders", ("o_w_id", "o_d_id", "o_c_id"), "customer", ("c_w_id", "c_d_id", "c_id")),
+    ("fk_new_order_orders", "new_order", ("no_w_id", "no_d_id", "no_o_id"), "orders", ("o_w_id", "o_d_id", "o_id")),
+    ("fk_order_line_orders", "order_line", ("ol_w_id", "ol_d_id", "ol_o_id"), "orders", ("o_w_id", "o_d_id", "o_id")),
+    ("fk_order_line_stock", "order_line", ("ol_supply_w_id", "ol_i_id"), "stock", ("s_w_id", "s_i_id")),
+    ("fk_stock_warehouse", "stock", ("s_w_id",), "warehouse", ("w_id",)),
+    ("fk_stock_item", "stock", ("s_i_id",), "item", ("i_id",)),
+)
+FOREIGN_KEY_DIALECTS = ("postgres", "mysql")
+"""The dialects whose servers add foreign keys to loaded tables (ALTER TABLE … ADD CONSTRAINT):
+SQLite cannot add one to an existing table, DuckDB 1.5 neither."""
+
+
+def add_foreign_keys(dialect: str) -> list[str]:
+    """The statements that add FOREIGN_KEYS to the loaded tables (each checks every row)."""
+    if dialect not in FOREIGN_KEY_DIALECTS:
+        raise ValueError(f"TPC-C foreign keys are added on {', '.join(FOREIGN_KEY_DIALECTS)} only, not {dialect}")
+    return [f"ALTER TABLE {table} ADD CONSTRAINT {name} FOREIGN KEY ({', '.join(columns)}) "
+            f"REFERENCES {target} ({', '.join(key)})" for name, table, columns, target, key in FOREIGN_KEYS]
+
+
+def drop_foreign_keys(dialect: str) -> list[str]:
+    """The statements that drop FOREIGN_KEYS again (PostgreSQL; on MariaDB the indexes InnoDB
+    made for them would stay)."""
+    if dialect != "postgres":
+        raise ValueError(f"dropping the TPC-C foreign keys is written for postgres only, not {dialect}")
+    return [f"ALTER TABLE {table} DROP CONSTRAINT {name}" for name, table, *_ in FOREIGN_KEYS]
+
+
 @dataclass(frozen=True)
 class _Dialect:
     types: dict[str, str]  # kind -> column type; "{length}" is replaced by the spec's size

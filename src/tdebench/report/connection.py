@@ -1,0 +1,107 @@
+"""Per connection: what opening a connection costs under each encryption, apart from its queries.
+
+A key derivation runs when a connection opens (SQLCipher's 256,000 PBKDF2-HMAC-SHA512
+iterations, the other SQLite3MC ciphers' PBKDF2 or Argon2id, DuckDB's ATTACH, a gocryptfs
+mount's scrypt), never inside a query: an application that keeps its connections open pays it
+once, one that opens a connection per request pays it every time. So it is a figure of its own,
+in milliseconds per open, beside how the trial took its key (`TrialOutcome.key_form`): a raw key
+(a plan's key_form = "raw") skips the derivation. The runner times OPENS opens per trial (test
+"open", step "connect"); their median is the trial's value, and the rounds give the interval.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from tdebench.report.records import (BASELINE, SummaryRecord, deterministic, engine_label, failed_trials, floors,
+                                     scale_label)
+from tdebench.report.tables import (Column, Table, config_columns, interval_text, n_text, num, number, reading,
+                                    uses_memory)
+from tdebench.results import RunData
+
+OPEN_CELL = ("open", "connect", "elapsed_s")
+"""The test, step and metric of a timed open (runner.OPENS of them per trial)."""
+MS = 1000.0
+NOTE = ("Open: a new connection to the loaded database, up to its first answer (an embedded engine "
+        "opens the file and derives the key; a server sets up a session), timed several times per "
+        "trial, each trial's median counting once; 95% CI of the median over trials. Extra: the "
+        "median open against none's. × none: the overhead's ratio, paired by round where the run ran "
+        "rounds (its CI as in the Overhead table). Key: how the engine took the key — passphrase (the "
+        "engine's key derivation ran on every open) or raw (a plan's key_form = \"raw\": no derivation).")
+
+
+def _key_forms(run: RunData) -> dict[tuple, str]:
+    """Per configuration (engine, encryption, workload, scale, memory_mb): the key forms its
+    trials recorded, joined ("" before key forms were recorded, or without a key)."""
+    failed = failed_trials(run)
+    forms: dict[tuple, set[str]] = defaultdict(set)
+    for outcome in run.trials:
+        if outcome.trial not in failed and outcome.key_form:
+            t = outcome.trial
+            forms[(t.engine, t.encryption, t.workload, t.scale, t.memory_mb)].add(outcome.key_form)
+    return {config: ", ".join(sorted(found)) for config, found in forms.items()}
+
+
+def _rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
+    opens = [r for r in records if (r.cell.test, r.cell.step, r.cell.metric) == OPEN_CELL]
+    baselines = {r.cell.comparison: r for r in opens if r.cell.encryption == BASELINE}
+    floor_of, forms = floors(records), _key_forms(run)
+    rows = []
+    for record in opens:
+        cell, summary, compared = record.cell, record.summary, record.overhead
+        baseline = baselines.get(cell.comparison)
+        exact = compared is not None and baseline is not None and deterministic(record, baseline)
+        rows.append({
+            "engine": cell.engine_at_hosts, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
+            "workload": cell.workload, "scale": cell.scale,
+            "key": forms.get((cell.engine, cell.encryption, cell.workload, cell.scale, cell.memory_mb), ""),
+            "open": summary.median * MS,
+            "ci": interval_text(summary.ci_low * MS, summary.ci_high * MS),
+            "extra": (summary.median - baseline.summary.median) * MS if baseline and compared else None,
+            "times": 1 + compared.pct / 100 if compared else None,
+            "times_ci": (interval_text(1 + compared.ci_low / 100, 1 + compared.ci_high / 100, _times)
+                         if compared and not exact else ""),
+            "reading": reading(record, exact, floor_of.get(cell.comparison)) if compared else "baseline",
+            "n": n_text(compared) if compared else f"{summary.n} trials",
+        })
+    return rows
+
+
+def _times(value: Any) -> str:
+    return "–" if value is None else f"{number(value)}×"
+
+
+def connection_table(run: RunData, records: list[SummaryRecord]) -> Table | None:
+    """The open's time per configuration, against none's; None when the run timed no open."""
+    rows = _rows(run, records)
+    if not rows:
+        return None
+    columns = config_columns(uses_memory(row["memory_mb"] for row in rows))
+    if len({(row["workload"], row["scale"]) for row in rows}) == 1:
+        columns = columns[:-2]
+    columns += (Column("key", "key"), num("open", "open (ms, median)"), num("ci", "95% CI (ms)", str),
+                num("extra", "extra per open (ms)", _extra), num("times", "× none", _times),
+                num("times_ci", "95% CI", str), Column("reading", "reading"), num("n", "n", str))
+    return Table("Per connection", columns, rows, note=NOTE,
+                 intro=("What opening one connection costs, apart from every query: where the key is derived, "
+                        "and what an application that opens a connection per request pays each time."))
+
+
+def _extra(value: Any) -> str:
+    return "–" if value is None else f"{value:+,.2f}" if abs(value) < 100 else f"{value:+,.0f}"
+
+
+def findings(run: RunData, records: list[SummaryRecord]) -> list[str]:
+    """One sentence per configuration whose open costs significantly more than none's."""
+    sentences = []
+    for row in _rows(run, records):
+        if row["reading"] != "cost":
+            continue
+        key = f", {row['key']} key" if row["key"] else ""
+        where = (f"{engine_label(row['engine'], row['memory_mb'])} {row['encryption']} "
+                 f"{row['workload']} {scale_label(row['workload'], row['scale'])}")
+        sentences.append(f"{where}{key}: opening a connection takes {_extra(row['extra'])} ms more than without "
+                         f"encryption ({number(row['open'])} ms, {_times(row['times'])} none's); paid once per "
+                         "connection, not per query (see “Per connection”).")
+    return sorted(sentences)
