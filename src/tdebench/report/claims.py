@@ -70,11 +70,12 @@ def _matches(claim: Claim, record: SummaryRecord) -> bool:
 
 def _fits(run: RunData) -> dict[tuple, set[bool]]:
     """Per configuration (engine, encryption, workload, scale, memory_mb): whether its trials'
-    data fit the engine's cache (report/cache.py)."""
+    data fit the engine's cache (report/cache.py); trials whose cache is not known are left out."""
     found: dict[tuple, set[bool]] = defaultdict(set)
     for fit in cache.trial_fits(run):
         t = fit.trial
-        found[(t.engine, t.encryption, t.workload, t.scale, t.memory_mb)].add(fit.fits)
+        if fit.fits is not None:
+            found[(t.engine, t.encryption, t.workload, t.scale, t.memory_mb)].add(fit.fits)
     return found
 
 
