@@ -99,7 +99,7 @@ def _find_each(haystack: bytes | bytearray, needle: bytes, start: int, end: int)
 
 
 class _Folded:
-    """One read folded (byte j: bytes 2j | 2j+1; an odd last byte left out; see _Matcher) and
+    """One read folded (byte j: bytes 2j | 2j+1; an odd last byte left out; see _SieveMatcher) and
     where each needle occurs in the fold: both made on first need, once per read."""
 
     def __init__(self, buffer: bytes | bytearray) -> None:
