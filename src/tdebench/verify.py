@@ -185,7 +185,7 @@ class _SieveMatcher:
 
 class _HyperscanMatcher:
     """Counts many patterns in one pass over a read with Hyperscan (Intel's compiled multi-literal
-    matcher, SIMD): 4 to 40 times the numpy sieve's speed (`bench/verify_scan.py`, "search").
+    matcher, SIMD): about 4 times the numpy sieve's speed (`bench/verify_scan.py`, "search").
 
     Hyperscan reports every occurrence of every pattern, overlapping ones too, in increasing
     order of their ends, so per pattern the starts increase; the callback keeps, per pattern, the
