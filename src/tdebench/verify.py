@@ -20,7 +20,8 @@ import functools
 import io
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -28,6 +29,12 @@ from typing import BinaryIO, cast
 import numpy as np
 
 from tdebench.results import NOT_VERIFIED, FileScan, TrialKey, Verdict
+
+try:  # Hyperscan's wheel bundles the library, for x86-64 and macOS: elsewhere the numpy sieve serves
+    import hyperscan
+    HYPERSCAN = True
+except ImportError:  # pragma: no cover - on a platform without its wheel
+    HYPERSCAN = False
 
 ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be")
 CHUNK_BYTES = 4 << 20  # read size: large for throughput, small enough to never hold a big file
@@ -92,7 +99,7 @@ def _find_each(haystack: bytes | bytearray, needle: bytes, start: int, end: int)
 
 
 class _Folded:
-    """One read folded (byte j: bytes 2j | 2j+1; an odd last byte left out; see _Matcher) and
+    """One read folded (byte j: bytes 2j | 2j+1; an odd last byte left out; see _SieveMatcher) and
     where each needle occurs in the fold: both made on first need, once per read."""
 
     def __init__(self, buffer: bytes | bytearray) -> None:
@@ -109,8 +116,9 @@ class _Folded:
         return self.found[needle]
 
 
-class _Matcher:
-    """Counts many patterns in one pass per shared prefix instead of one pass per pattern.
+class _SieveMatcher:
+    """Counts many patterns in one pass per shared prefix instead of one pass per pattern: the
+    search where Hyperscan has no wheel (see `_Matcher`).
 
     Canaries and markers of one encoding share a prefix ("TDEBENCH-"), so each group's
     prefix is searched once (`_finds`: a numpy sieve, then a compare) and only its few
@@ -135,6 +143,7 @@ class _Matcher:
         prefixes = [cast(bytes, os.path.commonprefix([p for _, p in members])) for members in groups.values()]
         # each group's prefix, how it is searched (`_strided`, decided once) and its members
         self.groups = [(prefix, self._strided(prefix), members) for prefix, members in zip(prefixes, groups.values())]
+        self.longest = max((len(p) for _, p in patterns), default=1)
 
     @staticmethod
     def _strided(prefix: bytes) -> tuple[bytes, int] | None:
@@ -174,6 +183,61 @@ class _Matcher:
                         yield is_marker, at
 
 
+class _HyperscanMatcher:
+    """Counts many patterns in one pass over a read with Hyperscan (Intel's compiled multi-literal
+    matcher, SIMD): about 4 times the numpy sieve's speed (`bench/verify_scan.py`, "search").
+
+    Hyperscan reports every occurrence of every pattern, overlapping ones too, in increasing
+    order of their ends, so per pattern the starts increase; the callback keeps, per pattern, the
+    ones that start past its last kept match and end past the tail, which is exactly what
+    `_SieveMatcher` (and bytes.count) counts. The same bytes given twice (a canary also a marker)
+    count once, for the first. Each pattern is compiled as a regular expression of escaped bytes
+    (Hyperscan's literal API ends a pattern at its first zero byte, which UTF-16 is full of).
+    One scratch space per thread: a scan may run in several threads at once (a capture beside the
+    trial), and Hyperscan refuses a scratch space that is in use.
+    """
+
+    def __init__(self, patterns: Sequence[tuple[bool, bytes]]) -> None:
+        unique: dict[bytes, bool] = {}
+        for is_marker, pattern in patterns:
+            unique.setdefault(pattern, is_marker)
+        self.patterns = list(unique)
+        self.is_marker = list(unique.values())
+        self.longest = max(map(len, self.patterns), default=1)
+        self.database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self.database.compile(expressions=["".join(f"\\x{b:02x}" for b in p).encode() for p in self.patterns],
+                              ids=list(range(len(self.patterns))), elements=len(self.patterns))
+        self._local = threading.local()
+
+    def _scratch(self) -> hyperscan.Scratch:
+        if not hasattr(self._local, "scratch"):
+            self._local.scratch = hyperscan.Scratch(self.database)
+        return cast(hyperscan.Scratch, self._local.scratch)
+
+    def matches(self, buffer: bytes | bytearray, tail: int) -> Iterator[tuple[bool, int]]:
+        """(is_marker, offset) of every match in `buffer` that ends past its first `tail`
+        bytes (the others were counted in the previous read)."""
+        lengths, is_marker = [len(p) for p in self.patterns], self.is_marker
+        free = [max(0, tail - n + 1) for n in lengths]  # per pattern: where its next match may start
+        found: list[tuple[bool, int]] = []
+
+        def on_match(pattern: int, _from: int, end: int, _flags: int, _context: object) -> None:
+            at = end - lengths[pattern]
+            if at >= free[pattern]:
+                free[pattern] = end
+                found.append((is_marker[pattern], at))
+
+        if self.patterns:
+            # its stubs say bytes; any buffer serves, without a copy
+            self.database.scan(cast(bytes, buffer), match_event_handler=on_match, scratch=self._scratch())
+        return iter(found)
+
+
+_Matcher: Callable[[Sequence[tuple[bool, bytes]]], _HyperscanMatcher | _SieveMatcher] = (
+    _HyperscanMatcher if HYPERSCAN else _SieveMatcher)
+"""The search of a scan: Hyperscan where its wheel is installed, else the numpy sieve."""
+
+
 def _sampled(first: int, count: int, every: int) -> np.ndarray:
     """Which of a file's blocks `first` .. `first + count - 1` get their entropy measured: all
     when `every` is 1; else every one of the file's first ENTROPY_FIRST_BLOCKS (a small file is
@@ -188,6 +252,30 @@ def _sampled(first: int, count: int, every: int) -> np.ndarray:
     top_bits = np.uint64(every.bit_length() - 1)  # log2(every): picked where these bits are all zero
     picked = (index * np.uint64(0x9E3779B97F4A7C15)) >> (np.uint64(64) - top_bits) == 0
     return cast(np.ndarray, (index < ENTROPY_FIRST_BLOCKS) | picked)
+
+
+ENTROPY_KERNEL_BLOCKS = 256
+"""A read with this many blocks to measure or more (`tdebench verify`'s, a file's first MiB) has
+their entropy measured by the compiled loop of `byte_counts` (blocks of whole 4-byte words, as
+every page size is); fewer, by one np.bincount per block (the same bits), so a scan of small
+files never imports numba."""
+
+
+def _block_bits(blocks: np.ndarray, picked: np.ndarray, c_log_c: np.ndarray) -> np.ndarray:
+    """The entropy, bits per byte, of each of `blocks` where `picked` is true and that is not all
+    zero (a free page): log2(n) - sum(c * log2(c)) / n over its n bytes' value counts c, the
+    c * log2(c) from `c_log_c` and summed in the order of the byte values (so both ways below
+    give the same bits)."""
+    size = blocks.shape[1]
+    if size % 4 == 0 and np.count_nonzero(picked) >= ENTROPY_KERNEL_BLOCKS:
+        from tdebench.byte_counts import block_bits  # numba: imported on first need (see its module)
+
+        return block_bits(blocks, picked, c_log_c)
+    chosen = blocks[picked]
+    used = (chosen.view(np.uint64) if size % 8 == 0 else chosen).any(axis=1)
+    counts = np.array([np.bincount(block, minlength=256) for block in chosen[used]], dtype=np.intp).reshape(-1, 256)
+    # cumsum adds in order, as the compiled loop does (sum would add pairwise); numpy's stubs give Any
+    return cast(np.ndarray, np.log2(size) - np.cumsum(c_log_c[counts], axis=1)[:, -1] / size)
 
 
 @functools.cache
@@ -205,10 +293,9 @@ class _Entropy:
     Every whole block counts in `blocks` and is tested for being all zero (a free page: neither
     plaintext nor ciphertext, it gets no histogram); the others' entropy is measured where
     `_sampled` picks them (`measured`; `mean` and `low` are over those). A block's entropy is
-    log2(n) - sum(c * log2(c)) / n over its n bytes' value counts c: the counts come from one
-    bincount per block and the c * log2(c) from a table, for all the blocks of a read at once
-    (a histogram of many blocks in one bincount was no faster: the index arithmetic costs what
-    it saves).
+    log2(n) - sum(c * log2(c)) / n over its n bytes' value counts c, the c * log2(c) from a
+    table, for all the blocks of a read at once (`_block_bits`: a compiled loop for many blocks,
+    one bincount per block for a few).
     """
 
     def __init__(self, block_size: int, every: int = 1) -> None:
@@ -222,27 +309,18 @@ class _Entropy:
 
     def add(self, chunk: bytes | bytearray | memoryview) -> None:
         """Account every whole block of `chunk` (which starts on a block border). All-zero
-        blocks are found for the whole chunk at once and cost no histogram."""
+        blocks among those `_sampled` picks are found before any histogram and cost none."""
         data = np.frombuffer(chunk, dtype=np.uint8)
         whole = len(data) // self.block_size
         if not whole:
             return
         blocks = data[:whole * self.block_size].reshape(whole, self.block_size)
-        words = self.block_size % 8 == 0
-        used = (blocks.view(np.uint64) if words else blocks).any(axis=1)
-        measured = used & _sampled(self.blocks, whole, self.every)
+        bits = _block_bits(blocks, _sampled(self.blocks, whole, self.every), self._c_log_c)
         self.blocks += whole
-        if measured.any():
-            bits = self._bits(blocks[measured])
+        if len(bits):
             self.measured += len(bits)
             self.total += float(bits.sum())
             self.low += int((bits < LOW_ENTROPY).sum())
-
-    def _bits(self, blocks: np.ndarray) -> np.ndarray:
-        """The entropy of each block, bits per byte."""
-        counts = np.array([np.bincount(block, minlength=256) for block in blocks])
-        # numpy's stubs give an index by an array as Any
-        return cast(np.ndarray, np.log2(self.block_size) - self._c_log_c[counts].sum(axis=1) / self.block_size)
 
     @property
     def mean(self) -> float:
@@ -250,7 +328,7 @@ class _Entropy:
 
 
 @functools.lru_cache(maxsize=4)
-def _matcher(canaries: tuple[str, ...], markers: tuple[str, ...]) -> _Matcher:
+def _matcher(canaries: tuple[str, ...], markers: tuple[str, ...]) -> _HyperscanMatcher | _SieveMatcher:
     """The matcher of these canaries and markers, made once for all the files of a scan (it is
     not changed by use)."""
     return _Matcher([(False, p) for _, p in _patterns(canaries)] + [(True, p) for _, p in _patterns(markers)])
@@ -312,7 +390,7 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
     if entropy_every < 1 or entropy_every & (entropy_every - 1):
         raise ValueError(f"entropy_every {entropy_every} must be a power of two")
     matcher = _matcher(tuple(canaries), tuple(markers))
-    overlap = max((len(p) for _, _, members in matcher.groups for _, p in members), default=1) - 1
+    overlap = matcher.longest - 1
     entropy = _Entropy(block_size, entropy_every)
     hits = marker_hits = size = 0
     first: int | None = None

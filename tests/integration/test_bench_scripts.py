@@ -47,12 +47,18 @@ def test_precision_runs_on_sqlite() -> None:
 
 
 def test_verify_scan_prints_every_speed() -> None:
-    out = run("verify_scan.py", "4")
+    out = run("verify_scan.py", "4", "--rounds", "2", timeout=300)  # each round starts `tdebench verify` too
     assert "planted hits found by both searches" in out
-    for name in ("read", "scan", "scan, every block", "scan, free pages", "entropy, sampled", "entropy, every",
-                 "search, prefixed", "search, count", "grep -F -c"):
+    for name in ("read", "scan", "scan, every block", "grep -F -c", "scan, ciphertext", "scan, every block, ciphertext",
+                 "grep -F -c, ciphertext", "tdebench verify command", "scan, free pages", "entropy, sampled",
+                 "entropy, every", "entropy, every, bincount", "search", "search, sieve", "search, count"):
         assert re.search(rf"^  {re.escape(name)}\s+\d+\.\d MiB/s", out, re.M), out
     assert re.search(r"^scan vs grep -F -c: \d+\.\d\d x grep's speed; the same 48 canary and 48 marker matches as grep",
+                     out, re.M), out
+    for label in ("mixed file", "ciphertext"):  # both scans' share of grep's speed, on each file
+        assert re.search(rf"^  {label}\s+trial scan\s+\d+\.\d\d \(\d+\.\d\d\), tdebench verify's scan\s+\d+\.\d\d "
+                         r"\(\d+\.\d\d\)$", out, re.M), out
+    assert re.search(r"^tdebench verify.s scan: \d+\.\d MiB/s on the mixed file, \d+\.\d MiB/s on ciphertext",
                      out, re.M), out
 
 

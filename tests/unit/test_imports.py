@@ -1,5 +1,5 @@
 """The import arrows of src/tdebench point down: cli → runner → (plan, workloads, report) →
-(engines, measure, verify) → (keys, store, stats) → (results, runstate), with no circle.
+(engines, measure, verify) → (keys, store, stats, byte_counts) → (results, runstate), with no circle.
 
 The graph is read from the source with `ast` (every `import` and `from … import`, at any depth
 of a module, `if TYPE_CHECKING:` blocks included), so nothing is imported and no module's side
@@ -25,7 +25,7 @@ TIERS = (
     ("runner", "runsetup", "outdir"),
     ("plan", "workloads", "report"),
     ("engines", "measure", "verify"),
-    ("keys", "store", "stats"),
+    ("keys", "store", "stats", "byte_counts"),  # byte_counts: verify's compiled entropy loop (numba)
     ("results", "runstate"),  # the record types and the run's process registry: nothing of tdebench below
 )
 """Every top-level piece of tdebench, highest first: a piece imports only pieces of lower tiers

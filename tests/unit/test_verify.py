@@ -540,3 +540,124 @@ def test_the_sieve_finds_exactly_what_find_finds(monkeypatch):
             assert list(verify._finds(haystack, needle, start)) == every(bytes(haystack), needle, start)
     crowded = b"TDEBENCX-" * 40 + b"TDEBENCH-" + b"TDEBENCX-" * 40  # a candidate every 9 bytes: find serves
     assert list(verify._finds(crowded, b"TDEBENCH-")) == [360]
+
+
+@pytest.fixture(params=["hyperscan", "sieve"])
+def matcher(request, monkeypatch):
+    """Each search the scan may use: Hyperscan where its wheel is installed, the numpy sieve elsewhere."""
+    import tdebench.verify as verify
+
+    if request.param == "hyperscan" and not verify.HYPERSCAN:
+        pytest.skip("Hyperscan has no wheel on this platform")
+    chosen = verify._HyperscanMatcher if request.param == "hyperscan" else verify._SieveMatcher
+    monkeypatch.setattr(verify, "_Matcher", chosen)
+    verify._matcher.cache_clear()  # made once per canaries and markers: made again with this search
+    yield chosen
+    verify._matcher.cache_clear()
+
+
+def test_both_searches_find_the_same_matches(matcher):
+    """Look-alikes that overlap the patterns, UTF-16 at odd offsets and among zeros, patterns that
+    share prefixes, one the prefix of another, one given twice and one that overlaps itself
+    (counted without overlap, as bytes.count counts): both searches yield the same
+    (is_marker, offset) pairs, whatever the tail."""
+    import random
+
+    from tdebench.verify import _HyperscanMatcher, _SieveMatcher
+
+    rng = random.Random(25)
+    patterns = [(False, p) for _, p in _patterns_of("TDEBENCH-CANARY-1", "TDEBENCH-CANARY-12")] + [
+        (True, p) for _, p in _patterns_of("TDEBENCH-MARKER-1")] + [(True, b"TDEBENCH-CANARY-1"), (False, b"abab")]
+    pieces = [p for _, p in patterns] + [b"TDEBENCH-", b"TDEBENCH-CANARY-", b"1", b"2", b"\x00", b"\x00" * 9,
+                                         b"x", "TDEBENCH-CAN".encode("utf-16-le"), b"\x00T\x00D", b"ab", b"ab"]
+    for _ in range(500):
+        buffer = bytearray(b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))))
+        tail = rng.randint(0, min(len(buffer), 40))
+        found = sorted(matcher(patterns).matches(buffer, tail))
+        assert found == sorted(_SieveMatcher(patterns).matches(buffer, tail)), (buffer, tail)
+        if matcher is _HyperscanMatcher:
+            assert found == sorted(_HyperscanMatcher(patterns).matches(bytes(buffer), tail))
+
+
+def _patterns_of(*canaries: str) -> list[tuple[str, bytes]]:
+    from tdebench.verify import _patterns
+
+    return _patterns(canaries)
+
+
+def test_scan_counts_what_count_counts_across_read_borders(tmp_path, matcher):
+    """Canaries and markers in every encoding, at odd offsets, beside look-alikes and across the
+    borders of small reads: the scan counts what bytes.count counts in the whole file (the
+    patterns do not overlap themselves) and gives the first canary's offset."""
+    import random
+
+    rng = random.Random(6)
+    canary, marker = "TDEBENCH-CANARY-0f", "TDEBENCH-MARKER-0f"
+    canaries, markers = [p for _, p in _patterns_of(canary)], [p for _, p in _patterns_of(marker)]
+    pieces = canaries + markers + [b"TDEBENCH-CANARY-0", b"\x00", b"\x00" * 5, b"x" * 3, os.urandom(7)]
+    for round_ in range(40):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 200)))
+        path = _file(tmp_path, f"db{round_}", data)
+        result = scan_file(path, [canary], tmp_path, None, block_size=16, chunk_size=64, markers=[marker])
+        starts = [at for at in (data.find(p) for p in canaries) if at != -1]
+        assert result.hits == sum(data.count(p) for p in canaries), round_
+        assert result.marker_hits == sum(data.count(p) for p in markers), round_
+        assert result.first_hit_offset == (min(starts) if starts else None), round_
+
+
+def _entropy_fields(scanned: FileScan) -> tuple[object, ...]:
+    return (scanned.entropy_mean, scanned.low_entropy_blocks, scanned.blocks, scanned.entropy_blocks)
+
+
+@pytest.mark.parametrize("block_size", [4096, 64, 12])
+def test_compiled_byte_counts_give_the_entropy_bincount_gives(tmp_path, monkeypatch, block_size):
+    """A read with many blocks to measure has its bytes counted by numba's loop, one with few by
+    one bincount per block: the same figures to the last bit, for ciphertext, text and free pages,
+    in blocks of whole 64-bit words or not (12 bytes: the zero test cannot go by 64-bit words)."""
+    import tdebench.verify as verify
+
+    text = ("Customer#000000001 regular accounts " * 200).encode()[:block_size]
+    data = b"".join(os.urandom(block_size) if i % 3 == 0 else text if i % 3 == 1 else bytes(block_size)
+                    for i in range(600)) + b"tail"
+    path = _file(tmp_path, "db", data)
+    chunk = block_size * 300
+    scans = []
+    for threshold in (1, 1 << 30):  # the compiled loop for every read; never
+        monkeypatch.setattr(verify, "ENTROPY_KERNEL_BLOCKS", threshold)
+        scans.append(scan_file(path, [CANARY], tmp_path, None, block_size=block_size, chunk_size=chunk,
+                               entropy_every=1))
+    compiled, counted = scans
+    assert _entropy_fields(compiled) == _entropy_fields(counted)
+    assert (compiled.entropy_blocks, compiled.blocks) == (400, 600)
+    assert compiled.low_entropy_blocks == (200 if block_size > 256 else 400)  # 64 bytes hold at most 6 bits/byte
+
+
+def test_compiled_block_bits_match_bincount_for_picked_rows():
+    import numpy as np
+
+    from tdebench.byte_counts import block_bits
+    from tdebench.verify import _c_log_c
+
+    blocks = np.frombuffer(os.urandom(40 * 4096), dtype=np.uint8).reshape(40, 4096)
+    picked = np.arange(40) % 3 != 1
+    table = _c_log_c(4096)
+    counts = np.array([np.bincount(b, minlength=256) for b in blocks[picked]])
+    expected = 12 - np.cumsum(table[counts], axis=1)[:, -1] / 4096
+    for source in (blocks, blocks.copy()):  # read-only (bytes) and writable (a read's bytearray) alike
+        assert (block_bits(source, picked, table) == expected).all()
+    assert block_bits(blocks, np.zeros(40, dtype=bool), table).shape == (0,)
+    zeros = np.zeros((3, 4096), dtype=np.uint8)
+    assert block_bits(zeros, np.ones(3, dtype=bool), table).shape == (0,)  # free pages: no histogram
+    with pytest.raises(ValueError, match="4-byte words"):
+        block_bits(blocks[:, :4095], picked, table)
+
+
+def test_a_file_of_zeros_is_all_free_pages(tmp_path):
+    """Zeros everywhere (a preallocated or sparse file): every block counted, none measured, no hit
+    in any encoding (the UTF-16 patterns are mostly zeros)."""
+    path = tmp_path / "zeros"
+    with path.open("wb") as fh:
+        fh.truncate(3 << 20)
+    result = scan_file(path, [CANARY], tmp_path, None, entropy_every=1, markers=["TDEBENCH-MARKER-1"])
+    assert (result.hits, result.marker_hits, result.first_hit_offset) == (0, 0, None)
+    assert (result.blocks, result.entropy_blocks, result.entropy_mean) == (768, 0, 0.0)
