@@ -379,8 +379,8 @@ def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here
     name = remote.engine if remote is not None else check.choice(table, "name", None, tuple(ENGINES))
     engine = get_engine(name, remote=remote)
     valid = tuple(e.name for e in engine.encryptions)
-    if table.get("encryptions") in ("all", ["all"]):  # legacy ciphers only by name
-        names = [e.name for e in engine.encryptions if not e.legacy]
+    if table.get("encryptions") in ("all", ["all"]):  # legacy ciphers and plaintext defaults only by name
+        names = [e.name for e in engine.encryptions if not e.by_name_only]
     else:
         names = check.string_list(table, "encryptions", list(valid))
     for enc in names:

@@ -131,3 +131,16 @@ def test_lockstep_prints_every_layout_against_blocked() -> None:
     for layout in ("queries in turn", "passes in turn", "blocked"):
         assert re.search(rf"^{layout}\s*: spread of the A/A ratio\s+\d+\.\d% \(mean\s+[+-]\d+\.\d%\),"
                          rf"\s+\d+\.\d\dx blocked's$", out, re.M), out
+
+
+def test_temp_coverage_prints_a_row_per_configuration_with_its_verdict() -> None:
+    out = run("temp_coverage.py", "--engines", "sqlite", "duckdb", "--scale", "0.05", "--fs-on")
+    assert re.search(r"^Rows carrying a canary \(sqlite 5,000, duckdb 15,000\)", out, re.M), out
+    verdicts = {" ".join(name.split()): verdict for name, verdict in re.findall(
+        r"^((?:sqlite|duckdb) +\S+(?: temp_store=FILE)?) .* (plaintext|encrypted|no temp file"
+        r"|no canary \(baseline neither\))(?: |$)", out, re.M)}
+    assert set(verdicts) == {"sqlite none", "sqlite none temp_store=FILE", "sqlite aes-128-cbc",
+                             "sqlite aes-128-cbc temp_store=FILE", "duckdb none", "duckdb aes-256-gcm",
+                             "duckdb aes-256-gcm-plaintemp"}, out
+    assert verdicts["sqlite none"] == verdicts["duckdb none"] == "plaintext", out  # the positive controls
+    assert verdicts["sqlite aes-128-cbc temp_store=FILE"] != "plaintext", out

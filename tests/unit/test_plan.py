@@ -63,8 +63,18 @@ def test_baseline_is_added_and_all_expands() -> None:
     plan = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '["aes-256-ctr"]'))
     assert plan.engines[0].encryptions == ("none", "aes-256-ctr")
     plan = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '"all"'))
-    assert plan.engines[0].encryptions == tuple(e.name for e in get_engine("duckdb").encryptions)
+    assert plan.engines[0].encryptions == tuple(e.name for e in get_engine("duckdb").encryptions
+                                                if not e.plaintext_default)
     assert plan.engines[0].encryptions[:3] == ("none", "aes-256-gcm", "aes-256-ctr")
+
+
+def test_all_leaves_out_duckdbs_plaintext_temp_files_which_a_plan_names_to_get() -> None:
+    everything = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '"all"'))
+    assert not any(name.endswith("-plaintemp") for name in everything.engines[0].encryptions)
+    named = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '["aes-256-gcm-plaintemp"]'))
+    assert named.engines[0].encryptions == ("none", "aes-256-gcm-plaintemp")
+    leak = get_engine("duckdb").encryption("aes-256-ctr-plaintemp")
+    assert leak.by_name_only and "temp files" not in leak.covers and leak.cipher == "aes-256-ctr"
 
 
 @pytest.mark.parametrize("old, new, message, line", [

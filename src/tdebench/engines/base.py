@@ -47,6 +47,9 @@ class Encryption:
     # the length of a raw key the engine takes for it instead of a passphrase, skipping its key
     # derivation on every open (a plan's key_form = "raw"); 0: the engine always derives the key
     raw_key_bytes: int = 0
+    # the engine's own default that leaves part of the data in plaintext (what `covers` leaves out, e.g.
+    # DuckDB's temp files), kept as a variant of its own so a plan can measure the leak; by name only
+    plaintext_default: bool = False
     # the layer below the engine that provides it (layer "fs"); None: the engine's own (or none)
     provider: Layer | None = field(default=None, compare=False, repr=False)
 
@@ -54,6 +57,13 @@ class Encryption:
     def is_baseline(self) -> bool:
         """Nothing encrypted: `none`, and the `placebo` that repeats it as an A/A control."""
         return self.layer == "none"
+
+    @property
+    def by_name_only(self) -> bool:
+        """Left out of a plan's `encryptions = "all"`: a legacy cipher, or an engine default that
+        leaves data in plaintext on purpose. Neither is a setting to choose for new data; a
+        plan that wants to compare with one, or to see its leak, names it."""
+        return self.legacy or self.plaintext_default
 
     @property
     def cipher(self) -> str:
@@ -83,6 +93,7 @@ class Encryption:
             "notes": self.notes,
             "page_bytes": self.page_bytes,
             "legacy": self.legacy,
+            "plaintext_default": self.plaintext_default,
         }
 
 

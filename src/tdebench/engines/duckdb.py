@@ -2,6 +2,10 @@
 
 The database is ATTACHed to an in-memory DuckDB with ENCRYPTION_KEY/ENCRYPTION_CIPHER; the
 baseline is attached the same way without a key, so both paths differ only in encryption.
+DuckDB encrypts the temp files (what spills past memory_limit) only with `temp_file_encryption`,
+which it leaves off by default: the encryptions set it, and the `-plaintemp` variants keep
+DuckDB's default, so a plan can measure what that leaves in plaintext
+(tests/contract/test_duckdb_temp_files.py, bench/temp_coverage.py).
 Writing encrypted files needs OpenSSL, which DuckDB takes from its `httpfs` extension; the
 extension is loaded from its PyPI wheel (`duckdb-extension-httpfs`), never downloaded.
 """
@@ -13,17 +17,22 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   Reencrypts, Statement, execute_in_turn)
+                                   EncryptionNotActive, Reencrypts, Statement, execute_in_turn)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
-_COVERS = ("main file", "WAL", "temp files")
+if TYPE_CHECKING:
+    from tdebench.engines.duckdb_extensions import Config
+
+_TEMP_FILES = "temp files"
+_COVERS = ("main file", "WAL", _TEMP_FILES)
+_PLAINTEMP = "-plaintemp"  # the suffix of a variant with DuckDB's default: temp files in plaintext
 _BLOCK_BYTES = 256 * 1024  # DuckDB encrypts each block (default size 256 KiB) under its own nonce
 _CIPHERS = {"aes-256-gcm": "GCM", "aes-256-ctr": "CTR"}
 _ALIAS = "db"
@@ -71,6 +80,18 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
     def temp_directory(self) -> Path:
         return self.workspace / "duckdb.tmp"
 
+    @property
+    def _temp_encrypted(self) -> bool:
+        """DuckDB's temp_file_encryption: on exactly where the encryption claims the temp files.
+        Set off explicitly elsewhere, since with it on DuckDB encrypts the temp files of an
+        unencrypted database too (measured on 1.5.5), and the baseline is the positive control."""
+        return _TEMP_FILES in self.encryption.covers
+
+    @property
+    def _cipher(self) -> str:
+        """DuckDB's ENCRYPTION_CIPHER of this encryption."""
+        return _CIPHERS[self.encryption.name.removesuffix(_PLAINTEMP)]
+
     def create(self) -> None:
         conn = self.connect()
         conn.close()
@@ -91,31 +112,52 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
         from tdebench.engines.duckdb_extensions import extension_path
 
         self.temp_directory.mkdir(parents=True, exist_ok=True)
-        instance = duckdb.connect(":memory:", config={
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-            "temp_directory": str(self.temp_directory),
-            **self._memory_config(),
-        })
+        instance = duckdb.connect(":memory:", config=self._config())
         try:
             instance.execute(f"LOAD '{extension_path('httpfs')}'")
             options = ""
             if not self.encryption.is_baseline:
                 assert self.key is not None, "an encrypted database needs a key"
-                cipher = _CIPHERS[self.encryption.name]
-                options = f" (ENCRYPTION_KEY '{self.key.hex()}', ENCRYPTION_CIPHER '{cipher}')"
-            quoted = str(self.path).replace("'", "''")
-            instance.execute(f"ATTACH '{quoted}' AS {_ALIAS}{options}")
+                options = f" ({self._key_options(self.key).lstrip(', ')})"
+            instance.execute(f"ATTACH {_quoted(self.path)} AS {_ALIAS}{options}")
         except Exception as exc:
             instance.close()
-            message = self.key.scrub(str(exc)) if self.key else str(exc)
-            raise RuntimeError(f"duckdb could not open {self.path.name}: {message}") from None
+            raise RuntimeError(f"duckdb could not open {self.path.name}: {_scrubbed(exc, self.key)}") from None
         return instance
 
-    def _memory_config(self) -> dict[str, str]:
-        """The plan's memory_mb as DuckDB's memory_limit (MiB, as the servers count it); what does
-        not fit spills to the temp directory, inside the workspace and so inside the at-rest scan."""
-        return {} if self.memory_mb is None else {"memory_limit": f"{self.memory_mb}MiB"}
+    def _config(self) -> "Config":
+        """The in-memory instance's settings: extensions never fetched, temp files in the
+        workspace (inside the at-rest scan) and encrypted where the encryption claims them (set
+        here, before anything spills: DuckDB refuses to change it while temp files exist), and
+        the plan's memory_mb as memory_limit (MiB, as the servers count it; what does not fit
+        spills)."""
+        from tdebench.engines.duckdb_extensions import OFFLINE
+
+        memory: Config = {} if self.memory_mb is None else {"memory_limit": f"{self.memory_mb}MiB"}
+        return {**OFFLINE, "temp_directory": str(self.temp_directory), "temp_file_encryption": self._temp_encrypted,
+                **memory}
+
+    def encryption_state(self) -> str:
+        """What DuckDB says: whether the attached database is encrypted and with which cipher, and
+        whether its temp files are (temp_file_encryption); EncryptionNotActive where that is not
+        what the encryption claims. Named columns of duckdb_databases() only, never `options`:
+        DuckDB has listed the ATTACH's encryption_key there (DuckDB issue #20761)."""
+        if self.encryption.is_baseline:
+            return ""
+        conn = self.connect()
+        try:
+            rows = conn.execute("SELECT encrypted, cipher FROM duckdb_databases() WHERE database_name = ?", [_ALIAS])
+            temp = conn.execute("SELECT current_setting('temp_file_encryption')")
+        finally:
+            conn.close()
+        encrypted, cipher = rows[0] if rows else (False, None)
+        temp_encrypted = bool(temp[0][0])
+        state = (f"database {'encrypted with ' + str(cipher) if encrypted else 'not encrypted'}; "
+                 f"temp_file_encryption = {str(temp_encrypted).lower()}")
+        if not encrypted or cipher != self._cipher or temp_encrypted != self._temp_encrypted:
+            raise EncryptionNotActive(f"duckdb: {state}, where {self.encryption.name} should have {self._cipher} "
+                                      f"and temp_file_encryption = {str(self._temp_encrypted).lower()}")
+        return state
 
     def _release(self) -> None:
         self._open -= 1
@@ -168,8 +210,7 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
             instance.execute("DETACH source")
         except Exception as exc:
             partial.unlink(missing_ok=True)
-            message = new.scrub(old.scrub(str(exc)) if old else str(exc))
-            raise RuntimeError(f"duckdb could not copy {self.path.name}: {message}") from None
+            raise RuntimeError(f"duckdb could not copy {self.path.name}: {_scrubbed(exc, old, new)}") from None
         finally:
             instance.close()
         os.replace(partial, self.path)
@@ -182,10 +223,7 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
         from tdebench.engines.duckdb_extensions import extension_path
 
         self.temp_directory.mkdir(parents=True, exist_ok=True)
-        instance = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
-                                                      "autoload_known_extensions": False,
-                                                      "temp_directory": str(self.temp_directory),
-                                                      **self._memory_config()})
+        instance = duckdb.connect(":memory:", config=self._config())
         instance.execute(f"LOAD '{extension_path('httpfs')}'")
         return instance
 
@@ -193,7 +231,7 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
         """", ENCRYPTION_KEY …, ENCRYPTION_CIPHER …" for ATTACH, or "" without a key."""
         if key is None:
             return ""
-        return f", ENCRYPTION_KEY '{key.hex()}', ENCRYPTION_CIPHER '{_CIPHERS[self.encryption.name]}'"
+        return f", ENCRYPTION_KEY '{key.hex()}', ENCRYPTION_CIPHER '{self._cipher}'"
 
     # -- backup and restore --------------------------------------------------------------------
 
@@ -213,7 +251,7 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
             else:
                 self._copy_attached(conn, target / _BACKUP_FILE, self.key, into_file=True)
         except Exception as exc:
-            raise RuntimeError(f"duckdb backup {method.name} failed: {self._scrubbed(exc)}") from None
+            raise RuntimeError(f"duckdb backup {method.name} failed: {_scrubbed(exc, self.key)}") from None
         finally:
             conn.close()
         return finished(method, target, target / _BACKUP_FILE, self.workspace / "backup.log")
@@ -235,7 +273,7 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
                 self._copy_attached(conn, source, self.key, into_file=False)
         except Exception as exc:
             raise RuntimeError(f"duckdb restore of a {backup.method.name} backup failed: "
-                               f"{self._scrubbed(exc)}") from None
+                               f"{_scrubbed(exc, self.key)}") from None
         finally:
             conn.close()
             unpacked.unlink(missing_ok=True)
@@ -253,9 +291,6 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
             conn.execute(f"COPY FROM DATABASE {source} TO {destination}")
         finally:
             conn.execute(f"DETACH {_BACKUP_ALIAS}")
-
-    def _scrubbed(self, exc: Exception) -> str:
-        return self.key.scrub(str(exc)) if self.key else str(exc)
 
 
 _BACKUP_FILE = "backup.duckdb"
@@ -286,6 +321,15 @@ def default_cache_mb() -> float:
     return float(value) * _UNITS[unit]
 
 
+def _plaintemp(name: str, mode: str) -> Encryption:
+    """`name` as DuckDB leaves it by default: temp_file_encryption off, so what spills past
+    memory_limit (sorts, hash tables, large intermediates) reaches the temp files in plaintext."""
+    return Encryption(name + _PLAINTEMP, "AES", 256, mode, "native", tuple(c for c in _COVERS if c != _TEMP_FILES),
+                      f"{name} with DuckDB's default temp_file_encryption = false: what spills reaches the "
+                      "temp files in plaintext; to measure that leak, by name only", _BLOCK_BYTES,
+                      plaintext_default=True)
+
+
 class DuckDBEngine(Engine):
     name = "duckdb"
     dialect = "duckdb"
@@ -302,9 +346,11 @@ class DuckDBEngine(Engine):
     encryptions = (
         NONE,
         Encryption("aes-256-gcm", "AES", 256, "GCM", "native", _COVERS,
-                   "authenticated; DuckDB's default cipher", _BLOCK_BYTES),
+                   "authenticated; DuckDB's default cipher; temp files with temp_file_encryption on", _BLOCK_BYTES),
         Encryption("aes-256-ctr", "AES", 256, "CTR", "native", _COVERS,
-                   "not authenticated; faster than GCM where there is no AES-GCM acceleration", _BLOCK_BYTES),
+                   "not authenticated; faster than GCM where there is no AES-GCM acceleration; temp files with "
+                   "temp_file_encryption on", _BLOCK_BYTES),
+        *(_plaintemp(name, mode) for name, mode in _CIPHERS.items()),
         *FS_ENCRYPTIONS,
     )
 
@@ -336,6 +382,17 @@ class DuckDBEngine(Engine):
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb)
+
+
+def _scrubbed(exc: Exception, *keys: Secret | None) -> str:
+    """`exc`'s message without any key: without DuckDB's echo of the failing statement ("LINE 1:
+    …", cut to a line's width, so a piece of a key in it would escape `Secret.scrub`), and with
+    each key's spellings replaced."""
+    message = str(exc).split("\nLINE ", 1)[0].rstrip()
+    for key in keys:
+        if key is not None:
+            message = key.scrub(message)
+    return message
 
 
 def _quoted(path: Path) -> str:

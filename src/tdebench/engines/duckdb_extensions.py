@@ -12,8 +12,8 @@ from pathlib import Path
 
 import duckdb
 
-_OFFLINE: dict[str, str | bool | int | float | list[str]] = {  # duckdb.connect's config type
-    "autoinstall_known_extensions": False, "autoload_known_extensions": False}
+Config = dict[str, str | bool | int | float | list[str]]  # duckdb.connect's config type
+OFFLINE: Config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
 def extension_path(name: str) -> Path:
@@ -40,7 +40,7 @@ def duckdb_with_tpch(database: str | Path = ":memory:") -> duckdb.DuckDBPyConnec
     In memory by default; data generation passes a scratch file instead, because dbgen
     held in memory needs about 2.4 GB per scale unit and SF 10 would not fit.
     """
-    con = duckdb.connect(str(database), config=_OFFLINE)
+    con = duckdb.connect(str(database), config=OFFLINE)
     con.execute("SET enable_progress_bar = false")  # dbgen at SF >= 1 would draw on the terminal
     con.execute(f"LOAD '{extension_path('tpch')}'")
     return con

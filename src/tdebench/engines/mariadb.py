@@ -32,7 +32,8 @@ tablespace with undo log and doublewrite buffer, system tables), the redo log, I
 Aria temporary tables, temp files (filesort, merge files), Aria tables and the binlog.
 The binlog is off (as a default server has it), so `covers` does not claim it. Temp files
 are unlinked as soon as they are opened, so no at-rest scan can see them; their encryption
-rests on `encrypt_tmp_files`, which `encryption_state()` confirms. Encryption is
+rests on `encrypt_tmp_files`, which `encryption_state()` confirms (bench/temp_coverage.py reads
+them through /proc while they are open: plaintext with it off, no canary with it on). Encryption is
 on from `mariadb-install-db` onwards, so every tablespace is created encrypted; one
 encryption thread is needed all the same, because the system tablespace is encrypted by it
 (with 0 threads `innodb_system` stays plaintext). `encryption_state()` confirms all of it
