@@ -127,3 +127,26 @@ def test_the_headline_picture_has_a_panel_per_sentence_with_verdicts_and_floor(t
     picture = headline_plot(drawn)
     assert picture is not None and picture.png.startswith(b"\x89PNG")
     assert headline_plot([]) is None
+
+
+def test_in_one_minute_is_a_short_line_per_engine_and_the_findings_have_the_rest(tmp_path: Path) -> None:
+    """summary_lines: per engine its cheapest and dearest encryption, the floor and the regime
+    in at most 30 words; the full sentence (every encryption with its interval) leads the
+    findings instead."""
+    from tdebench.report.headline import config_sentences, summary_lines
+
+    write_fake_run(tmp_path, placebo=True)
+    run = read_run(tmp_path)
+    records = summary_records(run)
+    lines = summary_lines(run, records)
+    full = config_sentences(run, records)
+    assert len(full) >= 2
+    for line, sentence in zip(lines, full):
+        assert line.split(":")[0] == sentence.split(" (")[0]  # the same engine, workload and figure
+        assert len(line.split()) <= 30 and "cheapest " in line and ", dearest " in line and "noise floor ±" in line
+        assert len(sentence) > len(line)
+    assert lines[len(full)].startswith("At rest:") or lines[len(full)].startswith("The machine was busy")
+    build(tmp_path)
+    markdown = (tmp_path / "report.md").read_text()
+    findings = markdown.split("## Findings")[1]
+    assert findings.index(full[0].split(" (")[0]) < findings.index("**At rest:**")

@@ -63,7 +63,7 @@ class Report:
     """Sections in reading order; every renderer walks them in this order."""
 
     title: str
-    headline: list[str]  # the first lines: each encryption's cost in plain words (headline.py)
+    headline: list[str]  # the first lines, “In one minute”: short, one per engine (headline.summary_lines)
     overview: findings.Overview
     alerts: list[str]
     findings: list[str]
@@ -137,10 +137,11 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     loads = noise.trial_loads(run)
     return Report(
         title=f"tdebench report: {described.plan_name}",
-        headline=headline.headline(run, records),
+        headline=headline.summary_lines(run, records),
         overview=described,
         alerts=findings.alerts(run),
-        findings=([sentence for section in sections for sentence in section.findings] + cache.findings(run)
+        findings=(headline.config_sentences(run, records)
+                  + [sentence for section in sections for sentence in section.findings] + cache.findings(run)
                   + findings.findings(records) + connection.findings(run, records)
                   + claims.claim_lines(run, records)
                   + noise.findings(noisy, loads)),

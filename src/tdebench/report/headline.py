@@ -156,12 +156,19 @@ def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, 
     return chosen_ones
 
 
-def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
-    """The report's opening sentences (see the module)."""
+def config_sentences(run: RunData, records: list[SummaryRecord]) -> list[str]:
+    """Per engine, workload and scale, every encryption with its interval in the groups a DBA
+    decides by, the noise floor and the regime: the first findings of the report."""
     regimes = cache.regimes(run)
-    sentences = [_sentence(engine, memory, workload, scale, figure, chosen, floor,
-                           regimes.get((engine, memory, workload, scale)))
-                 for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records)]
+    return [_sentence(engine, memory, workload, scale, figure, chosen, floor,
+                      regimes.get((engine, memory, workload, scale)))
+            for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records)]
+
+
+def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
+    """The sentences in full (see the module): `config_sentences`, then the busy machine, the
+    at-rest line and the cache caveat."""
+    sentences = config_sentences(run, records)
     busy = busy_headline(trial_loads(run))
     if busy:
         sentences.append(busy)
@@ -200,3 +207,49 @@ def panels(run: RunData, records: list[SummaryRecord]) -> list[plots.Panel]:
                                   rate=figure.metric in PER_MINUTE,
                                   regime=regime.words if regime else ""))
     return result
+
+
+def _resolved(record: SummaryRecord, floor: SummaryRecord | None) -> bool:
+    """An overhead the run resolves: measured in two rounds or more, its interval off zero and
+    outside the placebo's (what _grouped calls a cost, or faster)."""
+    compared = record.overhead
+    assert compared is not None
+    return (min(compared.n_treatment, compared.n_baseline) >= 2 and compared.significant
+            and not below_resolution(record, floor))
+
+
+def _short(record: SummaryRecord, floor: SummaryRecord | None) -> str:
+    compared = record.overhead
+    assert compared is not None
+    return f"{record.cell.encryption} {percent(compared.pct)}" + ("" if _resolved(record, floor) else " (noise)")
+
+
+def summary_lines(run: RunData, records: list[SummaryRecord]) -> list[str]:
+    """“In one minute” as a reader takes it in at a glance (about 25 words a line): per engine,
+    workload and scale its cheapest and dearest encryption on the headline figure (an overhead
+    the run does not resolve marked "(noise)"), the noise floor and the regime; then the busy
+    machine and the at-rest line. The sentences with every encryption and interval
+    (`headline`) lead the findings."""
+    regimes = cache.regimes(run)
+    lines = []
+    for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records):
+        rate = figure.metric in PER_MINUTE
+        ranked = sorted(chosen, key=lambda r: ((-1.0 if rate else 1.0) * r.overhead.pct,  # type: ignore[union-attr]
+                                               r.cell.encryption))
+        who = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
+               f"{SHORT_NAMES.get(figure.label, figure.label)}")
+        costs = (_short(ranked[0], floor) if len(ranked) == 1
+                 else f"cheapest {_short(ranked[0], floor)}, dearest {_short(ranked[-1], floor)}")
+        floor_text = f"noise floor ±{resolution(floor):.1f}%" if floor is not None else "no placebo"
+        regime = regimes.get((engine, memory, workload, scale))
+        regime_text = ("" if regime is None else f"; data {regime.ratio:.1f}× its cache: pages decrypted on every read"
+                       if regime.spills else "; data fits its cache")
+        lines.append(f"{who}: {costs}; {floor_text}{regime_text}.")
+    busy = busy_headline(trial_loads(run))
+    if busy:
+        lines.append(busy)
+    verdicts = judged(run)
+    if verdicts:
+        expected = sum(v.as_expected for v in verdicts)
+        lines.append(f"At rest: {expected}/{len(verdicts)} verdicts as expected. {verdict_summary(run)}")
+    return lines
