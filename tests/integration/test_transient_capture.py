@@ -1,0 +1,70 @@
+"""The transient capture on a real DuckDB: a sort past its memory limit spills rows into
+`duckdb_temp_storage_*.tmp` files that DuckDB deletes before the trial ends; the capture holds
+and scans them, and the verdict judges them with the files at rest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tdebench import verify
+from tdebench.capture import Capture
+from tdebench.engines import get_engine
+from tdebench.keys import KeySource
+from tdebench.results import TRANSIENT_CANARIES, TrialKey
+
+CANARY = "TDEBENCH-CANARY-" + "5a" * 12
+MARKER = "TDEBENCH-MARKER-" + "a5" * 12
+
+
+def _spilled_trial(workspace: Path, encryption: str) -> tuple[list[Path], object]:
+    """A DuckDB database (memory_limit 40 MiB) whose rows carry the canary, sorted whole so the
+    sort spills; returns what the workspace holds at the end and the verdict."""
+    engine = get_engine("duckdb", memory_mb=40)
+    enc = engine.encryption(encryption)
+    key = None if enc.is_baseline else KeySource().key_for("capture-test")
+    database = engine.provision(workspace, enc, key)
+    capture = Capture(database.capture_dirs(), workspace, [CANARY], [MARKER], database.plaintext_signature(),
+                      database.engine_processes, database.file_kind, every_s=0.2).start()
+    try:
+        database.create()
+        conn = database.connect()
+        conn.execute(f"CREATE TABLE t AS SELECT i, md5(i::VARCHAR) || CASE WHEN i % 500 = 0 THEN '{CANARY}' "
+                     "ELSE '' END AS s FROM range(1500000) r(i)")
+        rows = conn.execute("SELECT count(*), max(x) FROM (SELECT s, row_number() OVER (ORDER BY s) x FROM t)")
+        assert rows == [(1500000, 1500000)]
+        conn.close()
+        database.close()
+        left = sorted(p.relative_to(workspace) for p in workspace.rglob("*") if p.is_file())
+        transient = capture.stop()
+    finally:
+        capture.close()
+    expected = "plaintext" if enc.is_baseline else "encrypted"
+    trial = TrialKey("duckdb", encryption, "test", 0.0, 1)
+    verdict = verify.TrialScan(trial, (CANARY,), (MARKER,)).judge(
+        workspace, expected, readable=True, signature=database.plaintext_signature(), transient=transient,
+        kind_of=database.file_kind)
+    return left, verdict
+
+
+def test_the_baselines_spill_files_show_canaries_after_duckdb_deleted_them(tmp_path: Path) -> None:
+    left, verdict = _spilled_trial(tmp_path, "none")
+    assert not any("duckdb_temp_storage" in str(p) for p in left)  # gone before the trial ended
+    caught = [s for s in verdict.files if s.transient and "duckdb_temp_storage" in s.path]
+    assert caught and all(s.kind == "temp" for s in caught)
+    assert sum(s.hits for s in caught) > 0
+    assert verdict.transient == TRANSIENT_CANARIES and verdict.verdict == "plaintext"
+
+
+@pytest.mark.parametrize("cipher", ["aes-256-gcm"])
+def test_an_encrypted_database_whose_temp_files_are_plaintext_is_judged_plaintext(tmp_path: Path,
+                                                                                   cipher: str) -> None:
+    """DuckDB's temp_file_encryption is off unless set: the database file is ciphertext, the spill
+    is not, and only the capture sees it."""
+    _, verdict = _spilled_trial(tmp_path, cipher)
+    at_rest = [s for s in verdict.files if not s.transient]
+    assert at_rest and sum(s.hits for s in at_rest) == 0  # what the at-rest scan alone sees: clean
+    assert verdict.verdict == "plaintext", verdict.detail
+    assert verdict.first_hit is not None and "duckdb_temp_storage" in verdict.first_hit
+    assert "transient" in verdict.first_hit
