@@ -56,6 +56,7 @@ class _Held:
     fd: int
     rescan: bool  # scanned on close-write and growth (a WAL or log, which may be overwritten in place)
     owner: tuple[int, int] | None = None  # (pid, fd) of a file unlinked on open, found through /proc
+    unlinked_looks: int = 0  # looks that found it without a name and without an owner
     scanned_bytes: int = -1
     last_scan: float = 0.0
     best: FileScan | None = None
@@ -110,6 +111,8 @@ class Capture:
     def start(self) -> Capture:
         for directory in self.directories:
             self._watch_tree(directory)
+        for held in self._held.values():  # what was there before the capture began is the at-rest scan's
+            held.scanned_bytes = os.fstat(held.fd).st_size
         self._thread = threading.Thread(target=self._loop, name="tdebench-capture", daemon=True)
         self._thread.start()
         return self
@@ -255,13 +258,16 @@ class Capture:
     def _look(self) -> None:
         """What inotify cannot tell, looked at every `every_s`: the files the engine's processes
         hold open after unlinking them (`_sweep_processes`); then the held files whose last name
-        is gone and that no process holds, released (scanned whole); and the held logs that
-        doubled since their last scan, scanned again."""
+        is gone and that no process held at a sweep after the unlink (the look before may have
+        listed the processes' files just before it), released (scanned whole); and the held logs
+        that doubled since their last scan, scanned again."""
         self._sweep_processes()
         for key, held in list(self._held.items()):
             info = os.fstat(held.fd)
             if info.st_nlink == 0 and held.owner is None:
-                self._release(key, final=True)
+                held.unlinked_looks += 1
+                if held.unlinked_looks > 1:  # a sweep after the unlink found no process holding it
+                    self._release(key, final=True)
             elif held.rescan and info.st_size >= max(1, 2 * held.scanned_bytes):
                 self._scan(key)
 

@@ -431,9 +431,17 @@ def _summary(scans: Sequence[FileScan]) -> str:
             f"({blocks} in all)")
 
 
+def _spills(scans: Sequence[FileScan]) -> list[FileScan]:
+    """The temp and spill files among the files the transient capture caught (all of them in
+    scans without kinds): where the transient positive control must show the canaries. A WAL
+    deleted at a checkpoint is caught too, and judged, but proves nothing about spills."""
+    return [s for s in scans if s.transient and s.kind in ("temp", "")]
+
+
 def transient_state(scans: Sequence[FileScan]) -> str:
-    """`Verdict.transient` of a trial whose capture ran, from its scans."""
-    caught = [s for s in scans if s.transient]
+    """`Verdict.transient` of a trial whose capture ran, from its scans: about its temp and
+    spill files (`_spills`)."""
+    caught = _spills(scans)
     if not caught:
         return TRANSIENT_NONE
     return TRANSIENT_CANARIES if any(s.hits for s in caught) else TRANSIENT_CLEAN
@@ -441,16 +449,13 @@ def transient_state(scans: Sequence[FileScan]) -> str:
 
 def _transient_text(scans: Sequence[FileScan], expected: str) -> str:
     """The verdict detail's sentence on the transient capture."""
-    caught = [s for s in scans if s.transient]
-    with_hits = sum(bool(s.hits) for s in caught)
-    if expected == "plaintext" and not with_hits:
-        why = "no file was caught while the trial ran" if not caught else (
-            f"none of the {len(caught)} files caught while the trial ran held a canary")
-        return f"; transient coverage was not exercised: {why}"
-    if not caught:
-        return "; no file was caught while the trial ran"
-    return (f"; {len(caught)} file{'s' * (len(caught) != 1)} caught while the trial ran, "
-            f"{with_hits} with canaries")
+    caught, spills = [s for s in scans if s.transient], _spills(scans)
+    text = (f"; {len(caught)} file{'s' * (len(caught) != 1)} caught while the trial ran "
+            f"({len(spills)} temp/spill), {sum(bool(s.hits) for s in caught)} with canaries")
+    if expected == "plaintext" and not any(s.hits for s in spills):
+        why = "no temp or spill file was caught" if not spills else "none of its temp or spill files held a canary"
+        text += f"; transient coverage was not exercised: {why}"
+    return text
 
 
 def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_readable: bool,

@@ -140,3 +140,11 @@ def test_verdicts_csv_counts_files_bytes_and_hits_per_kind_and_old_results_still
         "0", "2", "16384", "4")
     assert (rows[0]["data_files"], rows[0]["data_hits"], rows[0]["transient"]) == ("1", "2", TRANSIENT_CANARIES)
     assert rows[1]["temp_files"] == "" and rows[1]["transient"] == ""  # from before kinds: no figures made up
+
+
+def test_a_deleted_wal_with_canaries_is_no_positive_control_for_spills() -> None:
+    """DuckDB deletes its WAL at a checkpoint: caught and judged, but it proves nothing about spills."""
+    scans = [_scan("database.duckdb", hits=2), _scan("database.duckdb.wal", 4, True),
+             _scan("duckdb.tmp/t.tmp", 0, True)]
+    verdict = judge(TRIAL, "plaintext", scans, True, captured=True)
+    assert verdict.transient == TRANSIENT_CLEAN and "not exercised" in verdict.detail
