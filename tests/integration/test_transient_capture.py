@@ -4,15 +4,18 @@ and scans them, and the verdict judges them with the files at rest."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from tdebench import verify
 from tdebench.capture import Capture
+from tdebench.cli import main
 from tdebench.engines import get_engine
 from tdebench.keys import KeySource
-from tdebench.results import TRANSIENT_CANARIES, TrialKey
+from tdebench.results import TRANSIENT_CANARIES, TRANSIENT_CLEAN, TrialKey
 
 CANARY = "TDEBENCH-CANARY-" + "5a" * 12
 MARKER = "TDEBENCH-MARKER-" + "a5" * 12
@@ -68,3 +71,40 @@ def test_an_encrypted_database_whose_temp_files_are_plaintext_is_judged_plaintex
     assert verdict.verdict == "plaintext", verdict.detail
     assert verdict.first_hit is not None and "duckdb_temp_storage" in verdict.first_hit
     assert "transient" in verdict.first_hit
+
+
+PLAN = '''name = "spill"
+repetitions = 1
+warmups = 0
+cache = "warm"
+capture_every_s = 0.2
+
+[[engines]]
+name = "duckdb"
+encryptions = ["none"]
+memory_mb = 30
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power"]
+'''
+
+
+def test_a_run_counts_its_spill_files_per_kind_and_says_their_coverage_was_not_exercised(tmp_path: Path) -> None:
+    """Through the runner: DuckDB at 30 MiB spills TPC-H's joins to temp files it deletes; the capture
+    catches them, verdicts.csv counts them as transient temp files, and as TPC-H's spills carry no
+    canary, the report says that transient coverage was not exercised rather than "clean"."""
+    (tmp_path / "plan.toml").write_text(PLAN)
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"), "--quiet"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    [row] = list(csv.DictReader((tmp_path / "out" / "verdicts.csv").open()))
+    assert row["verdict"] == "plaintext" and row["transient"] == TRANSIENT_CLEAN
+    assert int(row["temp_transient_files"]) > 0 and int(row["temp_bytes"]) > 0 and row["temp_hits"] == "0"
+    assert int(row["data_files"]) >= 1 and int(row["data_hits"]) > 0
+    assert "transient coverage was not exercised" in row["detail"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "transient coverage was not exercised in 1 of 1 baselines (duckdb/tpch)" in report
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "temp/spill: 0 files +" in page and "caught while running" in page  # the per-trial table, by kind
