@@ -145,6 +145,7 @@ class _TrialFacts:
     engine_state: str = ""
     view_hits: int | None = None
     view_gone: str = ""  # why a layer's decrypted view could not be scanned (its mount vanished)
+    capture_failed: str = ""  # why the transient capture could not start (e.g. no inotify instance left)
 
     def at_rest(self, key: TrialKey) -> verify.TrialScan:
         """The at-rest rules for this trial's canaries and markers: its verdict's, and its workload's
@@ -409,8 +410,13 @@ class Runner:
         directories, root = database.capture_dirs(), database.scan_root()
         if not self.plan.capture_every_s or not directories or root is None:
             return None
-        return Capture(directories, root, trial.facts.canaries, trial.facts.markers, database.plaintext_signature(),
-                       database.engine_processes, database.file_kind, self.plan.capture_every_s).start()
+        try:
+            return Capture(directories, root, trial.facts.canaries, trial.facts.markers,
+                           database.plaintext_signature(), database.engine_processes, database.file_kind,
+                           self.plan.capture_every_s).start()
+        except OSError as exc:  # the trial runs on; its verdict says the files at rest alone were judged
+            trial.facts.capture_failed = f"{type(exc).__name__}: {exc}"
+            return None
 
     def _guard(self, trial: "_Trial", work: Callable[[], object]) -> None:
         """Run a phase of a trial that has not failed yet; an exception fails the trial, not the run."""
@@ -566,6 +572,9 @@ class Runner:
                                                    kind_of=database.file_kind)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
+        if facts.capture_failed:
+            verdict = replace(verdict, detail=f"{verdict.detail}; the transient capture could not start "
+                                              f"({facts.capture_failed}): only the files at rest were judged")
         self.store.append(verdict)
         return verdict
 

@@ -363,3 +363,19 @@ def test_a_budget_too_small_for_one_groups_round_still_adds_a_cheaper_groups(tmp
     assert _within_budget([("a",), ("b",), ("c",)], seconds, 8.0) == [("b",), ("c",)]
     assert _within_budget([("a",), ("b",)], seconds, 1.0) == []
     assert _within_budget([("a",), ("b",)], seconds, None) == [("a",), ("b",)]
+
+
+def test_every_trial_runs_a_transient_capture_and_one_that_cannot_start_is_said_in_its_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, data, _ = run(tmp_path / "a", make_plan())
+    assert {v.transient for v in data.verdicts} == {"none caught"}  # the fakes write no temp file
+    assert all(s.kind for v in data.verdicts for s in v.files)
+
+    def no_inotify(*args: object, **kwargs: object) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr("tdebench.runner.Capture", no_inotify)
+    summary, data, _ = run(tmp_path / "b", make_plan())
+    assert summary.ok and {v.transient for v in data.verdicts} == {""}
+    assert all("the transient capture could not start (OSError: [Errno 24] Too many open files): only the files "
+               "at rest were judged" in v.detail for v in data.verdicts)
