@@ -83,8 +83,16 @@ def test_default_file_kinds() -> None:
         "database.duckdb", "database.duckdb.wal", "duckdb.tmp/duckdb_temp_storage_S64K-0.tmp",
         "data/base/16384/2619", "data/pg_wal/000000010000000000000001", "data/base/pgsql_tmp/pgsql_tmp123.0",
         "datadir/ibdata1", "datadir/ib_logfile0", "tmp/#sql_1a2b_0.MAD", "backup/backup.duckdb.gz",
-        "fs.pass", "database.sqlite-journal")] == [
-        "data", "log", "temp", "data", "log", "temp", "data", "log", "temp", "backup", "other", "log"]
+        "fs.pass", "database.sqlite-journal", "initdb.pw")] == [
+        "data", "log", "temp", "data", "log", "temp", "data", "log", "temp", "backup", "other", "log", "other"]
+
+
+def test_mariadb_calls_tdebenchs_own_load_staging_files_other() -> None:
+    from tdebench.engines import get_engine
+
+    database = get_engine("mariadb").provision(Path("/nonexistent"), get_engine("mariadb").encryption("none"), None)
+    assert [database.file_kind(p) for p in ("load-orders.csv", "init.sql", "tmp/#sql-temptable-1.MAI",
+                                            "data/tdebench/orders.ibd")] == ["other", "other", "temp", "data"]
 
 
 def _scan(path: str, hits: int = 0, transient: bool = False) -> FileScan:

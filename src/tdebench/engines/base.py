@@ -350,7 +350,7 @@ _TEMP_NAMES = ("duckdb.tmp", "duckdb_temp", "pgsql_tmp", "#sql", "etilqs_", "ibt
 _LOG_NAMES = (".wal", "-wal", "-journal", "-shm", "pg_wal", "ib_logfile", "aria_log", "binlog", "-bin.", ".log",
               "pg_xact")
 _BACKUP_NAMES = ("backup", "restore", "export")
-_OTHER_NAMES = (".pass", ".key", ".pid", ".cnf", ".conf", ".opts", "postmaster", ".lock", ".sock")
+_OTHER_NAMES = (".pass", ".pw", ".key", ".pid", ".cnf", ".conf", ".opts", "postmaster", ".lock", ".sock")
 
 
 def default_file_kind(path: str) -> str:
