@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from tdebench.engines import NONE, get_engine
+from tdebench.engines.base import Connection
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.stats import overhead
@@ -43,27 +44,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--seed", type=int, default=1, help="the plan seed the workload's data is made from")
-    parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "tdebench" / "data")
-    args = parser.parse_args()
+    args = data_arguments(parser).parse_args()
     started_load = os.getloadavg()
 
     with tempfile.TemporaryDirectory(prefix="tdebench-bench-") as tmp:
         root = Path(tmp)
-        engine = get_engine("duckdb")
-        workload = TpchWorkload()
-        workload.prepare(args.scale, args.data_dir, args.seed)
-        database = engine.provision(root / "db", NONE, None)
-        (root / "db").mkdir()
-        database.create()
-        store = ResultStore(root / "out")
-        store.start("name = 'bench'\n", {})
-        recorder = Recorder(store, TrialKey("duckdb", "none", "tpch", args.scale, 1), MonotonicClock())
-        ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder,
-                         scale=args.scale, streams=1, data_dir=args.data_dir, seed=args.seed)
-        conn = database.connect()
-        workload.load(ctx, conn)
-        sqls = [query(q, engine.dialect) for q in streams.POWER_ORDER]
+        workload, ctx, conn = loaded_duckdb(root, args.scale, args.data_dir, args.seed)
+        database = ctx.database
+        sqls = [query(q, ctx.dialect) for q in streams.POWER_ORDER]
 
         def harness() -> float:
             workload.run("power", ctx, conn, warmup=False)
@@ -98,15 +86,49 @@ def main() -> None:
           f"{' / '.join(f'{v:.2f}' for v in started_load)} at start, "
           f"{' / '.join(f'{v:.2f}' for v in os.getloadavg())} at end")
     for label, times in (("measured", measured), ("wall clock", wall)):
-        result = overhead(times["bare loop"], times["tdebench"])
-        print(f"{label:10s}: tdebench {statistics.median(times['tdebench']) * 1000:8.1f} ms, "
-              f"bare loop {statistics.median(times['bare loop']) * 1000:8.1f} ms, "
-              f"ratio {1 + result.pct / 100:.4f} ({result.pct:+.2f}% [{result.ci_low:+.2f}, {result.ci_high:+.2f}], "
-              f"p={result.p_value:.3g})")
-        ratio, low, high = paired_ratio(times["bare loop"], times["tdebench"])
-        print(f"{'':10s}  paired: median of the {args.rounds} rounds' own ratios {ratio:.4f} [{low:.4f}, {high:.4f}]")
+        print_ratios(label, times, "tdebench", "bare loop")
     print("the first ratio compares the medians of the two groups, the paired one each round's tdebench time with "
           "the bare loop's beside it\ntarget: measured ratio under 1.02")
+
+
+def data_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The workload data's arguments, --seed and --data-dir, added to `parser`."""
+    parser.add_argument("--seed", type=int, default=1, help="the plan seed the workload's data is made from")
+    parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "tdebench" / "data")
+    return parser
+
+
+def loaded_duckdb(root: Path, scale: float, data_dir: Path, seed: int,
+                  memory_mb: int | None = None) -> tuple[TpchWorkload, RunContext, Connection]:
+    """A DuckDB database (no encryption) in `root`/db loaded with TPC-H at `scale`, its context
+    recording into `root`/out, and the open connection the power test runs on."""
+    engine = get_engine("duckdb", memory_mb=memory_mb)
+    workload = TpchWorkload()
+    workload.prepare(scale, data_dir, seed)
+    (root / "db").mkdir()
+    database = engine.provision(root / "db", NONE, None)
+    database.create()
+    store = ResultStore(root / "out")
+    store.start("name = 'bench'\n", {})
+    recorder = Recorder(store, TrialKey("duckdb", "none", "tpch", scale, 1), MonotonicClock())
+    ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder,
+                     scale=scale, streams=1, data_dir=data_dir, seed=seed)
+    conn = database.connect()
+    workload.load(ctx, conn)
+    return workload, ctx, conn
+
+
+def print_ratios(label: str, times: dict[str, list[float]], treatment: str, baseline: str) -> None:
+    """Two lines: the ratio of the medians of `treatment`'s times to `baseline`'s, with its CI and
+    p-value, and the median of each round's own ratio (paired), with its CI."""
+    result = overhead(times[baseline], times[treatment])
+    print(f"{label:10s}: {treatment} {statistics.median(times[treatment]) * 1000:8.1f} ms, "
+          f"{baseline} {statistics.median(times[baseline]) * 1000:8.1f} ms, "
+          f"ratio {1 + result.pct / 100:.4f} ({result.pct:+.2f}% [{result.ci_low:+.2f}, {result.ci_high:+.2f}], "
+          f"p={result.p_value:.3g})")
+    ratio, low, high = paired_ratio(times[baseline], times[treatment])
+    print(f"{'':10s}  paired: median of the {len(times[treatment])} rounds' own ratios {ratio:.4f} "
+          f"[{low:.4f}, {high:.4f}]")
 
 
 def paired_ratio(bare: list[float], measured: list[float]) -> tuple[float, float, float]:

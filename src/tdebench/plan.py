@@ -29,7 +29,7 @@ PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
 _TOP_KEYS = {"name", "description", "measured", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
              "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "target_tests", "engines", "workloads",
-             "pin_cpus", "pool_hosts"}
+             "pin_cpus", "pool_hosts", "capture_every_s"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
@@ -113,6 +113,9 @@ class Plan:
     # a cluster run: pool the figures of hosts whose environments differ (CPU model, flags, kernel,
     # engine versions) instead of reporting each such host apart (report/records.host_blocks)
     pool_hosts: bool = False
+    # the transient capture's cadence (capture.py): how often it looks for files unlinked on open
+    # and rescans growing ones; 0: no capture, the verdict judges the files at rest only
+    capture_every_s: float = 0.5
 
     @property
     def adaptive(self) -> bool:
@@ -331,6 +334,7 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
         description=check.string(data, "description", ""),
         measured=check.string(data, "measured", ""),
         pool_hosts=check.boolean(data, "pool_hosts", False),
+        capture_every_s=check.number(data, "capture_every_s", 0.5, 0.0, 60.0),
     )
 
 

@@ -90,7 +90,25 @@ class FileScan:
     # non-zero blocks whose entropy was measured (the mean and the low count are over these):
     # a trial's scan samples them, see verify.ENTROPY_EVERY; None in results from before sampling
     entropy_blocks: int | None = None
+    # what the file is (FILE_KINDS, `Database.file_kind`); "" in results from before kinds
+    kind: str = ""
+    # caught while the trial ran (capture.py), not at rest: a file gone before the trial ended
+    # (a spill, a file unlinked on open), or an earlier content of one still there that held canaries
+    transient: bool = False
 
+
+FILE_KINDS = ("data", "log", "temp", "backup", "other")
+"""What a scanned file is: the database's data, its WAL/journal/log, a temp or spill file, a
+backup's artifact or staging, or anything else (key, option and pid files)."""
+FILE_KIND_TITLES = {"data": "data", "log": "WAL/log", "temp": "temp/spill", "backup": "backup", "other": "other"}
+
+
+TRANSIENT_NONE = "none caught"
+TRANSIENT_CLEAN = "no canary"
+TRANSIENT_CANARIES = "canaries"
+"""`Verdict.transient`: what the transient capture caught (capture.py): no file gone before the
+trial ended, such files none of which held a canary, or such files with canaries (in a baseline:
+the transient positive control; in an encrypted trial: plaintext)."""
 
 NOT_VERIFIED = "not verified (remote)"
 """The verdict of a trial on a server tdebench did not start whose files it may not read."""
@@ -111,6 +129,9 @@ class Verdict:
     engine_state: str = ""  # what the engine itself reports about its encryption (e.g. MariaDB)
     view_hits: int | None = None  # fs layers: canary hits in the decrypted view (positive control)
     exposed: tuple[str, ...] = ()  # column layer: files holding plaintext of the unsealed columns
+    # the transient capture's result (TRANSIENT_*): "" when none ran (capture_every_s = 0,
+    # results from before it); else whether it caught files gone before the end, and canaries in them
+    transient: str = ""
 
     @property
     def as_expected(self) -> bool:

@@ -31,6 +31,7 @@ from typing import Protocol
 import psutil
 
 from tdebench import runstate, verify
+from tdebench.capture import Capture
 from tdebench.engines import Engine, get_engine
 from tdebench.engines.base import NONE, PASSPHRASE, Database, PlaintextViewGone
 from tdebench.keys import KeySource, Secret
@@ -149,6 +150,7 @@ class _TrialFacts:
     engine_state: str = ""
     view_hits: int | None = None
     view_gone: str = ""  # why a layer's decrypted view could not be scanned (its mount vanished)
+    capture_failed: str = ""  # why the transient capture could not start (e.g. no inotify instance left)
 
     def at_rest(self, key: TrialKey) -> verify.TrialScan:
         """The at-rest rules for this trial's canaries and markers: its verdict's, and its workload's
@@ -173,6 +175,7 @@ class _Trial:
     load_start: float | None
     error: str = ""  # set by the first phase that failed; later phases are skipped
     pinned_to: tuple[tuple[int, ...] | None, tuple[int, ...]] | None = None  # affinity.applied
+    capture: Capture | None = None  # the transient capture, from provisioning to close (None: off)
 
     @property
     def key(self) -> TrialKey:
@@ -346,6 +349,7 @@ class Runner:
         try:
             for spec in group:
                 trials.append(self._start(spec, root))
+                trials[-1].capture = self._capture(trials[-1])
             first, rest = trials[0], trials[1:]
             with Sampler(self.store, first.key, self.plan.sample_interval_s, first.processes,
                          beside=[(trial.key, trial.processes) for trial in rest]):
@@ -363,6 +367,8 @@ class Runner:
                 trial.database.close()
                 if not ended:  # what lives outside the workspace (a remote server's database) goes too
                     trial.database.drop()
+                    if trial.capture is not None:
+                        trial.capture.close()
             if self.plan.pin_cpus is not None:
                 affinity.release(own_cpus)
         return [self._end(trial) for trial in trials]
@@ -403,6 +409,21 @@ class Runner:
         return _Trial(spec=spec, engine=engine, workload=self.workload_factory(key.workload), workspace=workspace,
                       secret=secret, database=database, processes=processes, ctx=ctx, facts=facts,
                       start_ns=start, load_start=load_start)
+
+    def _capture(self, trial: "_Trial") -> Capture | None:
+        """Start the transient capture of a trial's files (capture.py), unless the plan turned it
+        off (capture_every_s = 0) or the engine writes nowhere tdebench may read."""
+        database = trial.database
+        directories, root = database.capture_dirs(), database.scan_root()
+        if not self.plan.capture_every_s or not directories or root is None:
+            return None
+        try:
+            return Capture(directories, root, trial.facts.canaries, trial.facts.markers,
+                           database.plaintext_signature(), database.engine_processes, database.file_kind,
+                           self.plan.capture_every_s).start()
+        except OSError as exc:  # the trial runs on; its verdict says the files at rest alone were judged
+            trial.facts.capture_failed = f"{type(exc).__name__}: {exc}"
+            return None
 
     def _guard(self, trial: "_Trial", work: Callable[[], object]) -> None:
         """Run a phase of a trial that has not failed yet; an exception fails the trial, not the run."""
@@ -518,7 +539,7 @@ class Runner:
         key = trial.key
         expected = "plaintext" if trial.database.encryption.is_baseline else "encrypted"
         try:
-            verdict = self._verdict(key, expected, trial.database, trial.facts)
+            verdict = self._verdict(key, expected, trial.database, trial.facts, trial.capture)
         finally:
             try:
                 trial.database.drop()
@@ -545,9 +566,13 @@ class Runner:
         database.close()
         return self.drop_cache()
 
-    def _verdict(self, key: TrialKey, expected: str, database: Database, facts: "_TrialFacts") -> Verdict:
+    def _verdict(self, key: TrialKey, expected: str, database: Database, facts: "_TrialFacts",
+                 capture: Capture | None) -> Verdict:
+        """The trial's verdict: its closed database's files at rest, and what the transient
+        capture caught while it ran (stopped here, after the close)."""
         root = database.scan_root()
         try:
+            transient = capture.stop() if capture is not None else None
             if root is None:  # nothing tdebench may read: a remote server without data_path
                 verdict = verify.not_verified(key, expected, facts.engine_state)
             else:
@@ -555,9 +580,13 @@ class Runner:
                                                    signature=database.plaintext_signature(),
                                                    column_layer=database.encryption.layer == "column",
                                                    view_hits=facts.view_hits, engine_state=facts.engine_state,
-                                                   view_gone=facts.view_gone)
+                                                   view_gone=facts.view_gone, transient=transient,
+                                                   kind_of=database.file_kind)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
+        if facts.capture_failed:
+            verdict = replace(verdict, detail=f"{verdict.detail}; the transient capture could not start "
+                                              f"({facts.capture_failed}): only the files at rest were judged")
         self.store.append(verdict)
         return verdict
 

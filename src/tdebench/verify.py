@@ -28,7 +28,8 @@ from typing import BinaryIO, cast
 
 import numpy as np
 
-from tdebench.results import NOT_VERIFIED, FileScan, TrialKey, Verdict
+from tdebench.results import (NOT_VERIFIED, TRANSIENT_CANARIES, TRANSIENT_CLEAN, TRANSIENT_NONE, FileScan, TrialKey,
+                              Verdict)
 
 try:  # Hyperscan's wheel bundles the library, for x86-64 and macOS: elsewhere the numpy sieve serves
     import hyperscan
@@ -497,18 +498,48 @@ def _measured(scan: FileScan) -> int:
 
 def _summary(scans: Sequence[FileScan]) -> str:
     total = sum(s.bytes for s in scans)
+    transient = sum(s.transient for s in scans)
     measured = sum(_measured(s) for s in scans)
     mean = sum(s.entropy_mean * _measured(s) for s in scans) / measured if measured else 0.0
     low = sum(s.low_entropy_blocks for s in scans)
     blocks = sum(s.blocks for s in scans)
-    return (f"scanned {len(scans)} file{'s' * (len(scans) != 1)}, {total:,} bytes, "
+    caught = f" ({transient} caught while the trial ran)" if transient else ""
+    return (f"scanned {len(scans)} file{'s' * (len(scans) != 1)}{caught}, {total:,} bytes, "
             f"mean entropy {mean:.2f} bits/byte, {low} of {measured} measured blocks below {LOW_ENTROPY:g} "
             f"({blocks} in all)")
 
 
+def _spills(scans: Sequence[FileScan]) -> list[FileScan]:
+    """The temp and spill files among the files the transient capture caught (all of them in
+    scans without kinds): where the transient positive control must show the canaries. A WAL
+    deleted at a checkpoint is caught too, and judged, but proves nothing about spills."""
+    return [s for s in scans if s.transient and s.kind in ("temp", "")]
+
+
+def transient_state(scans: Sequence[FileScan]) -> str:
+    """`Verdict.transient` of a trial whose capture ran, from its scans: about its temp and
+    spill files (`_spills`)."""
+    caught = _spills(scans)
+    if not caught:
+        return TRANSIENT_NONE
+    return TRANSIENT_CANARIES if any(s.hits for s in caught) else TRANSIENT_CLEAN
+
+
+def _transient_text(scans: Sequence[FileScan], expected: str) -> str:
+    """The verdict detail's sentence on the transient capture."""
+    caught, spills = [s for s in scans if s.transient], _spills(scans)
+    text = (f"; {len(caught)} file{'s' * (len(caught) != 1)} caught while the trial ran "
+            f"({len(spills)} temp/spill), {sum(bool(s.hits) for s in caught)} with canaries")
+    if expected == "plaintext" and not any(s.hits for s in spills):
+        why = "no temp or spill file was caught" if not spills else "none of its temp or spill files held a canary"
+        text += f"; transient coverage was not exercised: {why}"
+    return text
+
+
 def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_readable: bool,
           first_hit_label: str | None = None, view_hits: int | None = None,
-          engine_state: str = "", column_layer: bool = False, view_gone: str = "") -> Verdict:
+          engine_state: str = "", column_layer: bool = False, view_gone: str = "",
+          captured: bool = False) -> Verdict:
     """The verdict of a trial's scans. Rules, in order:
 
     1. no file, or 0 bytes scanned → "inconclusive" (nothing was looked at);
@@ -527,6 +558,11 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
     7. otherwise → "encrypted"; under column-level encryption `exposed` lists the files that
        hold the plaintext of the columns it leaves unencrypted.
 
+    `captured`: the transient capture ran, and `scans` hold what it caught (`FileScan.transient`),
+    judged by the same rules as the files at rest (a canary in a spill file makes an encrypted
+    trial "plaintext"); `Verdict.transient` and the detail say what it caught, and a baseline
+    whose transient files showed no canary says that transient coverage was not exercised.
+
     Otherwise "error" is not produced here: the caller turns an exception into `error_verdict`.
     `first_hit_label` is the caller's label of the first hit (see `label_first_hit`, which
     adds the encoding); without it the label is built from the scans.
@@ -538,9 +574,11 @@ def judge(trial: TrialKey, expected: str, scans: Sequence[FileScan], canary_read
 
     def verdict(word: str, detail: str, first_hit: str | None = None) -> Verdict:
         return Verdict(trial=trial, verdict=word, expected=expected, files_scanned=len(scans),
-                       bytes_scanned=total, first_hit=first_hit, detail=detail, files=scans,
+                       bytes_scanned=total, first_hit=first_hit,
+                       detail=detail + (_transient_text(scans, expected) if captured else ""), files=scans,
                        engine_state=engine_state, view_hits=view_hits,
-                       exposed=exposed if column_layer else ())
+                       exposed=exposed if column_layer else (),
+                       transient=transient_state(scans) if captured else "")
 
     if total == 0:
         return verdict("inconclusive", f"nothing to scan: {len(scans)} files, 0 bytes")
@@ -613,16 +651,27 @@ class TrialScan:
 
     def judge(self, path: Path, expected: str, *, readable: bool, signature: tuple[int, bytes] | None = None,
               column_layer: bool = False, view_hits: int | None = None, engine_state: str = "",
-              view_gone: str = "", plaintext_format: bool = False) -> Verdict:
+              view_gone: str = "", plaintext_format: bool = False, transient: Sequence[FileScan] | None = None,
+              kind_of: Callable[[str], str] | None = None) -> Verdict:
         """`path` (a closed database's directory, an unpacked artifact, or one file) scanned and
         judged. `plaintext_format`: the caller found a plaintext format's magic bytes in what
-        `path` holds (a sealed backup's payload), which counts as a plaintext header in every file."""
+        `path` holds (a sealed backup's payload), which counts as a plaintext header in every file.
+        `transient`: what the transient capture caught while the trial ran (None: no capture),
+        judged with the files at rest; `kind_of` gives each file's kind (`Database.file_kind`)."""
         root = path if path.is_dir() else path.parent
-        scans = scan([path], self.canaries, root, signature, markers=self.markers)
+        at_rest = scan([path], self.canaries, root, signature, markers=self.markers)
         if plaintext_format:
-            scans = tuple(replace(s, plaintext_header=True) for s in scans)
-        return judge(self.trial, expected, scans, readable, first_hit_label=label_first_hit(scans, root, self.canaries),
-                     view_hits=view_hits, engine_state=engine_state, column_layer=column_layer, view_gone=view_gone)
+            at_rest = tuple(replace(s, plaintext_header=True) for s in at_rest)
+        label = label_first_hit(at_rest, root, self.canaries)
+        caught = tuple(transient or ())
+        if label is None and any(s.hits for s in caught):
+            label = f"{_default_label(caught)} (transient: gone before the trial ended)"
+        scans = at_rest + caught
+        if kind_of is not None:
+            scans = tuple(replace(s, kind=kind_of(s.path)) for s in scans)
+        return judge(self.trial, expected, scans, readable, first_hit_label=label, view_hits=view_hits,
+                     engine_state=engine_state, column_layer=column_layer, view_gone=view_gone,
+                     captured=transient is not None)
 
 
 def _root(paths: Sequence[Path]) -> Path:

@@ -144,3 +144,11 @@ def test_temp_coverage_prints_a_row_per_configuration_with_its_verdict() -> None
                              "duckdb aes-256-gcm-plaintemp"}, out
     assert verdicts["sqlite none"] == verdicts["duckdb none"] == "plaintext", out  # the positive controls
     assert verdicts["sqlite aes-128-cbc temp_store=FILE"] != "plaintext", out
+
+
+def test_capture_cost_prints_the_paired_ratio_of_the_power_test_with_and_without_the_capture() -> None:
+    out = run("capture_cost.py", "--scale", "0.01", "--rounds", "2", "--memory-mb", "64", "--every-s", "0.1")
+    assert "scale 0.01, memory_limit 64 MiB, capture every 0.1 s, 2 interleaved rounds" in out
+    assert re.search(r"^the capture scanned \d+ times, [\d,.]+ MiB in all", out, re.M), out
+    assert re.search(r"^measured\s*: with capture .* ms, without .* ms, ratio \d+\.\d+ \(", out, re.M), out
+    assert re.search(r"^\s+paired: median of the 2 rounds' own ratios \d+\.\d+ \[", out, re.M), out

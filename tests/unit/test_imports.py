@@ -23,7 +23,7 @@ TIERS = (
     ("cli",),
     ("cluster", "kit"),  # the commands cli hands whole runs to: --cluster, the script kit and its import
     ("runner", "runsetup", "outdir"),
-    ("plan", "workloads", "report"),
+    ("plan", "workloads", "report", "capture"),  # capture: the transient scan while a trial runs (verify below)
     ("engines", "measure", "verify"),
     ("keys", "store", "stats", "byte_counts"),  # byte_counts: verify's compiled entropy loop (numba)
     ("results", "runstate"),  # the record types and the run's process registry: nothing of tdebench below

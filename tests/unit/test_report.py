@@ -133,7 +133,9 @@ def test_verdicts_csv(run_dir: Path) -> None:
     columns, rows = read_csv(run_dir / "verdicts.csv")
     assert columns == ["engine", "encryption", "workload", "scale", "repetition", "verdict", "expected",
                        "as_expected", "files_scanned", "bytes_scanned", "first_hit", "detail",
-                       "engine_state", "view_hits", "exposed"]
+                       "engine_state", "view_hits", "exposed", "transient",
+                       *(f"{kind}_{what}" for kind in ("data", "log", "temp", "backup", "other")
+                         for what in ("files", "transient_files", "bytes", "hits"))]
     baseline = find(rows, engine="duckdb", encryption="none", repetition="1")[0]
     assert (baseline["verdict"], baseline["expected"], baseline["as_expected"]) == ("plaintext", "plaintext", "true")
     assert baseline["first_hit"].startswith("duckdb.db@")

@@ -378,3 +378,19 @@ def test_every_trial_times_its_opens_apart_and_records_how_it_took_its_key(tmp_p
                                                                                                   "elapsed_s")]
     assert {r.cell.encryption: r.summary.n for r in cells} == {"none": 2, "fake-256": 2}  # a value per trial
     assert {(t.trial.encryption, t.key_form) for t in data.trials} == {("none", ""), ("fake-256", "passphrase")}
+
+
+def test_every_trial_runs_a_transient_capture_and_one_that_cannot_start_is_said_in_its_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, data, _ = run(tmp_path / "a", make_plan())
+    assert {v.transient for v in data.verdicts} == {"none caught"}  # the fakes write no temp file
+    assert all(s.kind for v in data.verdicts for s in v.files)
+
+    def no_inotify(*args: object, **kwargs: object) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr("tdebench.runner.Capture", no_inotify)
+    summary, data, _ = run(tmp_path / "b", make_plan())
+    assert summary.ok and {v.transient for v in data.verdicts} == {""}
+    assert all("the transient capture could not start (OSError: [Errno 24] Too many open files): only the files "
+               "at rest were judged" in v.detail for v in data.verdicts)

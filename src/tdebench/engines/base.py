@@ -317,6 +317,19 @@ class Database(ABC):
         server without one: the verdict is `not verified (remote)`)."""
         return self.workspace
 
+    def capture_dirs(self) -> tuple[Path, ...]:
+        """The directories the engine writes while it runs, watched (with everything below them)
+        by the transient capture (capture.py) from provisioning to close: the workspace, where
+        tdebench points every engine's data, temp and backup staging directories; none where
+        there is nothing tdebench may read (`scan_root` None)."""
+        return (self.workspace,) if self.scan_root() is not None else ()
+
+    def file_kind(self, path: str) -> str:
+        """What a file of this database is (results.FILE_KINDS), by its path relative to the
+        workspace: the verdict counts files, bytes and hits per kind. `default_file_kind` by
+        default; an engine whose names it does not know overrides this."""
+        return default_file_kind(path)
+
     def server_counters(self) -> dict[str, float] | None:
         """What the server itself counts, cumulative (statement time, pages read, …), read
         before and after each measured step and recorded as the difference (`server_<name>`):
@@ -359,6 +372,26 @@ class Database(ABC):
 
     def close(self) -> None:
         """Release anything the database holds outside its connections (servers: stop)."""
+
+
+_TEMP_NAMES = ("duckdb.tmp", "duckdb_temp", "pgsql_tmp", "#sql", "etilqs_", "ibtmp", ".tmp", "tmp/")
+_LOG_NAMES = (".wal", "-wal", "-journal", "-shm", "pg_wal", "ib_logfile", "aria_log", "binlog", "-bin.", ".log",
+              "pg_xact")
+_BACKUP_NAMES = ("backup", "restore", "export")
+_OTHER_NAMES = (".pass", ".pw", ".key", ".pid", ".cnf", ".conf", ".opts", "postmaster", ".lock", ".sock")
+
+
+def default_file_kind(path: str) -> str:
+    """The file kind of `path` (relative to the workspace) by the names the engines here give
+    their files: temp/spill names first (a temp file in a backup staging area is a temp file),
+    then WAL/log, backup, the small files beside a database (keys, options, pids, locks), and
+    data for the rest."""
+    name = path.lower()
+    for kind, names in (("temp", _TEMP_NAMES), ("log", _LOG_NAMES), ("backup", _BACKUP_NAMES),
+                        ("other", _OTHER_NAMES)):
+        if any(part in name for part in names):
+            return kind
+    return "data"
 
 
 class Reencrypts(ABC):

@@ -471,6 +471,15 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
         return sorted(p for d in (self.datadir, self.tmpdir) if d.exists() for p in d.rglob("*")
                       if p.is_file() and not p.is_symlink())
 
+    def file_kind(self, path: str) -> str:
+        """The default kinds, but tdebench's own files beside the server: the LOAD DATA staging
+        files (`load-<table>.csv`, plaintext rows written by tdebench and deleted after each
+        table's load, which the transient capture catches) and the init file are "other"."""
+        name = Path(path).name
+        if name.startswith("load-") or name == "init.sql":
+            return "other"
+        return super().file_kind(path)
+
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """Parquet -> '|'-separated text (in-memory DuckDB) -> LOAD DATA LOCAL INFILE; the
         staging file is removed afterwards and the server's row count is checked against it."""

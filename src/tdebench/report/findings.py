@@ -22,7 +22,7 @@ from tdebench.report.records import (BASELINE, GEOMEAN_STEP, HEADLINES, PLACEBO,
                                      step_order)
 from tdebench.report.tables import display_unit, number, p_value, percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
-from tdebench.results import NOT_VERIFIED, Resumed, RunData, Stopping, TrialKey, Verdict
+from tdebench.results import NOT_VERIFIED, TRANSIENT_CANARIES, Resumed, RunData, Stopping, TrialKey, Verdict
 
 
 @dataclass(frozen=True)
@@ -528,6 +528,22 @@ def at_rest_ok(run: RunData) -> bool:
     return bool(verdicts) and all(v.as_expected for v in verdicts)
 
 
+def _transient_parts(baseline: list[Verdict]) -> list[str]:
+    """What the transient capture's positive control showed: the baselines whose files gone before
+    the trial ended (spills, files unlinked on open) held canaries; the others' transient coverage
+    was not exercised (their workload spilled nothing that carries the canaries)."""
+    captured = [v for v in baseline if v.transient]
+    if not captured:
+        return []
+    shown = [v for v in captured if v.transient == TRANSIENT_CANARIES]
+    if len(shown) == len(captured):
+        return ["every baseline's transient files (caught while it ran) showed its canaries (positive control)"]
+    idle = sorted({f"{v.trial.engine}/{v.trial.workload}" for v in captured if v.transient != TRANSIENT_CANARIES})
+    return [f"transient coverage was not exercised in {len(captured) - len(shown)} of {len(captured)} baselines "
+            f"({', '.join(idle)}): no file they wrote and deleted while running held a canary, so what the "
+            "encrypted trials' transient files show proves less"]
+
+
 def verdict_summary(run: RunData) -> str:
     """One sentence on the at-rest checks, including the positive controls: the baseline's
     canaries, and for file-system layers the canaries in their decrypted views. Failed trials
@@ -556,6 +572,7 @@ def verdict_summary(run: RunData) -> str:
                      if not blind else
                      f"{len(blind)} of {len(layered)} decrypted views of the fs layers did not show "
                      "their canaries: their clean verdicts prove nothing")
+    parts += _transient_parts(baseline)
     unverified = sum(v.unverified for v in run.verdicts)
     if unverified:
         parts.append(f"{unverified} trial{'' if unverified == 1 else 's'} on servers reached by url "

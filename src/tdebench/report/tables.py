@@ -22,7 +22,7 @@ from tdebench.report.records import (BASELINE, HEADLINES, LOCKSTEP_RESOURCES, PL
                                      below_resolution, deterministic, floors, headline_records, host_blocks, is_query,
                                      memory_order, resolution, run_order, scale_text, step_order)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
-from tdebench.results import CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
+from tdebench.results import FILE_KIND_TITLES, FILE_KINDS, CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
 
 MIB = 1024 * 1024
 
@@ -259,8 +259,10 @@ def verdicts_table(run: RunData, csv: bool = True) -> Table:
                Column("as_expected", "as expected"), num("files_scanned", "files", text),
                num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
                _prose("first_hit", "first canary hit"), _prose("detail", "detail"))
-    extra = (_prose("engine_state", "engine reports"), num("view_hits", "canaries in decrypted view", text),
-             _prose("exposed", "plaintext of unsealed columns in"))
+    extra: tuple[Column, ...] = (_prose("engine_state", "engine reports"),
+                                 num("view_hits", "canaries in decrypted view", text),
+                                 _prose("exposed", "plaintext of unsealed columns in"))
+    extra += (Column("transient", "caught while running"), _prose("by_kind", "by file kind"))
     rows: list[dict[str, Any]]  # a row's values are of many types
     rows = [{"trial": v.trial.id, "engine": v.trial.engine, "memory_mb": v.trial.memory_mb,
              "encryption": v.trial.encryption, "workload": v.trial.workload, "scale": v.trial.scale,
@@ -268,9 +270,13 @@ def verdicts_table(run: RunData, csv: bool = True) -> Table:
              "as_expected": v.as_expected, "unexpected": v.unexpected, "files_scanned": v.files_scanned,
              "bytes_scanned": v.bytes_scanned, "first_hit": v.first_hit, "detail": v.detail,
              "engine_state": v.engine_state or None, "view_hits": v.view_hits,
-             "exposed": ", ".join(v.exposed) or None}
+             "exposed": ", ".join(v.exposed) or None, "transient": v.transient or None,
+             "by_kind": _kinds_text(v), **_kind_cells(v)}
             for v in sorted(run.verdicts, key=lambda v: _baseline_first(v.trial))]
     filled = tuple(column for column in extra if any(row[column.key] is not None for row in rows))
+    if csv:
+        extra = extra[:-1] + tuple(num(f"{kind}_{what}", f"{kind} {what}", text)
+                                   for kind in FILE_KINDS for what in _KIND_FIGURES)
     note = ""
     if filled:
         note = ("Engine reports: the encryption state the engine itself gives (e.g. MariaDB's "
@@ -288,6 +294,41 @@ def verdicts_table(run: RunData, csv: bool = True) -> Table:
                  summary=(f"Each trial's verdict ({len(rows)}"
                           + (f", {unexpected} NOT as expected" if unexpected else ", all as expected")
                           + "): files scanned, first canary hit, detail"))
+
+
+_KIND_FIGURES = ("files", "transient_files", "bytes", "hits")
+
+
+def _kind_figures(v: Verdict) -> dict[str, dict[str, int]]:
+    """Per file kind (results.FILE_KINDS): files seen at rest, files caught while running, bytes
+    scanned and canary hits; empty for a verdict from before kinds were recorded."""
+    if not any(s.kind for s in v.files):
+        return {}
+    figures = {kind: dict.fromkeys(_KIND_FIGURES, 0) for kind in FILE_KINDS}
+    for s in v.files:
+        kind = figures[s.kind if s.kind in figures else "other"]
+        kind["transient_files" if s.transient else "files"] += 1
+        kind["bytes"] += s.bytes
+        kind["hits"] += s.hits
+    return figures
+
+
+def _kind_cells(v: Verdict) -> dict[str, int | None]:
+    """verdicts.csv's per-kind columns: `<kind>_files`, `_transient_files`, `_bytes`, `_hits`."""
+    figures = _kind_figures(v)
+    return {f"{kind}_{what}": figures[kind][what] if figures else None for kind in FILE_KINDS for what in _KIND_FIGURES}
+
+
+def _kinds_text(v: Verdict) -> str | None:
+    """The per-kind figures in a few words, the kinds with no file left out."""
+    parts = []
+    for kind, f in _kind_figures(v).items():
+        if f["files"] or f["transient_files"]:
+            caught = f" + {f['transient_files']} caught while running" if f["transient_files"] else ""
+            parts.append(f"{FILE_KIND_TITLES[kind]}: {f['files']} file{'s' * (f['files'] != 1)}{caught}, "
+                         f"{number(f['bytes'] / MIB)} MiB, {f['hits']:,} hits")
+
+    return "; ".join(parts) or None
 
 
 def _verdict_count(verdicts: list[Verdict], trials: int) -> dict[str, Any]:

@@ -1,0 +1,119 @@
+"""The transient capture on a real DuckDB: a sort past its memory limit spills rows into
+`duckdb_temp_storage_*.tmp` files that DuckDB deletes before the trial ends; the capture holds
+and scans them, and the verdict judges them with the files at rest."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tdebench import verify
+from tdebench.capture import Capture
+from tdebench.cli import main
+from tdebench.engines import get_engine
+from tdebench.keys import KeySource
+from tdebench.results import TRANSIENT_CANARIES, TRANSIENT_CLEAN, TrialKey
+
+CANARY = "TDEBENCH-CANARY-" + "5a" * 12
+MARKER = "TDEBENCH-MARKER-" + "a5" * 12
+
+
+def _spilled_trial(workspace: Path, encryption: str) -> tuple[list[Path], object]:
+    """A DuckDB database (memory_limit 40 MiB) whose rows carry the canary, sorted whole so the
+    sort spills; returns what the workspace holds at the end and the verdict."""
+    engine = get_engine("duckdb", memory_mb=40)
+    enc = engine.encryption(encryption)
+    key = None if enc.is_baseline else KeySource().key_for("capture-test")
+    database = engine.provision(workspace, enc, key)
+    capture = Capture(database.capture_dirs(), workspace, [CANARY], [MARKER], database.plaintext_signature(),
+                      database.engine_processes, database.file_kind, every_s=0.2).start()
+    try:
+        database.create()
+        conn = database.connect()
+        conn.execute(f"CREATE TABLE t AS SELECT i, md5(i::VARCHAR) || CASE WHEN i % 500 = 0 THEN '{CANARY}' "
+                     "ELSE '' END AS s FROM range(1500000) r(i)")
+        rows = conn.execute("SELECT count(*), max(x) FROM (SELECT s, row_number() OVER (ORDER BY s) x FROM t)")
+        assert rows == [(1500000, 1500000)]
+        conn.close()
+        database.close()
+        left = sorted(p.relative_to(workspace) for p in workspace.rglob("*") if p.is_file())
+        transient = capture.stop()
+    finally:
+        capture.close()
+    expected = "plaintext" if enc.is_baseline else "encrypted"
+    trial = TrialKey("duckdb", encryption, "test", 0.0, 1)
+    verdict = verify.TrialScan(trial, (CANARY,), (MARKER,)).judge(
+        workspace, expected, readable=True, signature=database.plaintext_signature(), transient=transient,
+        kind_of=database.file_kind)
+    return left, verdict
+
+
+def test_the_baselines_spill_files_show_canaries_after_duckdb_deleted_them(tmp_path: Path) -> None:
+    left, verdict = _spilled_trial(tmp_path, "none")
+    assert not any("duckdb_temp_storage" in str(p) for p in left)  # gone before the trial ended
+    caught = [s for s in verdict.files if s.transient and "duckdb_temp_storage" in s.path]
+    assert caught and all(s.kind == "temp" for s in caught)
+    assert sum(s.hits for s in caught) > 0
+    assert verdict.transient == TRANSIENT_CANARIES and verdict.verdict == "plaintext"
+
+
+@pytest.mark.parametrize("cipher", ["aes-256-gcm-plaintemp"])
+def test_an_encrypted_database_whose_temp_files_are_plaintext_is_judged_plaintext(tmp_path: Path,
+                                                                                   cipher: str) -> None:
+    """DuckDB's temp_file_encryption is off unless set (the -plaintemp variants keep it so): the
+    database file is ciphertext, the spill is not, and only the capture sees it."""
+    _, verdict = _spilled_trial(tmp_path, cipher)
+    at_rest = [s for s in verdict.files if not s.transient]
+    assert at_rest and sum(s.hits for s in at_rest) == 0  # what the at-rest scan alone sees: clean
+    assert verdict.verdict == "plaintext", verdict.detail
+    assert verdict.first_hit is not None and "duckdb_temp_storage" in verdict.first_hit
+    assert "transient" in verdict.first_hit
+
+
+def test_an_encrypted_databases_temp_files_are_caught_and_hold_no_canary(tmp_path: Path) -> None:
+    """aes-256-gcm sets temp_file_encryption: the capture catches its spill files, and they hold
+    no canary, so the trial is encrypted with its transient files judged too."""
+    _, verdict = _spilled_trial(tmp_path, "aes-256-gcm")
+    caught = [s for s in verdict.files if s.transient and "duckdb_temp_storage" in s.path]
+    assert caught and sum(s.bytes for s in caught) > 0 and sum(s.hits for s in caught) == 0
+    assert verdict.verdict == "encrypted", verdict.detail
+
+
+PLAN = '''name = "spill"
+repetitions = 1
+warmups = 0
+cache = "warm"
+capture_every_s = 0.2
+
+[[engines]]
+name = "duckdb"
+encryptions = ["none"]
+memory_mb = 30
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power"]
+'''
+
+
+def test_a_run_counts_its_spill_files_per_kind_and_says_their_coverage_was_not_exercised(tmp_path: Path) -> None:
+    """Through the runner: DuckDB at 30 MiB spills TPC-H's joins to temp files it deletes; the capture
+    catches them, verdicts.csv counts them as transient temp files, and as TPC-H's spills carry no
+    canary, the report says that transient coverage was not exercised rather than "clean"."""
+    (tmp_path / "plan.toml").write_text(PLAN)
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"), "--quiet"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    [row] = list(csv.DictReader((tmp_path / "out" / "verdicts.csv").open()))
+    assert row["verdict"] == "plaintext" and row["transient"] == TRANSIENT_CLEAN
+    assert int(row["temp_transient_files"]) > 0 and int(row["temp_bytes"]) > 0 and row["temp_hits"] == "0"
+    assert int(row["data_files"]) >= 1 and int(row["data_hits"]) > 0
+    assert "transient coverage was not exercised" in row["detail"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "transient coverage was not exercised in 1 of 1 baselines (duckdb/tpch)" in report
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "temp/spill: 0 files +" in page and "caught while running" in page  # the per-trial table, by kind
