@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tdebench import runstate
-from tdebench.engines import Engine, get_engine
+from tdebench.engines import Engine, get_engine, server
 from tdebench.keys import KeyFileError, KeySource
 from tdebench.plan import Plan, planned, to_run
 from tdebench.results import Resumed, RunData
@@ -62,14 +62,16 @@ def default_data_dir() -> Path:
 
 def handle_interrupts(interrupted: threading.Event, again: Callable[[], None] = lambda: None) -> None:
     """Ctrl-C (SIGINT) and SIGTERM set `interrupted` and raise KeyboardInterrupt in the main
-    thread, where the run cleans up; a second one only calls `again` (it must not break off the
-    cleanup). Call from the main thread."""
+    thread, where the run cleans up, its servers given seconds, not a clean shutdown
+    (`server.hurry`); a second one only calls `again` (it must not break off the cleanup). Call
+    from the main thread."""
 
     def interrupt(signum: int, frame: object) -> None:
         if interrupted.is_set():
             again()
             return
         interrupted.set()
+        server.hurry()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)

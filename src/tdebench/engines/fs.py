@@ -57,7 +57,7 @@ import psutil
 
 from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Connection, Database, Encryption,
                                    Engine, PlaintextViewGone, Reencrypts, SensitiveColumns, backups)
-from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool, user_ids
+from tdebench.engines.server import ServerError, ServerProcess, hurried, log_tail, run_tool, user_ids
 from tdebench.runstate import register_mount
 from tdebench.keys import Secret
 
@@ -233,7 +233,7 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
     def _unmount(self) -> None:
         try:
             if self.is_mounted:
-                for _ in range(_UNMOUNT_TRIES):
+                for _ in range(_UNMOUNT_TRIES // 10 if hurried() else _UNMOUNT_TRIES):
                     done = subprocess.run(["fusermount3", "-u", str(self.mount_point)], capture_output=True,
                                           text=True, check=False)
                     if done.returncode == 0 or not self.is_mounted:
@@ -251,7 +251,7 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         process, self._gocryptfs = self._gocryptfs, None
         if process is None:
             return
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + (0.5 if hurried() else 5)
         while process.running and time.monotonic() < deadline:
             time.sleep(0.02)
         process.stop()
