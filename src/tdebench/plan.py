@@ -248,6 +248,7 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
     """The plan in `text` (from `source`, named in errors), checked. `here = False` reads a
     stored plan for what it says, as `compare` does: the paths it names on its machine
     (a server's password_file and data_path) are not looked at, since they may be gone."""
+    text = text.removeprefix("\ufeff")  # a byte order mark some editors write: not TOML, but harmless
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -561,8 +562,13 @@ class Checker:
                 return number
         return None
 
-    def error(self, message: str, needle: str) -> PlanError:
-        return PlanError(message, self.source, self.line_of(needle))
+    def error(self, message: str, needle: str, fallback: str | None = None) -> PlanError:
+        """A PlanError at the line holding `needle`, else `fallback` (a value TOML unescaped, such
+        as a control character written "\\u001b", is not in the text as written: its key is)."""
+        line = self.line_of(needle)
+        if line is None and fallback is not None:
+            line = self.line_of(fallback)
+        return PlanError(message, self.source, line)
 
     def keys(self, table: dict[str, Any], valid: set[str], where: str) -> None:
         for key in table:
@@ -605,7 +611,7 @@ class Checker:
         if value is None:
             raise self.error(f"missing {key}; valid: {', '.join(valid)}", "[[")
         if value not in valid:
-            raise self.error(f"unknown {key} {shown(value)}; valid: {', '.join(valid)}", str(value))
+            raise self.error(f"unknown {key} {shown(value)}; valid: {', '.join(valid)}", str(value), key)
         return str(value)  # one of `valid`: already a str
 
     def option(self, table: dict[str, Any], key: str, option: Option) -> Any:
@@ -636,7 +642,7 @@ class Checker:
         names = self.string_list(table, key, list(default))
         for name in names:
             if name not in valid:
-                raise self.error(f"unknown {key} entry {shown(name)}; valid: {', '.join(valid)}", name)
+                raise self.error(f"unknown {key} entry {shown(name)}; valid: {', '.join(valid)}", name, key)
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise self.error(f"{key} names {', '.join(repeated)} more than once", repeated[0])
