@@ -242,9 +242,10 @@ def test_clean_leaves_a_running_run_alone(tmp_path: Path) -> None:
         assert (root / "run-state.jsonl").is_file()
 
 
-def one_trial_plan(engine: str, encryption: str) -> str:
+def one_trial_plan(engine: str, encryption: str, scale: float = 0.01) -> str:
     return (f'name = "one"\nrepetitions = 1\nwarmups = 0\n\n[[engines]]\nname = "{engine}"\n'
-            f'encryptions = ["{encryption}"]\n\n[[workloads]]\nname = "tpch"\nscale = 0.01\ntests = ["power"]\n')
+            f'encryptions = ["{encryption}"]\n\n[[workloads]]\nname = "tpch"\nscale = {scale}\n'
+            'tests = ["power"]\n')
 
 
 @dataclass
@@ -290,18 +291,20 @@ def faulted_run(tmp_path: Path, work: Path, plan: str, fault: str) -> Faulted:
     return Faulted(run.returncode, output, (gone or ended) - sent, ended - sent)
 
 
-@pytest.mark.parametrize(("engine", "encryption", "phase"), [
-    ("mariadb", "fs-aes-256-gcm", "trial-create:INT:0.5"),  # while the server starts
-    ("mariadb", "fs-aes-256-gcm", "trial-load:INT:0.3"),  # issue 28: MariaDB on gocryptfs took 24-30 s
-    ("postgres", "fs-aes-256-gcm", "trial-queries:INT:0.3"),
-    ("postgres", "none", "trial-scan:TERM"),
+@pytest.mark.parametrize(("engine", "encryption", "scale", "phase"), [
+    ("mariadb", "fs-aes-256-gcm", 0.01, "trial-create:INT:0.5"),  # while the server starts
+    # issue 28: 24-30 s at scale 0.1, 6 s into the load (here, before HURRY_S, 0.4-0.8 s: at 0.01 and
+    # at 0.1 4 s in; the bound holds whatever the server's clean shutdown would take)
+    ("mariadb", "fs-aes-256-gcm", 0.01, "trial-load:INT:0.3"),
+    ("postgres", "fs-aes-256-gcm", 0.01, "trial-queries:INT:0.3"),
+    ("postgres", "none", 0.01, "trial-scan:TERM"),
 ])
 def test_an_interrupt_at_any_phase_ends_the_run_within_5_s(tmp_path: Path, engine: str, encryption: str,
-                                                           phase: str) -> None:
+                                                           scale: float, phase: str) -> None:
     """Ctrl-C (or SIGTERM) at server start, load, queries and scan: exit 130 within 5 s, with
     nothing left — a trial's server holds disposable data, so it is not given a clean shutdown."""
     with server_reachable_dir("tdebench-hurry-") as work:
-        done = faulted_run(tmp_path, work, one_trial_plan(engine, encryption), phase)
+        done = faulted_run(tmp_path, work, one_trial_plan(engine, encryption, scale), phase)
         assert done.code == 130, done.output
         # the servers' stop is what the run controls; the workspace's removal and the report after
         # it take what the disk and the CPUs give (13 s at a load of 12 on 2 cores, issue 28)

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 from pathlib import Path
 
 import psutil
+import pytest
 
+from fake_engine import FakeEngine, FakeWorkload, fake_plan
 from tdebench import runstate
+from tdebench.engines.base import Database, Encryption
+from tdebench.keys import Secret
+from tdebench.measure.clock import FakeClock
+from tdebench.runner import Runner
+from tdebench.store import ResultStore
 
 
 def dead_pid() -> tuple[int, float]:
@@ -91,3 +99,30 @@ def test_a_torn_state_line_is_skipped(tmp_path: Path) -> None:
         fh.write('{"kind": "process", "pid": 12')
     assert runstate.dead_runs(tmp_path) == [root]
     assert runstate.clean(root).removed
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o000])
+def test_workspace_directories_have_their_final_mode_from_the_start(tmp_path: Path, umask: int) -> None:
+    """Issue 28, point 9: trial directories were 0755 for a moment before they were narrowed
+    (and a umask of 077 would make a root the servers' users cannot pass)."""
+    before = os.umask(umask)
+    try:
+        seen: dict[str, int] = {}
+
+        class Recording(FakeEngine):
+            def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+                seen.setdefault("workspace", stat.S_IMODE(workspace.stat().st_mode))
+                seen.setdefault("root", stat.S_IMODE(workspace.parent.stat().st_mode))
+                return super().provision_native(workspace, encryption, key)
+
+        clock = FakeClock()
+        store = ResultStore(tmp_path / "out")
+        store.start("name = 'fake'\n", {"cpu_model": "fake"})
+        Runner(plan=fake_plan(repetitions=1), store=store, data_dir=tmp_path / "data", clock=clock,
+               engine_factory=lambda name, **settings: Recording(**settings),
+               workload_factory=lambda name: FakeWorkload(clock), drop_cache=lambda: True,
+               workspace_parent=tmp_path).run()
+        assert os.umask(umask) == umask  # the run left the process's umask as it was
+    finally:
+        os.umask(before)
+    assert seen == {"workspace": 0o711, "root": 0o711}

@@ -179,12 +179,12 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         the workspace (0711; 0700 without one), nobody but root may enter the bare mount point
         (0700) or read the log (0600). The cipher directory is gocryptfs's user's (the server's),
         0700. A workspace a server had before (encrypt_existing's source) is root's again."""
-        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(mode=0o711 if self.server_user else 0o700, parents=True, exist_ok=True)
         root = os.geteuid(), os.getegid()
         _own(self.workspace, *root, 0o711 if self.server_user else 0o700)
-        self.mount_point.mkdir(exist_ok=True)
+        self.mount_point.mkdir(mode=0o700, exist_ok=True)
         _own(self.mount_point, *root, 0o700)
-        self.cipher_dir.mkdir(exist_ok=True)
+        self.cipher_dir.mkdir(mode=0o700, exist_ok=True)
         _own(self.cipher_dir, *self._owner(), 0o700)
         os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
         _own(self.log, *root, 0o600)

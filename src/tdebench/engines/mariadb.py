@@ -259,7 +259,7 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
     def _claim_workspace(self) -> None:
         """The workspace and the server's directories in it, owned by `mysql` and 0700, so that
         the server can use them and no other user can enter them. Idempotent."""
-        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
         problem = workspace_problem(self.workspace.parent, USER, "MariaDB")
         if problem is not None:
             raise ServerError(problem)

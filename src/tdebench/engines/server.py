@@ -140,8 +140,9 @@ def write_private(path: Path, text: str | None = None, user: str | None = None) 
 
 
 def private_dir(path: Path, user: str) -> Path:
-    """`path` (made if missing) owned by `user` and 0700; what is inside stays as it is."""
-    path.mkdir(parents=True, exist_ok=True)
+    """`path` (made if missing, 0700 from the start) owned by `user` and 0700; what is inside
+    stays as it is."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chown(path, *user_ids(user), follow_symlinks=False)
     path.chmod(0o700)
     return path
