@@ -2,8 +2,9 @@
 
 Exit codes: 0 success; 1 the run finished but something is wrong (a failed trial, a wrong
 answer, an unexpected verdict), `verify` found plaintext or `compare --fail-above` found a
-figure that got slower (a TPM or NOPM lower); 2 bad input (plan, options, output directory,
-unusable engine); 130 interrupted.
+figure that got slower (a TPM or NOPM lower); 2 bad input (plan, options, output or data
+directory, unusable engine, a damaged or empty results.jsonl, a resume with another key source);
+130 interrupted (Ctrl-C or SIGTERM, in any command).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from rich.table import Table
 from tdebench import runsetup
 from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
 from tdebench.engines.timeout import interrupt_on_signals
+from tdebench.errors import InputError
 from tdebench.keys import KeySource
 from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan
 from tdebench.results import TrialOutcome, Verdict
@@ -54,10 +56,10 @@ def plain(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return escape(text)
 
 
-def usage_error(message: str) -> NoReturn:
-    """Bad input: say what and how to fix it, exit 2."""
+def usage_error(message: str, code: int = 2) -> NoReturn:
+    """Bad input: say what and how to fix it, exit 2 (or an InputError's `code`)."""
     err.print(f"[bold red]error:[/] {plain(message)}", highlight=False, soft_wrap=True)
-    sys.exit(2)
+    sys.exit(code)
 
 
 def builtin_plans() -> dict[str, Path]:
@@ -79,12 +81,15 @@ def plan_path(given: Path) -> Path:
 
 
 class _Commands(click.Group):
-    """The subcommands, with Ctrl-C anywhere ending in exit 130 (click's own "Aborted!" is exit 1,
-    the code of a finished run that found something wrong)."""
+    """The subcommands: an InputError (errors.py) that no command turned into its message ends in
+    its one line and exit code, never a traceback; Ctrl-C anywhere ends in exit 130 (click's own
+    "Aborted!" is exit 1, the code of a finished run that found something wrong)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except InputError as exc:
+            usage_error(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]", highlight=False)
             sys.exit(130)

@@ -15,11 +15,13 @@ from pathlib import Path
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from tdebench.errors import InputError
+
 KEY_BYTES = 32
 FINGERPRINT_LABEL = b"tdebench key source fingerprint v1"
 
 
-class KeyFileError(ValueError):
+class KeyFileError(InputError, ValueError):
     """The user's key file is missing, unreadable, too short or readable by others."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tdebench.errors import InputError
 from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.engines.remote import RemoteTarget, parse_url, password_file_problem
@@ -41,7 +42,7 @@ _REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
 _WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s"}
 
 
-class PlanError(ValueError):
+class PlanError(InputError, ValueError):
     """A plan that cannot run, with where in the file the problem is."""
 
     def __init__(self, message: str, source: str = "", line: int | None = None) -> None:

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tdebench.errors import InputError
 from tdebench import runstate
 from tdebench.engines import Engine, get_engine, server
 from tdebench.keys import KeyFileError, KeySource
@@ -28,7 +29,7 @@ from tdebench.results import Resumed, RunData
 from tdebench.store import RESULTS, Cut, ResultStore, keep_complete, read_run
 
 
-class SetupError(Exception):
+class SetupError(InputError):
     """A run that cannot start here (a key file, an engine, the workspace directory): the
     message says what and how to fix it."""
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tdebench.errors import InputError
 from tdebench.results import (TRIAL_RECORDS, CipherSpeed, Record, RunData, TrialOutcome, complete_trials, from_json,
                               to_json)
 from tdebench.runstate import file_system_of
@@ -72,7 +73,7 @@ class ResultStore:
             os.fsync(fh.fileno())
 
 
-class OutputError(Exception):
+class OutputError(InputError):
     """A file of the run directory could not be written (no space left, read-only, …); the
     message names the file system and what to do. The records written before it are kept."""
 

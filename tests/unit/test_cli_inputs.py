@@ -76,3 +76,17 @@ def test_a_line_of_invalid_utf8_is_exit_2_with_file_and_line(tmp_path: Path) -> 
     (tmp_path / RESULTS).write_bytes(lines[0] + b"\xff\xfe\n" + b"".join(lines[1:]))
     done = invoke("report", str(tmp_path))
     assert done.exit_code == 2 and f"{tmp_path / RESULTS}:2: not valid UTF-8" in " ".join(done.output.split())
+
+
+def test_an_input_error_no_command_caught_is_one_line_and_its_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The error base (errors.InputError) is caught once, in the CLI: a SetupError from a place
+    no command expected ends as a one-line error and exit 2, not a traceback."""
+    from tdebench import plan
+    from tdebench.runsetup import SetupError
+
+    def broken(*_: object) -> list:
+        raise SetupError("the engines moved")
+
+    monkeypatch.setattr(plan, "schedule", broken)
+    done = invoke("plans")
+    assert done.exit_code == 2 and done.output.strip() == "error: the engines moved", done.output

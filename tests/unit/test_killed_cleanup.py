@@ -18,13 +18,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fake_engine import FakeDatabase, FakeEngine, FakeWorkload, fake_plan
+from fake_engine import FakeDatabase, FakeEngine, run_fake
 from tdebench import runstate
 from tdebench.engines.base import Database, Encryption
 from tdebench.keys import Secret
-from tdebench.measure.clock import FakeClock
-from tdebench.runner import Runner
-from tdebench.store import ResultStore
 
 
 class ServedDatabase(FakeDatabase):
@@ -65,14 +62,8 @@ def killed(work: Callable[[], object], step: str) -> None:
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, f"not killed at {step}"
 
 
-def run_fake(tmp_path: Path) -> None:
-    clock = FakeClock()
-    store = ResultStore(tmp_path / "out")
-    store.start("name = 'fake'\n", {"cpu_model": "fake"})
-    Runner(plan=fake_plan(repetitions=1), store=store, data_dir=tmp_path / "data", clock=clock,
-           engine_factory=lambda name, **settings: ServedEngine(**settings),
-           workload_factory=lambda name: FakeWorkload(clock), drop_cache=lambda: True,
-           workspace_parent=tmp_path / "work").run()
+def run_served(tmp_path: Path) -> None:
+    run_fake(tmp_path, ServedEngine, tmp_path / "work")
 
 
 @pytest.fixture
@@ -100,7 +91,7 @@ STEPS = ["root-registered", "root-made", "trial-closing", "trial-removing", "roo
 
 @pytest.mark.parametrize("step", STEPS)
 def test_a_run_killed_at_any_step_leaves_nothing_clean_cannot_find(tmp_path: Path, work: Path, step: str) -> None:
-    killed(lambda: run_fake(tmp_path), step)
+    killed(lambda: run_served(tmp_path), step)
     cleaned = runstate.clean_dead_runs(work)
     assert all(c.removed for c in cleaned)
     assert_nothing_left(tmp_path)
@@ -108,7 +99,7 @@ def test_a_run_killed_at_any_step_leaves_nothing_clean_cannot_find(tmp_path: Pat
 
 
 def test_a_clean_killed_in_its_turn_is_finished_by_the_next(tmp_path: Path, work: Path) -> None:
-    killed(lambda: run_fake(tmp_path), "trial-closing")
+    killed(lambda: run_served(tmp_path), "trial-closing")
     [root] = list(work.iterdir())
     assert (tmp_path / "pids").exists() and any(root.rglob("keys.txt"))
     killed(lambda: runstate.clean_dead_runs(work), "root-emptying")
@@ -119,7 +110,7 @@ def test_a_clean_killed_in_its_turn_is_finished_by_the_next(tmp_path: Path, work
 
 def test_without_the_registry_the_marker_finds_the_workspace(tmp_path: Path, work: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    killed(lambda: run_fake(tmp_path), "trial-closing")
+    killed(lambda: run_served(tmp_path), "trial-closing")
     unrelated = work / "tdebench-not-ours"  # no marker, no registry entry: never touched
     unrelated.mkdir()
     (unrelated / "data").write_text("a user's file")

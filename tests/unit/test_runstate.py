@@ -12,13 +12,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fake_engine import FakeEngine, FakeWorkload, fake_plan
+from fake_engine import FakeEngine, run_fake
 from tdebench import runstate
 from tdebench.engines.base import Database, Encryption
 from tdebench.keys import Secret
-from tdebench.measure.clock import FakeClock
-from tdebench.runner import Runner
-from tdebench.store import ResultStore
 
 
 def dead_pid() -> tuple[int, float]:
@@ -115,13 +112,7 @@ def test_workspace_directories_have_their_final_mode_from_the_start(tmp_path: Pa
                 seen.setdefault("root", stat.S_IMODE(workspace.parent.stat().st_mode))
                 return super().provision_native(workspace, encryption, key)
 
-        clock = FakeClock()
-        store = ResultStore(tmp_path / "out")
-        store.start("name = 'fake'\n", {"cpu_model": "fake"})
-        Runner(plan=fake_plan(repetitions=1), store=store, data_dir=tmp_path / "data", clock=clock,
-               engine_factory=lambda name, **settings: Recording(**settings),
-               workload_factory=lambda name: FakeWorkload(clock), drop_cache=lambda: True,
-               workspace_parent=tmp_path).run()
+        run_fake(tmp_path, Recording, tmp_path)
         assert os.umask(umask) == umask  # the run left the process's umask as it was
     finally:
         os.umask(before)
