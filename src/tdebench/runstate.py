@@ -169,8 +169,9 @@ def _unregister_root(root: Path) -> None:
 
 
 def _registered(parent: Path) -> dict[str, dict]:
-    """The registry's runs of roots below `parent`, by root name; a half-written entry of a
-    writer that is gone is removed (its root was never made)."""
+    """The registry's runs of roots below `parent`, by root name. A half-written entry of a
+    writer that is gone is removed (its root was never made), and so is the entry of a root
+    elsewhere whose run and root are both gone."""
     directory = registry()
     if directory is None or not directory.is_dir():
         return {}
@@ -188,6 +189,8 @@ def _registered(parent: Path) -> dict[str, dict]:
             continue
         if root.parent == parent.resolve() and root.name == entry.name:
             found[entry.name] = run
+        elif not os.path.lexists(root) and _alive(run) is None:  # elsewhere, and gone with its run
+            entry.unlink(missing_ok=True)
     return found
 
 

@@ -117,3 +117,18 @@ def test_workspace_directories_have_their_final_mode_from_the_start(tmp_path: Pa
     finally:
         os.umask(before)
     assert seen == {"workspace": 0o711, "root": 0o711}
+
+
+def test_registry_entries_of_roots_gone_with_their_runs_are_dropped(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    pid, started = dead_pid()
+    registry = tmp_path / "state" / "tdebench" / "workspaces"
+    registry.mkdir(parents=True)
+    for name, alive in (("tdebench-gone", False), ("tdebench-starting", True)):
+        run = {"kind": "run", "pid": os.getpid(), "started": psutil.Process().create_time()} if alive else \
+            {"kind": "run", "pid": pid, "started": started}
+        (registry / name).write_text(json.dumps({**run, "root": str(tmp_path / "elsewhere" / name)}))
+    (tmp_path / "here").mkdir()
+    assert runstate.clean_dead_runs(tmp_path / "here") == []
+    assert [p.name for p in registry.iterdir()] == ["tdebench-starting"]  # a live run's, about to make its root
