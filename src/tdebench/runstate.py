@@ -287,6 +287,21 @@ def register_mount(path: Path) -> None:
         _append(_state, {"kind": "mount", "path": str(path)})
 
 
+def new_dir(parent: Path, prefix: str) -> Path:
+    """A new 0700 directory `prefix`-random below `parent` that a run needs outside its root (a
+    server's socket directory where the workspace's path is too long for a socket): written
+    into the state file before it is made, so that `clean` removes it after a kill."""
+    while True:
+        path = parent.resolve() / f"{prefix}{secrets.token_hex(6)}"
+        if _state is not None:
+            _append(_state, {"kind": "dir", "path": str(path)})
+        try:
+            make_dir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+
+
 def _alive(entry: dict) -> psutil.Process | None:
     """The process an entry names, if it is still that process (same pid and start time)."""
     started = entry.get("started")
@@ -372,12 +387,14 @@ class Cleaned:
     run_pid: int | None
     stopped: list[str] = field(default_factory=list)  # "postgres (pid 123)"
     unmounted: list[str] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)  # its directories outside the root (new_dir)
     removed: bool = False
     problem: str = ""
 
     def __str__(self) -> str:
         done = [f"stopped {', '.join(self.stopped)}" if self.stopped else "",
                 f"unmounted {', '.join(self.unmounted)}" if self.unmounted else "",
+                f"removed {', '.join(self.dirs)}" if self.dirs else "",
                 f"removed {self.root}" if self.removed else f"could not remove {self.root}: {self.problem}"]
         return f"cleaned up after a killed run (pid {self.run_pid}): " + "; ".join(d for d in done if d)
 
@@ -404,6 +421,11 @@ def clean(root: Path, grace_s: float = 10.0) -> Cleaned:
                 cleaned.unmounted.append(point)
                 break
             time.sleep(0.2)
+    for entry in entries:
+        path = Path(str(entry.get("path", ""))) if entry.get("kind") == "dir" else None
+        if path is not None and path.name.startswith(ROOT_PREFIX) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            cleaned.dirs.append(str(path))
     left = mounts_below(root)
     if left:
         cleaned.problem = f"still mounted: {', '.join(left)}"

@@ -132,3 +132,17 @@ def test_registry_entries_of_roots_gone_with_their_runs_are_dropped(tmp_path: Pa
     (tmp_path / "here").mkdir()
     assert runstate.clean_dead_runs(tmp_path / "here") == []
     assert [p.name for p in registry.iterdir()] == ["tdebench-starting"]  # a live run's, about to make its root
+
+
+def test_a_directory_a_run_made_outside_its_root_is_removed_with_it(tmp_path: Path) -> None:
+    """A MariaDB socket directory in /tmp (the workspace's path too long for a socket) was left
+    by a killed run where clean did not look: it is written down before it is made."""
+    pid, started = dead_pid()
+    root = state(tmp_path / "tdebench-dead", {"kind": "run", "pid": pid, "started": started})
+    with runstate.recording(root):
+        socket_dir = runstate.new_dir(tmp_path, "tdebench-mariadb-")
+    assert stat.S_IMODE(socket_dir.stat().st_mode) == 0o700
+    (socket_dir / "mysqld.sock").write_text("")
+    [cleaned] = runstate.clean_dead_runs(tmp_path)
+    assert cleaned.removed and cleaned.dirs == [str(socket_dir)] and not socket_dir.exists()
+    assert list(tmp_path.iterdir()) == []
