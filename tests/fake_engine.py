@@ -168,3 +168,18 @@ class SteppedFakeWorkload(FakeWorkload):
 
     def steps(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> Iterator[None]:
         return self._queries(test, ctx, warmup)
+
+
+def run_fake(directory: Path, engine: type[FakeEngine], workspace_parent: Path) -> None:
+    """Run the fake plan (one round) with `engine`, its results in `directory`/out, its trial
+    workspaces below `workspace_parent`: a real runner, for what happens around the trials."""
+    from tdebench.runner import Runner
+    from tdebench.store import ResultStore
+
+    clock = FakeClock()
+    store = ResultStore(directory / "out")
+    store.start("name = 'fake'\n", {"cpu_model": "fake"})
+    Runner(plan=fake_plan(repetitions=1), store=store, data_dir=directory / "data", clock=clock,
+           engine_factory=lambda name, **settings: engine(**settings),
+           workload_factory=lambda name: FakeWorkload(clock), drop_cache=lambda: True,
+           workspace_parent=workspace_parent).run()

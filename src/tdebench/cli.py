@@ -2,8 +2,9 @@
 
 Exit codes: 0 success; 1 the run finished but something is wrong (a failed trial, a wrong
 answer, an unexpected verdict), `verify` found plaintext or `compare --fail-above` found a
-figure that got slower (a TPM or NOPM lower); 2 bad input (plan, options, output directory,
-unusable engine); 130 interrupted.
+figure that got slower (a TPM or NOPM lower); 2 bad input (plan, options, output or data
+directory, unusable engine, a damaged or empty results.jsonl, a resume with another key source);
+130 interrupted (Ctrl-C or SIGTERM, in any command).
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ from rich.table import Column, Table
 from tdebench import runsetup
 from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
 from tdebench.engines.timeout import interrupt_on_signals
+from tdebench.errors import InputError
 from tdebench.keys import KeySource
 from tdebench.plan import Plan, PlanError, TrialSpec, load_plan, parse_plan
 from tdebench.results import TrialOutcome, Verdict
-from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_run
+from tdebench.results import RunData
+from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_run, torn_line
 
 if TYPE_CHECKING:
     from tdebench.runner import RunSummary
@@ -55,10 +58,10 @@ def plain(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return escape(text)
 
 
-def usage_error(message: str) -> NoReturn:
-    """Bad input: say what and how to fix it, exit 2."""
+def usage_error(message: str, code: int = 2) -> NoReturn:
+    """Bad input: say what and how to fix it, exit 2 (or an InputError's `code`)."""
     err.print(f"[bold red]error:[/] {plain(message)}", highlight=False, soft_wrap=True)
-    sys.exit(2)
+    sys.exit(code)
 
 
 def builtin_plans() -> dict[str, Path]:
@@ -79,7 +82,22 @@ def plan_path(given: Path) -> Path:
     return builtin_plans().get(given.name.removesuffix(".toml"), given)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Commands(click.Group):
+    """The subcommands: an InputError (errors.py) that no command turned into its message ends in
+    its one line and exit code, never a traceback; Ctrl-C anywhere ends in exit 130 (click's own
+    "Aborted!" is exit 1, the code of a finished run that found something wrong)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            usage_error(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted[/]", highlight=False)
+            sys.exit(130)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="tdebench")
 def main() -> None:
     """What does encryption at rest cost on my engine and workload, and is my data really encrypted?
@@ -199,6 +217,10 @@ class _Here:
                         "many hosts of a cluster: run it with --cluster ADDRESS (docs/cluster.md), or remove "
                         "driver_hosts to drive the server from this machine alone")
         self.plan, self.data_dir, self.work_dir = the_plan, data_dir, work_dir
+        try:  # before --out is made: a run that cannot prepare its data leaves no half-made run directory
+            runsetup.check_data_dir(data_dir or runsetup.default_data_dir())
+        except runsetup.SetupError as exc:
+            usage_error(str(exc))
         self.keys, self.engines = _ready_or_exit(the_plan, key_file, work_dir, owned)
 
     def __enter__(self) -> "_Here":
@@ -211,8 +233,12 @@ class _Here:
     def keys_derived(self) -> bool:
         return self.keys.derived
 
+    @property
+    def key_source(self) -> dict | None:
+        return self.keys.describe()
+
     def environment(self) -> dict:
-        return runsetup.environment(self.engines)
+        return {**runsetup.environment(self.engines), runsetup.KEY_SOURCE: self.keys.describe()}
 
     def work(self, store: ResultStore, resumed: Cut | None = None) -> Work:
         def trials(progress: _ProgressBar, interrupted: threading.Event) -> RunSummary:
@@ -270,6 +296,10 @@ class _OnCluster:
     @property
     def keys_derived(self) -> bool:
         return self.key_file is not None
+
+    @property
+    def key_source(self) -> dict | None:
+        return None  # the key file is read on each worker: only whether there is one is known here
 
     def environment(self) -> dict:
         from tdebench.cluster.work import cluster_environment
@@ -343,7 +373,7 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
         usage_error(f"--resume: the run's plan no longer parses here: {exc}")
     with _place(cluster, the_plan, str(directory / PLAN), key_file, data_dir, work_dir, owned) as place:
         try:
-            runsetup.check_resume_keys(stored, place.keys_derived, directory)
+            runsetup.check_resume_keys(stored, place.keys_derived, directory, place.key_source)
         except runsetup.SetupError as exc:
             usage_error(str(exc))
         try:
@@ -534,13 +564,29 @@ def _wrapped(text: str, indent: str, first: str | None = None, console: Console 
 @main.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 def report_command(run_dir: Path) -> None:
-    """Rebuild every derived file of RUN_DIR from its raw results.jsonl, plan.toml and environment.json."""
-    try:
-        read_run(run_dir)
-    except (FileNotFoundError, ValueError) as exc:
-        usage_error(str(exc))
+    """Rebuild every derived file of RUN_DIR from its raw results.jsonl, plan.toml and environment.json.
+    A half-written last line of results.jsonl (a run killed mid-write) is left out, with a
+    warning naming it; a results.jsonl without a trial is exit 2."""
+    _run_or_exit(run_dir)
     for path in _report_or_exit(run_dir).paths:
         out.print(str(path), highlight=False)
+
+
+def _run_or_exit(run_dir: Path, label: str = "") -> RunData:
+    """The run in `run_dir` as `report` and `compare` read it: exit 2 if it cannot be read or
+    holds no trial; a warning naming a half-written last line, which is left out (`label`: "A: ")."""
+    try:
+        run, torn = read_run(run_dir), torn_line(run_dir)
+    except (OSError, ValueError) as exc:
+        usage_error(f"{label}{exc}")
+    if torn is not None:
+        err.print(f"[yellow]warning:[/] {plain(f'{label}{run_dir / RESULTS}:{torn}')}: a half-written last line (a run "
+                  "killed mid-write, or a file cut short) is left out; what it held is not in what follows",
+                  highlight=False, soft_wrap=True)
+    if not (run.trials or run.measurements or run.verdicts):
+        usage_error(f"{label}{run_dir / RESULTS} holds no trial: the run stopped before its first "
+                    f"(`tdebench run --resume {run_dir}` runs them)")
+    return run
 
 
 NAMED = 10
@@ -580,8 +626,9 @@ def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: 
         usage_error(f"--fail-above {fail_above:g}: give a percentage of 0 or more, e.g. --fail-above 5")
     sides = []
     for label, directory in (("A", run_a), ("B", run_b)):
+        run = _run_or_exit(directory, f"{label}: ")
         try:
-            sides.append(compare.side(label, directory, read_run(directory)))
+            sides.append(compare.side(label, directory, run))
         except (OSError, ValueError) as exc:
             usage_error(f"{label}: {exc}")
     if out_dir is not None:
@@ -808,6 +855,12 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
 
     if any(len(c) < 4 for c in canaries):
         usage_error("a canary needs at least 4 characters, or every file would match by chance")
+    for canary in canaries:
+        try:
+            canary.encode("utf-8")
+        except UnicodeEncodeError:  # bytes of the command line that are not UTF-8 (surrogate escapes)
+            usage_error(f"--canary {canary.encode('utf-8', 'surrogateescape')!r} is not UTF-8 text: give the "
+                        "canary as the text you wrote (it is searched as UTF-8, UTF-16LE and UTF-16BE)")
     try:
         state, scans, why = verify.verify_paths(list(paths), list(canaries))
     except FileNotFoundError as exc:
@@ -881,15 +934,22 @@ def _print_cleaned(cleaned: list) -> None:
         (out if one.removed else err).print(plain(str(one)), highlight=False, soft_wrap=True)
 
 
+MOST_CIPHER_SECONDS = 60.0
+"""`ciphers --seconds` at most: per cipher and page size, so the whole table takes many times it."""
+
+
 @main.command()
 @click.option("--seconds", default=0.2, show_default=True,
-              help="CPU time spent per cipher and page size.")
+              help=f"CPU time spent per cipher and page size (more than 0, at most {MOST_CIPHER_SECONDS:g}).")
 def ciphers(seconds: float) -> None:
     """This machine's raw cipher throughput in MiB/s by page size, one core (the physical
     limit of any encryption overhead): one context per key, a new nonce per page."""
     from tdebench.measure.ciphers import measure_ciphers
     from tdebench.report.tables import speeds_table
 
+    if not (math.isfinite(seconds) and 0 < seconds <= MOST_CIPHER_SECONDS):
+        usage_error(f"--seconds {seconds:g}: give the CPU seconds per cipher and page size, more than 0 and at "
+                    f"most {MOST_CIPHER_SECONDS:g}, e.g. --seconds 0.5")
     speeds = speeds_table(measure_ciphers(seconds=seconds))
     table = Table(title=f"{speeds.title}, MiB/s by page size", title_justify="left", show_edge=False)
     for column in speeds.columns:

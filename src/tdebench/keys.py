@@ -7,6 +7,7 @@ key to a library call `Secret.hex()`; `scrub()` removes it again from any error 
 
 from __future__ import annotations
 
+import hmac
 import os
 import stat
 from pathlib import Path
@@ -14,10 +15,13 @@ from pathlib import Path
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from tdebench.errors import InputError
+
 KEY_BYTES = 32
+FINGERPRINT_LABEL = b"tdebench key source fingerprint v1"
 
 
-class KeyFileError(ValueError):
+class KeyFileError(InputError, ValueError):
     """The user's key file is missing, unreadable, too short or readable by others."""
 
 
@@ -73,6 +77,15 @@ class KeySource:
     @property
     def derived(self) -> bool:
         return self._master is not None
+
+    def describe(self) -> dict[str, str]:
+        """What a run records of its key source, so that a resume can refuse another: the kind,
+        and for a key file a fingerprint (HMAC-SHA256 of a fixed label under the file's secret,
+        cut to 64 bits) that tells two files apart and reveals nothing of either."""
+        if self._master is None:
+            return {"kind": "random"}
+        fingerprint = hmac.new(self._master, FINGERPRINT_LABEL, "sha256").hexdigest()[:16]
+        return {"kind": "key file", "fingerprint": fingerprint}
 
     def key_for(self, trial_id: str) -> Secret:
         if self._master is None:

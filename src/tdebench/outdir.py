@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import IO
 
+from tdebench.errors import InputError
 from tdebench.report import DERIVED
 from tdebench.store import RAW_FILES, manifest
 
@@ -26,7 +27,7 @@ LOCK = ".tdebench.lock"
 _PLOT_LINK = re.compile(r"\]\((plots/[^)\s]+\.png)\)")
 
 
-class OutDirError(Exception):
+class OutDirError(InputError):
     """An --out directory tdebench may not use; the message says why and what to do."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tdebench.errors import InputError
 from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
 from tdebench.engines.base import KEY_FORMS, PASSPHRASE, RAW, Engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
@@ -42,7 +43,7 @@ _REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
 _WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s"}
 
 
-class PlanError(ValueError):
+class PlanError(InputError, ValueError):
     """A plan that cannot run, with where in the file the problem is."""
 
     def __init__(self, message: str, source: str = "", line: int | None = None) -> None:
@@ -255,6 +256,7 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
     """The plan in `text` (from `source`, named in errors), checked. `here = False` reads a
     stored plan for what it says, as `compare` does: the paths it names on its machine
     (a server's password_file and data_path) are not looked at, since they may be gone."""
+    text = text.removeprefix("\ufeff")  # a byte order mark some editors write: not TOML, but harmless
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -587,8 +589,13 @@ class Checker:
                 return number
         return None
 
-    def error(self, message: str, needle: str) -> PlanError:
-        return PlanError(message, self.source, self.line_of(needle))
+    def error(self, message: str, needle: str, fallback: str | None = None) -> PlanError:
+        """A PlanError at the line holding `needle`, else `fallback` (a value TOML unescaped, such
+        as a control character written "\\u001b", is not in the text as written: its key is)."""
+        line = self.line_of(needle)
+        if line is None and fallback is not None:
+            line = self.line_of(fallback)
+        return PlanError(message, self.source, line)
 
     def keys(self, table: dict[str, Any], valid: set[str], where: str) -> None:
         for key in table:
@@ -631,7 +638,7 @@ class Checker:
         if value is None:
             raise self.error(f"missing {key}; valid: {', '.join(valid)}", "[[")
         if value not in valid:
-            raise self.error(f"unknown {key} {shown(value)}; valid: {', '.join(valid)}", str(value))
+            raise self.error(f"unknown {key} {shown(value)}; valid: {', '.join(valid)}", str(value), key)
         return str(value)  # one of `valid`: already a str
 
     def option(self, table: dict[str, Any], key: str, option: Option) -> Any:
@@ -662,7 +669,7 @@ class Checker:
         names = self.string_list(table, key, list(default))
         for name in names:
             if name not in valid:
-                raise self.error(f"unknown {key} entry {shown(name)}; valid: {', '.join(valid)}", name)
+                raise self.error(f"unknown {key} entry {shown(name)}; valid: {', '.join(valid)}", name, key)
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise self.error(f"{key} names {', '.join(repeated)} more than once", repeated[0])

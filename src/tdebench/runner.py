@@ -239,7 +239,7 @@ class Runner:
                     before_s = stored.resumes[-1].elapsed_before_s if stored.resumes else 0.0
                     self._add_rounds(root, summary, start - int(before_s * 1e9))
         finally:
-            remove_tree(root)
+            runstate.remove_root(root)
         return summary
 
     def run_trials(self, trials: list[TrialSpec]) -> RunSummary:
@@ -254,14 +254,12 @@ class Runner:
                 self._prime(root, trials)
                 self._trials(trials, root, summary)
         finally:
-            remove_tree(root)
+            runstate.remove_root(root)
         return summary
 
     def _root(self) -> Path:
-        """A new directory for this run's trial workspaces."""
-        root = Path(tempfile.mkdtemp(prefix=runstate.ROOT_PREFIX, dir=self.workspace_parent))
-        root.chmod(0o711)  # servers running as their own user (postgres, mysql) must reach their workspace
-        return root
+        """A new directory for this run's trial workspaces, registered and marked (runstate.py)."""
+        return runstate.new_root(self.workspace_parent or Path(tempfile.gettempdir()))
 
     def _trials(self, trials: list[TrialSpec], root: Path, summary: RunSummary) -> None:
         total = summary.trials + len(trials)
@@ -362,6 +360,7 @@ class Runner:
                     self._finish(trial)
             ended = True
         finally:
+            runstate.fault_point("trial-closing")  # the tests' fault injection (runstate.FAULT)
             for trial in trials:  # also on Ctrl-C; run() then removes every workspace
                 self._release(trial, quietly=True)
                 trial.database.close()
@@ -383,7 +382,7 @@ class Runner:
                                      **({"key_form": key_form} if key_form != PASSPHRASE else {}))
         encryption = engine.encryption(key.encryption)
         workspace = root / key.id.replace("/", "_")
-        workspace.mkdir(parents=True)
+        runstate.make_dir(workspace, 0o711)  # a server's user passes through; its engine narrows it
         secret = None if encryption.is_baseline else self.keys.key_for(key.id)
         start, load_start = self.clock.now_ns(), load_1m()
         database = engine.provision(workspace, encryption, secret)
@@ -449,9 +448,11 @@ class Runner:
     def _load_steps(self, trial: "_Trial") -> Generator[None, None, None]:
         """Create and load the database with the canaries, then open the connection the tests use."""
         database, recorder, facts = trial.database, trial.ctx.recorder, trial.facts
+        runstate.fault_point("trial-create")
         with recorder.measure("open", "create"):
             database.create()
         conn = database.connect()
+        runstate.fault_point("trial-load")
         try:
             yield from trial.workload.load_steps(trial.ctx, conn)
             write_canaries(database, conn, facts.canaries, facts.markers)
@@ -495,6 +496,7 @@ class Runner:
                     pass
 
     def _measured_steps(self, trial: "_Trial", test: str) -> Generator[None, None, None]:
+        runstate.fault_point("trial-queries")
         session = trial.ctx.session
         conn = session.go_cold() if session.cold else session.connection()  # untimed, like every reconnect
         yield from trial.workload.steps(test, trial.ctx, conn, warmup=False)
@@ -538,12 +540,14 @@ class Runner:
         """Judge a closed trial at rest, remove its workspace, and store how it ended."""
         key = trial.key
         expected = "plaintext" if trial.database.encryption.is_baseline else "encrypted"
+        runstate.fault_point("trial-scan")
         try:
             verdict = self._verdict(key, expected, trial.database, trial.facts, trial.capture)
         finally:
             try:
                 trial.database.drop()
             finally:
+                runstate.fault_point("trial-removing")
                 remove_tree(trial.workspace)
         facts, pinned_to = trial.facts, trial.pinned_to
         outcome = TrialOutcome(trial=key, status="failed" if trial.error else "ok", cache=self.plan.cache,

@@ -10,6 +10,7 @@ message the user reads; the CLI only turns it into exit code 2.
 
 from __future__ import annotations
 
+import os
 import signal
 import tempfile
 import threading
@@ -19,15 +20,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tdebench.errors import InputError
 from tdebench import runstate
-from tdebench.engines import Engine, get_engine
+from tdebench.engines import Engine, get_engine, server
 from tdebench.keys import KeyFileError, KeySource
 from tdebench.plan import Plan, planned, to_run
 from tdebench.results import Resumed, RunData
 from tdebench.store import RESULTS, Cut, ResultStore, keep_complete, read_run
 
 
-class SetupError(Exception):
+class SetupError(InputError):
     """A run that cannot start here (a key file, an engine, the workspace directory): the
     message says what and how to fix it."""
 
@@ -60,16 +62,32 @@ def default_data_dir() -> Path:
     return Path.home() / ".cache" / "tdebench" / "data"
 
 
+def check_data_dir(data_dir: Path) -> None:
+    """SetupError if the data cache cannot be used: a file, or a directory that cannot be made
+    or written. Made here if missing, as preparing the data would."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise SetupError(f"--data-dir {data_dir} is a file, not a directory: name a directory for the "
+                         "generated benchmark data") from None
+    except OSError as exc:
+        raise SetupError(f"--data-dir {data_dir} cannot be created: {exc.strerror or exc}") from None
+    if not os.access(data_dir, os.W_OK | os.X_OK):
+        raise SetupError(f"--data-dir {data_dir} is not writable by this user: name a directory it may write")
+
+
 def handle_interrupts(interrupted: threading.Event, again: Callable[[], None] = lambda: None) -> None:
     """Ctrl-C (SIGINT) and SIGTERM set `interrupted` and raise KeyboardInterrupt in the main
-    thread, where the run cleans up; a second one only calls `again` (it must not break off the
-    cleanup). Call from the main thread."""
+    thread, where the run cleans up, its servers given seconds, not a clean shutdown
+    (`server.hurry`); a second one only calls `again` (it must not break off the cleanup). Call
+    from the main thread."""
 
     def interrupt(signum: int, frame: object) -> None:
         if interrupted.is_set():
             again()
             return
         interrupted.set()
+        server.hurry()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)
@@ -140,9 +158,25 @@ def measure_cipher_speeds(store: ResultStore, plan: Plan, engines: Mapping[str, 
         store.append(replace(speed, host=host))
 
 
-def check_resume_keys(stored: RunData, derived: bool, directory: Path) -> None:
-    """SetupError if the run's trials so far used keys from a key file that was not given again
-    (`derived`: whether the resumed run has one)."""
+KEY_SOURCE = "key_source"
+"""environment.json's record of the run's key source (KeySource.describe)."""
+
+
+def _key_source_text(source: Mapping[str, Any]) -> str:
+    if source.get("kind") == "key file":
+        return f"a key file (fingerprint {source.get('fingerprint')})"
+    return "random keys (no --key-file)"
+
+
+def check_resume_keys(stored: RunData, derived: bool, directory: Path,
+                      source: Mapping[str, Any] | None = None) -> None:
+    """SetupError if the resumed run's key source (`source`, KeySource.describe; `derived`:
+    whether it has a key file) is not the one the run started with, naming both: a mix of
+    random and derived keys, or keys of two files, could not be repeated with either."""
+    first = stored.environment.get(KEY_SOURCE)
+    if isinstance(first, dict) and source is not None and dict(first) != dict(source):
+        raise SetupError(f"--resume: the run in {directory} started with {_key_source_text(first)}; this resume "
+                         f"has {_key_source_text(source)}: resume it with the run's own key source")
     if not derived and any(outcome.key_derived for outcome in stored.trials):
         raise SetupError(f"--resume: the trials of {directory} so far used keys derived from a key file; pass that "
                          "file again with --key-file, so the rest are derived from it too (without it, they would "

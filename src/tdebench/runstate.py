@@ -12,15 +12,27 @@ by the next `tdebench run` or `tdebench clean` through this file: `dead_runs` li
 whose run no longer exists, `clean` stops the processes the file names (only if the pid still
 has the recorded start time: never a process by name, never a recycled pid), unmounts what
 is mounted below the root and removes the root.
+
+A root is also written into a registry outside it (`registry()`: one file per root in the
+user's state directory) *before* it is made, and taken out only *after* it is gone, each step
+fsynced; the state file itself is the root's marker, written first and removed last
+(`new_root`, `remove_root`). So a run killed at any moment — inside its own clean-up too, as
+`timeout -k` or `docker stop` do it — leaves nothing `clean` cannot find: a root without its
+marker is in the registry, a root missing from the registry (another user's registry, a
+home that could not be written) has its marker. `clean` removes nothing that has neither.
+`fault_point` lets the tests kill the process at each of these steps.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,12 +64,210 @@ def _append(path: Path, entry: dict) -> None:
         os.fsync(fh.fileno())
 
 
+def _fsync_dir(path: Path) -> None:
+    """Make a directory's entries (a file made, renamed or removed in it) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+FAULT = "TDEBENCH_FAULT"
+"""For tests only: `STEP` makes the process SIGKILL itself when it reaches `fault_point(STEP)`;
+`STEP:SIGNAL` sends that signal instead (`STEP:INT`), `STEP:SIGNAL:SECONDS` sends it that long
+after the step began (a signal *during* a phase); `STEP#N` fires at the step's Nth time (the
+second trial's load: `trial-load#2`). Several, comma-separated, fire in turn
+(`trial-load:TERM,trial-closing`: SIGTERM, then SIGKILL inside the clean-up it started); each
+fires once."""
+
+_reached: dict[str, int] = {}
+
+
+def fault_point(step: str) -> None:
+    """A named step of a run's life (`FAULT`): nothing happens unless a test asked for this one."""
+    specs = os.environ.get(FAULT, "").split(",")
+    if not any(s.split(":")[0].split("#")[0] == step for s in specs):
+        return
+    _reached[step] = _reached.get(step, 0) + 1
+    names = {step, f"{step}#{_reached[step]}"}
+    spec = next((s for s in specs if s.split(":")[0] in names), None)
+    if spec is None:
+        return
+    specs.remove(spec)
+    os.environ[FAULT] = ",".join(specs)
+    name, _, delay = spec.partition(":")[2].partition(":")
+    sig = signal.Signals[f"SIG{name or 'KILL'}"]
+    if not delay:
+        _send(sig)
+        return
+    timer = threading.Timer(float(delay), _send, (sig,))
+    timer.daemon = True
+    timer.start()
+
+
+def _send(sig: signal.Signals) -> None:
+    """The fault's signal to this process, its time said first (a test measures how fast the run ends)."""
+    print(f"tdebench fault: {sig.name} at monotonic {time.monotonic():.3f}", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), sig)
+
+
+_UMASK = threading.Lock()
+
+
+def make_dir(path: Path, mode: int) -> None:
+    """`path` made with exactly `mode` from its first moment, whatever the umask: never wider
+    for an instant (mkdir then chmod would show the umask's 0755 first), never narrowed by a
+    umask of 077 into a directory a server's user cannot pass. FileExistsError if it exists."""
+    with _UMASK:  # the umask is the process's: one directory at a time
+        before = os.umask(0o777 & ~mode)
+        try:
+            os.mkdir(path, mode)
+        finally:
+            os.umask(before)
+
+
+def registry() -> Path | None:
+    """Where this user's workspace roots are written down (None: no home to keep it in)."""
+    try:
+        base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    except RuntimeError:
+        return None
+    return base / "tdebench" / "workspaces"
+
+
+def _register_root(root: Path, run: dict) -> None:
+    """Write `root` into the registry, durably, before it is made. A registry that cannot be
+    written (no home) leaves the marker alone to find it."""
+    directory = registry()
+    if directory is None:
+        return
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        part = directory / f".{root.name}.{os.getpid()}.part"
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, json.dumps({**run, "root": str(root)}).encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(part, directory / root.name)
+        _fsync_dir(directory)
+    except OSError:
+        return
+
+
+def _unregister_root(root: Path) -> None:
+    directory = registry()
+    if directory is None:
+        return
+    try:
+        (directory / root.name).unlink()
+        _fsync_dir(directory)
+    except OSError:
+        return
+
+
+def _registered(parent: Path) -> dict[str, dict]:
+    """The registry's runs of roots below `parent`, by root name. A half-written entry of a
+    writer that is gone is removed (its root was never made), and so is the entry of a root
+    elsewhere whose run and root are both gone."""
+    directory = registry()
+    if directory is None or not directory.is_dir():
+        return {}
+    found = {}
+    for entry in directory.iterdir():
+        if entry.name.endswith(".part"):
+            writer = entry.name.rsplit(".", 2)[-2]
+            if writer.isdigit() and not psutil.pid_exists(int(writer)):
+                entry.unlink(missing_ok=True)
+            continue
+        try:
+            run = json.loads(entry.read_text())
+            root = Path(run["root"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if root.parent == parent.resolve() and root.name == entry.name:
+            found[entry.name] = run
+        elif not os.path.lexists(root) and _alive(run) is None:  # elsewhere, and gone with its run
+            entry.unlink(missing_ok=True)
+    return found
+
+
+def new_root(parent: Path, mode: int = 0o711) -> Path:
+    """A new workspace root below `parent` for this run, with `mode` (0711: servers running as
+    their own user must reach their workspaces in it): registered first, then made, then its
+    marker (the state file, with this run) written before anything else goes in."""
+    parent = parent.resolve()
+    run = {"kind": "run", "pid": os.getpid(), "started": _started(os.getpid())}
+    while True:
+        root = parent / f"{ROOT_PREFIX}{secrets.token_hex(6)}"
+        _register_root(root, run)
+        fault_point("root-registered")
+        try:
+            make_dir(root, mode)
+        except FileExistsError:
+            _unregister_root(root)
+            continue
+        except BaseException:
+            _unregister_root(root)
+            raise
+        fault_point("root-made")
+        _append(root / STATE, run)
+        _fsync_dir(root)
+        return root
+
+
+def remove_root(root: Path, tries: int = 5) -> bool:
+    """Remove a workspace root in the order that keeps it findable: its contents, then its
+    marker, then the directory, then its registry entry (each step durable). A process that is
+    still exiting may add a file meanwhile, so the contents are tried again briefly; what
+    cannot be removed keeps its marker and entry for `clean`. True if the root is gone."""
+    fault_point("root-removing")
+    for _ in range(tries):
+        left = [child for child in _children(root) if child.name != STATE]
+        for child in left:
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+            fault_point("root-emptying")
+        if not [child for child in _children(root) if child.name != STATE]:
+            break
+        time.sleep(0.2)
+    else:
+        return False
+    if root.exists():
+        (root / STATE).unlink(missing_ok=True)
+        _fsync_dir(root)
+        fault_point("marker-removed")
+        try:
+            root.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+        _fsync_dir(root.parent)
+        fault_point("root-removed")
+    _unregister_root(root)
+    return True
+
+
+def _children(root: Path) -> list[Path]:
+    try:
+        return list(root.iterdir())
+    except FileNotFoundError:
+        return []
+
+
 @contextmanager
 def recording(root: Path) -> Iterator[None]:
-    """While inside, every process `register`ed is written to `root`'s state file."""
+    """While inside, every process `register`ed is written to `root`'s state file (which
+    `new_root` starts with the run; any other root gets its run line here)."""
     global _state
     path = root / STATE
-    _append(path, {"kind": "run", "pid": os.getpid(), "started": _started(os.getpid())})
+    if not path.exists():
+        _append(path, {"kind": "run", "pid": os.getpid(), "started": _started(os.getpid())})
     _state = path
     try:
         yield
@@ -77,6 +287,21 @@ def register_mount(path: Path) -> None:
         _append(_state, {"kind": "mount", "path": str(path)})
 
 
+def new_dir(parent: Path, prefix: str) -> Path:
+    """A new 0700 directory `prefix`-random below `parent` that a run needs outside its root (a
+    server's socket directory where the workspace's path is too long for a socket): written
+    into the state file before it is made, so that `clean` removes it after a kill."""
+    while True:
+        path = parent.resolve() / f"{prefix}{secrets.token_hex(6)}"
+        if _state is not None:
+            _append(_state, {"kind": "dir", "path": str(path)})
+        try:
+            make_dir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+
+
 def _alive(entry: dict) -> psutil.Process | None:
     """The process an entry names, if it is still that process (same pid and start time)."""
     started = entry.get("started")
@@ -92,8 +317,13 @@ def _alive(entry: dict) -> psutil.Process | None:
 
 
 def _entries(root: Path) -> list[dict]:
+    """The lines of `root`'s state file (none if it has none: a root the registry found)."""
+    try:
+        text = (root / STATE).read_text(errors="replace")
+    except FileNotFoundError:
+        return []
     entries = []
-    for line in (root / STATE).read_text(errors="replace").splitlines():
+    for line in text.splitlines():
         try:
             entry = json.loads(line)
         except ValueError:  # a torn last line
@@ -104,15 +334,28 @@ def _entries(root: Path) -> list[dict]:
 
 
 def dead_runs(parent: Path) -> list[Path]:
-    """The workspace roots below `parent` of runs that no longer exist."""
+    """The workspace roots below `parent` of runs that no longer exist: the registry's (a root
+    that is gone already only leaves the registry) and those holding tdebench's marker."""
+    registered = _registered(parent)
     dead = []
-    for root in sorted(parent.glob(f"{ROOT_PREFIX}*")):
-        if not (root / STATE).is_file() or root.is_symlink():
+    for name in sorted(set(registered) | {root.name for root in parent.glob(f"{ROOT_PREFIX}*")}):
+        root = parent / name
+        run = registered.get(name) or _run_of(root)
+        if run is None or _alive(run) is not None:
             continue
-        runs = [e for e in _entries(root) if e.get("kind") == "run"]
-        if runs and _alive(runs[0]) is None:
-            dead.append(root)
+        if root.is_symlink() or not (root.is_dir() or (root / STATE).is_file()):
+            _unregister_root(root)  # gone (or replaced by a link, which is not followed)
+            continue
+        dead.append(root)
     return dead
+
+
+def _run_of(root: Path) -> dict | None:
+    """The run a root's marker names, if it has one."""
+    if root.is_symlink() or not (root / STATE).is_file():
+        return None
+    runs = [e for e in _entries(root) if e.get("kind") == "run"]
+    return runs[0] if runs else None
 
 
 def file_system_of(path: Path) -> tuple[Path, int | None]:
@@ -144,12 +387,14 @@ class Cleaned:
     run_pid: int | None
     stopped: list[str] = field(default_factory=list)  # "postgres (pid 123)"
     unmounted: list[str] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)  # its directories outside the root (new_dir)
     removed: bool = False
     problem: str = ""
 
     def __str__(self) -> str:
         done = [f"stopped {', '.join(self.stopped)}" if self.stopped else "",
                 f"unmounted {', '.join(self.unmounted)}" if self.unmounted else "",
+                f"removed {', '.join(self.dirs)}" if self.dirs else "",
                 f"removed {self.root}" if self.removed else f"could not remove {self.root}: {self.problem}"]
         return f"cleaned up after a killed run (pid {self.run_pid}): " + "; ".join(d for d in done if d)
 
@@ -159,8 +404,8 @@ def clean(root: Path, grace_s: float = 10.0) -> Cleaned:
     root — only if nothing is mounted there any more, so a live decrypted view is never
     emptied through its mount."""
     entries = _entries(root)
-    runs = [e for e in entries if e.get("kind") == "run"]
-    cleaned = Cleaned(root, runs[0].get("pid") if runs else None)
+    run = _registered(root.parent).get(root.name) or _run_of(root) or {}
+    cleaned = Cleaned(root, run.get("pid"))
     living = [(e, p) for e in entries if e.get("kind") == "process" and (p := _alive(e)) is not None]
     for entry, process in living:
         _signal(process, signal.SIGTERM)
@@ -176,12 +421,16 @@ def clean(root: Path, grace_s: float = 10.0) -> Cleaned:
                 cleaned.unmounted.append(point)
                 break
             time.sleep(0.2)
+    for entry in entries:
+        path = Path(str(entry.get("path", ""))) if entry.get("kind") == "dir" else None
+        if path is not None and path.name.startswith(ROOT_PREFIX) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            cleaned.dirs.append(str(path))
     left = mounts_below(root)
     if left:
         cleaned.problem = f"still mounted: {', '.join(left)}"
         return cleaned
-    shutil.rmtree(root, ignore_errors=True)
-    cleaned.removed = not root.exists()
+    cleaned.removed = remove_root(root)
     if not cleaned.removed:
         cleaned.problem = "some files could not be removed"
     return cleaned

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tdebench.errors import InputError
 from tdebench.results import (TRIAL_RECORDS, CipherSpeed, Record, RunData, TrialOutcome, complete_trials, from_json,
                               to_json)
 from tdebench.runstate import file_system_of
@@ -72,7 +73,7 @@ class ResultStore:
             os.fsync(fh.fileno())
 
 
-class OutputError(Exception):
+class OutputError(InputError):
     """A file of the run directory could not be written (no space left, read-only, …); the
     message names the file system and what to do. The records written before it are kept."""
 
@@ -115,9 +116,10 @@ def record_written(directory: Path, paths: list[Path]) -> None:
         temporary.replace(directory / MANIFEST)
 
 
-def _records(path: Path) -> tuple[list[tuple[bytes, Record]], bool]:
-    """Every line of a results.jsonl with its record, and whether a torn last line (a crash
-    mid-write) was left out; ValueError for a line that is not JSON anywhere else."""
+def _records(path: Path) -> tuple[list[tuple[bytes, Record]], int | None]:
+    """Every line of a results.jsonl with its record, and the number of a torn last line (a
+    crash mid-write, a file cut short) that was left out; ValueError (with file and line) for a
+    line that is not JSON, or not UTF-8, anywhere else."""
     lines = path.read_bytes().splitlines(keepends=True)
     records: list[tuple[bytes, Record]] = []
     for number, line in enumerate(lines, start=1):
@@ -125,15 +127,22 @@ def _records(path: Path) -> tuple[list[tuple[bytes, Record]], bool]:
             continue
         try:
             data = json.loads(line)
-        except json.JSONDecodeError:
+        except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError: a torn multi-byte character too
             if number == len(lines):
-                return records, True
-            raise ValueError(f"{path}:{number}: not valid JSON") from None
+                return records, number
+            what = "UTF-8" if isinstance(exc, UnicodeDecodeError) else "JSON"
+            raise ValueError(f"{path}:{number}: not valid {what}") from None
         try:
             records.append((line, from_json(data)))
         except ValueError as exc:
             raise ValueError(f"{path}:{number}: not a tdebench record ({str(exc)[:200]})") from None
-    return records, False
+    return records, None
+
+
+def torn_line(directory: Path) -> int | None:
+    """The number of the half-written last line of a run's results.jsonl that reading leaves
+    out (None: every line is whole); what `report` warns of."""
+    return _records(directory / RESULTS)[1]
 
 
 def read_run(directory: Path) -> RunData:
@@ -193,5 +202,5 @@ def keep_complete(directory: Path, retry_failed: bool = False) -> Cut:
         os.fsync(directory_fd)
     finally:
         os.close(directory_fd)
-    return Cut(kept=len(complete), dropped=len(begun - complete - failed), torn_line=torn, ciphers=ciphers,
+    return Cut(kept=len(complete), dropped=len(begun - complete - failed), torn_line=torn is not None, ciphers=ciphers,
                retried=len(failed))

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from tdebench import outdir
 from tdebench.cli import main
+from tdebench.keys import KeySource
 from tdebench.plan import parse_plan, schedule
 from tdebench.results import TrialKey, TrialOutcome
 from tdebench.store import RESULTS, ResultStore, read_run
@@ -194,3 +195,29 @@ def test_retry_failed_runs_a_failed_trial_again_and_needs_resume(tmp_path: Path)
     assert "1 failed trial run again" in (out / "report.md").read_text()
     wrong = invoke("run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "other"), "--retry-failed")
     assert wrong.exit_code == 2 and "use it with --resume DIR" in wrong.output
+
+
+def key_file(path: Path, secret: bytes) -> Path:
+    path.write_bytes(secret)
+    path.chmod(0o600)
+    return path
+
+
+def test_resume_with_another_key_source_than_the_runs_first_is_refused_naming_both(tmp_path: Path) -> None:
+    """Issue 28: `--resume --key-file K` of a run started without one mixed random and derived
+    keys in one run. The run records its key source (a fingerprint, never the key): a resume
+    with another kind, or another file, is refused, naming both."""
+    first, other = key_file(tmp_path / "k1", b"a" * 32), key_file(tmp_path / "k2", b"b" * 32)
+    cases = [(None, first, "random keys (no --key-file)", "a key file (fingerprint "),
+             (first, other, f"a key file (fingerprint {KeySource(first).describe()['fingerprint']})",
+              f"a key file (fingerprint {KeySource(other).describe()['fingerprint']})"),
+             (first, None, "a key file (fingerprint ", "random keys (no --key-file)")]
+    for number, (started, resumed, said_first, said_now) in enumerate(cases):
+        run_dir = fake_run_dir(tmp_path / f"run{number}")
+        (run_dir / "environment.json").write_text(json.dumps({"key_source": KeySource(started).describe()}))
+        result = invoke("run", "--resume", str(run_dir), *(["--key-file", str(resumed)] if resumed else []))
+        text = " ".join(result.output.split())
+        assert result.exit_code == 2, text
+        assert f"started with {said_first}" in text and f"this resume has {said_now}" in text
+        assert (run_dir / RESULTS).read_text() == ""  # nothing was cut or appended
+        assert "aaaa" not in text and b"a" * 32 not in (run_dir / "environment.json").read_bytes()

@@ -27,6 +27,7 @@ TIERS = (
     ("engines", "measure", "verify"),
     ("keys", "store", "stats", "byte_counts"),  # byte_counts: verify's compiled entropy loop (numba)
     ("results", "runstate"),  # the record types and the run's process registry: nothing of tdebench below
+    ("errors",),  # the base of the errors a user can fix: imports nothing
 )
 """Every top-level piece of tdebench, highest first: a piece imports only pieces of lower tiers
 (and the SIDEWAYS ones of its own)."""

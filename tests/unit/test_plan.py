@@ -385,3 +385,20 @@ def test_key_form_errors_name_file_line_and_why(engine: str, encryptions: str, k
     with pytest.raises(PlanError) as caught:
         parse_plan(_key_form_plan(engine, encryptions, key_form), source="x.toml")
     assert str(caught.value).startswith(message)
+
+
+def test_a_plan_starting_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Issue 28: a BOM (Notepad writes one) made "not valid TOML (line 1, column 1)", naming nothing."""
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + ISSUE_PLAN.encode())
+    assert load_plan(path).name == "quick"
+
+
+def test_an_engine_name_with_escape_codes_is_reported_at_its_line_escaped() -> None:
+    """Issue 28: a control character written as TOML's \\u001b is not in the text as written,
+    so the error named no line; it names the key's line, and quotes the value escaped."""
+    text = ISSUE_PLAN.replace('name = "duckdb"', 'name = "duck\\u001b[31mdb"')
+    with pytest.raises(PlanError) as caught:
+        parse_plan(text, "p.toml")
+    assert str(caught.value).startswith("p.toml:10: unknown name 'duck\\x1b[31mdb'")
+    assert "\x1b" not in str(caught.value)

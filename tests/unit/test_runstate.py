@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 from pathlib import Path
 
 import psutil
+import pytest
 
+from fake_engine import FakeEngine, run_fake
 from tdebench import runstate
+from tdebench.engines.base import Database, Encryption
+from tdebench.keys import Secret
 
 
 def dead_pid() -> tuple[int, float]:
@@ -91,3 +96,53 @@ def test_a_torn_state_line_is_skipped(tmp_path: Path) -> None:
         fh.write('{"kind": "process", "pid": 12')
     assert runstate.dead_runs(tmp_path) == [root]
     assert runstate.clean(root).removed
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o000])
+def test_workspace_directories_have_their_final_mode_from_the_start(tmp_path: Path, umask: int) -> None:
+    """Issue 28, point 9: trial directories were 0755 for a moment before they were narrowed
+    (and a umask of 077 would make a root the servers' users cannot pass)."""
+    before = os.umask(umask)
+    try:
+        seen: dict[str, int] = {}
+
+        class Recording(FakeEngine):
+            def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+                seen.setdefault("workspace", stat.S_IMODE(workspace.stat().st_mode))
+                seen.setdefault("root", stat.S_IMODE(workspace.parent.stat().st_mode))
+                return super().provision_native(workspace, encryption, key)
+
+        run_fake(tmp_path, Recording, tmp_path)
+        assert os.umask(umask) == umask  # the run left the process's umask as it was
+    finally:
+        os.umask(before)
+    assert seen == {"workspace": 0o711, "root": 0o711}
+
+
+def test_registry_entries_of_roots_gone_with_their_runs_are_dropped(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    pid, started = dead_pid()
+    registry = tmp_path / "state" / "tdebench" / "workspaces"
+    registry.mkdir(parents=True)
+    for name, alive in (("tdebench-gone", False), ("tdebench-starting", True)):
+        run = {"kind": "run", "pid": os.getpid(), "started": psutil.Process().create_time()} if alive else \
+            {"kind": "run", "pid": pid, "started": started}
+        (registry / name).write_text(json.dumps({**run, "root": str(tmp_path / "elsewhere" / name)}))
+    (tmp_path / "here").mkdir()
+    assert runstate.clean_dead_runs(tmp_path / "here") == []
+    assert [p.name for p in registry.iterdir()] == ["tdebench-starting"]  # a live run's, about to make its root
+
+
+def test_a_directory_a_run_made_outside_its_root_is_removed_with_it(tmp_path: Path) -> None:
+    """A MariaDB socket directory in /tmp (the workspace's path too long for a socket) was left
+    by a killed run where clean did not look: it is written down before it is made."""
+    pid, started = dead_pid()
+    root = state(tmp_path / "tdebench-dead", {"kind": "run", "pid": pid, "started": started})
+    with runstate.recording(root):
+        socket_dir = runstate.new_dir(tmp_path, "tdebench-mariadb-")
+    assert stat.S_IMODE(socket_dir.stat().st_mode) == 0o700
+    (socket_dir / "mysqld.sock").write_text("")
+    [cleaned] = runstate.clean_dead_runs(tmp_path)
+    assert cleaned.removed and cleaned.dirs == [str(socket_dir)] and not socket_dir.exists()
+    assert list(tmp_path.iterdir()) == []

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tdebench.results import Measurement, TrialKey, TrialOutcome, Verdict
-from tdebench.store import RESULTS, ResultStore, keep_complete, read_run
+from tdebench.store import RESULTS, ResultStore, keep_complete, read_run, torn_line
 
 KEY = TrialKey("duckdb", "none", "tpch", 0.01, 1)
 RECORDS = [
@@ -76,3 +76,18 @@ def test_blank_lines_are_skipped(tmp_path: Path) -> None:
     lines = _run(tmp_path)
     (tmp_path / RESULTS).write_bytes(b"".join([lines[0], b"\n", *lines[1:], b"\n"]))
     assert _everything(tmp_path) == RECORDS
+
+
+def test_a_line_of_invalid_utf8_is_an_error_naming_file_and_line(tmp_path: Path) -> None:
+    """Issue 28: it was exit 2 without file or line (a UnicodeDecodeError's own message)."""
+    lines = _run(tmp_path)
+    (tmp_path / RESULTS).write_bytes(b"".join([lines[0], b'{"kind": "\xff\xfe"}\n', *lines[1:]]))
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / RESULTS}:2: not valid UTF-8")):
+        read_run(tmp_path)
+
+
+def test_the_torn_line_is_named(tmp_path: Path) -> None:
+    lines = _run(tmp_path)
+    assert torn_line(tmp_path) is None
+    (tmp_path / RESULTS).write_bytes(b"".join(lines[:-1]) + lines[-1][:20])
+    assert torn_line(tmp_path) == len(lines)

@@ -111,7 +111,7 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
 
         from tdebench.engines.duckdb_extensions import extension_path
 
-        self.temp_directory.mkdir(parents=True, exist_ok=True)
+        self.temp_directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         instance = duckdb.connect(":memory:", config=self._config())
         try:
             instance.execute(f"LOAD '{extension_path('httpfs')}'")
@@ -222,7 +222,7 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
 
         from tdebench.engines.duckdb_extensions import extension_path
 
-        self.temp_directory.mkdir(parents=True, exist_ok=True)
+        self.temp_directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         instance = duckdb.connect(":memory:", config=self._config())
         instance.execute(f"LOAD '{extension_path('httpfs')}'")
         return instance
@@ -259,7 +259,7 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
     def restore(self, backup: Backup) -> None:
         """Into this new file with this database's key: `COPY FROM DATABASE` out of the backup's
         file (attached with the same key, so a wrong key is refused), or `IMPORT DATABASE`."""
-        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
         unpacked = self.workspace / "restore.duckdb"
         conn = self.connect()
         try:

@@ -57,7 +57,7 @@ import psutil
 
 from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Connection, Database, Encryption,
                                    Engine, PlaintextViewGone, Reencrypts, SensitiveColumns, backups)
-from tdebench.engines.server import ServerError, ServerProcess, log_tail, run_tool, user_ids
+from tdebench.engines.server import ServerError, ServerProcess, hurried, log_tail, run_tool, user_ids
 from tdebench.runstate import register_mount
 from tdebench.keys import Secret
 
@@ -179,12 +179,12 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         the workspace (0711; 0700 without one), nobody but root may enter the bare mount point
         (0700) or read the log (0600). The cipher directory is gocryptfs's user's (the server's),
         0700. A workspace a server had before (encrypt_existing's source) is root's again."""
-        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(mode=0o711 if self.server_user else 0o700, parents=True, exist_ok=True)
         root = os.geteuid(), os.getegid()
         _own(self.workspace, *root, 0o711 if self.server_user else 0o700)
-        self.mount_point.mkdir(exist_ok=True)
+        self.mount_point.mkdir(mode=0o700, exist_ok=True)
         _own(self.mount_point, *root, 0o700)
-        self.cipher_dir.mkdir(exist_ok=True)
+        self.cipher_dir.mkdir(mode=0o700, exist_ok=True)
         _own(self.cipher_dir, *self._owner(), 0o700)
         os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
         _own(self.log, *root, 0o600)
@@ -233,7 +233,7 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
     def _unmount(self) -> None:
         try:
             if self.is_mounted:
-                for _ in range(_UNMOUNT_TRIES):
+                for _ in range(_UNMOUNT_TRIES // 10 if hurried() else _UNMOUNT_TRIES):
                     done = subprocess.run(["fusermount3", "-u", str(self.mount_point)], capture_output=True,
                                           text=True, check=False)
                     if done.returncode == 0 or not self.is_mounted:
@@ -251,7 +251,7 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         process, self._gocryptfs = self._gocryptfs, None
         if process is None:
             return
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + (0.5 if hurried() else 5)
         while process.running and time.monotonic() < deadline:
             time.sleep(0.02)
         process.stop()

@@ -64,6 +64,7 @@ from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess,
                                      private_dir, run_tool, start_on_free_port, user_ids, workspace_problem,
                                      write_private)
 from tdebench.keys import Secret
+from tdebench.runstate import new_dir
 
 USER = "mysql"  # the Debian package's system user: every server tdebench starts runs as it
 DEFAULT_MEMORY_MB = 256
@@ -260,7 +261,7 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
     def _claim_workspace(self) -> None:
         """The workspace and the server's directories in it, owned by `mysql` and 0700, so that
         the server can use them and no other user can enter them. Idempotent."""
-        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
         problem = workspace_problem(self.workspace.parent, USER, "MariaDB")
         if problem is not None:
             raise ServerError(problem)
@@ -270,7 +271,7 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
     def _start(self) -> None:
         self._claim_workspace()
         if len(str(self.workspace / "run" / "mysqld.sock")) > _SOCKET_MAX and self._socket_dir is None:
-            self._socket_dir = private_dir(Path(tempfile.mkdtemp(prefix="tdebench-mariadb-")), USER)
+            self._socket_dir = private_dir(new_dir(Path(tempfile.gettempdir()), "tdebench-mariadb-"), USER)
         init_file = self.workspace / "init.sql"
 
         def server_on(port: int) -> ServerProcess:

@@ -286,7 +286,7 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
     def _claim_workspace(self) -> None:
         """The workspace, made, checked to be reachable by the server's user, given to it and
         closed to everyone else."""
-        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
         blocked = unreachable_by(self.workspace, USER)
         if blocked is not None:
             raise ServerError(f"the {USER} user cannot enter {blocked}, so it cannot reach the workspace "

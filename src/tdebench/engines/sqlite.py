@@ -202,7 +202,7 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
         """Pages copied by the backup API out of the backup's file, opened with this database's
         key (a wrong key is refused: "file is not a database"); or the dump's SQL run into a
         new database with this key."""
-        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
         if backup.method.kind == "logical":
             self.create()
             target = self._keyed(self.path, self.key)
