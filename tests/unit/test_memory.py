@@ -183,6 +183,26 @@ def test_cold_data_larger_than_the_cache_is_named_with_its_ratio(tmp_path: Path)
     assert small["os_cache"] == "dropped before each measured test"
 
 
+def test_a_cache_not_known_is_never_read_as_fitting(tmp_path: Path) -> None:
+    """An older run's 0 for DuckDB on a machine whose memory was not recorded: its cache is not
+    known, so neither "fits" nor "runs entirely in cache" is claimed for it."""
+    write_fake_run(tmp_path, memories=(None,), environment={})
+    results = tmp_path / "results.jsonl"
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    for line in lines:
+        if line["kind"] == "trial":
+            line["cache_mb"] = 0
+    results.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    run_data = read_run(tmp_path)
+    table = cache.cache_fit_table(run_data)
+    assert table is not None
+    assert {(row["cache"], row["fits"]) for row in table.rows if row["engine"] == "duckdb"} == {
+        ("not known", "not known")}
+    (sentence,) = cache.findings(run_data)
+    assert "duckdb: cache not known" in sentence and "runs entirely in cache" not in sentence
+    assert ("duckdb", None, "tpch", 0.01) not in cache.regimes(run_data)
+
+
 def test_two_memory_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tmp_path: Path) -> None:
     """4 MB (data 2.1× to 2.6× the cache: SQUEEZE times the cost) and 64 MB (fits): one point
     each per encryption and the placebo, one curve per engine, in report.md and report.html."""
