@@ -22,7 +22,7 @@ LIMIT_BYTES = 1 << 20
 
 
 def test_there_are_examples() -> None:
-    assert {"quick", "servers", "io-bound"} <= set(NAMES)
+    assert {"quick", "servers", "io-bound", "cost-curve"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -31,8 +31,16 @@ def test_encryptions_are_grouped_by_what_they_cost() -> None:
         "inside the noise floor, so not resolved as a cost: in-floor +3.0% [+1.0, +5.0]",  # overlaps the floor
         "costs +5.0%: paid +5.0% [+3.0, +7.0]",
         "more than doubles the time (avoid where speed matters): slowest +150.0% [+140.0, +160.0]",
-        "faster than no encryption, which only noise or a different plan can explain: quicker -8.0% [-10.0, -6.0]",
+        "faster than no encryption, resolved beyond the noise floor (where it arises: the findings): quicker -8.0% "
+        "[-10.0, -6.0]",
     ]
+    # without a placebo nothing measures the noise floor: a lower figure is not called resolved
+    assert _grouped([record("quicker", -8.0, -10.0, -6.0, 0.001)], None) == [
+        "faster than no encryption, with no placebo arm to tell it from noise: quicker -8.0% [-10.0, -6.0]"]
+    # where the data does not fit the engine's cache, the advice says so
+    assert _grouped([record("slowest", 150.0, 140.0, 160.0, 1e-6)], floor, spills=True) == [
+        "more than doubles the time (avoid where the data does not fit the engine's cache, as here): slowest "
+        "+150.0% [+140.0, +160.0]"]
     assert _grouped([record("a", 4.0, 2.0, 6.0, 0.01), record("b", 9.0, 7.0, 11.0, 0.01)], None) == [
         "costs +4.0% to +9.0%: a +4.0% [+2.0, +6.0], b +9.0% [+7.0, +11.0]"]
     # one round has no interval: its figure is neither a cost nor "no measurable cost"

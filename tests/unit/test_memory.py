@@ -148,16 +148,21 @@ def test_sqlites_default_page_cache_is_its_2000_kib_and_a_larger_database_does_n
     assert "data 4.2× the engine's 1.95 MB cache: pages decrypted again on every read" in first
 
 
-def test_an_older_runs_no_limit_is_read_as_the_embedded_engines_default(tmp_path: Path) -> None:
-    """Runs from before the defaults were recorded stored 0 ("no limit set"): the report reads an
-    embedded engine's default as this tdebench's engine reports it, and says so."""
-    write_fake_run(tmp_path, memories=(None,))
-    results = tmp_path / "results.jsonl"
+def _as_before_defaults_were_recorded(directory: Path) -> None:
+    """Every trial's cache_mb 0, as runs stored it before the engines' defaults were recorded."""
+    results = directory / "results.jsonl"
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     for line in lines:
         if line["kind"] == "trial":
             line["cache_mb"] = 0
     results.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_an_older_runs_no_limit_is_read_as_the_embedded_engines_default(tmp_path: Path) -> None:
+    """Runs from before the defaults were recorded stored 0 ("no limit set"): the report reads an
+    embedded engine's default as this tdebench's engine reports it, and says so."""
+    write_fake_run(tmp_path, memories=(None,))
+    _as_before_defaults_were_recorded(tmp_path)
     table = cache.cache_fit_table(read_run(tmp_path))
     assert table is not None
     sqlite_rows = [row for row in table.rows if row["engine"] == "sqlite"]
@@ -181,6 +186,21 @@ def test_cold_data_larger_than_the_cache_is_named_with_its_ratio(tmp_path: Path)
     assert (small["cache"], small["fits"], small["regime"]) == ("4 MB", "no", cache.EVICTED_DISK)
     assert (large["cache"], large["fits"], large["regime"]) == ("64 MB", "yes", cache.DISK_ONCE)
     assert small["os_cache"] == "dropped before each measured test"
+
+
+def test_a_cache_not_known_is_never_read_as_fitting(tmp_path: Path) -> None:
+    """An older run's 0 for DuckDB on a machine whose memory was not recorded: its cache is not
+    known, so neither "fits" nor "runs entirely in cache" is claimed for it."""
+    write_fake_run(tmp_path, memories=(None,), environment={})
+    _as_before_defaults_were_recorded(tmp_path)
+    run_data = read_run(tmp_path)
+    table = cache.cache_fit_table(run_data)
+    assert table is not None
+    assert {(row["cache"], row["fits"]) for row in table.rows if row["engine"] == "duckdb"} == {
+        ("not known", "not known")}
+    (sentence,) = cache.findings(run_data)
+    assert "duckdb: cache not known" in sentence and "runs entirely in cache" not in sentence
+    assert ("duckdb", None, "tpch", 0.01) not in cache.regimes(run_data)
 
 
 def test_two_memory_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tmp_path: Path) -> None:

@@ -247,7 +247,7 @@ def test_a_rate_that_halves_is_named_apart_and_a_higher_rate_is_not_a_cost() -> 
     assert groups == [
         "costs -8.0% of the rate: drop -8.0% [-10.0, -6.0]",
         "halves the rate or worse (avoid where speed matters): half -60.0% [-65.0, -55.0]",
-        "a higher rate than no encryption, which only noise or a different plan can explain: more +7.0% [+5.0, +9.0]",
+        "a higher rate than no encryption, with no placebo arm to tell it from noise: more +7.0% [+5.0, +9.0]",
     ]
 
 

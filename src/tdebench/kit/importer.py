@@ -157,7 +157,8 @@ def _problem(step: logs.Step | None, where: str, name: str) -> str:
 
 
 def _load(key: TrialKey, tool: str, steps: dict[tuple, logs.Step], errors: list[str]) -> list[Measurement]:
-    """The load's `tables`, `indexes` and `total`, as a run records them; none when a step failed."""
+    """The load as a run records it: each table's step, `tables`, `indexes` and `total`; none when
+    a step failed."""
     parts = [*schema.TABLES, "indexes"]
     found = {name: steps.get(("load", 0, "1", name)) for name in parts}
     problems = [p for name, step in found.items() if (p := _problem(step, "03-load.sql", name))]
@@ -171,7 +172,8 @@ def _load(key: TrialKey, tool: str, steps: dict[tuple, logs.Step], errors: list[
             for metric, value in _metrics(found[name]).items():  # type: ignore[arg-type]
                 total[metric] = round(total.get(metric, 0.0) + value, 6)
         return total
-    return [_measurement(key, tool, "load", "tables", summed(list(schema.TABLES)), None, "1", None),
+    return [*(_measurement(key, tool, "load", name, summed([name]), None, "1", None) for name in schema.TABLES),
+            _measurement(key, tool, "load", "tables", summed(list(schema.TABLES)), None, "1", None),
             _measurement(key, tool, "load", "indexes", summed(["indexes"]), None, "1", None),
             _measurement(key, tool, "load", "total", summed(parts), None, "1", None)]
 

@@ -30,7 +30,7 @@ DISK_ONCE = "from disk once, then in memory"
 EVICTED_DISK = "evicted pages re-read, from disk after each drop"
 EVICTED_OS = "evicted pages re-read from the OS cache"
 SPILLS = "pages decrypted again on every read"
-UNKNOWN = "not known: the server's own cache"
+UNKNOWN = "not known: the engine's cache was not recorded (a server's own, or an old run's)"
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def trial_fits(run: RunData) -> list[TrialFit]:
 def cache_text(cache_mb: float, not_recorded: bool = False) -> str:
     """A cache as the report names it: "64 MB", "1.95 MB" (SQLite's default), "19,251 MB"."""
     if cache_mb <= 0:
-        return "the server's own (not read)"
+        return "not known"
     amount = f"{cache_mb:,.0f}" if cache_mb >= 10 else f"{cache_mb:.3g}"
     return f"{amount} MB" + (" (default, not recorded)" if not_recorded else "")
 
@@ -205,7 +205,7 @@ def findings(run: RunData) -> list[str]:
         where = f"{workload} {scale_label(workload, scale)}"
         largest = max(fit.size_bytes for fit in fits) / MIB
         unknown = sorted(_by_engine(fit for fit in fits if not fit.known))
-        unknown_text = (f" ({', '.join(unknown)}: the server's own cache, not read, so not known)"
+        unknown_text = (f" ({', '.join(unknown)}: cache not known, a server's own or not recorded)"
                         if unknown else "")
         known = [fit for fit in fits if fit.known]
         if known and all(fit.regime == IN_MEMORY for fit in known):
