@@ -139,8 +139,8 @@ def test_the_headline_picture_has_a_panel_per_sentence_with_verdicts_and_floor(t
 
 def test_in_one_minute_is_a_short_line_per_engine_and_the_findings_have_the_rest(tmp_path: Path) -> None:
     """summary_lines: per engine its cheapest and dearest encryption, the floor and the regime
-    in at most 30 words; the full sentence (every encryption with its interval) leads the
-    findings instead."""
+    in at most 30 words; the full sentences (every encryption with its interval) follow, "In
+    full" (folded in the HTML)."""
     from tdebench.report.headline import config_sentences, summary_lines
 
     write_fake_run(tmp_path, placebo=True)
@@ -156,5 +156,8 @@ def test_in_one_minute_is_a_short_line_per_engine_and_the_findings_have_the_rest
     assert lines[len(full)].startswith("At rest:") or lines[len(full)].startswith("The machine was busy")
     build(tmp_path)
     markdown = (tmp_path / "report.md").read_text()
-    findings = markdown.split("## Findings")[1]
-    assert findings.index(full[0].split(" (")[0]) < findings.index("**At rest:**")
+    in_full = markdown.split("**In full:**")[1].split("**Contents:**")[0]
+    assert markdown.index("**In one minute:**") < markdown.index("**In full:**")
+    assert in_full.count("\n- ") == len(full) and full[0].split(" (")[0] in in_full
+    page = (tmp_path / "report.html").read_text()
+    assert "<details><summary>In full: every encryption with its 95% CI</summary>" in page

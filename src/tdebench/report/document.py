@@ -64,6 +64,7 @@ class Report:
 
     title: str
     headline: list[str]  # the first lines, “In one minute”: short, one per engine (headline.summary_lines)
+    headline_details: list[str]  # under them, folded in the HTML: every encryption with its interval
     overview: findings.Overview
     alerts: list[str]
     findings: list[str]
@@ -140,8 +141,8 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         headline=headline.summary_lines(run, records),
         overview=described,
         alerts=findings.alerts(run),
-        findings=(headline.config_sentences(run, records)
-                  + [sentence for section in sections for sentence in section.findings] + cache.findings(run)
+        headline_details=headline.config_sentences(run, records),
+        findings=([sentence for section in sections for sentence in section.findings] + cache.findings(run)
                   + findings.findings(records) + connection.findings(run, records)
                   + claims.claim_lines(run, records)
                   + noise.findings(noisy, loads)),

@@ -51,6 +51,8 @@ def render(report: Report) -> str:
         lines += figure(report.headline_figure)
     if report.headline:
         lines += ["**In one minute:**", "", *[f"- {escape(sentence)}" for sentence in report.headline], ""]
+    if report.headline_details:
+        lines += ["**In full:**", "", *[f"- {escape(sentence)}" for sentence in report.headline_details], ""]
     lines += [escape(report.overview.paragraph), ""]
     lines += contents(report)
     findings = []
