@@ -1,4 +1,4 @@
-"""The published example runs (docs/examples/): each stays under 1 MiB, and its reports are
+"""The published example runs (docs/examples/): each stays under 1.5 MiB, and its reports are
 what today's tdebench builds from its raw data, so a reader never studies a stale layout.
 
 A change to the report makes the second test fail until the examples are rebuilt, as their
@@ -18,7 +18,10 @@ from tdebench.store import RESULTS
 
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
 NAMES = sorted(path.name for path in EXAMPLES.iterdir() if path.is_dir())
-LIMIT_BYTES = 1 << 20
+LIMIT_BYTES = 3 << 19
+"""1.5 MiB: the raw data (xz), report.html with its plots embedded and the same plots as PNGs for
+report.md; it was 1 MiB until the headline picture and the forest plots came (about 0.1 MiB an
+example), and the cost-curve example, with six configurations' plots, needs about 1.2 MiB."""
 
 
 def test_there_are_examples() -> None:
@@ -26,7 +29,7 @@ def test_there_are_examples() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_an_example_is_under_one_mebibyte(name: str) -> None:
+def test_an_example_is_under_its_size_limit(name: str) -> None:
     size = sum(path.stat().st_size for path in (EXAMPLES / name).rglob("*") if path.is_file())
     assert size < LIMIT_BYTES, f"docs/examples/{name} holds {size:,} bytes"
 
