@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+import textwrap
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -335,6 +336,9 @@ class Panel:
     regime: str = ""  # the cache regime (cache.TrialFit.regime) its trials all ran in, if one
 
 
+TITLE_CHARS = 50
+"""A forest panel's regime line is wrapped at this many characters: two panels side by side
+leave each about that much width."""
 PANEL_COLUMNS = 2
 """Panels side by side in the headline picture: two fit the first screen's width with their
 encryption names readable."""
@@ -405,7 +409,8 @@ def _forest(axes: Axes, panel: Panel, shown: dict[str, bool]) -> None:
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:+.0f}%"))
     axes.set_xlabel("change of the rate vs none (a cost is below 0)" if panel.rate
                     else "overhead vs none (95% CI)", fontsize="small")
-    axes.set_title(panel.title + (f"\n{panel.regime}" if panel.regime else ""), fontsize="medium")
+    regime = textwrap.fill(panel.regime, width=TITLE_CHARS) if panel.regime else ""
+    axes.set_title(panel.title + (f"\n{regime}" if regime else ""), fontsize="medium")
     axes.grid(axis="x", alpha=0.3)
 
 
