@@ -366,7 +366,7 @@ def _forest_figure(panels: list[Panel], columns: int, title: str = "") -> bytes 
     columns = min(columns, len(panels))
     rows_of_panels = -(-len(panels) // columns)
     tallest = max(len(panel.rows) for panel in panels)
-    height = rows_of_panels * (0.9 + 0.26 * tallest) + (0.3 if title else 0)
+    height = rows_of_panels * (1.3 + 0.26 * tallest) + (0.3 if title else 0)
     figure = MplFigure(figsize=(WIDTH_INCHES, height), dpi=DPI)
     FigureCanvasAgg(figure)
     grid = figure.subplots(rows_of_panels, columns, squeeze=False)
