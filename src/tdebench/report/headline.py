@@ -168,16 +168,21 @@ def config_sentences(run: RunData, records: list[SummaryRecord]) -> list[str]:
 def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
     """The sentences in full (see the module): `config_sentences`, then the busy machine, the
     at-rest line and the cache caveat."""
-    sentences = config_sentences(run, records)
+    return config_sentences(run, records) + _machine_and_at_rest(run) + cache.findings(run)
+
+
+def _machine_and_at_rest(run: RunData) -> list[str]:
+    """Whether the machine was busy, and the at-rest checks in one line: what both the full
+    sentences and “In one minute” end with."""
+    lines = []
     busy = busy_headline(trial_loads(run))
     if busy:
-        sentences.append(busy)
+        lines.append(busy)
     verdicts = judged(run)
     if verdicts:
         expected = sum(v.as_expected for v in verdicts)
-        sentences.append(f"At rest: {expected}/{len(verdicts)} verdicts as expected. {verdict_summary(run)}")
-    sentences += [s for s in cache.findings(run)]
-    return sentences
+        lines.append(f"At rest: {expected}/{len(verdicts)} verdicts as expected. {verdict_summary(run)}")
+    return lines
 
 
 def panels(run: RunData, records: list[SummaryRecord]) -> list[plots.Panel]:
@@ -245,11 +250,4 @@ def summary_lines(run: RunData, records: list[SummaryRecord]) -> list[str]:
         regime_text = ("" if regime is None else f"; data {regime.ratio:.1f}× its cache: pages decrypted on every read"
                        if regime.spills else "; data fits its cache")
         lines.append(f"{who}: {costs}; {floor_text}{regime_text}.")
-    busy = busy_headline(trial_loads(run))
-    if busy:
-        lines.append(busy)
-    verdicts = judged(run)
-    if verdicts:
-        expected = sum(v.as_expected for v in verdicts)
-        lines.append(f"At rest: {expected}/{len(verdicts)} verdicts as expected. {verdict_summary(run)}")
-    return lines
+    return lines + _machine_and_at_rest(run)
