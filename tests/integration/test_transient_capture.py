@@ -149,14 +149,18 @@ def test_the_spill_test_puts_the_canaries_in_embedded_engines_temp_files(tmp_pat
 
 
 def test_the_spill_test_puts_the_canaries_in_servers_temp_files_and_the_column_layers(tmp_path: Path) -> None:
-    """MariaDB's and PostgreSQL's baselines: their sort files (MariaDB's unlinked on open, caught
-    through /proc; PostgreSQL's pgsql_tmp) show the canaries; MariaDB's aes-256-cbc encrypts its
-    temp files (encrypt_tmp_files): none. PostgreSQL's column layer sorts decrypted values, so its
-    pgsql_tmp files hold the canaries: the trial is judged plaintext, a true leak of that layer."""
-    rows, report = _run(tmp_path, SERVERS, exit_code=1)  # the column layer's verdict: plaintext, not as expected
-    _canaries_in_the_baselines_temp_files_only(rows["mariadb", "none"], rows["mariadb", "aes-256-cbc"])
+    """MariaDB's and PostgreSQL's baselines: their temp files (MariaDB's in tmp/, PostgreSQL's
+    pgsql_tmp) show the canaries. As measured, both encrypted trials leak there: MariaDB's
+    aes-256-cbc (encrypt_tmp_files and encrypt_tmp_disk_tables on) left the canaries in an Aria
+    internal temp table of the window (tmp/#sql-temptable-*.MAD), and PostgreSQL's column layer
+    sorts decrypted values into pgsql_tmp; each is judged plaintext, true leaks kept so."""
+    rows, report = _run(tmp_path, SERVERS, exit_code=1)  # two verdicts plaintext, not as expected
+    mariadb, encrypted = rows["mariadb", "none"], rows["mariadb", "aes-256-cbc"]
+    assert mariadb["transient"] == TRANSIENT_CANARIES and int(mariadb["temp_hits"]) > 0
+    assert encrypted["verdict"] == "plaintext" and int(encrypted["temp_hits"]) > 0, encrypted["detail"]
+    assert "#sql-temptable-" in encrypted["first_hit"] and "transient" in encrypted["first_hit"]
     baseline, column = rows["postgres", "none"], rows["postgres", "column-aes-256"]
     assert baseline["transient"] == TRANSIENT_CANARIES and int(baseline["temp_hits"]) > 0
     assert column["verdict"] == "plaintext" and column["transient"] == TRANSIENT_CANARIES, column["detail"]
-    assert int(column["temp_hits"]) > 0
+    assert int(column["temp_hits"]) > 0 and "pgsql_tmp" in column["first_hit"]
     assert "not exercised" not in report

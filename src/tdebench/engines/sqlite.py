@@ -7,8 +7,9 @@ default cost; that cost is paid when a connection is opened and is measured as t
 take a raw key (`PRAGMA key = "x'…'"`, SQLite3MC's sqlite3mcExtractRawKey: chacha20, sqlcipher,
 ascon128, aegis) get one derived from the trial's key, as long as the cipher's key, and skip
 their key derivation; aes128cbc, aes256cbc and rc4 always digest the key as a passphrase.
-Temporary tables and sort files are not encrypted by SQLite3MC, so tdebench keeps them in
-memory (`temp_store = MEMORY`) for every encryption, unless a plan sets the engine's
+tdebench keeps temporary tables and sort files in memory (`temp_store = MEMORY`) for every
+encryption (SQLite3MC encrypts them with the database's cipher when written: docs/manual.md,
+"What the transient files hold, measured"), unless a plan sets the engine's
 `temp_store = "file"`: then SQLite writes them, as files it unlinks on open, into the trial's
 workspace (`sqlite.tmp/`), where the transient capture (capture.py) catches and judges them.
 """
