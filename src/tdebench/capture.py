@@ -11,9 +11,11 @@ enough to scan them:
   when the engine deletes it, the inode lives on in that descriptor, and is scanned whole then
   (when its link count drops to 0), so a spill file is scanned with everything written to it,
   however short its life after the capture opened it;
-- a WAL or log (`kind_of`), which an engine may overwrite in place, is scanned again when it is
-  closed after writing and, looked at every `every_s`, when it has doubled since its last scan
-  (so a growing log costs at most twice its size in scans): what it held is kept from these scans;
+- a WAL or log (`kind_of`), which an engine may overwrite in place, and a temp or spill file,
+  which an engine may truncate or reuse before deleting it (DuckDB frees its temp blocks, and
+  shrinks the file, as a query ends), are scanned again when closed after writing and, looked at
+  every `every_s`, when they have doubled since their last scan (so a growing file costs at most
+  twice its size in scans): the scan that found most is kept;
 - every `every_s`, the engine's processes' open files are listed (/proc/PID/fd): a link ending
   in " (deleted)" to a file under the watched directories is a file opened and unlinked at once,
   which no directory shows; it is opened through /proc, held, scanned while it grows and once
@@ -46,6 +48,7 @@ CAPTURE_EVERY_S = 0.5
 MAX_HELD = 4096  # descriptors held at once; past it, files are still scanned at rest, not held
 _WATCH = (flags.CREATE | flags.MODIFY | flags.CLOSE_WRITE | flags.DELETE | flags.MOVED_TO | flags.MOVED_FROM)
 _DELETED = " (deleted)"
+_RESCANNED = ("log", "temp")  # kinds whose content may be overwritten or cut before the file goes
 
 
 @dataclass
@@ -54,7 +57,7 @@ class _Held:
 
     path: Path  # its name when seen (a file unlinked on open: the name /proc gives)
     fd: int
-    rescan: bool  # scanned on close-write and growth (a WAL or log, which may be overwritten in place)
+    rescan: bool  # scanned on close-write and growth (a log or temp file, overwritten or cut before it goes)
     owner: tuple[int, int] | None = None  # (pid, fd) of a file unlinked on open, found through /proc
     unlinked_looks: int = 0  # looks that found it without a name and without an owner
     scanned_bytes: int = -1
@@ -211,7 +214,7 @@ class Capture:
             if stat.S_ISREG(info.st_mode) and key not in self._held:
                 self.stats.not_held += 1
             return key if key in self._held else None
-        self._held[key] = _Held(path=path, fd=fd, rescan=self.kind_of(self._relative(path)) == "log", owner=owner)
+        self._held[key] = _Held(path=path, fd=fd, rescan=self.kind_of(self._relative(path)) in _RESCANNED, owner=owner)
         if opener is None:
             self._by_path[path] = key
         return key

@@ -38,6 +38,7 @@ DEFAULT_REPETITIONS = 5
 per-query noise in 80% of plans (tests/unit/test_paired.py); with three its t has 2 degrees
 of freedom and needs an effect twice the noise floor's size."""
 _ENGINE_KEYS = {"name", "encryptions", "memory_mb", "key_form"}
+_SETTING_KEYS = {key for engine in ENGINES.values() for key in engine.settings}  # engines' own keys
 _REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
 """An engine's keys for a server tdebench did not start (engines/remote.py)."""
 _WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s"}
@@ -63,6 +64,7 @@ class EngineChoice:
     # how the engine takes the trial's key (engines/base.py KEY_FORMS): "raw" skips the key derivation
     # of the encryptions that take a raw key; the others keep theirs, as each trial records
     key_form: str = PASSPHRASE
+    settings: tuple[tuple[str, str], ...] = ()  # the engine's own keys the plan gave (Engine.settings)
 
     def memories(self) -> tuple[int | None, ...]:
         """The memory values to run: the plan's, or None (the engine's default) when it gave none."""
@@ -371,7 +373,7 @@ def _pin_cpus(check: "Checker", table: Any) -> CpuPinning:
 
 
 def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here: bool = True) -> EngineChoice:
-    check.keys(table, _ENGINE_KEYS | _REMOTE_KEYS, "[[engines]]")
+    check.keys(table, _ENGINE_KEYS | _REMOTE_KEYS | _SETTING_KEYS, "[[engines]]")
     remote = _remote(check, table, here) if "url" in table else None
     if remote is None:
         given = sorted(set(table) & _REMOTE_KEYS)
@@ -397,7 +399,20 @@ def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here
     ordered = ["none"] + [n for n in names if n != "none"]  # the baseline every overhead needs
     if placebo:
         ordered.insert(1, PLACEBO)
-    return EngineChoice(name, tuple(ordered), _memory(check, table), remote, _key_form(check, table, engine, names))
+    return EngineChoice(name, tuple(ordered), _memory(check, table), remote, _key_form(check, table, engine, names),
+                        _settings(check, table, engine))
+
+
+def _settings(check: "Checker", table: dict[str, Any], engine: Engine) -> tuple[tuple[str, str], ...]:
+    """The engine's own keys (`Engine.settings`, e.g. sqlite's temp_store), each one of its choices;
+    one of another engine's is refused at its line, naming the engines that have it."""
+    chosen = []
+    for key in sorted(set(table) & _SETTING_KEYS):
+        if key not in engine.settings:
+            owners = [e.name for e in ENGINES.values() if key in e.settings]
+            raise check.error(f"{key} is a setting of {', '.join(owners)} only, not of {engine.name}: remove it", key)
+        chosen.append((key, check.choice(table, key, None, engine.settings[key])))
+    return tuple(chosen)
 
 
 def _key_form(check: "Checker", table: dict[str, Any], engine: Engine, names: list[str]) -> str:
@@ -545,7 +560,7 @@ def workload_spec(check: "Checker", table: dict[str, Any]) -> WorkloadSpec:
         if workload.whole_scale and value != int(value):
             raise check.error(f"scale {value:g} is not a whole number; {name}'s scale counts whole things", "scale")
         scales.append(float(value))
-    tests = check.string_list(table, "tests", list(workload.tests))
+    tests = check.string_list(table, "tests", list(workload.default_tests or workload.tests))
     for test in tests:
         if test not in workload.tests:
             raise check.error(f"workload {name!r} has no test {shown(test)}; valid: {', '.join(workload.tests)}", test)

@@ -377,9 +377,10 @@ class Runner:
         key = spec.key
         remote = self.plan.engine(key.engine).remote
         # a server tdebench did not start (engines/remote.py) is named by the plan's url
-        key_form = self.plan.engine(key.engine).key_form
+        key_form, settings = self.plan.engine(key.engine).key_form, self.plan.engine(key.engine).settings
         engine = self.engine_factory(key.engine, memory_mb=key.memory_mb, **({"remote": remote} if remote else {}),
-                                     **({"key_form": key_form} if key_form != PASSPHRASE else {}))
+                                     **({"key_form": key_form} if key_form != PASSPHRASE else {}),
+                                     **({"settings": dict(settings)} if settings else {}))
         encryption = engine.encryption(key.encryption)
         workspace = root / key.id.replace("/", "_")
         runstate.make_dir(workspace, 0o711)  # a server's user passes through; its engine narrows it
@@ -456,7 +457,8 @@ class Runner:
         try:
             yield from trial.workload.load_steps(trial.ctx, conn)
             write_canaries(database, conn, facts.canaries, facts.markers)
-            facts.canaries_readable = read_canaries(conn) == set(facts.canaries)
+            planted = trial.workload.plant_canaries(trial.ctx, conn, facts.canaries)  # in the data the tests read
+            facts.canaries_readable = read_canaries(conn) == set(facts.canaries) and planted
         finally:
             conn.close()
         facts.engine_state = database.encryption_state()  # raises if the engine is not encrypted yet

@@ -87,33 +87,80 @@ repetitions = 1
 warmups = 0
 cache = "warm"
 capture_every_s = 0.2
-
-[[engines]]
-name = "duckdb"
-encryptions = ["none"]
-memory_mb = 30
-
+{engines}
 [[workloads]]
 name = "tpch"
 scale = 0.01
-tests = ["power"]
+tests = ["spill"]
+'''
+EMBEDDED = '''
+[[engines]]
+name = "duckdb"
+encryptions = ["none", "aes-256-gcm"]
+memory_mb = 30
+
+[[engines]]
+name = "sqlite"
+encryptions = ["none", "aes-256-cbc"]
+memory_mb = 16
+temp_store = "file"
+'''
+SERVERS = '''
+[[engines]]
+name = "mariadb"
+encryptions = ["none", "aes-256-cbc"]
+memory_mb = 16
+
+[[engines]]
+name = "postgres"
+encryptions = ["none", "column-aes-256"]
+memory_mb = 16
 '''
 
 
-def test_a_run_counts_its_spill_files_per_kind_and_says_their_coverage_was_not_exercised(tmp_path: Path) -> None:
-    """Through the runner: DuckDB at 30 MiB spills TPC-H's joins to temp files it deletes; the capture
-    catches them, verdicts.csv counts them as transient temp files, and as TPC-H's spills carry no
-    canary, the report says that transient coverage was not exercised rather than "clean"."""
-    (tmp_path / "plan.toml").write_text(PLAN)
+def _run(tmp_path: Path, engines: str, exit_code: int = 0) -> tuple[dict[tuple[str, str], dict[str, str]], str]:
+    """tdebench run of TPC-H's spill test on `engines`, exiting with `exit_code` (1: a verdict
+    was not the expected one): verdicts.csv's rows by (engine, encryption), and report.md."""
+    (tmp_path / "plan.toml").write_text(PLAN.format(engines=engines))
     result = CliRunner().invoke(main, ["run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"), "--quiet"],
                                 catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    [row] = list(csv.DictReader((tmp_path / "out" / "verdicts.csv").open()))
-    assert row["verdict"] == "plaintext" and row["transient"] == TRANSIENT_CLEAN
-    assert int(row["temp_transient_files"]) > 0 and int(row["temp_bytes"]) > 0 and row["temp_hits"] == "0"
-    assert int(row["data_files"]) >= 1 and int(row["data_hits"]) > 0
-    assert "transient coverage was not exercised" in row["detail"]
-    report = (tmp_path / "out" / "report.md").read_text()
-    assert "transient coverage was not exercised in 1 of 1 baselines (duckdb/tpch)" in report
-    page = (tmp_path / "out" / "report.html").read_text()
-    assert "temp/spill: 0 files +" in page and "caught while running" in page  # the per-trial table, by kind
+    assert result.exit_code == exit_code, result.output
+    rows = {(r["engine"], r["encryption"]): r for r in csv.DictReader((tmp_path / "out" / "verdicts.csv").open())}
+    return rows, (tmp_path / "out" / "report.md").read_text()
+
+
+def _canaries_in_the_baselines_temp_files_only(row: dict[str, str], encrypted: dict[str, str]) -> None:
+    assert row["verdict"] == "plaintext" and row["transient"] == TRANSIENT_CANARIES, row["detail"]
+    assert int(row["temp_transient_files"]) > 0 and int(row["temp_hits"]) > 0
+    assert "not exercised" not in row["detail"]
+    assert encrypted["verdict"] == "encrypted" and encrypted["transient"] == TRANSIENT_CLEAN, encrypted["detail"]
+    assert int(encrypted["temp_transient_files"]) > 0 and encrypted["temp_hits"] == "0"
+
+
+def test_the_spill_test_puts_the_canaries_in_embedded_engines_temp_files(tmp_path: Path) -> None:
+    """Through the runner: TPC-H's canaries sit in customer rows that test spill sorts past DuckDB's
+    30 MiB and SQLite's 16 MiB (temp_store = "file"): each baseline's caught temp files show its
+    canaries, so the positive control fires and the report no longer says "not exercised"; the
+    encrypted trials' caught temp files show none."""
+    rows, report = _run(tmp_path, EMBEDDED)
+    _canaries_in_the_baselines_temp_files_only(rows["duckdb", "none"], rows["duckdb", "aes-256-gcm"])
+    _canaries_in_the_baselines_temp_files_only(rows["sqlite", "none"], rows["sqlite", "aes-256-cbc"])
+    assert "not exercised" not in report
+
+
+def test_the_spill_test_puts_the_canaries_in_servers_temp_files_and_the_column_layers(tmp_path: Path) -> None:
+    """MariaDB's and PostgreSQL's baselines: their temp files (MariaDB's in tmp/, PostgreSQL's
+    pgsql_tmp) show the canaries. As measured, both encrypted trials leak there: MariaDB's
+    aes-256-cbc (encrypt_tmp_files and encrypt_tmp_disk_tables on) left the canaries in an Aria
+    internal temp table of the window (tmp/#sql-temptable-*.MAD), and PostgreSQL's column layer
+    sorts decrypted values into pgsql_tmp; each is judged plaintext, true leaks kept so."""
+    rows, report = _run(tmp_path, SERVERS, exit_code=1)  # two verdicts plaintext, not as expected
+    mariadb, encrypted = rows["mariadb", "none"], rows["mariadb", "aes-256-cbc"]
+    assert mariadb["transient"] == TRANSIENT_CANARIES and int(mariadb["temp_hits"]) > 0
+    assert encrypted["verdict"] == "plaintext" and int(encrypted["temp_hits"]) > 0, encrypted["detail"]
+    assert "#sql-temptable-" in encrypted["first_hit"] and "transient" in encrypted["first_hit"]
+    baseline, column = rows["postgres", "none"], rows["postgres", "column-aes-256"]
+    assert baseline["transient"] == TRANSIENT_CANARIES and int(baseline["temp_hits"]) > 0
+    assert column["verdict"] == "plaintext" and column["transient"] == TRANSIENT_CANARIES, column["detail"]
+    assert int(column["temp_hits"]) > 0 and "pgsql_tmp" in column["first_hit"]
+    assert "not exercised" not in report

@@ -3,6 +3,8 @@ below + passing tests/contract/test_engine_contract.py."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tdebench.engines.base import NONE, PASSPHRASE, Availability, Capabilities, Connection, Database, Engine, Encryption
 from tdebench.engines.duckdb import DuckDBEngine
 from tdebench.engines.mariadb import MariaDBEngine
@@ -32,7 +34,7 @@ REMOTE_ENGINES: dict[str, type[RemoteEngine]] = {
 
 
 def get_engine(name: str, memory_mb: int | None = None, remote: RemoteTarget | None = None,
-               key_form: str = PASSPHRASE) -> Engine:
+               key_form: str = PASSPHRASE, settings: Mapping[str, str] | None = None) -> Engine:
     """The engine called `name` (on the server `remote` names, when given) taking keys in
     `key_form` (a plan checks that it takes that form); KeyError listing the valid names otherwise."""
     if remote is not None:
@@ -43,7 +45,7 @@ def get_engine(name: str, memory_mb: int | None = None, remote: RemoteTarget | N
         engine_class = ENGINES[name]
     except KeyError:
         raise KeyError(f"unknown engine {name!r}; valid: {', '.join(ENGINES)}") from None
-    return engine_class(memory_mb=memory_mb, key_form=key_form)
+    return engine_class(memory_mb=memory_mb, key_form=key_form, settings=settings)
 
 
 __all__ = ["ENGINES", "REMOTE_ENGINES", "NONE", "Availability", "Capabilities", "Connection", "Database", "Engine",

@@ -10,7 +10,7 @@ these two classes and never ask which engine they hold; differences are expresse
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -526,11 +526,21 @@ class Engine(ABC):
     encrypted_differences: ClassVar[str] = ""
     # what the engine does with a key when a connection opens: why key_form = "raw" helps or is refused
     key_derivation: ClassVar[str] = "tdebench knows of no key derivation it runs"
+    # plan keys of this engine alone ([[engines]]): name -> its valid values, the first the default
+    # (sqlite's temp_store); a plan gives them only for the engine that has them
+    settings: ClassVar[dict[str, tuple[str, ...]]] = {}
 
-    def __init__(self, memory_mb: int | None = None, key_form: str = PASSPHRASE) -> None:
+    def __init__(self, memory_mb: int | None = None, key_form: str = PASSPHRASE,
+                 settings: Mapping[str, str] | None = None) -> None:
         # the plan's memory_mb (memory_use says what it sets); None: the engine's tdebench default
         self.memory_mb = memory_mb
         self.key_form = key_form  # the plan's key_form (KEY_FORMS)
+        given = dict(settings or {})
+        unknown = sorted(set(given) - set(self.settings))
+        if unknown:
+            raise ValueError(f"{self.name} has no setting {unknown[0]!r}; valid: {', '.join(self.settings) or 'none'}")
+        # every setting's value, the default where the plan gave none
+        self.setting = {name: given.get(name, choices[0]) for name, choices in self.settings.items()}
 
     def raw_key_bytes(self, encryption: Encryption) -> int:
         """The length of the raw key `encryption` takes under this engine's key_form: 0 where the

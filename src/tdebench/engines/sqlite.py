@@ -7,8 +7,11 @@ default cost; that cost is paid when a connection is opened and is measured as t
 take a raw key (`PRAGMA key = "x'…'"`, SQLite3MC's sqlite3mcExtractRawKey: chacha20, sqlcipher,
 ascon128, aegis) get one derived from the trial's key, as long as the cipher's key, and skip
 their key derivation; aes128cbc, aes256cbc and rc4 always digest the key as a passphrase.
-Temporary tables and sort files are not encrypted by SQLite3MC, so tdebench keeps them in
-memory (`temp_store = MEMORY`) for every encryption.
+tdebench keeps temporary tables and sort files in memory (`temp_store = MEMORY`) for every
+encryption (SQLite3MC encrypts them with the database's cipher when written: docs/manual.md,
+"What the transient files hold, measured"), unless a plan sets the engine's
+`temp_store = "file"`: then SQLite writes them, as files it unlinks on open, into the trial's
+workspace (`sqlite.tmp/`), where the transient capture (capture.py) catches and judges them.
 """
 
 from __future__ import annotations
@@ -42,14 +45,26 @@ _CIPHERS: dict[str, tuple[str, dict[str, str]]] = {
     "rc4": ("rc4", {}),
 }
 _SIGNATURE = (0, b"SQLite format 3\x00")
+TEMP_MEMORY, TEMP_FILE = "memory", "file"  # the plan's temp_store values
+
+
+def _point_temp_files(conn: Any, directory: Path) -> None:
+    """SQLite's temp directory (`sqlite3_temp_directory`, one per process) set to `directory`:
+    set again before every statement of a connection that writes temp files, so that trials run
+    in turn in one process (order = "lockstep") each write theirs into their own workspace."""
+    quoted = str(directory).replace("'", "''")
+    conn.execute(f"PRAGMA temp_store_directory = '{quoted}'")
 
 
 class SQLiteConnection:
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, temp_dir: Path | None = None) -> None:
         self._conn = conn
         self._watchdog = Watchdog(conn.interrupt)
+        self._temp_dir = temp_dir
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if self._temp_dir is not None:  # SQLite's temp directory is one per process: this trial's, now
+            _point_temp_files(self._conn, self._temp_dir)
         with self._watchdog.statement():
             return self._conn.execute(sql, tuple(params)).fetchall()
 
@@ -72,12 +87,19 @@ class SQLiteConnection:
 class SQLiteDatabase(Database, Reencrypts, Backups):
     memory_mb: int | None = None  # the page cache of every connection, in MiB; None: SQLite's default (2 MB)
     raw_key_bytes: int = 0  # > 0: the cipher gets a raw key of this length (key_form "raw"), no key derivation
+    temp_store: str = TEMP_MEMORY  # the plan's temp_store: TEMP_FILE writes temp tables and sorts to temp_dir
     path: Path = field(init=False)
     # SQLite stores decimals as REAL and dates as ISO text (the TPC-H schema's SQLite dialect)
     load_casts: ClassVar[dict[str, str]] = {"DECIMAL": "DOUBLE", "DATE": "VARCHAR"}
 
     def __post_init__(self) -> None:
         self.path = self.workspace / "database.sqlite"
+
+    @property
+    def temp_dir(self) -> Path:
+        """Where SQLite writes its temp files under temp_store = "file": in the workspace, so
+        the capture watches them and nothing lands outside what tdebench cleans up."""
+        return self.workspace / "sqlite.tmp"
 
     def create(self) -> None:
         conn = self.connect()
@@ -92,14 +114,19 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
             if not self.encryption.is_baseline:
                 assert self.key is not None, "an encrypted database needs a key"
                 self._use_key(conn, self.key)
-            conn.execute("PRAGMA temp_store = MEMORY")
+            if self.temp_store == TEMP_FILE:
+                self.temp_dir.mkdir(exist_ok=True)
+                _point_temp_files(conn, self.temp_dir)
+                conn.execute("PRAGMA temp_store = FILE")
+            else:
+                conn.execute("PRAGMA temp_store = MEMORY")
             if self.memory_mb is not None:  # a negative cache_size is in KiB, per connection
                 conn.execute(f"PRAGMA cache_size = -{self.memory_mb * 1024}")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchall()  # proves the key
         except Exception as exc:
             conn.close()
             raise RuntimeError(f"sqlite could not open {self.path.name}: {self._scrub(str(exc), self.key)}") from None
-        return SQLiteConnection(conn)
+        return SQLiteConnection(conn, self.temp_dir if self.temp_store == TEMP_FILE else None)
 
     @property
     def key_form(self) -> str:
@@ -290,6 +317,9 @@ class SQLiteEngine(Engine):
     name = "sqlite"
     dialect = "sqlite"
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
+    # temp_store = "file": temp tables and sort files written (unencrypted by SQLite3MC) into the
+    # workspace, where the transient capture judges them; "memory" (the default) keeps them in RAM
+    settings = {"temp_store": (TEMP_MEMORY, TEMP_FILE)}
     key_derivation = ("each cipher derives its key on every open: sqlcipher PBKDF2-HMAC-SHA512 256,000 "
                       "iterations, chacha20 and ascon128 64,007, aes128cbc and aes256cbc 4,001, aegis Argon2id; "
                       "chacha20, sqlcipher, ascon128 and aegis take a raw key instead")
@@ -347,4 +377,4 @@ class SQLiteEngine(Engine):
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return SQLiteDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb,
-                              raw_key_bytes=self.raw_key_bytes(encryption))
+                              raw_key_bytes=self.raw_key_bytes(encryption), temp_store=self.setting["temp_store"])

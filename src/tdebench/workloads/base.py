@@ -170,6 +170,9 @@ class RunContext:
 class Workload(ABC):
     name: ClassVar[str]
     tests: ClassVar[tuple[str, ...]]
+    # the tests a plan runs when it names none (None: all of `tests`); a test left out is one
+    # a plan asks for by name (tpch's spill, which exists to make engines write temp files)
+    default_tests: ClassVar[tuple[str, ...] | None] = None
     default_scale: ClassVar[float]
     scale_min: ClassVar[float]
     scale_max: ClassVar[float]
@@ -227,6 +230,14 @@ class Workload(ABC):
         """Load like `load`, pausing (yield) between parts, as `steps` does for a test."""
         self.load(ctx, conn)
         yield
+
+    def plant_canaries(self, ctx: RunContext, conn: Connection, canaries: Sequence[str]) -> bool:
+        """Put the trial's canaries into the loaded data itself (after `load`), where the tests'
+        queries read them, so a sort, spill or temp table of that data carries them and the
+        transient capture's positive control can fire; True when they read back through the
+        engine (or none are planted). A planted canary must sit in a column the workload seals
+        (`Database.seal_columns`), or a column-level encryption would store it in plaintext."""
+        return True
 
     @abstractmethod
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:

@@ -9,12 +9,13 @@ opened before the test's clock starts, so key derivation never counts as query t
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tdebench.engines.base import Connection, QueryTimeout
 from tdebench.workloads.base import Option, RunContext, Workload, WrongAnswer
-from tdebench.workloads.tpch import answers, data, schema, streams
+from tdebench.workloads.tpch import answers, data, schema, spill, streams
 from tdebench.workloads.tpch.queries import DIALECTS, query
 
 
@@ -29,7 +30,8 @@ def add_metrics(total: dict[str, float], metrics: dict[str, float]) -> dict[str,
 
 class TpchWorkload(Workload):
     name = "tpch"
-    tests = ("power", "throughput")
+    tests = ("power", "throughput", "spill")
+    default_tests = ("power", "throughput")  # spill only by name: it exists to make engines write temp files
     default_scale = 0.01
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX
@@ -40,6 +42,14 @@ class TpchWorkload(Workload):
         "passes": Option(1, "measured passes of each test per trial; statistics take each query's median over "
                             "them (the trial's database is loaded once)", low=1, high=100),
     }
+
+    @classmethod
+    def plan_problem(cls, dialect: str, given: Mapping[str, Any]) -> tuple[str, str] | None:
+        tests = given.get("tests")
+        if isinstance(tests, list) and "spill" in tests and dialect not in spill.SPILL_DIALECTS:
+            return (f"tpch's spill test has SQL for the dialects {', '.join(spill.SPILL_DIALECTS)} only "
+                    f"(not {dialect}); leave it out of tests", "tests")
+        return None
 
     def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
         data.generate(scale, data_dir)
@@ -70,6 +80,10 @@ class TpchWorkload(Workload):
         ctx.recorder.record("load", "indexes", indexes)
         ctx.recorder.record("load", "total", add_metrics(dict(tables), indexes))
 
+    def plant_canaries(self, ctx: RunContext, conn: Connection, canaries: Sequence[str]) -> bool:
+        """In c_address of customers without orders (spill.plant): no checked answer changes."""
+        return spill.plant(conn, canaries, ctx.scale)
+
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
         for _ in self.steps(test, ctx, conn, warmup=warmup):
             pass
@@ -84,6 +98,9 @@ class TpchWorkload(Workload):
         for number in range(1, 2 if warmup else ctx.options.get("passes", 1) + 1):
             if test == "power":
                 yield from self._power(ctx, conn, warmup, number, wrong)
+            elif test == "spill":
+                wrong.extend(self._spill(ctx, conn, warmup, number))
+                yield
             else:
                 wrong.extend(self._throughput(ctx, warmup, number))
                 yield
@@ -99,6 +116,16 @@ class TpchWorkload(Workload):
             add_metrics(total, metrics)
             yield
         ctx.recorder.record("power", "total", total, warmup=warmup, pass_number=pass_number)
+
+    def _spill(self, ctx: RunContext, conn: Connection, warmup: bool, pass_number: int) -> list[str]:
+        """The spill test's one query (spill.spill_sql), timed, checked and recorded as step `sort`."""
+        conn.set_timeout(ctx.query_timeout_s)
+        rows, metrics = ctx.recorder.timed(lambda: conn.execute(spill.spill_sql(ctx.dialect, ctx.scale)), process=True)
+        problem = spill.check(ctx.scale, rows)
+        metrics["rows"] = float(len(rows))
+        ctx.recorder.record("spill", "sort", metrics, warmup=warmup, answer="failed" if problem else "ok",
+                            pass_number=pass_number)
+        return [problem] if problem else []
 
     def _throughput(self, ctx: RunContext, warmup: bool, pass_number: int) -> list[str]:
         conns = [ctx.database.connect() for _ in range(ctx.streams)]
