@@ -422,3 +422,18 @@ def test_compare_two_real_runs(tmp_path: Path) -> None:
         assert row["n_a"] == row["n_b"] == "3"
         expected = {"exact"} if row["figure"] == "database size" else {"slower", "faster", "within noise"}
         assert row["change_reading"] in expected, row
+
+
+def test_a_piped_run_prints_lines_that_fit_80_columns(tmp_path: Path) -> None:
+    """Piped (no terminal: a line per phase and trial, no bar) in an 80-column setting, with a
+    trial id long enough to wrap: every line of the run's output fits, its closing sentences
+    wrapped between words."""
+    plan = write(tmp_path / "a-plan-with-a-long-name.toml", TINY.replace('["none", "aes-256-gcm"]',
+                                                                           '["none", "aes-256-gcm-plaintemp"]'))
+    exe = Path(sys.executable).with_name("tdebench")
+    ran = subprocess.run([exe, "run", str(plan), "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "80"}, timeout=600)
+    assert ran.returncode in (0, 1), ran.stderr  # 1: a -plaintemp trial whose spill is plaintext
+    lines = (ran.stdout + ran.stderr).splitlines()
+    assert any(line.startswith("[2/2] duckdb/") for line in lines) and "In one minute:" in lines
+    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
