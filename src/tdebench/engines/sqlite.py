@@ -317,8 +317,9 @@ class SQLiteEngine(Engine):
     name = "sqlite"
     dialect = "sqlite"
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
-    # temp_store = "file": temp tables and sort files written (unencrypted by SQLite3MC) into the
-    # workspace, where the transient capture judges them; "memory" (the default) keeps them in RAM
+    # temp_store = "file": temp tables and sort files written into the workspace (SQLite3MC encrypts
+    # them with the database's cipher, as measured), where the transient capture judges them;
+    # "memory" (the default) keeps them in RAM
     settings = {"temp_store": (TEMP_MEMORY, TEMP_FILE)}
     key_derivation = ("each cipher derives its key on every open: sqlcipher PBKDF2-HMAC-SHA512 256,000 "
                       "iterations, chacha20 and ascon128 64,007, aes128cbc and aes256cbc 4,001, aegis Argon2id; "
