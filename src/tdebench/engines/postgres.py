@@ -287,7 +287,8 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
         """The workspace, made, checked to be reachable by the server's user, given to it and
         closed to everyone else."""
         self.workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
-        blocked = unreachable_by(self.workspace, USER)
+        # the way to it: the workspace itself is made 0700 (never wider) and given to the user below
+        blocked = unreachable_by(self.workspace.parent, USER)
         if blocked is not None:
             raise ServerError(f"the {USER} user cannot enter {blocked}, so it cannot reach the workspace "
                               f"{self.workspace}; fix with: chmod o+x {blocked} (or use a workspace "
