@@ -480,8 +480,9 @@ def _print_summary(summary, written: list[Path]) -> None:
         names = sorted({p.resolve().relative_to(out_dir).parts[0] for p in written
                         if p.resolve().is_relative_to(out_dir)})
         also = ", ".join(n for n in names if n != "report.html")
-        err.print(_wrapped(f"report: {out_dir / 'report.html'} (also {also})", indent="  ", first="", console=err),
-                  highlight=False, soft_wrap=True, markup=False)
+        # the path whole on its line (to copy), what else was written wrapped below it
+        err.print(f"report: {out_dir / 'report.html'}", highlight=False, soft_wrap=True, markup=False)
+        err.print(_wrapped(f"also {also}", indent="  ", console=err), highlight=False, soft_wrap=True, markup=False)
 
 
 class _ProgressBar:
