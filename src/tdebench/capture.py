@@ -23,11 +23,14 @@ enough to scan them:
 
 A file tdebench could not open in time (created, written and deleted between two looks, with no
 process holding it) escapes; so do the OS page cache and swap (docs/method.md). A layer's
-decrypted view mounted inside the workspace (gocryptfs) is never watched: it is plaintext by design.
+decrypted view mounted inside the workspace (gocryptfs) is never watched: it is plaintext by design;
+nor are the subdirectories a workload judges by itself (`Workload.judged_apart`: backup's
+artifacts, maintenance's unencrypted source), whose verdicts are their own.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat
 import threading
@@ -92,9 +95,10 @@ class Capture:
 
     def __init__(self, directories: Sequence[Path], root: Path, canaries: Sequence[str], markers: Sequence[str],
                  signature: tuple[int, bytes] | None, processes: Callable[[], Sequence[psutil.Process] | None],
-                 kind_of: Callable[[str], str], every_s: float = CAPTURE_EVERY_S) -> None:
+                 kind_of: Callable[[str], str], every_s: float = CAPTURE_EVERY_S, apart: Sequence[str] = ()) -> None:
         self.directories = [d.resolve() for d in directories]
         self.root = root
+        self.apart = tuple(apart)  # glob patterns of `root`'s subdirectories judged apart (Workload.judged_apart)
         self.canaries, self.markers, self.signature = tuple(canaries), tuple(markers), signature
         self.processes = processes
         self.kind_of = kind_of
@@ -161,7 +165,7 @@ class Capture:
     def _watch_tree(self, directory: Path) -> None:
         """Watch `directory` and every directory below it (not a mount inside: a decrypted view),
         and hold the files already there (written before the watch began)."""
-        if os.path.ismount(directory) and directory not in self.directories:
+        if (os.path.ismount(directory) and directory not in self.directories) or self._judged_apart(directory):
             return
         try:
             wd = self._inotify.add_watch(directory, _WATCH)
@@ -221,6 +225,14 @@ class Capture:
 
     def _relative(self, path: Path) -> str:
         return os.path.relpath(path, self.root)
+
+    def _judged_apart(self, path: Path) -> bool:
+        """Whether `path` lies in a subdirectory of the root that the workload judges by itself
+        (`apart`): its files are not the trial's database's."""
+        if not self.apart or not path.is_relative_to(self.root):
+            return False
+        parts = path.relative_to(self.root).parts
+        return bool(parts) and any(fnmatch.fnmatchcase(parts[0], pattern) for pattern in self.apart)
 
     def _scan(self, key: tuple[int, int]) -> FileScan:
         """Scan a held file as it is now, keep the scan if it found most, and return it."""
@@ -286,7 +298,8 @@ class Capture:
         own = {held.fd for held in self._held.values()}  # in this process, the capture's own are there too
         for pid in pids:
             for fd, target in _deleted_files(pid):
-                if (pid == os.getpid() and fd in own) or not any(target.is_relative_to(d) for d in self.directories):
+                if ((pid == os.getpid() and fd in own) or not any(target.is_relative_to(d) for d in self.directories)
+                        or self._judged_apart(target)):
                     continue
                 opener = f"/proc/{pid}/fd/{fd}"
                 try:

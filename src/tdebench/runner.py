@@ -420,7 +420,7 @@ class Runner:
         try:
             return Capture(directories, root, trial.facts.canaries, trial.facts.markers,
                            database.plaintext_signature(), database.engine_processes, database.file_kind,
-                           self.plan.capture_every_s).start()
+                           self.plan.capture_every_s, apart=trial.workload.judged_apart).start()
         except OSError as exc:  # the trial runs on; its verdict says the files at rest alone were judged
             trial.facts.capture_failed = f"{type(exc).__name__}: {exc}"
             return None

@@ -156,3 +156,18 @@ def test_a_deleted_wal_with_canaries_is_no_positive_control_for_spills() -> None
              _scan("duckdb.tmp/t.tmp", 0, True)]
     verdict = judge(TRIAL, "plaintext", scans, True, captured=True)
     assert verdict.transient == TRANSIENT_CLEAN and "not exercised" in verdict.detail
+
+
+def test_what_a_workload_judges_by_itself_is_left_out(tmp_path: Path) -> None:
+    """Workload.judged_apart: backup's plaintext export in its area (backup-*/) is judged by the
+    backup workload's own rules, never as one of the trial's database's files; a spill beside it is."""
+    capture = Capture([tmp_path], tmp_path, [CANARY], [], None, lambda: None, default_file_kind, 0.05,
+                      apart=("backup-*",)).start()
+    for area in ("backup-logical", "duckdb.tmp"):
+        (tmp_path / area).mkdir()
+        path = tmp_path / area / "rows.tmp"
+        path.write_bytes(CANARY.encode())
+        _until(lambda: str(path) in {str(h.path) for h in list(capture._held.values())}, 1.0)
+        path.unlink()
+    caught = capture.stop()
+    assert [(s.path, s.hits) for s in caught] == [("duckdb.tmp/rows.tmp", 1)]

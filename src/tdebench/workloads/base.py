@@ -193,6 +193,10 @@ class Workload(ABC):
     # a plan may give an engine several memory values (a workload's own section, e.g. crud's,
     # groups by engine, encryption and scale)
     memory_axis: ClassVar[bool] = False
+    # subdirectories of the trial's workspace (glob patterns) holding what the workload judges by
+    # itself (RunContext.judge_at_rest: backup's artifacts and restores, maintenance's plaintext
+    # source): the trial's transient capture leaves them out, as its at-rest scan of the database does
+    judged_apart: ClassVar[tuple[str, ...]] = ()
     # What its report needs of it, declared as data that report/ reads through the workloads
     # registry (report/declared.py) instead of importing the workload's modules: the cells it
     # leads with, and for a workload that measures a window of counts (oltp) the step recording

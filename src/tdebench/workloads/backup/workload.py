@@ -77,6 +77,7 @@ def _scratch_database(ctx: RunContext) -> Callable[[Path, Encryption, Secret | N
 
 class BackupWorkload(Workload):
     name = "backup"
+    judged_apart = ("backup-*",)  # each test's area: artifacts, plaintext exports, restores (artifact.py)
     dialects = TpchWorkload.dialects  # its data and load are TPC-H's
     tests = (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL)
     default_scale = 0.01

@@ -23,6 +23,7 @@ from tdebench.workloads.tpch.workload import TpchWorkload
 
 class MaintenanceWorkload(Workload):
     name = "maintenance"
+    judged_apart = (encrypt.DIRECTORY,)  # the unencrypted source and its conversion, judged by encrypt.py
     # its data, load and checks are TPC-H's; the reindex test needs the dialect's rebuild too
     dialects = tuple(d for d in TpchWorkload.dialects if d in reindex.REBUILDS)
     tests = ("reindex", "encrypt", "rekey")
