@@ -219,11 +219,16 @@ def new_root(parent: Path, mode: int = 0o711) -> Path:
 
 
 def remove_root(root: Path, tries: int = 5) -> bool:
-    """Remove a workspace root in the order that keeps it findable: its contents, then its
-    marker, then the directory, then its registry entry (each step durable). A process that is
-    still exiting may add a file meanwhile, so the contents are tried again briefly; what
-    cannot be removed keeps its marker and entry for `clean`. True if the root is gone."""
+    """Remove a workspace root in the order that keeps it findable: what is still mounted below
+    it unmounted first (a mount an interrupt left between its mount and its unmount: never
+    emptied through), its contents, then its marker, then the directory, then its registry
+    entry (each step durable). A process that is still exiting may add a file meanwhile, so the
+    contents are tried again briefly; what cannot be removed keeps its marker and entry for
+    `clean`. True if the root is gone."""
     fault_point("root-removing")
+    unmount_below(root)
+    if mounts_below(root):
+        return False
     for _ in range(tries):
         left = [child for child in _children(root) if child.name != STATE]
         for child in left:
@@ -379,6 +384,21 @@ def mounts_below(root: Path) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+def unmount_below(root: Path) -> list[str]:
+    """Unmount every mount point at or below `root` (each a run's gocryptfs view: every one a
+    run records lies below its root), deepest first, lazily if nothing else works; the points
+    unmounted."""
+    unmounted = []
+    for point in mounts_below(root):
+        for argv in (["fusermount3", "-u", point], ["umount", point], ["fusermount3", "-u", "-z", point]):
+            subprocess.run(argv, capture_output=True, check=False)
+            if point not in mounts_below(root):
+                unmounted.append(point)
+                break
+            time.sleep(0.2)
+    return unmounted
+
+
 @dataclass
 class Cleaned:
     """What `clean` did for one dead run."""
@@ -414,13 +434,7 @@ def clean(root: Path, grace_s: float = 10.0) -> Cleaned:
         _signal(process, signal.SIGKILL)
     psutil.wait_procs(still, timeout=5)
     cleaned.stopped = [f"{e.get('what', 'process')} (pid {e['pid']})" for e, _ in living]
-    for point in mounts_below(root):  # every mount point the run recorded lies below its root
-        for argv in (["fusermount3", "-u", point], ["umount", point], ["fusermount3", "-u", "-z", point]):
-            subprocess.run(argv, capture_output=True, check=False)
-            if point not in mounts_below(root):
-                cleaned.unmounted.append(point)
-                break
-            time.sleep(0.2)
+    cleaned.unmounted = unmount_below(root)
     for entry in entries:
         path = Path(str(entry.get("path", ""))) if entry.get("kind") == "dir" else None
         if path is not None and path.name.startswith(ROOT_PREFIX) and path.is_dir() and not path.is_symlink():

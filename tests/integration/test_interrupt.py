@@ -331,3 +331,21 @@ def test_a_kill_inside_the_clean_up_of_a_terminated_run_leaves_nothing_clean_can
         assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
         assert "cleaned up after a killed run" in cleaned.stdout
         assert users_of(work) == [] and mounts_under(work) == [] and list(work.iterdir()) == []
+
+
+def test_a_mount_left_below_a_workspace_is_unmounted_before_it_is_removed(tmp_path: Path) -> None:
+    """An interrupt between a gocryptfs mount and its unmount can leave the view mounted when the
+    run removes its workspace (a CI run left `…_r1/plain` mounted): the removal unmounts it first
+    and never empties a mounted view through its mount."""
+    root = runstate.new_root(tmp_path)
+    view = root / "trial" / "plain"
+    view.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tdebench-test", str(view)], check=True)
+    try:
+        (view / "kept").write_text("served through the mount")
+        assert runstate.mounts_below(root) == [str(view.resolve())]
+        assert runstate.remove_root(root)
+        assert mounts_under(tmp_path) == [] and not root.exists()
+    finally:
+        if mounts_under(tmp_path):
+            subprocess.run(["umount", "-l", str(view)], check=False)

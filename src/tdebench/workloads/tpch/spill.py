@@ -55,11 +55,17 @@ def plant(conn: Connection, canaries: Sequence[str], scale: float) -> bool:
     """Write `canaries`, in turn, into the planted customers' c_address (through the engine, so a
     sealed column seals them) and read them back: True when every one reads back as written."""
     keys = planted_keys(scale)
-    conn.executemany("UPDATE customer SET c_address = ? WHERE c_custkey = ?",
-                     [(canaries[i % len(canaries)], key) for i, key in enumerate(keys)])
-    marks = ", ".join("?" for _ in keys)
-    found = {row[0] for row in conn.execute(f"SELECT c_address FROM customer WHERE c_custkey IN ({marks})", keys)}
+    for n, canary in enumerate(canaries):  # a statement per canary: 512 single-row updates took 0.9 s on DuckDB
+        mine = keys[n::len(canaries)]
+        if mine:
+            conn.execute(f"UPDATE customer SET c_address = ? WHERE c_custkey IN ({_marks(mine)})", (canary, *mine))
+    rows = conn.execute(f"SELECT c_address FROM customer WHERE c_custkey IN ({_marks(keys)})", keys)
+    found = {row[0] for row in rows}
     return found == set(canaries)
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join("?" for _ in values)
 
 
 def copies(scale: float) -> int:
