@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import select
 import stat
 import threading
 import time
@@ -110,6 +111,7 @@ class Capture:
         self._by_path: dict[Path, tuple[int, int]] = {}
         self._done: list[FileScan] = []  # scans of files released (gone)
         self._stop = threading.Event()
+        self._wake: tuple[int, ...] = os.pipe()  # stop writes it: the watch ends at once, not at the next tick
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -128,6 +130,8 @@ class Capture:
         """End the watch and return the transient scans (see the class); raises what the watch
         thread raised, so a broken capture fails the verdict rather than pass it silently."""
         self._stop.set()
+        if self._wake:
+            os.write(self._wake[1], b"!")
         if self._thread is not None:
             self._thread.join()
         try:
@@ -148,12 +152,19 @@ class Capture:
             os.close(held.fd)
         self._held.clear()
         self._inotify.close()
+        for fd in self._wake:
+            os.close(fd)
+        self._wake = ()
 
     def _loop(self) -> None:
         try:
+            waiting = select.poll()
+            waiting.register(self._inotify.fileno(), select.POLLIN)
+            waiting.register(self._wake[0], select.POLLIN)
             next_tick = time.monotonic()
             while not self._stop.is_set():
-                self._drain(max(1, int(self.every_s * 1000)))
+                waiting.poll(max(1, int((next_tick - time.monotonic()) * 1000)))
+                self._drain(0)
                 if time.monotonic() >= next_tick:
                     self._look()
                     next_tick = time.monotonic() + self.every_s
