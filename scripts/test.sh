@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what it needs, runs the gates (ruff and mypy, set in
-# pyproject.toml; one failing fails the run), then the unit tier on every core and the contract
-# and integration tests against real engines one at a time, and lists the 25 slowest of those
-# (the suite must stay under 20 minutes on 2 cores).
+# pyproject.toml; one failing fails the run), then the unit tier on every core, the contract
+# and integration tests against real engines two files at a time, and the `serial` tests alone,
+# and lists the slowest (the suite must stay under 20 minutes on 2 cores).
 #
 # Usage: scripts/test.sh [--fast] [pytest args]
 #   --fast  only the unit tier (tests/unit, `-m unit`) on every core: no root, no servers, no
@@ -40,9 +40,15 @@ if [ "$fast" = 1 ]; then
 elif [ $# -gt 0 ]; then
   .venv/bin/python -m pytest "${args[@]}" --durations=25 "$@" || status=$?
 else
-  # the unit tier (pure Python, no servers) on every core, then contract and integration tests
-  # one at a time (they start servers, mounts and clusters of their own); both always run
-  .venv/bin/python -m pytest "${args[@]}" -m unit --numprocesses auto --durations=5 || status=$?
-  .venv/bin/python -m pytest "${args[@]}" -m "not unit" --durations=25 || { s=$?; if [ "$status" = 0 ]; then status=$s; fi; }
+  # the unit tier (pure Python, no servers) on every core; then contract and integration tests,
+  # a test file per worker, two at a time (each test starts its own servers, mounts and clusters
+  # on free ports in its own directories; most of their time is spent waiting on them); then the
+  # `serial` ones alone (they bound a time: Ctrl-C's 5 s, a key derivation's share of an open).
+  # Every pass always runs.
+  keep() { s=$?; if [ "$status" = 0 ]; then status=$s; fi; }
+  .venv/bin/python -m pytest "${args[@]}" -m unit --numprocesses auto --durations=5 || keep
+  .venv/bin/python -m pytest "${args[@]}" -m "not unit and not serial" --numprocesses 2 --dist loadfile \
+    --durations=25 || keep
+  .venv/bin/python -m pytest "${args[@]}" -m serial --durations=10 || keep
 fi
 exit "$status"

@@ -22,6 +22,8 @@ from tdebench.store import read_run
 
 from workspaces import server_reachable_dir
 
+pytestmark = pytest.mark.serial  # the 5 s bounds: alone, not beside another test (scripts/test.sh)
+
 PLAN = '''name = "interrupted"
 repetitions = 3
 warmups = 1

@@ -17,6 +17,8 @@ from tdebench.report.connection import OPEN_CELL
 from tdebench.report.records import summary_records
 from tdebench.store import read_run
 
+pytestmark = pytest.mark.serial  # its runs time opens: alone, not beside another test (scripts/test.sh)
+
 PLAN = '''name = "opens"
 repetitions = 2
 warmups = 0
@@ -64,7 +66,7 @@ def _extra_ms(out: Path) -> float:
 def test_the_kdf_is_a_figure_of_its_own_with_a_passphrase_and_gone_with_a_raw_key(runs) -> None:
     passphrase, raw = _extra_ms(runs["passphrase"][0]), _extra_ms(runs["raw"][0])
     assert passphrase > 40  # 256,000 PBKDF2-HMAC-SHA512 iterations: about 0.1-0.4 s here
-    assert raw < passphrase / 10
+    assert raw < passphrase / 5, (raw, passphrase)  # a derivation still run would make them equal
     for form, (out, _) in runs.items():
         assert {t.key_form for t in read_run(out).trials if t.trial.encryption == "sqlcipher"} == {form}
         report = (out / "report.md").read_text()
