@@ -1,11 +1,17 @@
-"""ServerProcess with a stand-in server (`sleep`): the process tree the sampler reads is there
-while it runs and empty, never an error, before it starts and after it stops."""
+"""ServerProcess with a stand-in server (`sleep`, `bash`): the process tree the sampler reads is
+there while it runs and empty, never an error, before it starts and after it stops; once the run
+is interrupted, a shutdown that would take 30 s is cut to `HURRY_S`, then SIGKILL."""
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
+import psutil
+import pytest
+
+from tdebench.engines import server as server_module
 from tdebench.engines.server import ServerProcess, log_tail
 
 
@@ -49,3 +55,37 @@ def test_a_failed_tools_log_shows_its_errors_and_a_full_disk(tmp_path: Path) -> 
     assert "failed with error 28" in shown and "boilerplate" not in shown
     log.write_text("\n".join(["starting", *advice]) + "\n")  # no error line: the tail, as before
     assert log_tail(log, lines=3).splitlines() == advice[-3:]
+
+
+SLOW_SHUTDOWN = ["bash", "-c", "trap 'sleep 30; exit 0' TERM; while true; do sleep 0.1; done"]
+"""A stand-in server whose clean shutdown takes 30 s (MariaDB flushing its buffer pool on
+gocryptfs took 24-30 s after a Ctrl-C in the load, issue 28)."""
+
+
+@pytest.fixture
+def fresh_hurry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server_module, "_hurry", threading.Event())  # hurry() is for the whole process
+
+
+def test_once_the_run_is_interrupted_a_slow_shutdown_is_cut_to_hurry_s(tmp_path: Path, fresh_hurry: None) -> None:
+    server = ServerProcess("slow", SLOW_SHUTDOWN, tmp_path / "log", ready=lambda: True, stop_timeout=60)
+    server.start()
+    pid = server.pid
+    time.sleep(0.3)  # the trap is set
+    server_module.hurry()
+    started = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started < 15, "the stop waited for the clean shutdown"  # 30 s without hurry()
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_an_interrupt_during_a_stop_under_way_cuts_it_short(tmp_path: Path, fresh_hurry: None) -> None:
+    """The signal handler calls hurry() while the main thread already waits for a clean shutdown."""
+    server = ServerProcess("slow", SLOW_SHUTDOWN, tmp_path / "log", ready=lambda: True, stop_timeout=60)
+    server.start()
+    time.sleep(0.3)
+    threading.Timer(1.0, server_module.hurry).start()
+    started = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started < 15, "the stop waited for the clean shutdown"
+    assert not server.running
