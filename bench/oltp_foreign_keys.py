@@ -2,7 +2,7 @@
 
 BenchBase's and HammerDB's TPC-C schemas declare the references of clause 1.3; tdebench's schema
 has none unless a plan says `foreign_keys = true` (workloads/oltp/schema.py FOREIGN_KEYS), one of
-the differences docs/method.md names between their NOPM and tdebench's. This loads W warehouses
+the differences docs/method/oltp-driver.md names between their NOPM and tdebench's. This loads W warehouses
 once into a fresh PostgreSQL server (no encryption, tdebench's settings) and runs the workload's
 load test with the foreign keys and without them in turn on that one database (added, untimed,
 before each run with them and dropped after it; the order alternating by round, so a drift of

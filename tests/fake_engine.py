@@ -18,7 +18,7 @@ from typing import Any
 
 from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Engine, Encryption
 from tdebench.keys import Secret
-from tdebench.measure.clock import FakeClock
+from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.workloads.base import RunContext, Workload, WrongAnswer
 

@@ -22,7 +22,7 @@ enough to scan them:
   more when the engine closes it.
 
 A file tdebench could not open in time (created, written and deleted between two looks, with no
-process holding it) escapes; so do the OS page cache and swap (docs/method.md). A layer's
+process holding it) escapes; so do the OS page cache and swap (docs/method/verdicts.md). A layer's
 decrypted view mounted inside the workspace (gocryptfs) is never watched: it is plaintext by design;
 nor are the subdirectories a workload judges by itself (`Workload.judged_apart`: backup's
 artifacts, maintenance's unencrypted source), whose verdicts are their own.
@@ -65,7 +65,6 @@ class _Held:
     owner: tuple[int, int] | None = None  # (pid, fd) of a file unlinked on open, found through /proc
     unlinked_looks: int = 0  # looks that found it without a name and without an owner
     scanned_bytes: int = -1
-    last_scan: float = 0.0
     best: FileScan | None = None
 
     def keep(self, scan: FileScan) -> None:
@@ -251,7 +250,6 @@ class Capture:
         found = verify.scan_file(Path(f"/proc/self/fd/{held.fd}"), self.canaries, self.root, self.signature,
                                  markers=self.markers)
         held.scanned_bytes = found.bytes
-        held.last_scan = time.monotonic()
         self.stats.scans += 1
         self.stats.scanned_bytes += found.bytes
         found = replace(found, path=self._relative(held.path))

@@ -2,7 +2,8 @@
 
 Code that finds bad input raises a subclass (PlanError, SetupError, OutDirError, OutputError,
 KeyFileError) with a message that says what and how to fix it; the CLI turns any that reaches
-it into that one line and `exit_code` (cli._Commands), so none ends in a traceback.
+it into that one line and `exit_code` once, for every command (cli._Commands), so none ends in
+a traceback.
 """
 
 from __future__ import annotations

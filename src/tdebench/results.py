@@ -16,6 +16,11 @@ Record kinds (the `kind` of each line; `KINDS` maps each to its class and to its
 A trial is complete when its `trial` record is stored: the runner writes it last, after the
 trial's measurements, samples and verdict (`complete_trials`). Reading and writing the files
 is store.py's.
+
+The format is versioned (`FORMAT`, kept in the run's manifest.json by store.py): a run written
+in an older version is brought to the current shape by `upgrade` as it is read, record by
+record, and that is the one place that knows what an older tdebench left out and what its
+absence meant; the dataclasses below describe the current format.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ class TrialKey:
     scale: float
     repetition: int
     # the plan's memory_mb for the engine (a plan axis: one configuration per value); None when
-    # the plan gave none (the engine's default) and in runs from before it was an axis
+    # the plan gave none (the engine's default); written only when set
     memory_mb: int | None = None
 
     @property
@@ -88,9 +93,9 @@ class FileScan:
     plaintext_header: bool | None  # None: the engine has no plaintext signature to check
     marker_hits: int = 0  # occurrences of the markers (the canary table's unsealed column)
     # non-zero blocks whose entropy was measured (the mean and the low count are over these):
-    # a trial's scan samples them, see verify.ENTROPY_EVERY; None in results from before sampling
+    # a trial's scan samples them, see verify.ENTROPY_EVERY; None: every block (`upgrade`)
     entropy_blocks: int | None = None
-    # what the file is (FILE_KINDS, `Database.file_kind`); "" in results from before kinds
+    # what the file is (FILE_KINDS, `Database.file_kind`); "": not recorded (`upgrade`)
     kind: str = ""
     # caught while the trial ran (capture.py), not at rest: a file gone before the trial ended
     # (a spill, a file unlinked on open), or an earlier content of one still there that held canaries
@@ -129,8 +134,8 @@ class Verdict:
     engine_state: str = ""  # what the engine itself reports about its encryption (e.g. MariaDB)
     view_hits: int | None = None  # fs layers: canary hits in the decrypted view (positive control)
     exposed: tuple[str, ...] = ()  # column layer: files holding plaintext of the unsealed columns
-    # the transient capture's result (TRANSIENT_*): "" when none ran (capture_every_s = 0,
-    # results from before it); else whether it caught files gone before the end, and canaries in them
+    # the transient capture's result (TRANSIENT_*): "" when none ran (capture_every_s = 0, or
+    # `upgrade`); else whether it caught files gone before the end, and canaries in them
     transient: str = ""
 
     @property
@@ -160,9 +165,9 @@ class TrialOutcome:
     error: str = ""
     key_derived: bool = False  # key from the user's key file (True) or random (False)
     # how the engine took the key (engines/base.py KEY_FORMS): "passphrase" (its key derivation ran on
-    # every open) or "raw" (a plan's key_form = "raw"); "" without a key, or in runs from before it was recorded
+    # every open) or "raw" (a plan's key_form = "raw"); "" without a key, or not recorded (`upgrade`)
     key_form: str = ""
-    # the 1-minute load average as the trial started and ended; None in runs from before it was recorded
+    # the 1-minute load average as the trial started and ended; None: not recorded (`upgrade`)
     load_start: float | None = None
     load_end: float | None = None
     # the plan's pin_cpus as applied (measure/affinity.py): the CPUs the engine's processes and
@@ -171,9 +176,8 @@ class TrialOutcome:
     driver_cpus: tuple[int, ...] | None = None
     # the memory the engine's own cache really had, in MiB (Engine.cache_mb): memory_mb, or the
     # engine's default (SQLite's 2000 KiB page cache, DuckDB's 80% of memory, the servers' pools);
-    # 0 when not known: a server tdebench did not start, or a run from before the embedded engines'
-    # defaults were recorded (then 0 meant "no limit set by tdebench"); None in runs from before
-    # the cache was recorded at all
+    # 0 when not known: a server tdebench did not start (and in format 1, an embedded engine's
+    # default: "no limit set by tdebench", see report/cache.py); None: not recorded (`upgrade`)
     cache_mb: float | None = None
     # the host that ran the trial in a cluster run (cluster.host_identity: its hostname, and the
     # worker's name where a machine runs several); None in a run on one machine
@@ -187,7 +191,7 @@ class CipherSpeed:
     mib_per_s: float | None  # None: no installed library implements the cipher (see note)
     library: str = ""
     note: str = ""  # why it is unavailable, or what the figure leaves out
-    reused_context: bool = False  # one context per key (False: records from before, a context per chunk)
+    reused_context: bool = False  # one context per key (False: a context per chunk, `upgrade`)
     host: str | None = None  # the host measured in a cluster run (as TrialOutcome.host); None on one machine
 
     @property
@@ -209,7 +213,7 @@ class Sample:
     disk_write_bytes: float
     disk_busy_pct: float  # the busiest disk's busy time / interval
     # the CPU of processes other than tdebench's and the engine's, % of one core (measure/load.py);
-    # None in runs from before it was recorded
+    # None: not recorded (`upgrade`)
     others_cpu_pct: float | None = None
     load_1m: float | None = None  # the machine's 1-minute load average at the sample
 
@@ -244,7 +248,7 @@ class Stopping:
     `widest` names the headline figure with the widest CI at that moment, `widest_ci_pct` its
     half-width. Rounds are added per comparison group, so groups may end with different
     counts: `rounds` is the highest, `group_rounds` each group's (by its label, e.g. "duckdb
-    tpch sf0.01"; empty in runs made before rounds were per group). `target_tests` are the
+    tpch sf0.01"; empty: not recorded, `upgrade`). `target_tests` are the
     plan's, the tests whose figures were waited on (empty: every headline figure)."""
 
     rounds: int
@@ -269,6 +273,44 @@ for `stopping` the one value: the last wins)."""
 _NAMES: dict[type, str] = {cls: name for name, cls, _ in KINDS}
 _CLASSES: dict[str, type] = {name: cls for name, cls, _ in KINDS}
 _PLACES: dict[type, str] = {cls: place for _, cls, place in KINDS}
+
+
+FORMAT = 2
+"""The version of the raw format this tdebench writes (store.py keeps it in manifest.json).
+1: every run before the format had a version, a shape that grew field by field (each new field
+optional); 2: the same records, each written whole (`to_json` leaves out only a trial's unset
+memory_mb and a measurement's unset imported_from)."""
+
+_ABSENT_IN_1: dict[str, dict[str, Any]] = {
+    "measurement": {"stream": None, "warmup": False, "answer": None, "pass_number": 1, "imported_from": None},
+    "trial": {"error": "", "key_derived": False, "key_form": "", "load_start": None, "load_end": None,
+              "engine_cpus": None, "driver_cpus": None, "cache_mb": None, "host": None},
+    "cipher": {"library": "", "note": "", "reused_context": False, "host": None},  # False: a context per chunk
+    "sample": {"others_cpu_pct": None, "load_1m": None},
+    "verdict": {"detail": "", "files": [], "engine_state": "", "view_hits": None, "exposed": [],
+                "transient": ""},  # "": no transient capture
+    "stopping": {"group_rounds": {}, "target_tests": []},  # {}: rounds were not per group
+    "resume": {"elapsed_before_s": 0.0, "changed": [], "retried": 0},
+}
+"""What a format-1 record may lack, by kind, and what its absence meant (None, "", 0: not
+recorded; a trial's memory_mb, absent in every format when unset, is None); a verdict's file
+scans lack what `_SCAN_ABSENT_IN_1` lists, and an absent `entropy_blocks` was every block (the
+scans before sampling measured them all)."""
+_SCAN_ABSENT_IN_1: dict[str, Any] = {"marker_hits": 0, "kind": "", "transient": False}
+
+
+def upgrade(data: Any, version: int) -> Any:
+    """The JSON object of a record written in format `version`, in the current format's shape:
+    each field an older tdebench did not write set to what its absence meant. Fields present are
+    never changed, so a record already in the current shape comes back as it was."""
+    if version >= FORMAT or not isinstance(data, dict):
+        return data
+    kind = data.get("kind")
+    data = {**(_ABSENT_IN_1.get(kind, {}) if isinstance(kind, str) else {}), **data}
+    if kind == "verdict" and isinstance(data.get("files"), list):
+        data["files"] = [{**_SCAN_ABSENT_IN_1, "entropy_blocks": scan.get("blocks"), **scan}
+                         if isinstance(scan, dict) else scan for scan in data["files"]]
+    return data
 
 
 def to_json(record: Record) -> dict[str, Any]:

@@ -236,8 +236,7 @@ class Runner:
                 start = self.clock.now_ns()  # max_minutes budgets the rounds
                 self._trials(trials, root, summary)
                 if adding:
-                    before_s = stored.resumes[-1].elapsed_before_s if stored.resumes else 0.0
-                    self._add_rounds(root, summary, start - int(before_s * 1e9))
+                    self._add_rounds(root, summary, start - int(elapsed_before(stored) * 1e9))
         finally:
             runstate.remove_root(root)
         return summary
@@ -319,13 +318,7 @@ class Runner:
     def _add_rounds(self, root: Path, summary: RunSummary, start_ns: int) -> None:
         """Adaptive repetitions (`next_rounds`), one round at a time, until they stop; store why.
         The time budget is counted from `start_ns`."""
-        while True:
-            trials, stopping = next_rounds(self.plan, read_run(self.store.directory),
-                                           (self.clock.now_ns() - start_ns) / 1e9, self.progress)
-            if stopping is not None:
-                self.store.append(stopping)
-                self.store.sync()
-                return
+        while trials := more_rounds(self.plan, self.store, (self.clock.now_ns() - start_ns) / 1e9, self.progress):
             self._trials(trials, root, summary)
 
     def _prepare(self, needed: list[tuple[str, float]]) -> None:
@@ -627,6 +620,24 @@ def next_rounds(plan: Plan, run: RunData, elapsed_s: float,
                         elapsed_s=elapsed_s,
                         group_rounds={group_label(g): n for g, n in sorted(rounds.items(), key=lambda i: str(i[0]))},
                         target_tests=plan.target_tests)
+
+
+def more_rounds(plan: Plan, store: ResultStore, elapsed_s: float,
+                progress: Progress = SilentProgress()) -> list[TrialSpec]:
+    """One step of adaptive repetitions, as the runner and a cluster run's client both take it:
+    the trials of the next rounds (`next_rounds`, from what `store` holds so far), or none once
+    they stop, with the `Stopping` record that says why stored and synced."""
+    trials, stopping = next_rounds(plan, read_run(store.directory), elapsed_s, progress)
+    if stopping is not None:
+        store.append(stopping)
+        store.sync()
+    return trials
+
+
+def elapsed_before(run: RunData) -> float:
+    """The time a resumed run spent before its last resume (0 if never resumed), which adaptive
+    rounds count against the plan's max_minutes."""
+    return run.resumes[-1].elapsed_before_s if run.resumes else 0.0
 
 
 def _rounds_by_group(plan: Plan, run: RunData) -> dict[Group, int]:

@@ -142,11 +142,6 @@ def environment(engines: Mapping[str, Engine]) -> dict[str, Any]:
     return snapshot(engine_versions(engines))
 
 
-def start_store(store: ResultStore, plan: Plan, engines: Mapping[str, Engine]) -> None:
-    """Write a new run's plan and environment; OutputError if the run directory cannot be written."""
-    store.start(plan.text, environment(engines))
-
-
 def measure_cipher_speeds(store: ResultStore, plan: Plan, engines: Mapping[str, Engine],
                           host: str | None = None) -> None:
     """Store this machine's raw throughput of every cipher the plan's encryptions use (`host`:

@@ -30,7 +30,7 @@ MIN_BOOTSTRAP = 3
 """The fewest values per group whose bootstrap interval is read as an interval between runs
 (`log_standard_error`, `tdebench compare`): with two values per group the 95% interval of an
 A/A ratio of medians excludes 0 about a third of the time, with three about 9%, with five 4%
-(docs/method.md, “Comparing two runs”)."""
+(docs/method/statistics.md, “Comparing two runs”)."""
 NOISE_ADVICE = 'raise repetitions or (tpch) passes, use order = "lockstep", or quiet the machine'
 """What to do about noisy cells, in plain words."""
 _BATCH_ELEMENTS = 4_000_000

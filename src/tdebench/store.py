@@ -5,8 +5,10 @@ kinds are results.py's), `plan.toml` (the plan exactly as given) and `environmen
 Everything else in the directory is derived from these three by `tdebench report`, so a crash
 loses at most the trial that was running. `manifest.json` lists every file tdebench wrote
 there (the raw files, the report's): `run --force` removes those and nothing else (see
-outdir.py). `keep_complete` cuts an interrupted run's results.jsonl down to its complete
-trials before `run --resume` continues it.
+outdir.py); it also holds the raw format's version (results.FORMAT), which reading passes to
+`results.upgrade`, so a run written by an older tdebench reads in the current shape.
+`keep_complete` cuts an interrupted run's results.jsonl down to its complete trials before
+`run --resume` continues it.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from tdebench.errors import InputError
-from tdebench.results import (TRIAL_RECORDS, CipherSpeed, Record, RunData, TrialOutcome, complete_trials, from_json,
-                              to_json)
+from tdebench.results import (FORMAT, TRIAL_RECORDS, CipherSpeed, Record, RunData, TrialOutcome, complete_trials,
+                              from_json, to_json, upgrade)
 from tdebench.runstate import file_system_of
 
 RESULTS = "results.jsonl"
@@ -53,7 +55,7 @@ class ResultStore:
             (self.directory / PLAN).write_text(plan_text)
             (self.directory / ENVIRONMENT).write_text(json.dumps(environment, indent=2, sort_keys=True) + "\n")
             self.path.write_text("")
-            record_written(self.directory, [self.directory / name for name in RAW_FILES])
+            record_written(self.directory, [self.directory / name for name in RAW_FILES], FORMAT)
 
     def rewrite_environment(self, environment: dict[str, Any]) -> None:
         """Replace environment.json (a cluster run adds each host as it joins): written beside it
@@ -92,34 +94,58 @@ def writing(path: Path) -> Iterator[None]:
         raise OutputError(f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
 
 
-def manifest(directory: Path) -> list[str] | None:
-    """The files tdebench wrote into a run directory (paths relative to it), or None when the
-    directory has no manifest (no run, or a run of a tdebench from before manifests)."""
+def _manifest(directory: Path) -> dict[str, Any] | None:
     path = directory / MANIFEST
     if not path.is_file():
         return None
     try:
-        files = json.loads(path.read_text())["files"]
+        data = json.loads(path.read_text())
+        data = {**data, "files": data["files"]}  # a manifest is an object that lists files
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: not a tdebench manifest ({exc})") from None
-    return [name for name in files if isinstance(name, str)]
+    return data
 
 
-def record_written(directory: Path, paths: list[Path]) -> None:
-    """Add `paths` (files inside `directory`) to its manifest; the manifest names itself. Written
-    to a temporary file and renamed, so a crash leaves the old manifest or the new one."""
+def manifest(directory: Path) -> list[str] | None:
+    """The files tdebench wrote into a run directory (paths relative to it), or None when the
+    directory has no manifest (no run, or a run of a tdebench from before manifests)."""
+    data = _manifest(directory)
+    return None if data is None else [name for name in data["files"] if isinstance(name, str)]
+
+
+def format_version(directory: Path) -> int:
+    """The raw format the run in `directory` was written in: its manifest's, 1 when it names none
+    (a run from before the format had a version, or from before manifests)."""
+    try:
+        version = (_manifest(directory) or {}).get("format", 1)
+    except ValueError:
+        return 1  # a damaged manifest: the records' shape is checked as they are read
+    return version if isinstance(version, int) and not isinstance(version, bool) else 1
+
+
+def record_written(directory: Path, paths: list[Path], version: int | None = None) -> None:
+    """Add `paths` (files inside `directory`) to its manifest; the manifest names itself and keeps
+    the raw format's version (`version`, given when the store starts the run). Written to a
+    temporary file and renamed, so a crash leaves the old manifest or the new one."""
+    old = _manifest(directory) or {}
     names = set(manifest(directory) or ()) | {MANIFEST}
     names |= {path.relative_to(directory).as_posix() for path in paths}
+    data: dict[str, Any] = {"files": sorted(names)}
+    version = old.get("format") if version is None else version
+    if version is not None:
+        data["format"] = version
     temporary = directory / (MANIFEST + ".tmp")
     with writing(temporary):
-        temporary.write_text(json.dumps({"files": sorted(names)}, indent=1) + "\n")
+        temporary.write_text(json.dumps(data, indent=1) + "\n")
         temporary.replace(directory / MANIFEST)
 
 
 def _records(path: Path) -> tuple[list[tuple[bytes, Record]], int | None]:
-    """Every line of a results.jsonl with its record, and the number of a torn last line (a
-    crash mid-write, a file cut short) that was left out; ValueError (with file and line) for a
-    line that is not JSON, or not UTF-8, anywhere else."""
+    """Every line of a results.jsonl with its record (in the current format's shape, see
+    `format_version`), and the number of a torn last line (a crash mid-write, a file cut short)
+    that was left out; ValueError (with file and line) for a line that is not JSON, or not
+    UTF-8, anywhere else."""
+    version = format_version(path.parent)
     lines = path.read_bytes().splitlines(keepends=True)
     records: list[tuple[bytes, Record]] = []
     for number, line in enumerate(lines, start=1):
@@ -133,7 +159,7 @@ def _records(path: Path) -> tuple[list[tuple[bytes, Record]], int | None]:
             what = "UTF-8" if isinstance(exc, UnicodeDecodeError) else "JSON"
             raise ValueError(f"{path}:{number}: not valid {what}") from None
         try:
-            records.append((line, from_json(data)))
+            records.append((line, from_json(upgrade(data, version))))
         except ValueError as exc:
             raise ValueError(f"{path}:{number}: not a tdebench record ({str(exc)[:200]})") from None
     return records, None

@@ -492,7 +492,8 @@ def _default_label(scans: Sequence[FileScan]) -> str | None:
 
 
 def _measured(scan: FileScan) -> int:
-    """The blocks `scan`'s entropy is over (results from before sampling: all its blocks)."""
+    """The blocks `scan`'s entropy is over (None, not counted: all its blocks, as
+    `results.upgrade` reads the scans of format 1, before sampling)."""
     return scan.blocks if scan.entropy_blocks is None else scan.entropy_blocks
 
 

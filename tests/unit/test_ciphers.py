@@ -183,7 +183,7 @@ def test_openssl_speed_is_read_from_its_machine_readable_output(monkeypatch):
 
 
 def test_the_agreement_bench_runs():
-    """bench/cipher_agreement.py (docs/method.md's table) on tiny settings, so it cannot rot."""
+    """bench/cipher_agreement.py (docs/method/cipher-limit.md's table) on tiny settings, so it cannot rot."""
     bench = Path(__file__).parents[2] / "bench" / "cipher_agreement.py"
     done = subprocess.run([sys.executable, str(bench), "--seconds", "0.005", "--pages", "4096",
                            "--ciphers", "aes-128-cbc"], capture_output=True, text=True, timeout=120, check=True)

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from fake_engine import FAKE_ENC, FakeConnection, FakeDatabase, FakeEngine, FakeWorkload
-from tdebench.measure.clock import FakeClock
+from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, PlanError, WorkloadSpec, parse_plan
 from tdebench.runner import Runner
 from tdebench.store import ResultStore, read_run

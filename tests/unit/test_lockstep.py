@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fake_engine import FAKE_ENC, FakeEngine, SteppedFakeWorkload
-from tdebench.measure.clock import FakeClock
+from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec, lockstep_groups, schedule
 from tdebench.report.noise import comparison_noise, noisy_figures
 from tdebench.report.records import BASELINE, PLACEBO, over_passes, summary_records

@@ -12,7 +12,7 @@ import pytest
 from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload
 from fakes import write_fake_run
 from tdebench.engines.base import NONE, Connection
-from tdebench.measure.clock import FakeClock
+from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.report import build

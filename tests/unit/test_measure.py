@@ -7,7 +7,8 @@ import psutil
 import pytest
 
 from tdebench.measure import process
-from tdebench.measure.clock import FakeClock, MonotonicClock
+from fake_clock import FakeClock
+from tdebench.measure.clock import MonotonicClock
 
 METRICS = ["cpu_s", "read_bytes", "write_bytes", "read_chars", "write_chars"]
 

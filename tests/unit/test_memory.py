@@ -12,7 +12,7 @@ import pytest
 from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload
 from fakes import PLAN, SQUEEZE, write_fake_run
 from tdebench import report
-from tdebench.measure.clock import FakeClock
+from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.report import cache, plots
 from tdebench.report.records import summary_records

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from tdebench.measure.clock import FakeClock
+from fake_clock import FakeClock
 from tdebench.measure.recorder import GcPause, Recorder
 from tdebench.results import TrialKey
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload, SteppedFakeWorkload, fake_plan
-from tdebench.measure.clock import FakeClock
+from fake_clock import FakeClock
 from tdebench.measure.environment import differences
 from tdebench.plan import EngineChoice, Plan, parse_plan, schedule
 from tdebench.report.findings import alerts, overview

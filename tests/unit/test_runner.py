@@ -10,7 +10,7 @@ import pytest
 
 from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload, fake_plan
 from tdebench.measure import affinity
-from tdebench.measure.clock import FakeClock
+from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan
 from tdebench.runner import Runner, _within_budget
 from tdebench.report.findings import overview

@@ -4,7 +4,7 @@ psycopg's own pipeline (`Connection.pipeline()`) runs every statement through a 
 Python makes the cursor, converts the query, looks its prepared statement up and sends and
 polls the socket after each statement: a client-side TPC-C transaction (ten statements) took
 2.5 times the driver CPU it takes here (`bench/oltp_driver.py --client --paths
-processes+psycopg-pipeline processes`; docs/method.md). Here a statement costs what libpq and
+processes+psycopg-pipeline processes`; docs/method/oltp-driver.md). Here a statement costs what libpq and
 psycopg's C adapters cost, and the same work is done as psycopg's:
   - its parameters are dumped by a Transformer of the connection (psycopg's C one), so they
     are sent with the types and formats `Connection.execute` sends;

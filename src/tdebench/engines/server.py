@@ -93,16 +93,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
 def user_ids(name: str) -> tuple[int, int]:
     entry = pwd.getpwnam(name)
     return entry.pw_uid, entry.pw_gid

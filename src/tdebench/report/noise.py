@@ -195,8 +195,8 @@ class TrialLoad:
 
 
 def trial_loads(run: RunData) -> list[TrialLoad]:
-    """Every finished trial's load, in trial order; readings are None in runs from before they
-    were recorded and for trials shorter than one sampler interval."""
+    """Every finished trial's load, in trial order; readings are None where none was recorded
+    (format 1, `results.upgrade`) and for trials shorter than one sampler interval."""
     others: dict[TrialKey, list[float]] = defaultdict(list)
     for sample in run.samples:
         if sample.others_cpu_pct is not None:

@@ -301,7 +301,7 @@ _KIND_FIGURES = ("files", "transient_files", "bytes", "hits")
 
 def _kind_figures(v: Verdict) -> dict[str, dict[str, int]]:
     """Per file kind (results.FILE_KINDS): files seen at rest, files caught while running, bytes
-    scanned and canary hits; empty for a verdict from before kinds were recorded."""
+    scanned and canary hits; empty when no kind was recorded (format 1, `results.upgrade`)."""
     if not any(s.kind for s in v.files):
         return {}
     figures = {kind: dict.fromkeys(_KIND_FIGURES, 0) for kind in FILE_KINDS}

@@ -29,7 +29,7 @@ Server and Oracle (servers reached by url) run it transpiled by sqlglot (workloa
 
 In cold plans (`cache = "cold"`) the session can go cold (`Session.go_cold`): as Dolyetyus (n.d.) emptied the
 buffer cache before every statement, each measured statement starts cold. The runner has just
-stopped the engine and dropped the OS cache before a measured run (method.md, step 6), so
+stopped the engine and dropped the OS cache before a measured run (docs/method/trial.md, step 6), so
 the first statement of a test needs nothing more; a statement after unmeasured work (the
 delete after its setup) has the session close the connection, go cold and reconnect, untimed. The
 lookups go cold once, before the first: the distribution then shows the misses warming up.

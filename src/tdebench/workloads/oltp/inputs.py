@@ -15,7 +15,6 @@ from tdebench.workloads.oltp.schema import CUSTOMERS_PER_DISTRICT, DISTRICTS_PER
 NEW_ORDER, PAYMENT, DELIVERY, ORDER_STATUS, STOCK_LEVEL = (
     "new_order", "payment", "delivery", "order_status", "stock_level")
 KINDS = (NEW_ORDER, PAYMENT, DELIVERY, ORDER_STATUS, STOCK_LEVEL)
-READ_ONLY = frozenset({ORDER_STATUS, STOCK_LEVEL})
 MIX: dict[str, float] = {NEW_ORDER: 0.45, PAYMENT: 0.43, DELIVERY: 0.04, ORDER_STATUS: 0.04, STOCK_LEVEL: 0.04}
 """The mix Madyatmadja et al. (2021) list (HammerDB's, the spec's minimum percentages with
 New-Order taking the rest): the share of each transaction type among all transactions."""

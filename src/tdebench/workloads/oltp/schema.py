@@ -95,7 +95,7 @@ INDEXES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # the workload's `foreign_keys = true`: (name, table, its columns, the referenced table, its key).
 # Off by default, as tdebench has always loaded the schema: each one costs a lookup in the referenced
 # table's key on every insert (order lines, orders, history) — a difference from BenchBase's schema
-# that docs/method.md ("What tdebench's OLTP figures compare with") names and bench/oltp_foreign_keys.py
+# that docs/method/oltp-driver.md ("What tdebench's OLTP figures compare with") names and bench/oltp_foreign_keys.py
 # measures.
 FOREIGN_KEYS: tuple[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], ...] = (
     ("fk_district_warehouse", "district", ("d_w_id",), "warehouse", ("w_id",)),

@@ -109,7 +109,7 @@ def worker_processes(database: Database, options: dict[str, Any], users: int) ->
     """How many worker processes run the users (0: threads of this process): one per CPU this
     process may run on (pin_cpus' driver CPUs when pinned), no more than there are users. One
     process per user cost 18-31% more driver CPU per transaction than threads on 2 cores (more
-    interpreters taking turns); one per CPU about the same (docs/method.md)."""
+    interpreters taking turns); one per CPU about the same (docs/method/oltp-driver.md)."""
     return min(users, len(available_cpus())) if uses_processes(database, options) else 0
 
 

@@ -3,7 +3,7 @@ temp file.
 
 The runner's canaries live in a side table no query reads, so a sort, spill or temp table of
 the workload's data could never carry one, and the transient capture's positive control never
-fired (docs/method.md, "Transient files"). Here they go into `c_address` of customers that
+fired (docs/method/verdicts.md, "Transient files"). Here they go into `c_address` of customers that
 have no orders (dbgen gives orders only to customers whose key is not a multiple of 3): Q10
 and Q18, the queries that return customers with their orders, never return these, and Q22
 reads only their phone and balance, so every checked answer stays as the reference has it.

@@ -1,0 +1,71 @@
+"""The `tdebench` command: run, report, compare, engines, verify, ciphers, script, import.
+
+A thin shell: each command is a module of this package (run.py, report.py, compare.py, …),
+the places a run's trials go are places.py. A command that meets bad input raises an
+`errors.InputError` (or a subclass: PlanError, SetupError, OutDirError, OutputError,
+KeyFileError) with its message, and `_Commands` turns it into one line and its exit code, once
+for every command.
+
+Exit codes: 0 success; 1 the run finished but something is wrong (a failed trial, a wrong
+answer, an unexpected verdict), `verify` found plaintext or `compare --fail-above` found a
+figure that got slower (a TPM or NOPM lower); 2 bad input (plan, options, output or data
+directory, unusable engine, a damaged or empty results.jsonl, a resume with another key source);
+130 interrupted (Ctrl-C or SIGTERM, in any command).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from tdebench.cli.ciphers import ciphers_command
+from tdebench.cli.clean import clean_command
+from tdebench.cli.compare import compare_command
+from tdebench.cli.console import err, fail, plain
+from tdebench.cli.engines import engines_command
+from tdebench.cli.kit import import_command, script_command
+from tdebench.cli.plans import builtin_plans, plan_path, plans_command
+from tdebench.cli.report import report_command
+from tdebench.cli.run import run_command
+from tdebench.cli.verify import verify_command
+from tdebench.errors import InputError
+
+
+class _Commands(click.Group):
+    """The subcommands: an InputError (errors.py) ends in its one line and exit code, never a
+    traceback; Ctrl-C anywhere ends in exit 130 (click's own "Aborted!" is exit 1, the code of a
+    finished run that found something wrong)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted[/]", highlight=False)
+            sys.exit(130)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="tdebench")
+def main() -> None:
+    """What does encryption at rest cost on my engine and workload, and is my data really encrypted?
+
+    \b
+    Typical use:
+      tdebench engines                      # what can run here, with every encryption
+      tdebench run --out results/quick      # the default plan (embedded engines, TPC-H SF 0.01)
+      tdebench run --resume results/quick   # finish a run that was interrupted or killed
+      tdebench report results/quick         # rebuild every derived file from results.jsonl
+      tdebench compare results/old results/quick   # what changed from one run to the next
+      tdebench verify DIR --canary SECRET   # is SECRET anywhere in the bytes under DIR?
+    """
+
+
+for _command in (run_command, plans_command, report_command, compare_command, script_command, import_command,
+                 engines_command, verify_command, clean_command, ciphers_command):
+    main.add_command(_command)
+
+__all__ = ["builtin_plans", "main", "plain", "plan_path"]

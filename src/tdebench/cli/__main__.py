@@ -1,0 +1,5 @@
+"""`python -m tdebench.cli`, as the `tdebench` command."""
+
+from tdebench.cli import main
+
+main()

@@ -1,0 +1,53 @@
+"""`tdebench report`: every derived file of a run rebuilt from its raw data; and how `report`
+and `compare` read a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tdebench.cli.console import err, out, plain
+from tdebench.errors import InputError
+from tdebench.results import RunData
+from tdebench.store import RESULTS, OutputError, read_run, torn_line
+
+
+def report_or_exit(run_dir: Path):
+    """Build the report of `run_dir` (a report.Built); exit 2 if it cannot be written (no space
+    left, …)."""
+    from tdebench import report
+
+    try:
+        return report.build_report(run_dir)
+    except OutputError as exc:
+        raise OutputError(f"{exc}; the raw records are kept: `tdebench report {run_dir}` writes the report later") \
+            from None
+
+
+@click.command("report")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+def report_command(run_dir: Path) -> None:
+    """Rebuild every derived file of RUN_DIR from its raw results.jsonl, plan.toml and environment.json.
+    A half-written last line of results.jsonl (a run killed mid-write) is left out, with a
+    warning naming it; a results.jsonl without a trial is exit 2."""
+    run_or_exit(run_dir)
+    for path in report_or_exit(run_dir).paths:
+        out.print(str(path), highlight=False)
+
+
+def run_or_exit(run_dir: Path, label: str = "") -> RunData:
+    """The run in `run_dir` as `report` and `compare` read it: exit 2 if it cannot be read or
+    holds no trial; a warning naming a half-written last line, which is left out (`label`: "A: ")."""
+    try:
+        run, torn = read_run(run_dir), torn_line(run_dir)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{label}{exc}") from None
+    if torn is not None:
+        err.print(f"[yellow]warning:[/] {plain(f'{label}{run_dir / RESULTS}:{torn}')}: a half-written last line (a run "
+                  "killed mid-write, or a file cut short) is left out; what it held is not in what follows",
+                  highlight=False, soft_wrap=True)
+    if not (run.trials or run.measurements or run.verdicts):
+        raise InputError(f"{label}{run_dir / RESULTS} holds no trial: the run stopped before its first "
+                    f"(`tdebench run --resume {run_dir}` runs them)")
+    return run

@@ -1,0 +1,50 @@
+"""The raw format's version (results.FORMAT, in manifest.json) and `results.upgrade`, the one
+path by which a run an older tdebench wrote is read in the current shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tdebench.results import FORMAT, FileScan, TrialKey, TrialOutcome, Verdict, from_json, to_json, upgrade
+from tdebench.store import MANIFEST, RESULTS, ResultStore, format_version, read_run, record_written
+
+KEY = TrialKey("duckdb", "none", "tpch", 0.01, 1)
+OLD_SCAN = {"path": "db", "bytes": 8192, "hits": 0, "first_hit_offset": None, "entropy_mean": 7.9,
+            "low_entropy_blocks": 0, "blocks": 2, "plaintext_header": None}
+OLD_VERDICT = {"kind": "verdict", "trial": vars(KEY), "verdict": "encrypted", "expected": "encrypted",
+               "files_scanned": 1, "bytes_scanned": 8192, "first_hit": None, "files": [OLD_SCAN]}
+
+
+def test_a_new_run_records_the_format_and_keeps_it_as_files_are_added(tmp_path: Path) -> None:
+    ResultStore(tmp_path).start("", {})
+    assert format_version(tmp_path) == FORMAT == json.loads((tmp_path / MANIFEST).read_text())["format"]
+    (tmp_path / "report.md").write_text("")
+    record_written(tmp_path, [tmp_path / "report.md"])
+    assert format_version(tmp_path) == FORMAT
+
+
+def test_a_run_without_a_version_is_format_1(tmp_path: Path) -> None:
+    assert format_version(tmp_path) == 1  # no manifest: a run from before manifests
+    (tmp_path / MANIFEST).write_text('{"files": ["results.jsonl"]}\n')
+    assert format_version(tmp_path) == 1  # a manifest from before the version
+
+
+def test_format_1_scans_were_measured_over_every_block(tmp_path: Path) -> None:
+    upgraded = upgrade(OLD_VERDICT, 1)
+    assert upgraded["files"][0]["entropy_blocks"] == 2 and upgraded["files"][0]["kind"] == ""
+    assert upgraded["transient"] == "" and OLD_VERDICT["files"][0] == OLD_SCAN  # the input is left as it was
+    for name in ("plan.toml", "environment.json"):
+        (tmp_path / name).write_text("{}" if name.endswith("json") else "")
+    (tmp_path / RESULTS).write_text(json.dumps(OLD_VERDICT) + "\n")
+    (verdict,) = read_run(tmp_path).verdicts
+    assert verdict.files[0].entropy_blocks == 2
+
+
+def test_upgrade_leaves_a_current_record_as_it_is() -> None:
+    scan = FileScan("db", 8192, 0, None, 7.9, 0, 2, None, entropy_blocks=1, kind="data")
+    for record in (Verdict(KEY, "encrypted", "encrypted", 1, 8192, None, files=(scan,)),
+                   TrialOutcome(KEY, "ok", "warm", False, 1.0, load_start=0.5, cache_mb=64.0)):
+        data = json.loads(json.dumps(to_json(record)))
+        assert upgrade(data, 1) == data == upgrade(data, FORMAT)
+        assert from_json(upgrade(data, 1)) == record
