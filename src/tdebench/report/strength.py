@@ -21,7 +21,7 @@ from typing import Any
 from tdebench.report.declared import STRENGTH
 from tdebench.report.records import BASELINE, SummaryRecord
 from tdebench.report.sections import WorkloadSection, block
-from tdebench.report.tables import Column, Table, ratio_percent, text
+from tdebench.report.tables import Column, Table, ratio_percent
 from tdebench.results import Measurement, RunData
 
 CSV = "strength.csv"
@@ -37,6 +37,11 @@ def _ours(run: RunData) -> list[Measurement]:
 
 def _order(key: tuple[str, str]) -> tuple[str, bool, str]:
     return key[0], key[1] != BASELINE, key[1]
+
+
+def _whole(value: float | None) -> str:
+    """A count (a median of counts may end in .5)."""
+    return "–" if value is None else f"{value:,.1f}".removesuffix(".0")
 
 
 def _joined(values: list[str]) -> str:
@@ -72,7 +77,7 @@ def repeats_table(ours: list[Measurement]) -> Table:
         rows.append({"engine": key[0], "encryption": key[1], "n": len(files),
                      "mib": (_median(files, "bytes") or 0) / 1024 / 1024,
                      "blocks": _median(files, "repeated_block_share"),
-                     "pages": None if pages is None else f"{text(repeated_pages)} of {text(pages)}",
+                     "pages": None if pages is None else f"{_whole(repeated_pages)} of {_whole(pages)}",
                      "page_share": _median(files, "repeated_page_share"),
                      "random": _median(chance, "repeated_block_share")})
     columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("n", "n", numeric=True),
@@ -106,7 +111,7 @@ def tamper_table(ours: list[Measurement]) -> Table:
              "weak": any(m.answer in STRENGTH.weak_classes for m in cells[key]) and key[1] != BASELINE}
             for key in sorted(cells, key=_order)]
     columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("n", "n", numeric=True),
-               Column("result", "result"), Column("tries", "pages tried", numeric=True),
+               Column("result", "result"), Column("tries", "pages tried", _whole, numeric=True),
                Column("said", "what the engine said", prose=True))
     return Table("Tamper detection", columns, rows, alarm="weak",
                  intro="One bit of one byte in the middle of a data page of the stopped database flipped, the "
