@@ -1,8 +1,9 @@
 """The strength workload on real DuckDB and SQLite3MC databases (no runner: the workload on a
 database provisioned in a temp dir, its records kept in memory). What the issue fixes is
-asserted — DuckDB AES-256-GCM refuses a flipped byte by its tag, an unencrypted baseline repeats
-many blocks where an encryption repeats none, the old key opens nothing after a rekey — and the
-rest as measured on DuckDB 1.5.5 and SQLite3MC 2.6.1, so a change of an engine's behaviour shows."""
+asserted — DuckDB AES-256-GCM refuses a flipped byte by its tag, the baseline accepts a forgery,
+an unencrypted baseline repeats many blocks where an encryption repeats none, the old key opens
+nothing after a rekey — and the rest as measured on DuckDB 1.5.5 and SQLite3MC 2.6.1, so a
+change of an engine's behaviour shows."""
 
 from __future__ import annotations
 
@@ -98,3 +99,12 @@ def test_duckdb_old_key_after_a_rekey(tmp_path: Path) -> None:
     records = _trial(tmp_path, "duckdb", "aes-256-gcm", ("old-key",))
     assert [records[("old-key", step)].answer for step in ("database", "backup-before-rekey", "backup-after-rekey")] \
         == ["refused", "needs the old key", "refused"]
+
+
+@pytest.mark.parametrize(("encryption", "expected"), [
+    ("none", "forgeable"),  # the positive control: the chosen value lands in the data
+    ("rc4", "forgeable"),  # as measured: SQLite3MC's RC4 keeps the plaintext's offsets and has no MAC
+    ("chacha20-poly1305", "tag detects"),
+])
+def test_sqlite_known_plaintext_forgery(tmp_path: Path, encryption: str, expected: str) -> None:
+    assert _trial(tmp_path, "sqlite", encryption, ("forgery",))[("forgery", "value")].answer == expected

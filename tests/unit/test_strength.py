@@ -24,7 +24,7 @@ from tdebench.report import workloads as report_workloads
 from tdebench.results import Measurement, RunData, TrialKey
 from tdebench.workloads import WORKLOADS
 from tdebench.workloads.base import RunContext
-from tdebench.workloads.strength import data, repeats, tamper
+from tdebench.workloads.strength import data, forgery, repeats, tamper
 from tdebench.workloads.strength.workload import StrengthWorkload
 
 # --- repeated blocks and pages ----------------------------------------------------------------
@@ -171,6 +171,9 @@ class _FileDatabase(Database):
     def page_layout(self) -> PageLayout:
         return PageLayout(self.path, 0, PAGE)
 
+    def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
+        """The rows are the file create() wrote: nothing to load."""
+
 
 class _Records:
     def __init__(self) -> None:
@@ -180,7 +183,7 @@ class _Records:
         self.records.append(record)
 
 
-def _run_tamper(tmp_path: Path, mode: str, checked: bool) -> Measurement:
+def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper") -> Measurement:
     encryption = Encryption("fake", "AES", 256, mode, "native", ("main file",))
     key = Secret(os.urandom(32))
     database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=key, checked=checked)
@@ -188,12 +191,17 @@ def _run_tamper(tmp_path: Path, mode: str, checked: bool) -> Measurement:
     original = database.path.read_bytes()
     records = _Records()
     trial = TrialKey("fake", "fake", "strength", ROWS, 1)
+
+    def twin(workspace: Path, enc: Encryption, twin_key: Secret | None) -> Database:
+        return _FileDatabase(workspace=workspace, encryption=enc, key=twin_key, checked=checked)
+
     ctx = RunContext(database=database, dialect="duckdb", recorder=Recorder(records, trial, FakeClock()),
-                     scale=ROWS, streams=1, data_dir=tmp_path, seed=SEED)
-    StrengthWorkload().run("tamper", ctx, ctx.session.connection(), warmup=False)
-    assert database.path.read_bytes() == original  # the byte flipped back
+                     scale=ROWS, streams=1, data_dir=tmp_path, seed=SEED, scratch_database=twin)
+    StrengthWorkload().run(test, ctx, ctx.session.connection(), warmup=False)
+    assert database.path.read_bytes() == original  # the bytes put back
     (record,) = records.records
-    assert (record.test, record.step) == ("tamper", "data-page") and key.hex() not in (record.note or "")
+    assert record.test == test and key.hex() not in (record.note or "")
+    assert not (tmp_path / forgery.DIRECTORY).exists()  # the twin removed
     return record
 
 
@@ -209,6 +217,31 @@ def test_a_refusal_under_a_tag_is_called_tag_detects(tmp_path: Path) -> None:
 def test_no_check_reads_the_change_as_data(tmp_path: Path) -> None:
     record = _run_tamper(tmp_path, "stream", checked=False)
     assert record.answer == tamper.ALTERED and "1 of 200 rows changed" in (record.note or "")
+
+
+def test_a_forgery_without_a_check_is_read_back_as_forged(tmp_path: Path) -> None:
+    record = _run_tamper(tmp_path, "stream", checked=False, test="forgery")
+    assert record.answer == tamper.FORGEABLE and record.metrics["row"] == ROWS * 3 // 4
+
+
+def test_a_forgery_that_breaks_a_checksum_is_refused(tmp_path: Path) -> None:
+    assert _run_tamper(tmp_path, "CTR", checked=True, test="forgery").answer == tamper.CHECKSUM
+
+
+def test_forgery_pieces(tmp_path: Path) -> None:
+    old = data.value(1, 7)
+    new = forgery.forged(old)
+    assert len(new) == len(old) and new != old and new.startswith(forgery.PREFIX)
+    assert bytes(a ^ b for a, b in zip(old.encode(), forgery.difference(old, new))) == new.encode()
+    file = tmp_path / "f"
+    file.write_bytes(b"xx" + old.encode() + b"yy")
+    assert forgery.offset_of(file, old) == 2 and forgery.offset_of(file, new) is None
+    file.write_bytes(old.encode() * 2)
+    assert forgery.offset_of(file, old) is None  # twice: not one offset
+    assert forgery.classify(tamper.Reading(tamper.SAME), False) == tamper.FORGEABLE
+    assert forgery.classify(tamper.Reading(tamper.DIFFERS, forgery.UNLANDED), False) == tamper.UNCHANGED
+    assert forgery.classify(tamper.Reading(tamper.DIFFERS, "garbled"), False) == tamper.ALTERED
+    assert forgery.classify(tamper.Reading(tamper.REFUSED, "bad tag"), True) == tamper.TAG
 
 
 def test_a_database_without_a_page_layout_is_unsupported(tmp_path: Path) -> None:
@@ -250,6 +283,8 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
         _m("none", "tamper", "data-page", {"tries": 1.0}, tamper.UNCHANGED),
         _m("rc4", "tamper", "data-page", {"tries": 1.0}, tamper.ALTERED, "1 of 20000 rows changed"),
         _m("aegis-256", "tamper", "data-page", {"tries": 1.0}, tamper.TAG, "CorruptError: malformed"),
+        _m("rc4", "forgery", "value", {"row": 15000.0}, tamper.FORGEABLE),
+        _m("none", "forgery", "value", {"row": 15000.0}, tamper.FORGEABLE),
         _m("rc4", "old-key", "database", {}, "refused"),
         _m("rc4", "old-key", "backup-before-rekey", {}, "needs the old key"),
         _m("aegis-256", "old-key", "database", {}, "opens"),
@@ -264,10 +299,11 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
     assert [tampered.alarmed(row) for row in tampered.rows] == [False, False, True]
     findings = " ".join(section.findings)
     assert "sqlite rc4: 41.0% of the 16-byte blocks" in findings and "aegis-256: 0.0%" not in findings
-    assert "sqlite rc4: a flipped byte in a data page was silently altered (1 of 20000 rows changed)" in findings
+    assert "sqlite rc4: a known-plaintext forgery was accepted" in findings
+    assert "sqlite none: a known-plaintext forgery" not in findings  # the baseline's: the positive control
     assert "sqlite: the flipped byte went unnoticed in the unencrypted baseline too" in findings
     assert "sqlite aegis-256: after a rekey, the old key still reads" in findings
-    assert len(section.csv.rows) == 12  # every strength record, the load left out
+    assert len(section.csv.rows) == 14  # every strength record, the load left out
 
 
 def test_a_run_without_strength_has_no_section() -> None:

@@ -3,8 +3,8 @@ still do, per engine and encryption, beside the unencrypted baseline as the posi
 
 - Repeated ciphertext: the share of 16-byte blocks and of pages of the closed database's files
   whose content occurs more than once (zeros left out), against random bytes of the same length;
-- Tamper detection: what reading the rows gave with one byte of a data page flipped, and what
-  the engine said;
+- Tamper detection: what reading the rows gave with one byte of a data page flipped, and with one
+  value changed by a known-plaintext forgery, and what the engine said;
 - Old keys after a rekey: the old key against the rekeyed database, and against physical
   backups taken before and after the rekey.
 
@@ -25,7 +25,7 @@ from tdebench.report.tables import Column, Table, ratio_percent
 from tdebench.results import Measurement, RunData
 
 CSV = "strength.csv"
-REPEATS, TAMPER, OLD_KEY = STRENGTH.tests
+REPEATS, TAMPER, OLD_KEY, FORGERY = STRENGTH.tests
 EXCESS = 0.01
 """A share of repeated blocks above the random reference's by more than this (1 point) is a finding."""
 
@@ -100,29 +100,39 @@ def repeats_table(ours: list[Measurement]) -> Table:
 
 
 def tamper_table(ours: list[Measurement]) -> Table:
-    cells: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    cells: dict[tuple[str, str], dict[str, list[Measurement]]] = defaultdict(lambda: defaultdict(list))
     for m in ours:
-        if m.test == TAMPER:
-            cells[(m.trial.engine, m.trial.encryption)].append(m)
-    rows = [{"engine": key[0], "encryption": key[1], "n": len(cells[key]),
-             "result": _joined([m.answer or "" for m in cells[key]]),
-             "tries": _median(cells[key], "tries"),
-             "said": _joined([m.note or "" for m in cells[key] if m.note]) or None,
-             "weak": any(m.answer in STRENGTH.weak_classes for m in cells[key]) and key[1] != BASELINE}
-            for key in sorted(cells, key=_order)]
+        if m.test in (TAMPER, FORGERY):
+            cells[(m.trial.engine, m.trial.encryption)][m.test].append(m)
+    rows = []
+    for key in sorted(cells, key=_order):
+        flipped, forged = cells[key][TAMPER], cells[key][FORGERY]
+        rows.append({"engine": key[0], "encryption": key[1], "n": len(flipped) or len(forged),
+                     "result": _joined([m.answer or "" for m in flipped]) or None,
+                     "tries": _median(flipped, "tries"),
+                     "said": _joined([m.note or "" for m in flipped if m.note]) or None,
+                     "forgery": _joined([m.answer or "" for m in forged]) or None,
+                     "forgery_said": _joined([m.note or "" for m in forged if m.note]) or None,
+                     "weak": key[1] != BASELINE and any(m.answer in STRENGTH.weak_classes for m in flipped + forged)})
     columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("n", "n", numeric=True),
-               Column("result", "result"), Column("tries", "pages tried", _whole, numeric=True),
-               Column("said", "what the engine said", prose=True))
+               Column("result", "flipped byte"), Column("tries", "pages tried", _whole, numeric=True),
+               Column("said", "what the engine said", prose=True), Column("forgery", "forgery"),
+               Column("forgery_said", "what the engine said to the forgery", prose=True))
     return Table("Tamper detection", columns, rows, alarm="weak",
-                 intro="One bit of one byte in the middle of a data page of the stopped database flipped, the "
-                       "database opened again and every row read back in a child process (pages tried in turn "
-                       "while the read notices nothing: a freed page), then the byte restored. Results: tag detects "
-                       "(refused by a keyed tag), checksum only (refused by an unkeyed check anyone can recompute), "
-                       "silently altered (rows read back changed), unchanged (the flip proved nothing), crashed.",
+                 intro="Flipped byte: one bit of one byte in the middle of a data page of the stopped database "
+                       "flipped, the database opened again and every row read back in a child process (pages tried "
+                       "in turn while the read notices nothing: a freed page), then the byte restored. Forgery: one "
+                       "stored value changed to another of tdebench's choice without the key, by XORing their "
+                       "difference into the file at the offset an unencrypted twin of the database holds the value "
+                       "at. Results: tag detects (refused by a keyed tag), checksum only (refused by an unkeyed check "
+                       "anyone can recompute), forgeable (the chosen value read back, nothing else changed), "
+                       "silently altered (rows read back changed), unchanged (the change proved nothing), crashed; "
+                       "unsupported (the forgery): the twin does not store the value verbatim.",
                  note="A random flip is the weak test: refused by a checksum only, a change made with the page "
                       "layout in hand (and the checksum recomputed) would be read as data. The baseline is the "
-                      "positive control: its change must show, as a checksum's refusal or as altered rows.",
-                 empty="No tamper test in this run.")
+                      "positive control: its flipped byte must show, as a checksum's refusal or as altered rows, and "
+                      "its forgery must be read back as forged.",
+                 empty="No tamper or forgery test in this run.")
 
 
 def old_key_table(ours: list[Measurement]) -> Table:
@@ -179,7 +189,11 @@ def tamper_findings(table: Table) -> list[str]:
     noticed nothing (the test had no power there)."""
     sentences = []
     for row in table.rows:
-        if row["weak"]:
+        if row["forgery"] == STRENGTH.forgeable and row["encryption"] != BASELINE:
+            sentences.append(f"{row['engine']} {row['encryption']}: a known-plaintext forgery was accepted: one "
+                             "stored value changed to another of tdebench's choice without the key, read back as "
+                             "forged (“Tamper detection”).")
+        elif row["weak"]:
             sentences.append(f"{row['engine']} {row['encryption']}: a flipped byte in a data page was "
                              f"{row['result']} ({row['said'] or 'nothing said'}): the encryption does not "
                              "authenticate its pages (“Tamper detection”).")

@@ -13,6 +13,7 @@ temporary name and renamed into place (workloads/parquet.py).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from tdebench.engines.base import Connection, Database
@@ -56,8 +57,10 @@ def load(database: Database, conn: Connection, data_dir: Path, rows: int, seed: 
         database.bulk_load(conn, table, COLUMNS[table], path(data_dir, seed, table, rows))
 
 
-def differences(conn: Connection, rows: int, seed: int) -> str | None:
-    """What the tables hold that was not written (None: every row as written), in words."""
+def differences(conn: Connection, rows: int, seed: int, changed: Mapping[int, str] | None = None) -> str | None:
+    """What the tables hold that was not written (None: every row as written), in words; `changed`:
+    rows of strength_rows expected to hold another value (a forgery's)."""
+    expected = dict(changed or {})
     found = [(str(payload), int(n)) for payload, n in
              conn.execute(f"SELECT payload, count(*) FROM {SAME_TABLE} GROUP BY payload")]
     problems = []
@@ -65,8 +68,8 @@ def differences(conn: Connection, rows: int, seed: int) -> str | None:
         other = sum(n for payload, n in found if payload != SAME_VALUE)
         problems.append(f"{SAME_TABLE}: {other} of {sum(n for _, n in found)} rows changed (written: {rows})")
     read = conn.execute(f"SELECT id, payload FROM {ROWS_TABLE} ORDER BY id")
-    changed = [int(row) for row, payload in read if payload != value(seed, int(row))]
-    if len(read) != rows or changed:
-        first = f", the first id {changed[0]}" if changed else ""
-        problems.append(f"{ROWS_TABLE}: {len(changed)} of {len(read)} rows changed{first} (written: {rows})")
+    differ = [int(row) for row, payload in read if payload != expected.get(int(row), value(seed, int(row)))]
+    if len(read) != rows or differ:
+        first = f", the first id {differ[0]}" if differ else ""
+        problems.append(f"{ROWS_TABLE}: {len(differ)} of {len(read)} rows changed{first} (written: {rows})")
     return "; ".join(problems) or None
