@@ -54,11 +54,12 @@ def test_random_bytes_repeat_no_block() -> None:
 # --- flipping and classifying -------------------------------------------------------------------
 
 
-def test_targets_start_at_the_fraction_and_go_round(tmp_path: Path) -> None:
+def test_targets_start_at_the_fraction_and_go_back(tmp_path: Path) -> None:
     file = tmp_path / "db"
     file.write_bytes(bytes(100 + 4 * 10))  # a 100-byte header, 4 pages of 10
     layout = PageLayout(file, 100, 10)
-    assert tamper.targets(layout, 0.75, 3) == [135, 105, 115]
+    assert tamper.targets(layout, 0.75, 3) == [135, 125, 115]
+    assert tamper.targets(layout, 0.25, 3) == [115, 105, 135]  # round to the last
     assert len(tamper.targets(layout, 0.5, 16)) == 4
     with pytest.raises(ValueError, match="no whole page"):
         tamper.targets(PageLayout(file, 200, 10), 0.5, 1)

@@ -120,14 +120,15 @@ def tamper_table(ours: list[Measurement]) -> Table:
                Column("forgery_said", "what the engine said to the forgery", prose=True))
     return Table("Tamper detection", columns, rows, alarm="weak",
                  intro="Flipped byte: one bit of one byte in the middle of a data page of the stopped database "
-                       "flipped, the database opened again and every row read back in a child process (pages tried "
-                       "in turn while the read notices nothing: a freed page), then the byte restored. Forgery: one "
-                       "stored value changed to another of tdebench's choice without the key, by XORing their "
-                       "difference into the file at the offset an unencrypted twin of the database holds the value "
-                       "at. Results: tag detects (refused by a keyed tag), checksum only (refused by an unkeyed check "
-                       "anyone can recompute), forgeable (the chosen value read back, nothing else changed), "
-                       "silently altered (rows read back changed), unchanged (the change proved nothing), crashed; "
-                       "unsupported (the forgery): the twin does not store the value verbatim.",
+                       "flipped, the database opened again and every row read back in a child process (the pages "
+                       "before it tried in turn while the read notices nothing: a freed page), then the byte "
+                       "restored. Forgery: one stored value changed to another of tdebench's choice without the "
+                       "key, by XORing their difference into the file at the offset an unencrypted twin of the "
+                       "database holds the value at. Results: tag detects (refused by a keyed tag), checksum only "
+                       "(refused by an unkeyed check anyone can recompute), forgeable (the chosen value read back, "
+                       "nothing else changed), silently altered (rows read back changed), unchanged (the change "
+                       "proved nothing), crashed; unsupported (the forgery): the twin does not store the value "
+                       "verbatim.",
                  note="A random flip is the weak test: refused by a checksum only, a change made with the page "
                       "layout in hand (and the checksum recomputed) would be read as data. The baseline is the "
                       "positive control: its flipped byte must show, as a checksum's refusal or as altered rows, and "

@@ -56,13 +56,14 @@ def classify(reading: Reading, authenticated: bool) -> str:
 def targets(layout: PageLayout, fraction: float, tries: int) -> list[int]:
     """The offsets of the bytes to flip, one at a time, until the read notices one: the middle of
     the page at `fraction` of the file's pages (a data page of the table loaded last, when that
-    table fills the file's later part), then of each page after it, around to the first, at most
-    `tries` (a page the engine has freed or not yet used reads as `unchanged`)."""
+    table fills the file's later part), then of each page before it, toward the file's start
+    where the tables were written (and round to the last), at most `tries`: a page the engine
+    has freed or not used yet (DuckDB keeps free blocks at the file's end) reads as `unchanged`."""
     pages = layout.pages()
     if pages < 1:
         raise ValueError(f"{layout.file.name} has no whole page after its headers")
     start = min(pages - 1, int(pages * fraction))
-    return [layout.first_page + ((start + i) % pages) * layout.page_bytes + layout.page_bytes // 2
+    return [layout.first_page + ((start - i) % pages) * layout.page_bytes + layout.page_bytes // 2
             for i in range(min(tries, pages))]
 
 
