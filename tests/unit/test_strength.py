@@ -258,6 +258,19 @@ def test_a_database_without_a_page_layout_is_unsupported(tmp_path: Path) -> None
     assert [r.answer for r in records.records] == ["unsupported"]
 
 
+def test_an_engine_that_cannot_rekey_records_unsupported_once(tmp_path: Path) -> None:
+    records = _Records()
+    encryption = Encryption("fake", "AES", 256, "CTR", "native", ("main file",))
+    database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=Secret(os.urandom(32)))
+    ctx = RunContext(database=database, dialect="duckdb", recorder=Recorder(records, TrialKey("f", "fake", "strength",
+                     ROWS, 1), FakeClock()), scale=ROWS, streams=1, data_dir=tmp_path,
+                     new_key=lambda purpose: Secret(os.urandom(32)), scratch_database=lambda w, e, k: database)
+    StrengthWorkload().run("old-key", ctx, ctx.session.connection(), warmup=False)
+    assert [(r.step, r.answer) for r in records.records] == [("database", "unsupported")]
+    assert "cannot re-encrypt" in (records.records[0].note or "")
+    assert not (tmp_path / "strength-old-key").exists()
+
+
 # --- the report ----------------------------------------------------------------------------------
 
 
