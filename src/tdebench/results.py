@@ -77,6 +77,9 @@ class Measurement:
     # the console client whose log `tdebench import` read this from (sqlcmd, sqlplus, mysql):
     # the client's or server's own timing, not tdebench's clock; None when tdebench measured it
     imported_from: str | None = None
+    # what the engine said about the step, when that is the result (strength's tamper test: the
+    # error that refused a changed page), never a key; None for every other step
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -320,6 +323,8 @@ def to_json(record: Record) -> dict[str, Any]:
         del data["trial"]["memory_mb"]
     if data.get("imported_from", "") is None:  # measured by tdebench: records as before imports
         del data["imported_from"]
+    if data.get("note", "") is None:  # nothing said: records as before notes
+        del data["note"]
     return data
 
 

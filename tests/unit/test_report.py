@@ -68,7 +68,7 @@ def test_derived_names_every_file_build_writes_at_the_top(built: tuple[Path, lis
     directory, written = built
     top = {path.relative_to(directory).parts[0] for path in written}
     # a TPC-H run: no lone header of the other workloads' files
-    assert top == set(DERIVED) - {"crud.csv", "oltp.csv", "backups.csv", "maintenance.csv"}
+    assert top == set(DERIVED) - {"crud.csv", "oltp.csv", "backups.csv", "maintenance.csv", "strength.csv"}
     assert {"summary.csv", "resources.csv", "report.html", "plots"} <= set(DERIVED)
     assert not {"results.jsonl", "plan.toml", "environment.json"} & set(DERIVED)  # raw data stays
 

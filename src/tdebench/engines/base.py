@@ -66,6 +66,14 @@ class Encryption:
         return self.legacy or self.plaintext_default
 
     @property
+    def authenticated(self) -> bool:
+        """Each page (or value) carries a keyed tag the engine checks on reading (GCM, the AEADs,
+        an HMAC beside the cipher): a change made without the key is refused by it, where an
+        unauthenticated mode has at most an unkeyed checksum anyone can recompute."""
+        mode = self.mode.upper()
+        return mode.startswith(("GCM", "AEAD")) or "HMAC" in self.cipher_extra.upper()
+
+    @property
     def cipher(self) -> str:
         """The raw cipher, as `tdebench ciphers` names it: AEADs and stream ciphers by algorithm
         ("chacha20-poly1305", "rc4"), block ciphers by algorithm, key bits and mode
@@ -235,6 +243,21 @@ class Backup:
         return sum(p.stat().st_size for p in self.files())
 
 
+@dataclass(frozen=True)
+class PageLayout:
+    """Where a database's data pages are in its main file (`Database.page_layout`): pages of
+    `page_bytes` from offset `first_page` on (what comes before is the file's headers), the same
+    with and without encryption."""
+
+    file: Path
+    first_page: int
+    page_bytes: int
+
+    def pages(self) -> int:
+        """How many whole pages the file holds now."""
+        return max(0, (self.file.stat().st_size - self.first_page) // self.page_bytes)
+
+
 @dataclass
 class Database(ABC):
     """One engine instance with one encryption in one workspace directory.
@@ -342,6 +365,12 @@ class Database(ABC):
 
     def plaintext_signature(self) -> tuple[int, bytes] | None:
         """(offset, bytes) that only an unencrypted main file of this engine carries, if any."""
+        return None
+
+    def page_layout(self) -> PageLayout | None:
+        """How the closed database's main file is cut into pages, whatever the encryption: what the
+        strength workload counts repeated pages by and flips a byte of a data page in. None where
+        tdebench does not know it (the tamper test is then `unsupported`)."""
         return None
 
     # DuckDB type (prefix) -> type the rows are cast to before the default bulk_load binds them,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   EncryptionNotActive, Reencrypts, Statement, execute_in_turn)
+                                   EncryptionNotActive, PageLayout, Reencrypts, Statement, execute_in_turn)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
@@ -34,6 +34,7 @@ _TEMP_FILES = "temp files"
 _COVERS = ("main file", "WAL", _TEMP_FILES)
 _PLAINTEMP = "-plaintemp"  # the suffix of a variant with DuckDB's default: temp files in plaintext
 _BLOCK_BYTES = 256 * 1024  # DuckDB encrypts each block (default size 256 KiB) under its own nonce
+_HEADER_BYTES = 3 * 4096  # its file begins with the main header and two database headers, 4 KiB each
 _CIPHERS = {"aes-256-gcm": "GCM", "aes-256-ctr": "CTR"}
 _ALIAS = "db"
 
@@ -171,6 +172,11 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
         if self.temp_directory.exists():
             found += sorted(p for p in self.temp_directory.rglob("*") if p.is_file())
         return found
+
+    def page_layout(self) -> PageLayout:
+        """Blocks of 256 KiB after the three 4 KiB headers (DuckDB's storage format), each with its
+        checksum, or its nonce and tag, in its first bytes."""
+        return PageLayout(self.path, _HEADER_BYTES, _BLOCK_BYTES)
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) "

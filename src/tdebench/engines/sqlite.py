@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, PASSPHRASE, RAW,
                                    Availability, Backup, BackupMethod, Backups, Capabilities, Connection, Database,
-                                   Encryption, Engine, Reencrypts, Statement, execute_in_turn)
+                                   Encryption, Engine, PageLayout, Reencrypts, Statement, execute_in_turn)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
@@ -152,6 +152,11 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
 
     def plaintext_signature(self) -> tuple[int, bytes] | None:
         return _SIGNATURE
+
+    def page_layout(self) -> PageLayout:
+        """Pages of page_size from the second on (the first holds the file header and the schema);
+        SQLite3MC encrypts each whole, its nonce or tag in bytes reserved at the page's end."""
+        return PageLayout(self.path, _PAGE_BYTES, _PAGE_BYTES)
 
     # -- maintenance: encrypting an existing database, changing its key ----------------------
 

@@ -126,6 +126,6 @@ class Recorder:
         return counters.take(self.processes() if self.processes is not None else None)
 
     def record(self, test: str, step: str, metrics: dict[str, float], *, stream: int | None = None,
-               warmup: bool = False, answer: str | None = None, pass_number: int = 1) -> None:
+               warmup: bool = False, answer: str | None = None, pass_number: int = 1, note: str | None = None) -> None:
         self.store.append(Measurement(trial=self.trial, test=test, step=step, metrics=metrics,
-                                      stream=stream, warmup=warmup, answer=answer, pass_number=pass_number))
+                                      stream=stream, warmup=warmup, answer=answer, pass_number=pass_number, note=note))

@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tdebench.workloads import (WORKLOADS, BackupWorkload, CrudWorkload, HeadlineCells, MaintenanceWorkload,
-                                OltpWorkload, Workload)
+                                OltpWorkload, StrengthWorkload, Workload)
 
-BACKUP, CRUD, MAINTENANCE, OLTP = BackupWorkload, CrudWorkload, MaintenanceWorkload, OltpWorkload
-"""The workloads whose own sections (report/backup.py, crud.py, maintenance.py, oltp.py) read their names."""
+BACKUP, CRUD, MAINTENANCE, OLTP, STRENGTH = (BackupWorkload, CrudWorkload, MaintenanceWorkload, OltpWorkload,
+                                             StrengthWorkload)
+"""The workloads whose own sections (report/backup.py, crud.py, maintenance.py, oltp.py, strength.py) read
+their names."""
 
 PER_MINUTE: dict[str, str] = {rate: count for workload in WORKLOADS.values()
                               for rate, count in workload.per_minute.items()}

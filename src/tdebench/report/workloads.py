@@ -8,14 +8,15 @@ sections generically). TPC-H needs none: its tests are the report's core tables 
 
 from __future__ import annotations
 
-from tdebench.report import backup, crud, maintenance, oltp
+from tdebench.report import backup, crud, maintenance, oltp, strength
 from tdebench.report.records import SummaryRecord
 from tdebench.report.sections import WorkloadSection
 from tdebench.results import RunData
 
-MODULES = (backup, maintenance, oltp, crud)
+MODULES = (backup, strength, maintenance, oltp, crud)
 """In reading order, for the sections and for the findings: backup first, since a plaintext
-backup of an encrypted database is the first thing a reader of its findings must see."""
+backup of an encrypted database is the first thing a reader of its findings must see; strength
+next, whose findings are what an attacker holding the files can do."""
 
 CSV_FILES = tuple(module.CSV for module in MODULES)
 """Every workload CSV a report may write (derived files: run --force may remove them)."""

@@ -7,6 +7,7 @@ from tdebench.workloads.base import HeadlineCells, Option, RunContext, Workload,
 from tdebench.workloads.crud import CrudWorkload
 from tdebench.workloads.oltp import OltpWorkload
 from tdebench.workloads.maintenance import MaintenanceWorkload
+from tdebench.workloads.strength import StrengthWorkload
 from tdebench.workloads.tpch import TpchWorkload
 
 WORKLOADS: dict[str, type[Workload]] = {
@@ -15,7 +16,8 @@ WORKLOADS: dict[str, type[Workload]] = {
     CrudWorkload.name: CrudWorkload,
     OltpWorkload.name: OltpWorkload,
     MaintenanceWorkload.name: MaintenanceWorkload,
+    StrengthWorkload.name: StrengthWorkload,
 }
 
 __all__ = ["WORKLOADS", "BackupWorkload", "CrudWorkload", "HeadlineCells", "MaintenanceWorkload", "OltpWorkload",
-           "Option", "RunContext", "TpchWorkload", "Workload", "WrongAnswer"]
+           "Option", "RunContext", "StrengthWorkload", "TpchWorkload", "Workload", "WrongAnswer"]

@@ -14,12 +14,11 @@ Files live in `<data_dir>/crud/v<GENERATOR>/seed<seed>/persons-<first>-<count>.p
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from tdebench.workloads.crud import names
+from tdebench.workloads.parquet import write_once
 
 GENERATOR = 1
 COLUMNS: tuple[str, ...] = ("id", "first_name", "last_name", "age", "credit_card_no", "address",
@@ -67,25 +66,7 @@ def generate(data_dir: Path, seed: int, first: int, count: int) -> Path:
     """
     if first < 1 or count < 1:
         raise ValueError(f"persons rows start at id 1 and need at least one row, not {first}+{count}")
-    target = path(data_dir, seed, first, count)
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    import duckdb
-
-    fd, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
-    os.close(fd)
-    try:
-        con = duckdb.connect(":memory:")
-        try:
-            quoted = partial.replace("'", "''")
-            con.execute(f"COPY ({_select(first, count)}) TO '{quoted}' (FORMAT parquet)", {"seed": seed})
-        finally:
-            con.close()
-        os.replace(partial, target)
-    finally:
-        Path(partial).unlink(missing_ok=True)
-    return target
+    return write_once(path(data_dir, seed, first, count), _select(first, count), {"seed": seed})
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,6 @@
+"""The strength workload: repeated ciphertext, tamper detection and old keys after a rekey, on
+the files of a closed database (issue 30)."""
+
+from tdebench.workloads.strength.workload import StrengthWorkload
+
+__all__ = ["StrengthWorkload"]

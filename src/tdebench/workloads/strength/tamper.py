@@ -1,0 +1,119 @@
+"""Tamper detection: one byte of a data page of the stopped database flipped, the database
+opened again and its rows read, in a child process (an engine that crashes on what it reads
+takes only that process down).
+
+What the engine did decides the class (`classify`):
+- `tag detects`: it refused, and the encryption checks a keyed tag on every page
+  (`Encryption.authenticated`: GCM, the AEADs, an HMAC): a change made without the key is
+  refused by the key;
+- `checksum only`: it refused, without a keyed tag: an unkeyed checksum or the format's own
+  consistency checks caught it, which whoever changes the page can recompute or satisfy;
+- `silently altered`: the rows read back, and some differ from what was written;
+- `unchanged`: the rows read back as written: the flip hit bytes the read does not use, so
+  this flip proves nothing either way;
+- `crashed`: the child process died or did not answer.
+What the engine said is kept beside the class (first line, keys scrubbed). One flipped byte
+is a probe, not a cryptanalysis: see docs/method/workloads.md, "The strength workload".
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tdebench.engines.base import PageLayout
+
+TAG, CHECKSUM, ALTERED, UNCHANGED, CRASHED = (
+    "tag detects", "checksum only", "silently altered", "unchanged", "crashed")
+FORGEABLE = "forgeable"  # a known-plaintext forgery accepted (forgery.py)
+CLASSES = (TAG, CHECKSUM, FORGEABLE, ALTERED, UNCHANGED, CRASHED)
+"""Every class, from the strongest protection to the weakest outcome of a test (crashed last)."""
+
+REFUSED, DIFFERS, SAME, DIED = "refused", "differs", "same", "died"  # what a reading gave
+MESSAGE_CHARS = 240  # what the engine said, cut to this many characters
+TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What reopening and reading the tampered database gave: `status` (REFUSED, DIFFERS, SAME,
+    DIED) and what the engine or the comparison said."""
+
+    status: str
+    said: str = ""
+
+
+def classify(reading: Reading, authenticated: bool) -> str:
+    """The class of a reading, given whether the encryption checks a keyed tag on every page."""
+    if reading.status == REFUSED:
+        return TAG if authenticated else CHECKSUM
+    return {DIFFERS: ALTERED, SAME: UNCHANGED}.get(reading.status, CRASHED)
+
+
+def targets(layout: PageLayout, fraction: float, tries: int) -> list[int]:
+    """The offsets of the bytes to flip, one at a time, until the read notices one: the middle of
+    the page at `fraction` of the file's pages (a data page of the table loaded last, when that
+    table fills the file's later part), then of each page before it, toward the file's start
+    where the tables were written (and round to the last), at most `tries`: a page the engine
+    has freed or not used yet (DuckDB keeps free blocks at the file's end) reads as `unchanged`."""
+    pages = layout.pages()
+    if pages < 1:
+        raise ValueError(f"{layout.file.name} has no whole page after its headers")
+    start = min(pages - 1, int(pages * fraction))
+    return [layout.first_page + ((start - i) % pages) * layout.page_bytes + layout.page_bytes // 2
+            for i in range(min(tries, pages))]
+
+
+def xor(path: Path, offset: int, mask: bytes) -> bytes:
+    """XOR `mask` into `path` at `offset` (in place, synced); returns the bytes that were there."""
+    with path.open("r+b") as file:
+        file.seek(offset)
+        before = file.read(len(mask))
+        file.seek(offset)
+        file.write(bytes(a ^ b for a, b in zip(before, mask)))
+        file.flush()
+        os.fsync(file.fileno())
+    return before
+
+
+def first_line(text: str) -> str:
+    """What an engine said, as the report keeps it: its first line, cut to MESSAGE_CHARS."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 1] + "…"
+
+
+def read_apart(read: Callable[[], str | None], timeout_s: float = TIMEOUT_S) -> Reading:
+    """`read` (open the database, read its rows: None when they are as written, else what
+    differs; raising when the engine refuses) run in a forked child process, so a crash of the
+    engine ends the child only. The child shares nothing back but the reading."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            differs = read()
+            reading = Reading(SAME) if differs is None else Reading(DIFFERS, differs)
+        except UnicodeDecodeError as exc:  # the engine returned the bytes; the driver found them no text
+            reading = Reading(DIFFERS, f"a value read back is not the text written ({exc})")
+        except BaseException as exc:  # the engine's refusal, whatever its class
+            reading = Reading(REFUSED, f"{type(exc).__name__}: {exc}")
+        send.send(reading)
+
+    process = context.Process(target=child, daemon=True)
+    process.start()
+    send.close()
+    try:
+        if receive.poll(timeout_s):
+            return receive.recv()  # type: ignore[no-any-return]
+        return Reading(DIED, f"no answer in {timeout_s:g} s")
+    except EOFError:
+        process.join(5)
+        return Reading(DIED, f"the process reading it ended with exit code {process.exitcode}")
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join(5)
+        receive.close()

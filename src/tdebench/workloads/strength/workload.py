@@ -1,0 +1,203 @@
+"""The strength workload (issue 30): beyond "is it encrypted", what an attacker holding the
+files can still do. Two tables of known rows (data.py) and three tests:
+
+- `repeats`: repeated 16-byte blocks and pages in the closed database's files, and in as many
+  random bytes (repeats.py);
+- `tamper`: one byte of a data page of the stopped database flipped, the rows read back
+  (tamper.py), the byte flipped back after;
+- `old-key`: after a rekey, the old key against the database and its backups (oldkeys.py);
+- `forgery`: one stored value changed to another without the key, by XORing their difference into
+  the ciphertext at the offset an unencrypted twin holds it at (forgery.py).
+
+Every test works on the database at rest: the runner's connection is released first and the
+runner reconnects after. Its results are records of what happened (answers and counts), not
+timings; the report's `strength` section reads them (report/strength.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from tdebench.engines.base import NONE, Connection, Database, PageLayout
+from tdebench.workloads.base import RunContext, Workload, WrongAnswer
+from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
+
+REPEATS, TAMPER, OLD_KEY, FORGERY = "repeats", "tamper", oldkeys.TEST, "forgery"
+FLIP_AT = 0.75  # the page flipped: this far into the file's pages, among the rows loaded last
+FLIP_MASK = b"\x01"  # one bit of one byte
+FLIP_TRIES = 16  # pages tried in turn while the read notices nothing (a free or unused page)
+
+
+class StrengthWorkload(Workload):
+    name = "strength"
+    tests = (REPEATS, TAMPER, OLD_KEY, FORGERY)
+    # the backups it takes around a rekey and the forgery's unencrypted twin, removed when their test ends
+    judged_apart = (oldkeys.DIRECTORY, forgery.DIRECTORY)
+    # tested on the embedded engines; a server's files need a page layout (Database.page_layout) and
+    # a copy of the stopped server to tamper with, which tdebench has not written yet
+    dialects = ("duckdb", "sqlite")
+    default_scale = 20_000
+    scale_min = 1_000
+    scale_max = 2_000_000
+    whole_scale = True
+    scale_format = "{} rows"
+    max_streams = 1
+    local_tests = {test: "it reads and changes the database's files at rest, which only an engine tdebench owns "
+                         "has" for test in tests}
+    # for its report (report/strength.py): the words its records answer with
+    classes = tamper.CLASSES
+    weak_classes = frozenset({tamper.ALTERED, tamper.FORGEABLE, tamper.CRASHED})
+    unchanged = tamper.UNCHANGED
+    forgeable = tamper.FORGEABLE
+    old_key_weak = oldkeys.WEAK
+
+    def __init__(self) -> None:
+        self._rekeys = 0
+
+    def prepare(self, scale: float, data_dir: Path, seed: int) -> None:
+        data.prepare(data_dir, int(scale), seed)
+
+    def load(self, ctx: RunContext, conn: Connection) -> None:
+        data.load(ctx.database, conn, ctx.data_dir, int(ctx.scale), ctx.seed)
+
+    def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
+        if test == REPEATS:
+            self._repeats(ctx, warmup)
+        elif test == TAMPER:
+            self._tamper(ctx, warmup)
+        elif test == OLD_KEY:
+            self._rekeys += 1
+            oldkeys.run(ctx, int(ctx.scale), f"strength-rekey-{self._rekeys}", warmup=warmup)
+        elif test == FORGERY:
+            self._forgery(ctx, warmup)
+        else:
+            raise ValueError(f"strength has no test {test!r}; valid: {', '.join(self.tests)}")
+
+    @staticmethod
+    def _at_rest(ctx: RunContext) -> None:
+        """Every connection closed and the engine stopped: the files are at rest."""
+        ctx.session.release()
+        ctx.database.close()
+
+    def _repeats(self, ctx: RunContext, warmup: bool) -> None:
+        self._at_rest(ctx)
+        files = [p for p in ctx.database.files() if p.is_file()]
+        found = repeats.block_repeats(files)
+        size = sum(p.stat().st_size for p in files)
+        metrics = {"bytes": float(size), "blocks": float(found.units), "repeated_blocks": float(found.repeated),
+                   "repeated_block_share": found.share}
+        layout = ctx.database.page_layout()
+        if layout is not None:
+            pages = repeats.page_repeats(layout.file, layout.first_page, layout.page_bytes)
+            metrics.update(page_bytes=float(layout.page_bytes), pages=float(pages.units),
+                           repeated_pages=float(pages.repeated), repeated_page_share=pages.share)
+        ctx.recorder.record(REPEATS, "database", metrics, warmup=warmup)
+        chance = repeats.random_reference(size)
+        ctx.recorder.record(REPEATS, "random", {"bytes": float(size), "blocks": float(chance.units),
+                                                "repeated_blocks": float(chance.repeated),
+                                                "repeated_block_share": chance.share}, warmup=warmup)
+
+    def _tamper(self, ctx: RunContext, warmup: bool) -> None:
+        layout = ctx.database.page_layout()
+        if layout is None:
+            ctx.recorder.record(TAMPER, "data-page", {}, warmup=warmup, answer=oldkeys.UNSUPPORTED)
+            return
+        self._at_rest(ctx)
+        read = _reader(ctx)
+        for tries, offset in enumerate(tamper.targets(layout, FLIP_AT, FLIP_TRIES), start=1):
+            reading = _changed(layout, offset, FLIP_MASK, read)
+            if reading.status != tamper.SAME:
+                break
+        metrics = {"offset": float(offset), "page_bytes": float(layout.page_bytes), "tries": float(tries)}
+        _record(ctx, TAMPER, "data-page", metrics, tamper.classify(reading, ctx.database.encryption.authenticated),
+                reading.said, warmup)
+        _restored(ctx, read)
+
+    def _forgery(self, ctx: RunContext, warmup: bool) -> None:
+        database, rows = ctx.database, int(ctx.scale)
+        layout = database.page_layout()
+        if layout is None or ctx.scratch_database is None:
+            ctx.recorder.record(FORGERY, "value", {}, warmup=warmup, answer=oldkeys.UNSUPPORTED)
+            return
+        self._at_rest(ctx)
+        row = rows * 3 // 4
+        old = data.value(ctx.seed, row)
+        offset = _twin_offset(ctx, old)
+        if offset is None:
+            _record(ctx, FORGERY, "value", {}, oldkeys.UNSUPPORTED, "an unencrypted database of this engine does not "
+                    "store the value verbatim (compressed), so its offset is not known", warmup)
+            return
+        new = forgery.forged(old)
+        read = _reader(ctx, {row: new})
+        reading = _changed(layout, offset, forgery.difference(old, new), read)
+        _record(ctx, FORGERY, "value", {"offset": float(offset), "row": float(row)},
+                forgery.classify(reading, database.encryption.authenticated), reading.said, warmup)
+        _restored(ctx, _reader(ctx))
+
+
+def _reader(ctx: RunContext, changed: dict[int, str] | None = None) -> Callable[[], str | None]:
+    """Open the trial's database and read every row: None when they read as written (with the
+    `changed` rows' new values); forgery.UNLANDED when they read as first written though a change
+    was expected; else what differs. The database is closed again after."""
+    database, rows = ctx.database, int(ctx.scale)
+
+    def read() -> str | None:
+        conn = database.connect()
+        try:
+            differs = data.differences(conn, rows, ctx.seed, changed)
+            if differs is not None and changed and data.differences(conn, rows, ctx.seed) is None:
+                return forgery.UNLANDED
+            return differs
+        finally:
+            conn.close()
+            database.close()
+
+    return read
+
+
+def _changed(layout: PageLayout, offset: int, mask: bytes, read: Callable[[], str | None]) -> tamper.Reading:
+    """`mask` XORed into the main file at `offset`, `read` run in a child process, the bytes put back."""
+    tamper.xor(layout.file, offset, mask)
+    try:
+        return tamper.read_apart(read)
+    finally:
+        tamper.xor(layout.file, offset, mask)
+
+
+def _record(ctx: RunContext, test: str, step: str, metrics: dict[str, float], answer: str, said: str,
+            warmup: bool) -> None:
+    """The outcome with what the engine said: its first line, every spelling of the key scrubbed."""
+    key = ctx.database.key
+    ctx.recorder.record(test, step, metrics, warmup=warmup, answer=answer,
+                        note=tamper.first_line(key.scrub(said) if key else said))
+
+
+def _restored(ctx: RunContext, read: Callable[[], str | None]) -> None:
+    """With the bytes put back, the database must read as written again."""
+    problem = read()
+    if problem is not None:
+        raise WrongAnswer(f"strength: the database no longer reads as written once its bytes are restored: {problem}")
+
+
+def _twin_offset(ctx: RunContext, value: str) -> int | None:
+    """Where an unencrypted database of the trial's engine, loaded with the same rows, holds `value`."""
+    assert ctx.scratch_database is not None
+    area = ctx.database.workspace / forgery.DIRECTORY
+    shutil.rmtree(area, ignore_errors=True)
+    twin: Database = ctx.scratch_database(area, NONE, None)
+    try:
+        area.mkdir(mode=0o700)
+        twin.create()
+        conn = twin.connect()
+        try:
+            data.load(twin, conn, ctx.data_dir, int(ctx.scale), ctx.seed)
+        finally:
+            conn.close()
+        twin.close()
+        layout = twin.page_layout()
+        return None if layout is None else forgery.offset_of(layout.file, value)
+    finally:
+        twin.close()
+        shutil.rmtree(area, ignore_errors=True)

@@ -1,0 +1,324 @@
+"""The strength workload without real engines: repeated blocks and pages, where a byte is flipped,
+how a reading is classified (a child that crashes included), the tamper test end to end on a
+fake file-backed database (with and without a checksum, with and without a tag), and the report's
+tables and findings from hand-made records."""
+
+from __future__ import annotations
+
+import os
+import signal
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tdebench.engines.base import NONE, Connection, Database, Encryption, PageLayout
+from tdebench.keys import Secret
+from fake_clock import FakeClock
+from tdebench.measure.recorder import Recorder
+from tdebench.report import strength as report
+from tdebench.report import workloads as report_workloads
+from tdebench.results import Measurement, RunData, TrialKey
+from tdebench.workloads import WORKLOADS
+from tdebench.workloads.base import RunContext
+from tdebench.workloads.strength import data, forgery, repeats, tamper
+from tdebench.workloads.strength.workload import StrengthWorkload
+
+# --- repeated blocks and pages ----------------------------------------------------------------
+
+
+def test_repeats_count_equal_chunks_and_leave_zeros_out() -> None:
+    a, b, zero = b"a" * 16, b"b" * 16, bytes(16)
+    found = repeats.count([a, b, a, zero, zero, a])
+    assert (found.units, found.repeated, found.share) == (4, 3, 0.75)
+    assert repeats.count([zero]).units == 0
+
+
+def test_block_and_page_repeats_over_files(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.write_bytes(b"H" * 8 + b"p" * 32 + b"q" * 16)  # a header, then pages of 16 from offset 8
+    two.write_bytes(b"p" * 16 + b"tail")  # equal to a block of `one`: counted across files; the tail dropped
+    blocks = repeats.block_repeats([one, two])
+    assert (blocks.units, blocks.repeated) == (4, 2)  # blocks at 0, 16, 32 of one (H..p, pp, pq..) and two's
+    pages = repeats.page_repeats(one, 8, 16)
+    assert (pages.units, pages.repeated) == (3, 2)  # pp, pp, qq
+
+
+def test_random_bytes_repeat_no_block() -> None:
+    assert repeats.random_reference(1 << 20).repeated == 0
+
+
+# --- flipping and classifying -------------------------------------------------------------------
+
+
+def test_targets_start_at_the_fraction_and_go_back(tmp_path: Path) -> None:
+    file = tmp_path / "db"
+    file.write_bytes(bytes(100 + 4 * 10))  # a 100-byte header, 4 pages of 10
+    layout = PageLayout(file, 100, 10)
+    assert tamper.targets(layout, 0.75, 3) == [135, 125, 115]
+    assert tamper.targets(layout, 0.25, 3) == [115, 105, 135]  # round to the last
+    assert len(tamper.targets(layout, 0.5, 16)) == 4
+    with pytest.raises(ValueError, match="no whole page"):
+        tamper.targets(PageLayout(file, 200, 10), 0.5, 1)
+
+
+def test_xor_twice_restores_the_file(tmp_path: Path) -> None:
+    file = tmp_path / "db"
+    file.write_bytes(b"abcdef")
+    assert tamper.xor(file, 2, b"\x01") == b"c"
+    assert file.read_bytes() == b"abbdef"
+    tamper.xor(file, 2, b"\x01")
+    assert file.read_bytes() == b"abcdef"
+
+
+@pytest.mark.parametrize(("status", "authenticated", "expected"), [
+    (tamper.REFUSED, True, tamper.TAG), (tamper.REFUSED, False, tamper.CHECKSUM),
+    (tamper.DIFFERS, True, tamper.ALTERED), (tamper.SAME, False, tamper.UNCHANGED),
+    (tamper.DIED, True, tamper.CRASHED)])
+def test_classify(status: str, authenticated: bool, expected: str) -> None:
+    assert tamper.classify(tamper.Reading(status), authenticated) == expected
+
+
+def _raise(exc: BaseException) -> str | None:
+    raise exc
+
+
+def test_read_apart_reports_what_the_child_saw() -> None:
+    assert tamper.read_apart(lambda: None) == tamper.Reading(tamper.SAME)
+    assert tamper.read_apart(lambda: "3 rows changed") == tamper.Reading(tamper.DIFFERS, "3 rows changed")
+    refused = tamper.read_apart(lambda: _raise(RuntimeError("Computed AES tag differs")))
+    assert refused == tamper.Reading(tamper.REFUSED, "RuntimeError: Computed AES tag differs")
+    garbled = tamper.read_apart(lambda: _raise(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")))
+    assert garbled.status == tamper.DIFFERS and "not the text written" in garbled.said
+
+
+def test_read_apart_survives_a_crash_and_a_hang() -> None:
+    died = tamper.read_apart(lambda: _raise(SystemExit(os.kill(os.getpid(), signal.SIGKILL))))
+    assert died.status == tamper.DIED and "-9" in died.said
+    hung = tamper.read_apart(lambda: _raise(SystemExit(signal.pause())), timeout_s=0.5)
+    assert hung == tamper.Reading(tamper.DIED, "no answer in 0.5 s")
+
+
+def test_first_line_cuts_long_messages() -> None:
+    assert tamper.first_line("Error: bad\nLINE 1: SELECT") == "Error: bad"
+    assert len(tamper.first_line("x" * 1000)) == tamper.MESSAGE_CHARS
+
+
+@pytest.mark.parametrize(("mode", "authenticated"), [
+    ("GCM", True), ("AEAD", True), ("CBC+HMAC-SHA512", True), ("CTR", False), ("CBC", False), ("stream", False),
+    ("none", False)])
+def test_authenticated_modes(mode: str, authenticated: bool) -> None:
+    assert Encryption("e", "AES", 256, mode, "native", ()).authenticated is authenticated
+
+
+# --- the tamper test end to end on a fake database ---------------------------------------------
+
+ROWS, SEED, PAGE = 200, 1, 256
+PER_PAGE = PAGE // 64 - 1  # rows per page: 64 bytes each, the page's last 64 bytes its checksum
+
+
+class _FileConnection:
+    """Answers data.differences' two queries from the file: rows of 64 bytes, pages of PAGE bytes
+    ending in a CRC-32 (`checked`: verified on reading), as an engine without or with a checksum."""
+
+    def __init__(self, database: "_FileDatabase") -> None:
+        self._database = database
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if data.SAME_TABLE in sql:
+            return [(data.SAME_VALUE, ROWS)]
+        raw = self._database.path.read_bytes()
+        values: list[str] = []
+        for start in range(0, len(raw), PAGE):
+            page = raw[start:start + PAGE]
+            body, stored = page[:-64], page[-64:-60]
+            if self._database.checked and zlib.crc32(body).to_bytes(4, "big") != stored:
+                raise RuntimeError(f"checksum mismatch in page at {start}")
+            values += [body[i:i + 64].decode("latin-1") for i in range(0, len(body), 64)]
+        return list(enumerate(values[:ROWS], start=1))
+
+    def execute_batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        return [self.execute(sql, params) for sql, params in statements]
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+
+    def set_timeout(self, seconds: float | None) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class _FileDatabase(Database):
+    checked: bool = False
+    path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.path = self.workspace / "db"
+
+    def create(self) -> None:
+        values = [data.value(SEED, row).encode() for row in range(1, ROWS + 1)]
+        pages = [b"".join(values[i:i + PER_PAGE]).ljust(PAGE - 64, b"\0") for i in range(0, ROWS, PER_PAGE)]
+        self.path.write_bytes(b"".join(body + zlib.crc32(body).to_bytes(4, "big") + bytes(60) for body in pages))
+
+    def connect(self) -> Connection:
+        return _FileConnection(self)
+
+    def files(self) -> list[Path]:
+        return [self.path]
+
+    def page_layout(self) -> PageLayout:
+        return PageLayout(self.path, 0, PAGE)
+
+    def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
+        """The rows are the file create() wrote: nothing to load."""
+
+
+class _Records:
+    def __init__(self) -> None:
+        self.records: list[Measurement] = []
+
+    def append(self, record: Measurement) -> None:
+        self.records.append(record)
+
+
+def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper") -> Measurement:
+    encryption = Encryption("fake", "AES", 256, mode, "native", ("main file",))
+    key = Secret(os.urandom(32))
+    database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=key, checked=checked)
+    database.create()
+    original = database.path.read_bytes()
+    records = _Records()
+    trial = TrialKey("fake", "fake", "strength", ROWS, 1)
+
+    def twin(workspace: Path, enc: Encryption, twin_key: Secret | None) -> Database:
+        return _FileDatabase(workspace=workspace, encryption=enc, key=twin_key, checked=checked)
+
+    ctx = RunContext(database=database, dialect="duckdb", recorder=Recorder(records, trial, FakeClock()),
+                     scale=ROWS, streams=1, data_dir=tmp_path, seed=SEED, scratch_database=twin)
+    StrengthWorkload().run(test, ctx, ctx.session.connection(), warmup=False)
+    assert database.path.read_bytes() == original  # the bytes put back
+    (record,) = records.records
+    assert record.test == test and key.hex() not in (record.note or "")
+    assert not (tmp_path / forgery.DIRECTORY).exists()  # the twin removed
+    return record
+
+
+def test_a_checksum_refuses_and_is_called_checksum_only(tmp_path: Path) -> None:
+    record = _run_tamper(tmp_path, "CTR", checked=True)
+    assert record.answer == tamper.CHECKSUM and "checksum mismatch" in (record.note or "")
+
+
+def test_a_refusal_under_a_tag_is_called_tag_detects(tmp_path: Path) -> None:
+    assert _run_tamper(tmp_path, "GCM", checked=True).answer == tamper.TAG
+
+
+def test_no_check_reads_the_change_as_data(tmp_path: Path) -> None:
+    record = _run_tamper(tmp_path, "stream", checked=False)
+    assert record.answer == tamper.ALTERED and "1 of 200 rows changed" in (record.note or "")
+
+
+def test_a_forgery_without_a_check_is_read_back_as_forged(tmp_path: Path) -> None:
+    record = _run_tamper(tmp_path, "stream", checked=False, test="forgery")
+    assert record.answer == tamper.FORGEABLE and record.metrics["row"] == ROWS * 3 // 4
+
+
+def test_a_forgery_that_breaks_a_checksum_is_refused(tmp_path: Path) -> None:
+    assert _run_tamper(tmp_path, "CTR", checked=True, test="forgery").answer == tamper.CHECKSUM
+
+
+def test_forgery_pieces(tmp_path: Path) -> None:
+    old = data.value(1, 7)
+    new = forgery.forged(old)
+    assert len(new) == len(old) and new != old and new.startswith(forgery.PREFIX)
+    assert bytes(a ^ b for a, b in zip(old.encode(), forgery.difference(old, new))) == new.encode()
+    file = tmp_path / "f"
+    file.write_bytes(b"xx" + old.encode() + b"yy")
+    assert forgery.offset_of(file, old) == 2 and forgery.offset_of(file, new) is None
+    file.write_bytes(old.encode() * 2)
+    assert forgery.offset_of(file, old) is None  # twice: not one offset
+    assert forgery.classify(tamper.Reading(tamper.SAME), False) == tamper.FORGEABLE
+    assert forgery.classify(tamper.Reading(tamper.DIFFERS, forgery.UNLANDED), False) == tamper.UNCHANGED
+    assert forgery.classify(tamper.Reading(tamper.DIFFERS, "garbled"), False) == tamper.ALTERED
+    assert forgery.classify(tamper.Reading(tamper.REFUSED, "bad tag"), True) == tamper.TAG
+
+
+def test_a_database_without_a_page_layout_is_unsupported(tmp_path: Path) -> None:
+    class _NoLayout(_FileDatabase):
+        def page_layout(self) -> None:  # type: ignore[override]
+            return None
+
+    records = _Records()
+    database = _NoLayout(workspace=tmp_path, encryption=NONE, key=None)
+    ctx = RunContext(database=database, dialect="duckdb", recorder=Recorder(records, TrialKey("f", "none", "strength",
+                     ROWS, 1), FakeClock()), scale=ROWS, streams=1, data_dir=tmp_path)
+    StrengthWorkload().run("tamper", ctx, ctx.session.connection(), warmup=False)
+    assert [r.answer for r in records.records] == ["unsupported"]
+
+
+def test_an_engine_that_cannot_rekey_records_unsupported_once(tmp_path: Path) -> None:
+    records = _Records()
+    encryption = Encryption("fake", "AES", 256, "CTR", "native", ("main file",))
+    database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=Secret(os.urandom(32)))
+    ctx = RunContext(database=database, dialect="duckdb", recorder=Recorder(records, TrialKey("f", "fake", "strength",
+                     ROWS, 1), FakeClock()), scale=ROWS, streams=1, data_dir=tmp_path,
+                     new_key=lambda purpose: Secret(os.urandom(32)), scratch_database=lambda w, e, k: database)
+    StrengthWorkload().run("old-key", ctx, ctx.session.connection(), warmup=False)
+    assert [(r.step, r.answer) for r in records.records] == [("database", "unsupported")]
+    assert "cannot re-encrypt" in (records.records[0].note or "")
+    assert not (tmp_path / "strength-old-key").exists()
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+def _m(encryption: str, test: str, step: str, metrics: dict[str, float], answer: str | None = None,
+       note: str | None = None, engine: str = "sqlite") -> Measurement:
+    return Measurement(TrialKey(engine, encryption, "strength", 20000, 1), test, step, metrics, answer=answer,
+                       note=note)
+
+
+def _run(measurements: list[Measurement]) -> RunData:
+    return RunData(Path("."), "", {}, measurements=measurements)
+
+
+def test_the_report_has_a_strength_section_with_its_findings() -> None:
+    assert WORKLOADS["strength"] is StrengthWorkload and report in report_workloads.MODULES
+    share = {"bytes": 1e6, "pages": 200.0, "repeated_pages": 0.0, "repeated_page_share": 0.0}
+    run = _run([
+        _m("none", "repeats", "database", {**share, "repeated_block_share": 0.41}),
+        _m("none", "repeats", "random", {"repeated_block_share": 0.0}),
+        _m("rc4", "repeats", "database", {**share, "repeated_block_share": 0.41}),
+        _m("rc4", "repeats", "random", {"repeated_block_share": 0.0}),
+        _m("aegis-256", "repeats", "database", {**share, "repeated_block_share": 0.0}),
+        _m("aegis-256", "repeats", "random", {"repeated_block_share": 0.0}),
+        _m("none", "tamper", "data-page", {"tries": 1.0}, tamper.UNCHANGED),
+        _m("rc4", "tamper", "data-page", {"tries": 1.0}, tamper.ALTERED, "1 of 20000 rows changed"),
+        _m("aegis-256", "tamper", "data-page", {"tries": 1.0}, tamper.TAG, "CorruptError: malformed"),
+        _m("rc4", "forgery", "value", {"row": 15000.0}, tamper.FORGEABLE),
+        _m("none", "forgery", "value", {"row": 15000.0}, tamper.FORGEABLE),
+        _m("rc4", "old-key", "database", {}, "refused"),
+        _m("rc4", "old-key", "backup-before-rekey", {}, "needs the old key"),
+        _m("aegis-256", "old-key", "database", {}, "opens"),
+        _m("none", "load", "total", {"elapsed_s": 1.0}),
+    ])
+    section = report.section(run, [])
+    assert section is not None and section.csv_name == "strength.csv"
+    assert [b.title for b in section.blocks] == ["Repeated ciphertext", "Tamper detection", "Old keys after a rekey"]
+    repeated = {row["encryption"]: row for row in section.blocks[0].parts[0].table.rows}
+    assert list(repeated) == ["none", "aegis-256", "rc4"] and repeated["rc4"]["pages"] == "0 of 200"
+    tampered = section.blocks[1].parts[0].table
+    assert [tampered.alarmed(row) for row in tampered.rows] == [False, False, True]
+    findings = " ".join(section.findings)
+    assert "sqlite rc4: 41.0% of the 16-byte blocks" in findings and "aegis-256: 0.0%" not in findings
+    assert "sqlite rc4: a known-plaintext forgery was accepted" in findings
+    assert "sqlite none: a known-plaintext forgery" not in findings  # the baseline's: the positive control
+    assert "sqlite: the flipped byte went unnoticed in the unencrypted baseline too" in findings
+    assert "sqlite aegis-256: after a rekey, the old key still reads" in findings
+    assert len(section.csv.rows) == 14  # every strength record, the load left out
+
+
+def test_a_run_without_strength_has_no_section() -> None:
+    assert report.section(_run([_m("none", "load", "total", {"elapsed_s": 1.0})]), []) is None
