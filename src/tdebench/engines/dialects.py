@@ -38,6 +38,13 @@ class Dialect:
     adds_foreign_keys: bool = False  # ALTER TABLE … ADD CONSTRAINT … FOREIGN KEY on a loaded table
     drops_foreign_keys: bool = False  # … and DROP CONSTRAINT leaves no index the key made behind
     bulk_load_writes_null: bool = True  # the engine's bulk load reads an empty field as NULL
+    statistics_hold_values: bool = False  # planner statistics keep column values on disk (most common values)
+    # runs the SQL that DuckDB, SQLite, PostgreSQL and MariaDB share as written; False: the
+    # workloads' statements are transpiled into it (workloads/transpile.py)
+    shared_sql: bool = True
+    iso_date_cast: bool = True  # CAST('1998-09-02' AS DATE) reads an ISO date whatever the session's format
+    stored_procedures: bool = False  # the server runs stored procedures (a workload may have none for it)
+    call: str = ""  # how a stored procedure is called: "{name}" and "{marks}", its placeholders
     conflict: Callable[[BaseException], str | None] = lambda _: None  # a retryable error's kind, or None
 
     def column_type(self, kind: str, length: int = 0) -> str:
@@ -110,10 +117,12 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
             conflict=_by_class(("apsw",), {"BusyError": "busy", "LockedError": "busy"})),
     # PostgreSQL: the declared types (exact NUMERIC money); keys built after COPY (faster than
     # maintaining them row by row), then ANALYZE so the planner knows what was just loaded.
+    # pg_statistic keeps each column's most common values, in the database's files.
     Dialect("postgres", {"int": "INTEGER", "bigint": "BIGINT", "decimal": "NUMERIC({args})", "date": "DATE",
                          "timestamp": "TIMESTAMP", **_TEXT},
             keys_after_load=True, analyze_all="ANALYZE", analyze_one="ANALYZE {table}",
-            adds_foreign_keys=True, drops_foreign_keys=True, conflict=_postgres),
+            adds_foreign_keys=True, drops_foreign_keys=True, statistics_hold_values=True,
+            stored_procedures=True, call="SELECT {name}({marks})", conflict=_postgres),
     # MariaDB/InnoDB: clustered by the primary key, so keys inline (adding one later rebuilds the
     # table; generated rows come in key order, so the load appends). DATETIME, not TIMESTAMP (a
     # TIMESTAMP column is updated automatically on every UPDATE of its row). ANALYZE TABLE after
@@ -123,21 +132,22 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
                       "timestamp": "DATETIME", **_TEXT},
             keys_after_load=False, analyze_all="ANALYZE TABLE {tables}", analyze_one="ANALYZE TABLE {table}",
             table_options="ENGINE=InnoDB", adds_foreign_keys=True, bulk_load_writes_null=False,
-            conflict=_by_errno("pymysql", _MYSQL_ERRNOS)),
+            stored_procedures=True, call="CALL {name}({marks})", conflict=_by_errno("pymysql", _MYSQL_ERRNOS)),
     # SQL Server: keys inline (a clustered index, as InnoDB's); DATETIME2 (a DATETIME rounds to
     # 1/300 s); statistics refreshed so plans do not wait for auto-statistics on first use.
     Dialect("tsql", {"int": "INT", "bigint": "BIGINT", "decimal": "DECIMAL({args})", "date": "DATE",
                      "timestamp": "DATETIME2", **_TEXT},
             keys_after_load=False, analyze_all="EXEC sp_updatestats", analyze_one="UPDATE STATISTICS {table}",
-            conflict=_by_errno("pymssql", _MSSQL_ERRNOS)),
+            shared_sql=False, stored_procedures=True, conflict=_by_errno("pymssql", _MSSQL_ERRNOS)),
     # Oracle: NUMBER for integers and money, DATE (which holds a time too), VARCHAR2. Tables and
-    # indexes go to the schema owner's default tablespace, which the kit's set-up encrypts.
+    # indexes go to the schema owner's default tablespace, which the kit's set-up encrypts. A
+    # string cast to DATE is read with the session's NLS_DATE_FORMAT (DD-MON-RR by default).
     Dialect("oracle", {"int": "NUMBER(10)", "bigint": "NUMBER(19)", "decimal": "NUMBER({args})", "date": "DATE",
                        "timestamp": "TIMESTAMP", "char": "CHAR({length})", "varchar": "VARCHAR2({length})"},
             keys_after_load=False,
             analyze_all="BEGIN DBMS_STATS.GATHER_SCHEMA_STATS(SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')); END;",
             analyze_one="BEGIN DBMS_STATS.GATHER_TABLE_STATS(USER, '{TABLE}'); END;",
-            conflict=_oracle),
+            shared_sql=False, iso_date_cast=False, stored_procedures=True, conflict=_oracle),
 )}
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import psutil
 
+from tdebench.engines import dialects
 from tdebench.engines.base import NONE, Database, NotSupported, SensitiveColumns, reencrypts
 from tdebench.measure.recorder import Recorder
 from tdebench.results import Verdict
@@ -40,8 +41,6 @@ from tdebench.workloads.tpch.workload import TpchWorkload
 
 TEST = "encrypt"
 DIRECTORY = "maintenance-encrypt"
-# statistics hold column values on disk: gathered before the conversion, so it must cover them
-_ANALYZE = {"postgres": "ANALYZE"}
 
 
 def sensitive_columns() -> tuple[SensitiveColumns, ...]:
@@ -102,8 +101,9 @@ def _load(ctx: RunContext, source: Database) -> checks.Contents:
     try:
         TpchWorkload().load(quiet, conn)
         write_canaries(source, conn, ctx.canaries, ctx.markers)
-        if ctx.dialect in _ANALYZE:
-            conn.execute(_ANALYZE[ctx.dialect])
+        spec = dialects.dialect(ctx.dialect)
+        if spec.statistics_hold_values:  # gathered before the conversion, so it must cover them
+            conn.execute(spec.analyze([*schema.TABLES, CANARY_TABLE]))
         return checks.contents(conn)
     finally:
         conn.close()
