@@ -45,6 +45,16 @@ class Dialect:
     iso_date_cast: bool = True  # CAST('1998-09-02' AS DATE) reads an ISO date whatever the session's format
     stored_procedures: bool = False  # the server runs stored procedures (a workload may have none for it)
     call: str = ""  # how a stored procedure is called: "{name}" and "{marks}", its placeholders
+    # transactions: the statements that begin one that writes and one that only reads (""):
+    # it begins with its first statement, as `client_session` sets it up), the clause appended
+    # to a SELECT of rows it will update ("" if none), whether UPDATE … RETURNING reads the new
+    # value in the same statement, and what runs once on each connection that runs them
+    begin_write: str = "BEGIN"
+    begin_read: str = "BEGIN"
+    for_update: str = " FOR UPDATE"
+    update_returning: bool = True
+    session: tuple[str, ...] = ()  # run by the workload on every connection of a user
+    client_session: tuple[str, ...] = ()  # run on each user's connection for client-side transactions
     conflict: Callable[[BaseException], str | None] = lambda _: None  # a retryable error's kind, or None
 
     def column_type(self, kind: str, length: int = 0) -> str:
@@ -102,18 +112,27 @@ _TEXT = {"char": "CHAR({length})", "varchar": "VARCHAR({length})"}
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     # DuckDB: its ART key is built faster after the load than row by row (TPC-H SF 1: median of
-    # 5 paired loads 16.4 s vs 17.8 s, 2 CPUs); it keeps its own statistics. Its optimistic
-    # concurrency reports a write-write conflict.
+    # 5 paired loads 16.4 s vs 17.8 s, 2 CPUs); it keeps its own statistics. Optimistic
+    # concurrency: a write-write conflict fails the later writer. Not UPDATE … RETURNING: on a
+    # table with a primary key, DuckDB 1.5.5 lets a concurrent UPDATE … RETURNING and UPDATE of
+    # the same row both commit, and one update is lost (a plain UPDATE gets "Conflict on update"
+    # as it should).
     Dialect("duckdb", {"int": "INTEGER", "bigint": "BIGINT", "decimal": "DECIMAL({args})", "date": "DATE",
                        "timestamp": "TIMESTAMP", "char": "VARCHAR", "varchar": "VARCHAR"},
-            keys_after_load=True,
+            keys_after_load=True, begin_write="BEGIN TRANSACTION", begin_read="BEGIN TRANSACTION", for_update="",
+            update_returning=False,
             conflict=_by_class(("duckdb", "_duckdb"), {"TransactionException": "write conflict"})),
     # SQLite has storage classes, not types: money is REAL, dates and times ISO text (which sorts
     # and compares correctly as text). It cannot add a primary key to an existing table, so keys
-    # are inline (an INTEGER PRIMARY KEY is its rowid). A busy or locked database is a lost race.
+    # are inline (an INTEGER PRIMARY KEY is its rowid). One writer at a time: BEGIN IMMEDIATE
+    # takes the write lock up front (a deferred transaction that upgrades to writing fails at
+    # once with SQLITE_BUSY to avoid a deadlock); busy_timeout makes a waiting writer wait
+    # instead of failing; WAL (set when the database is created) lets readers run beside the
+    # writer. A busy or locked database is a lost race.
     Dialect("sqlite", {"int": "INTEGER", "bigint": "INTEGER", "decimal": "REAL", "date": "TEXT",
                        "timestamp": "TEXT", "char": "TEXT", "varchar": "TEXT"},
             keys_after_load=False, analyze_all="ANALYZE", analyze_one="ANALYZE {table}",
+            begin_write="BEGIN IMMEDIATE", for_update="", session=("PRAGMA busy_timeout = 30000",),
             conflict=_by_class(("apsw",), {"BusyError": "busy", "LockedError": "busy"})),
     # PostgreSQL: the declared types (exact NUMERIC money); keys built after COPY (faster than
     # maintaining them row by row), then ANALYZE so the planner knows what was just loaded.
@@ -127,36 +146,49 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     # table; generated rows come in key order, so the load appends). DATETIME, not TIMESTAMP (a
     # TIMESTAMP column is updated automatically on every UPDATE of its row). ANALYZE TABLE after
     # the load, or InnoDB recalculates statistics whenever it gets to it and plans depend on
-    # timing. Its LOAD DATA reads an empty field as 0 or '0000-00-00', not NULL.
+    # timing. Its LOAD DATA reads an empty field as 0 or '0000-00-00', not NULL. No UPDATE …
+    # RETURNING: a transaction reads the row with FOR UPDATE (a locking read, which REPEATABLE
+    # READ needs to see the latest version), then updates it. Without autocommit a transaction
+    # begins with its first statement, as after START TRANSACTION (its snapshot at its first
+    # read), and the round trip of START TRANSACTION is saved; PyMySQL has no statement of its
+    # own for it.
     Dialect("mysql", {"int": "INTEGER", "bigint": "BIGINT", "decimal": "DECIMAL({args})", "date": "DATE",
                       "timestamp": "DATETIME", **_TEXT},
             keys_after_load=False, analyze_all="ANALYZE TABLE {tables}", analyze_one="ANALYZE TABLE {table}",
             table_options="ENGINE=InnoDB", adds_foreign_keys=True, bulk_load_writes_null=False,
+            begin_write="", begin_read="", update_returning=False, client_session=("SET autocommit = 0",),
             stored_procedures=True, call="CALL {name}({marks})", conflict=_by_errno("pymysql", _MYSQL_ERRNOS)),
     # SQL Server: keys inline (a clustered index, as InnoDB's); DATETIME2 (a DATETIME rounds to
-    # 1/300 s); statistics refreshed so plans do not wait for auto-statistics on first use.
+    # 1/300 s); statistics refreshed so plans do not wait for auto-statistics on first use. An
+    # explicit transaction at the default READ COMMITTED (locking); the locking reads become
+    # update locks and RETURNING becomes OUTPUT (workloads/oltp/translated.py).
     Dialect("tsql", {"int": "INT", "bigint": "BIGINT", "decimal": "DECIMAL({args})", "date": "DATE",
                      "timestamp": "DATETIME2", **_TEXT},
             keys_after_load=False, analyze_all="EXEC sp_updatestats", analyze_one="UPDATE STATISTICS {table}",
-            shared_sql=False, stored_procedures=True, conflict=_by_errno("pymssql", _MSSQL_ERRNOS)),
+            shared_sql=False, stored_procedures=True, begin_write="BEGIN TRANSACTION", begin_read="BEGIN TRANSACTION",
+            conflict=_by_errno("pymssql", _MSSQL_ERRNOS)),
     # Oracle: NUMBER for integers and money, DATE (which holds a time too), VARCHAR2. Tables and
     # indexes go to the schema owner's default tablespace, which the kit's set-up encrypts. A
-    # string cast to DATE is read with the session's NLS_DATE_FORMAT (DD-MON-RR by default).
+    # string cast to DATE is read with the session's NLS_DATE_FORMAT (DD-MON-RR by default). No
+    # BEGIN: SET TRANSACTION opens one (a read-only one sees one snapshot throughout); its
+    # RETURNING fills bind variables, not rows, so updates read with SELECT … FOR UPDATE first.
     Dialect("oracle", {"int": "NUMBER(10)", "bigint": "NUMBER(19)", "decimal": "NUMBER({args})", "date": "DATE",
                        "timestamp": "TIMESTAMP", "char": "CHAR({length})", "varchar": "VARCHAR2({length})"},
             keys_after_load=False,
             analyze_all="BEGIN DBMS_STATS.GATHER_SCHEMA_STATS(SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')); END;",
             analyze_one="BEGIN DBMS_STATS.GATHER_TABLE_STATS(USER, '{TABLE}'); END;",
-            shared_sql=False, iso_date_cast=False, stored_procedures=True, conflict=_oracle),
+            shared_sql=False, iso_date_cast=False, stored_procedures=True, begin_write="SET TRANSACTION READ WRITE",
+            begin_read="SET TRANSACTION READ ONLY", update_returning=False, conflict=_oracle),
 )}
 
 
-def dialect(name: str, what: str = "tdebench") -> Dialect:
-    """The dialect called `name`, or a ValueError naming `what` asked and the dialects known."""
+def dialect(name: str, what: str = "SQL") -> Dialect:
+    """The dialect called `name`, or a ValueError saying there is no `what` for it and which
+    dialects are known."""
     try:
         return DIALECTS[name]
     except KeyError:
-        raise ValueError(f"no {what} schema for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
+        raise ValueError(f"no {what} for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
 
 
 def conflict(exc: BaseException) -> str | None:

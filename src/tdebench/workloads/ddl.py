@@ -59,7 +59,7 @@ class Layout:
 
 def layout(name: str, departures: Mapping[str, Departure], schema: str) -> Layout:
     """The layout of `schema` in dialect `name` (a ValueError naming the known ones if none)."""
-    spec = dialect(name, schema)
+    spec = dialect(name, f"{schema} schema")
     departure = departures.get(name, Departure())
     keys_after_load = spec.keys_after_load if departure.keys_after_load is None else departure.keys_after_load
     return Layout(spec, keys_after_load, departure.analyze, departure.secondary_indexes)

@@ -126,7 +126,7 @@ def add_foreign_keys(dialect: str) -> list[str]:
 def drop_foreign_keys(dialect: str) -> list[str]:
     """The statements that drop FOREIGN_KEYS again (PostgreSQL; on MariaDB the indexes InnoDB
     made for them would stay)."""
-    if not dialects.dialect(dialect, "TPC-C").drops_foreign_keys:
+    if not dialects.dialect(dialect, "TPC-C schema").drops_foreign_keys:
         droppers = ", ".join(name for name, d in dialects.DIALECTS.items() if d.drops_foreign_keys)
         raise ValueError(f"dropping the TPC-C foreign keys is written for {droppers} only, not {dialect}")
     return [f"ALTER TABLE {table} DROP CONSTRAINT {name}" for name, table, *_ in FOREIGN_KEYS]

@@ -41,7 +41,7 @@ def _query(number: int, dialect: str) -> str:
         raise FileNotFoundError(f"package data sql/{SOURCE_DIALECT}/q{number:02d}.sql is missing")
     (tree,) = sqlglot.parse(source, read=SOURCE_DIALECT)
     assert tree is not None, f"sql/{SOURCE_DIALECT}/q{number:02d}.sql holds no statement"
-    if not dialects.dialect(dialect, "TPC-H").iso_date_cast:
+    if not dialects.dialect(dialect, "TPC-H queries").iso_date_cast:
         tree = tree.transform(_dated)
     # RAISE, not the default WARN: a construct sqlglot cannot express in the target dialect
     # must stop the run and get an override file, not silently become different SQL.
