@@ -122,6 +122,9 @@ with the session's format, by default 'DD-MON-RR …', which refuses them."""
 
 class RemoteOracleEngine(RemoteEngine):
     name = "oracle"
+    schemes = ("oracle",)
+    default_port = 1521
+    example_database = "FREEPDB1"  # the service of Oracle Database Free
     dialect = "oracle"
     driver = "oracledb"
     extra = "oracle"

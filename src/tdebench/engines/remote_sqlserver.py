@@ -127,6 +127,8 @@ class RemoteSQLServerDatabase(RemoteDatabase):
 
 class RemoteSQLServerEngine(RemoteEngine):
     name = "sqlserver"
+    schemes = ("mssql", "sqlserver")
+    default_port = 1433
     dialect = "tsql"
     driver = "pymssql"
     extra = "sqlserver"

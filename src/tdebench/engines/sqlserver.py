@@ -10,8 +10,6 @@ CERTIFICATE`, then `ALTER DATABASE … SET ENCRYPTION ON`, and the encryption sc
 
 from __future__ import annotations
 
-SCHEMES = ("mssql", "sqlserver")
-DEFAULT_PORT = 1433
 ALGORITHMS = {"aes-128": "AES_128", "aes-192": "AES_192", "aes-256": "AES_256", "3des-168": "TRIPLE_DES_3KEY"}
 """tdebench's encryption names -> TDE's algorithm words."""
 ENCRYPTED = 3
