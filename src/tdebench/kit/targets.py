@@ -143,7 +143,7 @@ _ORACLE_DIRECTORY = f"{DATABASE}_csv"
 
 
 def _oracle_setup(encryption: str) -> list[Item]:
-    encrypt = "" if encryption == "none" else f" ENCRYPTION USING '{ORACLE.encryptions[encryption]}' ENCRYPT"
+    encrypt = remote_oracle.tablespace_encryption(encryption)  # as the engine by url encrypts its tablespace
     items: list[Item] = []
     if encryption != "none":  # an encrypted tablespace needs the keystore open with a master key
         items.append(Sql(
@@ -201,8 +201,7 @@ ORACLE = Target(
     load_table=_oracle_load,
     marker=lambda text: Directive(f"PROMPT {text}"),
     files=[f"SELECT file_name FROM dba_data_files WHERE tablespace_name = UPPER('{_ORACLE_TABLESPACE}')",
-           "SELECT t.name AS tablespace_name, e.encryptionalg, e.status FROM v$encrypted_tablespaces e "
-           "JOIN v$tablespace t ON t.ts# = e.ts# AND t.con_id = e.con_id "
+           f"SELECT t.name AS tablespace_name, e.encryptionalg, e.status FROM {remote_oracle.ENCRYPTED_TABLESPACES} "
            f"WHERE t.name = UPPER('{_ORACLE_TABLESPACE}')"],
     flush=["ALTER SYSTEM CHECKPOINT"],
     stop_on_error=lambda stop: [Directive("WHENEVER SQLERROR EXIT FAILURE" if stop else "WHENEVER SQLERROR CONTINUE")],
