@@ -70,6 +70,7 @@ SENSITIVE: dict[str, tuple[str, ...]] = {
 
 # Table name -> column names, in load order (referenced tables before referencing ones).
 TABLES: dict[str, tuple[str, ...]] = {t.name: tuple(c.name for c in t.columns) for t in SCHEMA}
+PRIMARY_KEYS: dict[str, tuple[str, ...]] = {t.name: t.primary_key for t in SCHEMA}
 
 # Foreign keys of spec 1.4.2.3 that no primary key already covers as a leading prefix
 # (ps_partkey, o_orderkey and l_orderkey are served by their tables' primary keys).
