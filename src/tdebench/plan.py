@@ -381,8 +381,9 @@ def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here
             raise check.error(f"{given[0]} is for a server reached by url; add url = \"…\" or remove it", given[0])
         only_remote = tuple(name for name in REMOTE_ENGINES if name not in ENGINES)
         if table.get("name") in only_remote:
+            example = REMOTE_ENGINES[table["name"]].url_example()
             raise check.error(f"tdebench does not start {table['name']} servers: reach yours by url, e.g. "
-                              f"url = \"{_URL_EXAMPLES[table['name']]}\" with password_env or password_file",
+                              f"url = \"{example}\" with password_env or password_file",
                               str(table["name"]))
     name = remote.engine if remote is not None else check.choice(table, "name", None, tuple(ENGINES))
     engine = get_engine(name, remote=remote)
@@ -429,11 +430,6 @@ def _key_form(check: "Checker", table: dict[str, Any], engine: Engine, names: li
         raise check.error(f"key_form = \"raw\": none of {engine.name}'s listed encryptions takes a raw key; those "
                           f"that do: {', '.join(raw)} (or key_form = \"{PASSPHRASE}\")", "key_form")
     return form
-
-
-_URL_EXAMPLES = {"mariadb": "mariadb://bench@127.0.0.1:3306/bench", "mysql": "mysql://bench@127.0.0.1:3306/bench",
-                 "postgres": "postgres://bench@127.0.0.1:5432/bench",
-                 "sqlserver": "mssql://bench@127.0.0.1:1433/bench", "oracle": "oracle://bench@127.0.0.1:1521/FREEPDB1"}
 
 
 def _remote(check: "Checker", table: dict[str, Any], here: bool = True) -> RemoteTarget:

@@ -13,6 +13,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
+from tdebench.engines import sqlserver
 from tdebench.kit import importer, scripts, targets
 from tdebench.plan import PlanError
 from tdebench.store import read_run
@@ -159,3 +160,16 @@ def test_import_fails_a_query_with_an_error_and_names_a_missing_log(tmp_path: Pa
     setup.unlink()
     with pytest.raises(FileNotFoundError, match=f"log {setup} is missing"):
         importer.import_kit(kit, "mysql", tmp_path / "run2")
+
+
+def test_sqlserver_kit_drops_the_master_key_only_when_its_setup_made_it() -> None:
+    """The kit's SQL Server TDE is the engine by url's: a certificate named after the database, and a
+    master key made only if the instance has none, recorded in the certificate so the teardown drops
+    it then and only then (its scripts share nothing else)."""
+    setup = [item.text for item in targets.SQLSERVER.setup("aes-256")]
+    teardown = [item.text for item in targets.SQLSERVER.teardown("aes-256")]
+    made = f"SUBJECT = '{sqlserver.MADE_MASTER_KEY}'"
+    assert any("CREATE MASTER KEY" in s and made in s and f"[{targets.DATABASE}]" in s for s in setup)
+    (last,) = [s for s in teardown if "MASTER KEY" in s]
+    assert last == teardown[-1] and sqlserver.MADE_MASTER_KEY in last and "DROP MASTER KEY" in last
+    assert not any("MASTER KEY" in item.text for item in targets.SQLSERVER.teardown("none"))

@@ -41,17 +41,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from tdebench.engines.base import Availability, Database, Engine
 
-SCHEMES: dict[str, tuple[str, ...]] = {
-    "mariadb": ("mariadb", "mysql"),
-    "mysql": ("mysql",),
-    "postgres": ("postgres", "postgresql"),
-    "sqlserver": ("mssql", "sqlserver"),
-    "oracle": ("oracle",),
-}
-"""The URL schemes each remote engine accepts (the engine's name decides the adapter)."""
-
 T = TypeVar("T")
-DEFAULT_PORTS = {"mariadb": 3306, "mysql": 3306, "postgres": 5432, "sqlserver": 1433, "oracle": 1521}
 PREFIX = "tdebench_"
 """Every namespace tdebench creates on a remote server starts so: `PREFIX` + 24 random hex digits."""
 
@@ -92,8 +82,11 @@ class Password:
 def parse_url(engine: str, url: str) -> tuple[str, str, int, str]:
     """(user, host, port, database) of a remote engine's URL; ValueError saying what is wrong.
     A password in the URL is refused: it would be in the plan's text, stored with the results."""
+    from tdebench.engines import REMOTE_ENGINES  # here: the package imports this module first
+
     parts = urlsplit(url)
-    schemes = SCHEMES[engine]
+    server = REMOTE_ENGINES[engine]
+    schemes, default_port = server.schemes, server.default_port
     if parts.scheme not in schemes:
         valid = ", ".join(f"{scheme}://" for scheme in schemes)
         raise ValueError(f"engine {engine!r} takes a URL starting {valid}, not {parts.scheme or '(none)'}://")
@@ -101,11 +94,11 @@ def parse_url(engine: str, url: str) -> tuple[str, str, int, str]:
         raise ValueError("the URL holds a password, which would be stored with the results: remove it and give "
                          "password_env = \"VARIABLE\" or password_file = \"path\" (mode 0600)")
     if not parts.username:
-        raise ValueError(f"the URL names no user, e.g. {schemes[0]}://user@127.0.0.1:{DEFAULT_PORTS[engine]}/bench")
+        raise ValueError(f"the URL names no user, e.g. {schemes[0]}://user@127.0.0.1:{default_port}/bench")
     if not parts.hostname:
-        raise ValueError(f"the URL names no host, e.g. {schemes[0]}://user@127.0.0.1:{DEFAULT_PORTS[engine]}/bench")
+        raise ValueError(f"the URL names no host, e.g. {schemes[0]}://user@127.0.0.1:{default_port}/bench")
     try:
-        port = parts.port or DEFAULT_PORTS[engine]
+        port = parts.port or default_port
     except ValueError:
         raise ValueError(f"the URL's port is not a number from 1 to 65535: {parts.netloc!r}") from None
     database = unquote(parts.path.lstrip("/"))
@@ -270,11 +263,20 @@ class RemoteEngine(Engine):
     # the driver's module and the extra that installs it (`pip install tdebench[…]`)
     driver: str = ""
     extra: str = ""
+    # the URL schemes it accepts (the engine's name decides the adapter), its default port, and
+    # the database of the URL example errors show
+    schemes: ClassVar[tuple[str, ...]] = ()
+    default_port: ClassVar[int] = 0
+    example_database: ClassVar[str] = "bench"
     key_derivation = "the server holds its keys; a connection derives none that tdebench could give it raw"
 
     def __init__(self, memory_mb: int | None = None, remote: RemoteTarget | None = None) -> None:
         super().__init__(memory_mb)
         self.target = remote
+
+    @classmethod
+    def url_example(cls) -> str:
+        return f"{cls.schemes[0]}://bench@127.0.0.1:{cls.default_port}/{cls.example_database}"
 
     @property
     def _target(self) -> RemoteTarget:

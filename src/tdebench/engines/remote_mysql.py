@@ -203,6 +203,8 @@ class RemoteMySQLEngine(RemoteEngine):
     """MySQL 8.0/8.4 by URL (see the module)."""
 
     name = "mysql"
+    schemes: ClassVar[tuple[str, ...]] = ("mysql",)
+    default_port = 3306
     dialect = "mysql"
     driver = "pymysql"
     extra = "mysql"
@@ -318,6 +320,7 @@ class RemoteMariaDBEngine(RemoteMySQLEngine):
     """MariaDB by URL: its own table options and catalog (see the module)."""
 
     name = "mariadb"
+    schemes = ("mariadb", "mysql")
     extra = "mysql"
     encryptions = (
         NONE,

@@ -33,6 +33,14 @@ from tdebench.engines.remote import Password, RemoteDatabase, RemoteEngine, scru
 from tdebench.keys import Secret
 
 ALGORITHMS = {"aes-128": "AES128", "aes-192": "AES192", "aes-256": "AES256", "3des-168": "3DES168"}
+ENCRYPTED_TABLESPACES = "v$encrypted_tablespaces e JOIN v$tablespace t ON t.ts# = e.ts# AND t.con_id = e.con_id"
+"""Each encrypted tablespace (`t.name`) with its algorithm and status (`e.encryptionalg`,
+`e.status`): what this engine and the script kit (kit/targets.py) confirm the encryption from."""
+
+
+def tablespace_encryption(encryption: str) -> str:
+    """The clause that encrypts a new tablespace (Oracle 12.2 on); "" for the baseline ("none")."""
+    return f" ENCRYPTION USING '{ALGORITHMS[encryption]}' ENCRYPT" if encryption in ALGORITHMS else ""
 _COVERS = ("tables and indexes in the tablespace", "their undo and redo records", "temporary segments")
 _NOTES = "tablespace encryption (TDE), keys from the open keystore"
 _SYSSTAT = {"CPU used by this session": ("cpu_s", 0.01), "physical read bytes": ("read_bytes", 1.0),
@@ -58,8 +66,7 @@ class RemoteOracleDatabase(RemoteDatabase):
         return self.namespace.upper()
 
     def _create_namespace(self) -> None:
-        encrypt = (f" ENCRYPTION USING '{ALGORITHMS[self.encryption.name]}' ENCRYPT"
-                   if not self.encryption.is_baseline else "")
+        encrypt = tablespace_encryption(self.encryption.name)
         self.engine.statement(f"CREATE TABLESPACE {self.schema} DATAFILE SIZE 100M AUTOEXTEND ON{encrypt}")
         # an Oracle password is an identifier, not a bind value; it is tdebench's own, random per trial
         self.engine.statement(f"CREATE USER {self.schema} IDENTIFIED BY \"{self._password.value()}\" "
@@ -79,8 +86,7 @@ class RemoteOracleDatabase(RemoteDatabase):
     def encryption_state(self) -> str:
         if self.encryption.is_baseline:
             return ""
-        rows = self.engine.rows("SELECT e.encryptionalg, e.status FROM v$encrypted_tablespaces e "
-                                "JOIN v$tablespace t ON t.ts# = e.ts# AND t.con_id = e.con_id WHERE t.name = ?",
+        rows = self.engine.rows(f"SELECT e.encryptionalg, e.status FROM {ENCRYPTED_TABLESPACES} WHERE t.name = ?",
                                 [self.schema])
         expected = ALGORITHMS[self.encryption.name]
         if not rows or str(rows[0][0]).upper() != expected or str(rows[0][1]).upper() not in ("NORMAL", "ENCRYPTED"):
@@ -122,6 +128,9 @@ with the session's format, by default 'DD-MON-RR …', which refuses them."""
 
 class RemoteOracleEngine(RemoteEngine):
     name = "oracle"
+    schemes = ("oracle",)
+    default_port = 1521
+    example_database = "FREEPDB1"  # the service of Oracle Database Free
     dialect = "oracle"
     driver = "oracledb"
     extra = "oracle"

@@ -145,6 +145,8 @@ def _fetch(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 
 class RemotePostgresEngine(RemoteEngine):
     name = "postgres"
+    schemes = ("postgres", "postgresql")
+    default_port = 5432
     dialect = "postgres"
     driver = "psycopg"
     extra = "postgres"

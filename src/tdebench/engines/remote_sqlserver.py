@@ -5,14 +5,12 @@ Microsoft's documentation of TDE and are exercised with a fake DB-API module in
 tests/unit/test_remote_engines.py.
 
 Per trial tdebench creates the database `tdebench_<hex>` and drops it afterwards. Encrypted,
-the trial's database is TDE's, as Microsoft documents it: in `master` a database master key
-(created only if `master` has none, with a random password held in memory, and dropped again
-with the trial) and a certificate `tdebench_<hex>` protected by it; in the trial's database
-`CREATE DATABASE ENCRYPTION KEY WITH ALGORITHM = AES_128 | AES_192 | AES_256 | TRIPLE_DES_3KEY
-ENCRYPTION BY SERVER CERTIFICATE`, then `ALTER DATABASE … SET ENCRYPTION ON`, and tdebench waits
-until `sys.dm_database_encryption_keys.encryption_state = 3` (encrypted), recording how long
-the encryption scan took. Note: while any database uses TDE, SQL Server encrypts `tempdb`
-too, for every database of the server — one more reason to benchmark only a server of one's own.
+the trial's database is TDE's as engines/sqlserver.py sets it up (written once for this engine
+and the script kit): a master key in `master` only if it has none (with a random password held
+in memory, and dropped again with the trial), a certificate `tdebench_<hex>`, the database's
+encryption key, `SET ENCRYPTION ON`, and the encryption scan awaited, its time recorded. Note:
+while any database uses TDE, SQL Server encrypts `tempdb` too, for every database of the server
+— one more reason to benchmark only a server of one's own.
 
 Counters: `sys.dm_io_virtual_file_stats` of the trial's database (bytes read and written, I/O
 stall) and the server's `sys.dm_exec_query_stats` (CPU and elapsed time of cached plans).
@@ -27,14 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tdebench.engines import sqlserver
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive)
 from tdebench.engines.dbapi import DBAPIConnection, qmark_to_format
 from tdebench.engines.remote import Password, RemoteDatabase, RemoteEngine, scrubbed
 from tdebench.keys import Secret
 
-ALGORITHMS = {"aes-128": "AES_128", "aes-192": "AES_192", "aes-256": "AES_256", "3des-168": "TRIPLE_DES_3KEY"}
-_ENCRYPTED = 3  # sys.dm_database_encryption_keys.encryption_state: 2 encryption in progress, 3 encrypted
 _COVERS = ("data files", "log file", "tempdb", "backups")
 _NOTES = "TDE: the database encryption key, protected by a certificate in master; the encryption scan is awaited"
 
@@ -60,25 +57,22 @@ class RemoteSQLServerDatabase(RemoteDatabase):
     encrypt_seconds: float | None = field(default=None, init=False)  # how long SET ENCRYPTION ON took to finish
     _master_key_made: bool = field(default=False, init=False, repr=False)
     poll_s: float = 0.2
-    wait_s: float = 24 * 3600.0
+    wait_s: float = float(sqlserver.WAIT_S)
 
     def _create_namespace(self) -> None:
         self.engine.statement("master", f"CREATE DATABASE [{self.namespace}]")
         if self.encryption.is_baseline:
             return
-        if not self.engine.rows("master", "SELECT 1 FROM sys.symmetric_keys WHERE name = '##MS_DatabaseMasterKey##'"):
+        if not self.engine.rows("master", sqlserver.HAS_MASTER_KEY):
             password = Password(secrets.token_urlsafe(32))  # only to create it: tdebench drops it with the trial
-            self.engine.statement("master", f"CREATE MASTER KEY ENCRYPTION BY PASSWORD = '{password.value()}'",
-                                  secret=password)
+            self.engine.statement("master", sqlserver.create_master_key(password.value()), secret=password)
             self._master_key_made = True
-        self.engine.statement("master", f"CREATE CERTIFICATE [{self.namespace}] "
-                                        f"WITH SUBJECT = 'tdebench trial {self.namespace}'")
-        self.engine.statement(self.namespace, "CREATE DATABASE ENCRYPTION KEY WITH ALGORITHM = "
-                                              f"{ALGORITHMS[self.encryption.name]} "
-                                              f"ENCRYPTION BY SERVER CERTIFICATE [{self.namespace}]")
+        subject = f"tdebench trial {self.namespace}"
+        self.engine.statement("master", sqlserver.create_certificate(self.namespace, subject))
+        self.engine.statement(self.namespace, sqlserver.create_database_key(self.namespace, self.encryption.name))
         start = time.monotonic()
-        self.engine.statement("master", f"ALTER DATABASE [{self.namespace}] SET ENCRYPTION ON")
-        while self._state()[0] != _ENCRYPTED:
+        self.engine.statement("master", sqlserver.encryption_on(self.namespace))
+        while self._state()[0] != sqlserver.ENCRYPTED:
             if time.monotonic() - start > self.wait_s:
                 raise EncryptionNotActive(f"{self.namespace} not encrypted after {self.wait_s:.0f} s")
             time.sleep(self.poll_s)
@@ -86,9 +80,7 @@ class RemoteSQLServerDatabase(RemoteDatabase):
 
     def _state(self) -> tuple[int, str, int]:
         """(encryption_state, key_algorithm, key_length) of the trial's database; state 0 without a key."""
-        rows = self.engine.rows("master", "SELECT encryption_state, key_algorithm, key_length "
-                                          "FROM sys.dm_database_encryption_keys WHERE database_id = DB_ID(?)",
-                                [self.namespace])
+        rows = self.engine.rows("master", sqlserver.STATE, [self.namespace])
         return (int(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else (0, "", 0)
 
     def _drop_namespace(self) -> None:
@@ -96,8 +88,7 @@ class RemoteSQLServerDatabase(RemoteDatabase):
                                         f"ALTER DATABASE [{self.namespace}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; "
                                         f"DROP DATABASE [{self.namespace}] END")
         if not self.encryption.is_baseline:
-            self.engine.statement("master", f"IF EXISTS (SELECT 1 FROM sys.certificates WHERE name = "
-                                            f"'{self.namespace}') DROP CERTIFICATE [{self.namespace}]")
+            self.engine.statement("master", sqlserver.drop_certificate(self.namespace))
             if self._master_key_made:
                 self.engine.statement("master", "DROP MASTER KEY")
                 self._master_key_made = False
@@ -112,8 +103,9 @@ class RemoteSQLServerDatabase(RemoteDatabase):
         if self.encryption.is_baseline:
             return ""
         state, algorithm, bits = self._state()
-        expected = ALGORITHMS[self.encryption.name]
-        if state != _ENCRYPTED or expected.split("_")[0] not in algorithm.upper() or bits != self.encryption.key_bits:
+        expected = sqlserver.ALGORITHMS[self.encryption.name]
+        wrong_key = expected.split("_")[0] not in algorithm.upper() or bits != self.encryption.key_bits
+        if state != sqlserver.ENCRYPTED or wrong_key:
             raise EncryptionNotActive(f"sys.dm_database_encryption_keys says {self.namespace} has state {state}, "
                                       f"{algorithm or 'no key'} {bits} bits, not 3 (encrypted) with {expected}")
         took = f"; encryption scan took {self.encrypt_seconds:.2f} s" if self.encrypt_seconds is not None else ""
@@ -135,12 +127,14 @@ class RemoteSQLServerDatabase(RemoteDatabase):
 
 class RemoteSQLServerEngine(RemoteEngine):
     name = "sqlserver"
+    schemes = ("mssql", "sqlserver")
+    default_port = 1433
     dialect = "tsql"
     driver = "pymssql"
     extra = "sqlserver"
     capabilities = Capabilities(embedded=False, concurrent_streams=True, remote=True)
     memory_use = "not set: the server's own max server memory"
-    encryptions = (NONE, *(_encryption(name) for name in ALGORITHMS))
+    encryptions = (NONE, *(_encryption(name) for name in sqlserver.ALGORITHMS))
 
     def connection(self, database: str) -> DBAPIConnection:
         """A connection to `database`; its statement timeout (`set_timeout`) reconnects, since

@@ -16,7 +16,8 @@ _CLIENT = {
                    "scripting variable `MASTER_KEY_PASSWORD`, both from the environment: "
                    "`read -rs SQLCMDPASSWORD && export SQLCMDPASSWORD`, and the same for `MASTER_KEY_PASSWORD` "
                    "(used only when the instance has no database master key yet; the setup creates one then and "
-                   "the teardown keeps it). Never pass them with `-P` or `-v`: argv is visible to every user.",
+                   "the teardown drops it again, as the engine by url does). Never pass them with `-P` or `-v`: "
+                   "argv is visible to every user.",
         "by_hand": "sqlcmd ... -i sf0.01/none/05-power.sql > logs/sf0.01/none/r1/05-power.log 2>&1",
         "timing": "`SET STATISTICS TIME ON` (in the timed scripts) makes the server print \"SQL Server parse and "
                   "compile time\" and \"SQL Server Execution Times: CPU time = n ms, elapsed time = n ms.\" after "

@@ -3,9 +3,10 @@
 Each `Target` says, as data and small functions, how its engine turns encryption on (the
 engine's own SQL), bulk loads CSV, writes the canaries, marks each timed step in the console
 log and shows where its data files are; `scripts.py` writes them out, `logs.py` reads the
-logs back. Secrets never appear in a script: SQL Server's master key password is the sqlcmd
-variable `$(MASTER_KEY_PASSWORD)` (sqlcmd takes it from the environment), Oracle's keystore
-must already be open, MySQL's keyring is configured on the server.
+logs back. SQL Server's TDE set-up is the engine by url's (engines/sqlserver.py). Secrets
+never appear in a script: SQL Server's master key password is the sqlcmd variable
+`$(MASTER_KEY_PASSWORD)` (sqlcmd takes it from the environment), Oracle's keystore must
+already be open, MySQL's keyring is configured on the server.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tdebench.engines import remote_oracle, remote_sqlserver
+from tdebench.engines import remote_oracle, sqlserver
+
 DATABASE = "tdebench_kit"
 """The database (SQL Server, MySQL) or schema and tablespace stem (Oracle) the kit creates and drops."""
 CANARY_TABLE = "tdebench_canary"
@@ -73,9 +75,6 @@ def data_dir(scale_name: str) -> str:
 
 # -- SQL Server ----------------------------------------------------------------------------
 
-_SQLSERVER_CERTIFICATE = "tdebench_tde"
-
-
 def _sqlserver_setup(encryption: str) -> list[Item]:
     items: list[Item] = [
         Sql("USE master"),
@@ -86,25 +85,21 @@ def _sqlserver_setup(encryption: str) -> list[Item]:
     ]
     if encryption == "none":
         return items
-    algorithm = SQLSERVER.encryptions[encryption]
+    # TDE as the engine by url sets it up (engines/sqlserver.py): the instance's master key only
+    # if it has none (its password from the sqlcmd variable), and the teardown drops it only then
     return items + [
-        # The instance's master key is created only if it has none (and then kept: it may
-        # protect more than this benchmark); its password comes from the sqlcmd variable.
-        Sql("IF NOT EXISTS (SELECT 1 FROM sys.symmetric_keys WHERE name = '##MS_DatabaseMasterKey##') "
-            "CREATE MASTER KEY ENCRYPTION BY PASSWORD = '$(MASTER_KEY_PASSWORD)'"),
-        Sql(f"CREATE CERTIFICATE {_SQLSERVER_CERTIFICATE} WITH SUBJECT = 'tdebench TDE certificate'"),
+        Sql(sqlserver.master_key_and_certificate(DATABASE, "$(MASTER_KEY_PASSWORD)", "tdebench kit")),
         Sql(f"USE {DATABASE}"),
-        Sql(f"CREATE DATABASE ENCRYPTION KEY WITH ALGORITHM = {algorithm} "
-            f"ENCRYPTION BY SERVER CERTIFICATE {_SQLSERVER_CERTIFICATE}"),
-        Sql(f"ALTER DATABASE {DATABASE} SET ENCRYPTION ON"),
-        # encryption_state 3 = encrypted; the background scan takes a moment even when empty
+        Sql(sqlserver.create_database_key(DATABASE, encryption)),
+        Sql(sqlserver.encryption_on(DATABASE)),
+        # the background scan takes a moment even when empty
         Sql("DECLARE @state INT = 0, @waited INT = 0;\n"
-            "WHILE @state <> 3 AND @waited < 3600\nBEGIN\n"
+            f"WHILE @state <> {sqlserver.ENCRYPTED} AND @waited < {sqlserver.WAIT_S}\nBEGIN\n"
             f"    SELECT @state = encryption_state FROM sys.dm_database_encryption_keys "
             f"WHERE database_id = DB_ID('{DATABASE}');\n"
-            "    IF @state <> 3 BEGIN WAITFOR DELAY '00:00:01'; SET @waited += 1; END\nEND;\n"
-            f"IF @state <> 3 RAISERROR('{DATABASE} is not encrypted after an hour (encryption_state %d)', "
-            "16, 1, @state)"),
+            f"    IF @state <> {sqlserver.ENCRYPTED} BEGIN WAITFOR DELAY '00:00:01'; SET @waited += 1; END\nEND;\n"
+            f"IF @state <> {sqlserver.ENCRYPTED} RAISERROR('{DATABASE} is not encrypted after "
+            f"{sqlserver.WAIT_S // 3600} hours (encryption_state %d)', 16, 1, @state)"),
     ]
 
 
@@ -115,7 +110,7 @@ def _sqlserver_teardown(encryption: str) -> list[Item]:
         Sql(f"DROP DATABASE {DATABASE}"),
     ]
     if encryption != "none":
-        items.append(Sql(f"DROP CERTIFICATE {_SQLSERVER_CERTIFICATE}"))
+        items.append(Sql(sqlserver.drop_certificate_and_master_key(DATABASE)))
     return items
 
 
@@ -128,7 +123,7 @@ def _sqlserver_load(table: str, columns: Sequence[str], scale_name: str) -> list
 
 SQLSERVER = Target(
     name="sqlserver", dialect="tsql", tool="sqlcmd",
-    encryptions=dict(remote_sqlserver.ALGORITHMS),  # the names a plan gives the engine by url too
+    encryptions=dict(sqlserver.ALGORITHMS),  # the names a plan gives the engine by url too
     setup=_sqlserver_setup, teardown=_sqlserver_teardown,
     use=lambda: [Sql(f"USE {DATABASE}")],
     load_table=_sqlserver_load,
@@ -148,7 +143,7 @@ _ORACLE_DIRECTORY = f"{DATABASE}_csv"
 
 
 def _oracle_setup(encryption: str) -> list[Item]:
-    encrypt = "" if encryption == "none" else f" ENCRYPTION USING '{ORACLE.encryptions[encryption]}' ENCRYPT"
+    encrypt = remote_oracle.tablespace_encryption(encryption)  # as the engine by url encrypts its tablespace
     items: list[Item] = []
     if encryption != "none":  # an encrypted tablespace needs the keystore open with a master key
         items.append(Sql(
@@ -206,8 +201,7 @@ ORACLE = Target(
     load_table=_oracle_load,
     marker=lambda text: Directive(f"PROMPT {text}"),
     files=[f"SELECT file_name FROM dba_data_files WHERE tablespace_name = UPPER('{_ORACLE_TABLESPACE}')",
-           "SELECT t.name AS tablespace_name, e.encryptionalg, e.status FROM v$encrypted_tablespaces e "
-           "JOIN v$tablespace t ON t.ts# = e.ts# AND t.con_id = e.con_id "
+           f"SELECT t.name AS tablespace_name, e.encryptionalg, e.status FROM {remote_oracle.ENCRYPTED_TABLESPACES} "
            f"WHERE t.name = UPPER('{_ORACLE_TABLESPACE}')"],
     flush=["ALTER SYSTEM CHECKPOINT"],
     stop_on_error=lambda stop: [Directive("WHENEVER SQLERROR EXIT FAILURE" if stop else "WHENEVER SQLERROR CONTINUE")],

@@ -26,6 +26,10 @@ PER_MINUTE: dict[str, str] = {rate: count for workload in WORKLOADS.values()
                               for rate, count in workload.per_minute.items()}
 """Every rate a workload's measured window has (oltp's TPM and NOPM): rate → the count it is per
 minute of."""
+QUERY_TESTS: tuple[str, ...] = tuple(dict.fromkeys(test for workload in WORKLOADS.values()
+                                                   for test in workload.query_tests))
+"""The tests whose steps are numbered queries, as their workloads declare them (TPC-H's power
+and throughput)."""
 
 
 def workload(name: str) -> type[Workload] | None:

@@ -27,7 +27,7 @@ from tdebench.results import Measurement, RunData, TrialKey
 BASELINE = "none"
 PLACEBO = "placebo"  # the A/A arm (plan key `placebo`): none again, compared with none like an encryption
 GEOMEAN_STEP = "geomean"
-QUERY_TESTS = ("power", "throughput")
+QUERY_TESTS = declared.QUERY_TESTS
 PER_MINUTE = declared.PER_MINUTE
 """The derived rates of a measured window (oltp's TPM and NOPM, Madyatmadja et al. (2021)), as
 its workload declares them (`Workload.per_minute`): rate → the count it is per minute of.

@@ -203,6 +203,9 @@ class Workload(ABC):
     # the window and the rates derived from it, each a count per minute of the window's elapsed_s
     # (rate → count). A workload with a section of its own declares its own names beside them.
     headlines: ClassVar[tuple[HeadlineCells, ...]] = ()
+    # its tests whose steps are numbered queries (`q1`, …), each timed: the report's per-query
+    # tables and plots (TPC-H's power and throughput tests)
+    query_tests: ClassVar[tuple[str, ...]] = ()
     window_step: ClassVar[str | None] = None
     per_minute: ClassVar[dict[str, str]] = {}
 

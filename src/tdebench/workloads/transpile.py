@@ -18,9 +18,11 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
-SHARED = ("duckdb", "sqlite", "postgres", "mysql")
+from tdebench.engines import dialects
+
+SHARED = tuple(name for name, d in dialects.DIALECTS.items() if d.shared_sql)
 """The dialects that run the workloads' statements as written."""
-TRANSPILED = ("tsql", "oracle")
+TRANSPILED = tuple(name for name, d in dialects.DIALECTS.items() if not d.shared_sql)
 """The dialects whose statements are the shared ones transpiled."""
 SOURCE = "postgres"
 """The dialect sqlglot reads the shared text as."""

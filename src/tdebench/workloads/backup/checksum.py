@@ -7,9 +7,11 @@ logical dump, a new file) still matches, while a lost, added or changed row chan
 collision of two 60-bit hashes is negligible here). Text and hash are the engine's own, so
 checksums compare a database with its restored copy, never one engine with another.
 
-DuckDB, PostgreSQL and MariaDB compute the sum in SQL with their own hash (`hash`, `md5`).
-SQLite has no hash function, so its rows are fetched in pages (by rowid) and hashed with
-BLAKE2b here; the sum is still order-independent.
+A dialect with a hash function computes the sum in SQL with its own hash (DuckDB's `hash`,
+PostgreSQL's and MariaDB's `md5`): `sql/<dialect>/checksum.sql`, with a value's text as
+`sql/<dialect>/value_text.sql` renders it. A dialect without those files (SQLite, which has no
+hash function) has its rows fetched in pages (by rowid) and hashed with BLAKE2b here; the sum
+is still order-independent.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from tdebench.engines.base import Connection
@@ -32,32 +35,18 @@ class TableChecksum:
     hash_sum: int  # the sum of the rows' 60-bit hashes, exact (no overflow: Python int or SQL numeric)
 
 
-def _row_text(dialect: str, columns: Sequence[str]) -> str:
-    """SQL for one row's text, in `dialect`."""
-    if dialect == "duckdb":
-        parts = [f"coalesce(CAST({c} AS VARCHAR), '{NULL_TEXT}')" for c in columns]
-        return f"concat_ws('|', {', '.join(parts)})"
-    if dialect == "postgres":
-        parts = [f"coalesce({c}::text, '{NULL_TEXT}')" for c in columns]
-        return f"concat_ws('|', {', '.join(parts)})"
-    if dialect == "mysql":
-        parts = [f"COALESCE(CAST({c} AS CHAR), '{NULL_TEXT}')" for c in columns]
-        return f"CONCAT_WS('|', {', '.join(parts)})"
-    raise ValueError(f"no checksum SQL for dialect {dialect!r}")
+def _sql(dialect: str, name: str) -> str | None:
+    path = resources.files(__package__).joinpath("sql", dialect, f"{name}.sql")
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else None
 
 
 def checksum_sql(dialect: str, table: str, columns: Sequence[str]) -> str:
     """`SELECT count(*), sum(60-bit hash of each row's text)` for a dialect with a hash function."""
-    text = _row_text(dialect, columns)
-    shift = 64 - HASH_BITS
-    if dialect == "duckdb":  # hash() is 64-bit unsigned; the sum is a HUGEINT
-        return f"SELECT count(*), CAST(sum(hash({text}) >> {shift}) AS VARCHAR) FROM {table}"
-    digits = HASH_BITS // 4  # leading hex digits of the MD5
-    if dialect == "postgres":
-        return (f"SELECT count(*), sum(('x' || left(md5({text}), {digits}))::bit({HASH_BITS})::bigint)::text "
-                f"FROM {table}")
-    return (f"SELECT COUNT(*), CAST(SUM(CAST(CONV(LEFT(MD5({text}), {digits}), 16, 10) AS UNSIGNED)) AS CHAR) "
-            f"FROM {table}")
+    query, value = _sql(dialect, "checksum"), _sql(dialect, "value_text")
+    if query is None or value is None:
+        raise ValueError(f"no checksum SQL for dialect {dialect!r}")
+    values = ", ".join(value.format(column=c, null=NULL_TEXT) for c in columns)
+    return query.format(values=values, table=table, shift=64 - HASH_BITS, digits=HASH_BITS // 4, bits=HASH_BITS)
 
 
 def value_text(value: Any) -> str:
@@ -77,7 +66,7 @@ def row_hash(values: Sequence[Any]) -> int:
 
 
 def _folded(conn: Connection, table: str, columns: Sequence[str]) -> TableChecksum:
-    """SQLite: the same sum over rows fetched a page at a time in rowid order."""
+    """A dialect without a hash function (SQLite): the same sum over rows fetched a page at a time in rowid order."""
     rows, total, last = 0, 0, None
     select = f"SELECT rowid, {', '.join(columns)} FROM {table}"
     while True:
@@ -92,7 +81,7 @@ def _folded(conn: Connection, table: str, columns: Sequence[str]) -> TableChecks
 
 
 def table_checksum(conn: Connection, dialect: str, table: str, columns: Sequence[str]) -> TableChecksum:
-    if dialect == "sqlite":
+    if _sql(dialect, "checksum") is None:
         return _folded(conn, table, columns)
     ((count, total),) = conn.execute(checksum_sql(dialect, table, columns))
     return TableChecksum(int(count), int(total or 0))

@@ -54,9 +54,10 @@ from tdebench.workloads.backup import artifact, sealing, usage
 from tdebench.workloads.backup.checksum import TableChecksum, checksums, differences
 from tdebench.workloads.base import (CANARY_TABLE, HeadlineCells, Option, RunContext, Workload, WrongAnswer,
                                      read_canaries)
-from tdebench.workloads.tpch import TpchWorkload, data, schema
+from tdebench.workloads.tpch import TABLES as TPCH_TABLES
+from tdebench.workloads.tpch import TpchWorkload
 
-TABLES: dict[str, tuple[str, ...]] = {**schema.TABLES, CANARY_TABLE: ("id", "canary", "marker")}
+TABLES: dict[str, tuple[str, ...]] = {**TPCH_TABLES, CANARY_TABLE: ("id", "canary", "marker")}
 """Every table the workload's database holds, with its columns: what a restore must bring back."""
 
 
@@ -81,8 +82,8 @@ class BackupWorkload(Workload):
     dialects = TpchWorkload.dialects  # its data and load are TPC-H's
     tests = (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL)
     default_scale = 0.01
-    scale_min = data.SCALE_MIN
-    scale_max = data.SCALE_MAX
+    scale_min = TpchWorkload.scale_min  # its data are TPC-H's
+    scale_max = TpchWorkload.scale_max
     max_streams = 1
     local_tests = {test: "it backs up and restores with the engine's own tools, on files and instances tdebench "
                          "owns; a server by url has neither for tdebench to use" for test in tests}

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from tdebench.engines.base import Connection
 from tdebench.workloads.base import CANARY_TABLE, read_canaries
-from tdebench.workloads.tpch import answers, schema
-from tdebench.workloads.tpch.queries import query
+from tdebench.workloads.tpch import TABLES, answer_problem
 
 
 @dataclass(frozen=True)
@@ -20,7 +19,7 @@ class Contents:
 
 
 def contents(conn: Connection) -> Contents:
-    tables = [table.name for table in schema.SCHEMA] + [CANARY_TABLE]
+    tables = [*TABLES, CANARY_TABLE]
     rows = tuple((table, int(conn.execute(f"SELECT count(*) FROM {table}")[0][0])) for table in tables)
     return Contents(rows, frozenset(read_canaries(conn)))
 
@@ -36,5 +35,4 @@ def differences(before: Contents, after: Contents) -> list[str]:
 
 def q1_problem(conn: Connection, dialect: str, scale: float) -> str | None:
     """TPC-H Q1's answer checked against the reference (None when right or not checkable)."""
-    result = answers.check(1, scale, conn.execute(query(1, dialect)))
-    return result.message if result.status == "failed" else None
+    return answer_problem(conn, 1, dialect, scale)

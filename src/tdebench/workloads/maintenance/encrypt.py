@@ -29,26 +29,23 @@ from pathlib import Path
 
 import psutil
 
+from tdebench.engines import dialects
 from tdebench.engines.base import NONE, Database, NotSupported, SensitiveColumns, reencrypts
 from tdebench.measure.recorder import Recorder
 from tdebench.results import Verdict
 from tdebench.workloads.base import CANARY_TABLE, RunContext, WrongAnswer, write_canaries
 from tdebench.workloads.maintenance import checks
 from tdebench.workloads.maintenance.outcomes import FAILED, NOT_APPLICABLE, NOT_APPLICABLE_STEP, OK, UNSUPPORTED
-from tdebench.workloads.tpch import schema
-from tdebench.workloads.tpch.workload import TpchWorkload
+from tdebench.workloads.tpch import PRIMARY_KEYS, SENSITIVE, TABLES, TpchWorkload
 
 TEST = "encrypt"
 DIRECTORY = "maintenance-encrypt"
-# statistics hold column values on disk: gathered before the conversion, so it must cover them
-_ANALYZE = {"postgres": "ANALYZE"}
 
 
 def sensitive_columns() -> tuple[SensitiveColumns, ...]:
     """What a column-level encryption seals: TPC-H's personal columns and the canary column,
     as the runner's normal load seals them."""
-    keys = {table.name: table.primary_key for table in schema.SCHEMA}
-    return (*(SensitiveColumns(table, tuple(columns), keys[table]) for table, columns in schema.SENSITIVE.items()),
+    return (*(SensitiveColumns(table, tuple(columns), PRIMARY_KEYS[table]) for table, columns in SENSITIVE.items()),
             SensitiveColumns(CANARY_TABLE, ("canary",), ("id",)))
 
 
@@ -102,8 +99,9 @@ def _load(ctx: RunContext, source: Database) -> checks.Contents:
     try:
         TpchWorkload().load(quiet, conn)
         write_canaries(source, conn, ctx.canaries, ctx.markers)
-        if ctx.dialect in _ANALYZE:
-            conn.execute(_ANALYZE[ctx.dialect])
+        spec = dialects.dialect(ctx.dialect)
+        if spec.statistics_hold_values:  # gathered before the conversion, so it must cover them
+            conn.execute(spec.analyze([*TABLES, CANARY_TABLE]))
         return checks.contents(conn)
     finally:
         conn.close()

@@ -24,10 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tdebench.engines.base import Connection
-from tdebench.workloads.tpch import schema
+from tdebench.workloads.tpch import PRIMARY_KEYS
 
 TABLE = "lineitem"
-_KEY = ", ".join(next(t for t in schema.SCHEMA if t.name == TABLE).primary_key)
+_KEY = ", ".join(PRIMARY_KEYS[TABLE])
 
 
 @dataclass(frozen=True)

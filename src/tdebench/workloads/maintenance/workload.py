@@ -17,8 +17,7 @@ from tdebench.engines.base import Connection
 from tdebench.workloads.base import HeadlineCells, RunContext, Workload, WrongAnswer
 from tdebench.workloads.maintenance import encrypt, reindex, rekey
 from tdebench.workloads.maintenance.outcomes import FAILED, NOT_APPLICABLE, OK, UNSUPPORTED
-from tdebench.workloads.tpch import data
-from tdebench.workloads.tpch.workload import TpchWorkload
+from tdebench.workloads.tpch import TpchWorkload
 
 
 class MaintenanceWorkload(Workload):
@@ -38,8 +37,8 @@ class MaintenanceWorkload(Workload):
     ok, failed = OK, FAILED
     outcome_words = {OK: "yes", UNSUPPORTED: "not supported", NOT_APPLICABLE: "not applicable"}
     default_scale = 0.01
-    scale_min = data.SCALE_MIN
-    scale_max = data.SCALE_MAX
+    scale_min = TpchWorkload.scale_min  # its data are TPC-H's
+    scale_max = TpchWorkload.scale_max
     max_streams = 1
 
     def __init__(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from importlib import resources
 
+from tdebench.engines import dialects
 from tdebench.engines.base import Connection
 from tdebench.workloads.oltp.errors import classify
 from tdebench.workloads.oltp.inputs import (DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL, Delivery,
@@ -13,8 +14,9 @@ from tdebench.workloads.oltp.inputs import (DELIVERY, NEW_ORDER, ORDER_STATUS, P
 from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
 
 SEPARATOR = "-- next statement"
-DIALECTS = ("postgres", "mysql")
-_CALL = {"postgres": "SELECT {name}({marks})", "mysql": "CALL {name}({marks})"}
+DIALECTS = tuple(name for name in dialects.DIALECTS
+                 if resources.files(__package__).joinpath("sql", name, "procedures.sql").is_file())
+"""The dialects the procedures are written for: those with a `sql/<dialect>/procedures.sql`."""
 _CASTS = {"postgres": {"amount": "CAST(? AS numeric)"}}  # psycopg sends floats as float8, not numeric
 
 
@@ -40,7 +42,7 @@ def as_list(values: Sequence[int]) -> str:
 def _call(dialect: str, name: str, params: Sequence[str]) -> str:
     """`params` names each argument; those with a dialect-specific cast get it."""
     casts = _CASTS.get(dialect, {})
-    return _CALL[dialect].format(name=name, marks=", ".join(casts.get(p, "?") for p in params))
+    return dialects.dialect(dialect).call.format(name=name, marks=", ".join(casts.get(p, "?") for p in params))
 
 
 def server_side(conn: Connection, dialect: str) -> Callable[[str, Inputs], str]:

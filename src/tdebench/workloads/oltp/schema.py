@@ -1,21 +1,21 @@
 """The TPC-C schema (spec clause 1.3: nine tables) as data, rendered into DDL per SQL dialect.
 
 As in the TPC-H schema, columns carry the spec's logical kinds and each dialect maps them to
-its own types, so the nine CREATE TABLEs exist once. Money is exact DECIMAL wherever the
+its own types (engines/dialects.py), so the nine CREATE TABLEs exist once. Money is exact DECIMAL wherever the
 engine has it; SQLite stores it as REAL (its only non-integer class), so its consistency
 checks compare sums to the cent (see checks.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from tdebench.engines import dialects
 from tdebench.workloads import ddl
 from tdebench.workloads.ddl import Table
 from tdebench.workloads.ddl import columns as _cols
 
-# Column kinds: `int`, `money`, `rate`, `timestamp`, `char`, `varchar` (text with the spec's
-# size); nullable only where the spec has NULLs (undelivered orders). History has no key.
+# Column kinds: `int`, `decimal(…)` (money and rates, below), `timestamp`, `char`, `varchar`
+# (text with the spec's size); nullable only where the spec has NULLs (undelivered orders).
+# History has no key.
 
 
 def _address(prefix: str) -> tuple[tuple, ...]:
@@ -28,26 +28,27 @@ CUSTOMERS_PER_DISTRICT = 3000
 ITEMS = 100_000
 STOCK_DISTRICT_COLUMNS = tuple(f"s_dist_{d:02d}" for d in range(1, DISTRICTS_PER_WAREHOUSE + 1))
 
-# Clause 1.3.1, in load order. Money (`money`) is DECIMAL(12,2) for balances and year-to-date
-# sums (h_amount and ol_amount fit in it too), tax and discount rates (`rate`) DECIMAL(4,4).
+# Clause 1.3.1, in load order. Money (`_MONEY`) is DECIMAL(12,2) for balances and year-to-date
+# sums (h_amount and ol_amount fit in it too), tax and discount rates (`_RATE`) DECIMAL(4,4).
+_MONEY, _RATE = "decimal(12,2)", "decimal(4,4)"
 SCHEMA: tuple[Table, ...] = (
     Table("warehouse", _cols(
-        ("w_id", "int"), ("w_name", "varchar", 10), *_address("w"), ("w_tax", "rate"), ("w_ytd", "money"),
+        ("w_id", "int"), ("w_name", "varchar", 10), *_address("w"), ("w_tax", _RATE), ("w_ytd", _MONEY),
     ), ("w_id",)),
     Table("district", _cols(
-        ("d_id", "int"), ("d_w_id", "int"), ("d_name", "varchar", 10), *_address("d"), ("d_tax", "rate"),
-        ("d_ytd", "money"), ("d_next_o_id", "int"),
+        ("d_id", "int"), ("d_w_id", "int"), ("d_name", "varchar", 10), *_address("d"), ("d_tax", _RATE),
+        ("d_ytd", _MONEY), ("d_next_o_id", "int"),
     ), ("d_w_id", "d_id")),
     Table("customer", _cols(
         ("c_id", "int"), ("c_d_id", "int"), ("c_w_id", "int"), ("c_first", "varchar", 16),
         ("c_middle", "char", 2), ("c_last", "varchar", 16), *_address("c"), ("c_phone", "char", 16),
-        ("c_since", "timestamp"), ("c_credit", "char", 2), ("c_credit_lim", "money"), ("c_discount", "rate"),
-        ("c_balance", "money"), ("c_ytd_payment", "money"), ("c_payment_cnt", "int"),
+        ("c_since", "timestamp"), ("c_credit", "char", 2), ("c_credit_lim", _MONEY), ("c_discount", _RATE),
+        ("c_balance", _MONEY), ("c_ytd_payment", _MONEY), ("c_payment_cnt", "int"),
         ("c_delivery_cnt", "int"), ("c_data", "varchar", 500),
     ), ("c_w_id", "c_d_id", "c_id")),
     Table("history", _cols(
         ("h_c_id", "int"), ("h_c_d_id", "int"), ("h_c_w_id", "int"), ("h_d_id", "int"), ("h_w_id", "int"),
-        ("h_date", "timestamp"), ("h_amount", "money"), ("h_data", "varchar", 24),
+        ("h_date", "timestamp"), ("h_amount", _MONEY), ("h_data", "varchar", 24),
     ), ()),
     Table("orders", _cols(
         ("o_id", "int"), ("o_d_id", "int"), ("o_w_id", "int"), ("o_c_id", "int"), ("o_entry_d", "timestamp"),
@@ -59,10 +60,10 @@ SCHEMA: tuple[Table, ...] = (
     Table("order_line", _cols(
         ("ol_o_id", "int"), ("ol_d_id", "int"), ("ol_w_id", "int"), ("ol_number", "int"), ("ol_i_id", "int"),
         ("ol_supply_w_id", "int"), ("ol_delivery_d", "timestamp", 0, True), ("ol_quantity", "int"),
-        ("ol_amount", "money"), ("ol_dist_info", "char", 24),
+        ("ol_amount", _MONEY), ("ol_dist_info", "char", 24),
     ), ("ol_w_id", "ol_d_id", "ol_o_id", "ol_number")),
     Table("item", _cols(
-        ("i_id", "int"), ("i_im_id", "int"), ("i_name", "varchar", 24), ("i_price", "money"),
+        ("i_id", "int"), ("i_im_id", "int"), ("i_name", "varchar", 24), ("i_price", _MONEY),
         ("i_data", "varchar", 50),
     ), ("i_id",)),
     Table("stock", _cols(
@@ -109,7 +110,7 @@ FOREIGN_KEYS: tuple[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], ...]
     ("fk_stock_warehouse", "stock", ("s_w_id",), "warehouse", ("w_id",)),
     ("fk_stock_item", "stock", ("s_i_id",), "item", ("i_id",)),
 )
-FOREIGN_KEY_DIALECTS = ("postgres", "mysql")
+FOREIGN_KEY_DIALECTS = tuple(name for name, d in dialects.DIALECTS.items() if d.adds_foreign_keys)
 """The dialects whose servers add foreign keys to loaded tables (ALTER TABLE … ADD CONSTRAINT):
 SQLite cannot add one to an existing table, DuckDB 1.5 neither."""
 
@@ -125,92 +126,31 @@ def add_foreign_keys(dialect: str) -> list[str]:
 def drop_foreign_keys(dialect: str) -> list[str]:
     """The statements that drop FOREIGN_KEYS again (PostgreSQL; on MariaDB the indexes InnoDB
     made for them would stay)."""
-    if dialect != "postgres":
-        raise ValueError(f"dropping the TPC-C foreign keys is written for postgres only, not {dialect}")
+    if not dialects.dialect(dialect, "TPC-C schema").drops_foreign_keys:
+        droppers = ", ".join(name for name, d in dialects.DIALECTS.items() if d.drops_foreign_keys)
+        raise ValueError(f"dropping the TPC-C foreign keys is written for {droppers} only, not {dialect}")
     return [f"ALTER TABLE {table} DROP CONSTRAINT {name}" for name, table, *_ in FOREIGN_KEYS]
 
 
-@dataclass(frozen=True)
-class _Dialect:
-    types: dict[str, str]  # kind -> column type; "{length}" is replaced by the spec's size
-    keys_after_load: bool  # primary keys by ALTER TABLE after the load instead of inline
-    analyze: str = ""  # statement that gathers planner statistics after the load, if any
-    table_options: str = ""
+# Where TPC-C departs from the dialects' defaults (engines/dialects.py): DuckDB's primary keys
+# inline. The transactions find every row by its key, and DuckDB checks a key only through its
+# index, so the tables need them from the start.
+_DEPARTURES: dict[str, ddl.Departure] = {"duckdb": ddl.Departure(keys_after_load=False)}
+DIALECTS: tuple[str, ...] = tuple(dialects.DIALECTS)
 
 
-_TEXT = {"char": "CHAR({length})", "varchar": "VARCHAR({length})"}
-_DIALECTS: dict[str, _Dialect] = {
-    # DuckDB: primary keys inline. The transactions find every row by its key, and DuckDB
-    # checks a key only through its index, so the tables need them from the start.
-    "duckdb": _Dialect(
-        types={"int": "INTEGER", "money": "DECIMAL(12,2)", "rate": "DECIMAL(4,4)", "timestamp": "TIMESTAMP",
-               "char": "VARCHAR", "varchar": "VARCHAR"},
-        keys_after_load=False,
-    ),
-    # SQLite: keys inline (it cannot add one later); REAL money and ISO text timestamps.
-    "sqlite": _Dialect(
-        types={"int": "INTEGER", "money": "REAL", "rate": "REAL", "timestamp": "TEXT",
-               "char": "TEXT", "varchar": "TEXT"},
-        keys_after_load=False,
-        analyze="ANALYZE",
-    ),
-    # PostgreSQL: keys and indexes built after COPY, then ANALYZE.
-    "postgres": _Dialect(
-        types={"int": "INTEGER", "money": "NUMERIC(12,2)", "rate": "NUMERIC(4,4)", "timestamp": "TIMESTAMP",
-               **_TEXT},
-        keys_after_load=True,
-        analyze="ANALYZE",
-    ),
-    # MariaDB/InnoDB: clustered by the primary key, so keys inline (the generator writes rows in
-    # key order, so the load appends). DATETIME, not TIMESTAMP: a TIMESTAMP column would be
-    # updated automatically on every UPDATE of its row.
-    "mysql": _Dialect(
-        types={"int": "INTEGER", "money": "DECIMAL(12,2)", "rate": "DECIMAL(4,4)", "timestamp": "DATETIME",
-               **_TEXT},
-        keys_after_load=False,
-        analyze="ANALYZE TABLE " + ", ".join(t.name for t in SCHEMA),
-        table_options="ENGINE=InnoDB",
-    ),
-    # SQL Server and Oracle (servers by url; not run here, so these follow the engines'
-    # documentation): keys inline, SQL Server's clustered as InnoDB's; DATETIME2 and TIMESTAMP
-    # (a DATETIME would round the spec's times to 1/300 s); Oracle's NUMBER and VARCHAR2.
-    "tsql": _Dialect(
-        types={"int": "INT", "money": "DECIMAL(12,2)", "rate": "DECIMAL(4,4)", "timestamp": "DATETIME2",
-               **_TEXT},
-        keys_after_load=False,
-        analyze="EXEC sp_updatestats",
-    ),
-    "oracle": _Dialect(
-        types={"int": "NUMBER(10)", "money": "NUMBER(12,2)", "rate": "NUMBER(4,4)", "timestamp": "TIMESTAMP",
-               "char": "CHAR({length})", "varchar": "VARCHAR2({length})"},
-        keys_after_load=False,
-        analyze="BEGIN DBMS_STATS.GATHER_SCHEMA_STATS(SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')); END;",
-    ),
-}
-
-DIALECTS: tuple[str, ...] = tuple(_DIALECTS)
-
-
-def _dialect(name: str) -> _Dialect:
-    return ddl.dialect_of(_DIALECTS, name, "TPC-C")  # type: ignore[return-value]
+def _layout(dialect: str) -> ddl.Layout:
+    return ddl.layout(dialect, _DEPARTURES, "TPC-C")
 
 
 def create_tables(dialect: str) -> list[str]:
-    spec = _dialect(dialect)
-    return ddl.create_tables(SCHEMA, spec.types, keys_inline=not spec.keys_after_load,
-                             table_options=spec.table_options)
+    return ddl.create_tables(SCHEMA, _layout(dialect))
 
 
 def create_indexes(dialect: str) -> list[str]:
     """After the load: deferred primary keys, the secondary indexes, planner statistics."""
-    spec = _dialect(dialect)
-    statements = []
-    if spec.keys_after_load:
-        statements += ddl.add_primary_keys(SCHEMA)
-    statements += [f"CREATE INDEX {name} ON {table} ({', '.join(columns)})" for name, table, columns in INDEXES]
-    if spec.analyze:
-        statements.append(spec.analyze)
-    return statements
+    indexes = [f"CREATE INDEX {name} ON {table} ({', '.join(columns)})" for name, table, columns in INDEXES]
+    return ddl.after_load(SCHEMA, _layout(dialect), indexes)
 
 
 def after_bulk_load(dialect: str, undelivered_from: int) -> list[str]:
@@ -220,8 +160,7 @@ def after_bulk_load(dialect: str, undelivered_from: int) -> list[str]:
     '0000-00-00' rather than NULL, so the undelivered orders' carrier and their lines'
     delivery date are set to NULL after the load, as the spec has them.
     """
-    _dialect(dialect)
-    if dialect != "mysql":
+    if _layout(dialect).dialect.bulk_load_writes_null:
         return []
     return [f"UPDATE orders SET o_carrier_id = NULL WHERE o_id >= {undelivered_from}",
             f"UPDATE order_line SET ol_delivery_d = NULL WHERE ol_o_id >= {undelivered_from}"]

@@ -34,7 +34,7 @@ Oracle:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,12 +68,12 @@ def translated(sql: str, dialect: str) -> Translated:
         return Translated((sql,))
     tree = transpile.parse(sql)
     if isinstance(tree, exp.Delete) and tree.args.get("returning"):
-        return _oracle_delete_returning(tree) if dialect == "oracle" else _tsql_delete_output(tree)
+        return _FIXES[dialect].delete_returning(tree)
     return Translated((transpile.statement(sql, dialect, _fix),))
 
 
 def _fix(tree: exp.Expr, dialect: str) -> exp.Expr:
-    return _tsql(tree) if dialect == "tsql" else _oracle(tree)
+    return _FIXES[dialect].tree(tree)
 
 
 def _tsql(tree: exp.Expr) -> exp.Expr:
@@ -122,6 +122,20 @@ def _oracle_delete_returning(delete: exp.Delete) -> Translated:
     delete = delete.copy()
     delete.set("returning", None)
     return Translated(tuple(tree.sql(dialect="oracle", unsupported_level=ErrorLevel.RAISE) for tree in (read, delete)))
+
+
+@dataclass(frozen=True)
+class _Fixes:
+    """What one transpiled dialect needs beyond sqlglot: a statement's tree fixed, and a DELETE …
+    RETURNING in its own form."""
+
+    tree: Callable[[exp.Expr], exp.Expr]
+    delete_returning: Callable[[exp.Delete], Translated]
+
+
+_FIXES: dict[str, _Fixes] = {"tsql": _Fixes(_tsql, _tsql_delete_output),
+                             "oracle": _Fixes(_oracle, _oracle_delete_returning)}
+"""By dialect (each one of transpile.TRANSPILED), as a workload's `sql/<dialect>/` files are."""
 
 
 class TranslatedConnection:

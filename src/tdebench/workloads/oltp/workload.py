@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tdebench.engines import dialects
 from tdebench.engines.base import Connection, Database
 from tdebench.measure.affinity import available_cpus
 from tdebench.workloads.base import HeadlineCells, Option, RunContext, Workload, WrongAnswer
@@ -43,7 +44,8 @@ WINDOW_STEP, INTERVAL_STEP = "mix", "interval"
 """The steps of a test's records that hold its measured window (the mix, with every count) and
 each interval of its throughput over time."""
 MAX_USERS = 256
-NO_PROCEDURES = ("tsql", "oracle")
+NO_PROCEDURES = tuple(name for name, d in dialects.DIALECTS.items()
+                      if d.stored_procedures and not procedures.available(name))
 """Server dialects with no stored procedures written (servers by url): client-side only."""
 
 OPTIONS: dict[str, Option] = {

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Literal
 
+from tdebench.engines.base import Connection
 from tdebench.engines.duckdb_extensions import duckdb_with_tpch
+from tdebench.workloads.tpch.queries import query
 
 # Spec 2.1.3.5 names rules per aggregate; the reference header names each column, so the
 # rule is chosen by column name. Every other column (keys, strings, dates, counts,
@@ -138,3 +140,10 @@ def _parse(text: str) -> Answer:
     single NULL row, as Q17 has at SF 0.01, is an empty line before it)."""
     header, *lines = text.removesuffix("\n").split("\n")
     return Answer(tuple(header.split("|")), tuple(tuple(line.split("|")) for line in lines))
+
+
+def answer_problem(conn: Connection, number: int, dialect: str, scale: float) -> str | None:
+    """Query `number` run on `conn` and its answer checked against the reference: what is wrong,
+    or None when it is right or cannot be checked (another workload's check of TPC-H's data)."""
+    result = check(number, scale, conn.execute(query(number, dialect)))
+    return result.message if result.status == "failed" else None

@@ -19,29 +19,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from importlib import resources
 
+from tdebench.engines import dialects
 from tdebench.engines.base import Connection
 
 CUSTOMERS_PER_SCALE = 150_000  # spec 4.2.5.1: SF × 150,000 customers
 PLANTED = 512  # customers given a canary address: every one without orders at SF 0.01 (a third)
 SPILL_ROWS = 1_500_000  # rows the spill test sorts, whatever the scale: ~1,000 copies at SF 0.01
 
-# A window over whole customer rows, each repeated by a counter of `{n}` rows: the counter per
-# dialect, each engine's own where it has one (DuckDB's range spills customer's rows; with a
-# recursive WITH instead, DuckDB's plan spilled none), a recursive WITH elsewhere. Oracle and
-# SQL Server spell a recursive WITH differently (no RECURSIVE) and have none.
-_SPILL_SQL = """{with_}SELECT count(*) AS row_count, sum(rn) AS rn_sum FROM (
-    SELECT row_number() OVER (PARTITION BY c_address, c_custkey ORDER BY r) AS rn
-    FROM customer CROSS JOIN {counter}
-) numbered"""
-_RECURSIVE = "WITH RECURSIVE copies(r) AS (SELECT 1 UNION ALL SELECT r + 1 FROM copies WHERE r < {n})\n"
-_COUNTERS: dict[str, tuple[str, str]] = {  # dialect -> (WITH clause, the counter in FROM)
-    "duckdb": ("", "range(1, {n} + 1) AS copies(r)"),
-    "postgres": ("", "generate_series(1, {n}) AS copies(r)"),
-    "sqlite": (_RECURSIVE, "copies"),
-    "mysql": (_RECURSIVE, "copies"),
-}
-SPILL_DIALECTS: tuple[str, ...] = tuple(_COUNTERS)
+# The query, per dialect in `sql/<dialect>/spill.sql`: a window over whole customer rows, each
+# repeated by a counter of `{n}` rows, each engine's own where it has one (DuckDB's range
+# spills customer's rows; with a recursive WITH instead, DuckDB's plan spilled none), a
+# recursive WITH elsewhere. Oracle and SQL Server spell a recursive WITH differently (no
+# RECURSIVE) and have none.
+SPILL_DIALECTS: tuple[str, ...] = tuple(name for name in dialects.DIALECTS
+                                       if resources.files(__package__).joinpath("sql", name, "spill.sql").is_file())
 
 
 def planted_keys(scale: float) -> tuple[int, ...]:
@@ -81,9 +74,8 @@ def spill_sql(dialect: str, scale: float) -> str:
     if dialect not in SPILL_DIALECTS:
         raise ValueError(f"tpch's spill test has no SQL for dialect {dialect!r}; "
                          f"it has for {', '.join(SPILL_DIALECTS)}")
-    with_, counter = _COUNTERS[dialect]
-    n = copies(scale)
-    return _SPILL_SQL.format(with_=with_.format(n=n), counter=counter.format(n=n))
+    text = resources.files(__package__).joinpath("sql", dialect, "spill.sql").read_text(encoding="utf-8")
+    return text.strip().format(n=copies(scale))
 
 
 def expected(scale: float) -> tuple[int, int]:

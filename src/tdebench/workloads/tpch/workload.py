@@ -32,6 +32,7 @@ class TpchWorkload(Workload):
     name = "tpch"
     tests = ("power", "throughput", "spill")
     default_tests = ("power", "throughput")  # spill only by name: it exists to make engines write temp files
+    query_tests = ("power", "throughput")
     default_scale = 0.01
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX

@@ -1,0 +1,1 @@
+coalesce(CAST({column} AS VARCHAR), '{null}')

@@ -1,0 +1,1 @@
+SELECT COUNT(*), CAST(SUM(CAST(CONV(LEFT(MD5(CONCAT_WS('|', {values})), {digits}), 16, 10) AS UNSIGNED)) AS CHAR) FROM {table}

@@ -1,0 +1,1 @@
+COALESCE(CAST({column} AS CHAR), '{null}')

@@ -1,0 +1,1 @@
+coalesce({column}::text, '{null}')
