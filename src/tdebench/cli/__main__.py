@@ -1,5 +1,5 @@
 """`python -m tdebench.cli`, as the `tdebench` command."""
 
-from tdebench.cli import main
+from tdebench.cli import command
 
-main()
+command()

@@ -3,7 +3,6 @@ report and summary at the end."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from pathlib import Path
@@ -162,7 +161,7 @@ def _measure(out_dir: Path, quiet: bool, work: Work) -> NoReturn:
         err.print("[yellow]interrupted:[/] servers, mounts and workspaces were cleaned up; the trials that "
                   f"finished are in {out_dir / RESULTS}: tdebench report {out_dir} writes their report, "
                   f"tdebench run --resume {out_dir} finishes the run", highlight=False, soft_wrap=True)
-        _exit_now(130)
+        sys.exit(130)  # the program exits at once (cli.command), with no interpreter finalization
     built = report_or_exit(out_dir)
     _print_summary(summary, built.paths)
     if built.headline:  # the report's first lines: what a reader came for
@@ -171,15 +170,6 @@ def _measure(out_dir: Path, quiet: bool, work: Work) -> NoReturn:
             err.print(wrapped(plain(sentence), indent="    ", first="  - ", console=err), highlight=False,
                       soft_wrap=True, markup=False)
     sys.exit(0 if summary.ok else 1)
-
-
-def _exit_now(code: int) -> NoReturn:
-    """Exit without the interpreter's finalization, which took 1.6 s on a busy machine (numba's and
-    matplotlib's teardown): for an interrupted run, whose servers, mounts and workspaces are gone
-    and whose records are on disk (fsynced; the run directory's flock goes with the process)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 TOP_LINES = 3
