@@ -103,7 +103,7 @@ def _assert_a_good_run(measurements: list[Measurement], users: int) -> None:
     mix = _step(measurements, "mix")
     assert mix.metrics["errors"] == 0 and mix.metrics["virtual_users"] == users
     committed = mix.metrics["committed"]
-    assert committed > 20 and mix.metrics["elapsed_s"] == pytest.approx(SHORT["duration_s"] if users == 2
+    assert committed >= 10 and mix.metrics["elapsed_s"] == pytest.approx(SHORT["duration_s"] if users == 2
                                                                          else SHORT["stress_duration_s"])
     assert _step(measurements, "consistency").answer == "ok"
     for kind in KINDS:  # the mix: each type's share within 4.5 standard deviations of the article's
