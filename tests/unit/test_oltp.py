@@ -160,6 +160,9 @@ def test_lost_races_are_retried_and_everything_else_counted_by_type() -> None:
     assert classify(psycopg.errors.DeadlockDetected("deadlock")).kind == "deadlock"
     assert classify(psycopg.errors.SerializationFailure("x")).kind == "serialization failure"
     assert classify(pymysql.err.OperationalError(1213, "Deadlock found")).kind == "deadlock"
+    from_server = pymysql.err.OperationalError(1213, "Deadlock found")
+    from_server.sqlstate = "40001"  # as PyMySQL raises a server's error: MariaDB's deadlock is SQLSTATE 40001 too
+    assert classify(from_server).kind == "deadlock"
     assert classify(pymysql.err.OperationalError(1205, "Lock wait timeout")).kind == "lock wait timeout"
     assert classify(duckdb.TransactionException("Conflict on update!")).kind == "write conflict"
     assert classify(apsw.BusyError("database is locked")).kind == "busy"

@@ -91,7 +91,9 @@ def _by_errno(module: str, errnos: Mapping[int, str]) -> Callable[[BaseException
 
 
 def _postgres(exc: BaseException) -> str | None:
-    return _SQLSTATES.get(getattr(exc, "sqlstate", None) or "")
+    """psycopg's SQLSTATE; only psycopg's: PyMySQL's errors carry a `sqlstate` too, and MariaDB's
+    deadlock's is 40001, PostgreSQL's serialization failure."""
+    return _SQLSTATES.get(getattr(exc, "sqlstate", None) or "") if _from("psycopg", exc) else None
 
 
 def _oracle(exc: BaseException) -> str | None:
