@@ -661,3 +661,81 @@ def test_a_file_of_zeros_is_all_free_pages(tmp_path):
     result = scan_file(path, [CANARY], tmp_path, None, entropy_every=1, markers=["TDEBENCH-MARKER-1"])
     assert (result.hits, result.marker_hits, result.first_hit_offset) == (0, 0, None)
     assert (result.blocks, result.entropy_blocks, result.entropy_mean) == (768, 0, 0.0)
+
+
+def _planted(rng, size: int, pieces: list[bytes]) -> bytes:
+    """`size` bytes of noise with `pieces` at random places (some across any border)."""
+    data = bytearray(rng.randbytes(size))
+    for piece in pieces * 6:
+        at = rng.randrange(size - len(piece))
+        data[at:at + len(piece)] = piece
+    return bytes(data)
+
+
+def test_a_file_at_rest_is_scanned_through_maps_and_finds_what_reads_find(tmp_path, monkeypatch):
+    """A file no one writes is mapped (a read lease taken), a map of MAP_BYTES at a time: patterns
+    across the maps' borders and the reads' are counted once, as reads count them, with the same
+    entropy figures."""
+    import mmap
+    import random
+
+    import tdebench.verify as verify
+
+    monkeypatch.setattr(verify, "MAP_BYTES", 2 * mmap.PAGESIZE)
+    mapped = []
+    real_mmap = mmap.mmap
+    monkeypatch.setattr(verify.mmap, "mmap", lambda *a, **k: mapped.append(k["offset"]) or real_mmap(*a, **k))
+    pieces = [p for _, p in _patterns_of(CANARY)] + [p for _, p in _patterns_of("TDEBENCH-MARKER-7f3a")]
+    rng = random.Random(7)
+    for round_ in range(12):
+        path = _file(tmp_path, f"db{round_}", _planted(rng, rng.randrange(1, 6 * mmap.PAGESIZE), pieces))
+        data = path.read_bytes()
+        by_map = scan_file(path, [CANARY], tmp_path, None, block_size=64, chunk_size=1024,
+                           markers=["TDEBENCH-MARKER-7f3a"], entropy_every=1)
+        by_read = scan_file(path, [CANARY], tmp_path, None, block_size=64, chunk_size=1024,
+                            markers=["TDEBENCH-MARKER-7f3a"], entropy_every=1, mapped=False)
+        assert by_map == by_read, round_
+        assert by_map.hits == sum(data.count(p) for p in pieces[:3]), round_
+    assert len(mapped) > 12 and max(mapped) > 0  # maps were made, at offsets past the first
+
+
+def test_a_writer_arriving_between_maps_has_the_rest_read(tmp_path, monkeypatch):
+    """Where no read lease can be had for the next map (a writer opened the file meanwhile, or it
+    is open for writing from the start), the scan reads the rest from there, the bytes before the
+    border kept: the same counts as a scan by reads alone."""
+    import contextlib
+    import mmap
+    import random
+
+    import tdebench.verify as verify
+
+    monkeypatch.setattr(verify, "MAP_BYTES", 2 * mmap.PAGESIZE)
+    leases = iter([True, False])
+
+    @contextlib.contextmanager
+    def one_lease(_fd):
+        yield next(leases, False)
+
+    monkeypatch.setattr(verify, "_read_lease", one_lease)
+    pieces = [p for _, p in _patterns_of(CANARY)]
+    data = bytearray(_planted(random.Random(8), 5 * mmap.PAGESIZE, pieces))
+    border = 2 * mmap.PAGESIZE
+    data[border - 11:border - 11 + len(pieces[1])] = pieces[1]  # across the map's end
+    path = _file(tmp_path, "db", bytes(data))
+    scanned = scan_file(path, [CANARY], tmp_path, None, entropy_every=1, block_size=64, chunk_size=1024)
+    assert scanned == scan_file(path, [CANARY], tmp_path, None, entropy_every=1, block_size=64, chunk_size=1024,
+                                mapped=False)
+    assert scanned.hits == sum(data.count(p) for p in pieces) and scanned.bytes == len(data)
+
+
+def test_a_file_open_for_writing_gets_no_read_lease(tmp_path):
+    """The kernel grants a read lease only while no one has the file open for writing: such a file
+    (a live engine's) is read, never mapped, so it cannot shrink under a map."""
+    from tdebench.verify import _read_lease
+
+    path = _file(tmp_path, "db", b"x" * 100)
+    with path.open("rb") as reader:
+        with _read_lease(reader.fileno()) as leased:
+            assert leased
+        with path.open("r+b"), _read_lease(reader.fileno()) as leased:
+            assert not leased
