@@ -152,3 +152,13 @@ def test_capture_cost_prints_the_paired_ratio_of_the_power_test_with_and_without
     assert re.search(r"^the capture scanned \d+ times, [\d,.]+ MiB in all", out, re.M), out
     assert re.search(r"^measured\s*: with capture .* ms, without .* ms, ratio \d+\.\d+ \(", out, re.M), out
     assert re.search(r"^\s+paired: median of the 2 rounds' own ratios \d+\.\d+ \[", out, re.M), out
+
+
+def test_mariadb_temp_tables_prints_the_layout_of_every_temp_table_beside_an_encrypted_control() -> None:
+    out = run("mariadb_temp_tables.py", "--copies", "30", "--encryptions", "aes-256-cbc")
+    assert re.search(r"^aes-256-cbc: .*encrypt_tmp_disk_tables=ON", out, re.M), out
+    for label in ("GROUP BY", "DISTINCT", "window (spill test)"):
+        assert re.search(rf"^  {re.escape(label)} \([\d.]+ s\):\n    (temp table #sql|no temp table)", out, re.M), out
+    # the control: a user's Aria table under aria_encrypt_tables is encrypted, and its layout says so
+    assert re.search(r"^  control, a user-created Aria table: [\d,]+ pages \(random LSN [\d,]+\), 0 canary hits$",
+                     out, re.M), out
