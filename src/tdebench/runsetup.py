@@ -80,7 +80,8 @@ def handle_interrupts(interrupted: threading.Event, again: Callable[[], None] = 
     """Ctrl-C (SIGINT) and SIGTERM set `interrupted` and raise KeyboardInterrupt in the main
     thread, where the run cleans up, its servers given seconds, not a clean shutdown
     (`server.hurry`); a second one only calls `again` (it must not break off the cleanup). Call
-    from the main thread."""
+    from the main thread, as a run begins: the hurry of a run interrupted before it in this
+    process ends here."""
 
     def interrupt(signum: int, frame: object) -> None:
         if interrupted.is_set():
@@ -90,6 +91,7 @@ def handle_interrupts(interrupted: threading.Event, again: Callable[[], None] = 
         server.hurry()
         raise KeyboardInterrupt
 
+    server.calm()
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, interrupt)
 

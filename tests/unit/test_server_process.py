@@ -89,3 +89,20 @@ def test_an_interrupt_during_a_stop_under_way_cuts_it_short(tmp_path: Path, fres
     server.stop()
     assert time.monotonic() - started < 15, "the stop waited for the clean shutdown"
     assert not server.running
+
+
+def test_a_new_run_is_not_hurried_by_one_interrupted_before_it_in_the_process(fresh_hurry: None) -> None:
+    """hurry() holds for the whole process, and tests run several runs in one: the next run's
+    interrupt handler ends it, so that run's servers get a clean shutdown again."""
+    import signal
+
+    from tdebench import runsetup
+
+    server_module.hurry()
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        runsetup.handle_interrupts(threading.Event())
+        assert not server_module.hurried()
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])

@@ -65,6 +65,12 @@ def hurried() -> bool:
     return _hurry.is_set()
 
 
+def calm() -> None:
+    """A new run begins: its stops take the time of a clean shutdown again (an earlier run in this
+    process, a test's, may have been interrupted)."""
+    _hurry.clear()
+
+
 def log_tail(path: Path, lines: int = 20) -> str:
     """What a failed server or tool said: its error lines when it logged any (a tool's closing
     boilerplate, such as mariadb-install-db's advice, would hide them), else the last `lines`;
