@@ -2,7 +2,7 @@
 # The whole test suite: installs what it needs, runs the gates (ruff and mypy, set in
 # pyproject.toml; one failing fails the run), then the unit tier on every core, the contract
 # and integration tests against real engines two files at a time, and the `serial` tests alone,
-# and lists the slowest (the suite must stay under 20 minutes on 2 cores).
+# and lists the slowest tests and files (the suite must stay under 20 minutes on 2 cores).
 #
 # Usage: scripts/test.sh [--fast] [pytest args]
 #   --fast  only the unit tier (tests/unit, `-m unit`) on every core: no root, no servers, no
@@ -42,13 +42,14 @@ elif [ $# -gt 0 ]; then
 else
   # the unit tier (pure Python, no servers) on every core; then contract and integration tests,
   # a test file per worker, two at a time (each test starts its own servers, mounts and clusters
-  # on free ports in its own directories; most of their time is spent waiting on them); then the
-  # `serial` ones alone (they bound a time: Ctrl-C's 5 s, a key derivation's share of an open).
-  # Every pass always runs.
+  # on free ports in its own directories; most of their time is spent waiting on them), the
+  # longest files first (tests/conftest.py's LONGEST_FIRST; --no-loadscope-reorder keeps that
+  # order) so both workers finish close together; then the `serial` ones alone (they bound a
+  # time: Ctrl-C's 5 s, a key derivation's share of an open). Every pass always runs.
   keep() { s=$?; if [ "$status" = 0 ]; then status=$s; fi; }
   .venv/bin/python -m pytest "${args[@]}" -m unit --numprocesses auto --durations=5 || keep
   .venv/bin/python -m pytest "${args[@]}" -m "not unit and not serial" --numprocesses 2 --dist loadfile \
-    --durations=25 || keep
+    --no-loadscope-reorder --durations=25 || keep
   .venv/bin/python -m pytest "${args[@]}" -m serial --durations=10 || keep
 fi
 exit "$status"

@@ -7,6 +7,7 @@ engine and encryption for real) and `integration` (tests/integration: the CLI en
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,14 +19,51 @@ TIERS = ("unit", "contract", "integration")
 """The test directories below tests/, each the pytest marker of its tests (pyproject.toml)."""
 
 
+LONGEST_FIRST = ("integration/test_cluster.py", "integration/test_bench_scripts.py", "integration/test_servers.py",
+                 "integration/test_cli.py", "integration/test_oltp_engines.py", "integration/test_embedded.py",
+                 "integration/test_transient_capture.py", "integration/test_remote_targets.py",
+                 "integration/test_maintenance_cli.py", "integration/test_backup_workload.py",
+                 "integration/test_crud_engines.py", "integration/test_resume_cli.py")
+"""The test files that take longest, longest first (the "slowest files" scripts/test.sh lists).
+scripts/test.sh hands the contract and integration tiers to two workers a file at a time, in
+collection order (`--no-loadscope-reorder`): these go first, then the others, most tests
+first, so the pass ends on short files and both workers finish close together. pytest-xdist's
+own order (most tests first) left a 2-test file of 2½ minutes, test_servers.py, to the end."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test with its tier, the first directory of its path below tests/."""
+    """Mark every test with its tier, the first directory of its path below tests/; order the
+    files LONGEST_FIRST, then by how many tests they hold (a stable sort: a file's own order stays)."""
     here = Path(__file__).parent
     for item in items:
         if item.path.is_relative_to(here):
             tier = item.path.relative_to(here).parts[0]
             if tier in TIERS:
                 item.add_marker(tier)
+    tests_in = Counter(item.path for item in items)
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        name = item.path.relative_to(here).as_posix() if item.path.is_relative_to(here) else ""
+        return (LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST), -tests_in[item.path])
+
+    items.sort(key=rank)
+
+
+SLOWEST_FILES = 12
+_seconds_of_file: defaultdict[str, float] = defaultdict(float)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _seconds_of_file[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """With --durations, the files that took longest too (setup, call and teardown of all their
+    tests): what LONGEST_FIRST is ordered by."""
+    if config.option.durations and _seconds_of_file:
+        terminalreporter.write_sep("=", f"slowest {SLOWEST_FILES} files")
+        for name, seconds in sorted(_seconds_of_file.items(), key=lambda pair: -pair[1])[:SLOWEST_FILES]:
+            terminalreporter.write_line(f"{seconds:8.2f}s {name}")
 
 
 @pytest.fixture(scope="module")

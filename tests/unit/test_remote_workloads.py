@@ -57,6 +57,7 @@ class DuckServer:
         self.dialect = dialect
         self.db = duckdb.connect(":memory:")
         self.sent: list[str] = []  # the workload's statements as the adapter sent them, placeholders as `?`
+        self.translated: dict[str, list[tuple[str, int | None]]] = {}  # translate's answer per statement
 
     def connect(self, **kwargs: Any) -> "_Connection":
         return _Connection(self)
@@ -67,30 +68,46 @@ class DuckServer:
             return sql.replace("%s", "?").replace("%%", "%")
         return re.sub(r":\d+\b", "?", sql)
 
-    def run(self, duck: Any, sql: str, params: Sequence[Any]) -> tuple[list[tuple[Any, ...]], bool]:
-        """(rows, whether the statement returns rows) of one statement."""
-        for part, rows in CATALOG.items():
+    def run(self, duck: Any, sql: str, rows: Sequence[Sequence[Any]]) -> tuple[list[tuple[Any, ...]], bool]:
+        """(rows, whether the statement returns rows) of one statement, run once per parameter row
+        of `rows` (an executemany: one DuckDB executemany; its rows are none). sqlglot reads each
+        distinct statement once: a bulk load sends one INSERT a thousand times."""
+        for part, found in CATALOG.items():
             if part in sql:
-                return rows, bool(rows)
+                return found, bool(found)
         self.sent.append(sql)
-        if re.fullmatch(r"BEGIN .*; END;", sql, re.DOTALL):  # PL/SQL (statistics): sqlglot reads no PL/SQL
+        if sql not in self.translated:
+            self.translated[sql] = self.translate(sql)
+        parts = self.translated[sql]
+        if len(rows) > 1 and len(parts) == 1 and parts[0][1] is None:
+            duck.executemany(parts[0][0], [list(row) for row in rows])
             return [], False
+        result: tuple[list[tuple[Any, ...]], bool] = ([], False)
+        for row in rows:
+            params = list(row)
+            for duck_sql, count in parts:
+                mine, params = (params, []) if count is None else (params[:count], params[count:])
+                cursor = duck.execute(duck_sql, mine)
+                result = (cursor.fetchall(), True) if cursor.description else ([], False)
+        return result
+
+    def translate(self, sql: str) -> list[tuple[str, int | None]]:
+        """What DuckDB runs for one statement: (its SQL, how many of the parameters it takes, None:
+        all), in turn; none for a statement DuckDB has nothing to do for."""
+        if re.fullmatch(r"BEGIN .*; END;", sql, re.DOTALL):  # PL/SQL (statistics): sqlglot reads no PL/SQL
+            return []
         tree = sqlglot.parse_one(sql, read=self.dialect)
         if isinstance(tree, exp.Command | exp.Execute):  # UPDATE STATISTICS, EXEC sp_updatestats
-            return [], False
+            return []
         if isinstance(tree, exp.Transaction) or (isinstance(tree, exp.Set) and "TRANSACTION" in sql):
-            duck.execute("BEGIN TRANSACTION")
-            return [], False
+            return [("BEGIN TRANSACTION", 0)]
         if isinstance(tree, exp.MultitableInserts):  # Oracle's INSERT ALL: one INSERT per INTO
-            for insert in tree.find_all(exp.Insert):
-                count = len(list(insert.find_all(exp.Placeholder)))
-                self._duck(duck, insert, params[:count])
-                params = params[count:]
-            return [], False
-        return self._duck(duck, tree, params)
+            return [(self._duck(insert), len(list(insert.find_all(exp.Placeholder))))
+                    for insert in tree.find_all(exp.Insert)]
+        return [(self._duck(tree), None)]
 
     @staticmethod
-    def _duck(duck: Any, tree: exp.Expr, params: Sequence[Any]) -> tuple[list[tuple[Any, ...]], bool]:
+    def _duck(tree: exp.Expr) -> str:
         for column in tree.find_all(exp.Column):  # OUTPUT inserted.c / deleted.c: RETURNING c
             if column.table.lower() in ("inserted", "deleted"):
                 column.set("table", None)
@@ -105,8 +122,7 @@ class DuckServer:
         if isinstance(tree, exp.Create):  # a key's columns: no sort order for sqlglot to carry over
             for ordered in list(tree.find_all(exp.Ordered)):
                 ordered.replace(ordered.this)
-        cursor = duck.execute(tree.sql(dialect="duckdb"), list(params))
-        return (cursor.fetchall(), True) if cursor.description else ([], False)
+        return tree.sql(dialect="duckdb")
 
 
 class _Connection:
@@ -135,13 +151,14 @@ class _Cursor:
         self.conn, self.rows, self.description = conn, [], None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
-        server = self.conn.server
-        self.rows, returns = server.run(self.conn.duck, server.unmarked(sql), params or ())
-        self.description = [("c",)] if returns else None
+        self.executemany(sql, [params or ()])
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        for row in rows:
-            self.execute(sql, row)
+        if not rows:
+            return
+        server = self.conn.server
+        self.rows, returns = server.run(self.conn.duck, server.unmarked(sql), rows)
+        self.description = [("c",)] if returns else None
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         return self.rows
