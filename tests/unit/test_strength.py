@@ -305,7 +305,7 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
         _m("none", "load", "total", {"elapsed_s": 1.0}),
     ])
     section = report.section(run, [])
-    assert section is not None and section.csv_name == "strength.csv"
+    assert section is not None and [name for name, _ in section.csvs] == ["strength.csv"]
     assert [b.title for b in section.blocks] == ["Repeated ciphertext", "Tamper detection", "Old keys after a rekey"]
     repeated = {row["encryption"]: row for row in section.blocks[0].parts[0].table.rows}
     assert list(repeated) == ["none", "aegis-256", "rc4"] and repeated["rc4"]["pages"] == "0 of 200"
@@ -317,7 +317,7 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
     assert "sqlite none: a known-plaintext forgery" not in findings  # the baseline's: the positive control
     assert "sqlite: the flipped byte went unnoticed in the unencrypted baseline too" in findings
     assert "sqlite aegis-256: after a rekey, the old key still reads" in findings
-    assert len(section.csv.rows) == 14  # every strength record, the load left out
+    assert len(section.csvs[0][1].rows) == 14  # every strength record, the load left out
 
 
 def test_a_run_without_strength_has_no_section() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.report.declared import BACKUP
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
-from tdebench.report.sections import WorkloadSection, block
+from tdebench.report.sections import Content, block
 from tdebench.report.tables import MIB, Column, Table, interval_text, num, number, percent, text
 from tdebench.results import RunData
 
@@ -34,7 +34,7 @@ Config = tuple[str, str, float, str]  # engine, encryption, scale, test (a metho
 CSV = "backups.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """The backups table, and the backup encryption table when the run sealed backups
     (backups.csv holds both tables' rows and every column), or None when it backed nothing up."""
     table = backups_table(run, records)
@@ -42,7 +42,7 @@ def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | Non
         return None
     plain, sealed = views(table)
     blocks = (block(plain),) + ((block(sealed),) if sealed.rows else ())
-    return WorkloadSection(blocks, CSV, table, tuple(findings(table)))
+    return Content(blocks, tuple(findings(table)), ((CSV, table),))
 
 
 def _worst(answers: Iterable[str | None], order: tuple[str, ...]) -> str | None:

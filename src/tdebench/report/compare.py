@@ -31,9 +31,9 @@ from typing import Any
 
 from tdebench.measure.environment import differences
 from tdebench.plan import PlanError, parse_plan
-from tdebench.report import csvfiles, findings as report_findings, html, markdown
+from tdebench.report import csvfiles, declared, findings as report_findings, html, markdown
 from tdebench.report.noise import is_headline
-from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
+from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
                                      cell_data, deterministic, engine_label, failed_trials, floors, memory_order,
                                      resolution, scale_label, step_order, summary_records)
 from tdebench.report.tables import (Column, Table, config_columns, display_unit, interval_text, num, number,
@@ -78,19 +78,17 @@ def side(label: str, directory: Path, run: RunData) -> Side:
 
 def figure_name(cell: CellKey) -> str:
     """A headline figure as tables name it: "power geomean", "database size" (report/records.py's
-    HEADLINES), else its test and step ("full backup", "encrypt rewrite"; crud's "insert")."""
-    for headline in HEADLINES:
-        if cell.test == headline.test and cell.step in headline.steps and cell.metric == headline.metric:
-            return headline.label
+    labelled headlines), else its test and step ("full backup", "encrypt rewrite"; crud's "insert")."""
+    labelled = declared.labelled_headline(cell.workload, cell.test, cell.step, cell.metric)
+    if labelled is not None:
+        return labelled.label
     if cell.metric in PER_MINUTE:  # oltp's "stress TPM"
         return f"{cell.test} {cell.metric.upper()}"
     return cell.test if cell.step == "total" else f"{cell.test} {cell.step}"
 
 
 def _figure_order(cell: CellKey) -> tuple:
-    labels = [headline.label for headline in HEADLINES]
-    name = figure_name(cell)
-    return (labels.index(name) if name in labels else len(labels), cell.test, step_order(cell.step), cell.metric)
+    return (declared.label_order(figure_name(cell)), cell.test, step_order(cell.step), cell.metric)
 
 
 Config = tuple[str, int | None, str, str, float]  # engine, memory_mb, encryption, workload, scale

@@ -15,7 +15,7 @@ from collections import defaultdict
 from tdebench.report import plots
 from tdebench.report.declared import CRUD
 from tdebench.report.records import BASELINE, SummaryRecord
-from tdebench.report.sections import WorkloadSection, block
+from tdebench.report.sections import Content, block
 from tdebench.results import RunData
 from tdebench.report.tables import MIB, Column, Table, num, p_value, percent, text
 
@@ -26,21 +26,20 @@ STEP, POINT, LATENCY_METRICS = CRUD.step, CRUD.point_step, CRUD.latency_metrics
 CSV = "crud.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """The operations with their scaling plots and the point lookups' latency (crud.csv: the
     operations), or None when the run has no crud operation to show."""
     if not any(record.cell.workload == WORKLOAD and record.cell.test in TESTS for record in records):
         return None
     operations = operations_table(records)
-    return WorkloadSection(
+    return Content(
         blocks=(block(operations, figures=plots.scaling_plots(records, WORKLOAD, TESTS, STEP, "rows in the table")),
                 block(latency_table(records))),
-        csv_name=CSV, csv=operations)
+        csvs=((CSV, operations),))
 
 
 def _rows(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:,.0f}"
-
 
 
 def _interval(low: float, high: float) -> str:

@@ -15,8 +15,9 @@ from typing import Any
 
 from tdebench.engines import ENGINES
 from tdebench.plan import default_order
-from tdebench.report import noise
-from tdebench.report.records import (BASELINE, GEOMEAN_STEP, HEADLINES, PLACEBO, Headline, HostBlocks, SummaryRecord,
+from tdebench.report import declared, noise
+from tdebench.report.declared import Headline
+from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks, SummaryRecord,
                                      below_resolution, deterministic, engine_label, floors, headline_records,
                                      host_blocks, is_query, memory_order, resolution, scale_label, scale_text,
                                      step_order)
@@ -190,11 +191,6 @@ def _n_text(n_treatment: int, n_baseline: int, method: str = UNPAIRED) -> str:
     return f"n={n_treatment}" if n_treatment == n_baseline else f"n={n_treatment} vs {n_baseline}"
 
 
-SHORT_NAMES = {"power geomean": "power test", "throughput total": "throughput",
-               "data load elapsed": "data load", "database size": "database size"}
-"""How a findings bullet names each headline figure."""
-
-
 def _exact_text(name: str, record: SummaryRecord, baseline: SummaryRecord) -> str:
     """e.g. "database size +2.0% (13.73 → 14.01 MiB)"."""
     compared = record.overhead
@@ -271,8 +267,8 @@ def overhead_sentence(phrase: str, record: SummaryRecord, baseline: SummaryRecor
 def _figures(chosen: list[tuple[Headline, SummaryRecord]],
              baselines: dict[tuple, SummaryRecord]) -> list[tuple[str, SummaryRecord, SummaryRecord]]:
     """An encryption's headline records in headline order, named as bullets name them."""
-    ordered = sorted(chosen, key=lambda item: HEADLINES.index(item[0]))
-    return [(SHORT_NAMES.get(headline.label, headline.label), record, baselines[record.cell.comparison])
+    ordered = sorted(chosen, key=lambda item: declared.label_order(item[0].label))
+    return [(headline.short or headline.label, record, baselines[record.cell.comparison])
             for headline, record in ordered]
 
 
@@ -384,7 +380,7 @@ def faster_sentences(records: list[SummaryRecord]) -> list[str]:
         floor = floor_of.get(record.cell.comparison)
         if headline.metric == "elapsed_s" and resolved_faster(record, floor):
             assert floor is not None
-            sentences.append(faster_sentence(SHORT_NAMES.get(headline.label, headline.label), record, records, floor))
+            sentences.append(faster_sentence(headline.short or headline.label, record, records, floor))
     return sentences
 
 
@@ -409,7 +405,7 @@ def findings(records: list[SummaryRecord]) -> list[str]:
         if placebo:
             sentences.append(floor_sentence(f"{engine}{where}", _figures(placebo, baselines)))
         power = [record for chosen in by_encryption.values() for headline, record in chosen
-                 if headline is HEADLINES[0]]
+                 if headline.ranks]
         if len(power) > 1:
             sentences.append(ranking_sentence(engine, where, power))
         for encryption, chosen in sorted(by_encryption.items()):

@@ -15,7 +15,7 @@ from typing import Any
 
 from tdebench.report.declared import MAINTENANCE
 from tdebench.report.records import BASELINE, SummaryRecord, scale_text
-from tdebench.report.sections import WorkloadSection, block
+from tdebench.report.sections import Content, block
 from tdebench.report.tables import MIB, Column, Table, number, p_value, percent, text
 from tdebench.stats import summarize_many
 from tdebench.results import Measurement, RunData
@@ -51,7 +51,7 @@ KEEPS_THE_DATA = frozenset({"rewrap-master-key"})
 CSV = "maintenance.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """Time to encrypt, changing the key and the index rebuild (maintenance.csv: encrypt and
     rekey), or None when the run has no maintenance step to show."""
     if not any(m.test in (ENCRYPT, REKEY, REINDEX) and m.trial.workload == MAINTENANCE.name for m in run.measurements):
@@ -69,8 +69,8 @@ def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | Non
                   "throughput (database bytes / elapsed / 1024²).",
                   "Verified: the old key opens nothing, the new one opens the database, and its row counts "
                   "and canaries are what they were.")
-    return WorkloadSection(blocks=(block(encrypt), block(rekey), block(reindex_table(run, records))),
-                           csv_name=CSV, csv=operations, findings=tuple(findings(encrypt)))
+    return Content(blocks=(block(encrypt), block(rekey), block(reindex_table(run, records))),
+                   csvs=((CSV, operations),), findings=tuple(findings(encrypt)))
 
 
 def _method(step: str) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 
 from tdebench.engines import ENGINES
 from tdebench.measure.environment import flatten
-from tdebench.report import noise
-from tdebench.report.records import (BASELINE, HEADLINES, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord,
+from tdebench.report import declared, noise
+from tdebench.report.records import (BASELINE, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord,
                                      below_resolution, deterministic, floors, headline_records, host_blocks, is_query,
                                      memory_order, resolution, run_order, scale_text, step_order)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
@@ -435,7 +435,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
                      "reading": reading(record, exact, floor_of.get(record.cell.comparison)),
                      "noisy": noise.comparison_noise(record, baseline) is not None})
     rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["workload"], row["scale"],
-                               [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
+                               declared.label_order(row["figure"]), row["encryption"]))
     columns = _shown_config_columns(rows) + (
         Column("figure", "figure"), Column("unit", "unit"), num("baseline", "none (median)"),
         num("median", "median"), num("overhead", "overhead", percent), num("ci", "95% CI", text),
