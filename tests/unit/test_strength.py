@@ -19,7 +19,8 @@ from tdebench.engines.base import NONE, Connection, Database, Encryption, PageLa
 from tdebench.keys import Secret
 from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
-from tdebench.report import strength as report
+from tdebench.report import core, strength as report
+from tdebench.report.records import summary_records
 from tdebench.report import workloads as report_workloads
 from tdebench.results import Measurement, RunData, TrialKey
 from tdebench.workloads import WORKLOADS
@@ -322,3 +323,21 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
 
 def test_a_run_without_strength_has_no_section() -> None:
     assert report.section(_run([_m("none", "load", "total", {"elapsed_s": 1.0})]), []) is None
+
+
+def test_a_strength_run_has_no_timing_sections() -> None:
+    """Its load times are measured like any workload's, but its results are outcomes: the report's
+    timing sections (core.overhead, cache_fit, cipher_context, connection) leave it out, and come back for the same
+    figures of a timed workload."""
+    def timed(workload: str) -> RunData:
+        trials = [(TrialKey("sqlite", encryption, workload, 20000, repetition), seconds)
+                  for encryption, seconds in (("none", 1.0), ("rc4", 1.2)) for repetition in (1, 2, 3)]
+        return _run([m for trial, seconds in trials for m in (
+            Measurement(trial, "load", "total", {"elapsed_s": seconds + trial.repetition / 10}),
+            Measurement(trial, "open", "connect", {"elapsed_s": seconds / 100}))])
+    strength, crud = timed("strength"), timed("crud")
+    assert core.overhead(strength, summary_records(strength)) is None
+    assert core.connection(strength, summary_records(strength)) is None
+    assert core.cipher_context(strength, summary_records(strength)) is None
+    assert core.overhead(crud, summary_records(crud)) is not None
+    assert core.connection(crud, summary_records(crud)) is not None

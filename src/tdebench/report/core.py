@@ -3,7 +3,7 @@
 Every section of the report (after Findings, which the renderers draw themselves) is a function
 `(run, records) -> Content | None` listed once, in reading order, in `document.SECTIONS`; it
 returns None when the run has nothing for it to show, so a run gets only the sections that
-apply to it. The timing sections (overhead, cache fit, per connection) read only the
+apply to it. The timing sections (overhead, cache fit, cipher context, per connection) read only the
 configurations of timed workloads (`Workload.timed`): a strength run's outcomes are not
 timings, and its load times alone would fill them with figures nobody reads.
 """
@@ -67,9 +67,9 @@ def cache_fit(run: RunData, records: list[SummaryRecord]) -> Content | None:
 
 
 def cipher_context(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """Right after the overheads: the cost of the cipher itself."""
-    table = tables.cipher_context_table(run, records)
-    return _one(table.title, (Part(table),))
+    """Right after the overheads: the cost of the cipher itself, beside the load's overhead."""
+    table = tables.cipher_context_table(run, _timed(records))
+    return _one(table.title, (Part(table),)) if table.rows else None
 
 
 def connection(run: RunData, records: list[SummaryRecord]) -> Content | None:
