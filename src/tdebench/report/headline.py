@@ -31,7 +31,7 @@ from tdebench.report.findings import judged, verdict_summary
 from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, SummaryRecord,
                                      below_resolution, engine_label, floors, headline_records, memory_order,
                                      resolution, scale_label)
-from tdebench.report.tables import percent
+from tdebench.report.units import change, percent, times
 from tdebench.results import RunData
 
 
@@ -44,7 +44,7 @@ HALVES_PCT = 50.0
 def _interval(record: SummaryRecord) -> str:
     compared = record.overhead
     assert compared is not None
-    return f"{record.cell.encryption} {percent(compared.pct)} [{compared.ci_low:+.1f}, {compared.ci_high:+.1f}]"
+    return f"{record.cell.encryption} {change(compared.pct, compared.ci_low, compared.ci_high)}"
 
 
 def _width(records: list[SummaryRecord]) -> float:
@@ -247,7 +247,8 @@ def summary_lines(run: RunData, records: list[SummaryRecord]) -> list[str]:
                  else f"cheapest {_short(ranked[0], floor)}, dearest {_short(ranked[-1], floor)}")
         floor_text = f"noise floor ±{resolution(floor):.1f}%" if floor is not None else "no placebo"
         regime = regimes.get((engine, memory, workload, scale))
-        regime_text = ("" if regime is None else f"; data {regime.ratio:.1f}× its cache: pages decrypted on every read"
-                       if regime.spills else "; data fits its cache")
+        regime_text = ("" if regime is None
+                       else f"; data {times(regime.ratio)} its cache: pages decrypted on every read" if regime.spills
+                       else "; data fits its cache")
         lines.append(f"{who}: {costs}; {floor_text}{regime_text}.")
     return lines + _machine_and_at_rest(run)

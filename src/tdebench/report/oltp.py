@@ -33,7 +33,8 @@ from tdebench.report.declared import OLTP
 from tdebench.report.records import (BASELINE, SummaryRecord, engine_label, host_blocks, measured, memory_order,
                                      per_minute)
 from tdebench.report.sections import Content, block
-from tdebench.report.tables import Column, Table, n_text, num, number, p_value, percent, text, uses_memory
+from tdebench.report.tables import Column, Table, n_text, num, text, uses_memory
+from tdebench.report.units import number, p_value, percent
 from tdebench.stats import SIGNIFICANCE
 from tdebench.results import Measurement, RunData
 

@@ -27,7 +27,8 @@ from PIL import Image
 from tdebench.report.declared import LABELLED
 from tdebench.report.records import (BASELINE, PLACEBO, QUERY_TESTS, SummaryRecord, engine_label,
                                      headline_records, is_query, memory_order, resolution, scale_label)
-from tdebench.report.tables import MIB, samples_by_config
+from tdebench.report.tables import samples_by_config
+from tdebench.report.units import MIB
 from tdebench.results import Sample
 
 WIDTH_INCHES = 11.0

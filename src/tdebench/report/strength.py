@@ -21,7 +21,8 @@ from typing import Any
 from tdebench.report.declared import STRENGTH
 from tdebench.report.records import BASELINE, SummaryRecord
 from tdebench.report.sections import Content, block
-from tdebench.report.tables import Column, Table, ratio_percent
+from tdebench.report.tables import Column, Table
+from tdebench.report.units import ratio_percent
 from tdebench.results import Measurement, RunData
 
 CSV = "strength.csv"
