@@ -176,7 +176,7 @@ def test_findings_read_like_a_summary(run_dir: Path) -> None:
     # paired: the slow q9 of the baseline's third round (1.6x, in 1 of 22 queries) lowers that
     # round's ratio, where a ratio of medians hid it
     assert gcm[0].startswith("duckdb aes-256-gcm (3 rounds): power test +2.3% \\[")
-    assert "throughput +3.3% \\[1.2, 5.4\\] (p=0.021, significant)" in gcm[0] and "data load +3.0%" in gcm[0]
+    assert "throughput +3.3% \\[+1.2, +5.4\\] (p=0.021, significant)" in gcm[0] and "data load +3.0%" in gcm[0]
     # a deterministic size: just the change, no interval, no p, no suspicion
     assert gcm[0].endswith("database size +5.0% (10.00 → 10.50 MiB).")
     assert "(2 rounds)" in next(b for b in bullets if b.startswith("sqlite aes-256-cbc"))
@@ -400,8 +400,8 @@ def test_a_placebo_states_the_noise_floor_and_what_lies_below_it(tmp_path: Path)
     assert floor.startswith("duckdb noise floor (placebo: none against none, 3 rounds): power test ")
     assert "resolution ±" in floor and "80% power for effects of" in floor
     gcm = next(b for b in bullets if b.startswith("duckdb aes-256-gcm"))
-    # +3.0% [2.6, 3.4] on the load is significant against none, but the placebo reached 3.3%
-    assert "data load +3.0% \\[2.6, 3.4\\] (below this run's resolution (±3.3%))" in gcm
+    # +3.0% [+2.6, +3.4] on the load is significant against none, but the placebo reached 3.3%
+    assert "data load +3.0% \\[+2.6, +3.4\\] (below this run's resolution (±3.3%))" in gcm
     assert not any(b.startswith("duckdb placebo") for b in bullets)  # not an encryption to rank
     assert "placebo" not in next(b for b in bullets if b.startswith("duckdb, by power-test overhead"))
     _, rows = read_csv(tmp_path / "summary.csv")

@@ -15,7 +15,7 @@ from fakes import write_fake_run
 
 from tdebench.report import build, workloads
 from tdebench.report.records import SummaryRecord
-from tdebench.report.sections import Block, Part, WorkloadSection, block
+from tdebench.report.sections import Block, Content, Part, block
 from tdebench.report.tables import Column, Table
 from tdebench.results import RunData
 from tdebench.store import manifest
@@ -24,15 +24,15 @@ CSV = "vacuum.csv"
 SENTENCE = "Vacuum took 12% longer with aes-256-gcm."
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """A section built from the run itself (one row per engine), or None for a run with no trial."""
     engines = sorted({outcome.trial.engine for outcome in run.trials})
     if not engines:
         return None
     table = Table("Vacuum", (Column("engine", "engine", str),), [{"engine": e} for e in engines])
     detail = Table("Vacuum detail", (Column("engine", "engine in detail", str),), [{"engine": e} for e in engines])
-    return WorkloadSection(blocks=(block(table), Block("Vacuum, in detail", (Part(detail, markdown=False),))),
-                           csv_name=CSV, csv=table, findings=(SENTENCE,))
+    return Content(blocks=(block(table), Block("Vacuum, in detail", (Part(detail, markdown=False),))),
+                   csvs=((CSV, table),), findings=(SENTENCE,))
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from tdebench.engines.base import NONE, Connection, Database, Encryption, PageLa
 from tdebench.keys import Secret
 from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
-from tdebench.report import strength as report
+from tdebench.report import core, strength as report
+from tdebench.report.records import summary_records
 from tdebench.report import workloads as report_workloads
 from tdebench.results import Measurement, RunData, TrialKey
 from tdebench.workloads import WORKLOADS
@@ -305,7 +306,7 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
         _m("none", "load", "total", {"elapsed_s": 1.0}),
     ])
     section = report.section(run, [])
-    assert section is not None and section.csv_name == "strength.csv"
+    assert section is not None and [name for name, _ in section.csvs] == ["strength.csv"]
     assert [b.title for b in section.blocks] == ["Repeated ciphertext", "Tamper detection", "Old keys after a rekey"]
     repeated = {row["encryption"]: row for row in section.blocks[0].parts[0].table.rows}
     assert list(repeated) == ["none", "aegis-256", "rc4"] and repeated["rc4"]["pages"] == "0 of 200"
@@ -317,8 +318,26 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
     assert "sqlite none: a known-plaintext forgery" not in findings  # the baseline's: the positive control
     assert "sqlite: the flipped byte went unnoticed in the unencrypted baseline too" in findings
     assert "sqlite aegis-256: after a rekey, the old key still reads" in findings
-    assert len(section.csv.rows) == 14  # every strength record, the load left out
+    assert len(section.csvs[0][1].rows) == 14  # every strength record, the load left out
 
 
 def test_a_run_without_strength_has_no_section() -> None:
     assert report.section(_run([_m("none", "load", "total", {"elapsed_s": 1.0})]), []) is None
+
+
+def test_a_strength_run_has_no_timing_sections() -> None:
+    """Its load times are measured like any workload's, but its results are outcomes: the report's
+    timing sections (core.overhead, cache_fit, cipher_context, connection) leave it out, and come back for the same
+    figures of a timed workload."""
+    def timed(workload: str) -> RunData:
+        trials = [(TrialKey("sqlite", encryption, workload, 20000, repetition), seconds)
+                  for encryption, seconds in (("none", 1.0), ("rc4", 1.2)) for repetition in (1, 2, 3)]
+        return _run([m for trial, seconds in trials for m in (
+            Measurement(trial, "load", "total", {"elapsed_s": seconds + trial.repetition / 10}),
+            Measurement(trial, "open", "connect", {"elapsed_s": seconds / 100}))])
+    strength, crud = timed("strength"), timed("crud")
+    assert core.overhead(strength, summary_records(strength)) is None
+    assert core.connection(strength, summary_records(strength)) is None
+    assert core.cipher_context(strength, summary_records(strength)) is None
+    assert core.overhead(crud, summary_records(crud)) is not None
+    assert core.connection(crud, summary_records(crud)) is not None

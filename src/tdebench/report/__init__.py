@@ -77,7 +77,7 @@ def _write(run_dir: Path, run: RunData) -> Built:
     csvs = [(tables.summary_table(records), run_dir / SUMMARY_CSV), (tables.queries_table(run), run_dir / QUERIES_CSV),
             (tables.verdicts_table(run), run_dir / VERDICTS_CSV),
             (tables.resources_table(run), run_dir / RESOURCES_CSV)]
-    csvs += [(section.csv, run_dir / section.csv_name) for section in report.workloads]  # only with rows
+    csvs += [(table, run_dir / name) for name, table in report.csvs]  # only the sections the run has
     texts = [(run_dir / REPORT_MD, markdown.render(report)), (run_dir / REPORT_HTML, html.render(report))]
     planned = [path for _, path in csvs] + [run_dir / markdown.PLOTS_DIR / f.name for f in report.figures]
     record_written(run_dir, [run_dir / name for name in RAW_FILES] + planned + [path for path, _ in texts])

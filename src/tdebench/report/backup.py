@@ -19,8 +19,9 @@ from typing import Any
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.report.declared import BACKUP
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
-from tdebench.report.sections import WorkloadSection, block
-from tdebench.report.tables import MIB, Column, Table, interval_text, num, number, percent, text
+from tdebench.report.sections import Content, block
+from tdebench.report.tables import Column, Table, num, text
+from tdebench.report.units import interval, mib, ms, percent, ratio_percent
 from tdebench.results import RunData
 
 WORKLOAD = BACKUP.name
@@ -34,7 +35,7 @@ Config = tuple[str, str, float, str]  # engine, encryption, scale, test (a metho
 CSV = "backups.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """The backups table, and the backup encryption table when the run sealed backups
     (backups.csv holds both tables' rows and every column), or None when it backed nothing up."""
     table = backups_table(run, records)
@@ -42,7 +43,7 @@ def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | Non
         return None
     plain, sealed = views(table)
     blocks = (block(plain),) + ((block(sealed),) if sealed.rows else ())
-    return WorkloadSection(blocks, CSV, table, tuple(findings(table)))
+    return Content(blocks, tuple(findings(table)), ((CSV, table),))
 
 
 def _worst(answers: Iterable[str | None], order: tuple[str, ...]) -> str | None:
@@ -62,20 +63,11 @@ def _answers(run: RunData) -> dict[tuple[Config, str], list[str | None]]:
     return found
 
 
-def _ms(value: float | None) -> str:
-    return "–" if value is None or math.isnan(value) else number(value * 1000)
-
-
-def _mib(value: float | None) -> str:
-    return "–" if value is None or math.isnan(value) else number(value / MIB)
 
 
 def _ratio(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.2f}×"
 
-
-def _share(value: float | None) -> str:
-    return "–" if value is None or math.isnan(value) else f"{value * 100:.1f}%"
 
 
 def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
@@ -87,9 +79,9 @@ def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
         record = figures.get((step, metric))
         return record.summary.median if record else None
 
-    def interval(step: str, metric: str) -> str | None:
+    def share_interval(step: str, metric: str) -> str | None:
         record = figures.get((step, metric))
-        return interval_text(record.summary.ci_low, record.summary.ci_high, _share) if record else None
+        return interval(record.summary.ci_low, record.summary.ci_high, ratio_percent) if record else None
 
     backup = figures.get(("backup", "elapsed_s"))
     compressed = median("backup", "compressed")
@@ -108,9 +100,9 @@ def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
         "encrypt_s": median("encrypt", "elapsed_s"),
         "encrypt_cpu_s": median("encrypt", "cpu_s"),
         "time_share": median("encrypt", "time_share"),
-        "time_share_ci": interval("encrypt", "time_share"),
+        "time_share_ci": share_interval("encrypt", "time_share"),
         "cpu_share": median("encrypt", "cpu_share"),
-        "cpu_share_ci": interval("encrypt", "cpu_share"),
+        "cpu_share_ci": share_interval("encrypt", "cpu_share"),
         "sealed_bytes": median("encrypt", "size_bytes"),
         "decrypt_s": median("decrypt", "elapsed_s"),
         "artifact": _worst(answers.get((config, "scan"), ()), ("plaintext", "inconclusive", "encrypted")),
@@ -143,30 +135,30 @@ def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
                num("scale", "scale", scale_text), Column("method", "method"),
                Column("backup_encryption", "backup encryption"), Column("construction", "construction"),
-               *_PLAIN_COLUMNS[4:], num("compression_share", "compression share", _share),
-               num("compression_cpu_share", "compression CPU share", _share), *_SEALED_ONLY)
+               *_PLAIN_COLUMNS[4:], num("compression_share", "compression share", ratio_percent),
+               num("compression_cpu_share", "compression CPU share", ratio_percent), *_SEALED_ONLY)
     return Table("Backup and restore", columns, rows)
 
 
 _PLAIN_COLUMNS = (
     Column("engine", "engine"), Column("encryption", "encryption"), num("scale", "scale", scale_text),
     Column("method", "method"), Column("kind", "kind"), Column("compressed", "compressed"), num("n", "n", text),
-    num("backup_s", "backup (ms)", _ms), num("backup_overhead_pct", "vs none", percent),
-    num("backup_cpu_s", "CPU (ms)", _ms), num("size_bytes", "size (MiB)", _mib),
-    num("database_bytes", "database (MiB)", _mib), num("ratio", "compression", _ratio),
-    Column("artifact", "backup at rest"), num("restore_s", "restore (ms)", _ms),
-    num("restore_cpu_s", "restore CPU (ms)", _ms), Column("restore", "restore checked"),
+    num("backup_s", "backup (ms)", ms), num("backup_overhead_pct", "vs none", percent),
+    num("backup_cpu_s", "CPU (ms)", ms), num("size_bytes", "size (MiB)", mib),
+    num("database_bytes", "database (MiB)", mib), num("ratio", "compression", _ratio),
+    Column("artifact", "backup at rest"), num("restore_s", "restore (ms)", ms),
+    num("restore_cpu_s", "restore CPU (ms)", ms), Column("restore", "restore checked"),
     Column("without_key", "restore with a wrong key"))
 _SEALED_ONLY = (
-    num("encrypt_s", "encrypt (ms)", _ms), num("encrypt_cpu_s", "encrypt CPU (ms)", _ms),
-    num("time_share", "share of time", _share), Column("time_share_ci", "time 95% CI"),
-    num("cpu_share", "share of CPU", _share), Column("cpu_share_ci", "CPU 95% CI"),
-    num("sealed_bytes", "sealed (MiB)", _mib), num("decrypt_s", "decrypt (ms)", _ms))
+    num("encrypt_s", "encrypt (ms)", ms), num("encrypt_cpu_s", "encrypt CPU (ms)", ms),
+    num("time_share", "share of time", ratio_percent), Column("time_share_ci", "time 95% CI"),
+    num("cpu_share", "share of CPU", ratio_percent), Column("cpu_share_ci", "CPU 95% CI"),
+    num("sealed_bytes", "sealed (MiB)", mib), num("decrypt_s", "decrypt (ms)", ms))
 _SEALED_COLUMNS = (
     Column("engine", "engine"), Column("encryption", "encryption"), Column("method", "method"),
-    Column("backup_encryption", "sealed with"), num("n", "n", text), num("backup_s", "backup (ms)", _ms),
-    num("encrypt_s", "encrypt (ms)", _ms), num("time_share_shown", "share of time", text),
-    num("cpu_share_shown", "share of CPU", text), num("sealed_bytes", "sealed (MiB)", _mib),
+    Column("backup_encryption", "sealed with"), num("n", "n", text), num("backup_s", "backup (ms)", ms),
+    num("encrypt_s", "encrypt (ms)", ms), num("time_share_shown", "share of time", text),
+    num("cpu_share_shown", "share of CPU", text), num("sealed_bytes", "sealed (MiB)", mib),
     Column("artifact", "at rest"),
     Column("restore", "restore"), Column("without_key", "wrong key"))
 """What the report shows of a sealed backup (backups.csv has the rest: CPU in ms, the plain
@@ -178,8 +170,8 @@ def _with_interval(value: float | None, record: SummaryRecord | None) -> str:
     if value is None or math.isnan(value):
         return "–"
     if record is None or math.isnan(record.summary.ci_low):
-        return _share(value)
-    return f"{_share(value)} [{record.summary.ci_low * 100:.1f}, {record.summary.ci_high * 100:.1f}]"
+        return ratio_percent(value)
+    return f"{ratio_percent(value)} [{record.summary.ci_low * 100:.1f}, {record.summary.ci_high * 100:.1f}]"
 
 
 def views(table: Table) -> tuple[Table, Table]:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from tdebench.engines import ENGINES
 from tdebench.report.records import (BASELINE, engine_label, failed_trials, memory_order, scale_label,
                                      scale_text)
-from tdebench.report.tables import MIB, Column, Table, number, text, uses_memory
+from tdebench.report.tables import Column, Table, text, uses_memory
+from tdebench.report.units import MIB, number, times
 from tdebench.results import RunData, TrialKey, TrialOutcome
 
 IN_MEMORY = "in memory"
@@ -156,7 +157,7 @@ def cache_fit_table(run: RunData) -> Table | None:
                + (Column("encryption", "encryption"), Column("workload", "workload"),
                   Column("scale", "scale", scale_text, numeric=True), Column("trials", "trials", text, numeric=True),
                   Column("size", "database (MiB)", number, numeric=True), Column("cache", "engine cache"),
-                  Column("times", "database ÷ cache", _times, numeric=True), Column("fits", "fits in cache"),
+                  Column("times", "database ÷ cache", times, numeric=True), Column("fits", "fits in cache"),
                   Column("os_cache", "OS page cache"), Column("regime", "measured pages", prose=True)))
     machine = run.environment.get("memory_bytes")
     ram = f" This machine has {machine / 1024 ** 3:.1f} GiB of memory." if isinstance(machine, int | float) else ""
@@ -188,8 +189,6 @@ def cache_fit_table(run: RunData) -> Table | None:
               "read." + ram))
 
 
-def _times(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2g}×" if value < 10 else f"{value:,.0f}×"
 
 
 def findings(run: RunData) -> list[str]:
@@ -237,7 +236,7 @@ def regime_words(group: list[TrialFit]) -> str:
     fit = group[0]
     size = statistics.median(f.size_bytes for f in group) / MIB
     ratio = statistics.median(f.ratio or 0.0 for f in group)
-    return (f"{engine_label(fit.trial.engine, fit.trial.memory_mb)} ({number(size)} MiB, {_times(ratio)} its "
+    return (f"{engine_label(fit.trial.engine, fit.trial.memory_mb)} ({number(size)} MiB, {times(ratio)} its "
             f"{cache_text(fit.cache_mb)} cache)")
 
 
@@ -267,7 +266,7 @@ def regimes(run: RunData) -> dict[tuple, Regime]:
         ratio = statistics.median(fit.ratio or 0.0 for fit in known)
         cache_words = cache_text(known[0].cache_mb)
         spills = not all(fit.fits for fit in known)
-        found[config] = Regime(f"data {_times(ratio)} the engine's {cache_words} cache: {SPILLS}" if spills
+        found[config] = Regime(f"data {times(ratio)} the engine's {cache_words} cache: {SPILLS}" if spills
                                else f"data fits in the engine's {cache_words} cache", spills, ratio)
     return found
 

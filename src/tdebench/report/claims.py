@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from tdebench.report import cache, noise
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, engine_label, scale_label
-from tdebench.report.tables import interval_text, percent
+from tdebench.report.units import interval, percent
 from tdebench.results import RunData
 
 _MARIADB_NATIVE = tuple(f"aes-{bits}-{mode}" for bits in (128, 192, 256) for mode in ("cbc", "ctr"))
@@ -102,7 +102,7 @@ def claim_lines(run: RunData, records: list[SummaryRecord]) -> list[str]:
         for (engine, memory, workload, scale, here), matched in sorted(groups.items(), key=lambda item: str(item[0])):
             figures = "; ".join(
                 f"{r.cell.encryption} {r.cell.test} {percent(r.overhead.pct)} "
-                f"{interval_text(r.overhead.ci_low, r.overhead.ci_high, percent)}"
+                f"{interval(r.overhead.ci_low, r.overhead.ci_high, percent)}"
                 for r in sorted(matched, key=lambda r: (r.cell.test, r.cell.encryption)) if r.overhead is not None)
             lines.append(f"Published claim beside this run — {engine}: {claim.claim} ({claim.source}; measured "
                          f"with: {claim.regime}). Here, {engine_label(engine, memory)} {workload} "

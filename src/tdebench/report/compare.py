@@ -31,13 +31,14 @@ from typing import Any
 
 from tdebench.measure.environment import differences
 from tdebench.plan import PlanError, parse_plan
-from tdebench.report import csvfiles, findings as report_findings, html, markdown
+from tdebench.report import csvfiles, declared, findings as report_findings, html, markdown
 from tdebench.report.noise import is_headline
-from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
+from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
                                      cell_data, deterministic, engine_label, failed_trials, floors, memory_order,
                                      resolution, scale_label, step_order, summary_records)
-from tdebench.report.tables import (Column, Table, config_columns, display_unit, interval_text, num, number,
-                                    p_value, percent, text, uses_memory)
+from tdebench.report.tables import Column, Table, config_columns, num, text, uses_memory
+from tdebench.report import units
+from tdebench.report.units import display_unit, interval, number, p_value, percent
 from tdebench.stats import MIN_BOOTSTRAP, SIGNIFICANCE, Overhead, overhead_change, overheads
 from tdebench.results import RunData
 from tdebench.store import PLAN, writing
@@ -78,19 +79,17 @@ def side(label: str, directory: Path, run: RunData) -> Side:
 
 def figure_name(cell: CellKey) -> str:
     """A headline figure as tables name it: "power geomean", "database size" (report/records.py's
-    HEADLINES), else its test and step ("full backup", "encrypt rewrite"; crud's "insert")."""
-    for headline in HEADLINES:
-        if cell.test == headline.test and cell.step in headline.steps and cell.metric == headline.metric:
-            return headline.label
+    labelled headlines), else its test and step ("full backup", "encrypt rewrite"; crud's "insert")."""
+    labelled = declared.labelled_headline(cell.workload, cell.test, cell.step, cell.metric)
+    if labelled is not None:
+        return labelled.label
     if cell.metric in PER_MINUTE:  # oltp's "stress TPM"
         return f"{cell.test} {cell.metric.upper()}"
     return cell.test if cell.step == "total" else f"{cell.test} {cell.step}"
 
 
 def _figure_order(cell: CellKey) -> tuple:
-    labels = [headline.label for headline in HEADLINES]
-    name = figure_name(cell)
-    return (labels.index(name) if name in labels else len(labels), cell.test, step_order(cell.step), cell.metric)
+    return (declared.label_order(figure_name(cell)), cell.test, step_order(cell.step), cell.metric)
 
 
 Config = tuple[str, int | None, str, str, float]  # engine, memory_mb, encryption, workload, scale
@@ -290,12 +289,12 @@ def compare_runs(a: Side, b: Side) -> Comparison:
 
 
 def _interval(change: Overhead) -> str:
-    return f"{percent(change.pct)} [{change.ci_low:.1f}, {change.ci_high:.1f}]"
+    return units.change(change.pct, change.ci_low, change.ci_high)
 
 
 def _grouped(changes: Iterable[FigureChange], show: Callable[[FigureChange], str]) -> str:
-    """Changes by configuration, e.g. "duckdb none tpch sf0.01: power geomean +10.0% [8.9, 11.1],
-    data load elapsed +9.8% [9.1, 10.6]; duckdb aes-256-gcm …", at most LISTED configurations."""
+    """Changes by configuration, e.g. "duckdb none tpch sf0.01: power geomean +10.0% [+8.9, +11.1],
+    data load elapsed +9.8% [+9.1, +10.6]; duckdb aes-256-gcm …", at most LISTED configurations."""
     groups: dict[str, list[str]] = defaultdict(list)
     for change in changes:
         groups[change.where].append(show(change))
@@ -493,7 +492,7 @@ def _row(change: FigureChange) -> dict[str, Any]:
         "median_a": change.a.summary.median, "median_b": change.b.summary.median,
         "shown_a": change.a.summary.median * factor, "shown_b": change.b.summary.median * factor,
         **_bounds("change", median), "change_p": median.p_value, "change_reading": change.reading,
-        "change_ci": "exact" if change.exact else interval_text(median.ci_low, median.ci_high, percent),
+        "change_ci": "exact" if change.exact else interval(median.ci_low, median.ci_high, percent),
         "p_shown": None if change.exact else median.p_value,
     }
     for label, record in (("a", change.a), ("b", change.b)):
@@ -501,11 +500,11 @@ def _row(change: FigureChange) -> dict[str, Any]:
         if record.overhead is not None:
             exact = change.overhead_exact
             row[f"overhead_{label}_shown"] = percent(record.overhead.pct) + (
-                "" if exact else f" {interval_text(record.overhead.ci_low, record.overhead.ci_high, percent)}")
+                "" if exact else f" {interval(record.overhead.ci_low, record.overhead.ci_high, percent)}")
     if change.overhead is not None:
         row.update(_bounds("overhead_change", change.overhead))
         row.update({"overhead_change_p": change.overhead.p_value, "overhead_reading": change.overhead_reading,
-                    "overhead_change_ci": "exact" if change.overhead_exact else interval_text(
+                    "overhead_change_ci": "exact" if change.overhead_exact else interval(
                         change.overhead.ci_low, change.overhead.ci_high, percent),
                     "overhead_p_shown": None if change.overhead_exact else change.overhead.p_value})
     for label, floor in (("a", change.floor_a), ("b", change.floor_b)):

@@ -16,13 +16,12 @@ from typing import Any
 
 from tdebench.report.records import (BASELINE, SummaryRecord, deterministic, engine_label, failed_trials, floors,
                                      scale_label)
-from tdebench.report.tables import (Column, Table, config_columns, interval_text, n_text, num, number, reading,
-                                    uses_memory)
+from tdebench.report.tables import Column, Table, config_columns, n_text, num, reading, uses_memory
+from tdebench.report.units import MS, interval, number, times
 from tdebench.results import RunData
 
 OPEN_CELL = ("open", "connect", "elapsed_s")
 """The test, step and metric of a timed open (runner.OPENS of them per trial)."""
-MS = 1000.0
 NOTE = ("Open: a new connection to the loaded database, up to its first answer (an embedded engine "
         "opens the file and derives the key; a server sets up a session), timed several times per "
         "trial, each trial's median counting once; 95% CI of the median over trials. Extra: the "
@@ -57,10 +56,10 @@ def _rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
             "workload": cell.workload, "scale": cell.scale,
             "key": forms.get((cell.engine, cell.encryption, cell.workload, cell.scale, cell.memory_mb), ""),
             "open": summary.median * MS,
-            "ci": interval_text(summary.ci_low * MS, summary.ci_high * MS),
+            "ci": interval(summary.ci_low * MS, summary.ci_high * MS),
             "extra": (summary.median - baseline.summary.median) * MS if baseline and compared else None,
             "times": 1 + compared.pct / 100 if compared else None,
-            "times_ci": (interval_text(1 + compared.ci_low / 100, 1 + compared.ci_high / 100, _times)
+            "times_ci": (interval(1 + compared.ci_low / 100, 1 + compared.ci_high / 100, times)
                          if compared and not exact else ""),
             "reading": reading(record, exact, floor_of.get(cell.comparison)) if compared else "baseline",
             "n": n_text(compared) if compared else f"{summary.n} trials",
@@ -68,8 +67,6 @@ def _rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def _times(value: Any) -> str:
-    return "–" if value is None else f"{number(value)}×"
 
 
 def connection_table(run: RunData, records: list[SummaryRecord]) -> Table | None:
@@ -81,7 +78,7 @@ def connection_table(run: RunData, records: list[SummaryRecord]) -> Table | None
     if len({(row["workload"], row["scale"]) for row in rows}) == 1:
         columns = columns[:-2]
     columns += (Column("key", "key"), num("open", "open (ms, median)"), num("ci", "95% CI (ms)", str),
-                num("extra", "extra per open (ms)", _extra), num("times", "× none", _times),
+                num("extra", "extra per open (ms)", _extra), num("times", "× none", times),
                 num("times_ci", "95% CI", str), Column("reading", "reading"), num("n", "n", str))
     return Table("Per connection", columns, rows, note=NOTE,
                  intro=("What opening one connection costs, apart from every query: where the key is derived, "
@@ -102,6 +99,6 @@ def findings(run: RunData, records: list[SummaryRecord]) -> list[str]:
         where = (f"{engine_label(row['engine'], row['memory_mb'])} {row['encryption']} "
                  f"{row['workload']} {scale_label(row['workload'], row['scale'])}")
         sentences.append(f"{where}{key}: opening a connection takes {_extra(row['extra'])} ms more than without "
-                         f"encryption ({number(row['open'])} ms, {_times(row['times'])} none's); paid once per "
+                         f"encryption ({number(row['open'])} ms, {times(row['times'])} none's); paid once per "
                          "connection, not per query (see “Per connection”).")
     return sorted(sentences)

@@ -15,9 +15,10 @@ from collections import defaultdict
 from tdebench.report import plots
 from tdebench.report.declared import CRUD
 from tdebench.report.records import BASELINE, SummaryRecord
-from tdebench.report.sections import WorkloadSection, block
+from tdebench.report.sections import Content, block
 from tdebench.results import RunData
-from tdebench.report.tables import MIB, Column, Table, num, p_value, percent, text
+from tdebench.report.tables import Column, Table, num, text
+from tdebench.report.units import MIB, interval, p_value, percent
 
 WORKLOAD, TESTS = CRUD.name, CRUD.tests  # the operations
 STEP, POINT, LATENCY_METRICS = CRUD.step, CRUD.point_step, CRUD.latency_metrics
@@ -26,25 +27,22 @@ STEP, POINT, LATENCY_METRICS = CRUD.step, CRUD.point_step, CRUD.latency_metrics
 CSV = "crud.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """The operations with their scaling plots and the point lookups' latency (crud.csv: the
     operations), or None when the run has no crud operation to show."""
     if not any(record.cell.workload == WORKLOAD and record.cell.test in TESTS for record in records):
         return None
     operations = operations_table(records)
-    return WorkloadSection(
+    return Content(
         blocks=(block(operations, figures=plots.scaling_plots(records, WORKLOAD, TESTS, STEP, "rows in the table")),
                 block(latency_table(records))),
-        csv_name=CSV, csv=operations)
+        csvs=((CSV, operations),))
 
 
 def _rows(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:,.0f}"
 
 
-
-def _interval(low: float, high: float) -> str:
-    return "–" if math.isnan(low) else f"[{percent(low)}, {percent(high)}]"
 
 
 def operations_table(records: list[SummaryRecord]) -> Table:
@@ -72,7 +70,7 @@ def operations_table(records: list[SummaryRecord]) -> Table:
             "operation": cell.test, "rows": median(record, "rows"), "n": summary.n,
             "median_ms": summary.median * 1000,
             "overhead_pct": compared.pct if compared else None,
-            "overhead_ci": _interval(compared.ci_low, compared.ci_high) if compared else None,
+            "overhead_ci": interval(compared.ci_low, compared.ci_high, percent) if compared else None,
             "p_value": compared.p_value if compared else None,
             "cpu_ms": scaled(median(record, "cpu_s"), 1000),
             "mb_per_s": processed / summary.median / MIB if processed and summary.median > 0 else None,
@@ -128,7 +126,7 @@ def latency_table(records: list[SummaryRecord]) -> Table:
         for metric in ("p50_elapsed_s", "p99_elapsed_s"):
             compared = figures[metric].overhead if metric in figures else None
             row[f"{metric}_overhead"] = compared.pct if compared else None
-            row[f"{metric}_ci"] = _interval(compared.ci_low, compared.ci_high) if compared else None
+            row[f"{metric}_ci"] = interval(compared.ci_low, compared.ci_high, percent) if compared else None
         rows.append(row)
     rows.sort(key=lambda row: (row["engine"], row["table_rows"], row["encryption"] != BASELINE, row["encryption"]))
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),

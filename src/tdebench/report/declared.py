@@ -12,9 +12,9 @@ point one way: report → the registry, never into a workload's modules
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
 
-from tdebench.workloads import (WORKLOADS, BackupWorkload, CrudWorkload, HeadlineCells, MaintenanceWorkload,
+from tdebench.workloads import (GEOMEAN_STEP, WORKLOADS, BackupWorkload, CrudWorkload, Headline, MaintenanceWorkload,
                                 OltpWorkload, StrengthWorkload, Workload)
 
 BACKUP, CRUD, MAINTENANCE, OLTP, STRENGTH = (BackupWorkload, CrudWorkload, MaintenanceWorkload, OltpWorkload,
@@ -30,6 +30,12 @@ QUERY_TESTS: tuple[str, ...] = tuple(dict.fromkeys(test for workload in WORKLOAD
                                                    for test in workload.query_tests))
 """The tests whose steps are numbered queries, as their workloads declare them (TPC-H's power
 and throughput)."""
+LABELLED: tuple[Headline, ...] = tuple(dict.fromkeys(headline for workload in WORKLOADS.values()
+                                                     for headline in workload.headlines if headline.label))
+"""Every labelled headline (one figure per configuration) any workload declares, in the order the
+report's tables and plots show them: the registry's order, each workload's in its own."""
+__all__ = ["BACKUP", "CRUD", "GEOMEAN_STEP", "LABELLED", "MAINTENANCE", "OLTP", "PER_MINUTE", "QUERY_TESTS",
+           "STRENGTH", "Headline", "headlines_of", "label_order", "labelled_headline", "tests_of", "timed", "workload"]
 
 
 def workload(name: str) -> type[Workload] | None:
@@ -38,8 +44,34 @@ def workload(name: str) -> type[Workload] | None:
     return WORKLOADS.get(name)
 
 
-def headlines() -> Iterator[tuple[type[Workload], HeadlineCells]]:
-    """Every workload's headline cells, with the workload that declared them."""
-    for declaring in WORKLOADS.values():
-        for cells in declaring.headlines:
-            yield declaring, cells
+@functools.cache
+def headlines_of(name: str) -> tuple[Headline, ...]:
+    """The headlines of a stored workload name; for one this tdebench does not know, every
+    labelled one (it is read as TPC-H and the load are)."""
+    known = WORKLOADS.get(name)
+    return known.headlines if known is not None else LABELLED
+
+
+@functools.cache
+def tests_of(name: str) -> tuple[str, ...]:
+    """A stored workload's tests, which an unlabelled headline of it covers (none when unknown)."""
+    known = WORKLOADS.get(name)
+    return known.tests if known is not None else ()
+
+
+def label_order(label: str) -> int:
+    """Where a labelled figure comes in tables and plots: LABELLED's order, any other after."""
+    labels = [headline.label for headline in LABELLED]
+    return labels.index(label) if label in labels else len(labels)
+
+
+def labelled_headline(workload: str, test: str, step: str, metric: str) -> Headline | None:
+    """The labelled headline of `workload` a cell (test, step, metric) is, if any: by test, step
+    and metric, not by test alone (oltp's load test has TPM and NOPM of its own beside the load)."""
+    return next((h for h in headlines_of(workload) if h.label and h.covers((), test, step, metric)), None)
+
+
+def timed(name: str) -> bool:
+    """Whether a stored workload's figures are timings (`Workload.timed`); an unknown one's are."""
+    known = WORKLOADS.get(name)
+    return known.timed if known is not None else True

@@ -15,12 +15,13 @@ from typing import Any
 
 from tdebench.engines import ENGINES
 from tdebench.plan import default_order
-from tdebench.report import noise
-from tdebench.report.records import (BASELINE, GEOMEAN_STEP, HEADLINES, PLACEBO, Headline, HostBlocks, SummaryRecord,
+from tdebench.report import declared, noise
+from tdebench.report.declared import Headline
+from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks, SummaryRecord,
                                      below_resolution, deterministic, engine_label, floors, headline_records,
                                      host_blocks, is_query, memory_order, resolution, scale_label, scale_text,
                                      step_order)
-from tdebench.report.tables import display_unit, number, p_value, percent
+from tdebench.report.units import change, display_unit, number, p_value, percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
 from tdebench.results import NOT_VERIFIED, TRANSIENT_CANARIES, Resumed, RunData, Stopping, TrialKey, Verdict
 
@@ -190,11 +191,6 @@ def _n_text(n_treatment: int, n_baseline: int, method: str = UNPAIRED) -> str:
     return f"n={n_treatment}" if n_treatment == n_baseline else f"n={n_treatment} vs {n_baseline}"
 
 
-SHORT_NAMES = {"power geomean": "power test", "throughput total": "throughput",
-               "data load elapsed": "data load", "database size": "database size"}
-"""How a findings bullet names each headline figure."""
-
-
 def _exact_text(name: str, record: SummaryRecord, baseline: SummaryRecord) -> str:
     """e.g. "database size +2.0% (13.73 → 14.01 MiB)"."""
     compared = record.overhead
@@ -212,7 +208,7 @@ def _noise_mark(record: SummaryRecord, baseline: SummaryRecord) -> str:
 
 def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_n: bool = True,
                 floor: SummaryRecord | None = None) -> str:
-    """One headline figure, compactly, e.g. "power test +3.1% [1.2, 5.0] (p=0.01, n=20,
+    """One headline figure, compactly, e.g. "power test +3.1% [+1.2, +5.0] (p=0.01, n=20,
     significant)"; an interval spanning zero just says "no significant difference", one that
     overlaps the placebo's (`floor`) says "below this run's resolution (±x%)", and a
     deterministic figure only states the change."""
@@ -220,7 +216,7 @@ def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_
         return _exact_text(name, record, baseline)
     compared = record.overhead
     assert compared is not None
-    interval = f"{percent(compared.pct)} [{compared.ci_low:.1f}, {compared.ci_high:.1f}]"
+    interval = _change(record)
     spans_zero = compared.ci_low <= 0.0 <= compared.ci_high
     unresolved = not spans_zero and below_resolution(record, floor)
     details = [] if spans_zero or unresolved else [f"p={p_value(compared.p_value)}"]
@@ -263,7 +259,7 @@ def encryption_sentence(who: str, figures: list[tuple[str, SummaryRecord, Summar
 
 def overhead_sentence(phrase: str, record: SummaryRecord, baseline: SummaryRecord) -> str:
     """One figure as a sentence of its own, e.g.
-    "duckdb aes-256-gcm power test +3.1% [1.2, 5.0] (p=0.01, n=20)."."""
+    "duckdb aes-256-gcm power test +3.1% [+1.2, +5.0] (p=0.01, n=20)."."""
     cell = record.cell
     return f"{cell.engine} {cell.encryption} {figure_text(phrase, record, baseline)}."
 
@@ -271,8 +267,8 @@ def overhead_sentence(phrase: str, record: SummaryRecord, baseline: SummaryRecor
 def _figures(chosen: list[tuple[Headline, SummaryRecord]],
              baselines: dict[tuple, SummaryRecord]) -> list[tuple[str, SummaryRecord, SummaryRecord]]:
     """An encryption's headline records in headline order, named as bullets name them."""
-    ordered = sorted(chosen, key=lambda item: HEADLINES.index(item[0]))
-    return [(SHORT_NAMES.get(headline.label, headline.label), record, baselines[record.cell.comparison])
+    ordered = sorted(chosen, key=lambda item: declared.label_order(item[0].label))
+    return [(headline.short or headline.label, record, baselines[record.cell.comparison])
             for headline, record in ordered]
 
 
@@ -293,7 +289,7 @@ def ranking_sentence(engine: str, where: str, power: list[SummaryRecord]) -> str
 
 def floor_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryRecord]]) -> str:
     """The placebo's figures as the run's noise floor, e.g. "duckdb noise floor (placebo: none
-    against none, 5 rounds): power test +0.4% [-1.2, 1.9], resolution ±1.9%, 80% power for
+    against none, 5 rounds): power test +0.4% [-1.2, +1.9], resolution ±1.9%, 80% power for
     effects of 2.3% or more; …"."""
     parts = []
     for name, record, baseline in figures:
@@ -302,7 +298,7 @@ def floor_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryReco
             continue
         mde = minimum_detectable_effect(compared)
         power = f", 80% power for effects of {mde:.1f}% or more" if not math.isnan(mde) else ""
-        parts.append(f"{name} {percent(compared.pct)} [{compared.ci_low:.1f}, {compared.ci_high:.1f}], "
+        parts.append(f"{name} {_change(record)}, "
                      f"resolution ±{resolution(record):.1f}%{power}")
     rounds = {r.overhead.n_treatment for _, r, _ in figures if r.overhead}
     count = f", {_n_text(rounds.pop(), 0, PAIRED)}" if len(rounds) == 1 else ""
@@ -348,21 +344,20 @@ def where_faster(record: SummaryRecord, records: list[SummaryRecord]) -> list[tu
 
 def faster_sentence(name: str, record: SummaryRecord, records: list[SummaryRecord], floor: SummaryRecord) -> str:
     """A resolved "faster than none", located: e.g. "duckdb aes-256-gcm (tpch sf0.1) is faster than
-    none on the data load, −14.5% [−15.6, −13.3], beyond its noise floor (±2.1%): a real effect,
+    none on the data load, -14.5% [-15.6, -13.3], beyond its noise floor (±2.1%): a real effect,
     not noise. It arises in lineitem −20.1% [−22.0, −18.2] (0.61 s less), … What the engine
     documents as different in an encrypted database: …"."""
     compared = record.overhead
     assert compared is not None
     cell = record.cell
     who = f"{cell.configured} {cell.encryption} ({cell.workload} {scale_label(cell.workload, cell.scale)})"
-    text = (f"{who} is faster than {BASELINE} on the {name}, {percent(compared.pct)} [{compared.ci_low:.1f}, "
-            f"{compared.ci_high:.1f}], beyond its noise floor (±{resolution(floor):.1f}%): a real effect of this "
+    text = (f"{who} is faster than {BASELINE} on the {name}, {_change(record)}, "
+            f"beyond its noise floor (±{resolution(floor):.1f}%): a real effect of this "
             "configuration, not noise.")
     steps = where_faster(record, records)
     if steps:
         text += " It arises in " + ", ".join(
-            f"{step.cell.step} {percent(step.overhead.pct)} [{step.overhead.ci_low:.1f}, "  # type: ignore[union-attr]
-            f"{step.overhead.ci_high:.1f}] ({_seconds(saved)} less)" for step, saved in steps) + "."  # type: ignore[union-attr]
+            f"{step.cell.step} {_change(step)} ({_seconds(saved)} less)" for step, saved in steps) + "."
     else:
         text += " No single step of the test is resolved as faster on its own: it is spread over them."
     engine = ENGINES.get(cell.engine)
@@ -370,6 +365,13 @@ def faster_sentence(name: str, record: SummaryRecord, records: list[SummaryRecor
     if hint:
         text += f" What the engine documents as different in an encrypted database, besides the cipher: {hint}"
     return text
+
+
+def _change(record: SummaryRecord) -> str:
+    """An overhead of a record that has one, with its interval, as sentences write it."""
+    compared = record.overhead
+    assert compared is not None
+    return change(compared.pct, compared.ci_low, compared.ci_high)
 
 
 def _seconds(value: float) -> str:
@@ -384,7 +386,7 @@ def faster_sentences(records: list[SummaryRecord]) -> list[str]:
         floor = floor_of.get(record.cell.comparison)
         if headline.metric == "elapsed_s" and resolved_faster(record, floor):
             assert floor is not None
-            sentences.append(faster_sentence(SHORT_NAMES.get(headline.label, headline.label), record, records, floor))
+            sentences.append(faster_sentence(headline.short or headline.label, record, records, floor))
     return sentences
 
 
@@ -409,7 +411,7 @@ def findings(records: list[SummaryRecord]) -> list[str]:
         if placebo:
             sentences.append(floor_sentence(f"{engine}{where}", _figures(placebo, baselines)))
         power = [record for chosen in by_encryption.values() for headline, record in chosen
-                 if headline is HEADLINES[0]]
+                 if headline.ranks]
         if len(power) > 1:
             sentences.append(ranking_sentence(engine, where, power))
         for encryption, chosen in sorted(by_encryption.items()):

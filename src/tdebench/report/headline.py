@@ -24,18 +24,16 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from tdebench.report import cache, plots
+from tdebench.report import cache, declared, plots
+from tdebench.report.declared import LABELLED, Headline
 from tdebench.report.noise import busy_headline, is_headline, trial_loads
-from tdebench.report.findings import SHORT_NAMES, judged, verdict_summary
-from tdebench.report.records import (BASELINE, HEADLINES, PER_MINUTE, PLACEBO, Headline, SummaryRecord,
+from tdebench.report.findings import judged, verdict_summary
+from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, SummaryRecord,
                                      below_resolution, engine_label, floors, headline_records, memory_order,
                                      resolution, scale_label)
-from tdebench.report.tables import percent
+from tdebench.report.units import change, percent, times
 from tdebench.results import RunData
 
-_TPCH_FIGURES = frozenset((h.test, step, h.metric) for h in HEADLINES for step in h.steps)
-"""The cells HEADLINES covers (by test, step and metric, not by test alone: oltp's load test has
-TPM and NOPM of its own, and its data load is TPC-H's "load")."""
 
 DOUBLES_PCT = 100.0
 """An overhead from which an encryption is named apart: it more than doubles the time."""
@@ -46,7 +44,7 @@ HALVES_PCT = 50.0
 def _interval(record: SummaryRecord) -> str:
     compared = record.overhead
     assert compared is not None
-    return f"{record.cell.encryption} {percent(compared.pct)} [{compared.ci_low:+.1f}, {compared.ci_high:+.1f}]"
+    return f"{record.cell.encryption} {change(compared.pct, compared.ci_low, compared.ci_high)}"
 
 
 def _width(records: list[SummaryRecord]) -> float:
@@ -105,7 +103,7 @@ def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None, rate: bo
 def _sentence(engine: str, memory: int | None, workload: str, scale: float, figure: Headline,
               records: list[SummaryRecord], floor: SummaryRecord | None, regime: cache.Regime | None) -> str:
     who = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
-           f"{SHORT_NAMES.get(figure.label, figure.label)}")
+           f"{figure.short or figure.label}")
     rounds = {r.overhead.n_treatment for r in records}  # type: ignore[union-attr]
     count = rounds.pop() if len(rounds) == 1 else None
     counted = f"{count} round{'' if count == 1 else 's'}; " if count is not None else ""
@@ -119,18 +117,20 @@ def _sentence(engine: str, memory: int | None, workload: str, scale: float, figu
 def _workload_figures(records: list[SummaryRecord]) -> list[tuple[Headline, SummaryRecord]]:
     """The headline figures a workload's own report leads with (noise.headline_rules: a
     backup's backup and restore, crud's operations, maintenance's operations, oltp's TPM and
-    NOPM of each test), one Headline per test, step and metric; TPC-H's are HEADLINES."""
-    return [(Headline(f"{r.cell.test} {_FIGURE_NAMES.get(r.cell.metric, r.cell.step)}",
-                      f"on {r.cell.test} {r.cell.step}", r.cell.test, (r.cell.step,), r.cell.metric), r)
+    NOPM of each test), one Headline per test, step and metric; the labelled ones (the load,
+    TPC-H's composites) are records.headline_records'."""
+    return [(Headline(r.cell.metric, (r.cell.step,), r.cell.test,
+                      f"{r.cell.test} {_FIGURE_NAMES.get(r.cell.metric, r.cell.step)}"), r)
             for r in records if (r.cell.metric == "elapsed_s" or r.cell.metric in PER_MINUTE)
-            and (r.cell.test, r.cell.step, r.cell.metric) not in _TPCH_FIGURES and is_headline(r.cell)]
+            and declared.labelled_headline(r.cell.workload, r.cell.test, r.cell.step, r.cell.metric) is None
+            and is_headline(r.cell)]
 
 
 _FIGURE_NAMES = {rate: rate.upper() for rate in PER_MINUTE}  # "stress NOPM", not "stress mix"
 
 
 def _order(figure: Headline) -> tuple[int, str]:
-    return (HEADLINES.index(figure), "") if figure in HEADLINES else (len(HEADLINES), figure.label)
+    return (LABELLED.index(figure), "") if figure in LABELLED else (len(LABELLED), figure.label)
 
 
 def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, list[SummaryRecord],
@@ -149,7 +149,7 @@ def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, 
                 figure].append(record)
     chosen_ones = []
     for config, by_figure in sorted(per_config.items()):
-        own = {figure: chosen for figure, chosen in by_figure.items() if figure not in HEADLINES}
+        own = {figure: chosen for figure, chosen in by_figure.items() if figure not in LABELLED}
         candidates = own or by_figure  # a backup plan is read for its backups, not for its TPC-H load
         figure, chosen = min(candidates.items(), key=lambda item: (_width(item[1]), _order(item[0])))
         chosen_ones.append((config, figure, chosen, floor_of.get(chosen[0].cell.comparison)))
@@ -207,7 +207,7 @@ def panels(run: RunData, records: list[SummaryRecord]) -> list[plots.Panel]:
             rows.append(plots.PanelRow(record.cell.encryption, compared.pct, compared.ci_low, compared.ci_high, mark))
         regime = regimes.get((engine, memory, workload, scale))
         title = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
-                 f"{SHORT_NAMES.get(figure.label, figure.label)}")
+                 f"{figure.short or figure.label}")
         result.append(plots.Panel(title, tuple(rows), resolution(floor) if floor is not None else None,
                                   rate=figure.metric in PER_MINUTE,
                                   regime=regime.words if regime else ""))
@@ -242,12 +242,13 @@ def summary_lines(run: RunData, records: list[SummaryRecord]) -> list[str]:
         ranked = sorted(chosen, key=lambda r: ((-1.0 if rate else 1.0) * r.overhead.pct,  # type: ignore[union-attr]
                                                r.cell.encryption))
         who = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
-               f"{SHORT_NAMES.get(figure.label, figure.label)}")
+               f"{figure.short or figure.label}")
         costs = (_short(ranked[0], floor) if len(ranked) == 1
                  else f"cheapest {_short(ranked[0], floor)}, dearest {_short(ranked[-1], floor)}")
         floor_text = f"noise floor ±{resolution(floor):.1f}%" if floor is not None else "no placebo"
         regime = regimes.get((engine, memory, workload, scale))
-        regime_text = ("" if regime is None else f"; data {regime.ratio:.1f}× its cache: pages decrypted on every read"
-                       if regime.spills else "; data fits its cache")
+        regime_text = ("" if regime is None
+                       else f"; data {times(regime.ratio)} its cache: pages decrypted on every read" if regime.spills
+                       else "; data fits its cache")
         lines.append(f"{who}: {costs}; {floor_text}{regime_text}.")
     return lines + _machine_and_at_rest(run)

@@ -15,8 +15,9 @@ from typing import Any
 
 from tdebench.report.declared import MAINTENANCE
 from tdebench.report.records import BASELINE, SummaryRecord, scale_text
-from tdebench.report.sections import WorkloadSection, block
-from tdebench.report.tables import MIB, Column, Table, number, p_value, percent, text
+from tdebench.report.sections import Content, block
+from tdebench.report.tables import Column, Table, text
+from tdebench.report.units import MIB, interval, number, p_value, percent
 from tdebench.stats import summarize_many
 from tdebench.results import Measurement, RunData
 
@@ -51,7 +52,7 @@ KEEPS_THE_DATA = frozenset({"rewrap-master-key"})
 CSV = "maintenance.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """Time to encrypt, changing the key and the index rebuild (maintenance.csv: encrypt and
     rekey), or None when the run has no maintenance step to show."""
     if not any(m.test in (ENCRYPT, REKEY, REINDEX) and m.trial.workload == MAINTENANCE.name for m in run.measurements):
@@ -69,8 +70,8 @@ def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | Non
                   "throughput (database bytes / elapsed / 1024²).",
                   "Verified: the old key opens nothing, the new one opens the database, and its row counts "
                   "and canaries are what they were.")
-    return WorkloadSection(blocks=(block(encrypt), block(rekey), block(reindex_table(run, records))),
-                           csv_name=CSV, csv=operations, findings=tuple(findings(encrypt)))
+    return Content(blocks=(block(encrypt), block(rekey), block(reindex_table(run, records))),
+                   csvs=((CSV, operations),), findings=tuple(findings(encrypt)))
 
 
 def _method(step: str) -> str:
@@ -95,13 +96,11 @@ def _row(key: tuple, measurements: list[Measurement]) -> dict[str, Any]:
             [m.metrics.get("cpu_s", 0.0) for m in timed],
             [m.metrics.get("size_bytes", 0.0) for m in timed]])
         row.update({"size_mib": size.median / MIB, "seconds": elapsed.median,
-                    "seconds_ci": _interval(elapsed.ci_low, elapsed.ci_high) if elapsed.n > 1 else None,
+                    "seconds_ci": interval(elapsed.ci_low, elapsed.ci_high) if elapsed.n > 1 else None,
                     "mb_per_s": None if step in KEEPS_THE_DATA else throughput.median, "cpu_s": cpu.median})
     return row
 
 
-def _interval(low: float, high: float) -> str:
-    return f"[{number(low)}, {number(high)}]"
 
 
 def operations_table(run: RunData) -> Table:
@@ -148,10 +147,9 @@ def reindex_table(run: RunData, records: list[SummaryRecord]) -> Table:
         answers = checked.get((cell.engine, cell.encryption, cell.workload, cell.scale, cell.step), set())
         rows.append({"engine": cell.engine, "encryption": cell.encryption, "scale": cell.scale,
                      "method": cell.step, "n": summary.n, "seconds": summary.median,
-                     "seconds_ci": _interval(summary.ci_low, summary.ci_high) if summary.n > 1 else None,
+                     "seconds_ci": interval(summary.ci_low, summary.ci_high) if summary.n > 1 else None,
                      "overhead": compared.pct if compared else None,
-                     "overhead_ci": (f"[{percent(compared.ci_low)}, {percent(compared.ci_high)}]"
-                                     if compared else None),
+                     "overhead_ci": (interval(compared.ci_low, compared.ci_high, percent) if compared else None),
                      "p": compared.p_value if compared else None,
                      "checked": "yes" if answers == {_OK} else "no"})
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),

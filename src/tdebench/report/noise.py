@@ -15,7 +15,6 @@ include a neighbour's work.
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 from collections import defaultdict
@@ -23,7 +22,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from tdebench.report import declared
-from tdebench.report.records import BASELINE, HEADLINES, CellKey, SummaryRecord, deterministic
+from tdebench.report.records import BASELINE, CellKey, SummaryRecord, deterministic
 from tdebench.plan import Group
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
 from tdebench.results import RunData, TrialKey
@@ -38,35 +37,13 @@ BUSY_ADVICE = ("stop what else runs on the machine (or give the benchmark cores 
 """What to do about busy trials, in plain words."""
 
 
-@dataclass(frozen=True)
-class HeadlineRule:
-    """Cells that are headline figures: of these tests, steps (None: every step, each one a
-    method) and metric, in one workload or (None) any."""
-
-    tests: frozenset[str]
-    steps: frozenset[str] | None
-    metric: str
-    workload: str | None = None
-
-    def matches(self, cell: CellKey) -> bool:
-        return (cell.metric == self.metric and cell.test in self.tests
-                and (self.steps is None or cell.step in self.steps)
-                and (self.workload is None or cell.workload == self.workload))
-
-
-@functools.cache
-def headline_rules() -> tuple[HeadlineRule, ...]:
-    """The headline figures of every workload's report: the tpch-style HEADLINES (any workload
-    with those tests), and the cells each workload declares (`Workload.headlines`) in its tests:
-    crud's operations, backup's backups and restores, maintenance's operations, and oltp's TPM
-    and NOPM of each test's measured window."""
-    return (*(HeadlineRule(frozenset({h.test}), frozenset(h.steps), h.metric) for h in HEADLINES),
-            *(HeadlineRule(frozenset(workload.tests), cells.steps, cells.metric, workload.name)
-              for workload, cells in declared.headlines()))
-
-
 def is_headline(cell: CellKey) -> bool:
-    return any(rule.matches(cell) for rule in headline_rules())
+    """Whether a cell is one of the headline figures its workload declares (`Workload.headlines`):
+    TPC-H's power and throughput composites, every workload's load, crud's operations, a
+    backup's backups and restores, maintenance's operations, oltp's TPM and NOPM."""
+    tests = declared.tests_of(cell.workload)
+    return any(headline.covers(tests, cell.test, cell.step, cell.metric)
+               for headline in declared.headlines_of(cell.workload))
 
 
 def widest_headlines(run: RunData, records: list[SummaryRecord],

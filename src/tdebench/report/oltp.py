@@ -32,8 +32,9 @@ from tdebench.report import plots
 from tdebench.report.declared import OLTP
 from tdebench.report.records import (BASELINE, SummaryRecord, engine_label, host_blocks, measured, memory_order,
                                      per_minute)
-from tdebench.report.sections import WorkloadSection, block
-from tdebench.report.tables import Column, Table, n_text, num, number, p_value, percent, text, uses_memory
+from tdebench.report.sections import Content, block
+from tdebench.report.tables import Column, Table, n_text, num, text, uses_memory
+from tdebench.report.units import number, p_value, percent
 from tdebench.stats import SIGNIFICANCE
 from tdebench.results import Measurement, RunData
 
@@ -49,7 +50,7 @@ IDLE_PCT = 30.0  # server and driver left at least this much of the machine idle
 CSV = "oltp.csv"
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """TPM and NOPM with their plots over time, and the latency percentiles (oltp.csv: TPM and
     NOPM, every bound in a column of its own), or None when the run has no measured oltp run."""
     if not any(m.trial.workload == WORKLOAD and m.step == MIX_STEP for m in run.measurements):
@@ -57,9 +58,9 @@ def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | Non
     throughput = throughput_table(run, records, csv=False)
     saturation = saturation_table(throughput.rows)
     blocks = (block(throughput, figures=throughput_plots(run)),) + ((block(saturation),) if saturation.rows else ())
-    return WorkloadSection(blocks=blocks + (block(latency_table(records)),), csv_name=CSV,
-                           csv=throughput_table(run, records),
-                           findings=tuple(findings(throughput.rows) + saturation_findings(saturation.rows)))
+    return Content(blocks=blocks + (block(latency_table(records)),),
+                   csvs=((CSV, throughput_table(run, records)),),
+                   findings=tuple(findings(throughput.rows) + saturation_findings(saturation.rows)))
 
 
 def findings(rows: list[dict[str, Any]]) -> list[str]:

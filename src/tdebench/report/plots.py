@@ -24,9 +24,11 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from PIL import Image
 
-from tdebench.report.records import (BASELINE, HEADLINES, PLACEBO, QUERY_TESTS, SummaryRecord, engine_label,
+from tdebench.report.declared import LABELLED
+from tdebench.report.records import (BASELINE, PLACEBO, QUERY_TESTS, SummaryRecord, engine_label,
                                      headline_records, is_query, memory_order, resolution, scale_label)
-from tdebench.report.tables import MIB, samples_by_config
+from tdebench.report.tables import samples_by_config
+from tdebench.report.units import MIB
 from tdebench.results import Sample
 
 WIDTH_INCHES = 11.0
@@ -101,7 +103,7 @@ def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
         floor_of = {r.cell.comparison: r for chosen in by_figure.values() for r in chosen
                     if r.cell.encryption == PLACEBO}
         panels = []
-        for label in (h.label for h in HEADLINES if h.label in by_figure):
+        for label in (h.label for h in LABELLED if h.label in by_figure):
             chosen = [r for r in by_figure[label] if r.cell.encryption != PLACEBO]
             floor = floor_of.get(chosen[0].cell.comparison) if chosen else None
             panels.append(Panel(label, tuple(PanelRow(r.cell.encryption, r.overhead.pct, r.overhead.ci_low,
@@ -436,7 +438,7 @@ def cost_curves(records: list[SummaryRecord], ratios: dict[Config, float]) -> li
             (ratio, compared.pct, compared.ci_low, compared.ci_high))
     figures = []
     for (engine, host, workload, scale), by_figure in sorted(points.items()):
-        shown = [h.label for h in HEADLINES if h.label in by_figure
+        shown = [h.label for h in LABELLED if h.label in by_figure
                  and len({x for series in by_figure[h.label].values() for x, *_ in series}) >= MIN_POINTS]
         if not shown:
             continue

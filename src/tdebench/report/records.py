@@ -22,11 +22,12 @@ from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, ove
                             pairable, summarize_many)
 from tdebench.plan import PAIRED_ORDERS, Group, default_order
 from tdebench.report import declared
+from tdebench.report.declared import Headline
 from tdebench.results import Measurement, RunData, TrialKey
 
 BASELINE = "none"
 PLACEBO = "placebo"  # the A/A arm (plan key `placebo`): none again, compared with none like an encryption
-GEOMEAN_STEP = "geomean"
+GEOMEAN_STEP = declared.GEOMEAN_STEP
 QUERY_TESTS = declared.QUERY_TESTS
 PER_MINUTE = declared.PER_MINUTE
 """The derived rates of a measured window (oltp's TPM and NOPM, Madyatmadja et al. (2021)), as
@@ -117,25 +118,6 @@ def deterministic(record: SummaryRecord, baseline: SummaryRecord) -> bool:
     if record.unit == "bytes":
         return True
     return all(r.summary.n > 1 and r.summary.stdev == 0 for r in (record, baseline))
-
-
-@dataclass(frozen=True)
-class Headline:
-    """A figure the report leads with: what a reader asks about first."""
-
-    label: str  # short name for tables and plots
-    phrase: str  # how a sentence names it: "... costs +3% on the power test"
-    test: str
-    steps: tuple[str, ...]  # the first one present is used
-    metric: str
-
-
-HEADLINES = (
-    Headline("power geomean", "on the power test", "power", (GEOMEAN_STEP,), "elapsed_s"),
-    Headline("throughput total", "on the throughput test", "throughput", ("total",), "elapsed_s"),
-    Headline("data load elapsed", "on the data load", "load", ("total", "database"), "elapsed_s"),
-    Headline("database size", "in database size", "load", ("database",), "size_bytes"),
-)
 
 
 def is_query(step: str) -> bool:
@@ -423,18 +405,20 @@ def floors(records: list[SummaryRecord]) -> dict[tuple, SummaryRecord]:
 
 
 def headline_records(records: list[SummaryRecord]) -> list[tuple[Headline, SummaryRecord]]:
-    """The records behind the headline figures, for every configuration that has them."""
+    """The records behind the labelled headline figures (declared.LABELLED), for every
+    configuration whose workload declares them: of each, the first of its steps measured."""
     by_cell = {record.cell: record for record in records}
     chosen = []
-    for headline in HEADLINES:
+    for headline in declared.LABELLED:
+        test = headline.test or ""  # a labelled headline names its test (workloads.base.Headline)
         configs = sorted({(c.engine, memory_order(c.memory_mb), c.host or "", c.encryption, c.workload, c.scale,
-                           c.memory_mb) for c in by_cell if c.test == headline.test and c.metric == headline.metric})
+                           c.memory_mb) for c in by_cell if c.test == test and c.metric == headline.metric
+                          and headline in declared.headlines_of(c.workload)})
         for engine, _, hosts, encryption, workload, scale, memory in configs:
-            for step in headline.steps:
-                cell = CellKey(engine, encryption, workload, scale, headline.test, step, headline.metric, memory,
+            for step in headline.steps or ():
+                cell = CellKey(engine, encryption, workload, scale, test, step, headline.metric, memory,
                                hosts or None)
                 if cell in by_cell:
                     chosen.append((headline, by_cell[cell]))
                     break
     return chosen
-

@@ -1,11 +1,12 @@
-"""The pieces a report is made of, and the one interface through which a workload adds its own.
+"""The pieces a report is made of, and the one contract every section of it keeps.
 
-A workload's report module (report/crud.py, oltp.py, backup.py, maintenance.py) has a
-`section(run, records)` that returns a `WorkloadSection`, or None when the run has nothing of
-that workload to show; report/workloads.py lists those functions. The report places each
-section's blocks (h2 sections) after the per-query plots, adds its sentences to the findings
-and writes its CSV, all without knowing which workload it came from: adding a workload's report
-means writing its module and adding one line to that list.
+A section is a function `(run, records) -> Content | None`: None when the run has nothing for
+it to show, else its blocks (h2 sections), sentences for the findings and the CSV files it
+writes. The report's own sections (report/core.py) and each workload's (report/crud.py,
+oltp.py, backup.py, maintenance.py, strength.py, listed in report/workloads.py) keep the same
+contract; document.SECTIONS lists them in reading order, and the renderers and `build` walk the
+contents without knowing where they came from: adding a section means writing its function and
+adding one line to a list.
 """
 
 from __future__ import annotations
@@ -51,12 +52,11 @@ def block(*tables: Table, figures: list[plots.Figure] | tuple[plots.Figure, ...]
 
 
 @dataclass(frozen=True)
-class WorkloadSection:
-    """What one workload adds to a report: its blocks in reading order, sentences for the
-    findings and its own CSV file (`csv_name`, holding `csv`), written only when the section
-    exists: a run without the workload gets no file of it, not a lone header."""
+class Content:
+    """What one section adds to a report: its blocks in reading order, sentences for the
+    findings and its own CSV files (name → table: a workload's crud.csv, oltp.csv), written only
+    when the section exists: a run without the workload gets no file of it, not a lone header."""
 
     blocks: tuple[Block, ...]
-    csv_name: str
-    csv: Table
     findings: tuple[str, ...] = ()
+    csvs: tuple[tuple[str, Table], ...] = ()

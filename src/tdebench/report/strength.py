@@ -20,8 +20,9 @@ from typing import Any
 
 from tdebench.report.declared import STRENGTH
 from tdebench.report.records import BASELINE, SummaryRecord
-from tdebench.report.sections import WorkloadSection, block
-from tdebench.report.tables import Column, Table, ratio_percent
+from tdebench.report.sections import Content, block
+from tdebench.report.tables import Column, Table
+from tdebench.report.units import ratio_percent
 from tdebench.results import Measurement, RunData
 
 CSV = "strength.csv"
@@ -49,15 +50,14 @@ def _joined(values: list[str]) -> str:
     return ", ".join(dict.fromkeys(values))
 
 
-def section(run: RunData, records: list[SummaryRecord]) -> WorkloadSection | None:
+def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """The three tables (strength.csv: every record of the workload), or None without a strength test."""
     ours = _ours(run)
     if not ours:
         return None
     repeated, tampered, keys = repeats_table(ours), tamper_table(ours), old_key_table(ours)
-    return WorkloadSection(blocks=(block(repeated), block(tampered), block(keys)), csv_name=CSV, csv=csv_table(ours),
-                           findings=tuple(repeat_findings(repeated) + tamper_findings(tampered)
-                                          + old_key_findings(keys)))
+    return Content(blocks=(block(repeated), block(tampered), block(keys)), csvs=((CSV, csv_table(ours)),),
+                   findings=tuple(repeat_findings(repeated) + tamper_findings(tampered) + old_key_findings(keys)))
 
 
 def _median(measurements: list[Measurement], metric: str) -> float | None:

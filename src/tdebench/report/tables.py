@@ -17,14 +17,14 @@ from typing import Any
 
 from tdebench.engines import ENGINES
 from tdebench.measure.environment import flatten
-from tdebench.report import noise
-from tdebench.report.records import (BASELINE, HEADLINES, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord,
+from tdebench.report import declared, noise
+from tdebench.report.records import (BASELINE, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord,
                                      below_resolution, deterministic, floors, headline_records, host_blocks, is_query,
                                      memory_order, resolution, run_order, scale_text, step_order)
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
+from tdebench.report.units import (MIB, display_unit, interval, mib, number, p_value, percent, ratio_percent,
+                                   times)
 from tdebench.results import FILE_KIND_TITLES, FILE_KINDS, CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
-
-MIB = 1024 * 1024
 
 
 def text(value: Any) -> str:
@@ -35,34 +35,6 @@ def text(value: Any) -> str:
     if isinstance(value, float):
         return number(value)
     return str(value)
-
-
-def number(value: float | None) -> str:
-    """Rounded for reading: enough digits to compare, no false precision."""
-    if value is None or math.isnan(value):
-        return "–"
-    magnitude = abs(value)
-    if magnitude >= 100:
-        return f"{value:,.0f}"
-    if magnitude >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
-
-
-def percent(value: float | None) -> str:
-    return "–" if value is None or math.isnan(value) else f"{value:+.1f}%"
-
-
-def p_value(value: float | None) -> str:
-    """Two significant digits below 0.1, so 0.047 is not rounded up to a misleading 0.05."""
-    if value is None or math.isnan(value):
-        return "–"
-    return f"{value:.2g}" if value < 0.1 else f"{value:.2f}"
-
-
-def ratio_percent(value: float | None) -> str:
-    """A fraction (e.g. a CV of 0.082) shown as a percentage (8.2%)."""
-    return "–" if value is None or math.isnan(value) else f"{value * 100:.1f}%"
 
 
 @dataclass(frozen=True)
@@ -133,15 +105,6 @@ def _shown_config_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
 def uses_memory(memories: Iterable[int | None]) -> bool:
     """Whether a run gave any engine memory_mb: only then do its tables show the memory column."""
     return any(memory is not None for memory in memories)
-
-
-def display_unit(unit: str) -> tuple[str, float]:
-    """The friendlier unit a table shows and the factor from the raw unit to it."""
-    if unit == "s":
-        return "ms", 1000.0
-    if unit == "bytes":
-        return "MiB", 1.0 / MIB
-    return unit, 1.0
 
 
 # --- summary.csv -----------------------------------------------------------------------
@@ -369,10 +332,6 @@ def verdict_summary_table(run: RunData) -> Table:
 # --- report-only tables ----------------------------------------------------------------
 
 
-def interval_text(low: float | None, high: float | None, fmt: Callable[[Any], str] = number) -> str:
-    return "–" if low is None or math.isnan(low) else f"[{fmt(low)}, {fmt(high)}]"
-
-
 OVERHEAD_NOTE = (
     "Paired (n in rounds): each round (lockstep or interleaved) ran every configuration once; overhead = "
     "geometric mean of the within-round ratios to none − 1, 95% CI a t-interval over the rounds, "
@@ -429,13 +388,13 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
                      "baseline": baseline.summary.median * factor,
                      "median": record.summary.median * factor,
                      "overhead": compared.pct,
-                     "ci": "exact" if exact else interval_text(compared.ci_low, compared.ci_high, percent),
+                     "ci": "exact" if exact else interval(compared.ci_low, compared.ci_high, percent),
                      "p": None if exact else compared.p_value,
                      "n": n_text(compared),
                      "reading": reading(record, exact, floor_of.get(record.cell.comparison)),
                      "noisy": noise.comparison_noise(record, baseline) is not None})
     rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["workload"], row["scale"],
-                               [h.label for h in HEADLINES].index(row["figure"]), row["encryption"]))
+                               declared.label_order(row["figure"]), row["encryption"]))
     columns = _shown_config_columns(rows) + (
         Column("figure", "figure"), Column("unit", "unit"), num("baseline", "none (median)"),
         num("median", "median"), num("overhead", "overhead", percent), num("ci", "95% CI", text),
@@ -491,11 +450,6 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def _mib(value: float | None) -> str:
-    """Bytes shown in MiB."""
-    return "–" if value is None else number(value / MIB)
-
-
 def _pct(value: float | None) -> str:
     """A percentage of 0–100, shown with one decimal (two below 1, so 0.37% is not 0.4%)."""
     if value is None or math.isnan(value):
@@ -522,9 +476,9 @@ def resources_table(run: RunData) -> Table:
                      "samples": len(samples)})
     columns = config_columns(uses_memory(row["memory_mb"] for row in rows)) + (
         num("trials", "trials", text), num("cpu_pct_mean", "CPU % mean", _pct),
-        num("cpu_pct_max", "CPU % max", _pct), num("mem_bytes_max", "memory max (MiB)", _mib),
+        num("cpu_pct_max", "CPU % max", _pct), num("mem_bytes_max", "memory max (MiB)", mib),
         num("mem_pct_max", "memory % max", _pct), num("disk_busy_pct_mean", "disk busy % mean", _pct),
-        num("disk_read_bytes", "disk read (MiB)", _mib), num("disk_write_bytes", "disk written (MiB)", _mib),
+        num("disk_read_bytes", "disk read (MiB)", mib), num("disk_write_bytes", "disk written (MiB)", mib),
         num("samples", "samples", text))
     interval = sample_interval(run.samples)
     every = f" about every {interval:.3g} s" if interval else ""
@@ -673,7 +627,7 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
     columns = config + (
         _prose("cipher", "raw cipher"), num("chunk", "page (bytes)", _thousands), num("mib_per_s", "MiB/s"),
         num("size", "database (MiB)"), num("cipher_ms", "cipher time (ms)"),
-        num("load_ms", "load overhead (ms)"), num("times", "÷ cipher time", _times))
+        num("load_ms", "load overhead (ms)"), num("times", "÷ cipher time", times))
     return Table("Against the raw cipher", columns, rows, intro=_cipher_intro(rows),
                  note="Cipher time = database size ÷ raw throughput: encrypting every byte "
                       "of the database once, in memory, with no I/O. Load overhead = median "
@@ -684,12 +638,6 @@ def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
                       "reported apart (the hosts column), else of them all.")
 
 
-def _times(value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return "–"
-    return f"{value:.1f}×" if value < 10 else f"{value:,.0f}×"
-
-
 def _cipher_intro(rows: list[dict[str, Any]]) -> str:
     text = ("How far is each engine from the cost of the cipher itself? Below, each "
             "encryption's raw cipher throughput on the machine that ran it, the time that cipher alone "
@@ -697,7 +645,7 @@ def _cipher_intro(rows: list[dict[str, Any]]) -> str:
             "measured overhead beside it.")
     ratios = [row["times"] for row in rows if "times" in row]
     if ratios:
-        span = _times(min(ratios)) if len(ratios) == 1 else f"{_times(min(ratios))} to {_times(max(ratios))}"
+        span = times(min(ratios)) if len(ratios) == 1 else f"{times(min(ratios))} to {times(max(ratios))}"
         text += (f" Where both are known and the load got slower, its overhead is {span} the "
                  "cipher time" + (": the cost lies mostly outside the cipher (page handling, key "
                                   "derivation, extra I/O, noise), not in the encryption arithmetic."

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tdebench.workloads.backup import BackupWorkload
-from tdebench.workloads.base import HeadlineCells, Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import GEOMEAN_STEP, Headline, Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.crud import CrudWorkload
 from tdebench.workloads.oltp import OltpWorkload
 from tdebench.workloads.maintenance import MaintenanceWorkload
@@ -19,5 +19,5 @@ WORKLOADS: dict[str, type[Workload]] = {
     StrengthWorkload.name: StrengthWorkload,
 }
 
-__all__ = ["WORKLOADS", "BackupWorkload", "CrudWorkload", "HeadlineCells", "MaintenanceWorkload", "OltpWorkload",
-           "Option", "RunContext", "StrengthWorkload", "TpchWorkload", "Workload", "WrongAnswer"]
+__all__ = ["GEOMEAN_STEP", "WORKLOADS", "BackupWorkload", "CrudWorkload", "Headline", "MaintenanceWorkload",
+           "OltpWorkload", "Option", "RunContext", "StrengthWorkload", "TpchWorkload", "Workload", "WrongAnswer"]

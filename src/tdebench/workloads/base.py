@@ -40,12 +40,40 @@ class Option:
 
 
 @dataclass(frozen=True)
-class HeadlineCells:
-    """Cells of a workload's tests that its readers draw conclusions from: its report's headline
-    figures (report/noise.py), of this metric and these steps (None: every step, each a method)."""
+class Headline:
+    """A figure a workload's readers draw conclusions from: the one description of a headline,
+    which the report reads for its first lines, its overhead tables and plots, what it calls
+    noisy and what adaptive repetitions wait on (report/declared.py gathers them).
+
+    A headline with a `label` is one figure per configuration (TPC-H's power geometric mean, the
+    data load): the first of `steps` the run measured, of `test`, shown in the report's overhead
+    table and plots. One without a label stands for every cell of `metric` in the workload's
+    tests (`test` None) and `steps` (None: every step, each one a method), each a figure named
+    after its test and step (a backup's backups and restores, oltp's TPM and NOPM)."""
 
     metric: str
-    steps: frozenset[str] | None = None
+    steps: tuple[str, ...] | None = None  # a labelled figure: the first one present is used
+    test: str | None = None  # None: any of the declaring workload's tests
+    label: str = ""  # short name for tables and plots: "power geomean"
+    short: str = ""  # how a findings sentence names it ("power test"); the label when empty
+    ranks: bool = False  # the findings rank each engine's encryptions by this figure
+
+    def covers(self, tests: tuple[str, ...], test: str, step: str, metric: str) -> bool:
+        """Whether a cell (test, step, metric) of a workload with these `tests` is this figure."""
+        return (metric == self.metric and (test == self.test if self.test is not None else test in tests)
+                and (self.steps is None or step in self.steps))
+
+
+GEOMEAN_STEP = "geomean"
+"""The step the report derives for each of a workload's `query_tests`: the geometric mean of its
+query times (report/records.py), which a headline may name like a measured step."""
+
+LOAD_HEADLINES = (
+    Headline("elapsed_s", ("total", "database"), "load", "data load elapsed", "data load"),
+    Headline("size_bytes", ("database",), "load", "database size", "database size"),
+)
+"""What every workload leads with after its own figures: its data load (`Workload.load`, which
+the runner measures as test `load`) and the database it made."""
 
 
 class Session:
@@ -198,11 +226,16 @@ class Workload(ABC):
     # source): the trial's transient capture leaves them out, as its at-rest scan of the database does
     judged_apart: ClassVar[tuple[str, ...]] = ()
     # What its report needs of it, declared as data that report/ reads through the workloads
-    # registry (report/declared.py) instead of importing the workload's modules: the cells it
-    # leads with, and for a workload that measures a window of counts (oltp) the step recording
-    # the window and the rates derived from it, each a count per minute of the window's elapsed_s
-    # (rate → count). A workload with a section of its own declares its own names beside them.
-    headlines: ClassVar[tuple[HeadlineCells, ...]] = ()
+    # registry (report/declared.py) instead of importing the workload's modules: the figures it
+    # leads with, in the order its tables show them (its own, then the load's), and for a
+    # workload that measures a window of counts (oltp) the step recording the window and the
+    # rates derived from it, each a count per minute of the window's elapsed_s (rate → count). A
+    # workload with a section of its own declares its own names beside them.
+    headlines: ClassVar[tuple[Headline, ...]] = LOAD_HEADLINES
+    # whether its figures are timings a reader compares against none; False for a workload whose
+    # results are outcomes (strength: repeated blocks, refused tampering): the report's timing
+    # sections (overhead, cache fit, per connection) leave its configurations out
+    timed: ClassVar[bool] = True
     # its tests whose steps are numbered queries (`q1`, …), each timed: the report's per-query
     # tables and plots (TPC-H's power and throughput tests)
     query_tests: ClassVar[tuple[str, ...]] = ()

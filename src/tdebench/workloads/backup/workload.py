@@ -52,7 +52,7 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
 from tdebench.keys import Secret
 from tdebench.workloads.backup import artifact, sealing, usage
 from tdebench.workloads.backup.checksum import TableChecksum, checksums, differences
-from tdebench.workloads.base import (CANARY_TABLE, HeadlineCells, Option, RunContext, Workload, WrongAnswer,
+from tdebench.workloads.base import (CANARY_TABLE, LOAD_HEADLINES, Headline, Option, RunContext, Workload, WrongAnswer,
                                      read_canaries)
 from tdebench.workloads.tpch import TABLES as TPCH_TABLES
 from tdebench.workloads.tpch import TpchWorkload
@@ -94,7 +94,7 @@ class BackupWorkload(Workload):
             "HMAC-SHA256)", choices=sealing.BACKUP_ENCRYPTIONS),
     }
     # for its report (report/backup.py): the backups and restores, and how a sealed one is named
-    headlines = (HeadlineCells("elapsed_s", frozenset({"backup", "restore"})),)
+    headlines = (Headline("elapsed_s", ("backup", "restore")), *LOAD_HEADLINES)
     sealings: ClassVar[tuple[str, ...]] = sealing.BACKUP_ENCRYPTIONS  # in the report's order, unsealed first
     unsealed: ClassVar[str] = sealing.NONE
     constructions: ClassVar[dict[str, str]] = {c.name: c.construction for c in sealing.CIPHERS.values()}

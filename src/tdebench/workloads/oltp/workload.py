@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from tdebench.engines import dialects
 from tdebench.engines.base import Connection, Database
 from tdebench.measure.affinity import available_cpus
-from tdebench.workloads.base import HeadlineCells, Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import LOAD_HEADLINES, Headline, Option, RunContext, Workload, WrongAnswer
 from tdebench.workloads.oltp import checks, data, procedures, schema, transactions
 from tdebench.workloads.oltp.driver import Outcome, Settings, UserLog, drive
 from tdebench.workloads.oltp.inputs import KINDS, MIX, NEW_ORDER, Constants, Terminal
@@ -176,7 +176,7 @@ class OltpWorkload(Workload):
     window_step = WINDOW_STEP
     interval_step: ClassVar[str] = INTERVAL_STEP
     per_minute = {"tpm": "committed", "nopm": "new_orders"}
-    headlines = (HeadlineCells("tpm", frozenset({WINDOW_STEP})), HeadlineCells("nopm", frozenset({WINDOW_STEP})))
+    headlines = (Headline("tpm", (WINDOW_STEP,)), Headline("nopm", (WINDOW_STEP,)), *LOAD_HEADLINES)
     kinds: ClassVar[tuple[str, ...]] = KINDS
     mix: ClassVar[dict[str, float]] = MIX
 

@@ -44,6 +44,7 @@ class StrengthWorkload(Workload):
     whole_scale = True
     scale_format = "{} rows"
     max_streams = 1
+    timed = False  # its results are outcomes, not timings (its plans run one repetition)
     local_tests = {test: "it reads and changes the database's files at rest, which only an engine tdebench owns "
                          "has" for test in tests}
     # for its report (report/strength.py): the words its records answer with

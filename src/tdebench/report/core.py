@@ -1,0 +1,118 @@
+"""The report's own sections, each one function with the contract of a workload's section.
+
+Every section of the report (after Findings, which the renderers draw themselves) is a function
+`(run, records) -> Content | None` listed once, in reading order, in `document.SECTIONS`; it
+returns None when the run has nothing for it to show, so a run gets only the sections that
+apply to it. The timing sections (overhead, cache fit, cipher context, per connection) read only the
+configurations of timed workloads (`Workload.timed`): a strength run's outcomes are not
+timings, and its load times alone would fill them with figures nobody reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tdebench.report import cache, connection as open_cost, declared, noise, plots, tables
+from tdebench.report.records import SummaryRecord, run_order
+from tdebench.report.sections import Block, Content, Part, long_part
+from tdebench.results import RunData
+
+
+def _one(title: str, parts: tuple[Part, ...] = (), figures: list[plots.Figure] | tuple[plots.Figure, ...] = ()
+         ) -> Content:
+    """A content of one block."""
+    return Content(blocks=(Block(title, parts, tuple(figures)),))
+
+
+def _reference(table: tables.Table) -> Content:
+    """A reference table as its own section, folded when long."""
+    return _one(table.title, (long_part(table),))
+
+
+def _timed(records: list[SummaryRecord]) -> list[SummaryRecord]:
+    """The records of timed workloads' configurations."""
+    return [record for record in records if declared.timed(record.cell.workload)]
+
+
+def _timed_run(run: RunData) -> RunData:
+    """The run's trials and measurements of timed workloads only."""
+    return replace(run, trials=[t for t in run.trials if declared.timed(t.trial.workload)],
+                   measurements=[m for m in run.measurements if declared.timed(m.trial.workload)])
+
+
+def failures(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """The trials that failed, first: a reader must know what is missing before reading the rest."""
+    table = tables.failures_table(run)
+    return _one(table.title, (Part(table),)) if table.rows else None
+
+
+def overhead(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """Every labelled headline figure against none, as a table and forest plots."""
+    timed = _timed(records)
+    table, figures = tables.overhead_table(timed), plots.overhead_plots(timed)
+    return _one("Overhead", (Part(table),), figures) if table.rows or figures else None
+
+
+def cost_curve(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """Configurations measured at several cache sizes: the overhead against data ÷ cache."""
+    ratios = {config: regime.ratio for config, regime in cache.regimes(run).items()}
+    figures = plots.cost_curves(records, ratios)
+    return _one("Cost curve", figures=figures) if figures else None
+
+
+def cache_fit(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """Whether each configuration's data fit its cache, for runs that recorded it (report/cache.py)."""
+    table = cache.cache_fit_table(_timed_run(run))
+    return _reference(table) if table is not None else None
+
+
+def cipher_context(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """Right after the overheads: the cost of the cipher itself, beside the load's overhead."""
+    table = tables.cipher_context_table(run, _timed(records))
+    return _one(table.title, (Part(table),)) if table.rows else None
+
+
+def connection(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """What opening a connection costs, for runs that timed an open (report/connection.py)."""
+    table = open_cost.connection_table(_timed_run(run), _timed(records))
+    return _reference(table) if table is not None else None
+
+
+def per_query(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """The query tests' per-query plots (TPC-H's power and throughput), when a workload has them."""
+    figures = plots.query_plots(records)
+    return _one("Per-query", figures=figures) if figures else None
+
+
+def resources(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """CPU, memory and I/O sampled during the trials (its one-line `empty` text when none were)."""
+    table = tables.resources_table(run)
+    figures = plots.resource_plots(run.samples, side_by_side=run_order(run) == "lockstep")
+    return _one(table.title, (long_part(table),), figures)
+
+
+def sizes(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    return _reference(tables.size_table(records))
+
+
+def verdicts(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """One row per configuration, and one per trial folded under it in report.html (verdicts.csv's rows)."""
+    summary, trials = tables.verdict_summary_table(run), tables.verdicts_table(run, csv=False)
+    return _one(summary.title, (Part(summary), Part(trials, folded=True, markdown=False)))
+
+
+def ciphers(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    return _reference(tables.cipher_table(run))
+
+
+def environment(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    return _reference(tables.environment_table(run))
+
+
+def noisy(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    return _reference(tables.noisy_table(noise.noisy_figures(records)))
+
+
+def machine_load(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """Every trial with the machine's load around it, busy ones marked."""
+    return _reference(tables.machine_load_table(noise.trial_loads(run)))

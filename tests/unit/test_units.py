@@ -1,0 +1,29 @@
+"""One printer per unit (report/units.py): a multiple, an interval and an overhead read the same in
+every table and sentence, a missing value is a dash, and no rounding turns a figure into another."""
+
+from __future__ import annotations
+
+import math
+
+from tdebench.report.units import MIB, change, interval, mib, ms, percent, times
+
+
+def test_a_multiple_has_two_significant_digits_below_one_one_decimal_below_ten_none_above() -> None:
+    assert [times(v) for v in (0.0395, 0.963, 0.998, 1.04, 4.23, 12.5, 2048.4)] == [
+        "0.04×", "0.96×", "1.0×", "1.0×", "4.2×", "12×", "2,048×"]
+    assert times(None) == times(math.nan) == "–"
+
+
+def test_an_overhead_in_a_sentence_signs_both_bounds() -> None:
+    assert change(3.14, 1.2, 5.04) == "+3.1% [+1.2, +5.0]"
+    assert change(-8.0, -10.0, -6.0) == "-8.0% [-10.0, -6.0]"
+
+
+def test_an_interval_cell_prints_each_bound_in_its_unit_and_a_missing_one_as_a_dash() -> None:
+    assert interval(1.2, 5.0, percent) == "[+1.2%, +5.0%]"
+    assert interval(0.83, 1.3, times) == "[0.83×, 1.3×]"
+    assert interval(math.nan, math.nan, percent) == interval(None, None) == "–"
+
+
+def test_bytes_and_seconds_are_shown_in_mib_and_ms() -> None:
+    assert (mib(13.73 * MIB), ms(0.0123), mib(None), ms(math.nan)) == ("13.73", "12.30", "–", "–")
