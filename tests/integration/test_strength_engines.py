@@ -1,13 +1,14 @@
-"""The strength workload on real DuckDB and SQLite3MC databases (no runner: the workload on a
-database provisioned in a temp dir, its records kept in memory). What the issue fixes is
-asserted — DuckDB AES-256-GCM refuses a flipped byte by its tag, the baseline accepts a forgery,
-an unencrypted baseline repeats many blocks where an encryption repeats none, the old key opens
-nothing after a rekey — and the rest as measured on DuckDB 1.5.5 and SQLite3MC 2.6.1, so a
-change of an engine's behaviour shows."""
+"""The strength workload on real engines (no runner: the workload on a database provisioned in a
+temp dir, its records kept in memory). What the issue fixes is asserted — DuckDB AES-256-GCM
+refuses a flipped byte by its tag, the baseline accepts a forgery, an unencrypted baseline repeats
+many blocks where an encryption repeats none, the old key opens nothing after a rekey — and the
+rest as measured on DuckDB 1.5.5 and SQLite3MC 2.6.1, so a change of an engine's behaviour shows.
+Servers (MariaDB, PostgreSQL) and the gocryptfs layer: one trial each, started by the test."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from tdebench.measure.recorder import Recorder
 from tdebench.results import Measurement, TrialKey
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.strength.workload import StrengthWorkload
+from workspaces import server_reachable_dir
 
 ROWS = 2000
 
@@ -66,8 +68,8 @@ def _trial(tmp_path: Path, engine_name: str, encryption: str, tests: tuple[str, 
 
 @pytest.mark.parametrize(("encryption", "expected", "said"), [
     ("aes-256-gcm", "tag detects", "Computed AES tag differs"),
-    ("aes-256-ctr", "checksum only", "computed checksum"),  # as measured on 1.5.5: its block checksum
-    ("none", "checksum only", "computed checksum"),  # the positive control: the change shows
+    ("aes-256-ctr", "refused without a tag", "computed checksum"),  # as measured on 1.5.5: its block checksum
+    ("none", "refused without a tag", "computed checksum"),  # the positive control: the change shows
 ])
 def test_duckdb_flipped_byte(tmp_path: Path, encryption: str, expected: str, said: str) -> None:
     record = _trial(tmp_path, "duckdb", encryption, ("tamper",))[("tamper", "data-page")]
@@ -110,3 +112,42 @@ def test_duckdb_old_key_after_a_rekey(tmp_path: Path) -> None:
 ])
 def test_sqlite_known_plaintext_forgery(tmp_path: Path, encryption: str, expected: str) -> None:
     assert _trial(tmp_path, "sqlite", encryption, ("forgery",))[("forgery", "value")].answer == expected
+
+
+# --- servers and the file-system layer: stopped before a byte is flipped, started again to read it.
+# One trial each, 2,000 rows: what the engine said is asserted as measured on MariaDB 10.11,
+# PostgreSQL 15 and gocryptfs 2.3.
+
+
+@pytest.fixture
+def server_path() -> Iterator[Path]:
+    with server_reachable_dir() as path:  # a directory the server's own user can reach
+        yield path
+
+
+def test_mariadb_ctr_refuses_by_its_page_checksum_and_cannot_rekey(server_path: Path) -> None:
+    records = _trial(server_path, "mariadb", "aes-256-ctr", ("repeats", "tamper", "old-key"))
+    flipped = records[("tamper", "data-page")]
+    assert flipped.answer == "refused without a tag" and "decryption failed" in (flipped.note or "")
+    same = records[("repeats", "database")]  # the identical rows' tablespace: no page repeats
+    assert same.note == "counted: strength_same.ibd" and same.metrics["repeated_pages"] == 0
+    assert same.metrics["repeated_block_share"] < 0.01  # as measured: 2 of 16,400 blocks
+    old_key = records[("old-key", "database")]
+    assert old_key.answer == "unsupported" and "key versions" in (old_key.note or "")
+
+
+def test_postgres_baseline_reads_a_flipped_byte_as_data(server_path: Path) -> None:
+    """The positive control on a server: no page checksum (initdb's default), the change is data."""
+    flipped = _trial(server_path, "postgres", "none", ("tamper",))[("tamper", "data-page")]
+    assert flipped.answer == "silently altered" and "1 of 2000 rows changed" in (flipped.note or "")
+
+
+def test_postgres_column_layer_refuses_a_flipped_value(server_path: Path) -> None:
+    flipped = _trial(server_path, "postgres", "column-aes-256", ("tamper",))[("tamper", "data-page")]
+    assert flipped.answer == "refused without a tag" and "Wrong key or corrupt data" in (flipped.note or "")
+
+
+def test_gocryptfs_refuses_a_flipped_byte_by_its_tag(tmp_path: Path) -> None:
+    records = _trial(tmp_path, "sqlite", "fs-aes-256-gcm", ("repeats", "tamper"))
+    assert records[("tamper", "data-page")].answer == "tag detects"
+    assert records[("repeats", "database")].metrics["repeated_block_share"] == 0.0

@@ -75,7 +75,7 @@ def test_xor_twice_restores_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("status", "authenticated", "expected"), [
-    (tamper.REFUSED, True, tamper.TAG), (tamper.REFUSED, False, tamper.CHECKSUM),
+    (tamper.REFUSED, True, tamper.TAG), (tamper.REFUSED, False, tamper.UNTAGGED),
     (tamper.DIFFERS, True, tamper.ALTERED), (tamper.SAME, False, tamper.UNCHANGED),
     (tamper.DIED, True, tamper.CRASHED)])
 def test_classify(status: str, authenticated: bool, expected: str) -> None:
@@ -153,7 +153,10 @@ class _FileConnection:
 @dataclass
 class _FileDatabase(Database):
     checked: bool = False
+    starts_processes: bool = False  # as a server's: connect() after close() starts one
     path: Path = field(init=False)
+    tampered_opens: list[int] = field(default_factory=list)  # the pid of each connect() to changed bytes
+    written: bytes = b""
 
     def __post_init__(self) -> None:
         self.path = self.workspace / "db"
@@ -161,15 +164,22 @@ class _FileDatabase(Database):
     def create(self) -> None:
         values = [data.value(SEED, row).encode() for row in range(1, ROWS + 1)]
         pages = [b"".join(values[i:i + PER_PAGE]).ljust(PAGE - 64, b"\0") for i in range(0, ROWS, PER_PAGE)]
-        self.path.write_bytes(b"".join(body + zlib.crc32(body).to_bytes(4, "big") + bytes(60) for body in pages))
+        self.written = b"".join(body + zlib.crc32(body).to_bytes(4, "big") + bytes(60) for body in pages)
+        self.path.write_bytes(self.written)
 
     def connect(self) -> Connection:
+        if self.path.exists() and self.path.read_bytes() != self.written:
+            self.tampered_opens.append(os.getpid())
         return _FileConnection(self)
+
+    @property
+    def connect_starts_processes(self) -> bool:
+        return self.starts_processes
 
     def files(self) -> list[Path]:
         return [self.path]
 
-    def page_layout(self) -> PageLayout:
+    def page_layout(self, table: str) -> PageLayout:
         return PageLayout(self.path, 0, PAGE)
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
@@ -184,10 +194,12 @@ class _Records:
         self.records.append(record)
 
 
-def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper") -> Measurement:
-    encryption = Encryption("fake", "AES", 256, mode, "native", ("main file",))
+def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper", layer: str = "native",
+                server: bool = False) -> Measurement:
+    encryption = Encryption("fake", "AES", 256, mode, layer, ("main file",))
     key = Secret(os.urandom(32))
-    database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=key, checked=checked)
+    database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=key, checked=checked,
+                             starts_processes=server)
     database.create()
     original = database.path.read_bytes()
     records = _Records()
@@ -202,13 +214,15 @@ def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper") 
     assert database.path.read_bytes() == original  # the bytes put back
     (record,) = records.records
     assert record.test == test and key.hex() not in (record.note or "")
+    # a server's database is opened again here, whose processes this process must stop; else in a child
+    assert (os.getpid() in database.tampered_opens) == server
     assert not (tmp_path / forgery.DIRECTORY).exists()  # the twin removed
     return record
 
 
-def test_a_checksum_refuses_and_is_called_checksum_only(tmp_path: Path) -> None:
+def test_a_checksum_refuses_and_is_called_refused_without_a_tag(tmp_path: Path) -> None:
     record = _run_tamper(tmp_path, "CTR", checked=True)
-    assert record.answer == tamper.CHECKSUM and "checksum mismatch" in (record.note or "")
+    assert record.answer == tamper.UNTAGGED and "checksum mismatch" in (record.note or "")
 
 
 def test_a_refusal_under_a_tag_is_called_tag_detects(tmp_path: Path) -> None:
@@ -225,8 +239,19 @@ def test_a_forgery_without_a_check_is_read_back_as_forged(tmp_path: Path) -> Non
     assert record.answer == tamper.FORGEABLE and record.metrics["row"] == ROWS * 3 // 4
 
 
+def test_a_server_is_read_back_in_this_process(tmp_path: Path) -> None:
+    record = _run_tamper(tmp_path, "CTR", checked=True, server=True)
+    assert record.answer == tamper.UNTAGGED and "checksum mismatch" in (record.note or "")
+
+
+@pytest.mark.parametrize("layer", ["column", "fs"])
+def test_no_forgery_where_the_layer_moves_the_values(tmp_path: Path, layer: str) -> None:
+    record = _run_tamper(tmp_path, "stream", checked=False, test="forgery", layer=layer)
+    assert record.answer == "unsupported" and f"the {layer} layer does not keep" in (record.note or "")
+
+
 def test_a_forgery_that_breaks_a_checksum_is_refused(tmp_path: Path) -> None:
-    assert _run_tamper(tmp_path, "CTR", checked=True, test="forgery").answer == tamper.CHECKSUM
+    assert _run_tamper(tmp_path, "CTR", checked=True, test="forgery").answer == tamper.UNTAGGED
 
 
 def test_forgery_pieces(tmp_path: Path) -> None:
@@ -247,7 +272,7 @@ def test_forgery_pieces(tmp_path: Path) -> None:
 
 def test_a_database_without_a_page_layout_is_unsupported(tmp_path: Path) -> None:
     class _NoLayout(_FileDatabase):
-        def page_layout(self) -> None:  # type: ignore[override]
+        def page_layout(self, table: str) -> None:  # type: ignore[override]
             return None
 
     records = _Records()

@@ -245,9 +245,9 @@ class Backup:
 
 @dataclass(frozen=True)
 class PageLayout:
-    """Where a database's data pages are in its main file (`Database.page_layout`): pages of
-    `page_bytes` from offset `first_page` on (what comes before is the file's headers), the same
-    with and without encryption."""
+    """Where a database's data pages are in the file holding a table (`Database.page_layout`):
+    pages of `page_bytes` from offset `first_page` on (what comes before is the file's headers),
+    the same with and without the engine's own encryption."""
 
     file: Path
     first_page: int
@@ -367,11 +367,20 @@ class Database(ABC):
         """(offset, bytes) that only an unencrypted main file of this engine carries, if any."""
         return None
 
-    def page_layout(self) -> PageLayout | None:
-        """How the closed database's main file is cut into pages, whatever the encryption: what the
-        strength workload counts repeated pages by and flips a byte of a data page in. None where
-        tdebench does not know it (the tamper test is then `unsupported`)."""
+    def page_layout(self, table: str) -> PageLayout | None:
+        """How the file holding `table` is cut into pages, whatever the encryption: what the
+        strength workload counts repeated pages by and flips a byte of a data page in. Asked
+        while the database is open (a server knows where a table's file is only while it runs);
+        the path stays valid after `close()`. None where tdebench does not know it (the tamper
+        test is then `unsupported`)."""
         return None
+
+    @property
+    def connect_starts_processes(self) -> bool:
+        """Whether `connect()` after `close()` starts processes of its own (a server, a file-system
+        mount) that `close()` stops again: work that opens and closes the database must then stay
+        in the process that owns this object, which alone can stop them on an error."""
+        return self.server_user is not None
 
     # DuckDB type (prefix) -> type the rows are cast to before the default bulk_load binds them,
     # for drivers that cannot bind e.g. Decimal or date values.

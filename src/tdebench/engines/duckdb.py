@@ -173,9 +173,9 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
             found += sorted(p for p in self.temp_directory.rglob("*") if p.is_file())
         return found
 
-    def page_layout(self) -> PageLayout:
-        """Blocks of 256 KiB after the three 4 KiB headers (DuckDB's storage format), each with its
-        checksum, or its nonce and tag, in its first bytes."""
+    def page_layout(self, table: str) -> PageLayout:
+        """Every table in the one file: blocks of 256 KiB after the three 4 KiB headers (DuckDB's
+        storage format), each with its checksum, or its nonce and tag, in its first bytes."""
         return PageLayout(self.path, _HEADER_BYTES, _BLOCK_BYTES)
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:

@@ -55,7 +55,7 @@ from typing import Any, ClassVar
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
-                                   EncryptionNotActive, Engine, NotSupported, QueryTimeout, Reencrypts,
+                                   EncryptionNotActive, Engine, NotSupported, PageLayout, QueryTimeout, Reencrypts,
                                    SensitiveColumns, Statement)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
@@ -471,6 +471,12 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
         option, key and log files beside them."""
         return sorted(p for d in (self.datadir, self.tmpdir) if d.exists() for p in d.rglob("*")
                       if p.is_file() and not p.is_symlink())
+
+    def page_layout(self, table: str) -> PageLayout:
+        """The table's own tablespace (innodb_file_per_table, the default): pages of
+        innodb_page_size from the second on. Page 0 holds the tablespace's header and its
+        encryption data, which InnoDB leaves unencrypted."""
+        return PageLayout(self.datadir / SCHEMA / f"{table}.ibd", _PAGE_BYTES, _PAGE_BYTES)
 
     def file_kind(self, path: str) -> str:
         """The default kinds, but tdebench's own files beside the server: the LOAD DATA staging
