@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tdebench.engines import page_checksums
 from tdebench.engines.base import NONE, Connection, Database, Encryption, PageLayout
 from tdebench.keys import Secret
 from fake_clock import FakeClock
@@ -150,10 +151,17 @@ class _FileConnection:
     def close(self) -> None: ...
 
 
+def _recomputed(page: bytes) -> bytes:
+    """A fake page with its CRC-32 recomputed."""
+    body = page[:-64]
+    return body + zlib.crc32(body).to_bytes(4, "big") + page[-60:]
+
+
 @dataclass
 class _FileDatabase(Database):
     checked: bool = False
     starts_processes: bool = False  # as a server's: connect() after close() starts one
+    public_checksum: bool = False  # its layout says how to recompute the checksum, as InnoDB's
     path: Path = field(init=False)
     tampered_opens: list[int] = field(default_factory=list)  # the pid of each connect() to changed bytes
     written: bytes = b""
@@ -180,7 +188,7 @@ class _FileDatabase(Database):
         return [self.path]
 
     def page_layout(self, table: str) -> PageLayout:
-        return PageLayout(self.path, 0, PAGE)
+        return PageLayout(self.path, 0, PAGE, recompute=_recomputed if self.public_checksum else None)
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """The rows are the file create() wrote: nothing to load."""
@@ -195,11 +203,11 @@ class _Records:
 
 
 def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper", layer: str = "native",
-                server: bool = False) -> Measurement:
+                server: bool = False, public_checksum: bool = False) -> Measurement:
     encryption = Encryption("fake", "AES", 256, mode, layer, ("main file",))
     key = Secret(os.urandom(32))
     database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=key, checked=checked,
-                             starts_processes=server)
+                             starts_processes=server, public_checksum=public_checksum)
     database.create()
     original = database.path.read_bytes()
     records = _Records()
@@ -248,6 +256,23 @@ def test_a_server_is_read_back_in_this_process(tmp_path: Path) -> None:
 def test_no_forgery_where_the_layer_moves_the_values(tmp_path: Path, layer: str) -> None:
     record = _run_tamper(tmp_path, "stream", checked=False, test="forgery", layer=layer)
     assert record.answer == "unsupported" and f"the {layer} layer does not keep" in (record.note or "")
+
+
+def test_a_forgery_that_recomputes_a_public_checksum_is_accepted(tmp_path: Path) -> None:
+    record = _run_tamper(tmp_path, "CTR", checked=True, test="forgery", public_checksum=True)
+    assert record.answer == tamper.FORGEABLE and record.metrics["checksum_recomputed"] == 1.0
+
+
+def test_a_flipped_byte_leaves_the_checksum_alone(tmp_path: Path) -> None:
+    """Only the forgery recomputes it: a random flip is the weak test, as the engine meets it."""
+    assert _run_tamper(tmp_path, "CTR", checked=True, public_checksum=True).answer == tamper.UNTAGGED
+
+
+def test_crc32c_and_innodb_full_crc32() -> None:
+    assert page_checksums.crc32c(b"123456789") == 0xE3069283  # the standard check value
+    page = bytes(range(256)) * 64
+    resealed = page_checksums.innodb_full_crc32(page)
+    assert resealed[:-4] == page[:-4] and resealed[-4:] == page_checksums.crc32c(page[:-4]).to_bytes(4, "big")
 
 
 def test_a_forgery_that_breaks_a_checksum_is_refused(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ these two classes and never ask which engine they hold; differences are expresse
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -252,10 +252,18 @@ class PageLayout:
     file: Path
     first_page: int
     page_bytes: int
+    # the page (as stored) with the unkeyed checksum the engine checks on reading recomputed, as
+    # anyone holding the file can (engines/page_checksums.py); None: no such checksum, or a keyed
+    # one, or not one tdebench can compute
+    recompute: Callable[[bytes], bytes] | None = field(default=None, compare=False, repr=False)
 
     def pages(self) -> int:
         """How many whole pages the file holds now."""
         return max(0, (self.file.stat().st_size - self.first_page) // self.page_bytes)
+
+    def page_start(self, offset: int) -> int:
+        """The offset of the page holding byte `offset`."""
+        return self.first_page + (offset - self.first_page) // self.page_bytes * self.page_bytes
 
 
 @dataclass

@@ -60,6 +60,7 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.page_checksums import innodb_full_crc32
 from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess, chown_tree, free_port, new_password,
                                      private_dir, run_tool, start_on_free_port, user_ids, workspace_problem,
                                      write_private)
@@ -475,8 +476,10 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
     def page_layout(self, table: str) -> PageLayout:
         """The table's own tablespace (innodb_file_per_table, the default): pages of
         innodb_page_size from the second on. Page 0 holds the tablespace's header and its
-        encryption data, which InnoDB leaves unencrypted."""
-        return PageLayout(self.datadir / SCHEMA / f"{table}.ibd", _PAGE_BYTES, _PAGE_BYTES)
+        encryption data, which InnoDB leaves unencrypted. Each page ends in its full_crc32
+        checksum, of the page as written (its ciphertext when encrypted): anyone can recompute it."""
+        return PageLayout(self.datadir / SCHEMA / f"{table}.ibd", _PAGE_BYTES, _PAGE_BYTES,
+                          recompute=innodb_full_crc32)
 
     def file_kind(self, path: str) -> str:
         """The default kinds, but tdebench's own files beside the server: the LOAD DATA staging

@@ -82,6 +82,21 @@ def xor(path: Path, offset: int, mask: bytes) -> bytes:
     return before
 
 
+def read_at(path: Path, offset: int, size: int) -> bytes:
+    with path.open("rb") as file:
+        file.seek(offset)
+        return file.read(size)
+
+
+def write_at(path: Path, offset: int, content: bytes) -> None:
+    """`content` written over `path` at `offset` (in place, synced)."""
+    with path.open("r+b") as file:
+        file.seek(offset)
+        file.write(content)
+        file.flush()
+        os.fsync(file.fileno())
+
+
 def first_line(text: str) -> str:
     """What an engine said, as the report keeps it: its first line, cut to MESSAGE_CHARS."""
     line = text.strip().splitlines()[0] if text.strip() else ""

@@ -151,9 +151,12 @@ class StrengthWorkload(Workload):
             return
         new = forgery.forged(old)
         read = _reader(ctx, {row: new})
-        reading = _changed(ctx.database, layout, offset, forgery.difference(old, new), read)
-        _record(ctx, FORGERY, "value", {"offset": float(offset), "row": float(row)},
-                forgery.classify(reading, database.encryption.authenticated), reading.said, warmup)
+        reading = _changed(ctx.database, layout, offset, forgery.difference(old, new), read, recompute=True)
+        recomputed = layout.recompute is not None
+        said = reading.said or ("its page checksum recomputed" if recomputed else "")
+        _record(ctx, FORGERY, "value", {"offset": float(offset), "row": float(row),
+                                        "checksum_recomputed": float(recomputed)},
+                forgery.classify(reading, database.encryption.authenticated), said, warmup)
         _restored(ctx, _reader(ctx))
 
 
@@ -177,16 +180,24 @@ def _reader(ctx: RunContext, changed: dict[int, str] | None = None) -> Callable[
     return read
 
 
-def _changed(database: Database, layout: PageLayout, offset: int, mask: bytes,
-             read: Callable[[], str | None]) -> tamper.Reading:
-    """`mask` XORed into the layout's file at `offset`, `read` run, the bytes put back. In a child
+def _changed(database: Database, layout: PageLayout, offset: int, mask: bytes, read: Callable[[], str | None],
+             recompute: bool = False) -> tamper.Reading:
+    """`mask` XORed into the layout's file at `offset` (with `recompute`, the pages it touches then
+    given their checksum again, as the layout knows how), `read` run, the pages put back. In a child
     process for an engine that runs inside this one (a crash ends the child only); here for one
     whose connect starts a server or a mount, which this process must be the one to stop."""
+    starts = sorted({layout.page_start(offset), layout.page_start(offset + len(mask) - 1)})
+    saved = {start: tamper.read_at(layout.file, start, layout.page_bytes) for start in starts}
     tamper.xor(layout.file, offset, mask)
     try:
+        if recompute and layout.recompute is not None:
+            for start in starts:
+                tamper.write_at(layout.file, start,
+                                layout.recompute(tamper.read_at(layout.file, start, layout.page_bytes)))
         return tamper.read_here(read) if database.connect_starts_processes else tamper.read_apart(read)
     finally:
-        tamper.xor(layout.file, offset, mask)
+        for start, content in saved.items():
+            tamper.write_at(layout.file, start, content)
 
 
 def _record(ctx: RunContext, test: str, step: str, metrics: dict[str, float], answer: str, said: str,
