@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tdebench.engines import page_checksums
-from tdebench.engines.base import NONE, Connection, Database, Encryption, PageLayout
+from tdebench.engines.base import NONE, Connection, Database, Encryption, PageLayout, PlainChecksum
 from tdebench.keys import Secret
 from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
@@ -275,6 +275,25 @@ def test_crc32c_and_innodb_full_crc32() -> None:
     assert resealed[:-4] == page[:-4] and resealed[-4:] == page_checksums.crc32c(page[:-4]).to_bytes(4, "big")
 
 
+def test_duckdb_checksum_change_is_what_recomputing_gives() -> None:
+    """XORing the change of DuckDB's checksum into the stored one gives the new block's checksum:
+    only the changed words matter (what makes the forgery work under CTR)."""
+    data_before = os.urandom(8 * 40)
+    data_after = data_before[:100] + b"FORGED::" + data_before[108:]
+    before = page_checksums.duckdb_checksum(data_before)
+    change = page_checksums.duckdb_checksum_change(data_before[96:112], data_after[96:112])
+    assert bytes(a ^ b for a, b in zip(before, change)) == page_checksums.duckdb_checksum(data_after)
+
+
+def test_checksum_change_aligns_on_the_trial_page() -> None:
+    layout = PageLayout(Path("f"), 100, 64, plain_checksum=PlainChecksum(
+        at=4, data_from=12, change=lambda before, after: bytes([len(before), len(after)])))
+    found = forgery.Found(offset=100 + 64 + 12 + 10, around=bytes(range(200)), start=100)
+    at, mask = forgery.checksum_change(layout, layout.plain_checksum, found, b"xyz")  # type: ignore[arg-type]
+    assert at == 100 + 64 + 4  # in the value's page
+    assert mask == bytes([8, 8])  # the value's bytes 10-12 of the data: one word, bytes 8-15
+
+
 def test_a_forgery_that_breaks_a_checksum_is_refused(tmp_path: Path) -> None:
     assert _run_tamper(tmp_path, "CTR", checked=True, test="forgery").answer == tamper.UNTAGGED
 
@@ -286,7 +305,9 @@ def test_forgery_pieces(tmp_path: Path) -> None:
     assert bytes(a ^ b for a, b in zip(old.encode(), forgery.difference(old, new))) == new.encode()
     file = tmp_path / "f"
     file.write_bytes(b"xx" + old.encode() + b"yy")
-    assert forgery.offset_of(file, old) == 2 and forgery.offset_of(file, new) is None
+    found = forgery.offset_of(file, old)
+    assert found is not None and (found.offset, found.start, found.around) == (2, 0, file.read_bytes())
+    assert forgery.offset_of(file, new) is None
     file.write_bytes(old.encode() * 2)
     assert forgery.offset_of(file, old) is None  # twice: not one offset
     assert forgery.classify(tamper.Reading(tamper.SAME), False) == tamper.FORGEABLE

@@ -244,6 +244,20 @@ class Backup:
 
 
 @dataclass(frozen=True)
+class PlainChecksum:
+    """A checksum an engine keeps of each page's plaintext (`PageLayout.plain_checksum`): stored at
+    `at` in the page (inside the ciphertext where the encryption covers it), of the page's bytes
+    from `data_from` on, in words of `word_bytes`; `change(before, after)` is what to XOR into it
+    when the words `before` (aligned on `data_from`) become `after`, computed by anyone who knows
+    those words (engines/page_checksums.py)."""
+
+    at: int
+    data_from: int
+    change: Callable[[bytes, bytes], bytes] = field(compare=False, repr=False)
+    word_bytes: int = 8
+
+
+@dataclass(frozen=True)
 class PageLayout:
     """Where a database's data pages are in the file holding a table (`Database.page_layout`):
     pages of `page_bytes` from offset `first_page` on (what comes before is the file's headers),
@@ -256,6 +270,7 @@ class PageLayout:
     # anyone holding the file can (engines/page_checksums.py); None: no such checksum, or a keyed
     # one, or not one tdebench can compute
     recompute: Callable[[bytes], bytes] | None = field(default=None, compare=False, repr=False)
+    plain_checksum: PlainChecksum | None = None  # a checksum of the plaintext instead, where it is and how it changes
 
     def pages(self) -> int:
         """How many whole pages the file holds now."""
@@ -389,6 +404,11 @@ class Database(ABC):
         mount) that `close()` stops again: work that opens and closes the database must then stay
         in the process that owns this object, which alone can stop them on an error."""
         return self.server_user is not None
+
+    def store_verbatim(self, conn: Connection) -> None:
+        """Have the engine store what is loaded from now on uncompressed, so a known value sits
+        verbatim in its pages (the strength workload's forgery needs its offset). Nothing by
+        default: the other engines store short text as written."""
 
     # DuckDB type (prefix) -> type the rows are cast to before the default bulk_load binds them,
     # for drivers that cannot bind e.g. Decimal or date values.

@@ -122,7 +122,7 @@ class StrengthWorkload(Workload):
         self._at_rest(ctx)
         read = _reader(ctx)
         for tries, offset in enumerate(tamper.targets(layout, FLIP_AT, FLIP_TRIES), start=1):
-            reading = _changed(ctx.database, layout, offset, FLIP_MASK, read)
+            reading = _changed(ctx.database, layout, [(offset, FLIP_MASK)], read)
             if reading.status != tamper.SAME:
                 break
         metrics = {"offset": float(offset), "page_bytes": float(layout.page_bytes), "tries": float(tries)}
@@ -144,17 +144,19 @@ class StrengthWorkload(Workload):
         self._at_rest(ctx)
         row = rows * 3 // 4
         old = data.value(ctx.seed, row)
-        offset = _twin_offset(ctx, old)
-        if offset is None:
+        found = _twin_offset(ctx, old)
+        if found is None:
             _record(ctx, FORGERY, "value", {}, oldkeys.UNSUPPORTED, "an unencrypted database of this engine does not "
                     "store the value verbatim (compressed), so its offset is not known", warmup)
             return
         new = forgery.forged(old)
-        read = _reader(ctx, {row: new})
-        reading = _changed(ctx.database, layout, offset, forgery.difference(old, new), read, recompute=True)
-        recomputed = layout.recompute is not None
+        changes = [(found.offset, forgery.difference(old, new))]
+        if layout.plain_checksum is not None:  # the checksum's change XORed in beside the value's
+            changes.append(forgery.checksum_change(layout, layout.plain_checksum, found, new.encode()))
+        recomputed = layout.recompute is not None or layout.plain_checksum is not None
+        reading = _changed(ctx.database, layout, changes, _reader(ctx, {row: new}), recompute=True)
         said = reading.said or ("its page checksum recomputed" if recomputed else "")
-        _record(ctx, FORGERY, "value", {"offset": float(offset), "row": float(row),
+        _record(ctx, FORGERY, "value", {"offset": float(found.offset), "row": float(row),
                                         "checksum_recomputed": float(recomputed)},
                 forgery.classify(reading, database.encryption.authenticated), said, warmup)
         _restored(ctx, _reader(ctx))
@@ -180,15 +182,16 @@ def _reader(ctx: RunContext, changed: dict[int, str] | None = None) -> Callable[
     return read
 
 
-def _changed(database: Database, layout: PageLayout, offset: int, mask: bytes, read: Callable[[], str | None],
-             recompute: bool = False) -> tamper.Reading:
-    """`mask` XORed into the layout's file at `offset` (with `recompute`, the pages it touches then
-    given their checksum again, as the layout knows how), `read` run, the pages put back. In a child
-    process for an engine that runs inside this one (a crash ends the child only); here for one
-    whose connect starts a server or a mount, which this process must be the one to stop."""
-    starts = sorted({layout.page_start(offset), layout.page_start(offset + len(mask) - 1)})
+def _changed(database: Database, layout: PageLayout, changes: list[tuple[int, bytes]],
+             read: Callable[[], str | None], recompute: bool = False) -> tamper.Reading:
+    """Each (offset, mask) of `changes` XORed into the layout's file (with `recompute`, the pages
+    they touch then given their checksum again, where the layout knows how), `read` run, the pages
+    put back. In a child process for an engine that runs inside this one (a crash ends the child
+    only); here for one whose connect starts a server or a mount, which this process must stop."""
+    starts = sorted({layout.page_start(at) for offset, mask in changes for at in (offset, offset + len(mask) - 1)})
     saved = {start: tamper.read_at(layout.file, start, layout.page_bytes) for start in starts}
-    tamper.xor(layout.file, offset, mask)
+    for offset, mask in changes:
+        tamper.xor(layout.file, offset, mask)
     try:
         if recompute and layout.recompute is not None:
             for start in starts:
@@ -215,8 +218,9 @@ def _restored(ctx: RunContext, read: Callable[[], str | None]) -> None:
         raise WrongAnswer(f"strength: the database no longer reads as written once its bytes are restored: {problem}")
 
 
-def _twin_offset(ctx: RunContext, value: str) -> int | None:
-    """Where an unencrypted database of the trial's engine, loaded with the same rows, holds `value`."""
+def _twin_offset(ctx: RunContext, value: str) -> forgery.Found | None:
+    """Where an unencrypted database of the trial's engine, loaded with the same rows, holds
+    `value`, and its plaintext around it."""
     assert ctx.scratch_database is not None
     area = ctx.database.workspace / forgery.DIRECTORY
     shutil.rmtree(area, ignore_errors=True)
