@@ -42,7 +42,9 @@ KEEPS_LAYOUT_NOT = {"column": "each value is sealed on its own, with a random se
 
 class StrengthWorkload(Workload):
     name = "strength"
-    tests = (REPEATS, TAMPER, OLD_KEY, FORGERY)
+    # the forgery before old-key: a rekey may rewrite the file (DuckDB copies the database into a new
+    # one), whose layout then no longer matches the unencrypted twin's
+    tests = (REPEATS, TAMPER, FORGERY, OLD_KEY)
     # the backups it takes around a rekey and the forgery's unencrypted twin, removed when their test ends
     judged_apart = (oldkeys.DIRECTORY, forgery.DIRECTORY)
     # its statements (data.py) in every dialect of an engine whose files tdebench holds; a server is
