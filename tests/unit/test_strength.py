@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from tdebench.engines import page_checksums
-from tdebench.engines.base import NONE, Connection, Database, Encryption, PageLayout, PlainChecksum
+from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, BackupMethod, Backups, Connection, Database, Encryption,
+                                   PageLayout, PlainChecksum, Reencrypts)
 from tdebench.keys import Secret
 from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
@@ -340,6 +341,51 @@ def test_an_engine_that_cannot_rekey_records_unsupported_once(tmp_path: Path) ->
     assert [(r.step, r.answer) for r in records.records] == [("database", "unsupported")]
     assert "cannot re-encrypt" in (records.records[0].note or "")
     assert not (tmp_path / "strength-old-key").exists()
+
+
+@dataclass
+class _UnrestorableFile(_FileDatabase, Reencrypts, Backups):
+    """Rekeys, backs up, but no restore succeeds (as MariaDB's under gocryptfs, whose copy into the
+    mount cannot keep owners): whatever the key, the restore itself fails."""
+
+    def _reencrypt(self, old: Secret | None, new: Secret) -> str:
+        return "rekey"
+
+    def opens_with(self, key: Secret) -> bool:
+        return key == self.key
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        return (BackupMethod(BACKUP_FULL, "physical", False, "copy"),)
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        target.mkdir(parents=True)
+        return Backup(method, target)
+
+    def restore(self, backup: Backup) -> None:
+        raise RuntimeError("cp exited with 1: failed to preserve ownership")
+
+    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
+        return backup.path
+
+
+def test_a_backup_no_key_restores_says_the_restore_failed(tmp_path: Path) -> None:
+    """A refusal counts only where the key the backup was made with restores it: else the step
+    says no key opens it, and why."""
+    records = _Records()
+    encryption = Encryption("fake", "AES", 256, "CTR", "native", ("main file",))
+    database = _UnrestorableFile(workspace=tmp_path, encryption=encryption, key=Secret(os.urandom(32)))
+
+    def scratch(workspace: Path, enc: Encryption, key: Secret | None) -> Database:
+        return _UnrestorableFile(workspace=workspace, encryption=enc, key=key)
+
+    ctx = RunContext(database=database, dialect="duckdb", recorder=Recorder(records, TrialKey("f", "fake", "strength",
+                     ROWS, 1), FakeClock()), scale=ROWS, streams=1, data_dir=tmp_path,
+                     new_key=lambda purpose: Secret(os.urandom(32)), scratch_database=scratch)
+    StrengthWorkload().run("old-key", ctx, ctx.session.connection(), warmup=False)
+    answers = {r.step: (r.answer, r.note or "") for r in records.records}
+    assert answers["database"][0] == "refused"
+    for step in ("backup-before-rekey", "backup-after-rekey"):
+        assert answers[step][0] == "no key opens it" and "preserve ownership" in answers[step][1]
 
 
 # --- the report ----------------------------------------------------------------------------------

@@ -319,14 +319,16 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
     def _client_options(self) -> Iterator[Path]:
         """The option file tdebench's client tools read (`--defaults-file`, their first option):
         the server's options and root's login with this database's password, 0600 and readable
-        by tdebench's user only, for as long as a tool runs."""
+        by tdebench's user only, for as long as a tool runs. In a directory of its own outside the
+        workspace (0700, tdebench's): under the gocryptfs layer the workspace is in a mount served
+        as the server's user, where a file cannot be given to tdebench's user."""
         login = f"user=root\npassword={self._password.hex()}\nsocket={self.socket}\n"
-        path = write_private(self.workspace / "client.cnf", f"!include {self.option_file}\n" +
-                             "".join(f"[{group}]\n{login}" for group in ("client", "mariadb-backup")))
+        directory = new_dir(Path(tempfile.gettempdir()), "tdebench-mariadb-client-")
         try:
-            yield path
+            yield write_private(directory / "client.cnf", f"!include {self.option_file}\n" +
+                                "".join(f"[{group}]\n{login}" for group in ("client", "mariadb-backup")))
         finally:
-            path.unlink(missing_ok=True)
+            shutil.rmtree(directory, ignore_errors=True)
 
     def _run_client(self, tool: str, args: Sequence[str], log: Path, gzipped: Path | None = None) -> None:
         """A client tool logged in through `_client_options`; with `gzipped`, its output piped
