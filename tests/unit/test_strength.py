@@ -67,6 +67,12 @@ def test_targets_start_at_the_fraction_and_go_back(tmp_path: Path) -> None:
         tamper.targets(PageLayout(file, 200, 10), 0.5, 1)
 
 
+def test_targets_leave_out_pages_never_written(tmp_path: Path) -> None:
+    file = tmp_path / "db"
+    file.write_bytes(bytes(100) + b"\x01" * 20 + bytes(20))  # 4 pages of 10: the last two zeros only
+    assert tamper.targets(PageLayout(file, 100, 10), 0.75, 3) == [115, 105]
+
+
 def test_xor_twice_restores_the_file(tmp_path: Path) -> None:
     file = tmp_path / "db"
     file.write_bytes(b"abcdef")

@@ -58,16 +58,22 @@ def classify(reading: Reading, authenticated: bool) -> str:
 
 def targets(layout: PageLayout, fraction: float, tries: int) -> list[int]:
     """The offsets of the bytes to flip, one at a time, until the read notices one: the middle of
-    the page at `fraction` of the file's pages (a data page of the table loaded last, when that
-    table fills the file's later part), then of each page before it, toward the file's start
-    where the tables were written (and round to the last), at most `tries`: a page the engine
-    has freed or not used yet (DuckDB keeps free blocks at the file's end) reads as `unchanged`."""
+    the page at `fraction` of the file's written pages (a data page of the table loaded last, when
+    that table fills the file's later part), then of each written page before it, toward the
+    file's start where the tables were written (and round to the last), at most `tries`. Pages of
+    zeros only are left out (space the engine allocated and never wrote: InnoDB extends a
+    tablespace by whole extents); a page the engine has freed or not used yet still reads as
+    `unchanged` (DuckDB keeps free blocks at the file's end)."""
     pages = layout.pages()
     if pages < 1:
         raise ValueError(f"{layout.file.name} has no whole page after its headers")
-    start = min(pages - 1, int(pages * fraction))
-    return [layout.first_page + ((start - i) % pages) * layout.page_bytes + layout.page_bytes // 2
-            for i in range(min(tries, pages))]
+    with layout.file.open("rb") as file:
+        file.seek(layout.first_page)
+        written = [n for n in range(pages) if any(file.read(layout.page_bytes))]
+    candidates = written or list(range(pages))
+    start = min(len(candidates) - 1, int(len(candidates) * fraction))
+    return [layout.first_page + candidates[(start - i) % len(candidates)] * layout.page_bytes + layout.page_bytes // 2
+            for i in range(min(tries, len(candidates)))]
 
 
 def xor(path: Path, offset: int, mask: bytes) -> bytes:
