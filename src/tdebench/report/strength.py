@@ -131,7 +131,9 @@ def tamper_table(ours: list[Measurement]) -> Table:
                        "forgeable (the chosen value read back, "
                        "nothing else changed), silently altered (rows read back changed), unchanged (the change "
                        "proved nothing), crashed; unsupported (the forgery): the twin does not store the value "
-                       "verbatim.",
+                       "verbatim, or the layer moves it (a column layer seals each value, gocryptfs re-blocks "
+                       "the file). Forgery fixes any unkeyed page checksum whose formula is public (InnoDB's "
+                       "CRC-32C, DuckDB's block checksum), as an attacker would.",
                  note="A random flip is the weak test: refused without a tag, a change made with the page "
                       "layout in hand (and any checksum recomputed) would be read as data. The baseline is the "
                       "positive control: its flipped byte must show, as a checksum's refusal or as altered rows, and "
