@@ -1,13 +1,14 @@
-"""The strength workload on real DuckDB and SQLite3MC databases (no runner: the workload on a
-database provisioned in a temp dir, its records kept in memory). What the issue fixes is
-asserted — DuckDB AES-256-GCM refuses a flipped byte by its tag, the baseline accepts a forgery,
-an unencrypted baseline repeats many blocks where an encryption repeats none, the old key opens
-nothing after a rekey — and the rest as measured on DuckDB 1.5.5 and SQLite3MC 2.6.1, so a
-change of an engine's behaviour shows."""
+"""The strength workload on real engines (no runner: the workload on a database provisioned in a
+temp dir, its records kept in memory). What the issue fixes is asserted — DuckDB AES-256-GCM
+refuses a flipped byte by its tag, the baseline accepts a forgery, an unencrypted baseline repeats
+many blocks where an encryption repeats none, the old key opens nothing after a rekey — and the
+rest as measured on DuckDB 1.5.5 and SQLite3MC 2.6.1, so a change of an engine's behaviour shows.
+Servers (MariaDB, PostgreSQL) and the gocryptfs layer: one trial each, started by the test."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from tdebench.measure.recorder import Recorder
 from tdebench.results import Measurement, TrialKey
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.strength.workload import StrengthWorkload
+from workspaces import server_reachable_dir
 
 ROWS = 2000
 
@@ -32,8 +34,8 @@ class _Records:
         self.records.append(record)
 
 
-def _trial(tmp_path: Path, engine_name: str, encryption: str, tests: tuple[str, ...]) -> dict[tuple[str, str],
-                                                                                                Measurement]:
+def _trial(tmp_path: Path, engine_name: str, encryption: str, tests: tuple[str, ...],
+           rows: int = ROWS) -> dict[tuple[str, str], Measurement]:
     """A database of `engine_name` with `encryption`, loaded by the workload and put through `tests`:
     the records by (test, step)."""
     engine = ENGINES[engine_name]()
@@ -45,12 +47,12 @@ def _trial(tmp_path: Path, engine_name: str, encryption: str, tests: tuple[str, 
         return engine.provision(workspace, enc, key)
 
     workload = StrengthWorkload()
-    workload.prepare(ROWS, tmp_path / "data", 1)
+    workload.prepare(rows, tmp_path / "data", 1)
     (tmp_path / "db").mkdir()
     database.create()
     records = _Records()
-    ctx = RunContext(database=database, dialect=engine.dialect, scale=ROWS, streams=1, data_dir=tmp_path / "data",
-                     recorder=Recorder(records, TrialKey(engine_name, encryption, "strength", ROWS, 1), FakeClock()),
+    ctx = RunContext(database=database, dialect=engine.dialect, scale=rows, streams=1, data_dir=tmp_path / "data",
+                     recorder=Recorder(records, TrialKey(engine_name, encryption, "strength", rows, 1), FakeClock()),
                      scratch_database=scratch, new_key=lambda purpose: next(keys))
     try:
         workload.load(ctx, ctx.session.connection())
@@ -66,12 +68,20 @@ def _trial(tmp_path: Path, engine_name: str, encryption: str, tests: tuple[str, 
 
 @pytest.mark.parametrize(("encryption", "expected", "said"), [
     ("aes-256-gcm", "tag detects", "Computed AES tag differs"),
-    ("aes-256-ctr", "checksum only", "computed checksum"),  # as measured on 1.5.5: its block checksum
-    ("none", "checksum only", "computed checksum"),  # the positive control: the change shows
+    ("aes-256-ctr", "refused without a tag", "computed checksum"),  # as measured on 1.5.5: its block checksum
+    ("none", "refused without a tag", "computed checksum"),  # the positive control: the change shows
 ])
 def test_duckdb_flipped_byte(tmp_path: Path, encryption: str, expected: str, said: str) -> None:
     record = _trial(tmp_path, "duckdb", encryption, ("tamper",))[("tamper", "data-page")]
     assert record.answer == expected and said in (record.note or "")
+
+
+def test_duckdb_ctr_is_forged_with_its_block_checksum_changed_too(tmp_path: Path) -> None:
+    """DuckDB's block checksum is of the plaintext, encrypted with it: under CTR its change is XORed
+    in beside the value's. 20,000 rows: the value in a block of its own segment, where an
+    unencrypted twin has it (at 2,000 rows the blocks are shared and packed apart: refused)."""
+    forged = _trial(tmp_path, "duckdb", "aes-256-ctr", ("forgery",), rows=20_000)[("forgery", "value")]
+    assert forged.answer == "forgeable" and forged.metrics["checksum_recomputed"] == 1.0
 
 
 @pytest.mark.parametrize(("encryption", "expected"), [
@@ -110,3 +120,37 @@ def test_duckdb_old_key_after_a_rekey(tmp_path: Path) -> None:
 ])
 def test_sqlite_known_plaintext_forgery(tmp_path: Path, encryption: str, expected: str) -> None:
     assert _trial(tmp_path, "sqlite", encryption, ("forgery",))[("forgery", "value")].answer == expected
+
+
+# --- servers and the file-system layer: stopped before a byte is flipped, started again to read it.
+# One trial each, 2,000 rows: what the engine said is asserted as measured on MariaDB 10.11,
+# PostgreSQL 15 and gocryptfs 2.3.
+
+
+@pytest.fixture
+def server_path() -> Iterator[Path]:
+    with server_reachable_dir() as path:  # a directory the server's own user can reach
+        yield path
+
+
+def test_mariadb_ctr_is_forged_past_its_page_checksum(server_path: Path) -> None:
+    """InnoDB's full_crc32 is of the ciphertext: recomputed, a chosen value lands under AES-CTR."""
+    records = _trial(server_path, "mariadb", "aes-256-ctr", ("repeats", "tamper", "forgery"))
+    flipped = records[("tamper", "data-page")]
+    assert flipped.answer == "refused without a tag" and "decryption failed" in (flipped.note or "")
+    forged = records[("forgery", "value")]
+    assert forged.answer == "forgeable" and forged.metrics["checksum_recomputed"] == 1.0
+    same = records[("repeats", "database")]  # the identical rows' tablespace: no page repeats
+    assert same.note == "counted: strength_same.ibd" and same.metrics["repeated_pages"] == 0
+    assert same.metrics["repeated_block_share"] < 0.01  # as measured: 2 of 16,400 blocks
+
+
+def test_postgres_column_layer_refuses_a_flipped_value(server_path: Path) -> None:
+    flipped = _trial(server_path, "postgres", "column-aes-256", ("tamper",))[("tamper", "data-page")]
+    assert flipped.answer == "refused without a tag" and "Wrong key or corrupt data" in (flipped.note or "")
+
+
+def test_gocryptfs_refuses_a_flipped_byte_by_its_tag(tmp_path: Path) -> None:
+    records = _trial(tmp_path, "sqlite", "fs-aes-256-gcm", ("repeats", "tamper"))
+    assert records[("tamper", "data-page")].answer == "tag detects"
+    assert records[("repeats", "database")].metrics["repeated_block_share"] == 0.0

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from tdebench.engines.base import NONE, Connection, Database, Encryption, PageLayout
+from tdebench.engines import page_checksums
+from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, BackupMethod, Backups, Connection, Database, Encryption,
+                                   PageLayout, PlainChecksum, Reencrypts)
 from tdebench.keys import Secret
 from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
@@ -66,6 +68,12 @@ def test_targets_start_at_the_fraction_and_go_back(tmp_path: Path) -> None:
         tamper.targets(PageLayout(file, 200, 10), 0.5, 1)
 
 
+def test_targets_leave_out_pages_never_written(tmp_path: Path) -> None:
+    file = tmp_path / "db"
+    file.write_bytes(bytes(100) + b"\x01" * 20 + bytes(20))  # 4 pages of 10: the last two zeros only
+    assert tamper.targets(PageLayout(file, 100, 10), 0.75, 3) == [115, 105]
+
+
 def test_xor_twice_restores_the_file(tmp_path: Path) -> None:
     file = tmp_path / "db"
     file.write_bytes(b"abcdef")
@@ -76,7 +84,7 @@ def test_xor_twice_restores_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("status", "authenticated", "expected"), [
-    (tamper.REFUSED, True, tamper.TAG), (tamper.REFUSED, False, tamper.CHECKSUM),
+    (tamper.REFUSED, True, tamper.TAG), (tamper.REFUSED, False, tamper.UNTAGGED),
     (tamper.DIFFERS, True, tamper.ALTERED), (tamper.SAME, False, tamper.UNCHANGED),
     (tamper.DIED, True, tamper.CRASHED)])
 def test_classify(status: str, authenticated: bool, expected: str) -> None:
@@ -151,10 +159,20 @@ class _FileConnection:
     def close(self) -> None: ...
 
 
+def _recomputed(page: bytes) -> bytes:
+    """A fake page with its CRC-32 recomputed."""
+    body = page[:-64]
+    return body + zlib.crc32(body).to_bytes(4, "big") + page[-60:]
+
+
 @dataclass
 class _FileDatabase(Database):
     checked: bool = False
+    starts_processes: bool = False  # as a server's: connect() after close() starts one
+    public_checksum: bool = False  # its layout says how to recompute the checksum, as InnoDB's
     path: Path = field(init=False)
+    tampered_opens: list[int] = field(default_factory=list)  # the pid of each connect() to changed bytes
+    written: bytes = b""
 
     def __post_init__(self) -> None:
         self.path = self.workspace / "db"
@@ -162,16 +180,23 @@ class _FileDatabase(Database):
     def create(self) -> None:
         values = [data.value(SEED, row).encode() for row in range(1, ROWS + 1)]
         pages = [b"".join(values[i:i + PER_PAGE]).ljust(PAGE - 64, b"\0") for i in range(0, ROWS, PER_PAGE)]
-        self.path.write_bytes(b"".join(body + zlib.crc32(body).to_bytes(4, "big") + bytes(60) for body in pages))
+        self.written = b"".join(body + zlib.crc32(body).to_bytes(4, "big") + bytes(60) for body in pages)
+        self.path.write_bytes(self.written)
 
     def connect(self) -> Connection:
+        if self.path.exists() and self.path.read_bytes() != self.written:
+            self.tampered_opens.append(os.getpid())
         return _FileConnection(self)
+
+    @property
+    def connect_starts_processes(self) -> bool:
+        return self.starts_processes
 
     def files(self) -> list[Path]:
         return [self.path]
 
-    def page_layout(self) -> PageLayout:
-        return PageLayout(self.path, 0, PAGE)
+    def page_layout(self, table: str) -> PageLayout:
+        return PageLayout(self.path, 0, PAGE, recompute=_recomputed if self.public_checksum else None)
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """The rows are the file create() wrote: nothing to load."""
@@ -185,10 +210,12 @@ class _Records:
         self.records.append(record)
 
 
-def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper") -> Measurement:
-    encryption = Encryption("fake", "AES", 256, mode, "native", ("main file",))
+def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper", layer: str = "native",
+                server: bool = False, public_checksum: bool = False) -> Measurement:
+    encryption = Encryption("fake", "AES", 256, mode, layer, ("main file",))
     key = Secret(os.urandom(32))
-    database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=key, checked=checked)
+    database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=key, checked=checked,
+                             starts_processes=server, public_checksum=public_checksum)
     database.create()
     original = database.path.read_bytes()
     records = _Records()
@@ -203,13 +230,15 @@ def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper") 
     assert database.path.read_bytes() == original  # the bytes put back
     (record,) = records.records
     assert record.test == test and key.hex() not in (record.note or "")
+    # a server's database is opened again here, whose processes this process must stop; else in a child
+    assert (os.getpid() in database.tampered_opens) == server
     assert not (tmp_path / forgery.DIRECTORY).exists()  # the twin removed
     return record
 
 
-def test_a_checksum_refuses_and_is_called_checksum_only(tmp_path: Path) -> None:
+def test_a_checksum_refuses_and_is_called_refused_without_a_tag(tmp_path: Path) -> None:
     record = _run_tamper(tmp_path, "CTR", checked=True)
-    assert record.answer == tamper.CHECKSUM and "checksum mismatch" in (record.note or "")
+    assert record.answer == tamper.UNTAGGED and "checksum mismatch" in (record.note or "")
 
 
 def test_a_refusal_under_a_tag_is_called_tag_detects(tmp_path: Path) -> None:
@@ -226,8 +255,55 @@ def test_a_forgery_without_a_check_is_read_back_as_forged(tmp_path: Path) -> Non
     assert record.answer == tamper.FORGEABLE and record.metrics["row"] == ROWS * 3 // 4
 
 
+def test_a_server_is_read_back_in_this_process(tmp_path: Path) -> None:
+    record = _run_tamper(tmp_path, "CTR", checked=True, server=True)
+    assert record.answer == tamper.UNTAGGED and "checksum mismatch" in (record.note or "")
+
+
+@pytest.mark.parametrize("layer", ["column", "fs"])
+def test_no_forgery_where_the_layer_moves_the_values(tmp_path: Path, layer: str) -> None:
+    record = _run_tamper(tmp_path, "stream", checked=False, test="forgery", layer=layer)
+    assert record.answer == "unsupported" and f"the {layer} layer does not keep" in (record.note or "")
+
+
+def test_a_forgery_that_recomputes_a_public_checksum_is_accepted(tmp_path: Path) -> None:
+    record = _run_tamper(tmp_path, "CTR", checked=True, test="forgery", public_checksum=True)
+    assert record.answer == tamper.FORGEABLE and record.metrics["checksum_recomputed"] == 1.0
+
+
+def test_a_flipped_byte_leaves_the_checksum_alone(tmp_path: Path) -> None:
+    """Only the forgery recomputes it: a random flip is the weak test, as the engine meets it."""
+    assert _run_tamper(tmp_path, "CTR", checked=True, public_checksum=True).answer == tamper.UNTAGGED
+
+
+def test_crc32c_and_innodb_full_crc32() -> None:
+    assert page_checksums.crc32c(b"123456789") == 0xE3069283  # the standard check value
+    page = bytes(range(256)) * 64
+    resealed = page_checksums.innodb_full_crc32(page)
+    assert resealed[:-4] == page[:-4] and resealed[-4:] == page_checksums.crc32c(page[:-4]).to_bytes(4, "big")
+
+
+def test_duckdb_checksum_change_is_what_recomputing_gives() -> None:
+    """XORing the change of DuckDB's checksum into the stored one gives the new block's checksum:
+    only the changed words matter (what makes the forgery work under CTR)."""
+    data_before = os.urandom(8 * 40)
+    data_after = data_before[:100] + b"FORGED::" + data_before[108:]
+    before = page_checksums.duckdb_checksum(data_before)
+    change = page_checksums.duckdb_checksum_change(data_before[96:112], data_after[96:112])
+    assert bytes(a ^ b for a, b in zip(before, change)) == page_checksums.duckdb_checksum(data_after)
+
+
+def test_checksum_change_aligns_on_the_trial_page() -> None:
+    layout = PageLayout(Path("f"), 100, 64, plain_checksum=PlainChecksum(
+        at=4, data_from=12, change=lambda before, after: bytes([len(before), len(after)])))
+    found = forgery.Found(offset=100 + 64 + 12 + 10, around=bytes(range(200)), start=100)
+    at, mask = forgery.checksum_change(layout, layout.plain_checksum, found, b"xyz")  # type: ignore[arg-type]
+    assert at == 100 + 64 + 4  # in the value's page
+    assert mask == bytes([8, 8])  # the value's bytes 10-12 of the data: one word, bytes 8-15
+
+
 def test_a_forgery_that_breaks_a_checksum_is_refused(tmp_path: Path) -> None:
-    assert _run_tamper(tmp_path, "CTR", checked=True, test="forgery").answer == tamper.CHECKSUM
+    assert _run_tamper(tmp_path, "CTR", checked=True, test="forgery").answer == tamper.UNTAGGED
 
 
 def test_forgery_pieces(tmp_path: Path) -> None:
@@ -237,7 +313,9 @@ def test_forgery_pieces(tmp_path: Path) -> None:
     assert bytes(a ^ b for a, b in zip(old.encode(), forgery.difference(old, new))) == new.encode()
     file = tmp_path / "f"
     file.write_bytes(b"xx" + old.encode() + b"yy")
-    assert forgery.offset_of(file, old) == 2 and forgery.offset_of(file, new) is None
+    found = forgery.offset_of(file, old)
+    assert found is not None and (found.offset, found.start, found.around) == (2, 0, file.read_bytes())
+    assert forgery.offset_of(file, new) is None
     file.write_bytes(old.encode() * 2)
     assert forgery.offset_of(file, old) is None  # twice: not one offset
     assert forgery.classify(tamper.Reading(tamper.SAME), False) == tamper.FORGEABLE
@@ -248,7 +326,7 @@ def test_forgery_pieces(tmp_path: Path) -> None:
 
 def test_a_database_without_a_page_layout_is_unsupported(tmp_path: Path) -> None:
     class _NoLayout(_FileDatabase):
-        def page_layout(self) -> None:  # type: ignore[override]
+        def page_layout(self, table: str) -> None:  # type: ignore[override]
             return None
 
     records = _Records()
@@ -270,6 +348,51 @@ def test_an_engine_that_cannot_rekey_records_unsupported_once(tmp_path: Path) ->
     assert [(r.step, r.answer) for r in records.records] == [("database", "unsupported")]
     assert "cannot re-encrypt" in (records.records[0].note or "")
     assert not (tmp_path / "strength-old-key").exists()
+
+
+@dataclass
+class _UnrestorableFile(_FileDatabase, Reencrypts, Backups):
+    """Rekeys, backs up, but no restore succeeds (as MariaDB's under gocryptfs, whose copy into the
+    mount cannot keep owners): whatever the key, the restore itself fails."""
+
+    def _reencrypt(self, old: Secret | None, new: Secret) -> str:
+        return "rekey"
+
+    def opens_with(self, key: Secret) -> bool:
+        return key == self.key
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        return (BackupMethod(BACKUP_FULL, "physical", False, "copy"),)
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        target.mkdir(parents=True)
+        return Backup(method, target)
+
+    def restore(self, backup: Backup) -> None:
+        raise RuntimeError("cp exited with 1: failed to preserve ownership")
+
+    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
+        return backup.path
+
+
+def test_a_backup_no_key_restores_says_the_restore_failed(tmp_path: Path) -> None:
+    """A refusal counts only where the key the backup was made with restores it: else the step
+    says no key opens it, and why."""
+    records = _Records()
+    encryption = Encryption("fake", "AES", 256, "CTR", "native", ("main file",))
+    database = _UnrestorableFile(workspace=tmp_path, encryption=encryption, key=Secret(os.urandom(32)))
+
+    def scratch(workspace: Path, enc: Encryption, key: Secret | None) -> Database:
+        return _UnrestorableFile(workspace=workspace, encryption=enc, key=key)
+
+    ctx = RunContext(database=database, dialect="duckdb", recorder=Recorder(records, TrialKey("f", "fake", "strength",
+                     ROWS, 1), FakeClock()), scale=ROWS, streams=1, data_dir=tmp_path,
+                     new_key=lambda purpose: Secret(os.urandom(32)), scratch_database=scratch)
+    StrengthWorkload().run("old-key", ctx, ctx.session.connection(), warmup=False)
+    answers = {r.step: (r.answer, r.note or "") for r in records.records}
+    assert answers["database"][0] == "refused"
+    for step in ("backup-before-rekey", "backup-after-rekey"):
+        assert answers[step][0] == "no key opens it" and "preserve ownership" in answers[step][1]
 
 
 # --- the report ----------------------------------------------------------------------------------

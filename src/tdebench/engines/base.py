@@ -10,7 +10,7 @@ these two classes and never ask which engine they hold; differences are expresse
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -244,18 +244,41 @@ class Backup:
 
 
 @dataclass(frozen=True)
+class PlainChecksum:
+    """A checksum an engine keeps of each page's plaintext (`PageLayout.plain_checksum`): stored at
+    `at` in the page (inside the ciphertext where the encryption covers it), of the page's bytes
+    from `data_from` on, in words of `word_bytes`; `change(before, after)` is what to XOR into it
+    when the words `before` (aligned on `data_from`) become `after`, computed by anyone who knows
+    those words (engines/page_checksums.py)."""
+
+    at: int
+    data_from: int
+    change: Callable[[bytes, bytes], bytes] = field(compare=False, repr=False)
+    word_bytes: int = 8
+
+
+@dataclass(frozen=True)
 class PageLayout:
-    """Where a database's data pages are in its main file (`Database.page_layout`): pages of
-    `page_bytes` from offset `first_page` on (what comes before is the file's headers), the same
-    with and without encryption."""
+    """Where a database's data pages are in the file holding a table (`Database.page_layout`):
+    pages of `page_bytes` from offset `first_page` on (what comes before is the file's headers),
+    the same with and without the engine's own encryption."""
 
     file: Path
     first_page: int
     page_bytes: int
+    # the page (as stored) with the unkeyed checksum the engine checks on reading recomputed, as
+    # anyone holding the file can (engines/page_checksums.py); None: no such checksum, or a keyed
+    # one, or not one tdebench can compute
+    recompute: Callable[[bytes], bytes] | None = field(default=None, compare=False, repr=False)
+    plain_checksum: PlainChecksum | None = None  # a checksum of the plaintext instead, where it is and how it changes
 
     def pages(self) -> int:
         """How many whole pages the file holds now."""
         return max(0, (self.file.stat().st_size - self.first_page) // self.page_bytes)
+
+    def page_start(self, offset: int) -> int:
+        """The offset of the page holding byte `offset`."""
+        return self.first_page + (offset - self.first_page) // self.page_bytes * self.page_bytes
 
 
 @dataclass
@@ -367,11 +390,25 @@ class Database(ABC):
         """(offset, bytes) that only an unencrypted main file of this engine carries, if any."""
         return None
 
-    def page_layout(self) -> PageLayout | None:
-        """How the closed database's main file is cut into pages, whatever the encryption: what the
-        strength workload counts repeated pages by and flips a byte of a data page in. None where
-        tdebench does not know it (the tamper test is then `unsupported`)."""
+    def page_layout(self, table: str) -> PageLayout | None:
+        """How the file holding `table` is cut into pages, whatever the encryption: what the
+        strength workload counts repeated pages by and flips a byte of a data page in. Asked
+        while the database is open (a server knows where a table's file is only while it runs);
+        the path stays valid after `close()`. None where tdebench does not know it (the tamper
+        test is then `unsupported`)."""
         return None
+
+    @property
+    def connect_starts_processes(self) -> bool:
+        """Whether `connect()` after `close()` starts processes of its own (a server, a file-system
+        mount) that `close()` stops again: work that opens and closes the database must then stay
+        in the process that owns this object, which alone can stop them on an error."""
+        return self.server_user is not None
+
+    def store_verbatim(self, conn: Connection) -> None:
+        """Have the engine store what is loaded from now on uncompressed, so a known value sits
+        verbatim in its pages (the strength workload's forgery needs its offset). Nothing by
+        default: the other engines store short text as written."""
 
     # DuckDB type (prefix) -> type the rows are cast to before the default bulk_load binds them,
     # for drivers that cannot bind e.g. Decimal or date values.

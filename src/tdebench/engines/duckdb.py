@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   EncryptionNotActive, PageLayout, Reencrypts, Statement, execute_in_turn)
+                                   EncryptionNotActive, PageLayout, PlainChecksum, Reencrypts, Statement,
+                                   execute_in_turn)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.page_checksums import duckdb_checksum_change
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
@@ -35,6 +37,10 @@ _COVERS = ("main file", "WAL", _TEMP_FILES)
 _PLAINTEMP = "-plaintemp"  # the suffix of a variant with DuckDB's default: temp files in plaintext
 _BLOCK_BYTES = 256 * 1024  # DuckDB encrypts each block (default size 256 KiB) under its own nonce
 _HEADER_BYTES = 3 * 4096  # its file begins with the main header and two database headers, 4 KiB each
+# a block's header: its checksum (8 bytes); encrypted, a nonce and a tag (16 bytes each) before it
+# (DEFAULT_ENCRYPTION_BLOCK_HEADER_SIZE in DuckDB 1.5's storage_info.hpp)
+_CHECKSUM_BYTES = _BLOCK_HEADER_BYTES = 8
+_ENCRYPTED_BLOCK_HEADER_BYTES = 40
 _CIPHERS = {"aes-256-gcm": "GCM", "aes-256-ctr": "CTR"}
 _ALIAS = "db"
 
@@ -173,10 +179,18 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
             found += sorted(p for p in self.temp_directory.rglob("*") if p.is_file())
         return found
 
-    def page_layout(self) -> PageLayout:
-        """Blocks of 256 KiB after the three 4 KiB headers (DuckDB's storage format), each with its
-        checksum, or its nonce and tag, in its first bytes."""
-        return PageLayout(self.path, _HEADER_BYTES, _BLOCK_BYTES)
+    def page_layout(self, table: str) -> PageLayout:
+        """Every table in the one file: blocks of 256 KiB after the three 4 KiB headers (DuckDB's
+        storage format), each beginning with its checksum of the data after it (8 bytes); when
+        encrypted, with its nonce and tag before that, and the checksum encrypted with the data
+        (page_checksums.py)."""
+        header = _BLOCK_HEADER_BYTES if self.encryption.is_baseline else _ENCRYPTED_BLOCK_HEADER_BYTES
+        checksum = PlainChecksum(at=header - _CHECKSUM_BYTES, data_from=header, change=duckdb_checksum_change)
+        return PageLayout(self.path, _HEADER_BYTES, _BLOCK_BYTES, plain_checksum=checksum)
+
+    def store_verbatim(self, conn: Connection) -> None:
+        """`force_compression = 'uncompressed'`: DuckDB compresses text (dictionary, FSST) by default."""
+        conn.execute("SET force_compression = 'uncompressed'")
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) "

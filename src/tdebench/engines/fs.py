@@ -56,7 +56,7 @@ from pathlib import Path
 import psutil
 
 from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Connection, Database, Encryption,
-                                   Engine, PlaintextViewGone, Reencrypts, SensitiveColumns, backups)
+                                   Engine, PageLayout, PlaintextViewGone, Reencrypts, SensitiveColumns, backups)
 from tdebench.engines.server import ServerError, ServerProcess, hurried, log_tail, run_tool, user_ids
 from tdebench.runstate import register_mount
 from tdebench.keys import Secret
@@ -64,6 +64,8 @@ from tdebench.keys import Secret
 _COVERS = ("every file the engine writes in its directory: data, WAL/log, temp files",
            "file names (encrypted)")
 _BLOCK_BYTES = 4096  # gocryptfs encrypts every file in 4 KiB blocks, each with its own nonce
+_HEADER_BYTES, _TAG_BYTES = 18, 16  # a cipher file's header; each block's tag
+_NONCE_BYTES = {"fs-aes-256-gcm": 16, "fs-xchacha20-poly1305": 24}  # each block's nonce (as measured: file sizes)
 _NOT_HIDDEN = ("not hidden: file sizes (rounded to 4 KiB blocks plus 32 B per block and an 18 B header), "
                "the number of files and the directory structure, timestamps, and access patterns; "
                "anything the engine writes outside its directory (e.g. the system temp dir) is not covered")
@@ -261,6 +263,25 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         if not self.cipher_dir.exists():
             return []
         return sorted(p for p in self.cipher_dir.rglob("*") if p.is_file())
+
+    @property
+    def connect_starts_processes(self) -> bool:
+        return True  # gocryptfs, mounted again by connect() after close()
+
+    def page_layout(self, table: str) -> PageLayout | None:
+        """The cipher file behind the engine's file holding `table` (the one with its inode number:
+        gocryptfs passes the cipher directory's through to the view), cut into gocryptfs's blocks:
+        an 18-byte file header, then blocks of a nonce (16 bytes; 24 with -xchacha), 4 KiB of data
+        and a 16-byte tag.
+        Asked while mounted (the engine's own layout is its file in the view)."""
+        inner = self._inner().page_layout(table)
+        if inner is None:
+            return None
+        inode = inner.file.stat().st_ino
+        found = [p for p in self.files() if p.stat().st_ino == inode]
+        if len(found) != 1:
+            raise ValueError(f"{len(found)} cipher files with the inode of {inner.file.name}, not one")
+        return PageLayout(found[0], _HEADER_BYTES, _NONCE_BYTES[self.encryption.name] + _BLOCK_BYTES + _TAG_BYTES)
 
     def plaintext_view(self) -> Path:
         """The mount point, while it is a mount; PlaintextViewGone otherwise (closed, or the mount

@@ -60,11 +60,12 @@ from typing import Any, ClassVar
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
-                                   EncryptionNotActive, Engine, NotSupported, QueryTimeout, Reencrypts,
+                                   EncryptionNotActive, Engine, NotSupported, PageLayout, QueryTimeout, Reencrypts,
                                    SensitiveColumns, Statement)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.page_checksums import innodb_full_crc32
 from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess, chown_tree, free_port, new_password,
                                      private_dir, run_tool, start_on_free_port, user_ids, workspace_problem,
                                      write_private)
@@ -325,14 +326,16 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
     def _client_options(self) -> Iterator[Path]:
         """The option file tdebench's client tools read (`--defaults-file`, their first option):
         the server's options and root's login with this database's password, 0600 and readable
-        by tdebench's user only, for as long as a tool runs."""
+        by tdebench's user only, for as long as a tool runs. In a directory of its own outside the
+        workspace (0700, tdebench's): under the gocryptfs layer the workspace is in a mount served
+        as the server's user, where a file cannot be given to tdebench's user."""
         login = f"user=root\npassword={self._password.hex()}\nsocket={self.socket}\n"
-        path = write_private(self.workspace / "client.cnf", f"!include {self.option_file}\n" +
-                             "".join(f"[{group}]\n{login}" for group in ("client", "mariadb-backup")))
+        directory = new_dir(Path(tempfile.gettempdir()), "tdebench-mariadb-client-")
         try:
-            yield path
+            yield write_private(directory / "client.cnf", f"!include {self.option_file}\n" +
+                                "".join(f"[{group}]\n{login}" for group in ("client", "mariadb-backup")))
         finally:
-            path.unlink(missing_ok=True)
+            shutil.rmtree(directory, ignore_errors=True)
 
     def _run_client(self, tool: str, args: Sequence[str], log: Path, gzipped: Path | None = None) -> None:
         """A client tool logged in through `_client_options`; with `gzipped`, its output piped
@@ -478,6 +481,14 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
         option, key and log files beside them."""
         return sorted(p for d in (self.datadir, self.tmpdir) if d.exists() for p in d.rglob("*")
                       if p.is_file() and not p.is_symlink())
+
+    def page_layout(self, table: str) -> PageLayout:
+        """The table's own tablespace (innodb_file_per_table, the default): pages of
+        innodb_page_size from the second on. Page 0 holds the tablespace's header and its
+        encryption data, which InnoDB leaves unencrypted. Each page ends in its full_crc32
+        checksum, of the page as written (its ciphertext when encrypted): anyone can recompute it."""
+        return PageLayout(self.datadir / SCHEMA / f"{table}.ibd", _PAGE_BYTES, _PAGE_BYTES,
+                          recompute=innodb_full_crc32)
 
     def file_kind(self, path: str) -> str:
         """The default kinds, but tdebench's own files beside the server: the LOAD DATA staging

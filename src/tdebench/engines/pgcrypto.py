@@ -152,6 +152,13 @@ def seal(conn: Connection, cipher: ColumnCipher, table: str, sensitive: Sequence
 
     match = " AND ".join(f"{c} = OLD.{c}" for c in key)
     function = f"{SCHEMA}.{table}_write"
+    # a table without a key column (rows all alike, as strength's) takes inserts only: no row to match
+    changes = f"""ELSIF TG_OP = 'UPDATE' THEN
+        UPDATE {stored} SET ({', '.join(names)}) = ({', '.join(sealed(n) for n in names)}) WHERE {match};
+    ELSE
+        DELETE FROM {stored} WHERE {match};
+        RETURN OLD;""" if key else f"""ELSE
+        RAISE EXCEPTION 'tdebench: {table} has no key column, so its rows can only be inserted';"""
     statements = [
         f"ALTER TABLE public.{table} SET SCHEMA {SCHEMA}",
         f"ALTER TABLE {stored} " + ", ".join(
@@ -162,11 +169,7 @@ def seal(conn: Connection, cipher: ColumnCipher, table: str, sensitive: Sequence
 BEGIN
     IF TG_OP = 'INSERT' THEN
         INSERT INTO {stored} ({', '.join(names)}) VALUES ({', '.join(sealed(n) for n in names)});
-    ELSIF TG_OP = 'UPDATE' THEN
-        UPDATE {stored} SET ({', '.join(names)}) = ({', '.join(sealed(n) for n in names)}) WHERE {match};
-    ELSE
-        DELETE FROM {stored} WHERE {match};
-        RETURN OLD;
+    {changes}
     END IF;
     RETURN NEW;
 END $$""",

@@ -51,8 +51,8 @@ from typing import Any, ClassVar
 
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   NotSupported, QueryTimeout, Reencrypts, SensitiveColumns, Statement,
-                                   execute_in_turn)
+                                   NotSupported, PageLayout, QueryTimeout, Reencrypts, SensitiveColumns,
+                                   Statement, execute_in_turn)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
@@ -361,6 +361,21 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
         if not self.data_dir.exists():
             return []
         return sorted(p for p in self.data_dir.rglob("*") if p.is_file())
+
+    def page_layout(self, table: str) -> PageLayout:
+        """The table's heap file (its first segment, 1 GiB), as the running server names it:
+        pages of 8 KiB from the first on. The column layer's table holding the sealed values
+        is the one of that name (relkind `r`), not the view in front of it."""
+        conn = self.connect()
+        try:
+            found = conn.execute("SELECT pg_relation_filepath(oid), current_setting('block_size')::int "
+                                 "FROM pg_class WHERE relname = ? AND relkind = 'r'", [table])
+        finally:
+            conn.close()
+        if len(found) != 1:
+            raise ValueError(f"postgres: {len(found)} tables named {table}, not one")
+        path, page_bytes = found[0]
+        return PageLayout(self.data_dir / path, 0, int(page_bytes))
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """COPY FROM STDIN of a CSV that DuckDB writes from the Parquet file into the system's

@@ -153,9 +153,10 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
     def plaintext_signature(self) -> tuple[int, bytes] | None:
         return _SIGNATURE
 
-    def page_layout(self) -> PageLayout:
-        """Pages of page_size from the second on (the first holds the file header and the schema);
-        SQLite3MC encrypts each whole, its nonce or tag in bytes reserved at the page's end."""
+    def page_layout(self, table: str) -> PageLayout:
+        """Every table in the one file: pages of page_size from the second on (the first holds the
+        file header and the schema); SQLite3MC encrypts each whole, its nonce or tag in bytes
+        reserved at the page's end."""
         return PageLayout(self.path, _PAGE_BYTES, _PAGE_BYTES)
 
     # -- maintenance: encrypting an existing database, changing its key ----------------------

@@ -26,7 +26,7 @@ from tdebench.report.units import ratio_percent
 from tdebench.results import Measurement, RunData
 
 CSV = "strength.csv"
-REPEATS, TAMPER, OLD_KEY, FORGERY = STRENGTH.tests
+REPEATS, TAMPER, FORGERY, OLD_KEY = STRENGTH.tests
 EXCESS = 0.01
 """A share of repeated blocks above the random reference's by more than this (1 point) is a finding."""
 
@@ -81,15 +81,16 @@ def repeats_table(ours: list[Measurement]) -> Table:
                      "page_share": _median(files, "repeated_page_share"),
                      "random": _median(chance, "repeated_block_share")})
     columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("n", "n", numeric=True),
-               Column("mib", "files (MiB)", numeric=True),
+               Column("mib", "file (MiB)", numeric=True),
                Column("blocks", "repeated 16-byte blocks", ratio_percent, numeric=True),
                Column("pages", "repeated pages", numeric=True),
                Column("page_share", "repeated pages (share)", ratio_percent, numeric=True),
                Column("random", "random bytes: repeated blocks", ratio_percent, numeric=True))
     return Table("Repeated ciphertext", columns, rows,
-                 intro="A table of identical rows and a table of distinct known rows, then every file of the closed "
-                       "database cut into 16-byte blocks (from each file's start) and into the engine's pages: the "
-                       "share whose content occurs more than once, zeros left out. Equal ciphertext for equal "
+                 intro="A table of identical rows and a table of distinct known rows, then the closed database's "
+                       "file holding the identical rows (a server's tablespace or heap file; the cipher file behind "
+                       "it on gocryptfs) cut into 16-byte blocks and into the engine's pages: the share whose "
+                       "content occurs more than once, zeros left out. Equal ciphertext for equal "
                        "plaintext shows where the data repeats (and, for a reused key stream, the XOR of two "
                        "plaintexts); the baseline shows how much the plaintext itself repeats, random bytes of the "
                        "same length what chance gives.",
@@ -120,17 +121,21 @@ def tamper_table(ours: list[Measurement]) -> Table:
                Column("forgery_said", "what the engine said to the forgery", prose=True))
     return Table("Tamper detection", columns, rows, alarm="weak",
                  intro="Flipped byte: one bit of one byte in the middle of a data page of the stopped database "
-                       "flipped, the database opened again and every row read back in a child process (the pages "
+                       "flipped, the database opened again (a server started again) and every row read back (the pages "
                        "before it tried in turn while the read notices nothing: a freed page), then the byte "
                        "restored. Forgery: one stored value changed to another of tdebench's choice without the "
                        "key, by XORing their difference into the file at the offset an unencrypted twin of the "
-                       "database holds the value at. Results: tag detects (refused by a keyed tag), checksum only "
-                       "(refused by an unkeyed check anyone can recompute), forgeable (the chosen value read back, "
+                       "database holds the value at. Results: tag detects (refused by a keyed tag), refused "
+                       "without a tag (refused by an unkeyed page checksum or the format's own consistency checks, "
+                       "which whoever knows the layout can recompute or satisfy: what the engine said tells which), "
+                       "forgeable (the chosen value read back, "
                        "nothing else changed), silently altered (rows read back changed), unchanged (the change "
                        "proved nothing), crashed; unsupported (the forgery): the twin does not store the value "
-                       "verbatim.",
-                 note="A random flip is the weak test: refused by a checksum only, a change made with the page "
-                      "layout in hand (and the checksum recomputed) would be read as data. The baseline is the "
+                       "verbatim, or the layer moves it (a column layer seals each value, gocryptfs re-blocks "
+                       "the file). Forgery fixes any unkeyed page checksum whose formula is public (InnoDB's "
+                       "CRC-32C, DuckDB's block checksum), as an attacker would.",
+                 note="A random flip is the weak test: refused without a tag, a change made with the page "
+                      "layout in hand (and any checksum recomputed) would be read as data. The baseline is the "
                       "positive control: its flipped byte must show, as a checksum's refusal or as altered rows, and "
                       "its forgery must be read back as forged.",
                  empty="No tamper or forgery test in this run.")
@@ -178,9 +183,10 @@ def repeat_findings(table: Table) -> list[str]:
     """An encryption whose files repeat blocks beyond chance: equal plaintext, equal ciphertext."""
     baseline = {row["engine"]: row["blocks"] for row in table.rows if row["encryption"] == BASELINE}
     return [f"{row['engine']} {row['encryption']}: {ratio_percent(row['blocks'])} of the 16-byte blocks of its "
-            f"files repeat (unencrypted: {ratio_percent(baseline.get(row['engine']))}, random bytes: "
-            f"{ratio_percent(row['random'])}): equal plaintext left equal ciphertext, which shows where the data "
-            "repeats (“Repeated ciphertext”)."
+            f"file repeat (unencrypted: {ratio_percent(baseline.get(row['engine']))}, random bytes: "
+            f"{ratio_percent(row['random'])}): equal blocks show where the file's content repeats — equal "
+            "ciphertext for equal plaintext, or plaintext the encryption leaves around its ciphertext (a column "
+            "layer's row headers) (“Repeated ciphertext”)."
             for row in table.rows if row["encryption"] != BASELINE and row["blocks"] is not None
             and row["blocks"] > (row["random"] or 0.0) + EXCESS]
 

@@ -50,7 +50,10 @@ def prepare(data_dir: Path, rows: int, seed: int) -> None:
 
 
 def load(database: Database, conn: Connection, data_dir: Path, rows: int, seed: int) -> None:
-    """Create both tables and bulk load them (`rows` each), the repeated one first."""
+    """Create both tables and bulk load them (`rows` each), the repeated one first, stored
+    uncompressed where the engine would compress them (`Database.store_verbatim`): the forgery
+    needs each value where an unencrypted twin has it."""
+    database.store_verbatim(conn)
     for table in (SAME_TABLE, ROWS_TABLE):
         conn.execute(_CREATE[table])
         database.seal_columns(conn, table, COLUMNS[table][-1:], KEYS[table])

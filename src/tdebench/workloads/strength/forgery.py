@@ -15,8 +15,10 @@ baseline's own forgery is the positive control: accepted, the change landed in t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+from tdebench.engines.base import PageLayout, PlainChecksum
 from tdebench.workloads.strength import tamper
 
 DIRECTORY = "strength-forgery"  # in the trial's workspace: the unencrypted twin, removed after
@@ -34,11 +36,44 @@ def difference(old: str, new: str) -> bytes:
     return bytes(a ^ b for a, b in zip(old.encode(), new.encode(), strict=True))
 
 
-def offset_of(file: Path, value: str) -> int | None:
-    """The one offset of `value` in `file`; None when it is not there verbatim, or there twice."""
+CONTEXT_BYTES = 64  # the twin's plaintext kept on each side of the value: its checksum's words
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where the unencrypted twin holds the value, and its plaintext around it (`around`, from `start`)."""
+
+    offset: int
+    around: bytes
+    start: int
+
+
+def offset_of(file: Path, value: str) -> Found | None:
+    """The one offset of `value` in `file`, with the bytes around it; None when it is not there
+    verbatim, or there twice."""
     raw, needle = file.read_bytes(), value.encode()
     first = raw.find(needle)
-    return first if first >= 0 and raw.find(needle, first + 1) < 0 else None
+    if first < 0 or raw.find(needle, first + 1) >= 0:
+        return None
+    start = max(0, first - CONTEXT_BYTES)
+    return Found(first, raw[start:first + len(needle) + CONTEXT_BYTES], start)
+
+
+def checksum_change(layout: PageLayout, checksum: PlainChecksum, found: Found, new: bytes) -> tuple[int, bytes]:
+    """Where the page's checksum of its plaintext is stored and what to XOR into it once `new`
+    replaces the value at `found.offset`: the change of the checksum's words that hold the value,
+    their plaintext taken from the twin (the value's neighbours included), aligned as the trial's
+    page aligns them. Under a stream cipher or CTR the XOR lands in the plaintext checksum as it
+    lands in the value; in the baseline it is the checksum itself."""
+    page = layout.page_start(found.offset)
+    base, word = page + checksum.data_from, checksum.word_bytes
+    low = base + (found.offset - base) // word * word
+    high = base + -(-(found.offset + len(new) - base) // word) * word
+    before = found.around[low - found.start:high - found.start]
+    if len(before) != high - low:
+        raise ValueError("the twin's plaintext around the value is shorter than the checksum's words")
+    at = found.offset - low
+    return page + checksum.at, checksum.change(before, before[:at] + new + before[at + len(new):])
 
 
 def classify(reading: tamper.Reading, authenticated: bool) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from tdebench.engines.base import BACKUP_FULL, Backup, Backups, Database, NotSupported, backups, reencrypts
 from tdebench.keys import Secret
 from tdebench.workloads.base import RunContext, WrongAnswer
-from tdebench.workloads.strength import data
+from tdebench.workloads.strength import data, tamper
 
 TEST = "old-key"
 DIRECTORY = "strength-old-key"  # in the trial's workspace: the backups and their restores, removed after
@@ -29,6 +29,8 @@ REFUSED, OPENS = "refused", "opens"
 NEEDS_OLD, NEW_OPENS, NONE_OPENS = "needs the old key", "the new key opens it", "no key opens it"
 UNSUPPORTED, NOT_APPLICABLE = "unsupported", "not applicable"
 WORDS = (REFUSED, OPENS, NEEDS_OLD, NEW_OPENS, NONE_OPENS, UNSUPPORTED, NOT_APPLICABLE)
+KEYLESS = ("the new key restores a backup taken before it existed: the engine's backup is not encrypted by "
+           "this encryption (a file-system layer's backup tool reads the decrypted view), so any key restores it")
 WEAK = frozenset({OPENS, NEW_OPENS})
 """Answers that mean an old key still reads what it should not (or a rekey reached a copy it cannot have)."""
 
@@ -70,16 +72,31 @@ def _run(ctx: RunContext, area: Path, rows: int, purpose: str, warmup: bool) -> 
                         answer=OPENS if old_opens else REFUSED)
     if copies is None or before is None:
         return
-    with_old, with_new = (_restores(ctx, before, area / f"before-{name}", key, rows)
-                          for name, key in (("old", old), ("new", new)))
+    (with_old, old_said), (with_new, _) = (_restores(ctx, before, area / f"before-{name}", key, rows)
+                                          for name, key in (("old", old), ("new", new)))
     answer = NEW_OPENS if with_new else NEEDS_OLD if with_old else NONE_OPENS
+    # a key the backup was never made with opens it: the engine's backup is not under this encryption
+    keyless = KEYLESS if with_new else None
     ctx.recorder.record(TEST, "backup-before-rekey", {"old_key_opens": float(with_old),
-                                                      "new_key_opens": float(with_new)},
-                        warmup=warmup, answer=answer)
+                                                      "new_key_opens": float(with_new)}, warmup=warmup,
+                        answer=answer, note=keyless if with_new or with_old else _failed(ctx, old_said))
+    database.connect().close()  # open again (a server started, a mount made) for its backup tool
     after = copies.backup(copies.backup_method(BACKUP_FULL), area / "after")
-    old_opens = _restores(ctx, after, area / "after-old", old, rows)
+    old_opens, _ = _restores(ctx, after, area / "after-old", old, rows)
+    if old_opens:
+        answer, note = OPENS, keyless
+    else:  # the control: the key it was made with restores it, else the refusal proves nothing
+        new_opens, new_said = _restores(ctx, after, area / "after-new", new, rows)
+        answer, note = (REFUSED, None) if new_opens else (NONE_OPENS, _failed(ctx, new_said))
     ctx.recorder.record(TEST, "backup-after-rekey", {"old_key_opens": float(old_opens)}, warmup=warmup,
-                        answer=OPENS if old_opens else REFUSED)
+                        answer=answer, note=note)
+
+
+def _failed(ctx: RunContext, said: str) -> str:
+    """Why the key a backup was made with did not restore it: the restore itself failed, so a
+    refusal of the other key proves nothing (first line, keys scrubbed)."""
+    key = ctx.database.key
+    return "the key it was made with did not restore it either: " + tamper.first_line(key.scrub(said) if key else said)
 
 
 def _backups(database: Database) -> Backups | None:
@@ -92,19 +109,20 @@ def _backups(database: Database) -> Backups | None:
     return copies
 
 
-def _restores(ctx: RunContext, backup: Backup, workspace: Path, key: Secret, rows: int) -> bool:
-    """Whether `key` restores `backup` into a fresh database whose rows are all as written; any
-    failure on the way (the restore, the open, a read) means it does not."""
+def _restores(ctx: RunContext, backup: Backup, workspace: Path, key: Secret, rows: int) -> tuple[bool, str]:
+    """Whether `key` restores `backup` into a fresh database whose rows are all as written, and
+    if not, what failed on the way (the restore, the open, a read)."""
     assert ctx.scratch_database is not None
     restored = ctx.scratch_database(workspace, ctx.database.encryption, key)
     try:
         backups(restored, "restore").restore(backup)
         conn = restored.connect()
         try:
-            return data.differences(conn, rows, ctx.seed) is None
+            differs = data.differences(conn, rows, ctx.seed)
+            return differs is None, differs or ""
         finally:
             conn.close()
-    except Exception:  # the expected outcome for a wrong key: refused, one way or another
-        return False
+    except Exception as exc:  # the expected outcome for a wrong key: refused, one way or another
+        return False, f"{type(exc).__name__}: {key.scrub(str(exc))}"
     finally:
         restored.close()

@@ -6,8 +6,11 @@ What the engine did decides the class (`classify`):
 - `tag detects`: it refused, and the encryption checks a keyed tag on every page
   (`Encryption.authenticated`: GCM, the AEADs, an HMAC): a change made without the key is
   refused by the key;
-- `checksum only`: it refused, without a keyed tag: an unkeyed checksum or the format's own
-  consistency checks caught it, which whoever changes the page can recompute or satisfy;
+- `refused without a tag`: it refused, and the encryption has no keyed tag: what caught the
+  change is an unkeyed page checksum (DuckDB's block checksum, InnoDB's) or the format's own
+  consistency checks (SQLite has no page checksum: "database disk image is malformed"), which
+  whoever changes the page knowing its layout can recompute or satisfy; what the engine said
+  tells which;
 - `silently altered`: the rows read back, and some differ from what was written;
 - `unchanged`: the rows read back as written: the flip hit bytes the read does not use, so
   this flip proves nothing either way;
@@ -26,10 +29,10 @@ from pathlib import Path
 
 from tdebench.engines.base import PageLayout
 
-TAG, CHECKSUM, ALTERED, UNCHANGED, CRASHED = (
-    "tag detects", "checksum only", "silently altered", "unchanged", "crashed")
+TAG, UNTAGGED, ALTERED, UNCHANGED, CRASHED = (
+    "tag detects", "refused without a tag", "silently altered", "unchanged", "crashed")
 FORGEABLE = "forgeable"  # a known-plaintext forgery accepted (forgery.py)
-CLASSES = (TAG, CHECKSUM, FORGEABLE, ALTERED, UNCHANGED, CRASHED)
+CLASSES = (TAG, UNTAGGED, FORGEABLE, ALTERED, UNCHANGED, CRASHED)
 """Every class, from the strongest protection to the weakest outcome of a test (crashed last)."""
 
 REFUSED, DIFFERS, SAME, DIED = "refused", "differs", "same", "died"  # what a reading gave
@@ -49,22 +52,28 @@ class Reading:
 def classify(reading: Reading, authenticated: bool) -> str:
     """The class of a reading, given whether the encryption checks a keyed tag on every page."""
     if reading.status == REFUSED:
-        return TAG if authenticated else CHECKSUM
+        return TAG if authenticated else UNTAGGED
     return {DIFFERS: ALTERED, SAME: UNCHANGED}.get(reading.status, CRASHED)
 
 
 def targets(layout: PageLayout, fraction: float, tries: int) -> list[int]:
     """The offsets of the bytes to flip, one at a time, until the read notices one: the middle of
-    the page at `fraction` of the file's pages (a data page of the table loaded last, when that
-    table fills the file's later part), then of each page before it, toward the file's start
-    where the tables were written (and round to the last), at most `tries`: a page the engine
-    has freed or not used yet (DuckDB keeps free blocks at the file's end) reads as `unchanged`."""
+    the page at `fraction` of the file's written pages (a data page of the table loaded last, when
+    that table fills the file's later part), then of each written page before it, toward the
+    file's start where the tables were written (and round to the last), at most `tries`. Pages of
+    zeros only are left out (space the engine allocated and never wrote: InnoDB extends a
+    tablespace by whole extents); a page the engine has freed or not used yet still reads as
+    `unchanged` (DuckDB keeps free blocks at the file's end)."""
     pages = layout.pages()
     if pages < 1:
         raise ValueError(f"{layout.file.name} has no whole page after its headers")
-    start = min(pages - 1, int(pages * fraction))
-    return [layout.first_page + ((start - i) % pages) * layout.page_bytes + layout.page_bytes // 2
-            for i in range(min(tries, pages))]
+    with layout.file.open("rb") as file:
+        file.seek(layout.first_page)
+        written = [n for n in range(pages) if any(file.read(layout.page_bytes))]
+    candidates = written or list(range(pages))
+    start = min(len(candidates) - 1, int(len(candidates) * fraction))
+    return [layout.first_page + candidates[(start - i) % len(candidates)] * layout.page_bytes + layout.page_bytes // 2
+            for i in range(min(tries, len(candidates)))]
 
 
 def xor(path: Path, offset: int, mask: bytes) -> bytes:
@@ -79,26 +88,50 @@ def xor(path: Path, offset: int, mask: bytes) -> bytes:
     return before
 
 
+def read_at(path: Path, offset: int, size: int) -> bytes:
+    with path.open("rb") as file:
+        file.seek(offset)
+        return file.read(size)
+
+
+def write_at(path: Path, offset: int, content: bytes) -> None:
+    """`content` written over `path` at `offset` (in place, synced)."""
+    with path.open("r+b") as file:
+        file.seek(offset)
+        file.write(content)
+        file.flush()
+        os.fsync(file.fileno())
+
+
 def first_line(text: str) -> str:
     """What an engine said, as the report keeps it: its first line, cut to MESSAGE_CHARS."""
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 1] + "…"
 
 
-def read_apart(read: Callable[[], str | None], timeout_s: float = TIMEOUT_S) -> Reading:
+def read_here(read: Callable[[], str | None]) -> Reading:
     """`read` (open the database, read its rows: None when they are as written, else what
-    differs; raising when the engine refuses) run in a forked child process, so a crash of the
-    engine ends the child only. The child shares nothing back but the reading."""
+    differs; raising when the engine refuses) run in this process: for an engine that runs
+    apart already (a server, a file-system mount), whose processes this process must stop."""
+    try:
+        differs = read()
+    except UnicodeDecodeError as exc:  # the engine returned the bytes; the driver found them no text
+        return Reading(DIFFERS, f"a value read back is not the text written ({exc})")
+    except Exception as exc:  # the engine's refusal, whatever its class
+        return Reading(REFUSED, f"{type(exc).__name__}: {exc}")
+    return Reading(SAME) if differs is None else Reading(DIFFERS, differs)
+
+
+def read_apart(read: Callable[[], str | None], timeout_s: float = TIMEOUT_S) -> Reading:
+    """`read` (as read_here) run in a forked child process, so a crash of an engine running inside
+    this process ends the child only. The child shares nothing back but the reading."""
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
 
     def child() -> None:
         try:
-            differs = read()
-            reading = Reading(SAME) if differs is None else Reading(DIFFERS, differs)
-        except UnicodeDecodeError as exc:  # the engine returned the bytes; the driver found them no text
-            reading = Reading(DIFFERS, f"a value read back is not the text written ({exc})")
-        except BaseException as exc:  # the engine's refusal, whatever its class
+            reading = read_here(read)
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: a refusal all the same
             reading = Reading(REFUSED, f"{type(exc).__name__}: {exc}")
         send.send(reading)
 
