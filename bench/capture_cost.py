@@ -11,8 +11,8 @@ times with capture / without) as a ratio of medians and as the median of each ro
 
     .venv/bin/python bench/capture_cost.py [--scale 0.1] [--rounds 11] [--memory-mb M] [--every-s 0.5]
 
-(DuckDB 1.5.5 at SF 0.1 runs out of memory with --memory-mb 64 and does not spill from 80 on; at
-SF 0.01, 64 MiB and a 0.1 s cadence make the capture scan, as the CI run below does.)
+(DuckDB 1.5.5 at SF 0.1 runs out of memory with --memory-mb 64 and does not spill from 80 on, so
+the capture has nothing to scan there: what this measures is its watch and its /proc sweeps.)
 
 Tiny, for CI: --scale 0.01 --rounds 2.
 """
