@@ -394,7 +394,8 @@ def _read_lease(fd: int) -> Iterator[bool]:
 def _mapped(fh: io.BufferedReader, overlap: int, read_size: int) -> Iterator[tuple[bytearray | memoryview, int]]:
     """What `_reads` yields, from memory maps of the file instead of reads into a buffer while a
     read lease can be held (`_read_lease`), MAP_BYTES at a time; where it cannot (a writer
-    opened the file meanwhile, or never a lease), by `_reads` from there on. Each map starts
+    opened the file meanwhile, or never a lease; or the filesystem cannot map it), by `_reads`
+    from there on. Each map starts
     whole pages before its part of the file, so the `overlap` bytes before it are `kept` (a
     pattern across the border is found); the file's size is taken under the lease, so no map
     reaches past the file's end. `read_size` and MAP_BYTES are multiples of the entropy's
@@ -406,7 +407,10 @@ def _mapped(fh: io.BufferedReader, overlap: int, read_size: int) -> Iterator[tup
             if not leased or start >= size:
                 break
             begin, end = max(0, start - before), min(size, start + MAP_BYTES)
-            whole = memoryview(mmap.mmap(fd, end - begin, prot=mmap.PROT_READ, offset=begin))
+            try:
+                whole = memoryview(mmap.mmap(fd, end - begin, prot=mmap.PROT_READ, offset=begin))
+            except OSError:  # a filesystem that leases but does not map (FUSE with direct I/O)
+                break
             for at in range(start, end, read_size):
                 kept = min(overlap, at - begin)
                 yield whole[at - kept - begin:min(end, at + read_size) - begin], kept

@@ -739,3 +739,19 @@ def test_a_file_open_for_writing_gets_no_read_lease(tmp_path):
             assert leased
         with path.open("r+b"), _read_lease(reader.fileno()) as leased:
             assert not leased
+
+
+def test_a_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
+    """A filesystem may grant the lease and refuse the map (FUSE with direct I/O): the file is
+    read instead, with the same findings."""
+    import tdebench.verify as verify
+
+    def refuse(*_args, **_kwargs):
+        raise OSError(19, "No such device")
+
+    data = _noise(3 * 4096) + CANARY.encode() + _noise(4096)
+    path = _file(tmp_path, "db", data)
+    by_read = scan_file(path, [CANARY], tmp_path, None, entropy_every=1, mapped=False)
+    monkeypatch.setattr(verify.mmap, "mmap", refuse)
+    assert scan_file(path, [CANARY], tmp_path, None, entropy_every=1) == by_read
+    assert by_read.hits == 1 and by_read.bytes == len(data)
