@@ -7,7 +7,8 @@ The two alternate for --rounds rounds (which goes first alternates too), so drif
 machine hits both alike. With --memory-mb DuckDB spills to its temp directory, which gives the
 capture files to hold and scan. Printed: the measured ratio (the sum of the 22 recorded query
 times with capture / without) as a ratio of medians and as the median of each round's own ratio
-(paired), each with its CI, and what the capture scanned.
+(paired), each with its CI, what the capture scanned, and the CPU time its watch used as a share
+of the power tests it watched (what every run reports per trial: verdicts.csv's capture_cpu_s).
 
     .venv/bin/python bench/capture_cost.py [--scale 0.1] [--rounds 11] [--memory-mb M] [--every-s 0.5]
 
@@ -49,6 +50,7 @@ def main() -> None:
         workload.run("power", ctx, conn, warmup=True)  # warm the path once
         order: list[str] = []
         scans = scanned = 0
+        watch_cpu_s = 0.0
         for number in range(args.rounds):
             for captured in (True, False) if number % 2 == 0 else (False, True):  # neither always goes first
                 capture = None
@@ -62,6 +64,7 @@ def main() -> None:
                         capture.stop()
                         scans += capture.stats.scans
                         scanned += capture.stats.scanned_bytes
+                        watch_cpu_s += capture.stats.cpu_s
                 order.append("with capture" if captured else "without")
         recorded = [m for m in read_run(root / "out").measurements if m.test == "power" and m.step == "total"
                     and not m.warmup]
@@ -77,6 +80,9 @@ def main() -> None:
           f"{' / '.join(f'{v:.2f}' for v in os.getloadavg())} at end")
     print(f"the capture scanned {scans} times, {scanned / 2**20:,.1f} MiB in all ({scanned / 2**20 / args.rounds:,.1f} "
           "MiB per power test)")
+    captured_s = sum(times["with capture"])
+    print(f"the capture's watch used {watch_cpu_s:.3f} s of CPU (its thread's clock, as verdicts.csv's capture_cpu_s): "
+          f"{100 * watch_cpu_s / captured_s:.2f}% of the {captured_s:.1f} s the power tests it watched took")
     print_ratios("measured", times, "with capture", "without")
     print("target: ratio under 1.02")
 

@@ -82,6 +82,9 @@ class CaptureStats:
     scans: int = 0
     scanned_bytes: int = 0
     not_held: int = 0  # files seen but not held (gone before they could be opened, or past MAX_HELD)
+    # CPU time of the watch while the trial ran (its thread's clock: inotify, /proc sweeps, scans):
+    # what it could take from the measurement; the last scans, in `stop`, come after the trial
+    cpu_s: float = 0.0
 
 
 class Capture:
@@ -156,6 +159,7 @@ class Capture:
         self._wake = ()
 
     def _loop(self) -> None:
+        started = time.thread_time()
         try:
             waiting = select.poll()
             waiting.register(self._inotify.fileno(), select.POLLIN)
@@ -169,6 +173,8 @@ class Capture:
                     next_tick = time.monotonic() + self.every_s
         except BaseException as exc:  # noqa: BLE001 - handed to stop(), which raises it
             self._error = exc
+        finally:
+            self.stats.cpu_s = time.thread_time() - started
 
     # -- inotify ----------------------------------------------------------------------------
 

@@ -140,6 +140,9 @@ class Verdict:
     # the transient capture's result (TRANSIENT_*): "" when none ran (capture_every_s = 0, or
     # `upgrade`); else whether it caught files gone before the end, and canaries in them
     transient: str = ""
+    # CPU seconds the transient capture's watch used while the trial ran (capture.CaptureStats.cpu_s):
+    # what it could take from the measurement; None when no capture ran
+    capture_cpu_s: float | None = None
 
     @property
     def as_expected(self) -> bool:
@@ -278,11 +281,12 @@ _CLASSES: dict[str, type] = {name: cls for name, cls, _ in KINDS}
 _PLACES: dict[type, str] = {cls: place for _, cls, place in KINDS}
 
 
-FORMAT = 2
+FORMAT = 3
 """The version of the raw format this tdebench writes (store.py keeps it in manifest.json).
 1: every run before the format had a version, a shape that grew field by field (each new field
 optional); 2: the same records, each written whole (`to_json` leaves out only a trial's unset
-memory_mb and a measurement's unset imported_from)."""
+memory_mb and a measurement's unset imported_from); 3: a verdict holds the CPU time of the
+transient capture (`capture_cpu_s`)."""
 
 _ABSENT_IN_1: dict[str, dict[str, Any]] = {
     "measurement": {"stream": None, "warmup": False, "answer": None, "pass_number": 1, "imported_from": None},
@@ -300,6 +304,8 @@ recorded; a trial's memory_mb, absent in every format when unset, is None); a ve
 scans lack what `_SCAN_ABSENT_IN_1` lists, and an absent `entropy_blocks` was every block (the
 scans before sampling measured them all)."""
 _SCAN_ABSENT_IN_1: dict[str, Any] = {"marker_hits": 0, "kind": "", "transient": False}
+_ABSENT_IN_2: dict[str, dict[str, Any]] = {"verdict": {"capture_cpu_s": None}}
+"""What a format-2 record lacks (and so every older one): None, not recorded."""
 
 
 def upgrade(data: Any, version: int) -> Any:
@@ -309,8 +315,9 @@ def upgrade(data: Any, version: int) -> Any:
     if version >= FORMAT or not isinstance(data, dict):
         return data
     kind = data.get("kind")
-    data = {**(_ABSENT_IN_1.get(kind, {}) if isinstance(kind, str) else {}), **data}
-    if kind == "verdict" and isinstance(data.get("files"), list):
+    if isinstance(kind, str):
+        data = {**_ABSENT_IN_2.get(kind, {}), **(_ABSENT_IN_1.get(kind, {}) if version < 2 else {}), **data}
+    if version < 2 and kind == "verdict" and isinstance(data.get("files"), list):
         data["files"] = [{**_SCAN_ABSENT_IN_1, "entropy_blocks": scan.get("blocks"), **scan}
                          if isinstance(scan, dict) else scan for scan in data["files"]]
     return data

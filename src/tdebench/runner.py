@@ -586,6 +586,8 @@ class Runner:
         if facts.capture_failed:
             verdict = replace(verdict, detail=f"{verdict.detail}; the transient capture could not start "
                                               f"({facts.capture_failed}): only the files at rest were judged")
+        if capture is not None:
+            verdict = replace(verdict, capture_cpu_s=round(capture.stats.cpu_s, 4))
         self.store.append(verdict)
         return verdict
 

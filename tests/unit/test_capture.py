@@ -13,9 +13,10 @@ from pathlib import Path
 
 from tdebench.capture import Capture
 from tdebench.engines.base import default_file_kind
+from tdebench.report.findings import verdict_summary
 from tdebench.report.tables import verdicts_table
 from tdebench.results import (TRANSIENT_CANARIES, TRANSIENT_CLEAN, TRANSIENT_NONE, FileScan, RunData, TrialKey,
-                              from_json, to_json)
+                              TrialOutcome, from_json, to_json)
 from tdebench.verify import TrialScan, judge
 
 CANARY = "TDEBENCH-CANARY-" + "c3" * 12
@@ -171,3 +172,21 @@ def test_what_a_workload_judges_by_itself_is_left_out(tmp_path: Path) -> None:
         path.unlink()
     caught = capture.stop()
     assert [(s.path, s.hits) for s in caught] == [("duckdb.tmp/rows.tmp", 1)]
+
+
+def test_the_capture_records_the_cpu_its_watch_used_and_the_verdict_sentence_reports_it(tmp_path: Path) -> None:
+    capture = _capture(tmp_path, every_s=0.01)
+    for number in range(20):  # files to hold and scan, and sweeps of /proc: work on the watch's clock
+        (tmp_path / f"t{number}.tmp").write_bytes(CANARY.encode() * 1000)
+        time.sleep(0.005)
+    capture.stop()
+    assert 0 < capture.stats.cpu_s < 5.0
+    trials = [TrialOutcome(dataclasses.replace(TRIAL, repetition=n), "ok", "warm", False, 10.0) for n in (1, 2, 3)]
+    verdicts = [judge(t.trial, "plaintext", [_scan("database.duckdb", hits=1)], True) for t in trials]
+    verdicts = [dataclasses.replace(v, capture_cpu_s=cpu) for v, cpu in zip(verdicts, (0.01, 0.03, 0.2))]
+    run = RunData(directory=Path("."), plan_text="", environment={}, verdicts=verdicts, trials=trials)
+    assert ("the transient capture's watch used 0.3% of a core while the trials ran (median of 3; at most 2.0%, "
+            f"{trials[2].trial.id})") in verdict_summary(run)
+    before = RunData(directory=Path("."), plan_text="", environment={}, trials=trials,
+                     verdicts=[dataclasses.replace(v, capture_cpu_s=None) for v in verdicts])
+    assert "capture's watch" not in verdict_summary(before)  # not recorded: nothing said

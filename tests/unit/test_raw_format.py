@@ -48,3 +48,12 @@ def test_upgrade_leaves_a_current_record_as_it_is() -> None:
         data = json.loads(json.dumps(to_json(record)))
         assert upgrade(data, 1) == data == upgrade(data, FORMAT)
         assert from_json(upgrade(data, 1)) == record
+
+
+def test_a_format_2_verdict_did_not_record_the_captures_cpu() -> None:
+    current = json.loads(json.dumps(to_json(Verdict(KEY, "encrypted", "encrypted", 1, 8192, None,
+                                                    transient="none caught", capture_cpu_s=0.25))))
+    older = {name: value for name, value in current.items() if name != "capture_cpu_s"}
+    assert from_json(upgrade(older, 2)).capture_cpu_s is None
+    assert upgrade(older, 1)["transient"] == "none caught"  # a field present is never changed
+    assert from_json(upgrade(current, 2)).capture_cpu_s == 0.25

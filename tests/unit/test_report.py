@@ -133,7 +133,7 @@ def test_verdicts_csv(run_dir: Path) -> None:
     columns, rows = read_csv(run_dir / "verdicts.csv")
     assert columns == ["engine", "encryption", "workload", "scale", "repetition", "verdict", "expected",
                        "as_expected", "files_scanned", "bytes_scanned", "first_hit", "detail",
-                       "engine_state", "view_hits", "exposed", "transient",
+                       "engine_state", "view_hits", "exposed", "transient", "capture_cpu_s",
                        *(f"{kind}_{what}" for kind in ("data", "log", "temp", "backup", "other")
                          for what in ("files", "transient_files", "bytes", "hits"))]
     baseline = find(rows, engine="duckdb", encryption="none", repetition="1")[0]

@@ -385,6 +385,7 @@ def test_every_trial_runs_a_transient_capture_and_one_that_cannot_start_is_said_
     _, data, _ = run(tmp_path / "a", make_plan())
     assert {v.transient for v in data.verdicts} == {"none caught"}  # the fakes write no temp file
     assert all(s.kind for v in data.verdicts for s in v.files)
+    assert all(v.capture_cpu_s is not None and v.capture_cpu_s >= 0 for v in data.verdicts)  # its watch's CPU
 
     def no_inotify(*args: object, **kwargs: object) -> None:
         raise OSError(24, "Too many open files")
@@ -392,5 +393,6 @@ def test_every_trial_runs_a_transient_capture_and_one_that_cannot_start_is_said_
     monkeypatch.setattr("tdebench.runner.Capture", no_inotify)
     summary, data, _ = run(tmp_path / "b", make_plan())
     assert summary.ok and {v.transient for v in data.verdicts} == {""}
+    assert {v.capture_cpu_s for v in data.verdicts} == {None}  # no capture ran, no cost made up
     assert all("the transient capture could not start (OSError: [Errno 24] Too many open files): only the files "
                "at rest were judged" in v.detail for v in data.verdicts)

@@ -8,6 +8,7 @@ difference is only called a cost when the interval excludes zero and p < 0.05.
 from __future__ import annotations
 
 import math
+import statistics
 import tomllib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks
                                      below_resolution, deterministic, engine_label, floors, headline_records,
                                      host_blocks, is_query, memory_order, resolution, scale_label, scale_text,
                                      step_order)
-from tdebench.report.units import change, display_unit, number, p_value, percent
+from tdebench.report.units import change, display_unit, number, p_value, percent, ratio_percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
 from tdebench.results import NOT_VERIFIED, TRANSIENT_CANARIES, Resumed, RunData, Stopping, TrialKey, Verdict
 
@@ -546,6 +547,21 @@ def _transient_parts(baseline: list[Verdict]) -> list[str]:
             "encrypted trials' transient files show proves less"]
 
 
+def _capture_cost_parts(run: RunData) -> list[str]:
+    """What the transient capture's watch cost: its CPU time while each trial ran (its thread's
+    clock) as a share of the trial's elapsed time, i.e. of one core — the median over the trials it
+    watched and the most it took, with where. Nothing for runs that did not record it."""
+    elapsed = {t.trial: t.elapsed_s for t in run.trials if t.elapsed_s > 0}
+    shares = sorted((v.capture_cpu_s / elapsed[v.trial], v.trial.id) for v in run.verdicts
+                    if v.capture_cpu_s is not None and v.trial in elapsed)
+    if not shares:
+        return []
+    most, where = shares[-1]
+    median = statistics.median(share for share, _ in shares)
+    return [f"the transient capture's watch used {ratio_percent(median)} of a core while the trials ran "
+            f"(median of {len(shares)}; at most {ratio_percent(most)}, {where})"]
+
+
 def verdict_summary(run: RunData) -> str:
     """One sentence on the at-rest checks, including the positive controls: the baseline's
     canaries, and for file-system layers the canaries in their decrypted views. Failed trials
@@ -574,7 +590,7 @@ def verdict_summary(run: RunData) -> str:
                      if not blind else
                      f"{len(blind)} of {len(layered)} decrypted views of the fs layers did not show "
                      "their canaries: their clean verdicts prove nothing")
-    parts += _transient_parts(baseline)
+    parts += _transient_parts(baseline) + _capture_cost_parts(run)
     unverified = sum(v.unverified for v in run.verdicts)
     if unverified:
         parts.append(f"{unverified} trial{'' if unverified == 1 else 's'} on servers reached by url "

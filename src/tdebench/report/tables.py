@@ -234,12 +234,12 @@ def verdicts_table(run: RunData, csv: bool = True) -> Table:
              "bytes_scanned": v.bytes_scanned, "first_hit": v.first_hit, "detail": v.detail,
              "engine_state": v.engine_state or None, "view_hits": v.view_hits,
              "exposed": ", ".join(v.exposed) or None, "transient": v.transient or None,
-             "by_kind": _kinds_text(v), **_kind_cells(v)}
+             "by_kind": _kinds_text(v), "capture_cpu_s": v.capture_cpu_s, **_kind_cells(v)}
             for v in sorted(run.verdicts, key=lambda v: _baseline_first(v.trial))]
     filled = tuple(column for column in extra if any(row[column.key] is not None for row in rows))
     if csv:
-        extra = extra[:-1] + tuple(num(f"{kind}_{what}", f"{kind} {what}", text)
-                                   for kind in FILE_KINDS for what in _KIND_FIGURES)
+        extra = extra[:-1] + (num("capture_cpu_s", "capture CPU s", text),) + tuple(
+            num(f"{kind}_{what}", f"{kind} {what}", text) for kind in FILE_KINDS for what in _KIND_FIGURES)
     note = ""
     if filled:
         note = ("Engine reports: the encryption state the engine itself gives (e.g. MariaDB's "
