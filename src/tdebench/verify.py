@@ -395,10 +395,9 @@ def _mapped(fh: io.BufferedReader, overlap: int, read_size: int) -> Iterator[tup
     """What `_reads` yields, from memory maps of the file instead of reads into a buffer while a
     read lease can be held (`_read_lease`), MAP_BYTES at a time; where it cannot (a writer
     opened the file meanwhile, or never a lease; or the filesystem cannot map it), by `_reads`
-    from there on. Each map starts
-    whole pages before its part of the file, so the `overlap` bytes before it are `kept` (a
-    pattern across the border is found); the file's size is taken under the lease, so no map
-    reaches past the file's end. `read_size` and MAP_BYTES are multiples of the entropy's
+    from there on. Each map starts whole pages before its part of the file, so the `overlap`
+    bytes before it are `kept` (a pattern across the border is found); the file's size is taken
+    under the lease, so no map reaches past the file's end. `read_size` and MAP_BYTES are multiples of the entropy's
     block, so every part but the file's last starts and ends on a block border."""
     fd, start, before = fh.fileno(), 0, -(-overlap // mmap.PAGESIZE) * mmap.PAGESIZE
     while True:
