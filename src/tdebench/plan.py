@@ -400,8 +400,8 @@ def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here
     ordered = ["none"] + [n for n in names if n != "none"]  # the baseline every overhead needs
     if placebo:
         ordered.insert(1, PLACEBO)
-    return EngineChoice(name, tuple(ordered), _memory(check, table), remote, _key_form(check, table, engine, names),
-                        _settings(check, table, engine))
+    return EngineChoice(name, tuple(ordered), _memory(check, table, engine), remote,
+                        _key_form(check, table, engine, names), _settings(check, table, engine))
 
 
 def _settings(check: "Checker", table: dict[str, Any], engine: Engine) -> tuple[tuple[str, str], ...]:
@@ -476,19 +476,25 @@ _MEMORY_MB = (2, 1 << 20)
 measure the default regime beside larger caches; 1 TiB at most."""
 
 
-def _memory(check: "Checker", table: dict[str, Any]) -> tuple[int, ...]:
-    """`memory_mb`: one whole number of MB, or a list of them (one configuration each)."""
+def _memory(check: "Checker", table: dict[str, Any], engine: Engine) -> tuple[int, ...]:
+    """`memory_mb`: one whole number of MB, or a list of them (one configuration each), none
+    below what the engine starts with (`Engine.memory_min_mb`)."""
     if "memory_mb" not in table:
         return ()
     raw = table["memory_mb"]
     if not isinstance(raw, list):
-        return (check.integer(table, "memory_mb", 0, *_MEMORY_MB),)
-    if not raw:
+        values: tuple[int, ...] = (check.integer(table, "memory_mb", 0, *_MEMORY_MB),)
+    elif not raw:
         raise check.error("memory_mb must be a whole number or a non-empty list of them, "
                           "e.g. memory_mb = [64, 1024]", "memory_mb")
-    values = tuple(check.integer({"memory_mb": value}, "memory_mb", 0, *_MEMORY_MB) for value in raw)
+    else:
+        values = tuple(check.integer({"memory_mb": value}, "memory_mb", 0, *_MEMORY_MB) for value in raw)
     if len(set(values)) != len(values):
         raise check.error("memory_mb lists a value twice", "memory_mb")
+    least, why = engine.memory_min_mb
+    if min(values) < least:
+        raise check.error(f"memory_mb = {min(values)} is below what {engine.name} starts with: {why}; "
+                          f"valid: {least} to {_MEMORY_MB[1]}", "memory_mb")
     return values
 
 

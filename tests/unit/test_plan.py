@@ -404,3 +404,16 @@ def test_an_engine_name_with_escape_codes_is_reported_at_its_line_escaped() -> N
         parse_plan(text, "p.toml")
     assert str(caught.value).startswith("p.toml:10: unknown name 'duck\\x1b[31mdb'")
     assert "\x1b" not in str(caught.value)
+
+
+def test_memory_below_what_an_engine_starts_with_is_refused_at_its_line() -> None:
+    """MariaDB 10.11 will not start InnoDB (16 KiB pages) with a buffer pool under 6 MiB: a plan
+    asking for less is bad input, not a trial that fails at its server's start."""
+    plan = ('name = "small"\n[[engines]]\nname = "mariadb"\nencryptions = ["none"]\nmemory_mb = [16, 4]\n'
+            '[[workloads]]\nname = "tpch"\nscale = 0.01\n')
+    with pytest.raises(PlanError) as error:
+        parse_plan(plan, "my.toml")
+    assert str(error.value).startswith("my.toml:5: memory_mb = 4 is below what mariadb starts with: InnoDB with "
+                                       "16 KiB pages needs a buffer pool of at least 6 MiB; valid: 6 to 1048576")
+    assert [c.memory_mb for c in parse_plan(plan.replace("[16, 4]", "[16, 6]")).engines] == [(16, 6)]
+    assert parse_plan(plan.replace('"mariadb"', '"sqlite"').replace("[16, 4]", "2")).engines[0].memory_mb == (2,)

@@ -586,6 +586,8 @@ class Engine(ABC):
     encryptions: ClassVar[tuple[Encryption, ...]]
     # what a plan's memory_mb sets in this engine, and what it gets without one (`tdebench engines`)
     memory_use: ClassVar[str] = "not used"
+    # the smallest memory_mb the engine starts with, and why (a plan asking less is refused at its line)
+    memory_min_mb: ClassVar[tuple[int, str]] = (2, "SQLite's default page cache, the smallest regime measured")
     # what the engine documents as different in an encrypted database besides the cipher (page
     # layout, what else is written), with its source: the report's hint when an encryption is
     # resolved as faster than none (report/findings.faster_sentence); "" when nothing is known

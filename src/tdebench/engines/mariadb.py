@@ -640,6 +640,9 @@ class MariaDBEngine(Engine):
     dialect = "mysql"
     capabilities = Capabilities(embedded=False, concurrent_streams=True)
     memory_use = f"innodb_buffer_pool_size; without it {DEFAULT_MEMORY_MB} MB"
+    # MariaDB 10.11's mariadb-install-db fails below it ("innodb_page_size=16384 requires
+    # innodb_buffer_pool_size >= 6 MiB"); from 6 MiB up the pool is exactly memory_mb (measured)
+    memory_min_mb = (6, "InnoDB with 16 KiB pages needs a buffer pool of at least 6 MiB")
     key_derivation = ("the server reads the raw key from file_key_management's key file once, at start; "
                       "a connection derives nothing")
     encryptions = (
