@@ -70,7 +70,8 @@ class Dialect:
 
 
 # Which driver errors are a lost race: the transaction was rolled back and running it again is
-# the right answer (oltp retries them). Each looks at its driver's module and the error's
+# the right answer. The engine's connection raises such an error as base.Conflict
+# (`raises_conflicts`), which oltp retries. Each looks at its driver's module and the error's
 # arguments rather than importing the driver, so it works with whichever drivers are installed.
 _SQLSTATES = {"40001": "serialization failure", "40P01": "deadlock"}
 _MYSQL_ERRNOS = {1213: "deadlock", 1205: "lock wait timeout"}
@@ -192,8 +193,3 @@ def dialect(name: str, what: str = "SQL") -> Dialect:
     except KeyError:
         raise ValueError(f"no {what} for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
 
-
-def conflict(exc: BaseException) -> str | None:
-    """The kind of lost race `exc` is ("deadlock", "write conflict", …), whichever engine's
-    driver raised it; None when it is no retryable conflict."""
-    return next((kind for d in DIALECTS.values() if (kind := d.conflict(exc)) is not None), None)
