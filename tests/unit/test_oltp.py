@@ -646,3 +646,32 @@ def test_foreign_keys_are_added_where_a_server_can_and_refused_elsewhere_at_the_
         parse_plan(plan.format("sqlite"), source="x.toml")
     assert str(refused.value).startswith("x.toml:7: foreign_keys cannot run on sqlite: the TPC-C foreign keys are "
                                          "added to loaded tables by MariaDB and PostgreSQL servers only")
+
+
+# --- stored procedures ------------------------------------------------------------------
+
+
+class CallRecorder:
+    """A connection that records the statements it is given."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+
+    def execute(self, sql: str, params: Any = ()) -> list:
+        self.sql.append(sql)
+        return []
+
+
+def test_a_procedure_call_casts_the_money_argument_where_the_dialect_needs_it() -> None:
+    """psycopg binds a float as float8, which PostgreSQL does not cast to the payment procedure's
+    numeric argument by itself (engines/dialects.py, `decimal_argument`); MariaDB takes it as is."""
+    from tdebench.workloads.oltp import procedures
+
+    payment = Terminal.for_user(1, 1, Constants.from_seed(1), 1, "test").next(PAYMENT)
+    calls = {}
+    for dialect in procedures.DIALECTS:
+        conn = CallRecorder()
+        procedures.server_side(conn, dialect)(PAYMENT, payment)  # type: ignore[arg-type]
+        calls[dialect] = conn.sql[0]
+    assert calls == {"postgres": "SELECT tdebench_payment(?, ?, ?, ?, ?, ?, CAST(? AS numeric))",
+                     "mysql": "CALL tdebench_payment(?, ?, ?, ?, ?, ?, ?)"}

@@ -45,6 +45,9 @@ class Dialect:
     iso_date_cast: bool = True  # CAST('1998-09-02' AS DATE) reads an ISO date whatever the session's format
     stored_procedures: bool = False  # the server runs stored procedures (a workload may have none for it)
     call: str = ""  # how a stored procedure is called: "{name}" and "{marks}", its placeholders
+    # the placeholder of a DECIMAL argument bound from a Python float: psycopg sends a float as
+    # float8, which PostgreSQL does not cast to a function's numeric parameter by itself
+    decimal_argument: str = "?"
     # transactions: the statements that begin one that writes and one that only reads (""):
     # it begins with its first statement, as `client_session` sets it up), the clause appended
     # to a SELECT of rows it will update ("" if none), whether UPDATE … RETURNING reads the new
@@ -144,7 +147,8 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
                          "timestamp": "TIMESTAMP", **_TEXT},
             keys_after_load=True, analyze_all="ANALYZE", analyze_one="ANALYZE {table}",
             adds_foreign_keys=True, drops_foreign_keys=True, statistics_hold_values=True,
-            stored_procedures=True, call="SELECT {name}({marks})", conflict=_postgres),
+            stored_procedures=True, call="SELECT {name}({marks})", decimal_argument="CAST(? AS numeric)",
+            conflict=_postgres),
     # MariaDB/InnoDB: clustered by the primary key, so keys inline (adding one later rebuilds the
     # table; generated rows come in key order, so the load appends). DATETIME, not TIMESTAMP (a
     # TIMESTAMP column is updated automatically on every UPDATE of its row). ANALYZE TABLE after

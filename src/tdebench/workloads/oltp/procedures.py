@@ -16,7 +16,7 @@ from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
 SEPARATOR = "-- next statement"
 DIALECTS = sqlfiles.dialects_with(__package__, "procedures")
 """The dialects the procedures are written for: those with a `sql/<dialect>/procedures.sql`."""
-_CASTS = {"postgres": {"amount": "CAST(? AS numeric)"}}  # psycopg sends floats as float8, not numeric
+_DECIMALS = frozenset({"amount"})  # the arguments that are money (DECIMAL), bound from floats
 
 
 def available(dialect: str) -> bool:
@@ -40,9 +40,10 @@ def as_list(values: Sequence[int]) -> str:
 
 
 def _call(dialect: str, name: str, params: Sequence[str]) -> str:
-    """`params` names each argument; those with a dialect-specific cast get it."""
-    casts = _CASTS.get(dialect, {})
-    return dialects.dialect(dialect).call.format(name=name, marks=", ".join(casts.get(p, "?") for p in params))
+    """`params` names each argument; a DECIMAL one gets the dialect's placeholder for it."""
+    spec = dialects.dialect(dialect)
+    marks = ", ".join(spec.decimal_argument if p in _DECIMALS else "?" for p in params)
+    return spec.call.format(name=name, marks=marks)
 
 
 def server_side(conn: Connection, dialect: str) -> Callable[[str, Inputs], str]:
