@@ -43,7 +43,8 @@ def test_every_dialect_has_a_rebuild_and_unknown_ones_are_refused() -> None:
     assert {d: reindex.rebuild(d).method for d in live} == {
         "duckdb": "rebuild-table", "sqlite": "reindex", "postgres": "reindex-table", "mysql": "alter-table-force"}
     assert "ADD PRIMARY KEY (l_orderkey, l_linenumber)" in " ".join(reindex.rebuild("duckdb").statements)
-    with pytest.raises(ValueError, match="no index rebuild for dialect 'oracle'; known: postgres, mysql"):
+    with pytest.raises(ValueError,
+                       match="no index rebuild for dialect 'oracle'; known: duckdb, sqlite, postgres, mysql"):
         reindex.rebuild("oracle")
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import psutil
 import pytest
 
-from tdebench.engines.base import QueryTimeout, execute_in_turn
+from tdebench.engines.base import Conflict, QueryTimeout, execute_in_turn
 from tdebench.plan import PlanError, parse_plan
 from tdebench.workloads.oltp import checks, data, schema
 from tdebench.workloads.oltp.driver import Settings, UserLog, WorkerFailed, _merge, _Run, drive
@@ -152,42 +152,18 @@ def test_histograms_merge_exactly_and_an_empty_one_has_no_figures() -> None:
 
 
 def test_lost_races_are_retried_and_everything_else_counted_by_type() -> None:
-    import apsw
+    """Which driver errors are lost races is each connection's to say (tests/unit/test_conflicts.py):
+    they reach the workload as Conflict; any other error is counted by its type."""
     import duckdb
-    import psycopg
     import pymysql
 
-    assert classify(psycopg.errors.DeadlockDetected("deadlock")).kind == "deadlock"
-    assert classify(psycopg.errors.SerializationFailure("x")).kind == "serialization failure"
-    assert classify(pymysql.err.OperationalError(1213, "Deadlock found")).kind == "deadlock"
-    from_server = pymysql.err.OperationalError(1213, "Deadlock found")
-    from_server.sqlstate = "40001"  # as PyMySQL raises a server's error: MariaDB's deadlock is SQLSTATE 40001 too
-    assert classify(from_server).kind == "deadlock"
-    assert classify(pymysql.err.OperationalError(1205, "Lock wait timeout")).kind == "lock wait timeout"
-    assert classify(duckdb.TransactionException("Conflict on update!")).kind == "write conflict"
-    assert classify(apsw.BusyError("database is locked")).kind == "busy"
-    for retryable in (psycopg.errors.DeadlockDetected("d"), duckdb.TransactionException("c"), apsw.BusyError("b")):
-        assert classify(retryable).retryable
+    for kind in ("deadlock", "serialization failure", "lock wait timeout", "write conflict", "busy"):
+        assert (classify(Conflict(kind)).kind, classify(Conflict(kind)).retryable) == (kind, True)
     assert classify(RuntimeError(f"{ROLLBACK_MARKER}: item 100001")).rollback
     assert classify(QueryTimeout("stopped")).kind == "timeout"
     other = classify(pymysql.err.OperationalError(2013, "Lost connection"))
     assert (other.kind, other.retryable) == ("OperationalError", False)
     assert classify(duckdb.ConstraintException("duplicate key")).kind == "ConstraintException"
-
-
-def _error_of(module: str, name: str = "OperationalError") -> type[Exception]:
-    """An exception class as a driver that cannot be installed here (pymssql, oracledb) defines it:
-    classify looks at its module and its arguments, never imports the driver."""
-    return type(name, (Exception,), {"__module__": module})
-
-
-def test_sql_server_and_oracle_deadlocks_are_retried_and_their_other_errors_counted() -> None:
-    mssql, oracle = _error_of("pymssql._pymssql"), _error_of("oracledb.exceptions", "DatabaseError")
-    assert classify(mssql(1205, b"Transaction was deadlocked on lock resources ... deadlock victim")).kind == "deadlock"
-    assert classify(oracle("ORA-00060: deadlock detected while waiting for resource")).retryable
-    assert classify(oracle("ORA-08177: can't serialize access for this transaction")).kind == "serialization failure"
-    assert (classify(mssql(2627, b"Violation of PRIMARY KEY constraint")).kind, classify(oracle("ORA-00001")).kind) \
-        == ("OperationalError", "DatabaseError")
 
 
 # --- driver ---------------------------------------------------------------------------
@@ -208,14 +184,6 @@ class FakeConnection:
         pass
 
 
-class Conflict(Exception):
-    """Looks like DuckDB's write conflict to the classifier."""
-
-
-Conflict.__name__ = "TransactionException"
-Conflict.__module__ = "duckdb"
-
-
 def fake_run(fail_first: dict[str, int] | None = None, error: type[Exception] | None = None):
     """A transaction that takes a millisecond; New-Order rolls back on the spec's unused item;
     `fail_first` makes a type fail that many times with a conflict first; `error` makes Delivery fail."""
@@ -227,7 +195,7 @@ def fake_run(fail_first: dict[str, int] | None = None, error: type[Exception] | 
         with lock:
             if failures[kind] > 0:
                 failures[kind] -= 1
-                raise Conflict("Conflict on update!")
+                raise Conflict("write conflict")  # as DuckDB's connection raises its write conflict
         if error is not None and kind == DELIVERY:
             raise error("boom")
         if kind == NEW_ORDER and inputs.rollback:
@@ -678,3 +646,32 @@ def test_foreign_keys_are_added_where_a_server_can_and_refused_elsewhere_at_the_
         parse_plan(plan.format("sqlite"), source="x.toml")
     assert str(refused.value).startswith("x.toml:7: foreign_keys cannot run on sqlite: the TPC-C foreign keys are "
                                          "added to loaded tables by MariaDB and PostgreSQL servers only")
+
+
+# --- stored procedures ------------------------------------------------------------------
+
+
+class CallRecorder:
+    """A connection that records the statements it is given."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+
+    def execute(self, sql: str, params: Any = ()) -> list:
+        self.sql.append(sql)
+        return []
+
+
+def test_a_procedure_call_casts_the_money_argument_where_the_dialect_needs_it() -> None:
+    """psycopg binds a float as float8, which PostgreSQL does not cast to the payment procedure's
+    numeric argument by itself (engines/dialects.py, `decimal_argument`); MariaDB takes it as is."""
+    from tdebench.workloads.oltp import procedures
+
+    payment = Terminal.for_user(1, 1, Constants.from_seed(1), 1, "test").next(PAYMENT)
+    calls = {}
+    for dialect in procedures.DIALECTS:
+        conn = CallRecorder()
+        procedures.server_side(conn, dialect)(PAYMENT, payment)  # type: ignore[arg-type]
+        calls[dialect] = conn.sql[0]
+    assert calls == {"postgres": "SELECT tdebench_payment(?, ?, ?, ?, ?, ?, CAST(? AS numeric))",
+                     "mysql": "CALL tdebench_payment(?, ?, ?, ?, ?, ?, ?)"}

@@ -9,11 +9,12 @@ these two classes and never ask which engine they hold; differences are expresse
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import psutil
 
@@ -156,6 +157,18 @@ class QueryTimeout(RuntimeError):
     """A statement ran past the connection's timeout and was stopped by the engine."""
 
 
+class Conflict(RuntimeError):
+    """A transaction lost a race with a concurrent one (a deadlock, a serialization failure, a
+    write conflict, a busy database): the engine rolled it back, and running it again is the
+    right answer (oltp retries it). `kind` says which, as the engine's dialect names it
+    (engines/dialects.py); the driver's own error is the `__cause__`. The message is the kind
+    alone: nothing of the statement or its values is in it."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
 class NotSupported(RuntimeError):
     """The engine cannot do this maintenance operation (e.g. change the key of MariaDB's
     `file_key_management`). `method` names what would do it; the message says why. Workloads
@@ -184,7 +197,8 @@ class Connection(Protocol):
     """The small part of a DB-API connection that workloads use."""
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run one statement and return all its rows; QueryTimeout past the timeout."""
+        """Run one statement and return all its rows; QueryTimeout past the timeout, Conflict
+        where the transaction lost a race (`raises_conflicts`)."""
         ...
 
     def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
@@ -202,6 +216,34 @@ class Connection(Protocol):
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
 
     def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=type)
+
+
+def raises_conflicts(cls: _C) -> _C:
+    """A Connection class whose `execute`, `execute_batch` and `executemany` raise Conflict for
+    a driver error that the connection's dialect (`self.dialect`, engines/dialects.py) classifies
+    as a lost race, and any other error as it is: the one place where an engine's driver errors
+    become the retryable conflict the workloads catch. Only the methods the class defines are
+    wrapped (one it inherits already is)."""
+    for name in ("execute", "execute_batch", "executemany"):
+        if name in vars(cls):
+            setattr(cls, name, _conflicts_raised(vars(cls)[name]))
+    return cls
+
+
+def _conflicts_raised(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            kind = self.dialect.conflict(exc)
+            if kind is None:
+                raise
+            raise Conflict(kind) from exc
+    return wrapper
 
 
 def execute_in_turn(conn: Connection, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:

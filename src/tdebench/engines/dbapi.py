@@ -9,7 +9,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tdebench.engines.base import QueryTimeout, Statement, execute_in_turn
+from tdebench.engines.base import QueryTimeout, Statement, execute_in_turn, raises_conflicts
+from tdebench.engines.dialects import Dialect
 
 
 def parquet_to_csv(parquet: Path, columns: Sequence[str], target: Path, delimiter: str = ",") -> int:
@@ -67,8 +68,9 @@ def _marks(sql: str, numbered: str = "") -> str:
     return "".join(out)
 
 
+@raises_conflicts
 class DBAPIConnection:
-    """A plain DB-API 2 connection (pymssql, oracledb) as the workloads use it: autocommit
+    """A plain DB-API 2 connection (pymssql, oracledb) of `dialect` as the workloads use it: autocommit
     statements, `executemany` in one transaction, the driver's own placeholders (`marks`) and a
     statement timeout set by `timeout(conn, seconds)` where the driver has one, which returns
     the driver connection to use from then on (pymssql takes its timeout only when it connects).
@@ -77,14 +79,16 @@ class DBAPIConnection:
     explicit transaction, as oltp's client-side transactions run them: until its COMMIT or
     ROLLBACK no statement is committed on its own, and `autocommit(conn, False)` turns off a
     driver's own autocommit meanwhile (oracledb commits after every statement with it on). A
-    driver error that `timed_out` recognises as the statement timeout becomes QueryTimeout, as
-    the workloads expect of every engine."""
+    driver error that `timed_out` recognises as the statement timeout becomes QueryTimeout, one
+    that the dialect's `conflict` recognises as a lost race Conflict, as the workloads expect of
+    every engine."""
 
-    def __init__(self, conn: Any, marks: Callable[[str], str],
+    def __init__(self, conn: Any, dialect: Dialect, marks: Callable[[str], str],
                  timeout: Callable[[Any, float | None], Any] | None = None, *, begins: Collection[str] = (),
                  autocommit: Callable[[Any, bool], None] | None = None,
                  timed_out: Callable[[BaseException], bool] | None = None) -> None:
         self._conn = conn
+        self.dialect = dialect
         self._marks = marks
         self._timeout = timeout
         self._begins = frozenset(begins)

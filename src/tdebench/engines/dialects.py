@@ -45,6 +45,9 @@ class Dialect:
     iso_date_cast: bool = True  # CAST('1998-09-02' AS DATE) reads an ISO date whatever the session's format
     stored_procedures: bool = False  # the server runs stored procedures (a workload may have none for it)
     call: str = ""  # how a stored procedure is called: "{name}" and "{marks}", its placeholders
+    # the placeholder of a DECIMAL argument bound from a Python float: psycopg sends a float as
+    # float8, which PostgreSQL does not cast to a function's numeric parameter by itself
+    decimal_argument: str = "?"
     # transactions: the statements that begin one that writes and one that only reads (""):
     # it begins with its first statement, as `client_session` sets it up), the clause appended
     # to a SELECT of rows it will update ("" if none), whether UPDATE … RETURNING reads the new
@@ -70,7 +73,8 @@ class Dialect:
 
 
 # Which driver errors are a lost race: the transaction was rolled back and running it again is
-# the right answer (oltp retries them). Each looks at its driver's module and the error's
+# the right answer. The engine's connection raises such an error as base.Conflict
+# (`raises_conflicts`), which oltp retries. Each looks at its driver's module and the error's
 # arguments rather than importing the driver, so it works with whichever drivers are installed.
 _SQLSTATES = {"40001": "serialization failure", "40P01": "deadlock"}
 _MYSQL_ERRNOS = {1213: "deadlock", 1205: "lock wait timeout"}
@@ -143,7 +147,8 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
                          "timestamp": "TIMESTAMP", **_TEXT},
             keys_after_load=True, analyze_all="ANALYZE", analyze_one="ANALYZE {table}",
             adds_foreign_keys=True, drops_foreign_keys=True, statistics_hold_values=True,
-            stored_procedures=True, call="SELECT {name}({marks})", conflict=_postgres),
+            stored_procedures=True, call="SELECT {name}({marks})", decimal_argument="CAST(? AS numeric)",
+            conflict=_postgres),
     # MariaDB/InnoDB: clustered by the primary key, so keys inline (adding one later rebuilds the
     # table; generated rows come in key order, so the load appends). DATETIME, not TIMESTAMP (a
     # TIMESTAMP column is updated automatically on every UPDATE of its row). ANALYZE TABLE after
@@ -192,8 +197,3 @@ def dialect(name: str, what: str = "SQL") -> Dialect:
     except KeyError:
         raise ValueError(f"no {what} for dialect {name!r}; known: {', '.join(DIALECTS)}") from None
 
-
-def conflict(exc: BaseException) -> str | None:
-    """The kind of lost race `exc` is ("deadlock", "write conflict", …), whichever engine's
-    driver raised it; None when it is no retryable conflict."""
-    return next((kind for d in DIALECTS.values() if (kind := d.conflict(exc)) is not None), None)

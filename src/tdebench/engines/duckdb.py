@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tdebench.engines import dialects
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
                                    EncryptionNotActive, PageLayout, PlainChecksum, Reencrypts, Statement,
-                                   execute_in_turn)
+                                   execute_in_turn, raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.page_checksums import duckdb_checksum_change
@@ -53,8 +54,11 @@ was "faster than none" by 9.6% [-13.2, -5.7] at SF 0.1 (issue 26): the storage f
 not the cipher's. With one format for every file, only the cipher differs."""
 
 
+@raises_conflicts
 class DuckDBConnection:
     """A cursor on the shared in-memory instance with the database attached and in use."""
+
+    dialect = dialects.dialect("duckdb")
 
     def __init__(self, cursor: Any, owner: "DuckDBDatabase") -> None:
         self._cursor = cursor

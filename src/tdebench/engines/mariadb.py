@@ -58,10 +58,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tdebench.engines import dialects
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive, Engine, NotSupported, PageLayout, QueryTimeout, Reencrypts,
-                                   SensitiveColumns, Statement)
+                                   SensitiveColumns, Statement, raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
@@ -126,12 +127,14 @@ def connect_options() -> dict[str, Any]:
     return {"local_infile": True, "autocommit": True, "charset": "utf8mb4", "client_flag": CLIENT.MULTI_STATEMENTS}
 
 
+@raises_conflicts
 class MariaDBConnection:
     """A PyMySQL connection in autocommit mode, as the embedded engines' connections are, that
     may send several statements in one packet (`connect_options`: CLIENT.MULTI_STATEMENTS; the
     server runs them in order and stops at the first that fails), which `execute_batch` does.
     `timeout_errors`: the server's error numbers for a statement stopped by its timeout."""
 
+    dialect = dialects.dialect("mysql")
     timeout_errors: tuple[int, ...] = (_TIMEOUT_ERROR,)
 
     def __init__(self, conn: Any) -> None:

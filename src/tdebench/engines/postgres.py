@@ -49,10 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tdebench.engines import dialects
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
                                    NotSupported, PageLayout, QueryTimeout, Reencrypts, SensitiveColumns,
-                                   Statement, execute_in_turn)
+                                   Statement, execute_in_turn, raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
@@ -97,11 +98,14 @@ def bin_dir() -> Path | None:
     return max(found, key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0, default=None)
 
 
+@raises_conflicts
 class PostgresConnection:
     """A psycopg connection in autocommit mode: every statement is its own transaction, so a
     query never holds a snapshot open; batches (executemany, COPY) run in one transaction.
     `sealed`: the database has sealed tables (column layer), so statements about a table's
     storage run with their stored tables first on the search path."""
+
+    dialect = dialects.dialect("postgres")
 
     def __init__(self, conn: Any, sealed: bool = False) -> None:
         self._conn = conn

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tdebench.engines import dialects
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive)
 from tdebench.engines.dbapi import DBAPIConnection, qmark_to_numeric
@@ -146,8 +147,8 @@ class RemoteOracleEngine(RemoteEngine):
         raw = oracledb.connect(user=user or target.user, password=(password or target.password()).value(),
                                host=target.host, port=target.port, service_name=target.database)
         raw.autocommit = True
-        conn = DBAPIConnection(raw, qmark_to_numeric, _call_timeout, begins=BEGINS, autocommit=_autocommit,
-                               timed_out=_timed_out)
+        conn = DBAPIConnection(raw, dialects.dialect("oracle"), qmark_to_numeric, _call_timeout, begins=BEGINS,
+                               autocommit=_autocommit, timed_out=_timed_out)
         if user is not None:  # the trial's own session, which the workloads use
             conn.execute(SESSION)
         return conn

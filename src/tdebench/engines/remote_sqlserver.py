@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tdebench.engines import sqlserver
+from tdebench.engines import dialects, sqlserver
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive)
 from tdebench.engines.dbapi import DBAPIConnection, qmark_to_format
@@ -150,7 +150,7 @@ class RemoteSQLServerEngine(RemoteEngine):
             current[0] = wanted
             return self._connect(database, wanted)
 
-        return DBAPIConnection(self._connect(database, 0), qmark_to_format, reconnect,
+        return DBAPIConnection(self._connect(database, 0), dialects.dialect("tsql"), qmark_to_format, reconnect,
                                begins=("BEGIN TRANSACTION",), timed_out=_timed_out)
 
     def _connect(self, database: str, timeout: int) -> Any:

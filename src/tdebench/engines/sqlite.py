@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tdebench.engines import dialects
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, PASSPHRASE, RAW,
                                    Availability, Backup, BackupMethod, Backups, Capabilities, Connection, Database,
-                                   Encryption, Engine, PageLayout, Reencrypts, Statement, execute_in_turn)
+                                   Encryption, Engine, PageLayout, Reencrypts, Statement, execute_in_turn,
+                                   raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.timeout import Watchdog
@@ -56,7 +58,10 @@ def _point_temp_files(conn: Any, directory: Path) -> None:
     conn.execute(f"PRAGMA temp_store_directory = '{quoted}'")
 
 
+@raises_conflicts
 class SQLiteConnection:
+    dialect = dialects.dialect("sqlite")
+
     def __init__(self, conn: Any, temp_dir: Path | None = None) -> None:
         self._conn = conn
         self._watchdog = Watchdog(conn.interrupt)

@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from tdebench.engines.base import Connection
+from tdebench.workloads import sqlfiles
 
 NULL_TEXT = "~null~"
 HASH_BITS = 60
@@ -36,8 +36,8 @@ class TableChecksum:
 
 
 def _sql(dialect: str, name: str) -> str | None:
-    path = resources.files(__package__).joinpath("sql", dialect, f"{name}.sql")
-    return path.read_text(encoding="utf-8").strip() if path.is_file() else None
+    text = sqlfiles.read(__package__, dialect, name)
+    return text.strip() if text is not None else None
 
 
 def checksum_sql(dialect: str, table: str, columns: Sequence[str]) -> str:

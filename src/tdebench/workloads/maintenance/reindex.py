@@ -1,7 +1,10 @@
 """Index rebuild of the largest table, lineitem (Dolyetyus (n.d.), docs/references.md, rebuilt
 every index of its database).
 
-Per dialect, the engine's own way to rebuild lineitem's indexes:
+Per dialect, the engine's own way to rebuild lineitem's indexes, in `sql/<dialect>/rebuild.sql`
+(statements ending in `;`, `{table}` and `{key}` filled in, a line `-- step: <method>` naming the
+step it is recorded as), and the query that lists the table's indexes, `sql/<dialect>/indexes.sql`.
+Which dialects have a rebuild is which files exist:
 
 | dialect  | method (step)       | statement                                                            |
 |----------|---------------------|----------------------------------------------------------------------|
@@ -21,13 +24,18 @@ Checked: lineitem has the same indexes (by name; DuckDB: its key) and rows after
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from tdebench.engines.base import Connection
+from tdebench.workloads import sqlfiles
 from tdebench.workloads.tpch import PRIMARY_KEYS
 
 TABLE = "lineitem"
 _KEY = ", ".join(PRIMARY_KEYS[TABLE])
+_STEP = "-- step: "
+DIALECTS = sqlfiles.dialects_with(__package__, "rebuild")
+"""The dialects with a rebuild: those with a `sql/<dialect>/rebuild.sql`."""
 
 
 @dataclass(frozen=True)
@@ -37,32 +45,16 @@ class Rebuild:
     indexes: str  # lists the table's indexes, one per row
 
 
-REBUILDS: dict[str, Rebuild] = {
-    "postgres": Rebuild("reindex-table", (f"REINDEX TABLE {TABLE}",),
-                        f"SELECT indexname FROM pg_indexes WHERE tablename = '{TABLE}'"),
-    "mysql": Rebuild("alter-table-force", (f"ALTER TABLE {TABLE} FORCE",),
-                     "SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS "
-                     f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{TABLE}'"),
-    "sqlite": Rebuild("reindex", (f"REINDEX {TABLE}",),
-                      f"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '{TABLE}'"),
-    "duckdb": Rebuild("rebuild-table", (
-        "BEGIN TRANSACTION",
-        f"CREATE TABLE {TABLE}_rebuilt AS SELECT * FROM {TABLE}",
-        f"DROP TABLE {TABLE}",
-        f"ALTER TABLE {TABLE}_rebuilt RENAME TO {TABLE}",
-        f"ALTER TABLE {TABLE} ADD PRIMARY KEY ({_KEY})",
-        "COMMIT",
-    ), "SELECT constraint_type || ' (' || array_to_string(constraint_column_names, ', ') || ')' "
-       f"FROM duckdb_constraints() WHERE table_name = '{TABLE}' AND constraint_type = 'PRIMARY KEY' "
-       f"UNION ALL SELECT index_name FROM duckdb_indexes() WHERE table_name = '{TABLE}'"),
-}
-
-
+@functools.cache
 def rebuild(dialect: str) -> Rebuild:
-    try:
-        return REBUILDS[dialect]
-    except KeyError:
-        raise ValueError(f"no index rebuild for dialect {dialect!r}; known: {', '.join(REBUILDS)}") from None
+    text, indexes = sqlfiles.read(__package__, dialect, "rebuild"), sqlfiles.read(__package__, dialect, "indexes")
+    if text is None or indexes is None:
+        raise ValueError(f"no index rebuild for dialect {dialect!r}; known: {', '.join(DIALECTS)}")
+    lines = text.splitlines()
+    method = next(line.removeprefix(_STEP).strip() for line in lines if line.startswith(_STEP))
+    body = "\n".join(line for line in lines if not line.startswith("--"))
+    statements = tuple(part.strip().format(table=TABLE, key=_KEY) for part in body.split(";") if part.strip())
+    return Rebuild(method, statements, indexes.strip().format(table=TABLE))
 
 
 @dataclass(frozen=True)

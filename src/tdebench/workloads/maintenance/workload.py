@@ -24,7 +24,7 @@ class MaintenanceWorkload(Workload):
     name = "maintenance"
     judged_apart = (encrypt.DIRECTORY,)  # the unencrypted source and its conversion, judged by encrypt.py
     # its data, load and checks are TPC-H's; the reindex test needs the dialect's rebuild too
-    dialects = tuple(d for d in TpchWorkload.dialects if d in reindex.REBUILDS)
+    dialects = tuple(d for d in TpchWorkload.dialects if d in reindex.DIALECTS)
     tests = ("reindex", "encrypt", "rekey")
     local_tests = {
         "encrypt": "it encrypts an unencrypted copy of the database in place with the engine's own tools; on a "

@@ -299,8 +299,9 @@ class _Run:
                 if not problem.retryable:
                     return None, (problem.kind, f"{kind}: {type(exc).__name__}: {exc}")
                 if sum(retries.values()) >= self.settings.max_retries:
+                    last = exc.__cause__ or exc  # a Conflict's message is its kind; the engine's says more
                     return None, (f"retries exhausted ({problem.kind})",
-                                  f"{kind}: still failing after {self.settings.max_retries} retries: {exc}")
+                                  f"{kind}: still failing after {self.settings.max_retries} retries: {last}")
                 if self.shared.stopped:
                     return None, None
                 retries[problem.kind] += 1

@@ -3,17 +3,16 @@ rollback, or count it as an error of its type.
 
 Concurrent transactions on one warehouse collide by design (every Payment updates the
 warehouse's row). Each engine reports the collision its own way (a deadlock, a serialization
-failure, a write conflict, a busy database); the engine's dialect knows which of its drivers'
-errors those are (engines/dialects.py), and in each case the transaction was rolled back and
-running it again is the right answer.
+failure, a write conflict, a busy database); every engine's connection raises it as the same
+`Conflict`, its kind named by the engine's dialect (engines/dialects.py, engines/base.py), and in
+each case the transaction was rolled back and running it again is the right answer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tdebench.engines import dialects
-from tdebench.engines.base import QueryTimeout
+from tdebench.engines.base import Conflict, QueryTimeout
 
 ROLLBACK_MARKER = "tdebench-rollback"
 """The message the stored procedures raise for the spec's 1% New-Orders with an unused item."""
@@ -34,5 +33,6 @@ def classify(exc: BaseException) -> Problem:
         return Problem("rollback", False)
     if isinstance(exc, QueryTimeout):
         return Problem("timeout", False)
-    kind = dialects.conflict(exc)
-    return Problem(kind, True) if kind is not None else Problem(type(exc).__name__, False)
+    if isinstance(exc, Conflict):
+        return Problem(exc.kind, True)
+    return Problem(type(exc).__name__, False)

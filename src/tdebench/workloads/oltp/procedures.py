@@ -4,20 +4,19 @@ MariaDB and PostgreSQL). Their text lives in `sql/<dialect>/procedures.sql`."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from importlib import resources
 
 from tdebench.engines import dialects
 from tdebench.engines.base import Connection
+from tdebench.workloads import sqlfiles
 from tdebench.workloads.oltp.errors import classify
 from tdebench.workloads.oltp.inputs import (DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL, Delivery,
                                             Inputs, NewOrder, OrderStatus, Payment, StockLevel)
 from tdebench.workloads.oltp.transactions import COMMITTED, ROLLBACK
 
 SEPARATOR = "-- next statement"
-DIALECTS = tuple(name for name in dialects.DIALECTS
-                 if resources.files(__package__).joinpath("sql", name, "procedures.sql").is_file())
+DIALECTS = sqlfiles.dialects_with(__package__, "procedures")
 """The dialects the procedures are written for: those with a `sql/<dialect>/procedures.sql`."""
-_CASTS = {"postgres": {"amount": "CAST(? AS numeric)"}}  # psycopg sends floats as float8, not numeric
+_DECIMALS = frozenset({"amount"})  # the arguments that are money (DECIMAL), bound from floats
 
 
 def available(dialect: str) -> bool:
@@ -28,7 +27,8 @@ def statements(dialect: str) -> list[str]:
     """The CREATE statements of the procedures for `dialect`."""
     if not available(dialect):
         raise ValueError(f"no stored procedures for dialect {dialect!r}; there are for {', '.join(DIALECTS)}")
-    text = resources.files(__package__).joinpath("sql", dialect, "procedures.sql").read_text(encoding="utf-8")
+    text = sqlfiles.read(__package__, dialect, "procedures")
+    assert text is not None, dialect
     parts = [part.strip() for part in text.split(f"\n{SEPARATOR}\n")]
     body = [line for line in parts[0].splitlines() if not line.startswith("--")]  # the file's header
     return ["\n".join(body).strip(), *parts[1:]]
@@ -40,9 +40,10 @@ def as_list(values: Sequence[int]) -> str:
 
 
 def _call(dialect: str, name: str, params: Sequence[str]) -> str:
-    """`params` names each argument; those with a dialect-specific cast get it."""
-    casts = _CASTS.get(dialect, {})
-    return dialects.dialect(dialect).call.format(name=name, marks=", ".join(casts.get(p, "?") for p in params))
+    """`params` names each argument; a DECIMAL one gets the dialect's placeholder for it."""
+    spec = dialects.dialect(dialect)
+    marks = ", ".join(spec.decimal_argument if p in _DECIMALS else "?" for p in params)
+    return spec.call.format(name=name, marks=marks)
 
 
 def server_side(conn: Connection, dialect: str) -> Callable[[str, Inputs], str]:

@@ -10,13 +10,13 @@ overrides few and in files keeps every deviation from the reference text reviewa
 from __future__ import annotations
 
 import functools
-from importlib import resources
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
 from tdebench.engines import dialects
+from tdebench.workloads import sqlfiles
 from tdebench.workloads.tpch.schema import DIALECTS
 
 SOURCE_DIALECT = "duckdb"
@@ -60,5 +60,4 @@ def _dated(node: exp.Expression) -> exp.Expression:
 
 
 def _file(number: int, dialect: str) -> str | None:
-    path = resources.files(__package__).joinpath("sql", dialect, f"q{number:02d}.sql")
-    return path.read_text(encoding="utf-8") if path.is_file() else None
+    return sqlfiles.read(__package__, dialect, f"q{number:02d}")

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from importlib import resources
-
-from tdebench.engines import dialects
 from tdebench.engines.base import Connection
+from tdebench.workloads import sqlfiles
 
 CUSTOMERS_PER_SCALE = 150_000  # spec 4.2.5.1: SF × 150,000 customers
 PLANTED = 512  # customers given a canary address: every one without orders at SF 0.01 (a third)
@@ -33,8 +31,7 @@ SPILL_ROWS = 1_500_000  # rows the spill test sorts, whatever the scale: ~1,000 
 # spills customer's rows; with a recursive WITH instead, DuckDB's plan spilled none), a
 # recursive WITH elsewhere. Oracle and SQL Server spell a recursive WITH differently (no
 # RECURSIVE) and have none.
-SPILL_DIALECTS: tuple[str, ...] = tuple(name for name in dialects.DIALECTS
-                                       if resources.files(__package__).joinpath("sql", name, "spill.sql").is_file())
+SPILL_DIALECTS: tuple[str, ...] = sqlfiles.dialects_with(__package__, "spill")
 
 
 def planted_keys(scale: float) -> tuple[int, ...]:
@@ -74,7 +71,8 @@ def spill_sql(dialect: str, scale: float) -> str:
     if dialect not in SPILL_DIALECTS:
         raise ValueError(f"tpch's spill test has no SQL for dialect {dialect!r}; "
                          f"it has for {', '.join(SPILL_DIALECTS)}")
-    text = resources.files(__package__).joinpath("sql", dialect, "spill.sql").read_text(encoding="utf-8")
+    text = sqlfiles.read(__package__, dialect, "spill")
+    assert text is not None, dialect
     return text.strip().format(n=copies(scale))
 
 

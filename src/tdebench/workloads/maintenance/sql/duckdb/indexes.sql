@@ -1,0 +1,1 @@
+SELECT constraint_type || ' (' || array_to_string(constraint_column_names, ', ') || ')' FROM duckdb_constraints() WHERE table_name = '{table}' AND constraint_type = 'PRIMARY KEY' UNION ALL SELECT index_name FROM duckdb_indexes() WHERE table_name = '{table}'

@@ -1,0 +1,3 @@
+-- step: reindex-table
+-- lineitem's primary key and foreign-key indexes
+REINDEX TABLE {table};

@@ -1,0 +1,3 @@
+-- step: reindex
+-- lineitem's primary-key and foreign-key indexes
+REINDEX {table};
