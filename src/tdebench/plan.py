@@ -30,13 +30,15 @@ PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
 _TOP_KEYS = {"name", "description", "measured", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
              "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "target_tests", "engines", "workloads",
-             "pin_cpus", "pool_hosts", "capture_every_s"}
+             "pin_cpus", "pool_hosts", "capture_every_s", "quiet_wait_s"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
 """Five rounds: the fewest at which a paired t-test over rounds finds a 3% overhead amid 5%
 per-query noise in 80% of plans (tests/unit/test_paired.py); with three its t has 2 degrees
 of freedom and needs an effect twice the noise floor's size."""
+QUIET_WAIT_MOST_S = 24 * 3600.0
+"""quiet_wait_s's ceiling: a day before one trial; a machine busy longer needs its user, not a wait."""
 _ENGINE_KEYS = {"name", "encryptions", "memory_mb", "key_form"}
 _SETTING_KEYS = {key for engine in ENGINES.values() for key in engine.settings}  # engines' own keys
 _REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
@@ -119,6 +121,9 @@ class Plan:
     # the transient capture's cadence (capture.py): how often it looks for files unlinked on open
     # and rescans growing ones; 0: no capture, the verdict judges the files at rest only
     capture_every_s: float = 0.5
+    # before each trial (in lockstep: each round of a group), wait while other processes keep the
+    # machine busy, this many seconds at most (runner.py, measure/load.wait_for_quiet); 0: no wait
+    quiet_wait_s: float = 0.0
 
     @property
     def adaptive(self) -> bool:
@@ -339,6 +344,7 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
         measured=check.string(data, "measured", ""),
         pool_hosts=check.boolean(data, "pool_hosts", False),
         capture_every_s=check.number(data, "capture_every_s", 0.5, 0.0, 60.0),
+        quiet_wait_s=check.number(data, "quiet_wait_s", 0.0, 0.0, QUIET_WAIT_MOST_S),
     )
 
 

@@ -188,6 +188,11 @@ class TrialOutcome:
     # the host that ran the trial in a cluster run (cluster.host_identity: its hostname, and the
     # worker's name where a machine runs several); None in a run on one machine
     host: str | None = None
+    # the plan's quiet_wait_s (runner.py, measure/load.wait_for_quiet): the seconds the run waited
+    # before the trial for other processes to quiet down, and their CPU (% of one core) when it
+    # started (above BUSY_OTHERS_PCT: the wait ran out); None: no wait (quiet_wait_s = 0, `upgrade`)
+    quiet_waited_s: float | None = None
+    quiet_others_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -281,12 +286,13 @@ _CLASSES: dict[str, type] = {name: cls for name, cls, _ in KINDS}
 _PLACES: dict[type, str] = {cls: place for _, cls, place in KINDS}
 
 
-FORMAT = 3
+FORMAT = 4
 """The version of the raw format this tdebench writes (store.py keeps it in manifest.json).
 1: every run before the format had a version, a shape that grew field by field (each new field
 optional); 2: the same records, each written whole (`to_json` leaves out only a trial's unset
 memory_mb and a measurement's unset imported_from); 3: a verdict holds the CPU time of the
-transient capture (`capture_cpu_s`)."""
+transient capture (`capture_cpu_s`); 4: a trial holds the wait for a quiet machine before it
+(`quiet_waited_s`, `quiet_others_pct`)."""
 
 _ABSENT_IN_1: dict[str, dict[str, Any]] = {
     "measurement": {"stream": None, "warmup": False, "answer": None, "pass_number": 1, "imported_from": None},
@@ -306,6 +312,8 @@ scans before sampling measured them all)."""
 _SCAN_ABSENT_IN_1: dict[str, Any] = {"marker_hits": 0, "kind": "", "transient": False}
 _ABSENT_IN_2: dict[str, dict[str, Any]] = {"verdict": {"capture_cpu_s": None}}
 """What a format-2 record lacks (and so every older one): None, not recorded."""
+_ABSENT_IN_3: dict[str, dict[str, Any]] = {"trial": {"quiet_waited_s": None, "quiet_others_pct": None}}
+"""What a format-3 record lacks (and so every older one): None, no wait recorded."""
 
 
 def upgrade(data: Any, version: int) -> Any:
@@ -316,7 +324,9 @@ def upgrade(data: Any, version: int) -> Any:
         return data
     kind = data.get("kind")
     if isinstance(kind, str):
-        data = {**_ABSENT_IN_2.get(kind, {}), **(_ABSENT_IN_1.get(kind, {}) if version < 2 else {}), **data}
+        absent = [(3, _ABSENT_IN_3), (2, _ABSENT_IN_2), (1, _ABSENT_IN_1)]
+        data = {**{name: value for below, fields in absent if version <= below
+                   for name, value in fields.get(kind, {}).items()}, **data}
     if version < 2 and kind == "verdict" and isinstance(data.get("files"), list):
         data["files"] = [{**_SCAN_ABSENT_IN_1, "entropy_blocks": scan.get("blocks"), **scan}
                          if isinstance(scan, dict) else scan for scan in data["files"]]

@@ -37,6 +37,7 @@ from tdebench.engines.base import NONE, PASSPHRASE, Database, PlaintextViewGone
 from tdebench.keys import KeySource, Secret
 from tdebench.measure import affinity
 from tdebench.measure.clock import Clock, MonotonicClock
+from tdebench.measure.load import OthersCpu, QuietWait, wait_for_quiet
 from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
 from tdebench.plan import (Group, Plan, TrialSpec, comparison_group, group_of, lockstep_groups, round_trials, schedule,
@@ -176,6 +177,7 @@ class _Trial:
     error: str = ""  # set by the first phase that failed; later phases are skipped
     pinned_to: tuple[tuple[int, ...] | None, tuple[int, ...]] | None = None  # affinity.applied
     capture: Capture | None = None  # the transient capture, from provisioning to close (None: off)
+    quiet: QuietWait | None = None  # the wait for a quiet machine before the trial (None: quiet_wait_s = 0)
 
     @property
     def key(self) -> TrialKey:
@@ -215,6 +217,10 @@ class Runner:
     interrupted: threading.Event = field(default_factory=threading.Event)
     host: str | None = None  # a cluster worker's host identity, stored with every trial it runs
     drivers: OtherDrivers | None = None  # a cluster unit's other drivers of one server (oltp's driver_hosts)
+    # the plan's quiet_wait_s: the others' CPU since the previous call (measure/load.OthersCpu, made
+    # when first needed), and the pause between looks (None: on `interrupted`, so Ctrl-C ends it)
+    others_cpu: Callable[[], float] | None = None
+    pause: Callable[[float], None] | None = None
 
     def run(self) -> RunSummary:
         """Run the plan's trials that the store does not have complete yet, in the schedule's
@@ -266,12 +272,13 @@ class Runner:
         for group in groups:
             if self.interrupted.is_set():
                 raise KeyboardInterrupt
+            quiet = self._wait_for_quiet()
             if len(group) == 1:
                 self.progress.trial_started(summary.trials + 1, total, group[0])
             else:
                 self.progress.phase(f"{_group_text(group[0].key)}/r{group[0].key.repetition}: "
                                     f"{len(group)} configurations side by side")
-            for spec, (outcome, verdict) in zip(group, self._group(group, root)):
+            for spec, (outcome, verdict) in zip(group, self._group(group, root, quiet)):
                 summary.trials += 1
                 if len(group) > 1:
                     self.progress.trial_started(summary.trials, total, spec)
@@ -280,6 +287,31 @@ class Runner:
                 if verdict is not None and verdict.unexpected:
                     summary.unexpected_verdicts.append(verdict)
                 self.progress.trial_finished(outcome, verdict)
+
+    def _wait_for_quiet(self) -> QuietWait | None:
+        """Before a trial, or a lockstep group's round (no trial is open: nothing timed waits),
+        wait while other processes keep the machine busy, the plan's quiet_wait_s at most; None
+        when the plan asks for no wait."""
+        if not self.plan.quiet_wait_s:
+            return None
+        if self.others_cpu is None:
+            self.others_cpu = OthersCpu().reading
+
+        def busy(pct: float, waited_s: float) -> None:
+            self.progress.phase(f"waiting for the machine to quiet down: others use {pct:.0f}% of a core "
+                                f"({waited_s:.0f} s of at most {self.plan.quiet_wait_s:g} s)")
+
+        wait = wait_for_quiet(self.plan.quiet_wait_s, self.others_cpu, self.pause or self._pause, busy)
+        if wait.gave_up:
+            self.progress.phase(f"the machine is still busy after {wait.waited_s:.0f} s (others use "
+                                f"{wait.others_pct:.0f}% of a core): the trial starts anyway, and the report "
+                                f"marks it busy")
+        return wait
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep, ending at once on Ctrl-C (the signal handler sets `interrupted` and raises)."""
+        if self.interrupted.wait(seconds):
+            raise KeyboardInterrupt
 
     def _prime(self, root: Path, trials: list[TrialSpec]) -> None:
         """Before anything is measured, one unrecorded load of each engine's baseline per
@@ -330,17 +362,19 @@ class Runner:
             with data_lock(self.data_dir):
                 self.workload_factory(name).prepare(scale, self.data_dir, self.plan.seed)
 
-    def _group(self, group: list[TrialSpec], root: Path) -> list[tuple[TrialOutcome, Verdict | None]]:
+    def _group(self, group: list[TrialSpec], root: Path,
+               quiet: QuietWait | None = None) -> list[tuple[TrialOutcome, Verdict | None]]:
         """Run trials side by side (one alone unless the order is lockstep): provision and load
         each, warm each up, then run each measured test on all of them in turn, step by step;
-        close them, then judge each at rest and remove its workspace."""
+        close them, then judge each at rest and remove its workspace. `quiet`: the wait for a
+        quiet machine before them, recorded with each."""
         own_cpus = affinity.available_cpus()
         trials: list[_Trial] = []
         ended = False
         try:
             for spec in group:
                 trials.append(self._start(spec, root))
-                trials[-1].capture = self._capture(trials[-1])
+                trials[-1].capture, trials[-1].quiet = self._capture(trials[-1]), quiet
             first, rest = trials[0], trials[1:]
             with Sampler(self.store, first.key, self.plan.sample_interval_s, first.processes,
                          beside=[(trial.key, trial.processes) for trial in rest]):
@@ -553,7 +587,9 @@ class Runner:
                                load_start=trial.load_start, load_end=load_1m(),
                                engine_cpus=pinned_to[0] if pinned_to else None,
                                driver_cpus=pinned_to[1] if pinned_to else None,
-                               cache_mb=trial.engine.cache_mb(), host=self.host)
+                               cache_mb=trial.engine.cache_mb(), host=self.host,
+                               quiet_waited_s=trial.quiet.waited_s if trial.quiet else None,
+                               quiet_others_pct=trial.quiet.others_pct if trial.quiet else None)
         self.store.append(outcome)
         self.store.sync()
         return outcome, verdict

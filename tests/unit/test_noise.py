@@ -9,7 +9,7 @@ import pytest
 
 from tdebench.report.headline import headline
 from tdebench.report.noise import (BUSY_OTHERS_PCT, busy_headline, busy_sentence, findings, is_headline,
-                                   noise_sentence, noisy, noisy_figures, trial_loads)
+                                   noise_sentence, noisy, noisy_figures, quiet_sentence, trial_loads)
 from tdebench.report.records import CellKey, SummaryRecord, summary_records, unit_of
 from tdebench.report.tables import machine_load_table, noisy_table, summary_table
 from tdebench.stats import summarize
@@ -162,3 +162,27 @@ def test_runs_from_before_are_still_read_and_show_no_load(tmp_path: Path) -> Non
     table = machine_load_table(loads)
     assert table.rows == [] and "not recorded" in table.empty
     assert "engine_cpus" not in [c.key for c in table.columns]
+
+
+def test_the_report_says_how_long_the_run_waited_for_quiet_and_which_trials_started_busy(tmp_path: Path) -> None:
+    calm, waited, gave_up = trial(1), trial(2), trial(3)
+    run = run_with(tmp_path, [
+        *samples(calm, [1.0, 2.0]), outcome(calm, quiet_waited_s=0.0, quiet_others_pct=3.0),
+        *samples(waited, [2.0, 3.0]), outcome(waited, quiet_waited_s=40.0, quiet_others_pct=4.0),
+        *samples(gave_up, [90.0, 110.0]), outcome(gave_up, quiet_waited_s=300.0, quiet_others_pct=140.0),
+    ])
+    loads = trial_loads(run)
+    assert [load.started_busy for load in loads] == [False, False, True]
+    sentence = quiet_sentence(loads)
+    assert sentence == ("2 of 3 trial(s) waited for other processes to quiet down before they started "
+                        "(quiet_wait_s; median 170 s, longest 300 s); 1 started while others still used more "
+                        f"than {BUSY_OTHERS_PCT:g}% of one core when the wait ran out: duckdb/none/tpch/sf0.01/r3 "
+                        "(140%). See “Machine load”.")
+    assert findings([], loads) == [busy_sentence(loads), sentence]
+    assert quiet_sentence(loads[:2]) == ("1 of 2 trial(s) waited for other processes to quiet down before they "
+                                         "started (quiet_wait_s; median 40 s, longest 40 s), and every one then "
+                                         "started on a quiet machine.")
+    assert quiet_sentence(loads[:1]) is None  # no wait was needed: nothing to say
+    table = machine_load_table(loads)
+    assert [c.key for c in table.columns][-3:] == ["waited_s", "others_at_start", "busy"]
+    assert [row["waited_s"] for row in table.rows] == [0.0, 40.0, 300.0] and "quiet_wait_s" in table.note

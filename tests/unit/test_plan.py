@@ -95,6 +95,9 @@ def test_all_leaves_out_duckdbs_plaintext_temp_files_which_a_plan_names_to_get()
     ("seed = 1", 'pool_hosts = "yes"', "pool_hosts must be true or false", 7),
     ("seed = 1", "max_minutes = 30", "max_minutes bounds adaptive repetitions, which target_ci_pct turns on", 7),
     ("seed = 1", "target_ci_pct = 0", "target_ci_pct must be a number from 0.01 to 100", 7),
+    ("seed = 1", "quiet_wait_s = -1", "quiet_wait_s must be a number from 0 to 86400", 7),
+    ("seed = 1", 'quiet_wait_s = "5 min"', "quiet_wait_s must be a number from 0 to 86400", 7),
+    ("seed = 1", "quiet_wait_s = true", "quiet_wait_s must be a number from 0 to 86400", 7),
     ("seed = 1", "target_ci_pct = 2\nmax_repetitions = 2", "max_repetitions = 2 is below repetitions = 3", 8),
     ("seed = 1", 'target_tests = ["power"]', "target_tests names what adaptive repetitions wait on", 7),
     ("seed = 1", 'target_ci_pct = 2\ntarget_tests = ["powr"]',
@@ -159,6 +162,11 @@ def test_server_and_sampler_settings() -> None:
         parse_plan(ISSUE_PLAN.replace("streams = 2", "streams = 2\nquery_timeout_s = -1"), "my.toml")
     with pytest.raises(PlanError, match="memory_mb = 1 is out of range"):
         parse_plan(ISSUE_PLAN.replace('name = "duckdb"\n', 'name = "duckdb"\nmemory_mb = 1\n'))
+
+
+def test_quiet_wait_is_off_unless_the_plan_asks_for_it() -> None:
+    assert parse_plan(ISSUE_PLAN).quiet_wait_s == 0.0
+    assert parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\nquiet_wait_s = 300")).quiet_wait_s == 300.0
 
 
 def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,3 +57,15 @@ def test_a_format_2_verdict_did_not_record_the_captures_cpu() -> None:
     assert from_json(upgrade(older, 2)).capture_cpu_s is None
     assert upgrade(older, 1)["transient"] == "none caught"  # a field present is never changed
     assert from_json(upgrade(current, 2)).capture_cpu_s == 0.25
+
+
+def test_a_format_3_trial_recorded_no_wait_for_a_quiet_machine() -> None:
+    current = json.loads(json.dumps(to_json(TrialOutcome(KEY, "ok", "warm", False, 12.5, quiet_waited_s=30.0,
+                                                         quiet_others_pct=4.5))))
+    older = {name: value for name, value in current.items() if not name.startswith("quiet_")}
+    upgraded = from_json(upgrade(older, 3))
+    assert isinstance(upgraded, TrialOutcome) and (upgraded.quiet_waited_s, upgraded.quiet_others_pct) == (None, None)
+    assert upgraded.elapsed_s == 12.5 and from_json(upgrade(current, 3)) == from_json(current)
+    written = json.loads(json.dumps(to_json(Verdict(KEY, "encrypted", "encrypted", 1, 8192, None))))
+    verdict = {name: value for name, value in written.items() if name != "capture_cpu_s"}
+    assert from_json(upgrade(verdict, 2)).capture_cpu_s is None  # format 2's absences still filled in

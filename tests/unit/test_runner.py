@@ -396,3 +396,87 @@ def test_every_trial_runs_a_transient_capture_and_one_that_cannot_start_is_said_
     assert {v.capture_cpu_s for v in data.verdicts} == {None}  # no capture ran, no cost made up
     assert all("the transient capture could not start (OSError: [Errno 24] Too many open files): only the files "
                "at rest were judged" in v.detail for v in data.verdicts)
+
+
+class _Phases:
+    """A progress that keeps the phase lines the user would read."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def phase(self, text: str) -> None:
+        self.lines.append(text)
+
+    def trial_started(self, index, total, spec) -> None:
+        pass
+
+    def trial_finished(self, outcome, verdict) -> None:
+        pass
+
+
+def _quiet_run(tmp_path: Path, plan: Plan, busy_for_s: float, pause=None):
+    """A run whose machine is busy (others at 150% of a core) for its first `busy_for_s` seconds
+    on the fake clock, then quiet (2%); the wait's pauses move the clock. Returns the summary,
+    the run's data, the progress lines and how many times the others' CPU was read."""
+    clock = FakeClock()
+    reads = [0]
+
+    def others() -> float:
+        reads[0] += 1
+        return 150.0 if clock.now_ns() < busy_for_s * 1e9 else 2.0
+
+    store = ResultStore(tmp_path / "out")
+    store.start(plan.text, {})
+    FakeEngine.provisioned.clear()
+    progress = _Phases()
+    runner = Runner(plan=plan, store=store, data_dir=tmp_path / "data", clock=clock, progress=progress,
+                    engine_factory=lambda name, **settings: FakeEngine(**settings),
+                    workload_factory=lambda name: FakeWorkload(clock), drop_cache=lambda: True,
+                    workspace_parent=tmp_path, others_cpu=others,
+                    pause=pause or (lambda seconds: clock.advance(int(seconds * 1e9))))
+    summary = runner.run()
+    return summary, read_run(tmp_path / "out"), progress.lines, reads[0]
+
+
+def test_a_busy_machine_makes_the_runner_wait_before_a_trial_and_record_it(tmp_path: Path) -> None:
+    summary, data, lines, _ = _quiet_run(tmp_path, make_plan(quiet_wait_s=300.0, warmups=0), busy_for_s=9.0)
+    first, *rest = data.trials
+    assert summary.ok and first.quiet_waited_s == 8.0 and first.quiet_others_pct == 2.0  # 2 s windows: 2+8 > 9
+    assert [(o.quiet_waited_s, o.quiet_others_pct) for o in rest] == [(0.0, 2.0)] * 3  # quiet: no wait
+    assert "waiting for the machine to quiet down: others use 150% of a core (0 s of at most 300 s)" in lines
+    assert not any("still busy" in line for line in lines)
+    assert first.elapsed_s < 9.0  # the wait is not in the trial's time
+
+
+def test_the_wait_stops_at_the_plans_limit_and_the_trial_starts_busy(tmp_path: Path) -> None:
+    summary, data, lines, _ = _quiet_run(tmp_path, make_plan(quiet_wait_s=5.0, warmups=0), busy_for_s=1e9)
+    assert summary.ok and {(o.quiet_waited_s, o.quiet_others_pct) for o in data.trials} == {(5.0, 150.0)}
+    assert ("the machine is still busy after 5 s (others use 150% of a core): the trial starts anyway, and the "
+            "report marks it busy") in lines
+
+
+def test_quiet_wait_0_never_looks_at_the_machine(tmp_path: Path) -> None:
+    summary, data, lines, reads = _quiet_run(tmp_path, make_plan(warmups=0), busy_for_s=1e9)
+    assert summary.ok and reads == 0 and not any("quiet" in line for line in lines)
+    assert {(o.quiet_waited_s, o.quiet_others_pct) for o in data.trials} == {(None, None)}
+
+
+def test_lockstep_waits_once_per_round_of_a_group_and_records_it_on_each_trial(tmp_path: Path) -> None:
+    plan = make_plan(quiet_wait_s=300.0, warmups=0, order="lockstep")
+    summary, data, _, reads = _quiet_run(tmp_path, plan, busy_for_s=3.0)
+    assert summary.ok and reads == 2 * 2 + 1  # each round opens and reads a window; round 1 one more after waiting
+    by_round = {(o.trial.repetition, o.quiet_waited_s) for o in data.trials}
+    assert by_round == {(1, 2.0), (2, 0.0)}
+
+
+def test_ctrl_c_during_the_wait_ends_the_run_at_once(tmp_path: Path) -> None:
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt  # as the SIGINT handler (runsetup.handle_interrupts) raises
+
+    with pytest.raises(KeyboardInterrupt):
+        _quiet_run(tmp_path, make_plan(quiet_wait_s=300.0), busy_for_s=1e9, pause=interrupted)
+    assert not read_run(tmp_path / "out").trials and not list(tmp_path.glob("tdebench-*"))
+    runner = Runner(plan=make_plan(quiet_wait_s=300.0), store=ResultStore(tmp_path / "b"), data_dir=tmp_path)
+    runner.interrupted.set()  # the real pause waits on the event the handler sets: it returns at once
+    with pytest.raises(KeyboardInterrupt):
+        runner._pause(3600.0)

@@ -19,8 +19,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import psutil
+
+BUSY_OTHERS_PCT = 10.0
+"""A trial is busy (report/noise.py), and the runner waits before a trial (`wait_for_quiet`),
+when other processes use more than 10% of one core on average. An idle machine's background
+(the kernel's threads, a shell, systemd) stays near 1–3%; at 10% of a core a neighbour takes a
+few percent of a 2-core machine's time, the size of the overheads this tool has to resolve."""
 
 ProcessKey = tuple[int, float]  # pid and start time: a pid can be reused, the pair cannot
 
@@ -95,3 +102,41 @@ class OthersCpu:
         pct = others_pct(busy - self._busy, ours_spent(self._ours, ours), at - self._at)
         self._busy, self._ours, self._at = busy, ours, at
         return pct
+
+
+QUIET_WINDOW_S = 2.0
+"""How long `wait_for_quiet` watches the others' CPU at a time: long enough that a compiler's
+burst or a cron job shows, short enough to cost little before a trial of minutes."""
+
+
+@dataclass(frozen=True)
+class QuietWait:
+    """What `wait_for_quiet` did before a trial: how long it waited beyond its first look, and
+    the others' CPU (% of one core) at its last look, as the trial started."""
+
+    waited_s: float
+    others_pct: float
+
+    @property
+    def gave_up(self) -> bool:
+        """The machine was still busy when the wait ran out: the trial started anyway."""
+        return self.others_pct > BUSY_OTHERS_PCT
+
+
+def wait_for_quiet(limit_s: float, reading: Callable[[], float], pause: Callable[[float], None],
+                   busy: Callable[[float, float], None] = lambda pct, waited_s: None,
+                   window_s: float = QUIET_WINDOW_S) -> QuietWait:
+    """Look at the others' CPU over `window_s` (`reading`: `OthersCpu.reading`, the sampler's
+    measure, read once to start the window) and, while it is above BUSY_OTHERS_PCT, wait window
+    by window, `limit_s` at most, telling `busy` the reading and the time waited so far. `pause`
+    sleeps; it raises to break off (Ctrl-C), so a long wait never holds up an interrupted run."""
+    reading()
+    pause(window_s)
+    pct, waited = reading(), 0.0
+    while pct > BUSY_OTHERS_PCT and waited < limit_s:
+        busy(pct, waited)
+        step = min(window_s, limit_s - waited)
+        pause(step)
+        waited += step
+        pct = reading()
+    return QuietWait(waited_s=round(waited, 3), others_pct=round(pct, 1))

@@ -10,7 +10,8 @@ cell keeps its CV in summary.csv.
 
 A trial is "busy" when processes other than the benchmark's took more than BUSY_OTHERS_PCT
 of one core on average while it ran (the sampler's readings, measure/load.py): its timings may
-include a neighbour's work.
+include a neighbour's work. A plan with quiet_wait_s makes the runner wait for a quiet machine
+before each trial; the report says how long, and which trials started busy all the same.
 """
 
 from __future__ import annotations
@@ -21,17 +22,13 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from tdebench.measure.load import BUSY_OTHERS_PCT
 from tdebench.report import declared
 from tdebench.report.records import BASELINE, CellKey, SummaryRecord, deterministic
 from tdebench.plan import Group
 from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
 from tdebench.results import RunData, TrialKey
 
-BUSY_OTHERS_PCT = 10.0
-"""A trial is busy when other processes used more than 10% of one core on average while it
-ran. An idle machine's background (the kernel's threads, a shell, systemd) stays near 1–3%;
-at 10% of a core a neighbour takes a few percent of a 2-core machine's time, the size of the
-overheads this tool has to resolve."""
 BUSY_ADVICE = ("stop what else runs on the machine (or give the benchmark cores of its own with "
                "pin_cpus) and run these trials again")
 """What to do about busy trials, in plain words."""
@@ -165,10 +162,19 @@ class TrialLoad:
     load_end: float | None
     engine_cpus: tuple[int, ...] | None
     driver_cpus: tuple[int, ...] | None
+    # the wait for a quiet machine before the trial (TrialOutcome.quiet_waited_s, quiet_others_pct):
+    # None where the plan asked for none (quiet_wait_s = 0) or the run is older
+    waited_s: float | None = None
+    others_at_start: float | None = None
 
     @property
     def busy(self) -> bool:
         return self.others_mean is not None and self.others_mean > BUSY_OTHERS_PCT
+
+    @property
+    def started_busy(self) -> bool:
+        """The wait for a quiet machine ran out: the trial started while others were busy."""
+        return self.others_at_start is not None and self.others_at_start > BUSY_OTHERS_PCT
 
 
 def trial_loads(run: RunData) -> list[TrialLoad]:
@@ -183,7 +189,8 @@ def trial_loads(run: RunData) -> list[TrialLoad]:
         readings = others.get(outcome.trial)
         loads.append(TrialLoad(outcome.trial, sum(readings) / len(readings) if readings else None,
                                max(readings) if readings else None, outcome.load_start, outcome.load_end,
-                               outcome.engine_cpus, outcome.driver_cpus))
+                               outcome.engine_cpus, outcome.driver_cpus, outcome.quiet_waited_s,
+                               outcome.quiet_others_pct))
     return loads
 
 
@@ -197,6 +204,25 @@ def busy_sentence(loads: list[TrialLoad], named: int = 10) -> str | None:
     return (f"{len(busy)} of {len(loads)} trial(s) ran while other processes used more than "
             f"{BUSY_OTHERS_PCT:g}% of one core on average: {names}{more}. Their timings may include "
             f"another program's work: {BUSY_ADVICE}. See “Machine load”.")
+
+
+def quiet_sentence(loads: list[TrialLoad]) -> str | None:
+    """How long the run waited for other processes to quiet down before its trials (the plan's
+    quiet_wait_s), and which trials still started busy when the wait ran out; None when it never
+    waited (or did not record it)."""
+    waits = [load.waited_s for load in loads if load.waited_s]
+    gave_up = [load for load in loads if load.started_busy]
+    if not waits and not gave_up:
+        return None
+    sentence = (f"{len(waits)} of {len(loads)} trial(s) waited for other processes to quiet down before they "
+                f"started (quiet_wait_s; median {statistics.median(waits):.0f} s, longest {max(waits):.0f} s)"
+                if waits else "No trial had to wait for other processes to quiet down")
+    if not gave_up:
+        return sentence + ", and every one then started on a quiet machine."
+    names = ", ".join(f"{load.trial.id} ({load.others_at_start:.0f}%)" for load in gave_up[:3])
+    more = f" and {len(gave_up) - 3} more" if len(gave_up) > 3 else ""
+    return (f"{sentence}; {len(gave_up)} started while others still used more than {BUSY_OTHERS_PCT:g}% of one "
+            f"core when the wait ran out: {names}{more}. See “Machine load”.")
 
 
 def busy_headline(loads: list[TrialLoad]) -> str | None:
@@ -213,4 +239,5 @@ def busy_headline(loads: list[TrialLoad]) -> str | None:
 
 def findings(figures: list[NoisyFigure], loads: list[TrialLoad]) -> list[str]:
     """The noise and busy-machine sentences, each at most once."""
-    return [sentence for sentence in (busy_sentence(loads), noise_sentence(figures)) if sentence]
+    return [sentence for sentence in (busy_sentence(loads), quiet_sentence(loads), noise_sentence(figures))
+            if sentence]

@@ -724,14 +724,18 @@ def machine_load_table(loads: list[noise.TrialLoad]) -> Table:
     """Every trial with the machine's load around it, busy trials marked."""
     rows = [{"trial": load.trial.id, "others_mean": load.others_mean, "others_max": load.others_max,
              "load_start": load.load_start, "load_end": load.load_end, "engine_cpus": load.engine_cpus,
-             "driver_cpus": load.driver_cpus, "busy": "BUSY" if load.busy else ""} for load in loads]
+             "driver_cpus": load.driver_cpus, "waited_s": load.waited_s, "others_at_start": load.others_at_start,
+             "busy": "BUSY" if load.busy else ""} for load in loads]
     pinned = any(load.engine_cpus is not None for load in loads)
+    waited = any(load.waited_s is not None for load in loads)
     columns: tuple[Column, ...] = (
         Column("trial", "trial"), num("others_mean", "others' CPU % mean", _pct),
         num("others_max", "others' CPU % max", _pct), num("load_start", "load avg start"),
         num("load_end", "load avg end"))
     if pinned:
         columns += (Column("engine_cpus", "engine CPUs", _cpus), Column("driver_cpus", "driver CPUs", _cpus))
+    if waited:
+        columns += (num("waited_s", "waited for quiet s"), num("others_at_start", "others' CPU % at start", _pct))
     columns += (Column("busy", "busy"),)
     recorded = any(load.others_mean is not None or load.load_start is not None for load in loads)
     busy = sorted((load for load in loads if load.busy), key=lambda load: -(load.others_mean or 0.0))
@@ -745,5 +749,8 @@ def machine_load_table(loads: list[noise.TrialLoad]) -> Table:
         note=(f"Others' CPU: % of one core (100 = one core busy all along). BUSY: more than "
               f"{noise.BUSY_OTHERS_PCT:g}% of one core on average; what to do: {noise.BUSY_ADVICE}."
               + (" Engine and driver CPUs: the plan's pin_cpus as applied, read back from the kernel (an "
-                 "embedded engine runs in the driver's process, so both show the engine's CPUs)." if pinned else "")),
+                 "embedded engine runs in the driver's process, so both show the engine's CPUs)." if pinned else "")
+              + (" Waited for quiet: the seconds the run waited before the trial (the plan's quiet_wait_s) while "
+                 f"others used more than {noise.BUSY_OTHERS_PCT:g}% of one core; others' CPU at start: their "
+                 "last reading then, above the threshold when the wait ran out." if waited else "")),
         empty="The machine's load was not recorded in this run (tdebench recorded it from a later version on).")
