@@ -89,6 +89,15 @@ def test_duckdb_ctr_is_forged_with_its_block_checksum_changed_too(tmp_path: Path
         assert forged.answer == "forgeable" and forged.metrics["checksum_recomputed"] == 1.0
 
 
+def test_duckdb_gcm_refuses_a_forged_backup_by_its_tag(tmp_path: Path) -> None:
+    """The restore's error is the copy's (the tag), not the DETACH's after it ("Current transaction
+    is aborted", which hid it before)."""
+    records = _trial(tmp_path, "duckdb", "aes-256-gcm", ("forgery",), rows=20_000)
+    for step in ("value", "backup"):
+        forged = records[("forgery", step)]
+        assert forged.answer == "tag detects" and "Computed AES tag differs" in (forged.note or "")
+
+
 @pytest.mark.parametrize(("encryption", "expected"), [
     ("none", "silently altered"),  # the positive control: no checksum, the changed row is read as data
     ("rc4", "silently altered"),  # as measured: a stream cipher without a MAC
