@@ -170,3 +170,27 @@ def test_a_servers_concurrent_file_creation_never_fails(tmp_path: Path) -> None:
     finally:
         database.close()
     assert not mounted(database.mount_point)
+
+
+def test_a_restore_copies_a_root_owned_backup_into_a_mount_served_as_the_servers_user(tmp_path: Path) -> None:
+    """MariaDB's physical restore copies the backup (root's: mariadb-backup runs as root) into
+    its workspace as root, then gives the tree to `mysql`. In a mount gocryptfs serves as
+    `mysql`, keeping the copy's owner (`cp -a`) failed: "failed to preserve ownership …
+    Operation not permitted", so every MariaDB restore under the layer failed (the backup
+    workload's and the strength workload's old-key). The copy keeps modes, not owners."""
+    from tdebench.engines.backup_tools import copy_tree
+
+    backup = tmp_path / "backup"
+    (backup / "tdebench").mkdir(parents=True, mode=0o700)
+    (backup / "tdebench" / "t.ibd").write_bytes(b"page" * 1024)
+    (backup / "tdebench" / "t.ibd").chmod(0o640)
+    database = fs_database("mariadb", tmp_path / "db")
+    copied = database.inner.workspace / "restore"
+    try:
+        database._set_up(lambda inner: copy_tree(backup, copied, tmp_path / "copy.log"))
+        assert (copied / "tdebench" / "t.ibd").read_bytes() == b"page" * 1024
+        assert stat.S_IMODE((copied / "tdebench" / "t.ibd").stat().st_mode) == 0o640
+        assert (copied / "tdebench").stat().st_uid == user_ids("mysql")[0]  # gocryptfs's user owns what it serves
+    finally:
+        database.close()
+    assert not mounted(database.mount_point)

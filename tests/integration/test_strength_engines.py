@@ -76,12 +76,26 @@ def test_duckdb_flipped_byte(tmp_path: Path, encryption: str, expected: str, sai
     assert record.answer == expected and said in (record.note or "")
 
 
-def test_duckdb_ctr_is_forged_with_its_block_checksum_changed_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("encryption", ["none", "aes-256-ctr"])  # none: the positive control
+def test_duckdb_ctr_is_forged_with_its_block_checksum_changed_too(tmp_path: Path, encryption: str) -> None:
     """DuckDB's block checksum is of the plaintext, encrypted with it: under CTR its change is XORed
     in beside the value's. 20,000 rows: the value in a block of its own segment, where an
-    unencrypted twin has it (at 2,000 rows the blocks are shared and packed apart: refused)."""
-    forged = _trial(tmp_path, "duckdb", "aes-256-ctr", ("forgery",), rows=20_000)[("forgery", "value")]
-    assert forged.answer == "forgeable" and forged.metrics["checksum_recomputed"] == 1.0
+    unencrypted twin has it (at 2,000 rows the blocks are shared and packed apart: refused). The
+    same forgery in a physical backup (a new file COPY FROM DATABASE wrote, at the offset the
+    twin's backup has the value at), restored with the key: as measured, accepted too."""
+    records = _trial(tmp_path, "duckdb", encryption, ("forgery",), rows=20_000)
+    for step in ("value", "backup"):
+        forged = records[("forgery", step)]
+        assert forged.answer == "forgeable" and forged.metrics["checksum_recomputed"] == 1.0
+
+
+def test_duckdb_gcm_refuses_a_forged_backup_by_its_tag(tmp_path: Path) -> None:
+    """The restore's error is the copy's (the tag), not the DETACH's after it ("Current transaction
+    is aborted", which hid it before)."""
+    records = _trial(tmp_path, "duckdb", "aes-256-gcm", ("forgery",), rows=20_000)
+    for step in ("value", "backup"):
+        forged = records[("forgery", step)]
+        assert forged.answer == "tag detects" and "Computed AES tag differs" in (forged.note or "")
 
 
 @pytest.mark.parametrize(("encryption", "expected"), [
@@ -119,7 +133,9 @@ def test_duckdb_old_key_after_a_rekey(tmp_path: Path) -> None:
     ("chacha20-poly1305", "tag detects"),
 ])
 def test_sqlite_known_plaintext_forgery(tmp_path: Path, encryption: str, expected: str) -> None:
-    assert _trial(tmp_path, "sqlite", encryption, ("forgery",))[("forgery", "value")].answer == expected
+    """In the database's file and, as measured, in a physical backup (the backup API's copy) restored."""
+    records = _trial(tmp_path, "sqlite", encryption, ("forgery",))
+    assert (records[("forgery", "value")].answer, records[("forgery", "backup")].answer) == (expected, expected)
 
 
 # --- servers and the file-system layer: stopped before a byte is flipped, started again to read it.
@@ -138,8 +154,9 @@ def test_mariadb_ctr_is_forged_past_its_page_checksum(server_path: Path) -> None
     records = _trial(server_path, "mariadb", "aes-256-ctr", ("repeats", "tamper", "forgery"))
     flipped = records[("tamper", "data-page")]
     assert flipped.answer == "refused without a tag" and "decryption failed" in (flipped.note or "")
-    forged = records[("forgery", "value")]
-    assert forged.answer == "forgeable" and forged.metrics["checksum_recomputed"] == 1.0
+    for step in ("value", "backup"):  # as measured: the mariadb-backup copy of the tablespace too
+        forged = records[("forgery", step)]
+        assert forged.answer == "forgeable" and forged.metrics["checksum_recomputed"] == 1.0
     same = records[("repeats", "database")]  # the identical rows' tablespace: no page repeats
     assert same.note == "counted: strength_same.ibd" and same.metrics["repeated_pages"] == 0
     assert same.metrics["repeated_block_share"] < 0.01  # as measured: 2 of 16,400 blocks

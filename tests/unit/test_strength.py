@@ -202,6 +202,24 @@ class _FileDatabase(Database):
         """The rows are the file create() wrote: nothing to load."""
 
 
+@dataclass
+class _CopiedFile(_FileDatabase, Backups):
+    """Backs up by copying its file (as SQLite's backup API or DuckDB's COPY FROM DATABASE make a
+    file of the same format), restores by copying it back."""
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        return (BackupMethod(BACKUP_FULL, "physical", False, "copy"),)
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        (target / "copy").mkdir(parents=True)
+        (target / "copy" / "db.bak").write_bytes(self.path.read_bytes())
+        return Backup(method, target)
+
+    def restore(self, backup: Backup) -> None:
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes((backup.path / "copy" / "db.bak").read_bytes())
+
+
 class _Records:
     def __init__(self) -> None:
         self.records: list[Measurement] = []
@@ -214,22 +232,26 @@ def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper", 
                 server: bool = False, public_checksum: bool = False) -> Measurement:
     encryption = Encryption("fake", "AES", 256, mode, layer, ("main file",))
     key = Secret(os.urandom(32))
-    database = _FileDatabase(workspace=tmp_path, encryption=encryption, key=key, checked=checked,
-                             starts_processes=server, public_checksum=public_checksum)
+    database = _CopiedFile(workspace=tmp_path, encryption=encryption, key=key, checked=checked,
+                           starts_processes=server, public_checksum=public_checksum)
     database.create()
     original = database.path.read_bytes()
     records = _Records()
     trial = TrialKey("fake", "fake", "strength", ROWS, 1)
 
     def twin(workspace: Path, enc: Encryption, twin_key: Secret | None) -> Database:
-        return _FileDatabase(workspace=workspace, encryption=enc, key=twin_key, checked=checked)
+        return _CopiedFile(workspace=workspace, encryption=enc, key=twin_key, checked=checked,
+                           public_checksum=public_checksum)
 
     ctx = RunContext(database=database, dialect="duckdb", recorder=Recorder(records, trial, FakeClock()),
                      scale=ROWS, streams=1, data_dir=tmp_path, seed=SEED, scratch_database=twin)
     StrengthWorkload().run(test, ctx, ctx.session.connection(), warmup=False)
     assert database.path.read_bytes() == original  # the bytes put back
-    (record,) = records.records
+    record, *backup = records.records
     assert record.test == test and key.hex() not in (record.note or "")
+    # the forgery again in a backup (a copy of the file): classed as the file's, at the same offset
+    assert [(m.step, m.answer, m.metrics) for m in backup] == ([] if test == "tamper" or "layer" in (record.note or "")
+                                                               else [("backup", record.answer, record.metrics)])
     # a server's database is opened again here, whose processes this process must stop; else in a child
     assert (os.getpid() in database.tampered_opens) == server
     assert not (tmp_path / forgery.DIRECTORY).exists()  # the twin removed

@@ -55,8 +55,11 @@ def gunzip(source: Path, target: Path, log: Path, run_as: str | None = None) -> 
 
 
 def copy_tree(source: Path, target: Path, log: Path, run_as: str | None = None) -> None:
-    """Copy a directory with owners and modes (`cp -a`) into the new path `target`."""
-    run_backup_tool(["cp", "-a", str(source), str(target)], log, run_as=run_as)
+    """Copy a directory with its modes and times, but not its owners, into the new path `target`:
+    the copies belong to whoever copies (`run_as`), and the restore gives them to the server's
+    user after. Keeping owners (`cp -a`) fails inside a gocryptfs mount, which its daemon serves
+    as the server's user: that user may not give a file to root ("failed to preserve ownership")."""
+    run_backup_tool(["cp", "-R", "--preserve=mode,timestamps", str(source), str(target)], log, run_as=run_as)
 
 
 def finished(method: BackupMethod, target: Path, file: Path, log: Path) -> Backup:

@@ -12,6 +12,7 @@ extension is loaded from its PyPI wheel (`duckdb-extension-httpfs`), never downl
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Iterable, Sequence
@@ -316,14 +317,19 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
         return gunzipped(backup, _BACKUP_FILE, scratch, self.workspace / "backup.log")
 
     def _copy_attached(self, conn: Connection, file: Path, key: Secret | None, *, into_file: bool) -> None:
-        """`COPY FROM DATABASE` between this database and `file`, attached with `key`."""
+        """`COPY FROM DATABASE` between this database and `file`, attached with `key`. When the copy
+        fails, its error is what is raised: the DETACH after it then fails too ("Current
+        transaction is aborted"), which would hide why (e.g. DuckDB's "Computed AES tag differs")."""
         options = self._new_file_options(key) if into_file else "READ_ONLY" + self._key_options(key)
         conn.execute(f"ATTACH {_quoted(file)} AS {_BACKUP_ALIAS} ({options})")
+        source, destination = (_ALIAS, _BACKUP_ALIAS) if into_file else (_BACKUP_ALIAS, _ALIAS)
         try:
-            source, destination = (_ALIAS, _BACKUP_ALIAS) if into_file else (_BACKUP_ALIAS, _ALIAS)
             conn.execute(f"COPY FROM DATABASE {source} TO {destination}")
-        finally:
-            conn.execute(f"DETACH {_BACKUP_ALIAS}")
+        except BaseException:
+            with contextlib.suppress(Exception):  # the connection is closed after, which detaches it
+                conn.execute(f"DETACH {_BACKUP_ALIAS}")
+            raise
+        conn.execute(f"DETACH {_BACKUP_ALIAS}")
 
 
 _BACKUP_FILE = "backup.duckdb"

@@ -4,7 +4,8 @@ still do, per engine and encryption, beside the unencrypted baseline as the posi
 - Repeated ciphertext: the share of 16-byte blocks and of pages of the closed database's files
   whose content occurs more than once (zeros left out), against random bytes of the same length;
 - Tamper detection: what reading the rows gave with one byte of a data page flipped, and with one
-  value changed by a known-plaintext forgery, and what the engine said;
+  value changed by a known-plaintext forgery (in the database's file, and in a physical backup
+  restored), and what the engine said;
 - Old keys after a rekey: the old key against the rekeyed database, and against physical
   backups taken before and after the rekey.
 
@@ -107,25 +108,34 @@ def tamper_table(ours: list[Measurement]) -> Table:
             cells[(m.trial.engine, m.trial.encryption)][m.test].append(m)
     rows = []
     for key in sorted(cells, key=_order):
-        flipped, forged = cells[key][TAMPER], cells[key][FORGERY]
+        flipped = cells[key][TAMPER]
+        forged = [m for m in cells[key][FORGERY] if m.step != STRENGTH.forged_backup]
+        copied = [m for m in cells[key][FORGERY] if m.step == STRENGTH.forged_backup]
         rows.append({"engine": key[0], "encryption": key[1], "n": len(flipped) or len(forged),
                      "result": _joined([m.answer or "" for m in flipped]) or None,
                      "tries": _median(flipped, "tries"),
                      "said": _joined([m.note or "" for m in flipped if m.note]) or None,
                      "forgery": _joined([m.answer or "" for m in forged]) or None,
                      "forgery_said": _joined([m.note or "" for m in forged if m.note]) or None,
-                     "weak": key[1] != BASELINE and any(m.answer in STRENGTH.weak_classes for m in flipped + forged)})
+                     "backup": _joined([m.answer or "" for m in copied]) or None,
+                     "backup_said": _joined([m.note or "" for m in copied if m.note]) or None,
+                     "weak": key[1] != BASELINE and any(m.answer in STRENGTH.weak_classes
+                                                        for m in flipped + forged + copied)})
     columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("n", "n", numeric=True),
                Column("result", "flipped byte"), Column("tries", "pages tried", _whole, numeric=True),
                Column("said", "what the engine said", prose=True), Column("forgery", "forgery"),
-               Column("forgery_said", "what the engine said to the forgery", prose=True))
+               Column("forgery_said", "what the engine said to the forgery", prose=True),
+               Column("backup", "forged backup"),
+               Column("backup_said", "what the restore said to the forged backup", prose=True))
     return Table("Tamper detection", columns, rows, alarm="weak",
                  intro="Flipped byte: one bit of one byte in the middle of a data page of the stopped database "
                        "flipped, the database opened again (a server started again) and every row read back (the pages "
                        "before it tried in turn while the read notices nothing: a freed page), then the byte "
                        "restored. Forgery: one stored value changed to another of tdebench's choice without the "
                        "key, by XORing their difference into the file at the offset an unencrypted twin of the "
-                       "database holds the value at. Results: tag detects (refused by a keyed tag), refused "
+                       "database holds the value at. Forged backup: the same forgery in a physical backup of the "
+                       "database, at the offset a backup of the twin holds the value at, restored into a fresh "
+                       "database with the key and read back. Results: tag detects (refused by a keyed tag), refused "
                        "without a tag (refused by an unkeyed page checksum or the format's own consistency checks, "
                        "which whoever knows the layout can recompute or satisfy: what the engine said tells which), "
                        "forgeable (the chosen value read back, "
@@ -196,10 +206,12 @@ def tamper_findings(table: Table) -> list[str]:
     noticed nothing (the test had no power there)."""
     sentences = []
     for row in table.rows:
-        if row["forgery"] == STRENGTH.forgeable and row["encryption"] != BASELINE:
-            sentences.append(f"{row['engine']} {row['encryption']}: a known-plaintext forgery was accepted: one "
-                             "stored value changed to another of tdebench's choice without the key, read back as "
-                             "forged (“Tamper detection”).")
+        forged = [where for where, column in (("its file", "forgery"), ("a physical backup", "backup"))
+                  if row[column] == STRENGTH.forgeable]
+        if forged and row["encryption"] != BASELINE:
+            sentences.append(f"{row['engine']} {row['encryption']}: a known-plaintext forgery was accepted in "
+                             f"{' and in '.join(forged)}: one stored value changed to another of tdebench's choice "
+                             "without the key, read back as forged (“Tamper detection”).")
         elif row["weak"]:
             sentences.append(f"{row['engine']} {row['encryption']}: a flipped byte in a data page was "
                              f"{row['result']} ({row['said'] or 'nothing said'}): the encryption does not "

@@ -11,6 +11,13 @@ written; otherwise what a flipped byte's reading would be (tamper.classify), `un
 the data reads as written (the change did not land). An engine whose twin does not store the
 value verbatim (compressed) cannot be forged this way here: `unsupported`, with why. The
 baseline's own forgery is the positive control: accepted, the change landed in the data.
+
+A physical backup is forged the same way (step `backup`; the data file's is step `value`): it is
+a file of the engine's own format under the same cipher, so a backup of the twin, taken the same
+way, gives the value's offset in the trial's backup (`offset_in`); the forged backup is restored
+into a fresh database with the trial's key and read back. A copy the engine makes by reading
+pages and writing them again (DuckDB, SQLite) is a new file: its offsets come from the twin's
+copy, not from the twin's database.
 """
 
 from __future__ import annotations
@@ -57,6 +64,14 @@ def offset_of(file: Path, value: str) -> Found | None:
         return None
     start = max(0, first - CONTEXT_BYTES)
     return Found(first, raw[start:first + len(needle) + CONTEXT_BYTES], start)
+
+
+def offset_in(directory: Path, value: str) -> tuple[Path, Found] | None:
+    """The one file under `directory` that holds `value` (its path relative to `directory`) and
+    where (`offset_of`); None when no file holds it verbatim, or more than one does."""
+    hits = [(path.relative_to(directory), found) for path in sorted(directory.rglob("*"))
+            if path.is_file() and not path.is_symlink() and (found := offset_of(path, value)) is not None]
+    return hits[0] if len(hits) == 1 else None
 
 
 def checksum_change(layout: PageLayout, checksum: PlainChecksum, found: Found, new: bytes) -> tuple[int, bytes]:

@@ -57,7 +57,7 @@ def _run(ctx: RunContext, area: Path, rows: int, purpose: str, warmup: bool) -> 
     database = ctx.database
     old = database.key
     assert old is not None and ctx.new_key is not None
-    copies = _backups(database)
+    copies = full_backups(database)
     before = copies.backup(copies.backup_method(BACKUP_FULL), area / "before") if copies else None
     try:
         method = reencrypts(database, "rekey").rekey(new := ctx.new_key(purpose))
@@ -99,7 +99,7 @@ def _failed(ctx: RunContext, said: str) -> str:
     return "the key it was made with did not restore it either: " + tamper.first_line(key.scrub(said) if key else said)
 
 
-def _backups(database: Database) -> Backups | None:
+def full_backups(database: Database) -> Backups | None:
     """The database's backups, when it has a physical full one; None otherwise."""
     try:
         copies = backups(database, "backup")

@@ -21,15 +21,18 @@ Its results are records of what happened (answers and counts), not timings; the 
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench.engines.base import NONE, Connection, Database, PageLayout
+from tdebench.engines.base import BACKUP_FULL, NONE, Backup, Backups, Connection, Database, PageLayout, backups
 from tdebench.workloads.base import RunContext, Workload, WrongAnswer
 from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
 
 REPEATS, TAMPER, OLD_KEY, FORGERY = "repeats", "tamper", oldkeys.TEST, "forgery"
+DATA_FILE, BACKUP = "value", "backup"  # the forgery's steps: in the database's file, in a physical backup of it
 FLIP_AT = 0.75  # the page flipped: this far into the file's pages, among the rows loaded last
 FLIP_MASK = b"\x01"  # one bit of one byte
 FLIP_TRIES = 16  # pages tried in turn while the read notices nothing (a free or unused page)
@@ -64,6 +67,7 @@ class StrengthWorkload(Workload):
     weak_classes = frozenset({tamper.ALTERED, tamper.FORGEABLE, tamper.CRASHED})
     unchanged = tamper.UNCHANGED
     forgeable = tamper.FORGEABLE
+    forged_backup = BACKUP  # the forgery's step in a physical backup (its other step: the database's file)
     old_key_weak = oldkeys.WEAK
 
     def __init__(self) -> None:
@@ -137,52 +141,133 @@ class StrengthWorkload(Workload):
         database, rows = ctx.database, int(ctx.scale)
         layout = database.page_layout(data.ROWS_TABLE)
         if layout is None or ctx.scratch_database is None:
-            ctx.recorder.record(FORGERY, "value", {}, warmup=warmup, answer=oldkeys.UNSUPPORTED)
+            ctx.recorder.record(FORGERY, DATA_FILE, {}, warmup=warmup, answer=oldkeys.UNSUPPORTED)
             return
         if database.encryption.layer not in KEEPS_LAYOUT:
-            _record(ctx, FORGERY, "value", {}, oldkeys.UNSUPPORTED, f"the {database.encryption.layer} layer does not "
-                    f"keep the engine's layout, so an unencrypted twin does not tell where a value is: "
+            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {database.encryption.layer} layer does "
+                    f"not keep the engine's layout, so an unencrypted twin does not tell where a value is: "
                     f"{KEEPS_LAYOUT_NOT.get(database.encryption.layer, '')}", warmup)
             return
         self._at_rest(ctx)
         row = rows * 3 // 4
         old = data.value(ctx.seed, row)
-        found = _twin_offset(ctx, old)
-        if found is None:
-            _record(ctx, FORGERY, "value", {}, oldkeys.UNSUPPORTED, "an unencrypted database of this engine does not "
-                    "store the value verbatim (compressed), so its offset is not known", warmup)
-            return
+        twin = _twin_offsets(ctx, old)
         new = forgery.forged(old)
-        changes = [(found.offset, forgery.difference(old, new))]
-        if layout.plain_checksum is not None:  # the checksum's change XORed in beside the value's
-            changes.append(forgery.checksum_change(layout, layout.plain_checksum, found, new.encode()))
-        recomputed = layout.recompute is not None or layout.plain_checksum is not None
-        reading = _changed(ctx.database, layout, changes, _reader(ctx, {row: new}), recompute=True)
-        said = reading.said or ("its page checksum recomputed" if recomputed else "")
-        _record(ctx, FORGERY, "value", {"offset": float(found.offset), "row": float(row),
-                                        "checksum_recomputed": float(recomputed)},
-                forgery.classify(reading, database.encryption.authenticated), said, warmup)
-        _restored(ctx, _reader(ctx))
+        if twin.data is None:
+            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, "an unencrypted database of this engine does "
+                    "not store the value verbatim (compressed), so its offset is not known", warmup)
+        else:
+            reading, recomputed = _forged(ctx, layout, twin.data, old, new, _reader(ctx, {row: new}))
+            _record_forgery(ctx, DATA_FILE, twin.data, row, recomputed, reading, warmup)
+            _restored(ctx, _reader(ctx))
+        self._forged_backup(ctx, layout, twin, row, old, new, warmup)
+
+    def _forged_backup(self, ctx: RunContext, layout: PageLayout, twin: _Twin, row: int, old: str, new: str,
+                       warmup: bool) -> None:
+        """The same forgery in a physical backup of the trial's database, at the offset a backup
+        of the twin holds the value at, restored into a fresh database with the trial's key and
+        read back; the backup put back, its restore must read as written (the control that the
+        restore itself works)."""
+        copies = oldkeys.full_backups(ctx.database)
+        if copies is None or twin.backup is None:
+            _record(ctx, FORGERY, BACKUP, {}, oldkeys.UNSUPPORTED, twin.backup_missing, warmup)
+            return
+        relative, found = twin.backup
+        area = ctx.database.workspace / forgery.DIRECTORY
+        shutil.rmtree(area, ignore_errors=True)
+        area.mkdir(mode=0o711)  # a server's user passes through to its restore's workspace
+        try:
+            backup = _verbatim_backup(ctx.database, copies, area / "backup")
+            ctx.database.close()
+            file = copies.backup_contents(backup, area / "unpacked") / relative
+            copied = dataclasses.replace(layout, file=file)
+            changed = _restore_reader(ctx, backup, area, {row: new})
+            reading, recomputed = _forged(ctx, copied, found, old, new, changed)
+            _record_forgery(ctx, BACKUP, found, row, recomputed, reading, warmup)
+            _restored(ctx, _restore_reader(ctx, backup, area))
+        finally:
+            shutil.rmtree(area, ignore_errors=True)
+
+
+def _forged(ctx: RunContext, layout: PageLayout, found: forgery.Found, old: str, new: str,
+            read: Callable[[], str | None]) -> tuple[tamper.Reading, bool]:
+    """`old` turned into `new` at `found` in the layout's file (and the page's unkeyed checksum
+    with it, where the layout knows how), `read` run, the pages put back: what it read, and
+    whether a checksum was recomputed."""
+    changes = [(found.offset, forgery.difference(old, new))]
+    if layout.plain_checksum is not None:  # the checksum's change XORed in beside the value's
+        changes.append(forgery.checksum_change(layout, layout.plain_checksum, found, new.encode()))
+    recomputed = layout.recompute is not None or layout.plain_checksum is not None
+    return _changed(ctx.database, layout, changes, read, recompute=True), recomputed
+
+
+def _record_forgery(ctx: RunContext, step: str, found: forgery.Found, row: int, recomputed: bool,
+                    reading: tamper.Reading, warmup: bool) -> None:
+    said = reading.said or ("its page checksum recomputed" if recomputed else "")
+    _record(ctx, FORGERY, step, {"offset": float(found.offset), "row": float(row),
+                                 "checksum_recomputed": float(recomputed)},
+            forgery.classify(reading, ctx.database.encryption.authenticated), said, warmup)
+
+
+def _compared(conn: Connection, ctx: RunContext, changed: dict[int, str] | None) -> str | None:
+    """None when the rows read as written (with the `changed` rows' new values); forgery.UNLANDED
+    when they read as first written though a change was expected; else what differs."""
+    rows = int(ctx.scale)
+    differs = data.differences(conn, rows, ctx.seed, changed)
+    if differs is not None and changed and data.differences(conn, rows, ctx.seed) is None:
+        return forgery.UNLANDED
+    return differs
 
 
 def _reader(ctx: RunContext, changed: dict[int, str] | None = None) -> Callable[[], str | None]:
-    """Open the trial's database and read every row: None when they read as written (with the
-    `changed` rows' new values); forgery.UNLANDED when they read as first written though a change
-    was expected; else what differs. The database is closed again after."""
-    database, rows = ctx.database, int(ctx.scale)
+    """Open the trial's database and read every row (`_compared`); the database is closed again after."""
+    database = ctx.database
 
     def read() -> str | None:
         conn = database.connect()
         try:
-            differs = data.differences(conn, rows, ctx.seed, changed)
-            if differs is not None and changed and data.differences(conn, rows, ctx.seed) is None:
-                return forgery.UNLANDED
-            return differs
+            return _compared(conn, ctx, changed)
         finally:
             conn.close()
             database.close()
 
     return read
+
+
+def _restore_reader(ctx: RunContext, backup: Backup, area: Path,
+                    changed: dict[int, str] | None = None) -> Callable[[], str | None]:
+    """Restore `backup` into a fresh database with the trial's encryption and key (in `area`,
+    removed after) and read every row (`_compared`); a refused restore raises, as a refused read does."""
+    assert ctx.scratch_database is not None
+    make = ctx.scratch_database
+
+    def read() -> str | None:
+        workspace = area / "restored"
+        restored = make(workspace, ctx.database.encryption, ctx.database.key)
+        try:
+            backups(restored, "restore").restore(backup)
+            conn = restored.connect()
+            try:
+                return _compared(conn, ctx, changed)
+            finally:
+                conn.close()
+        finally:
+            restored.close()
+            shutil.rmtree(workspace, ignore_errors=True)
+
+    return read
+
+
+def _verbatim_backup(database: Database, copies: Backups, target: Path) -> Backup:
+    """A physical full backup, taken while a connection that has the engine store values as
+    written (`store_verbatim`, as the load did) is open: DuckDB's copy writes its blocks anew and
+    would compress them otherwise."""
+    conn = database.connect()
+    try:
+        database.store_verbatim(conn)
+        return copies.backup(copies.backup_method(BACKUP_FULL), target)
+    finally:
+        conn.close()
 
 
 def _changed(database: Database, layout: PageLayout, changes: list[tuple[int, bytes]],
@@ -221,24 +306,44 @@ def _restored(ctx: RunContext, read: Callable[[], str | None]) -> None:
         raise WrongAnswer(f"strength: the database no longer reads as written once its bytes are restored: {problem}")
 
 
-def _twin_offset(ctx: RunContext, value: str) -> forgery.Found | None:
-    """Where an unencrypted database of the trial's engine, loaded with the same rows, holds
-    `value`, and its plaintext around it."""
+@dataclass(frozen=True)
+class _Twin:
+    """Where the unencrypted twin holds the value: in its file holding the table (`data`), and in
+    a physical backup of it (`backup`: the file, relative to the backup's contents, and where);
+    None where it is not there verbatim, `backup_missing` saying why."""
+
+    data: forgery.Found | None
+    backup: tuple[Path, forgery.Found] | None
+    backup_missing: str = ""
+
+
+def _twin_offsets(ctx: RunContext, value: str) -> _Twin:
+    """An unencrypted database of the trial's engine, loaded with the same rows and backed up as
+    the trial will be: where it holds `value`, and its plaintext around it."""
     assert ctx.scratch_database is not None
     area = ctx.database.workspace / forgery.DIRECTORY
     shutil.rmtree(area, ignore_errors=True)
-    twin: Database = ctx.scratch_database(area, NONE, None)
+    twin: Database = ctx.scratch_database(area / "twin", NONE, None)
     try:
-        area.mkdir(mode=0o700)
+        area.mkdir(mode=0o711)  # a server's user passes through to the twin's workspace
+        twin.workspace.mkdir(mode=0o700)
         twin.create()
         conn = twin.connect()
         try:
             data.load(twin, conn, ctx.data_dir, int(ctx.scale), ctx.seed)
         finally:
             conn.close()
+        twin.close()  # at rest once, as the trial is before its backup: its pages written (InnoDB: out of its redo log)
+        copies = oldkeys.full_backups(twin)
+        backup = None if copies is None else _verbatim_backup(twin, copies, area / "backup")
         layout = twin.page_layout(data.ROWS_TABLE)
         twin.close()
-        return None if layout is None else forgery.offset_of(layout.file, value)
+        found = None if layout is None else forgery.offset_of(layout.file, value)
+        if copies is None or backup is None:
+            return _Twin(found, None, "the engine has no physical backup")
+        in_backup = forgery.offset_in(copies.backup_contents(backup, area / "unpacked"), value)
+        return _Twin(found, in_backup, "" if in_backup else "an unencrypted backup of this engine does not store "
+                     "the value verbatim in one file (compressed), so its offset is not known")
     finally:
         twin.close()
         shutil.rmtree(area, ignore_errors=True)
