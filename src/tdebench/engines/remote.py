@@ -268,6 +268,8 @@ class RemoteEngine(Engine):
     schemes: ClassVar[tuple[str, ...]] = ()
     default_port: ClassVar[int] = 0
     example_database: ClassVar[str] = "bench"
+    # whether the plan may name the key its encrypted tables use (`RemoteTarget.key_id`)
+    takes_key_id: ClassVar[bool] = False
     key_derivation = "the server holds its keys; a connection derives none that tdebench could give it raw"
 
     def __init__(self, memory_mb: int | None = None, remote: RemoteTarget | None = None) -> None:

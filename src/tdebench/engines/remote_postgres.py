@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines import pgcrypto
+from tdebench.engines import pgcrypto, postgresql
 from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Encryption
 from tdebench.engines.postgres import ColumnLayer, copy_from_parquet
 from tdebench.engines.remote import RemoteDatabase, RemoteEngine
@@ -73,8 +73,8 @@ class RemotePostgresDatabase(ColumnLayer, RemoteDatabase):
         if self._column_layer:
             conn = self.engine.raw_connect(self.namespace)
             try:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto")
-                conn.execute(f"CREATE SCHEMA {pgcrypto.SCHEMA}")
+                for statement in pgcrypto.INSTALL:
+                    conn.execute(statement)
             finally:
                 conn.close()
 
@@ -145,8 +145,8 @@ def _fetch(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 
 class RemotePostgresEngine(RemoteEngine):
     name = "postgres"
-    schemes = ("postgres", "postgresql")
-    default_port = 5432
+    schemes = postgresql.SCHEMES
+    default_port = postgresql.DEFAULT_PORT
     dialect = "postgres"
     driver = "psycopg"
     extra = "postgres"

@@ -127,8 +127,8 @@ class RemoteSQLServerDatabase(RemoteDatabase):
 
 class RemoteSQLServerEngine(RemoteEngine):
     name = "sqlserver"
-    schemes = ("mssql", "sqlserver")
-    default_port = 1433
+    schemes = sqlserver.SCHEMES
+    default_port = sqlserver.DEFAULT_PORT
     dialect = "tsql"
     driver = "pymssql"
     extra = "sqlserver"

@@ -1,4 +1,4 @@
-"""What tdebench knows of SQL Server's TDE, written once for the engine by url
+"""What tdebench knows of SQL Server and its TDE, written once for the engine by url
 (engines/remote_sqlserver.py) and the script kit (kit/targets.py).
 
 As Microsoft documents it: in `master` a database master key (created only if `master` has
@@ -10,6 +10,8 @@ CERTIFICATE`, then `ALTER DATABASE … SET ENCRYPTION ON`, and the encryption sc
 
 from __future__ import annotations
 
+SCHEMES = ("mssql", "sqlserver")
+DEFAULT_PORT = 1433
 ALGORITHMS = {"aes-128": "AES_128", "aes-192": "AES_192", "aes-256": "AES_256", "3des-168": "TRIPLE_DES_3KEY"}
 """tdebench's encryption names -> TDE's algorithm words."""
 ENCRYPTED = 3

@@ -45,7 +45,7 @@ _CLIENT = {
         "secrets": "Put the login in an option file of mode 0600 (`[client]` with `user=` and `password=`) and "
                    "name it with `--defaults-extra-file`, or let the client prompt (`-p` without a value); never "
                    "`-pPASSWORD` on the command line. No script holds a secret: the encrypted setup needs a keyring "
-                   "component or plugin configured on the server (`CREATE DATABASE … DEFAULT ENCRYPTION = 'Y'` "
+                   "component or plugin configured on the server (`CREATE DATABASE … DEFAULT ENCRYPTION='Y'` "
                    "fails without one).",
         "by_hand": "mysql ... -vvv --unbuffered --local-infile=1 --force < sf0.01/none/05-power.sql "
                    "> logs/sf0.01/none/r1/05-power.log 2>&1",
