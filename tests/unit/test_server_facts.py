@@ -59,3 +59,12 @@ def test_the_kit_and_the_bulk_loader_send_one_load_data_statement() -> None:
     assert targets.MYSQL.load_table("nation", ["n_nationkey", "n_name"], "sf0.01") == [targets.Sql(statement)]
     assert statement.startswith("LOAD DATA LOCAL INFILE 'data/sf0.01/nation.csv' INTO TABLE nation ")
     assert mysql.load_data_statement("/tmp/it's", "t", ["a"]).startswith("LOAD DATA LOCAL INFILE '/tmp/it\\'s'")
+
+
+def test_the_kit_readme_warns_of_sql_server_s_tempdb_from_its_module_and_no_other_engine_s() -> None:
+    from tdebench.kit import readme
+
+    notes = {name: readme._order_note(target) for name, target in targets.TARGETS.items()}
+    assert notes["sqlserver"] == (f" {sqlserver.TEMPDB}: a `none` trial after an encrypted one shares that cost "
+                                  "unless you restart the instance.")
+    assert "tempdb" in sqlserver.TEMPDB and notes["oracle"] == notes["mysql"] == ""

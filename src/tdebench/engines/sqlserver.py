@@ -20,6 +20,10 @@ WAIT_S = 24 * 3600
 """How long the encryption scan is awaited: a database is encrypted before it is loaded, so this
 is a bound for a busy server, not an estimate."""
 
+TEMPDB = ("SQL Server encrypts tempdb as soon as one database uses TDE and keeps it so until the instance "
+          "restarts")
+"""Why a database without TDE is not measured alone on a server where another database has it."""
+
 HAS_MASTER_KEY = "SELECT 1 FROM sys.symmetric_keys WHERE name = '##MS_DatabaseMasterKey##'"
 STATE = ("SELECT encryption_state, key_algorithm, key_length FROM sys.dm_database_encryption_keys "
          "WHERE database_id = DB_ID(?)")

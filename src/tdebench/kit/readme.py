@@ -123,10 +123,10 @@ def _streams(plan: KitPlan) -> str:
 
 
 def _order_note(target: Target) -> str:
-    if target.name == "sqlserver":
-        return (" SQL Server encrypts tempdb as soon as one database uses TDE and keeps it so until the instance "
-                "restarts: a `none` trial after an encrypted one shares that cost unless you restart the instance.")
-    return ""
+    if not target.encrypts_server_wide:
+        return ""
+    return (f" {target.encrypts_server_wide}: a `none` trial after an encrypted one shares that cost unless you "
+            "restart the instance.")
 
 
 def run_script(target: Target, plan: KitPlan, trials: list[KitTrial]) -> str:

@@ -60,6 +60,8 @@ class Target:
     stop_on_error: Callable[[bool], list[Item]]  # True: stop the script at an error; False: go on
     timing_on: list[Item]
     preamble: list[Item] = field(default_factory=list)  # the client's settings, first in every script
+    # what the engine's encryption of one database encrypts for every other until a restart
+    encrypts_server_wide: str = ""
 
     def encryption_names(self) -> tuple[str, ...]:
         return ("none", *self.encryptions)
@@ -135,6 +137,7 @@ SQLSERVER = Target(
     flush=["CHECKPOINT"],
     stop_on_error=lambda stop: [Directive(":on error exit" if stop else ":on error ignore")],
     timing_on=[Sql("SET NOCOUNT OFF"), Sql("SET STATISTICS TIME ON")],
+    encrypts_server_wide=sqlserver.TEMPDB,
 )
 
 # -- Oracle --------------------------------------------------------------------------------
