@@ -44,7 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -209,6 +209,18 @@ class ColumnLayer(Database):
     def _cipher(self) -> pgcrypto.ColumnCipher:
         return pgcrypto.column_cipher(self.encryption)
 
+    def _install_layer(self, connect: Callable[[], Any]) -> None:
+        """With the column layer, what it needs in the new database (`pgcrypto.INSTALL`), on a
+        driver connection of its own (`connect()`), closed afterwards."""
+        if not self._column_layer:
+            return
+        conn = connect()
+        try:
+            for statement in pgcrypto.INSTALL:
+                conn.execute(statement)
+        finally:
+            conn.close()
+
     def _session(self, raw: Any) -> PostgresConnection:
         """A psycopg connection as tdebench's session; the column layer's key set in it."""
         conn = PostgresConnection(raw, sealed=self._column_layer)
@@ -258,13 +270,7 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
 
     def create(self) -> None:
         self._init_cluster()
-        if self._column_layer:
-            conn = self._open()
-            try:
-                for statement in pgcrypto.INSTALL:
-                    conn.execute(statement)
-            finally:
-                conn.close()
+        self._install_layer(self._open)
 
     def _init_cluster(self) -> None:
         """A new, empty cluster in the workspace, with a password of its own, started: what

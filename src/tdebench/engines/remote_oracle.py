@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive)
@@ -33,7 +32,6 @@ from tdebench.engines.dbapi import DBAPIConnection, qmark_to_numeric
 from tdebench.engines.oracle import (ALGORITHMS, DEFAULT_PORT, ENCRYPTED_TABLESPACES, KEYSTORE, KEYSTORE_OPEN,
                                      SCHEMES, drop_tablespace, drop_user, tablespace_encryption)
 from tdebench.engines.remote import Password, RemoteDatabase, RemoteEngine, scrubbed
-from tdebench.keys import Secret
 
 _COVERS = ("tables and indexes in the tablespace", "their undo and redo records", "temporary segments")
 _NOTES = "tablespace encryption (TDE), keys from the open keystore"
@@ -129,6 +127,7 @@ class RemoteOracleEngine(RemoteEngine):
     driver = "oracledb"
     extra = "oracle"
     capabilities = Capabilities(embedded=False, concurrent_streams=True, remote=True)
+    database_class: ClassVar[type[Database]] = RemoteOracleDatabase
     memory_use = "not set: the server's own SGA"
     encryptions = (NONE, *(_encryption(name) for name in ALGORITHMS))
 
@@ -177,7 +176,3 @@ class RemoteOracleEngine(RemoteEngine):
             return Availability(False, f"the keystore of {self._target.label} is not open ({shown})",
                                 "ADMINISTER KEY MANAGEMENT SET KEYSTORE OPEN IDENTIFIED BY … (and a master key set)")
         return available
-
-    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
-        return RemoteOracleDatabase(workspace=workspace, encryption=encryption, key=key, target=self._target,
-                                    engine=self)
