@@ -468,7 +468,7 @@ def _remote(check: "Checker", table: dict[str, Any], here: bool = True) -> Remot
     if data_path and here and not Path(data_path).is_dir():
         raise check.error(f"data_path {data_path} is not a directory tdebench can read (where the {name} server's "
                           "data files are, scanned read-only for the at-rest verdict)", "data_path")
-    if "key_id" in table and name != "mariadb":
+    if "key_id" in table and not REMOTE_ENGINES[name].takes_key_id:
         raise check.error(f"key_id names the key of MariaDB's encrypted tables; {name} has none", "key_id")
     key_id = check.integer(table, "key_id", 1, 1, 2**32 - 1)
     return RemoteTarget(engine=name, url=url, user=user, host=host, port=port, database=database,

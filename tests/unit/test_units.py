@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from tdebench.report.units import MIB, change, interval, mib, ms, percent, times
+from tdebench.report.units import MIB, change, duration, interval, mib, ms, percent, ratio, signed_ms, times
 
 
 def test_a_multiple_has_two_significant_digits_below_one_one_decimal_below_ten_none_above() -> None:
@@ -27,3 +27,18 @@ def test_an_interval_cell_prints_each_bound_in_its_unit_and_a_missing_one_as_a_d
 
 def test_bytes_and_seconds_are_shown_in_mib_and_ms() -> None:
     assert (mib(13.73 * MIB), ms(0.0123), mib(None), ms(math.nan)) == ("13.73", "12.30", "–", "–")
+
+
+def test_a_compression_ratio_keeps_two_decimals_at_any_size() -> None:
+    assert [ratio(v) for v in (0.996, 1.0, 4.5, 12.345)] == ["1.00×", "1.00×", "4.50×", "12.35×"]
+    assert ratio(None) == ratio(math.nan) == "–"
+
+
+def test_a_difference_in_ms_is_signed_with_two_decimals_below_100_and_whole_above() -> None:
+    assert [signed_ms(v) for v in (0.123, -4.5, 99.994, 302.4, 1302.0)] == [
+        "+0.12", "-4.50", "+99.99", "+302", "+1,302"]
+    assert signed_ms(None) == signed_ms(math.nan) == "–"
+
+
+def test_a_duration_in_a_sentence_is_in_ms_below_a_second_and_in_s_above() -> None:
+    assert [duration(v) for v in (0.00123, 0.0456, 1.0, 3.44)] == ["1.2 ms", "46 ms", "1 s", "3.4 s"]

@@ -67,6 +67,8 @@ from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.page_checksums import innodb_full_crc32
+from tdebench.engines.mysql import (FILE_KEY_ALGORITHMS, MARIADB_CATALOG, MARIADB_SWITCHES, MARIADB_TIMEOUT,
+                                    connect_options, load_data_statement, rotating, tablespace_encrypted)
 from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess, chown_tree, free_port, new_password,
                                      private_dir, run_tool, start_on_free_port, user_ids, workspace_problem,
                                      write_private)
@@ -76,7 +78,6 @@ from tdebench.runstate import new_dir
 USER = "mysql"  # the Debian package's system user: every server tdebench starts runs as it
 DEFAULT_MEMORY_MB = 256
 SCHEMA = "tdebench"
-_ALGORITHMS = {"CBC": "AES_CBC", "CTR": "AES_CTR"}
 _COVERS = ("tables", "undo log", "redo log", "InnoDB temporary tables", "temp files")
 _PAGE_BYTES = 16 * 1024  # innodb_page_size, left at its default: InnoDB encrypts page by page
 _NOTES = ("InnoDB tablespaces incl. system tablespace (undo, doublewrite), redo log, InnoDB temporary "
@@ -84,7 +85,7 @@ _NOTES = ("InnoDB tablespaces incl. system tablespace (undo, doublewrite), redo 
           "DISTINCT, window), which MariaDB 10.11 writes in plaintext although encrypt_tmp_disk_tables "
           "is on (bench/mariadb_temp_tables.py); binlog is off (encrypt_binlog=ON would cover it); the "
           "Aria log holds no user data and is not encrypted")
-_TIMEOUT_ERROR = 1969  # ER_STATEMENT_TIMEOUT: "max_statement_time exceeded"
+_TIMEOUT_ERROR = MARIADB_TIMEOUT.error
 _PRIVATE = 0o077  # the umask of every tool tdebench runs for MariaDB: what it writes is 0600 / 0700
 _SOCKET_MAX = 100  # sun_path holds 108 bytes; long workspace paths put the socket elsewhere
 _SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin"])
@@ -108,23 +109,11 @@ def load_data_local(conn: Connection, staging: Path, table: str, columns: Sequen
     assert isinstance(conn, MariaDBConnection), "LOAD DATA LOCAL needs a MariaDB connection"
     try:
         written = parquet_to_csv(parquet, columns, staging, delimiter="|")
-        path = str(staging).replace("\\", "\\\\").replace("'", "\\'")
-        loaded = conn.load(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table} CHARACTER SET utf8mb4 "
-                           "FIELDS TERMINATED BY '|' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' "
-                           f"LINES TERMINATED BY '\\n' ({', '.join(columns)})")
+        loaded = conn.load(load_data_statement(str(staging), table, columns))
     finally:
         staging.unlink(missing_ok=True)
     if loaded != written:
         raise RuntimeError(f"loaded {loaded} of {written} rows into {table}")
-
-
-def connect_options() -> dict[str, Any]:
-    """What every PyMySQL connection tdebench opens to a MariaDB or MySQL server asks for: LOAD
-    DATA LOCAL (the bulk loader), autocommit, utf8mb4, and several statements in one packet
-    (`MariaDBConnection.execute_batch`; only tdebench's own statements are ever sent)."""
-    from pymysql.constants import CLIENT
-
-    return {"local_infile": True, "autocommit": True, "charset": "utf8mb4", "client_flag": CLIENT.MULTI_STATEMENTS}
 
 
 @raises_conflicts
@@ -170,7 +159,7 @@ class MariaDBConnection:
         if seconds is not None and seconds <= 0:
             raise ValueError("a timeout must be positive")
         self._seconds = seconds
-        self.execute(f"SET SESSION max_statement_time = {seconds or 0:.6f}")
+        self.execute(MARIADB_TIMEOUT.statement(seconds))
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """One transaction per batch; PyMySQL sends an INSERT's rows as multi-row statements."""
@@ -392,7 +381,7 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
             options.update({
                 "plugin-load-add": "file_key_management",
                 "file_key_management_filename": str(self.key_file),
-                "file_key_management_encryption_algorithm": _ALGORITHMS[self.encryption.mode],
+                "file_key_management_encryption_algorithm": FILE_KEY_ALGORITHMS[self.encryption.mode],
                 "innodb_encrypt_tables": "FORCE",  # refuses ENCRYPTED=NO tables
                 "innodb_encrypt_log": "ON",
                 "innodb_encrypt_temporary_tables": "ON",
@@ -441,7 +430,7 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
             if off:
                 problems.append("off: " + ", ".join(off))
             raise EncryptionNotActive("mariadb: " + "; ".join(problems))
-        return f"{summary}; {', '.join(switches)} on ({_ALGORITHMS[self.encryption.mode]})"
+        return f"{summary}; {', '.join(switches)} on ({FILE_KEY_ALGORITHMS[self.encryption.mode]})"
 
     @staticmethod
     def _tablespaces(conn: Any) -> tuple[int, int, int, list[str]]:
@@ -460,24 +449,20 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
             for space, name in cursor.fetchall():
                 names[space] = "innodb_system" if space == 0 else names.get(space, name)
             cursor.execute("SELECT SPACE, ENCRYPTION_SCHEME, MIN_KEY_VERSION, ROTATING_OR_FLUSHING, "
-                           "KEY_ROTATION_PAGE_NUMBER FROM information_schema.INNODB_TABLESPACES_ENCRYPTION")
+                           f"KEY_ROTATION_PAGE_NUMBER FROM information_schema.{MARIADB_CATALOG}")
             state = {row[0]: row[1:] for row in cursor.fetchall()}
         names.setdefault(0, "innodb_system")
         plain = [name for space, name in sorted(names.items())
-                 if not (space in state and state[space][0] == 1 and (state[space][1] or 0) > 0)]
-        rotating = sum(1 for space in names
-                       if space in state and (state[space][2] or state[space][3] is not None))
-        return len(names), len(names) - len(plain), rotating, plain
+                 if not (space in state and tablespace_encrypted(*state[space][:2]))]
+        busy = sum(1 for space in names if space in state and rotating(*state[space][2:]))
+        return len(names), len(names) - len(plain), busy, plain
 
     @staticmethod
     def _switches(conn: Any) -> dict[str, str]:
-        names = ("innodb_encrypt_log", "innodb_encrypt_temporary_tables", "encrypt_tmp_files",
-                 "encrypt_tmp_disk_tables")
         with conn.cursor() as cursor:
-            cursor.execute("SELECT " + ", ".join(f"@@{n}" for n in names))
+            cursor.execute("SELECT " + ", ".join(f"@@{n}" for n in MARIADB_SWITCHES))
             values = cursor.fetchone()
-        labels = ("redo log", "temporary tables", "temp files", "temp disk tables")
-        return {label: str(value) for label, value in zip(labels, values, strict=True)}
+        return {label: str(value) for label, value in zip(MARIADB_SWITCHES.values(), values, strict=True)}
 
     def files(self) -> list[Path]:
         """Data directory (tablespaces, redo log, Aria files, ibtmp1) and tmpdir; not the

@@ -31,6 +31,9 @@ from tdebench.engines.base import Connection, Encryption, EncryptionNotActive
 
 SCHEMA = "tdebench_sealed"
 KEY_SETTING = "tdebench.key"
+INSTALL = ("CREATE EXTENSION IF NOT EXISTS pgcrypto", f"CREATE SCHEMA {SCHEMA}")
+"""What a database needs before a table is sealed: pgcrypto (IF NOT EXISTS: a database made from
+a template1 that has it, as a server's DBA may have set up, has it already) and the sealed schema."""
 _KEY = f"current_setting('{KEY_SETTING}')"
 
 

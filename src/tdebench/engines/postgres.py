@@ -44,7 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -59,6 +59,7 @@ from tdebench.engines import pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.pg_pipeline import Pipeline
+from tdebench.engines.postgresql import DEFAULT_PORT
 from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess, chown_tree, run_tool, unreachable_by,
                                      user_ids, workspace_problem)
 from tdebench.keys import KEY_BYTES, Secret
@@ -66,8 +67,6 @@ from tdebench.keys import KEY_BYTES, Secret
 USER = "postgres"  # the Debian package's system user, owner of every cluster tdebench makes
 DEFAULT_MEMORY_MB = 256
 _INSTALL = "apt-get install -y postgresql postgresql-contrib"
-# Only names the socket file: the server opens no TCP port, and its socket directory is its own.
-_PORT = 5432
 _SOCKET_DIR = "sock"  # in the workspace, beside the data directory
 # The whole of pg_hba.conf: the superuser tdebench connects as, over the private socket, with
 # the cluster's password; `replication` for pg_basebackup. No TCP, no other role, no `trust`.
@@ -214,6 +213,18 @@ class ColumnLayer(Database):
     def _cipher(self) -> pgcrypto.ColumnCipher:
         return pgcrypto.column_cipher(self.encryption)
 
+    def _install_layer(self, connect: Callable[[], Any]) -> None:
+        """With the column layer, what it needs in the new database (`pgcrypto.INSTALL`), on a
+        driver connection of its own (`connect()`), closed afterwards."""
+        if not self._column_layer:
+            return
+        conn = connect()
+        try:
+            for statement in pgcrypto.INSTALL:
+                conn.execute(statement)
+        finally:
+            conn.close()
+
     def _session(self, raw: Any) -> PostgresConnection:
         """A psycopg connection as tdebench's session; the column layer's key set in it."""
         conn = PostgresConnection(raw, sealed=self._column_layer)
@@ -263,13 +274,7 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
 
     def create(self) -> None:
         self._init_cluster()
-        if self._column_layer:
-            conn = self._open()
-            try:
-                conn.execute("CREATE EXTENSION pgcrypto")
-                conn.execute(f"CREATE SCHEMA {pgcrypto.SCHEMA}")
-            finally:
-                conn.close()
+        self._install_layer(self._open)
 
     def _init_cluster(self) -> None:
         """A new, empty cluster in the workspace, with a password of its own, started: what
@@ -321,7 +326,7 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
                     "unix_socket_directories": os.path.relpath(self.socket_dir, self.data_dir),
                     "unix_socket_permissions": "0700",
                     "shared_buffers": f"{self.memory_mb}MB", **_LOG_SETTINGS}
-        return [str(self.bin / "postgres"), "-D", str(self.data_dir), "-p", str(_PORT),
+        return [str(self.bin / "postgres"), "-D", str(self.data_dir), "-p", str(DEFAULT_PORT),
                 *(arg for name, value in settings.items() for arg in ("-c", f"{name}={value}"))]
 
     @property
@@ -337,7 +342,7 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
 
         assert self._password is not None
         try:
-            return psycopg.connect(host=self._host, port=_PORT, user=USER, password=self._password.hex(),
+            return psycopg.connect(host=self._host, port=DEFAULT_PORT, user=USER, password=self._password.hex(),
                                    dbname="postgres", autocommit=True, connect_timeout=connect_timeout)
         except psycopg.Error as exc:
             raise ServerError(f"postgres: could not connect through {self.socket_dir}: "
@@ -352,7 +357,7 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
         completion, as the server's user: through the private socket, whose directory's
         descriptor it inherits, with the password in its own environment only."""
         assert self._password is not None and self._socket_fd is not None
-        run_backup_tool([str(self.bin / tool), "-h", self._host, "-p", str(_PORT), "-U", USER, *args], log,
+        run_backup_tool([str(self.bin / tool), "-h", self._host, "-p", str(DEFAULT_PORT), "-U", USER, *args], log,
                         run_as=USER, env={**_ENV, "PGPASSWORD": self._password.hex()}, pass_fds=[self._socket_fd])
 
     def connect(self) -> Connection:
@@ -408,8 +413,8 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
             raise NotSupported("encrypt-existing", f"postgres has no native {self.encryption.name}")
         conn = self.connect()
         try:
-            conn.execute("CREATE EXTENSION pgcrypto")
-            conn.execute(f"CREATE SCHEMA {pgcrypto.SCHEMA}")
+            for statement in pgcrypto.INSTALL:
+                conn.execute(statement)
             for table in sensitive:
                 pgcrypto.seal(conn, self._cipher, table.table, table.columns, table.key, existing=True)
             conn.execute("ANALYZE")

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, unquote, urlsplit
 
-from tdebench.engines.base import Availability, Database, Engine
+from tdebench.engines.base import Availability, Database, Encryption, Engine
+from tdebench.keys import Secret
 
 T = TypeVar("T")
 PREFIX = "tdebench_"
@@ -268,6 +269,10 @@ class RemoteEngine(Engine):
     schemes: ClassVar[tuple[str, ...]] = ()
     default_port: ClassVar[int] = 0
     example_database: ClassVar[str] = "bench"
+    # whether the plan may name the key its encrypted tables use (`RemoteTarget.key_id`)
+    takes_key_id: ClassVar[bool] = False
+    # one trial's namespace: a RemoteDatabase subclass that reaches the server through its `engine`
+    database_class: ClassVar[type[Any]]
     key_derivation = "the server holds its keys; a connection derives none that tdebench could give it raw"
 
     def __init__(self, memory_mb: int | None = None, remote: RemoteTarget | None = None) -> None:
@@ -286,6 +291,12 @@ class RemoteEngine(Engine):
 
     def cache_mb(self) -> int:
         return 0  # the server's own setting, which tdebench does not read: not known
+
+    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
+        """One trial's namespace on the server (created by its `create()`), of `database_class`."""
+        database: Database = self.database_class(workspace=workspace, encryption=encryption, key=key,
+                                                 target=self._target, engine=self)
+        return database
 
     def availability(self) -> Availability:
         """The driver installed, the password there, and the server answering with it."""

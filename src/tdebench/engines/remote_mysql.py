@@ -35,7 +35,9 @@ from typing import Any, ClassVar
 
 from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Encryption, \
     EncryptionNotActive, Statement
-from tdebench.engines.mariadb import MariaDBConnection, connect_options, load_data_local
+from tdebench.engines import mysql
+from tdebench.engines.mariadb import MariaDBConnection, load_data_local
+from tdebench.engines.mysql import Timeout, connect_options
 from tdebench.engines.remote import RemoteDatabase, RemoteEngine, RemoteError
 from tdebench.keys import Secret
 
@@ -65,7 +67,7 @@ class RemoteMySQLConnection(MariaDBConnection):
     """A PyMySQL connection to the trial's database whose CREATE TABLEs carry the encryption's
     table options (`with_table_options`)."""
 
-    def __init__(self, conn: Any, table_options: str, timeout: "_Timeout") -> None:
+    def __init__(self, conn: Any, table_options: str, timeout: Timeout) -> None:
         super().__init__(conn)
         self._options = table_options
         self._timeout = timeout
@@ -82,20 +84,6 @@ class RemoteMySQLConnection(MariaDBConnection):
             raise ValueError("a timeout must be positive")
         self._seconds = seconds
         self.execute(self._timeout.statement(seconds))
-
-
-@dataclass(frozen=True)
-class _Timeout:
-    """How a flavour stops a long statement: MariaDB's `max_statement_time` (seconds, every
-    statement), MySQL's `max_execution_time` (milliseconds, SELECTs only)."""
-
-    variable: str
-    milliseconds: bool
-    error: int  # the error number of a statement it stopped
-
-    def statement(self, seconds: float | None) -> str:
-        value = 0 if seconds is None else (max(1, round(seconds * 1000)) if self.milliseconds else seconds)
-        return f"SET SESSION {self.variable} = {value}"
 
 
 @dataclass
@@ -203,8 +191,8 @@ class RemoteMySQLEngine(RemoteEngine):
     """MySQL 8.0/8.4 by URL (see the module)."""
 
     name = "mysql"
-    schemes: ClassVar[tuple[str, ...]] = ("mysql",)
-    default_port = 3306
+    schemes: ClassVar[tuple[str, ...]] = mysql.MYSQL_SCHEMES
+    default_port = mysql.DEFAULT_PORT
     dialect = "mysql"
     driver = "pymysql"
     extra = "mysql"
@@ -212,13 +200,14 @@ class RemoteMySQLEngine(RemoteEngine):
     memory_use = "not set: the server's own innodb_buffer_pool_size"
     encryptions = (
         NONE,
-        Encryption("tde", "AES", 256, "CBC", "native", ("tables (file-per-table tablespaces)",),
-                   "InnoDB tablespace encryption (ENCRYPTION='Y'), keys from the server's keyring; redo and undo "
-                   "logs only where the server encrypts them (innodb_redo_log_encrypt, innodb_undo_log_encrypt)",
-                   16 * 1024),
+        *(Encryption(name, "AES", 256, "CBC", "native", ("tables (file-per-table tablespaces)",),
+                     "InnoDB tablespace encryption (ENCRYPTION='Y'), keys from the server's keyring; redo and undo "
+                     "logs only where the server encrypts them (innodb_redo_log_encrypt, innodb_undo_log_encrypt)",
+                     16 * 1024) for name in mysql.MYSQL_ENCRYPTIONS),
     )
-    timeout: ClassVar[_Timeout] = _Timeout("max_execution_time", True, 3024)
-    confirmed_by: ClassVar[str] = "information_schema.INNODB_TABLESPACES.ENCRYPTION = 'Y'"
+    timeout: ClassVar[Timeout] = mysql.MYSQL_TIMEOUT
+    confirmed_by: ClassVar[str] = (f"information_schema.{mysql.MYSQL_CATALOG}.ENCRYPTION = "
+                                   f"'{mysql.mysql_encryption(True)}'")
 
     def raw_connect(self, database: str | None, timeout: int = 10) -> Any:
         import pymysql
@@ -261,7 +250,7 @@ class RemoteMySQLEngine(RemoteEngine):
 
     # -- the flavour's SQL: MySQL here, MariaDB below ------------------------------------------
 
-    catalog_table: ClassVar[str] = "INNODB_TABLESPACES"
+    catalog_table: ClassVar[str] = mysql.MYSQL_CATALOG
     key_plugins: ClassVar[str] = "keyring component or plugin"
     key_fix: ClassVar[str] = ("load a keyring component (e.g. component_keyring_file, with its manifest) and restart "
                               "the server; see MySQL's 'Keyring Components'")
@@ -278,23 +267,20 @@ class RemoteMySQLEngine(RemoteEngine):
         return [str(name) for (name,) in rows]
 
     def database_options(self, encryption: Encryption) -> str:
-        return f" DEFAULT ENCRYPTION='{'N' if encryption.is_baseline else 'Y'}'"
+        return mysql.mysql_database_options(not encryption.is_baseline)
 
     def table_options(self, encryption: Encryption, key_id: int) -> str:
-        return f"ENCRYPTION='{'N' if encryption.is_baseline else 'Y'}'"
+        return mysql.mysql_table_options(not encryption.is_baseline)
 
     @staticmethod
     def encrypted_tables(query: Any, namespace: str, key_id: int) -> set[str]:
-        rows = query("SELECT NAME, ENCRYPTION FROM information_schema.INNODB_TABLESPACES WHERE NAME LIKE %s",
+        rows = query(f"SELECT NAME, ENCRYPTION FROM information_schema.{mysql.MYSQL_CATALOG} WHERE NAME LIKE %s",
                      (_like_prefix(namespace),))
-        return {str(name).split("/", 1)[1] for name, flag in rows if str(flag) == "Y"}
+        return {str(name).split("/", 1)[1] for name, flag in rows if str(flag) == mysql.mysql_encryption(True)}
 
     @staticmethod
     def switches(query: Any) -> str:
-        (values,) = query("SELECT @@default_table_encryption, @@innodb_redo_log_encrypt, @@innodb_undo_log_encrypt",
-                          ())
-        names = ("default_table_encryption", "innodb_redo_log_encrypt", "innodb_undo_log_encrypt")
-        return ", ".join(f"{name}={value}" for name, value in zip(names, values, strict=True))
+        return _switches(query, ("default_table_encryption", *mysql.MYSQL_LOG_SWITCHES.values()))
 
     @staticmethod
     def statement_times(query: Any) -> dict[str, float]:
@@ -320,7 +306,7 @@ class RemoteMariaDBEngine(RemoteMySQLEngine):
     """MariaDB by URL: its own table options and catalog (see the module)."""
 
     name = "mariadb"
-    schemes = ("mariadb", "mysql")
+    schemes = mysql.MARIADB_SCHEMES
     extra = "mysql"
     encryptions = (
         NONE,
@@ -330,9 +316,10 @@ class RemoteMariaDBEngine(RemoteMySQLEngine):
                    "file_key_management_encryption_algorithm); redo log, temporary files and binlog only where "
                    "the server encrypts them", 16 * 1024),
     )
-    timeout: ClassVar[_Timeout] = _Timeout("max_statement_time", False, 1969)
-    confirmed_by: ClassVar[str] = "information_schema.INNODB_TABLESPACES_ENCRYPTION"
-    catalog_table: ClassVar[str] = "INNODB_TABLESPACES_ENCRYPTION"
+    timeout: ClassVar[Timeout] = mysql.MARIADB_TIMEOUT
+    takes_key_id = True
+    confirmed_by: ClassVar[str] = f"information_schema.{mysql.MARIADB_CATALOG}"
+    catalog_table: ClassVar[str] = mysql.MARIADB_CATALOG
     key_plugins: ClassVar[str] = "key management plugin (file_key_management, hashicorp_key_management, …)"
     key_fix: ClassVar[str] = ("load one in the server's configuration, e.g. plugin_load_add = file_key_management "
                               "with file_key_management_filename, and restart it")
@@ -346,23 +333,26 @@ class RemoteMariaDBEngine(RemoteMySQLEngine):
         return ""
 
     def table_options(self, encryption: Encryption, key_id: int) -> str:
-        return "ENCRYPTED=NO" if encryption.is_baseline else f"ENCRYPTED=YES ENCRYPTION_KEY_ID={key_id}"
+        return mysql.mariadb_table_options(None if encryption.is_baseline else key_id)
 
     @staticmethod
     def encrypted_tables(query: Any, namespace: str, key_id: int) -> set[str]:
         """Tables encrypted with `key_id` whose encryption is complete (no page left to rotate)."""
-        rows = query("SELECT NAME, ENCRYPTION_SCHEME, CURRENT_KEY_ID, MIN_KEY_VERSION, ROTATING_OR_FLUSHING "
-                     "FROM information_schema.INNODB_TABLESPACES_ENCRYPTION WHERE NAME LIKE %s",
+        rows = query("SELECT NAME, ENCRYPTION_SCHEME, CURRENT_KEY_ID, MIN_KEY_VERSION, ROTATING_OR_FLUSHING, "
+                     f"KEY_ROTATION_PAGE_NUMBER FROM information_schema.{mysql.MARIADB_CATALOG} WHERE NAME LIKE %s",
                      (_like_prefix(namespace),))
-        return {str(name).split("/", 1)[1] for name, scheme, key, version, rotating in rows
-                if scheme == 1 and key == key_id and (version or 0) > 0 and not rotating}
+        return {str(name).split("/", 1)[1] for name, scheme, key, version, flag, page in rows
+                if mysql.tablespace_encrypted(scheme, version) and key == key_id and not mysql.rotating(flag, page)}
 
     @staticmethod
     def switches(query: Any) -> str:
-        names = ("innodb_encrypt_log", "innodb_encrypt_temporary_tables", "encrypt_tmp_files",
-                 "encrypt_tmp_disk_tables", "encrypt_binlog")
-        (values,) = query("SELECT " + ", ".join(f"@@{name}" for name in names), ())
-        return ", ".join(f"{name}={value}" for name, value in zip(names, values, strict=True))
+        return _switches(query, (*mysql.MARIADB_SWITCHES, mysql.MARIADB_BINLOG_SWITCH))
+
+
+def _switches(query: Any, names: Sequence[str]) -> str:
+    """The server-wide switches `names` as `name=value`, comma separated."""
+    (values,) = query("SELECT " + ", ".join(f"@@{name}" for name in names), ())
+    return ", ".join(f"{name}={value}" for name, value in zip(names, values, strict=True))
 
 
 def _fetch(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:

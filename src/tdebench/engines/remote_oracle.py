@@ -2,8 +2,9 @@
 engines/remote.py), through python-oracledb's thin mode (no Oracle client libraries).
 
 Not tested against a live server (none can be installed here): the statements below follow
-Oracle's documentation of tablespace encryption and are exercised with a fake DB-API module
-in tests/unit/test_remote_engines.py.
+Oracle's documentation of tablespace encryption (engines/oracle.py, written once for this engine
+and the script kit) and are exercised with a fake DB-API module in
+tests/unit/test_remote_engines.py.
 
 Per trial tdebench creates a tablespace `TDEBENCH_<HEX>` — encrypted with `ENCRYPTION USING
 'AES128' | 'AES192' | 'AES256' | '3DES168' ENCRYPT` (Oracle's syntax from 12.2 on) for an
@@ -23,25 +24,16 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tdebench.engines import dialects
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive)
 from tdebench.engines.dbapi import DBAPIConnection, qmark_to_numeric
+from tdebench.engines.oracle import (ALGORITHMS, DEFAULT_PORT, ENCRYPTED_TABLESPACES, KEYSTORE, KEYSTORE_OPEN,
+                                     SCHEMES, drop_tablespace, drop_user, tablespace_encryption)
 from tdebench.engines.remote import Password, RemoteDatabase, RemoteEngine, scrubbed
-from tdebench.keys import Secret
 
-ALGORITHMS = {"aes-128": "AES128", "aes-192": "AES192", "aes-256": "AES256", "3des-168": "3DES168"}
-ENCRYPTED_TABLESPACES = "v$encrypted_tablespaces e JOIN v$tablespace t ON t.ts# = e.ts# AND t.con_id = e.con_id"
-"""Each encrypted tablespace (`t.name`) with its algorithm and status (`e.encryptionalg`,
-`e.status`): what this engine and the script kit (kit/targets.py) confirm the encryption from."""
-
-
-def tablespace_encryption(encryption: str) -> str:
-    """The clause that encrypts a new tablespace (Oracle 12.2 on); "" for the baseline ("none")."""
-    return f" ENCRYPTION USING '{ALGORITHMS[encryption]}' ENCRYPT" if encryption in ALGORITHMS else ""
 _COVERS = ("tables and indexes in the tablespace", "their undo and redo records", "temporary segments")
 _NOTES = "tablespace encryption (TDE), keys from the open keystore"
 _SYSSTAT = {"CPU used by this session": ("cpu_s", 0.01), "physical read bytes": ("read_bytes", 1.0),
@@ -77,8 +69,8 @@ class RemoteOracleDatabase(RemoteDatabase):
                               f"CREATE SEQUENCE TO {self.schema}")
 
     def _drop_namespace(self) -> None:
-        self.engine.statement(f"DROP USER {self.schema} CASCADE", missing_ok=True)
-        self.engine.statement(f"DROP TABLESPACE {self.schema} INCLUDING CONTENTS AND DATAFILES", missing_ok=True)
+        self.engine.statement(drop_user(self.schema), missing_ok=True)
+        self.engine.statement(drop_tablespace(self.schema), missing_ok=True)
 
     def connect(self) -> Connection:
         with scrubbed(self.target, self._password):
@@ -129,13 +121,14 @@ with the session's format, by default 'DD-MON-RR …', which refuses them."""
 
 class RemoteOracleEngine(RemoteEngine):
     name = "oracle"
-    schemes = ("oracle",)
-    default_port = 1521
+    schemes = SCHEMES
+    default_port = DEFAULT_PORT
     example_database = "FREEPDB1"  # the service of Oracle Database Free
     dialect = "oracle"
     driver = "oracledb"
     extra = "oracle"
     capabilities = Capabilities(embedded=False, concurrent_streams=True, remote=True)
+    database_class: ClassVar[type[Database]] = RemoteOracleDatabase
     memory_use = "not set: the server's own SGA"
     encryptions = (NONE, *(_encryption(name) for name in ALGORITHMS))
 
@@ -178,13 +171,9 @@ class RemoteOracleEngine(RemoteEngine):
         available = self.availability()
         if not available.usable or encryption.is_baseline or self.target is None:
             return available
-        status = [str(row[0]) for row in self.rows("SELECT status FROM v$encryption_wallet")]
-        if "OPEN" not in status:
+        status = [str(row[0]) for row in self.rows(f"SELECT status FROM {KEYSTORE}")]
+        if KEYSTORE_OPEN not in status:
             shown = ", ".join(status) or "none"
             return Availability(False, f"the keystore of {self._target.label} is not open ({shown})",
                                 "ADMINISTER KEY MANAGEMENT SET KEYSTORE OPEN IDENTIFIED BY … (and a master key set)")
         return available
-
-    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
-        return RemoteOracleDatabase(workspace=workspace, encryption=encryption, key=key, target=self._target,
-                                    engine=self)

@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines import pgcrypto
+from tdebench.engines import pgcrypto, postgresql
 from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Encryption
 from tdebench.engines.postgres import ColumnLayer, copy_from_parquet
 from tdebench.engines.remote import RemoteDatabase, RemoteEngine
-from tdebench.keys import Secret
 
 _FOREIGN = """
 SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'S' THEN 'sequence'
@@ -70,13 +69,7 @@ class RemotePostgresDatabase(ColumnLayer, RemoteDatabase):
             conn.execute(f"CREATE DATABASE {self.namespace}")
         finally:
             conn.close()
-        if self._column_layer:
-            conn = self.engine.raw_connect(self.namespace)
-            try:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto")
-                conn.execute(f"CREATE SCHEMA {pgcrypto.SCHEMA}")
-            finally:
-                conn.close()
+        self._install_layer(lambda: self.engine.raw_connect(self.namespace))
 
     def _drop_namespace(self) -> None:
         self.close()
@@ -145,12 +138,13 @@ def _fetch(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 
 class RemotePostgresEngine(RemoteEngine):
     name = "postgres"
-    schemes = ("postgres", "postgresql")
-    default_port = 5432
+    schemes = postgresql.SCHEMES
+    default_port = postgresql.DEFAULT_PORT
     dialect = "postgres"
     driver = "psycopg"
     extra = "postgres"
     capabilities = Capabilities(embedded=False, concurrent_streams=True, remote=True)
+    database_class: ClassVar[type[Database]] = RemotePostgresDatabase
     memory_use = "not set: the server's own shared_buffers"
     encryptions = (NONE, *pgcrypto.COLUMN_ENCRYPTIONS)
 
@@ -179,7 +173,3 @@ class RemotePostgresEngine(RemoteEngine):
             return Availability(False, f"the server at {self._target.label} has no pgcrypto extension installed",
                                 "install the server's contrib package (Debian: postgresql-contrib)")
         return available
-
-    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
-        return RemotePostgresDatabase(workspace=workspace, encryption=encryption, key=key, target=self._target,
-                                      engine=self)

@@ -22,15 +22,13 @@ import math
 import secrets
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tdebench.engines import dialects, sqlserver
 from tdebench.engines.base import (NONE, Availability, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive)
 from tdebench.engines.dbapi import DBAPIConnection, qmark_to_format
 from tdebench.engines.remote import Password, RemoteDatabase, RemoteEngine, scrubbed
-from tdebench.keys import Secret
 
 _COVERS = ("data files", "log file", "tempdb", "backups")
 _NOTES = "TDE: the database encryption key, protected by a certificate in master; the encryption scan is awaited"
@@ -127,12 +125,13 @@ class RemoteSQLServerDatabase(RemoteDatabase):
 
 class RemoteSQLServerEngine(RemoteEngine):
     name = "sqlserver"
-    schemes = ("mssql", "sqlserver")
-    default_port = 1433
+    schemes = sqlserver.SCHEMES
+    default_port = sqlserver.DEFAULT_PORT
     dialect = "tsql"
     driver = "pymssql"
     extra = "sqlserver"
     capabilities = Capabilities(embedded=False, concurrent_streams=True, remote=True)
+    database_class: ClassVar[type[Database]] = RemoteSQLServerDatabase
     memory_use = "not set: the server's own max server memory"
     encryptions = (NONE, *(_encryption(name) for name in sqlserver.ALGORITHMS))
 
@@ -190,7 +189,3 @@ class RemoteSQLServerEngine(RemoteEngine):
             return Availability(False, f"SQL Server {edition} has no TDE", "use Developer, Standard (2019+) or "
                                 "Enterprise edition")
         return available
-
-    def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
-        return RemoteSQLServerDatabase(workspace=workspace, encryption=encryption, key=key, target=self._target,
-                                       engine=self)

@@ -1,4 +1,4 @@
-"""What tdebench knows of SQL Server's TDE, written once for the engine by url
+"""What tdebench knows of SQL Server and its TDE, written once for the engine by url
 (engines/remote_sqlserver.py) and the script kit (kit/targets.py).
 
 As Microsoft documents it: in `master` a database master key (created only if `master` has
@@ -10,6 +10,8 @@ CERTIFICATE`, then `ALTER DATABASE … SET ENCRYPTION ON`, and the encryption sc
 
 from __future__ import annotations
 
+SCHEMES = ("mssql", "sqlserver")
+DEFAULT_PORT = 1433
 ALGORITHMS = {"aes-128": "AES_128", "aes-192": "AES_192", "aes-256": "AES_256", "3des-168": "TRIPLE_DES_3KEY"}
 """tdebench's encryption names -> TDE's algorithm words."""
 ENCRYPTED = 3
@@ -17,6 +19,10 @@ ENCRYPTED = 3
 WAIT_S = 24 * 3600
 """How long the encryption scan is awaited: a database is encrypted before it is loaded, so this
 is a bound for a busy server, not an estimate."""
+
+TEMPDB = ("SQL Server encrypts tempdb as soon as one database uses TDE and keeps it so until the instance "
+          "restarts")
+"""Why a database without TDE is not measured alone on a server where another database has it."""
 
 HAS_MASTER_KEY = "SELECT 1 FROM sys.symmetric_keys WHERE name = '##MS_DatabaseMasterKey##'"
 STATE = ("SELECT encryption_state, key_algorithm, key_length FROM sys.dm_database_encryption_keys "

@@ -45,7 +45,7 @@ _CLIENT = {
         "secrets": "Put the login in an option file of mode 0600 (`[client]` with `user=` and `password=`) and "
                    "name it with `--defaults-extra-file`, or let the client prompt (`-p` without a value); never "
                    "`-pPASSWORD` on the command line. No script holds a secret: the encrypted setup needs a keyring "
-                   "component or plugin configured on the server (`CREATE DATABASE … DEFAULT ENCRYPTION = 'Y'` "
+                   "component or plugin configured on the server (`CREATE DATABASE … DEFAULT ENCRYPTION='Y'` "
                    "fails without one).",
         "by_hand": "mysql ... -vvv --unbuffered --local-infile=1 --force < sf0.01/none/05-power.sql "
                    "> logs/sf0.01/none/r1/05-power.log 2>&1",
@@ -123,10 +123,10 @@ def _streams(plan: KitPlan) -> str:
 
 
 def _order_note(target: Target) -> str:
-    if target.name == "sqlserver":
-        return (" SQL Server encrypts tempdb as soon as one database uses TDE and keeps it so until the instance "
-                "restarts: a `none` trial after an encrypted one shares that cost unless you restart the instance.")
-    return ""
+    if not target.encrypts_server_wide:
+        return ""
+    return (f" {target.encrypts_server_wide}: a `none` trial after an encrypted one shares that cost unless you "
+            "restart the instance.")
 
 
 def run_script(target: Target, plan: KitPlan, trials: list[KitTrial]) -> str:

@@ -3,8 +3,9 @@
 Each `Target` says, as data and small functions, how its engine turns encryption on (the
 engine's own SQL), bulk loads CSV, writes the canaries, marks each timed step in the console
 log and shows where its data files are; `scripts.py` writes them out, `logs.py` reads the
-logs back. SQL Server's TDE set-up is the engine by url's (engines/sqlserver.py). Secrets
-never appear in a script: SQL Server's master key password is the sqlcmd variable
+logs back. What each server's SQL is, as the engine by url has it too, comes from the server's
+module (engines/sqlserver.py, engines/oracle.py, engines/mysql.py). Secrets never appear in a
+script: SQL Server's master key password is the sqlcmd variable
 `$(MASTER_KEY_PASSWORD)` (sqlcmd takes it from the environment), Oracle's keystore must
 already be open, MySQL's keyring is configured on the server.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tdebench.engines import remote_oracle, sqlserver
+from tdebench.engines import mysql, oracle, sqlserver
 
 DATABASE = "tdebench_kit"
 """The database (SQL Server, MySQL) or schema and tablespace stem (Oracle) the kit creates and drops."""
@@ -59,6 +60,8 @@ class Target:
     stop_on_error: Callable[[bool], list[Item]]  # True: stop the script at an error; False: go on
     timing_on: list[Item]
     preamble: list[Item] = field(default_factory=list)  # the client's settings, first in every script
+    # what the engine's encryption of one database encrypts for every other until a restart
+    encrypts_server_wide: str = ""
 
     def encryption_names(self) -> tuple[str, ...]:
         return ("none", *self.encryptions)
@@ -134,6 +137,7 @@ SQLSERVER = Target(
     flush=["CHECKPOINT"],
     stop_on_error=lambda stop: [Directive(":on error exit" if stop else ":on error ignore")],
     timing_on=[Sql("SET NOCOUNT OFF"), Sql("SET STATISTICS TIME ON")],
+    encrypts_server_wide=sqlserver.TEMPDB,
 )
 
 # -- Oracle --------------------------------------------------------------------------------
@@ -143,13 +147,13 @@ _ORACLE_DIRECTORY = f"{DATABASE}_csv"
 
 
 def _oracle_setup(encryption: str) -> list[Item]:
-    encrypt = remote_oracle.tablespace_encryption(encryption)  # as the engine by url encrypts its tablespace
+    encrypt = oracle.tablespace_encryption(encryption)  # as the engine by url encrypts its tablespace
     items: list[Item] = []
     if encryption != "none":  # an encrypted tablespace needs the keystore open with a master key
         items.append(Sql(
             "DECLARE\n    keystore VARCHAR2(30);\nBEGIN\n"
-            "    SELECT MAX(status) INTO keystore FROM v$encryption_wallet;\n"
-            "    IF keystore IS NULL OR keystore <> 'OPEN' THEN\n"
+            f"    SELECT MAX(status) INTO keystore FROM {oracle.KEYSTORE};\n"
+            f"    IF keystore IS NULL OR keystore <> '{oracle.KEYSTORE_OPEN}' THEN\n"
             "        raise_application_error(-20001, 'the TDE keystore is not open (v$encryption_wallet.status '"
             " || NVL(keystore, 'none') || '): open it and set a master key first, see the README');\n"
             "    END IF;\nEND;"))
@@ -167,8 +171,7 @@ def _oracle_setup(encryption: str) -> list[Item]:
 
 
 def _oracle_teardown(encryption: str) -> list[Item]:
-    return [Sql(f"DROP USER {DATABASE} CASCADE"),
-            Sql(f"DROP TABLESPACE {_ORACLE_TABLESPACE} INCLUDING CONTENTS AND DATAFILES"),
+    return [Sql(oracle.drop_user(DATABASE)), Sql(oracle.drop_tablespace(_ORACLE_TABLESPACE)),
             Sql(f"DROP DIRECTORY {_ORACLE_DIRECTORY}")]
 
 
@@ -193,7 +196,7 @@ def _oracle_load(table: str, columns: Sequence[str], scale_name: str) -> list[It
 
 ORACLE = Target(
     name="oracle", dialect="oracle", tool="sqlplus",
-    encryptions=dict(remote_oracle.ALGORITHMS),
+    encryptions=dict(oracle.ALGORITHMS),
     setup=_oracle_setup, teardown=_oracle_teardown,
     use=lambda: [Sql(f"ALTER SESSION SET CURRENT_SCHEMA = {DATABASE}"),
                  Sql("ALTER SESSION SET NLS_DATE_FORMAT = 'YYYY-MM-DD'"),
@@ -201,7 +204,7 @@ ORACLE = Target(
     load_table=_oracle_load,
     marker=lambda text: Directive(f"PROMPT {text}"),
     files=[f"SELECT file_name FROM dba_data_files WHERE tablespace_name = UPPER('{_ORACLE_TABLESPACE}')",
-           f"SELECT t.name AS tablespace_name, e.encryptionalg, e.status FROM {remote_oracle.ENCRYPTED_TABLESPACES} "
+           f"SELECT t.name AS tablespace_name, e.encryptionalg, e.status FROM {oracle.ENCRYPTED_TABLESPACES} "
            f"WHERE t.name = UPPER('{_ORACLE_TABLESPACE}')"],
     flush=["ALTER SYSTEM CHECKPOINT"],
     stop_on_error=lambda stop: [Directive("WHENEVER SQLERROR EXIT FAILURE" if stop else "WHENEVER SQLERROR CONTINUE")],
@@ -219,39 +222,35 @@ _MYSQL_SETTINGS = f"{DATABASE}.{DATABASE}_settings"
 def _mysql_setup(encryption: str) -> list[Item]:
     if encryption == "none":  # plain MariaDB syntax too: the integration test runs it there
         return [Sql(f"CREATE DATABASE {DATABASE}")]
+    logs = mysql.MYSQL_LOG_SWITCHES
     return [
         # fails without a keyring component or plugin: InnoDB then has no master key
-        Sql(f"CREATE DATABASE {DATABASE} DEFAULT ENCRYPTION = 'Y'"),
+        Sql(f"CREATE DATABASE {DATABASE}{mysql.mysql_database_options(True)}"),
         # the redo and undo logs hold row data too; their settings are restored by the teardown
-        Sql(f"CREATE TABLE {_MYSQL_SETTINGS} ENCRYPTION = 'Y' AS SELECT @@GLOBAL.innodb_redo_log_encrypt AS redo, "
-            "@@GLOBAL.innodb_undo_log_encrypt AS undo"),
-        Sql("SET GLOBAL innodb_redo_log_encrypt = ON"),
-        Sql("SET GLOBAL innodb_undo_log_encrypt = ON"),
+        Sql(f"CREATE TABLE {_MYSQL_SETTINGS} {mysql.mysql_table_options(True)} AS SELECT "
+            + ", ".join(f"@@GLOBAL.{variable} AS {name}" for name, variable in logs.items())),
+        *(Sql(f"SET GLOBAL {variable} = ON") for variable in logs.values()),
     ]
 
 
 def _mysql_teardown(encryption: str) -> list[Item]:
     if encryption == "none":
         return [Sql(f"DROP DATABASE {DATABASE}")]
-    return [Sql(f"SET @tdebench_redo = (SELECT redo FROM {_MYSQL_SETTINGS})"),
-            Sql(f"SET @tdebench_undo = (SELECT undo FROM {_MYSQL_SETTINGS})"),
-            Sql("SET GLOBAL innodb_redo_log_encrypt = @tdebench_redo"),
-            Sql("SET GLOBAL innodb_undo_log_encrypt = @tdebench_undo"),
+    logs = mysql.MYSQL_LOG_SWITCHES
+    return [*(Sql(f"SET @tdebench_{name} = (SELECT {name} FROM {_MYSQL_SETTINGS})") for name in logs),
+            *(Sql(f"SET GLOBAL {variable} = @tdebench_{name}") for name, variable in logs.items()),
             Sql(f"DROP DATABASE {DATABASE}")]
 
 
 def _mysql_load(table: str, columns: Sequence[str], scale_name: str) -> list[Item]:
     # LOCAL: the client reads the file (relative to the directory it runs in, the kit's), so
     # the server needs local_infile = ON and the client --local-infile=1
-    return [Sql(f"LOAD DATA LOCAL INFILE '{data_dir(scale_name)}/{_csv_name(table)}' INTO TABLE {table} "
-                "CHARACTER SET utf8mb4 "
-                "FIELDS TERMINATED BY '|' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' "
-                f"LINES TERMINATED BY '\\n' ({', '.join(columns)})")]
+    return [Sql(mysql.load_data_statement(f"{data_dir(scale_name)}/{_csv_name(table)}", table, columns))]
 
 
 MYSQL = Target(
     name="mysql", dialect="mysql", tool="mysql",
-    encryptions={"tde": "Y"},  # as the engine by url names it
+    encryptions=dict(mysql.MYSQL_ENCRYPTIONS),  # the names a plan gives the engine by url too
     setup=_mysql_setup, teardown=_mysql_teardown,
     use=lambda: [Sql(f"USE {DATABASE}")],
     load_table=_mysql_load,

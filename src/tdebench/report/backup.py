@@ -21,7 +21,7 @@ from tdebench.report.declared import BACKUP
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
 from tdebench.report.sections import Content, block
 from tdebench.report.tables import Column, Table, num, text
-from tdebench.report.units import interval, mib, ms, percent, ratio_percent
+from tdebench.report.units import interval, mib, ms, percent, ratio, ratio_percent
 from tdebench.results import RunData
 
 WORKLOAD = BACKUP.name
@@ -61,13 +61,6 @@ def _answers(run: RunData) -> dict[tuple[Config, str], list[str | None]]:
             t = m.trial
             found[((t.engine, t.encryption, t.scale, m.test), m.step)].append(m.answer)
     return found
-
-
-
-
-def _ratio(value: float | None) -> str:
-    return "–" if value is None or math.isnan(value) else f"{value:.2f}×"
-
 
 
 def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
@@ -145,7 +138,7 @@ _PLAIN_COLUMNS = (
     Column("method", "method"), Column("kind", "kind"), Column("compressed", "compressed"), num("n", "n", text),
     num("backup_s", "backup (ms)", ms), num("backup_overhead_pct", "vs none", percent),
     num("backup_cpu_s", "CPU (ms)", ms), num("size_bytes", "size (MiB)", mib),
-    num("database_bytes", "database (MiB)", mib), num("ratio", "compression", _ratio),
+    num("database_bytes", "database (MiB)", mib), num("ratio", "compression", ratio),
     Column("artifact", "backup at rest"), num("restore_s", "restore (ms)", ms),
     num("restore_cpu_s", "restore CPU (ms)", ms), Column("restore", "restore checked"),
     Column("without_key", "restore with a wrong key"))
@@ -316,11 +309,11 @@ def _compression_sentences(rows: list[dict[str, Any]]) -> list[str]:
         if BASELINE not in by_encryption or len(by_encryption) < 2:
             continue
         baseline = by_encryption[BASELINE]
-        others = ", ".join(f"{_ratio(row['ratio'])} with {encryption}"
+        others = ", ".join(f"{ratio(row['ratio'])} with {encryption}"
                            for encryption, row in sorted(by_encryption.items()) if encryption != BASELINE)
         took = (f" Compressing took {baseline['compression_share_shown']} of its time without encryption."
                 if baseline["compression_share"] is not None and not math.isnan(baseline["compression_share"])
                 else "")
-        sentences.append(f"{engine} {method}: compression shrank the backup {_ratio(baseline['ratio'])} "
+        sentences.append(f"{engine} {method}: compression shrank the backup {ratio(baseline['ratio'])} "
                          f"without encryption, {others}.{took}")
     return sentences

@@ -17,7 +17,7 @@ from typing import Any
 from tdebench.report.records import (BASELINE, SummaryRecord, deterministic, engine_label, failed_trials, floors,
                                      scale_label)
 from tdebench.report.tables import Column, Table, config_columns, n_text, num, reading, uses_memory
-from tdebench.report.units import MS, interval, number, times
+from tdebench.report.units import MS, interval, number, signed_ms, times
 from tdebench.results import RunData
 
 OPEN_CELL = ("open", "connect", "elapsed_s")
@@ -78,15 +78,11 @@ def connection_table(run: RunData, records: list[SummaryRecord]) -> Table | None
     if len({(row["workload"], row["scale"]) for row in rows}) == 1:
         columns = columns[:-2]
     columns += (Column("key", "key"), num("open", "open (ms, median)"), num("ci", "95% CI (ms)", str),
-                num("extra", "extra per open (ms)", _extra), num("times", "× none", times),
+                num("extra", "extra per open (ms)", signed_ms), num("times", "× none", times),
                 num("times_ci", "95% CI", str), Column("reading", "reading"), num("n", "n", str))
     return Table("Per connection", columns, rows, note=NOTE,
                  intro=("What opening one connection costs, apart from every query: where the key is derived, "
                         "and what an application that opens a connection per request pays each time."))
-
-
-def _extra(value: Any) -> str:
-    return "–" if value is None else f"{value:+,.2f}" if abs(value) < 100 else f"{value:+,.0f}"
 
 
 def findings(run: RunData, records: list[SummaryRecord]) -> list[str]:
@@ -98,7 +94,7 @@ def findings(run: RunData, records: list[SummaryRecord]) -> list[str]:
         key = f", {row['key']} key" if row["key"] else ""
         where = (f"{engine_label(row['engine'], row['memory_mb'])} {row['encryption']} "
                  f"{row['workload']} {scale_label(row['workload'], row['scale'])}")
-        sentences.append(f"{where}{key}: opening a connection takes {_extra(row['extra'])} ms more than without "
+        sentences.append(f"{where}{key}: opening a connection takes {signed_ms(row['extra'])} ms more than without "
                          f"encryption ({number(row['open'])} ms, {times(row['times'])} none's); paid once per "
                          "connection, not per query (see “Per connection”).")
     return sorted(sentences)

@@ -22,7 +22,7 @@ from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks
                                      below_resolution, deterministic, engine_label, floors, headline_records,
                                      host_blocks, is_query, memory_order, resolution, scale_label, scale_text,
                                      step_order)
-from tdebench.report.units import change, display_unit, number, p_value, percent, ratio_percent
+from tdebench.report.units import change, display_unit, duration, number, p_value, percent, ratio_percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
 from tdebench.results import NOT_VERIFIED, TRANSIENT_CANARIES, Resumed, RunData, Stopping, TrialKey, Verdict
 
@@ -358,7 +358,7 @@ def faster_sentence(name: str, record: SummaryRecord, records: list[SummaryRecor
     steps = where_faster(record, records)
     if steps:
         text += " It arises in " + ", ".join(
-            f"{step.cell.step} {_change(step)} ({_seconds(saved)} less)" for step, saved in steps) + "."
+            f"{step.cell.step} {_change(step)} ({duration(saved)} less)" for step, saved in steps) + "."
     else:
         text += " No single step of the test is resolved as faster on its own: it is spread over them."
     engine = ENGINES.get(cell.engine)
@@ -373,10 +373,6 @@ def _change(record: SummaryRecord) -> str:
     compared = record.overhead
     assert compared is not None
     return change(compared.pct, compared.ci_low, compared.ci_high)
-
-
-def _seconds(value: float) -> str:
-    return f"{value * 1000:.2g} ms" if value < 1 else f"{value:.2g} s"
 
 
 def faster_sentences(records: list[SummaryRecord]) -> list[str]:

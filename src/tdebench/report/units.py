@@ -67,6 +67,25 @@ def times(value: float | None) -> str:
     return f"{value:.1f}×" if value < 10 else f"{value:,.0f}×"
 
 
+def ratio(value: float | None) -> str:
+    """A ratio as a multiple with two decimals whatever its size (a compression ratio: 4.50×),
+    where `times`' rounding would hide the difference between two methods."""
+    return DASH if value is None or math.isnan(value) else f"{value:.2f}×"
+
+
+def signed_ms(value: float | None) -> str:
+    """A difference in milliseconds, signed: two decimals below 100, whole above (+0.12, +1,302)."""
+    if value is None or math.isnan(value):
+        return DASH
+    return f"{value:+,.2f}" if abs(value) < 100 else f"{value:+,.0f}"
+
+
+def duration(seconds: float) -> str:
+    """A span of time in a sentence, two significant digits in ms below a second, else in s
+    (12 ms, 3.4 s)."""
+    return f"{seconds * 1000:.2g} ms" if seconds < 1 else f"{seconds:.2g} s"
+
+
 def interval(low: float | None, high: float | None, fmt: Callable[[Any], str] = number) -> str:
     """A confidence interval as a table cell, each bound in its unit: [+1.2%, +5.0%]."""
     return DASH if low is None or math.isnan(low) else f"[{fmt(low)}, {fmt(high)}]"
