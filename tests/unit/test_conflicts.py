@@ -19,7 +19,8 @@ from tdebench.engines.dbapi import DBAPIConnection, qmark_to_format
 from tdebench.engines.duckdb import DuckDBConnection
 from tdebench.engines.mariadb import MariaDBConnection
 from tdebench.engines.postgres import PostgresConnection
-from tdebench.engines.remote_mysql import RemoteMySQLConnection, _Timeout
+from tdebench.engines.mysql import MARIADB_TIMEOUT
+from tdebench.engines.remote_mysql import RemoteMySQLConnection
 from tdebench.engines.sqlite import SQLiteConnection
 
 
@@ -72,7 +73,7 @@ def _assert_conflict(raised: BaseException, kind: str, original: type[BaseExcept
 
 def _mysql_connections(error: Exception) -> list[Any]:
     return [MariaDBConnection(RaisingDriver(error)),
-            RemoteMySQLConnection(RaisingDriver(error), "", _Timeout("max_statement_time", False, 1969))]
+            RemoteMySQLConnection(RaisingDriver(error), "", MARIADB_TIMEOUT)]
 
 
 def test_duckdb_write_conflict_is_a_conflict() -> None:
