@@ -28,6 +28,16 @@ def tablespace_encryption(encryption: str) -> str:
     return f" ENCRYPTION USING '{ALGORITHMS[encryption]}' ENCRYPT" if encryption in ALGORITHMS else ""
 
 
+def create_tablespace(name: str, encryption: str, datafile: str = "") -> str:
+    """The tablespace `name`, encrypted with `encryption` (`tablespace_encryption`): one data file
+    of 100 MB that grows by 100 MB as a load needs (without NEXT it would grow a block at a time,
+    Oracle's default for AUTOEXTEND ON); `datafile` its path on the server, or "" for a name
+    Oracle Managed Files chooses (DB_CREATE_FILE_DEST)."""
+    path = f" '{datafile}'" if datafile else ""
+    return (f"CREATE TABLESPACE {name} DATAFILE{path} SIZE 100M AUTOEXTEND ON NEXT 100M MAXSIZE UNLIMITED"
+            f"{tablespace_encryption(encryption)}")
+
+
 def drop_user(name: str) -> str:
     """The user (schema) `name` and everything it owns."""
     return f"DROP USER {name} CASCADE"

@@ -31,7 +31,7 @@ from tdebench.engines.base import (NONE, Availability, Capabilities, Connection,
                                    EncryptionNotActive)
 from tdebench.engines.dbapi import DBAPIConnection, qmark_to_numeric
 from tdebench.engines.oracle import (ALGORITHMS, DEFAULT_PORT, ENCRYPTED_TABLESPACES, KEYSTORE, KEYSTORE_OPEN,
-                                     SCHEMES, drop_tablespace, drop_user, tablespace_encryption)
+                                     SCHEMES, create_tablespace, drop_tablespace, drop_user)
 from tdebench.engines.remote import Password, RemoteDatabase, RemoteEngine, scrubbed
 
 _COVERS = ("tables and indexes in the tablespace", "their undo and redo records", "temporary segments")
@@ -59,8 +59,7 @@ class RemoteOracleDatabase(RemoteDatabase):
         return self.namespace.upper()
 
     def _create_namespace(self) -> None:
-        encrypt = tablespace_encryption(self.encryption.name)
-        self.engine.statement(f"CREATE TABLESPACE {self.schema} DATAFILE SIZE 100M AUTOEXTEND ON{encrypt}")
+        self.engine.statement(create_tablespace(self.schema, self.encryption.name))
         # an Oracle password is an identifier, not a bind value; it is tdebench's own, random per trial
         self.engine.statement(f"CREATE USER {self.schema} IDENTIFIED BY \"{self._password.value()}\" "
                               f"DEFAULT TABLESPACE {self.schema} QUOTA UNLIMITED ON {self.schema}",

@@ -147,7 +147,6 @@ _ORACLE_DIRECTORY = f"{DATABASE}_csv"
 
 
 def _oracle_setup(encryption: str) -> list[Item]:
-    encrypt = oracle.tablespace_encryption(encryption)  # as the engine by url encrypts its tablespace
     items: list[Item] = []
     if encryption != "none":  # an encrypted tablespace needs the keystore open with a master key
         items.append(Sql(
@@ -159,8 +158,7 @@ def _oracle_setup(encryption: str) -> list[Item]:
             "    END IF;\nEND;"))
     return items + [
         # &TDEBENCH_DATAFILE: the data file's path on the server (DEFINE it, see the README)
-        Sql(f"CREATE TABLESPACE {_ORACLE_TABLESPACE} DATAFILE '&TDEBENCH_DATAFILE' SIZE 100M "
-            f"AUTOEXTEND ON NEXT 100M MAXSIZE UNLIMITED{encrypt}"),
+        Sql(oracle.create_tablespace(_ORACLE_TABLESPACE, encryption, datafile="&TDEBENCH_DATAFILE")),
         # a schema-only account (no password, no login): the scripts work in it through
         # CURRENT_SCHEMA, and everything it owns goes to its default tablespace, indexes too
         Sql(f"CREATE USER {DATABASE} NO AUTHENTICATION DEFAULT TABLESPACE {_ORACLE_TABLESPACE} "
