@@ -21,19 +21,7 @@ from tdebench.store import read_run
 from runs import faulted_run, mounts_under, one_trial_plan, users_of
 from workspaces import server_reachable_dir
 
-KILLED_PLAN = '''name = "killed"
-repetitions = 1
-warmups = 0
-
-[[engines]]
-name = "postgres"
-encryptions = ["fs-aes-256-gcm"]
-
-[[workloads]]
-name = "tpch"
-scale = 0.01
-tests = ["power"]
-'''
+KILLED_PLAN = one_trial_plan("postgres", "fs-aes-256-gcm")  # one trial: a server under the gocryptfs layer
 
 
 def test_a_work_dir_the_postgres_user_cannot_enter_is_refused_before_the_run(tmp_path: Path) -> None:
