@@ -20,7 +20,7 @@ from tdebench.store import read_run
 pytestmark = pytest.mark.serial  # its runs time opens: alone, not beside another test (scripts/test.sh)
 
 PLAN = '''name = "opens"
-repetitions = 2
+repetitions = 4
 warmups = 0
 seed = 3
 order = "lockstep"

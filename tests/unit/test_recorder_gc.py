@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 
 import pytest
 
 from fake_clock import FakeClock
-from tdebench.measure.recorder import GcPause, Recorder
+from tdebench.measure.recorder import GC_PAUSE, GcPause, Recorder
 from tdebench.results import TrialKey
 
 
@@ -29,6 +30,12 @@ def recorder(**kwargs) -> Recorder:
 
 @pytest.fixture(autouse=True)
 def collector_on():
+    # a statement another test left running would keep the pause held, and the gc.enable()
+    # below would then let collections into this test's statements: name its thread
+    deadline = time.monotonic() + 10
+    while GC_PAUSE.held and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not GC_PAUSE.held, [t.name for t in threading.enumerate()]
     was = gc.isenabled()
     gc.enable()
     yield
@@ -44,14 +51,17 @@ def test_timed_statement_runs_with_the_collector_paused_and_resumes_it() -> None
 
 def test_no_collection_runs_inside_a_timed_statement() -> None:
     collections: list[str] = []
+    here = threading.get_ident()
 
     def note(phase: str, info: dict) -> None:
-        collections.append(phase)
+        if threading.get_ident() == here:  # another thread's explicit gc.collect() is not this statement's
+            collections.append(phase)
 
     def allocate_cycles() -> int:
         for _ in range(50_000):  # far past the collector's threshold
             a: list = []
             a.append(a)
+        assert not gc.isenabled()
         return len(collections)
 
     gc.callbacks.append(note)

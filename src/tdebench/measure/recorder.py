@@ -54,6 +54,11 @@ class GcPause:
                 if self._running == 0 and self._resume:
                     gc.enable()
 
+    @property
+    def held(self) -> bool:
+        """Whether a statement (of any thread) has the collector paused now."""
+        return self._running > 0
+
 
 GC_PAUSE = GcPause()  # one per process: the collector is process-wide
 
