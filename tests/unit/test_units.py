@@ -42,3 +42,7 @@ def test_a_difference_in_ms_is_signed_with_two_decimals_below_100_and_whole_abov
 
 def test_a_duration_in_a_sentence_is_in_ms_below_a_second_and_in_s_above() -> None:
     assert [duration(v) for v in (0.00123, 0.0456, 1.0, 3.44)] == ["1.2 ms", "46 ms", "1 s", "3.4 s"]
+
+
+def test_a_duration_of_three_digits_or_more_is_whole_never_in_exponent_notation() -> None:
+    assert [duration(v) for v in (0.523, 0.996, 123.4, 1234.5)] == ["520 ms", "1,000 ms", "120 s", "1,200 s"]

@@ -82,8 +82,16 @@ def signed_ms(value: float | None) -> str:
 
 def duration(seconds: float) -> str:
     """A span of time in a sentence, two significant digits in ms below a second, else in s
-    (12 ms, 3.4 s)."""
-    return f"{seconds * 1000:.2g} ms" if seconds < 1 else f"{seconds:.2g} s"
+    (12 ms, 520 ms, 3.4 s, 1,200 s), never in exponent notation."""
+    return f"{_two_digits(seconds * 1000)} ms" if seconds < 1 else f"{_two_digits(seconds)} s"
+
+
+def _two_digits(value: float) -> str:
+    """Two significant digits, whole numbers from 10 up (523 is 520, not 5.2e+02)."""
+    if abs(value) < 10:
+        return f"{value:.2g}"
+    digits = math.floor(math.log10(abs(value))) + 1
+    return f"{round(value, 2 - digits):,.0f}"
 
 
 def interval(low: float | None, high: float | None, fmt: Callable[[Any], str] = number) -> str:
