@@ -18,6 +18,7 @@ where `track_io_timing` is on), which a backend reports at most once a second fr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,8 @@ from tdebench.engines import pgcrypto, postgresql
 from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Encryption
 from tdebench.engines.postgres import ColumnLayer, copy_from_parquet
 from tdebench.engines.remote import RemoteDatabase, RemoteEngine
+
+DROP_RETRY_S = 10.0  # how long a drop refused by an autovacuum worker in the trial's database is tried again
 
 _FOREIGN = """
 SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'S' THEN 'sequence'
@@ -72,12 +75,24 @@ class RemotePostgresDatabase(ColumnLayer, RemoteDatabase):
         self._install_layer(lambda: self.engine.raw_connect(self.namespace))
 
     def _drop_namespace(self) -> None:
+        """DROP DATABASE … WITH (FORCE) ends the trial's own sessions; an autovacuum worker that
+        happens to be in the database can only be ended by a superuser, and the drop then fails
+        with insufficient privilege: the worker is gone within moments, so try again a while."""
+        import psycopg
+
         self.close()
-        conn = self.engine.raw_connect(self.target.database)
-        try:
-            conn.execute(f"DROP DATABASE IF EXISTS {self.namespace} WITH (FORCE)")
-        finally:
-            conn.close()
+        deadline = time.monotonic() + DROP_RETRY_S
+        while True:
+            conn = self.engine.raw_connect(self.target.database)
+            try:
+                conn.execute(f"DROP DATABASE IF EXISTS {self.namespace} WITH (FORCE)")
+                return
+            except psycopg.errors.InsufficientPrivilege:
+                if time.monotonic() >= deadline:
+                    raise
+            finally:
+                conn.close()
+            time.sleep(0.2)
 
     def connect(self) -> Connection:
         """A session in the trial's database; the column layer's key is set here (timed as `open`)."""
