@@ -53,7 +53,9 @@ def test_a_lockstep_groups_trials_share_one_sampler_each_with_its_own_engines_me
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         with Sampler(store, mine, interval_s=0.05, beside=[(server, lambda: [psutil.Process(child.pid)])]):
-            time.sleep(0.4)
+            deadline = time.monotonic() + 20  # 3 looks take 0.15 s on an idle machine, far longer on a loaded one
+            while len(read_run(tmp_path).samples) < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)
     finally:
         child.kill()
         child.wait()
