@@ -35,6 +35,7 @@ def key_for(encryption: str) -> Secret | None:
 
 
 ENCRYPTED = [case for case in CASES if case[1] != "none"]
+BASELINES = [(name, "none") for name in ENGINES]
 ROWS = 1000
 
 
@@ -50,7 +51,7 @@ def provisioned(case: tuple[str, str], tmp_path: Path):
 @pytest.fixture(scope="module")
 def written(request: pytest.FixtureRequest) -> Iterator[tuple[str, Database]]:
     """The engine's name and a database of the case (`indirect` parametrization), holding the
-    canary table and a table `t` of ROWS rows, closed: one per case for the three tests below,
+    canary table and a table `t` of ROWS rows, closed: one per case for the tests below,
     each of which reopens it and leaves it closed (provisioning a server or a mount is most of a
     case's time; each test adds only tables of names of its own)."""
     with server_reachable_dir() as path:
@@ -128,11 +129,11 @@ def test_engine_describes_itself(engine_name: str) -> None:
         engine.encryption("rot13")
 
 
-@pytest.mark.parametrize("engine_name", list(ENGINES))
-def test_statement_timeout_stops_a_long_query(engine_name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("written", BASELINES, ids=list(ENGINES), indirect=True)
+def test_statement_timeout_stops_a_long_query(written) -> None:
     from tdebench.engines.base import QueryTimeout
 
-    db = provisioned((engine_name, "none"), tmp_path)
+    _, db = written
     conn = db.connect()
     try:
         conn.set_timeout(0.3)
@@ -148,13 +149,12 @@ def test_statement_timeout_stops_a_long_query(engine_name: str, tmp_path: Path) 
         db.close()
 
 
-@pytest.mark.parametrize("engine_name", list(ENGINES))
-def test_a_batch_gives_each_statements_rows_and_a_failure_in_it_is_rolled_back_whole(engine_name: str,
-                                                                                   tmp_path: Path) -> None:
+@pytest.mark.parametrize("written", BASELINES, ids=list(ENGINES), indirect=True)
+def test_a_batch_gives_each_statements_rows_and_a_failure_in_it_is_rolled_back_whole(written) -> None:
     """`Connection.execute_batch` (a server sends the statements together): each statement's
     rows in order, as `execute` gives them, `?` inside quotes left as text; in a transaction, a statement that fails
     raises, and the ROLLBACK that follows leaves nothing of the batch, as oltp's retries need."""
-    db = provisioned((engine_name, "none"), tmp_path)
+    _, db = written
     conn = db.connect()
     try:
         conn.execute("CREATE TABLE b (id INTEGER PRIMARY KEY, n INTEGER)")
