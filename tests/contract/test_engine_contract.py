@@ -7,15 +7,19 @@ the same promises as the others.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tdebench import verify
 from tdebench.engines import ENGINES, get_engine
+from tdebench.engines.base import Database
 from tdebench.keys import Secret
 from tdebench.results import TrialKey
 from tdebench.workloads.base import read_canaries, write_canaries
+
+from workspaces import server_reachable_dir
 
 COLUMN_HERE = ("column-aes-256", "column-3des")
 """The column layer's ciphers the contract runs: the others differ from these only in pgcrypto's
@@ -31,6 +35,8 @@ def key_for(encryption: str) -> Secret | None:
 
 
 ENCRYPTED = [case for case in CASES if case[1] != "none"]
+BASELINES = [(name, "none") for name in ENGINES]
+ROWS = 1000
 
 
 def provisioned(case: tuple[str, str], tmp_path: Path):
@@ -42,37 +48,40 @@ def provisioned(case: tuple[str, str], tmp_path: Path):
     return db
 
 
-@pytest.fixture(params=CASES, ids=[f"{e}-{c}" for e, c in CASES])
-def database(request, tmp_path: Path):
-    db = provisioned(request.param, tmp_path)
-    yield db
-    db.close()
+@pytest.fixture(scope="module")
+def written(request: pytest.FixtureRequest) -> Iterator[tuple[str, Database]]:
+    """The engine's name and a database of the case (`indirect` parametrization), holding the
+    canary table and a table `t` of ROWS rows, closed: one per case for the tests below,
+    each of which reopens it and leaves it closed (provisioning a server or a mount is most of a
+    case's time; each test adds only tables of names of its own)."""
+    with server_reachable_dir() as path:
+        db = provisioned(request.param, path)
+        try:
+            conn = db.connect()
+            write_canaries(db, conn, [CANARY], [MARKER])
+            conn.execute("CREATE TABLE t (id INTEGER, s VARCHAR(40))")
+            conn.executemany("INSERT INTO t (id, s) VALUES (?, ?)", [(i, f"row {i}") for i in range(ROWS)])
+            conn.close()
+            db.close()
+            yield request.param[0], db
+        finally:
+            db.close()
 
 
-@pytest.fixture(params=ENCRYPTED, ids=[f"{e}-{c}" for e, c in ENCRYPTED])
-def encrypted_database(request, tmp_path: Path):
-    db = provisioned(request.param, tmp_path)
-    yield db
-    db.close()
-
-
-def test_round_trip_files_size_and_at_rest_scan(database) -> None:
-    conn = database.connect()
-    write_canaries(database, conn, [CANARY], [MARKER])
-    conn.execute("CREATE TABLE t (id INTEGER, s VARCHAR(40))")
-    conn.executemany("INSERT INTO t (id, s) VALUES (?, ?)", [(i, f"row {i}") for i in range(1000)])
-    assert conn.execute("SELECT count(*) FROM t") == [(1000,)]
-    conn.close()
-    database.close()
-
+@pytest.mark.parametrize("written", CASES, ids=[f"{e}-{c}" for e, c in CASES], indirect=True)
+def test_round_trip_files_size_and_at_rest_scan(written) -> None:
+    _, database = written
     files = database.files()
     assert files and all(p.is_file() for p in files)
     assert database.size_bytes() == sum(p.stat().st_size for p in files) > 0
 
     reopened = database.connect()
-    assert read_canaries(reopened) == {CANARY}
-    reopened.close()
-    database.close()
+    try:
+        assert read_canaries(reopened) == {CANARY}
+        assert reopened.execute("SELECT count(*) FROM t") == [(ROWS,)]
+    finally:
+        reopened.close()
+        database.close()
 
     scans = verify.scan([database.workspace], [CANARY], database.workspace, database.plaintext_signature(),
                         markers=[MARKER])
@@ -86,22 +95,25 @@ def test_round_trip_files_size_and_at_rest_scan(database) -> None:
     assert bool(verdict.exposed) == column_layer
 
 
-def test_wrong_key_cannot_open_and_error_does_not_leak_the_key(encrypted_database) -> None:
-    database = encrypted_database
-    conn = database.connect()
-    write_canaries(database, conn, [CANARY], [MARKER])
-    conn.close()
-    database.close()
+@pytest.mark.parametrize("written", ENCRYPTED, ids=[f"{e}-{c}" for e, c in ENCRYPTED], indirect=True)
+def test_wrong_key_cannot_open_and_error_does_not_leak_the_key(written) -> None:
+    _, database = written
     right_key = database.key
     database.key = Secret(os.urandom(32))
-    with pytest.raises(Exception) as info:
-        bad = database.connect()
-        read_canaries(bad)
-    assert right_key.hex() not in str(info.value) and database.key.hex() not in str(info.value)
-    database.key = right_key
+    try:
+        with pytest.raises(Exception) as info:
+            bad = database.connect()
+            read_canaries(bad)
+        assert right_key.hex() not in str(info.value) and database.key.hex() not in str(info.value)
+    finally:
+        database.close()
+        database.key = right_key
     good = database.connect()
-    assert read_canaries(good) == {CANARY}
-    good.close()
+    try:
+        assert read_canaries(good) == {CANARY}
+    finally:
+        good.close()
+        database.close()
 
 
 @pytest.mark.parametrize("engine_name", list(ENGINES))
@@ -117,11 +129,11 @@ def test_engine_describes_itself(engine_name: str) -> None:
         engine.encryption("rot13")
 
 
-@pytest.mark.parametrize("engine_name", list(ENGINES))
-def test_statement_timeout_stops_a_long_query(engine_name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("written", BASELINES, ids=list(ENGINES), indirect=True)
+def test_statement_timeout_stops_a_long_query(written) -> None:
     from tdebench.engines.base import QueryTimeout
 
-    db = provisioned((engine_name, "none"), tmp_path)
+    _, db = written
     conn = db.connect()
     try:
         conn.set_timeout(0.3)
@@ -137,13 +149,12 @@ def test_statement_timeout_stops_a_long_query(engine_name: str, tmp_path: Path) 
         db.close()
 
 
-@pytest.mark.parametrize("engine_name", list(ENGINES))
-def test_a_batch_gives_each_statements_rows_and_a_failure_in_it_is_rolled_back_whole(engine_name: str,
-                                                                                   tmp_path: Path) -> None:
+@pytest.mark.parametrize("written", BASELINES, ids=list(ENGINES), indirect=True)
+def test_a_batch_gives_each_statements_rows_and_a_failure_in_it_is_rolled_back_whole(written) -> None:
     """`Connection.execute_batch` (a server sends the statements together): each statement's
     rows in order, as `execute` gives them, `?` inside quotes left as text; in a transaction, a statement that fails
     raises, and the ROLLBACK that follows leaves nothing of the batch, as oltp's retries need."""
-    db = provisioned((engine_name, "none"), tmp_path)
+    _, db = written
     conn = db.connect()
     try:
         conn.execute("CREATE TABLE b (id INTEGER PRIMARY KEY, n INTEGER)")
@@ -163,8 +174,8 @@ def test_a_batch_gives_each_statements_rows_and_a_failure_in_it_is_rolled_back_w
         db.close()
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{e}-{c}" for e, c in CASES])
-def test_bulk_load_takes_tpch_parquet_with_decimals_and_dates(case: tuple[str, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("written", CASES, ids=[f"{e}-{c}" for e, c in CASES], indirect=True)
+def test_bulk_load_takes_tpch_parquet_with_decimals_and_dates(written) -> None:
     """Every engine and layer loads the generated data through its own path (a layer below the
     engine must not fall back to a slower or type-blind one)."""
     import duckdb
@@ -172,8 +183,8 @@ def test_bulk_load_takes_tpch_parquet_with_decimals_and_dates(case: tuple[str, s
     from tdebench.workloads.tpch import data, schema
 
     files = data.generate(0.01, Path.home() / ".cache" / "tdebench" / "data")
-    engine = get_engine(case[0])
-    database = provisioned(case, tmp_path)
+    engine_name, database = written
+    engine = get_engine(engine_name)
     conn = database.connect()
     try:
         for statement in schema.create_tables(engine.dialect):

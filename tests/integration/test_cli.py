@@ -316,19 +316,6 @@ def test_a_built_in_plan_by_name_and_an_unknown_one_listing_them(tmp_path: Path,
     assert f"built-in plans: {', '.join(builtin_plans())}" in text and "backup, backup-encryption, ciphers" in text
 
 
-def test_a_run_that_is_not_on_a_terminal_prints_a_line_per_phase_and_trial(tmp_path: Path) -> None:
-    result = invoke("run", str(write(tmp_path / "tiny.toml", TINY)), "--out", str(tmp_path / "out"))
-    assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
-    assert "measuring this machine's raw cipher throughput…" in lines
-    assert any(line.startswith("[1/2] duckdb/") and ": ok in " in line for line in lines)
-    assert any(line.startswith("[2/2] duckdb/") and line.endswith(("plaintext", "encrypted")) for line in lines)
-    assert f"report: {(tmp_path / 'out').resolve() / 'report.html'}" in result.output
-    # the plan's one cipher, at every page size (`tdebench ciphers` measures them all)
-    assert {(s.cipher, s.chunk_bytes) for s in read_run(tmp_path / "out").ciphers} == {
-        ("aes-256-gcm", size) for size in PAGE_SIZES}
-
-
 @pytest.mark.parametrize("interrupted", [True, False])
 def test_an_error_after_ctrl_c_is_the_interrupt(tmp_path: Path, monkeypatch, interrupted: bool) -> None:
     """shutil.rmtree, interrupted while it closes a directory, raises "Bad file descriptor"
@@ -426,10 +413,11 @@ def test_compare_two_real_runs(tmp_path: Path) -> None:
         assert row["change_reading"] in expected, row
 
 
-def test_a_piped_run_prints_lines_that_fit_80_columns(tmp_path: Path) -> None:
+def test_a_piped_run_prints_a_line_per_phase_and_trial_that_fits_80_columns(tmp_path: Path) -> None:
     """Piped (no terminal: a line per phase and trial, no bar) in an 80-column setting, with a
-    trial id long enough to wrap: every line of the run's output fits (but the report's path,
-    kept whole on its line so it can be copied), its closing sentences wrapped between words."""
+    trial id long enough to wrap: a line per phase and trial, and every line of the run's output
+    fits (but the report's path, kept whole on its line so it can be copied), its closing
+    sentences wrapped between words."""
     plan = write(tmp_path / "a-plan-with-a-long-name.toml", TINY.replace('["none", "aes-256-gcm"]',
                                                                            '["none", "aes-256-gcm-plaintemp"]'))
     exe = Path(sys.executable).with_name("tdebench")
@@ -437,6 +425,14 @@ def test_a_piped_run_prints_lines_that_fit_80_columns(tmp_path: Path) -> None:
                          env={**os.environ, "COLUMNS": "80"}, timeout=600)
     assert ran.returncode in (0, 1), ran.stderr  # 1: a -plaintemp trial whose spill is plaintext
     lines = (ran.stdout + ran.stderr).splitlines()
-    assert any(line.startswith("[2/2] duckdb/") for line in lines) and "In one minute:" in lines
+    assert "measuring this machine's raw cipher throughput…" in lines
+    assert any(line.startswith("[1/2] duckdb/") and ": ok in " in line for line in lines), lines
+    assert any(line.startswith("[2/2] duckdb/") and line.endswith(("plaintext", "encrypted")) for line in lines)
+    assert "In one minute:" in lines
+    assert f"report: {(tmp_path / 'out').resolve() / 'report.html'}" in lines
     too_long = [line for line in lines if len(line) > 80]
     assert too_long == [f"report: {(tmp_path / 'out').resolve() / 'report.html'}"] or not too_long, too_long
+    # the plan's one cipher (the -plaintemp variant's is AES-256-GCM), at every page size (`tdebench
+    # ciphers` measures them all)
+    assert {(s.cipher, s.chunk_bytes) for s in read_run(tmp_path / "out").ciphers} == {
+        ("aes-256-gcm", size) for size in PAGE_SIZES}

@@ -1,5 +1,9 @@
-"""End to end on the real embedded engines: every DuckDB and SQLite encryption runs TPC-H at
-SF 0.01 (power and throughput), with every answer checked and every verdict right."""
+"""End to end on the real embedded engines: DuckDB's and SQLite's encryptions run TPC-H at SF 0.01
+(power and throughput), with every answer checked and every verdict right: every cipher of
+SQLite3MC but AES-128-CBC (its AES-256-CBC code with a shorter key), both of DuckDB's modes, and
+gocryptfs with each of its ciphers on one engine. Every encryption of both engines is proven for
+real in tests/contract/test_engine_contract.py (round trip, files, at-rest verdict, wrong key,
+bulk load), and what `encryptions = "all"` means in tests/unit/test_plan.py."""
 
 from __future__ import annotations
 
@@ -21,11 +25,12 @@ seed = 11
 
 [[engines]]
 name = "duckdb"
-encryptions = "all"
+encryptions = ["none", "aes-256-gcm", "aes-256-ctr", "fs-xchacha20-poly1305"]
 
 [[engines]]
 name = "sqlite"
-encryptions = "all"
+encryptions = ["none", "aes-256-cbc", "chacha20-poly1305", "sqlcipher", "ascon-128", "aegis-256", "rc4",
+               "fs-aes-256-gcm"]
 
 [[workloads]]
 name = "tpch"
@@ -33,8 +38,11 @@ scale = 0.01
 tests = ["power", "throughput"]
 streams = 2
 '''
+LEFT_OUT = {("duckdb", "fs-aes-256-gcm"), ("sqlite", "aes-128-cbc"), ("sqlite", "fs-xchacha20-poly1305")}
+"""What "all" would add: each differs from a configuration here only in its key length or its
+gocryptfs cipher."""
 EVERY = {(engine, enc.name) for engine, cls in ENGINES.items() for enc in cls.encryptions
-         if cls.capabilities.embedded and not enc.by_name_only}  # what "all" means
+         if cls.capabilities.embedded and not enc.by_name_only} - LEFT_OUT
 
 
 @pytest.fixture(scope="module")
