@@ -340,6 +340,11 @@ class LogFile:
     frames_from: int = 0
     frame_bytes: int = 0
     cbc_blocks_from: int | None = None
+    # where a log's layout differs from an unencrypted twin's (entries with a nonce and a tag): the
+    # (offset, XOR mask) pairs that change a value, given the twin's log, the trial's log, the value's
+    # offset in the twin's, the old and the new value; None: the twin's offset serves as it is
+    relocate: Callable[[bytes, bytes, int, bytes, bytes], list[tuple[int, bytes]]] | None = field(
+        default=None, compare=False, repr=False)
 
     def layout(self) -> PageLayout:
         """The log as one page: what a change to it saves, recomputes and puts back."""

@@ -43,6 +43,11 @@ FLIP_TRIES = 16  # pages tried in turn while the read notices nothing (a free or
 KEEPS_LAYOUT = ("none", "native")
 KEEPS_LAYOUT_NOT = {"column": "each value is sealed on its own, with a random session key and IV",
                     "fs": "the file is cut into 4 KiB blocks, each with a nonce and a tag"}
+# and why their backup and log are not forged either
+KEEPS_LAYOUT_NOT_ELSEWHERE = {
+    "column": "its backup and log hold the same sealed values, whose offsets a twin does not tell either",
+    "fs": "the engine's backup and log are written through the decrypted view: the backup is not encrypted by "
+          "the layer at all (see old-key), the log is ciphertext the same as the file"}
 
 
 class StrengthWorkload(Workload):
@@ -147,9 +152,13 @@ class StrengthWorkload(Workload):
             ctx.recorder.record(FORGERY, DATA_FILE, {}, warmup=warmup, answer=oldkeys.UNSUPPORTED)
             return
         if database.encryption.layer not in KEEPS_LAYOUT:
-            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {database.encryption.layer} layer does "
-                    f"not keep the engine's layout, so an unencrypted twin does not tell where a value is: "
-                    f"{KEEPS_LAYOUT_NOT.get(database.encryption.layer, '')}", warmup)
+            layer = database.encryption.layer
+            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {layer} layer does not keep the engine's "
+                    f"layout, so an unencrypted twin does not tell where a value is: "
+                    f"{KEEPS_LAYOUT_NOT.get(layer, '')}", warmup)
+            for step in (BACKUP, LOG):
+                _record(ctx, FORGERY, step, {}, oldkeys.UNSUPPORTED,
+                        f"the {layer} layer: {KEEPS_LAYOUT_NOT_ELSEWHERE.get(layer, '')}", warmup)
             return
         self._at_rest(ctx)
         plan = _Plan.of(ctx, layout)
@@ -183,8 +192,15 @@ class StrengthWorkload(Workload):
         frames = log.frames()
         if frames is None:
             plan, new = _Plan(int(ctx.scale), ctx.seed), forgery.forged(old)
+        changes = None
+        if log.relocate is not None:  # the trial's log laid out otherwise than the twin's
+            try:
+                changes = log.relocate(twin.log_raw, log.file.read_bytes(), twin.log.offset, old.encode(), new.encode())
+            except ValueError as exc:
+                _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, str(exc), warmup)
+                return
         if _forged(ctx, LOG, log.layout(), twin.log, twin.row, old, new, _reader(ctx, {twin.row: new}, keep_log=True),
-                   plan, warmup, blocks=frames):
+                   plan, warmup, blocks=frames, changes=changes):
             _restored(ctx, _reader(ctx, keep_log=True))
 
     def _forged_backup(self, ctx: RunContext, layout: PageLayout, twin: _Twin, row: int, old: str, new: str,
@@ -262,13 +278,19 @@ class _Plan:
 
 
 def _forged(ctx: RunContext, step: str, layout: PageLayout, found: forgery.Found, row: int, old: str, new: str,
-            read: Callable[[], str | None], plan: _Plan, warmup: bool, blocks: PageLayout | None = None) -> bool:
+            read: Callable[[], str | None], plan: _Plan, warmup: bool, blocks: PageLayout | None = None,
+            changes: list[tuple[int, bytes]] | None = None) -> bool:
     """`old` turned into `new` at `found` in the layout's file (and the page's unkeyed checksum
     with it, where the layout knows how), `read` run, the pages put back, the outcome recorded as
     `step`; False (recorded `unsupported`) where the change cannot be made. Under CBC
     (`plan.chained`) the change goes into the block before the value's, and a checksum of the
     plaintext cannot follow it (that block is garbled); its blocks aligned on `blocks`' pages where
-    given (a log's frames), else on the layout's."""
+    given (a log's frames), else on the layout's. `changes`: the (offset, mask) pairs the engine
+    worked out itself (a log laid out otherwise than the twin's), its checksum's among them."""
+    if changes is not None:
+        reading = _changed(ctx.database, layout, changes, read, recompute=True)
+        _record_forgery(ctx, step, found, row, True, reading, "", False, warmup, what="its entry's")
+        return True
     if plan.chained:
         try:
             changes = [forgery.chained_change(blocks or layout, found, old, new)]
@@ -283,14 +305,15 @@ def _forged(ctx: RunContext, step: str, layout: PageLayout, found: forgery.Found
         changes.append(forgery.checksum_change(layout, layout.plain_checksum, found, new.encode()))
     recomputed = layout.recompute is not None or plain
     reading = _changed(ctx.database, layout, changes, read, recompute=True)
-    _record_forgery(ctx, step, found, row, recomputed, reading, plan.note(found, blocks), plan.chained, warmup)
+    _record_forgery(ctx, step, found, row, recomputed, reading, plan.note(found, blocks), plan.chained, warmup,
+                    what="its frames'" if step == LOG else "its page")
     return True
 
 
 def _record_forgery(ctx: RunContext, step: str, found: forgery.Found, row: int, recomputed: bool,
-                    reading: tamper.Reading, how: str, chained: bool, warmup: bool) -> None:
+                    reading: tamper.Reading, how: str, chained: bool, warmup: bool, what: str = "its page") -> None:
     said = "; ".join(part for part in (how, reading.said or (
-        "its page checksum recomputed" if recomputed else "")) if part)
+        f"{what} checksum recomputed" if recomputed else "")) if part)
     _record(ctx, FORGERY, step, {"offset": float(found.offset), "row": float(row),
                                  "checksum_recomputed": float(recomputed), "cbc_chained": float(chained)},
             forgery.classify(reading, ctx.database.encryption.authenticated), said, warmup)
@@ -423,6 +446,7 @@ class _Twin:
     backup_missing: str = ""
     log: forgery.Found | None = None  # where its write-ahead log holds the value, committed again
     log_missing: str = ""
+    log_raw: bytes = b""  # that log, for an engine whose trial log is laid out otherwise (LogFile.relocate)
 
 
 def _twin_offsets(ctx: RunContext, choose: Callable[[Path], int]) -> _Twin:
@@ -460,7 +484,8 @@ def _twin_offsets(ctx: RunContext, choose: Callable[[Path], int]) -> _Twin:
         log_missing = ("tdebench cannot have this engine leave its write-ahead log at rest" if log is None else
                        "" if in_log else
                        "the twin's log does not hold the value verbatim once, so its offset is not known")
-        return _Twin(row, found, in_backup, backup_missing, in_log, log_missing)
+        raw = log.file.read_bytes() if in_log is not None and log is not None else b""
+        return _Twin(row, found, in_backup, backup_missing, in_log, log_missing, raw)
     finally:
         twin.close()
         shutil.rmtree(area, ignore_errors=True)
