@@ -472,6 +472,8 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
     findings = " ".join(section.findings)
     assert "sqlite rc4: 41.0% of the 16-byte blocks" in findings and "aegis-256: 0.0%" not in findings
     assert "sqlite rc4: a known-plaintext forgery was accepted in its file and in its write-ahead log" in findings
+    assert report._listed(["its file", "a physical backup", "its write-ahead log"]) == \
+        "its file, in a physical backup and in its write-ahead log"
     assert "sqlite none: a known-plaintext forgery" not in findings  # the baseline's: the positive control
     assert "sqlite: the flipped byte went unnoticed in the unencrypted baseline too" in findings
     assert "sqlite aegis-256: after a rekey, the old key still reads" in findings

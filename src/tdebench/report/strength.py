@@ -212,6 +212,11 @@ def repeat_findings(table: Table) -> list[str]:
             and row["blocks"] > (row["random"] or 0.0) + EXCESS]
 
 
+def _listed(places: list[str]) -> str:
+    """"a", "a and in b", "a, in b and in c"."""
+    return places[0] if len(places) == 1 else ", in ".join(places[:-1]) + " and in " + places[-1]
+
+
 def tamper_findings(table: Table) -> list[str]:
     """Encryptions whose flipped byte was read as data or crashed the engine; a baseline that
     noticed nothing (the test had no power there)."""
@@ -222,7 +227,7 @@ def tamper_findings(table: Table) -> list[str]:
                   if row[column] == STRENGTH.forgeable]
         if forged and row["encryption"] != BASELINE:
             sentences.append(f"{row['engine']} {row['encryption']}: a known-plaintext forgery was accepted in "
-                             f"{' and in '.join(forged)}: one stored value changed to another of tdebench's choice "
+                             f"{_listed(forged)}: one stored value changed to another of tdebench's choice "
                              "without the key, read back as forged (“Tamper detection”).")
         elif row["weak"]:
             sentences.append(f"{row['engine']} {row['encryption']}: a flipped byte in a data page was "
