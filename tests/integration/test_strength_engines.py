@@ -87,13 +87,17 @@ def test_duckdb_ctr_is_forged_with_its_block_checksum_changed_too(tmp_path: Path
     for step in ("value", "backup"):
         forged = records[("forgery", step)]
         assert forged.answer == "forgeable" and forged.metrics["checksum_recomputed"] == 1.0
+    # the .wal, left with the row committed again (no checkpoint on detaching): its entry found by
+    # structure past the encrypted entries' nonces, its entry checksum changed along; as measured, accepted
+    logged = records[("forgery", "wal")]
+    assert logged.answer == "forgeable" and logged.metrics["checksum_recomputed"] == 1.0
 
 
 def test_duckdb_gcm_refuses_a_forged_backup_by_its_tag(tmp_path: Path) -> None:
     """The restore's error is the copy's (the tag), not the DETACH's after it ("Current transaction
     is aborted", which hid it before)."""
     records = _trial(tmp_path, "duckdb", "aes-256-gcm", ("forgery",), rows=20_000)
-    for step in ("value", "backup"):
+    for step in ("value", "backup", "wal"):  # the WAL's replay refused by its entry's tag
         forged = records[("forgery", step)]
         assert forged.answer == "tag detects" and "Computed AES tag differs" in (forged.note or "")
 
@@ -131,11 +135,20 @@ def test_duckdb_old_key_after_a_rekey(tmp_path: Path) -> None:
     ("none", "forgeable"),  # the positive control: the chosen value lands in the data
     ("rc4", "forgeable"),  # as measured: SQLite3MC's RC4 keeps the plaintext's offsets and has no MAC
     ("chacha20-poly1305", "tag detects"),
+    # CBC's chosen block: the difference XORed into the block before the value's first, which lies in the
+    # page's free space (zeros in the twin) and is garbled unread; as measured, accepted
+    ("aes-128-cbc", "forgeable"),
+    ("sqlcipher", "tag detects"),  # the same CBC forgery, refused by its HMAC: the authenticated control
 ])
 def test_sqlite_known_plaintext_forgery(tmp_path: Path, encryption: str, expected: str) -> None:
-    """In the database's file and, as measured, in a physical backup (the backup API's copy) restored."""
+    """In the database's file and, as measured, in a physical backup (the backup API's copy) restored,
+    and in the -wal file: the value committed again with no checkpoint on closing, forged there with
+    the frames' checksums recomputed, read back once SQLite replays the WAL on opening."""
     records = _trial(tmp_path, "sqlite", encryption, ("forgery",))
-    assert (records[("forgery", "value")].answer, records[("forgery", "backup")].answer) == (expected, expected)
+    assert [records[("forgery", step)].answer for step in ("value", "backup", "wal")] == [expected] * 3
+    chained = encryption in ("aes-128-cbc", "sqlcipher")
+    assert records[("forgery", "value")].metrics["cbc_chained"] == float(chained)
+    assert records[("forgery", "wal")].metrics["checksum_recomputed"] == 1.0
 
 
 # --- servers and the file-system layer: stopped before a byte is flipped, started again to read it.

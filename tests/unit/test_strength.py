@@ -5,6 +5,7 @@ tables and findings from hand-made records."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import zlib
@@ -248,6 +249,13 @@ def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper", 
     StrengthWorkload().run(test, ctx, ctx.session.connection(), warmup=False)
     assert database.path.read_bytes() == original  # the bytes put back
     record, *backup = records.records
+    if backup and backup[-1].step == "wal":  # a fake keeps no write-ahead log at rest: said so
+        log = backup.pop()
+        assert log.answer == "unsupported" and ("cannot have this engine leave its write-ahead log" in (log.note or "")
+                                                or f"the {layer} layer" in (log.note or ""))
+    if "layer" in (record.note or ""):  # nor are its backup and log forged, and the records say why
+        assert [(m.step, m.answer) for m in backup] == [("backup", "unsupported")]
+        backup = []
     assert record.test == test and key.hex() not in (record.note or "")
     # the forgery again in a backup (a copy of the file): classed as the file's, at the same offset
     assert [(m.step, m.answer, m.metrics) for m in backup] == ([] if test == "tamper" or "layer" in (record.note or "")
@@ -444,6 +452,8 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
         _m("rc4", "tamper", "data-page", {"tries": 1.0}, tamper.ALTERED, "1 of 20000 rows changed"),
         _m("aegis-256", "tamper", "data-page", {"tries": 1.0}, tamper.TAG, "CorruptError: malformed"),
         _m("rc4", "forgery", "value", {"row": 15000.0}, tamper.FORGEABLE),
+        _m("rc4", "forgery", "wal", {"row": 15000.0}, tamper.FORGEABLE),
+        _m("aegis-256", "forgery", "wal", {"row": 15000.0}, tamper.TAG, "CorruptError: malformed"),
         _m("none", "forgery", "value", {"row": 15000.0}, tamper.FORGEABLE),
         _m("rc4", "old-key", "database", {}, "refused"),
         _m("rc4", "old-key", "backup-before-rekey", {}, "needs the old key"),
@@ -457,13 +467,17 @@ def test_the_report_has_a_strength_section_with_its_findings() -> None:
     assert list(repeated) == ["none", "aegis-256", "rc4"] and repeated["rc4"]["pages"] == "0 of 200"
     tampered = section.blocks[1].parts[0].table
     assert [tampered.alarmed(row) for row in tampered.rows] == [False, False, True]
+    assert [(row["forgery"], row["log"]) for row in tampered.rows] == [
+        ("forgeable", None), (None, "tag detects"), ("forgeable", "forgeable")]  # the WAL's step: a column of its own
     findings = " ".join(section.findings)
     assert "sqlite rc4: 41.0% of the 16-byte blocks" in findings and "aegis-256: 0.0%" not in findings
-    assert "sqlite rc4: a known-plaintext forgery was accepted" in findings
+    assert "sqlite rc4: a known-plaintext forgery was accepted in its file and in its write-ahead log" in findings
+    assert report._listed(["its file", "a physical backup", "its write-ahead log"]) == \
+        "its file, in a physical backup and in its write-ahead log"
     assert "sqlite none: a known-plaintext forgery" not in findings  # the baseline's: the positive control
     assert "sqlite: the flipped byte went unnoticed in the unencrypted baseline too" in findings
     assert "sqlite aegis-256: after a rekey, the old key still reads" in findings
-    assert len(section.csvs[0][1].rows) == 14  # every strength record, the load left out
+    assert len(section.csvs[0][1].rows) == 16  # every strength record, the load left out
 
 
 def test_a_run_without_strength_has_no_section() -> None:
@@ -486,3 +500,123 @@ def test_a_strength_run_has_no_timing_sections() -> None:
     assert core.cipher_context(strength, summary_records(strength)) is None
     assert core.overhead(crud, summary_records(crud)) is not None
     assert core.connection(crud, summary_records(crud)) is not None
+
+
+# --- CBC's chosen block ----------------------------------------------------------------------------
+
+def _cbc(page: bytes, key: bytes, iv: bytes, encrypt: bool) -> bytes:
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    cipher = Cipher(algorithms.AES(key), modes.CBC(iv))
+    context = cipher.encryptor() if encrypt else cipher.decryptor()
+    return context.update(page) + context.finalize()
+
+
+def test_a_cbc_forgery_changes_the_chosen_block_and_garbles_the_one_before(tmp_path: Path) -> None:
+    """Real AES-CBC page by page (the IV from the page number, as SQLite3MC's wxSQLite3 ciphers):
+    the row chosen is the one with a block of zeros before its value's first block; its first
+    bytes read as forged, that zero block garbled, every other byte as written."""
+    page_bytes, key = 256, os.urandom(16)
+    rows = {data.value(SEED, row): row for row in (1, 2, 3)}
+    plain = bytearray(2 * page_bytes)
+    plain[16 + 5:16 + 5 + 64] = data.value(SEED, 1).encode()  # page 0: a block of the page's header before it
+    plain[page_bytes + 100:page_bytes + 164] = data.value(SEED, 2).encode()  # zeros before its block (96-111)
+    plain[page_bytes + 170:page_bytes + 234] = data.value(SEED, 3).encode()  # right after row 2: data before it
+    twin = tmp_path / "twin"
+    twin.write_bytes(bytes(plain))
+    layout = PageLayout(twin, 0, page_bytes, cbc_blocks_from=0)
+    assert forgery.unused_before(twin, layout, rows, data.VALUE_PATTERN) == 2
+    found = forgery.offset_of(twin, data.value(SEED, 2))
+    assert found is not None and forgery.block_share(layout, found, 64) == 12  # bytes 100-111
+    old = data.value(SEED, 2)
+    new = forgery.forged(old, forgery.block_share(layout, found, 64))
+    at, mask = forgery.chained_change(layout, found, old, new)
+    assert at == page_bytes + 100 - 16 and len(mask) == 8  # PREFIX's 8 characters, all in the block
+
+    ivs = [bytes([n]) * 16 for n in range(2)]
+    stored = bytearray(b"".join(_cbc(bytes(plain[n * page_bytes:(n + 1) * page_bytes]), key, ivs[n], True)
+                                for n in range(2)))
+    stored[at:at + len(mask)] = bytes(a ^ b for a, b in zip(stored[at:at + len(mask)], mask))
+    read = b"".join(_cbc(bytes(stored[n * page_bytes:(n + 1) * page_bytes]), key, ivs[n], False) for n in range(2))
+    expected = bytearray(plain)
+    expected[page_bytes + 100:page_bytes + 164] = new.encode()
+    before = slice(page_bytes + 80, page_bytes + 96)  # the block before the value's: garbled
+    assert read[before] != expected[before]
+    assert read[:before.start] == expected[:before.start] and read[before.stop:] == expected[before.stop:]
+
+    first = forgery.offset_of(twin, data.value(SEED, 1))
+    assert first is not None
+    with pytest.raises(ValueError, match="IV"):  # its first block is its page's: the IV is not in the file
+        forgery.chained_change(layout, dataclasses.replace(first, offset=5), data.value(SEED, 1),
+                               forgery.forged(data.value(SEED, 1), 11))
+    with pytest.raises(ValueError, match="stay in that block"):  # 8 characters, only 6 in the block
+        forgery.chained_change(layout, dataclasses.replace(found, offset=page_bytes + 106), old, forgery.forged(old))
+
+
+def test_a_cbc_forgery_finds_no_row_without_unused_space(tmp_path: Path) -> None:
+    twin = tmp_path / "twin"
+    twin.write_bytes(b"\x01" * 40 + data.value(SEED, 1).encode() + bytes(100))
+    layout = PageLayout(twin, 0, 256, cbc_blocks_from=0)
+    assert forgery.unused_before(twin, layout, {data.value(SEED, 1): 1}, data.VALUE_PATTERN) is None
+    assert forgery.chains("CBC+HMAC-SHA512") and forgery.chains("CBC") and not forgery.chains("CTR")
+
+
+def test_sqlite_wal_checksums_are_what_sqlite_writes(tmp_path: Path) -> None:
+    """A WAL SQLite wrote (left at rest: no checkpoint on closing), its sums zeroed, recomputed:
+    the file as SQLite wrote it; a page changed, every later frame's sums change too (chained)."""
+    import apsw
+
+    conn = apsw.Connection(str(tmp_path / "db"))
+    conn.execute("PRAGMA journal_mode = WAL").fetchall()
+    conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE t (v TEXT)")
+    for n in range(3):
+        conn.execute("INSERT INTO t VALUES (?)", (str(n) * 50,))
+    conn.close()
+    wal = (tmp_path / "db-wal").read_bytes()
+    frame = 24 + 4096
+    assert len(wal) >= 32 + 3 * frame
+    zeroed = bytearray(wal)
+    zeroed[24:32] = bytes(8)
+    for at in range(32, len(wal), frame):
+        zeroed[at + 16:at + 24] = bytes(8)
+    assert page_checksums.sqlite_wal_checksums(bytes(zeroed)) == wal
+    changed = bytearray(wal)
+    changed[32 + 24 + 100] ^= 1  # the first frame's page
+    resummed = page_checksums.sqlite_wal_checksums(bytes(changed))
+    assert all(resummed[at + 16:at + 24] != wal[at + 16:at + 24] for at in range(32, len(wal), frame))
+
+
+def test_duckdb_wal_entries_are_found_by_structure_past_nonces_and_tags() -> None:
+    """A plain log (header, entries of size, checksum, payload) and the same entries as an
+    encrypted log lays them out (size, nonce, checksum and payload XORed with a key stream, tag):
+    the value's changes land on the trial's value and its checksum; decrypted, the checksum is the
+    new payload's."""
+    from tdebench.engines import duckdb_wal
+
+    def header(identifier: bytes) -> bytes:  # fields 100, 101, 102 (a list of varints), 103, the end
+        varints = b"".join(bytes([b]) if b < 0x80 else bytes([b & 0x7F | 0x80, b >> 7]) for b in identifier)
+        return (b"\x64\x00\x01\x65\x00\x02\x66\x00\x10" + varints + b"\x67\x00\x05\xff\xff")
+
+    payloads = [os.urandom(40), b"\x01" * 10 + data.value(SEED, 3).encode() + b"\x02" * 30, os.urandom(24)]
+    twin = header(bytes(range(16))) + b"".join(
+        len(p).to_bytes(8, "little") + page_checksums.duckdb_checksum(p) + p for p in payloads)
+    streams = [os.urandom(8 + len(p)) for p in payloads]
+    nonce, tag = 16, 16
+    trial = bytearray(header(bytes(range(120, 136))))  # varints two bytes long: a longer header
+    starts = []
+    for p, stream in zip(payloads, streams):
+        starts.append(len(trial))
+        sealed = bytes(a ^ b for a, b in zip(page_checksums.duckdb_checksum(p) + p, stream))
+        trial += len(p).to_bytes(8, "little") + os.urandom(nonce) + sealed + os.urandom(tag)
+    old = data.value(SEED, 3).encode()
+    new = forgery.forged(old.decode()).encode()
+    changes = duckdb_wal.changes(twin, bytes(trial), twin.index(old), old, new, tag)
+    for at, mask in changes:
+        trial[at:at + len(mask)] = bytes(a ^ b for a, b in zip(trial[at:at + len(mask)], mask))
+    sealed_from = starts[1] + 8 + nonce
+    opened = bytes(a ^ b for a, b in zip(trial[sealed_from:sealed_from + 8 + len(payloads[1])], streams[1]))
+    assert opened[8:] == payloads[1].replace(old, new)
+    assert opened[:8] == page_checksums.duckdb_checksum(opened[8:])
+    with pytest.raises(ValueError, match="entries"):  # a log whose entries are not the twin's
+        duckdb_wal.changes(twin, bytes(trial[:-tag]) + bytes(tag + 3), twin.index(old), old, new, tag)

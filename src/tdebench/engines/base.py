@@ -313,6 +313,10 @@ class PageLayout:
     # one, or not one tdebench can compute
     recompute: Callable[[bytes], bytes] | None = field(default=None, compare=False, repr=False)
     plain_checksum: PlainChecksum | None = None  # a checksum of the plaintext instead, where it is and how it changes
+    # where a CBC cipher's blocks start in each page (its IV before them or derived, not in the page):
+    # what a CBC forgery aligns its chosen block on (workloads/strength/forgery.py); None: not known,
+    # the forgery XORs at the value's own offset as under a stream cipher
+    cbc_blocks_from: int | None = None
 
     def pages(self) -> int:
         """How many whole pages the file holds now."""
@@ -321,6 +325,36 @@ class PageLayout:
     def page_start(self, offset: int) -> int:
         """The offset of the page holding byte `offset`."""
         return self.first_page + (offset - self.first_page) // self.page_bytes * self.page_bytes
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """A write-ahead log left at rest with committed changes in it (`Database.keep_log`): its file,
+    and the whole file with the unkeyed checksums the engine checks on replaying it recomputed, as
+    anyone holding the file can (None: none, or not one tdebench can compute)."""
+
+    file: Path
+    recompute: Callable[[bytes], bytes] | None = field(default=None, compare=False, repr=False)
+    # the pages it logs, where each frame holds one: the first frame's offset, a frame's bytes, and
+    # where the page's CBC blocks start in a frame (None: not known, no CBC forgery in the log)
+    frames_from: int = 0
+    frame_bytes: int = 0
+    cbc_blocks_from: int | None = None
+    # where a log's layout differs from an unencrypted twin's (entries with a nonce and a tag): the
+    # (offset, XOR mask) pairs that change a value, given the twin's log, the trial's log, the value's
+    # offset in the twin's, the old and the new value; None: the twin's offset serves as it is
+    relocate: Callable[[bytes, bytes, int, bytes, bytes], list[tuple[int, bytes]]] | None = field(
+        default=None, compare=False, repr=False)
+
+    def layout(self) -> PageLayout:
+        """The log as one page: what a change to it saves, recomputes and puts back."""
+        return PageLayout(self.file, 0, max(1, self.file.stat().st_size), recompute=self.recompute)
+
+    def frames(self) -> PageLayout | None:
+        """The log's frames as pages, where a CBC forgery aligns its block (None: not known)."""
+        if self.cbc_blocks_from is None or self.frame_bytes <= 0:
+            return None
+        return PageLayout(self.file, self.frames_from, self.frame_bytes, cbc_blocks_from=self.cbc_blocks_from)
 
 
 @dataclass
@@ -446,6 +480,17 @@ class Database(ABC):
         mount) that `close()` stops again: work that opens and closes the database must then stay
         in the process that owns this object, which alone can stop them on an error."""
         return self.server_user is not None
+
+    # whether keep_log can leave the write-ahead log at rest (the strength workload asks before
+    # connecting to a twin only for it: a server would be started for nothing)
+    keeps_log: ClassVar[bool] = False
+
+    def keep_log(self, conn: Connection) -> LogFile | None:
+        """Have the engine leave what `conn` commits from now on in its write-ahead log when `conn`
+        closes (no checkpoint on closing), and say which file that log is: the strength workload
+        forges a committed value there, read back once the engine replays the log. None (the
+        default): the engine's log cannot be left at rest this way, or tdebench does not know how."""
+        return None
 
     def store_verbatim(self, conn: Connection) -> None:
         """Have the engine store what is loaded from now on uncompressed, so a known value sits

@@ -18,12 +18,12 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from tdebench.engines import dialects
+from tdebench.engines import dialects, duckdb_wal
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   EncryptionNotActive, PageLayout, PlainChecksum, Reencrypts, Statement,
+                                   EncryptionNotActive, LogFile, PageLayout, PlainChecksum, Reencrypts, Statement,
                                    execute_in_turn, raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
@@ -43,6 +43,7 @@ _HEADER_BYTES = 3 * 4096  # its file begins with the main header and two databas
 # (DEFAULT_ENCRYPTION_BLOCK_HEADER_SIZE in DuckDB 1.5's storage_info.hpp)
 _CHECKSUM_BYTES = _BLOCK_HEADER_BYTES = 8
 _ENCRYPTED_BLOCK_HEADER_BYTES = 40
+_TAG_BYTES = 16  # GCM's tag after each encrypted log entry (none under CTR)
 _CIPHERS = {"aes-256-gcm": "GCM", "aes-256-ctr": "CTR"}
 _ALIAS = "db"
 STORAGE_VERSION = "v1.5.0"
@@ -198,6 +199,22 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
         header = _BLOCK_HEADER_BYTES if self.encryption.is_baseline else _ENCRYPTED_BLOCK_HEADER_BYTES
         checksum = PlainChecksum(at=header - _CHECKSUM_BYTES, data_from=header, change=duckdb_checksum_change)
         return PageLayout(self.path, _HEADER_BYTES, _BLOCK_BYTES, plain_checksum=checksum)
+
+    keeps_log: ClassVar[bool] = True
+
+    def keep_log(self, conn: Connection) -> LogFile | None:
+        """The .wal file, left with what `conn` commits: no checkpoint when the database is detached
+        (`disable_checkpoint_on_shutdown`) nor as the log grows (`checkpoint_threshold`). Attaching
+        it again replays the log without checkpointing it. Its entries are found by structure
+        (engines/duckdb_wal.py): encrypted, each carries a nonce and a tag the twin's do not."""
+        conn.execute("PRAGMA disable_checkpoint_on_shutdown")
+        conn.execute("SET checkpoint_threshold = '1TB'")
+        tag_bytes = _TAG_BYTES if self.encryption.authenticated else 0
+
+        def relocate(twin: bytes, trial: bytes, offset: int, old: bytes, new: bytes) -> list[tuple[int, bytes]]:
+            return duckdb_wal.changes(twin, trial, offset, old, new, tag_bytes)
+
+        return LogFile(self.path.with_name(self.path.name + ".wal"), relocate=relocate)
 
     def store_verbatim(self, conn: Connection) -> None:
         """`force_compression = 'uncompressed'`: DuckDB compresses text (dictionary, FSST) by default."""

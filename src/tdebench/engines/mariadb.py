@@ -79,6 +79,7 @@ USER = "mysql"  # the Debian package's system user: every server tdebench starts
 DEFAULT_MEMORY_MB = 256
 SCHEMA = "tdebench"
 _COVERS = ("tables", "undo log", "redo log", "InnoDB temporary tables", "temp files")
+_CIPHER_FROM = 26  # FIL_PAGE_FILE_FLUSH_LSN_OR_KEY_VERSION: where an encrypted full_crc32 page's ciphertext starts
 _PAGE_BYTES = 16 * 1024  # innodb_page_size, left at its default: InnoDB encrypts page by page
 _NOTES = ("InnoDB tablespaces incl. system tablespace (undo, doublewrite), redo log, InnoDB temporary "
           "tables, temp files; NOT the Aria internal temp tables a query spills to disk (GROUP BY, "
@@ -474,9 +475,12 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
         """The table's own tablespace (innodb_file_per_table, the default): pages of
         innodb_page_size from the second on. Page 0 holds the tablespace's header and its
         encryption data, which InnoDB leaves unencrypted. Each page ends in its full_crc32
-        checksum, of the page as written (its ciphertext when encrypted): anyone can recompute it."""
+        checksum, of the page as written (its ciphertext when encrypted): anyone can recompute it.
+        Encrypted, a page is ciphertext from byte 26 (FIL_PAGE_FILE_FLUSH_LSN_OR_KEY_VERSION) to its
+        checksum (MariaDB's `fil_encrypt_buf_for_full_crc32`): CBC's blocks count from there, the
+        IV derived from the key version, the space, the page number and the LSN."""
         return PageLayout(self.datadir / SCHEMA / f"{table}.ibd", _PAGE_BYTES, _PAGE_BYTES,
-                          recompute=innodb_full_crc32)
+                          recompute=innodb_full_crc32, cbc_blocks_from=_CIPHER_FROM)
 
     def file_kind(self, path: str) -> str:
         """The default kinds, but tdebench's own files beside the server: the LOAD DATA staging

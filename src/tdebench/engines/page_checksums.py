@@ -13,9 +13,18 @@ that what is tested is the encryption, not a checksum whose formula is public.
   src/common/encryption_functions.cpp, `EncryptBlock`: "encrypt the data including the
   checksum"): under CTR, its change can be XORed into its ciphertext as the data's can
   (`duckdb_checksum_change`); under GCM the tag refuses it.
+- SQLite's WAL frame checksums (sqlite.org/fileformat2.html, "Checksum Algorithm"): each frame's
+  two 32-bit sums run over its header's first 8 bytes and its page, seeded with the previous
+  frame's (the first with the WAL header's), words big-endian when the magic's low bit is set;
+  recovery stops at the first frame whose sums differ, dropping it and every frame after.
+  SQLite3MC encrypts the page before SQLite sums it (its `sqlite3mcPagerCodec`, called by the WAL
+  module), so the sums are of the ciphertext: recomputed over the whole log
+  (`sqlite_wal_checksums`).
 """
 
 from __future__ import annotations
+
+import struct
 
 _CASTAGNOLI = 0x82F63B78  # CRC-32C's polynomial, reflected
 _DUCKDB_MULTIPLIER = 0xBF58476D1CE4E5B9
@@ -69,3 +78,37 @@ def duckdb_checksum_change(before: bytes, after: bytes) -> bytes:
     if len(before) != len(after) or len(before) % _WORD_BYTES:
         raise ValueError("the span must be whole 8-byte words, the same before and after")
     return (_duckdb_words(before) ^ _duckdb_words(after)).to_bytes(_WORD_BYTES, "little")
+
+
+_WAL_HEADER, _FRAME_HEADER = 32, 24
+_MASK32 = 0xFFFFFFFF
+
+
+def _wal_sums(data: bytes, big_endian: bool, seed: tuple[int, int]) -> tuple[int, int]:
+    s1, s2 = seed
+    words = struct.unpack(f"{'>' if big_endian else '<'}{len(data) // 4}I", data)
+    for first, second in zip(words[::2], words[1::2]):
+        s1 = (s1 + first + s2) & _MASK32
+        s2 = (s2 + second + s1) & _MASK32
+    return s1, s2
+
+
+def sqlite_wal_checksums(wal: bytes) -> bytes:
+    """`wal` (a whole SQLite WAL file) with the sums of its header and of every frame of its
+    current generation (the header's salts) recomputed, in order: what a change to a frame's page
+    needs for recovery to keep that frame and the ones after it."""
+    if len(wal) < _WAL_HEADER:
+        return wal
+    out = bytearray(wal)
+    big_endian = bool(struct.unpack(">I", wal[:4])[0] & 1)
+    page_bytes = struct.unpack(">I", wal[8:12])[0]
+    sums = _wal_sums(wal[:24], big_endian, (0, 0))
+    out[24:32] = struct.pack(">2I", *sums)
+    salts = wal[16:24]
+    at = _WAL_HEADER
+    while at + _FRAME_HEADER + page_bytes <= len(wal) and wal[at + 8:at + 16] == salts:
+        sums = _wal_sums(wal[at:at + 8], big_endian, sums)
+        sums = _wal_sums(wal[at + _FRAME_HEADER:at + _FRAME_HEADER + page_bytes], big_endian, sums)
+        out[at + 16:at + 24] = struct.pack(">2I", *sums)
+        at += _FRAME_HEADER + page_bytes
+    return bytes(out)

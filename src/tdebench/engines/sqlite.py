@@ -26,14 +26,16 @@ from typing import Any, ClassVar
 from tdebench.engines import dialects
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, PASSPHRASE, RAW,
                                    Availability, Backup, BackupMethod, Backups, Capabilities, Connection, Database,
-                                   Encryption, Engine, PageLayout, Reencrypts, Statement, execute_in_turn,
+                                   Encryption, Engine, LogFile, PageLayout, Reencrypts, Statement, execute_in_turn,
                                    raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.page_checksums import sqlite_wal_checksums
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
 _COVERS = ("main file", "WAL/journal")
+_WAL_HEADER_BYTES, _FRAME_HEADER_BYTES = 32, 24  # the -wal file's header, each frame's before its page
 _PAGE_BYTES = 4096  # SQLite's default page_size, which tdebench keeps: SQLite3MC encrypts page by page
 # tdebench name -> (SQLite3MC cipher, extra cipher parameters); Encryption.raw_key_bytes below is
 # the cipher's key length where it takes a raw key (a longer one is read as key and salt)
@@ -86,6 +88,14 @@ class SQLiteConnection:
     def close(self) -> None:
         self._watchdog.close()
         self._conn.close()
+
+    def keep_wal(self) -> None:
+        """No checkpoint when this connection closes (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE) nor as the
+        WAL grows: what it commits stays in the -wal file, to be replayed by the next open."""
+        import apsw
+
+        self._conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+        self._conn.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
 
 
 @dataclass
@@ -161,8 +171,22 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
     def page_layout(self, table: str) -> PageLayout:
         """Every table in the one file: pages of page_size from the second on (the first holds the
         file header and the schema); SQLite3MC encrypts each whole, its nonce or tag in bytes
-        reserved at the page's end."""
-        return PageLayout(self.path, _PAGE_BYTES, _PAGE_BYTES)
+        reserved at the page's end. Its CBC ciphers (wxSQLite3's AES, SQLCipher) chain the blocks
+        from the page's first byte, the IV derived from the page number (wxSQLite3's: SQLite3MC's
+        `sqlite3mcGenerateInitialVector`) or kept in the reserved bytes (SQLCipher's)."""
+        return PageLayout(self.path, _PAGE_BYTES, _PAGE_BYTES, cbc_blocks_from=0)
+
+    keeps_log: ClassVar[bool] = True
+
+    def keep_log(self, conn: Connection) -> LogFile | None:
+        """The -wal file, left with what `conn` commits (every database of this engine is in WAL
+        mode); its frame checksums, of the pages as written (SQLite3MC's ciphertext), recomputed
+        as anyone can (engines/page_checksums.py)."""
+        assert isinstance(conn, SQLiteConnection)
+        conn.keep_wal()
+        return LogFile(self.workspace / f"{self.path.name}-wal", recompute=sqlite_wal_checksums,
+                       frames_from=_WAL_HEADER_BYTES, frame_bytes=_FRAME_HEADER_BYTES + _PAGE_BYTES,
+                       cbc_blocks_from=_FRAME_HEADER_BYTES)
 
     # -- maintenance: encrypting an existing database, changing its key ----------------------
 

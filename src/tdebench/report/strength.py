@@ -109,8 +109,9 @@ def tamper_table(ours: list[Measurement]) -> Table:
     rows = []
     for key in sorted(cells, key=_order):
         flipped = cells[key][TAMPER]
-        forged = [m for m in cells[key][FORGERY] if m.step != STRENGTH.forged_backup]
+        forged = [m for m in cells[key][FORGERY] if m.step not in (STRENGTH.forged_backup, STRENGTH.forged_log)]
         copied = [m for m in cells[key][FORGERY] if m.step == STRENGTH.forged_backup]
+        logged = [m for m in cells[key][FORGERY] if m.step == STRENGTH.forged_log]
         rows.append({"engine": key[0], "encryption": key[1], "n": len(flipped) or len(forged),
                      "result": _joined([m.answer or "" for m in flipped]) or None,
                      "tries": _median(flipped, "tries"),
@@ -119,21 +120,31 @@ def tamper_table(ours: list[Measurement]) -> Table:
                      "forgery_said": _joined([m.note or "" for m in forged if m.note]) or None,
                      "backup": _joined([m.answer or "" for m in copied]) or None,
                      "backup_said": _joined([m.note or "" for m in copied if m.note]) or None,
+                     "log": _joined([m.answer or "" for m in logged]) or None,
+                     "log_said": _joined([m.note or "" for m in logged if m.note]) or None,
                      "weak": key[1] != BASELINE and any(m.answer in STRENGTH.weak_classes
-                                                        for m in flipped + forged + copied)})
+                                                        for m in flipped + forged + copied + logged)})
     columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("n", "n", numeric=True),
                Column("result", "flipped byte"), Column("tries", "pages tried", _whole, numeric=True),
                Column("said", "what the engine said", prose=True), Column("forgery", "forgery"),
                Column("forgery_said", "what the engine said to the forgery", prose=True),
                Column("backup", "forged backup"),
-               Column("backup_said", "what the restore said to the forged backup", prose=True))
+               Column("backup_said", "what the restore said to the forged backup", prose=True),
+               Column("log", "forged WAL"), Column("log_said", "what the replay said to the forged WAL", prose=True))
     return Table("Tamper detection", columns, rows, alarm="weak",
                  intro="Flipped byte: one bit of one byte in the middle of a data page of the stopped database "
                        "flipped, the database opened again (a server started again) and every row read back (the pages "
                        "before it tried in turn while the read notices nothing: a freed page), then the byte "
                        "restored. Forgery: one stored value changed to another of tdebench's choice without the "
                        "key, by XORing their difference into the file at the offset an unencrypted twin of the "
-                       "database holds the value at. Forged backup: the same forgery in a physical backup of the "
+                       "database holds the value at; under CBC, into the 16-byte block before the value's first, "
+                       "which changes the value's bytes in that block exactly and garbles the block before (the row "
+                       "chosen has free space there in the twin where one has: the note says what it held). "
+                       "Forged WAL: the value committed again on a connection that leaves it in the engine's "
+                       "write-ahead log (no checkpoint on closing), forged there at the offset the twin's log holds "
+                       "it at (the log's unkeyed checksums recomputed), read back once the engine replays the log; "
+                       "unsupported where tdebench cannot leave an engine's log at rest. "
+                       "Forged backup: the same forgery in a physical backup of the "
                        "database, at the offset a backup of the twin holds the value at, restored into a fresh "
                        "database with the key and read back. Results: tag detects (refused by a keyed tag), refused "
                        "without a tag (refused by an unkeyed page checksum or the format's own consistency checks, "
@@ -201,16 +212,22 @@ def repeat_findings(table: Table) -> list[str]:
             and row["blocks"] > (row["random"] or 0.0) + EXCESS]
 
 
+def _listed(places: list[str]) -> str:
+    """"a", "a and in b", "a, in b and in c"."""
+    return places[0] if len(places) == 1 else ", in ".join(places[:-1]) + " and in " + places[-1]
+
+
 def tamper_findings(table: Table) -> list[str]:
     """Encryptions whose flipped byte was read as data or crashed the engine; a baseline that
     noticed nothing (the test had no power there)."""
     sentences = []
     for row in table.rows:
-        forged = [where for where, column in (("its file", "forgery"), ("a physical backup", "backup"))
+        forged = [where for where, column in (("its file", "forgery"), ("a physical backup", "backup"),
+                                              ("its write-ahead log", "log"))
                   if row[column] == STRENGTH.forgeable]
         if forged and row["encryption"] != BASELINE:
             sentences.append(f"{row['engine']} {row['encryption']}: a known-plaintext forgery was accepted in "
-                             f"{' and in '.join(forged)}: one stored value changed to another of tdebench's choice "
+                             f"{_listed(forged)}: one stored value changed to another of tdebench's choice "
                              "without the key, read back as forged (“Tamper detection”).")
         elif row["weak"]:
             sentences.append(f"{row['engine']} {row['encryption']}: a flipped byte in a data page was "

@@ -37,6 +37,15 @@ def value(seed: int, row: int) -> str:
     return hashlib.sha256(f"tdebench-strength/{seed}/{row}".encode()).hexdigest()
 
 
+VALUE_BYTES = 64  # every value of strength_rows, as stored (UTF-8)
+VALUE_PATTERN = rb"[0-9a-f]{%d}" % VALUE_BYTES  # what each looks like
+
+
+def values(seed: int, rows: int) -> dict[str, int]:
+    """Every row's value, to its row: what finds a row by its value in an unencrypted file."""
+    return {value(seed, row): row for row in range(1, rows + 1)}
+
+
 def path(data_dir: Path, seed: int, table: str, rows: int) -> Path:
     return Path(data_dir) / "strength" / f"seed{seed}" / f"{table}-{rows}.parquet"
 
@@ -76,3 +85,17 @@ def differences(conn: Connection, rows: int, seed: int, changed: Mapping[int, st
         first = f", the first id {differ[0]}" if differ else ""
         problems.append(f"{ROWS_TABLE}: {len(differ)} of {len(read)} rows changed{first} (written: {rows})")
     return "; ".join(problems) or None
+
+
+def rewrite(conn: Connection, seed: int, row: int) -> None:
+    """Row `row` of strength_rows deleted and inserted again with its own value, in one transaction:
+    a commit that puts the value in the engine's write-ahead log, the table's content unchanged (an
+    UPDATE to the same value writes nothing in SQLite, which compares the cell first)."""
+    conn.execute("BEGIN")
+    try:
+        conn.execute(f"DELETE FROM {ROWS_TABLE} WHERE id = ?", (row,))
+        conn.execute(f"INSERT INTO {ROWS_TABLE} (id, payload) VALUES (?, ?)", (row, value(seed, row)))
+    except Exception:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -18,10 +18,23 @@ way, gives the value's offset in the trial's backup (`offset_in`); the forged ba
 into a fresh database with the trial's key and read back. A copy the engine makes by reading
 pages and writing them again (DuckDB, SQLite) is a new file: its offsets come from the twin's
 copy, not from the twin's database.
+
+CBC does not keep that layout byte for byte: a plaintext block is the decrypted ciphertext block
+XORed with the ciphertext block before it (the IV for a page's first block). XORing the
+difference into the ciphertext block *before* the value's first block changes the value's bytes in
+that block exactly and garbles the block before entirely (`chained_change`). The forgery then
+changes only the value's characters in its first block (`block_share`), and lands where the garbled
+block is one the engine does not read: the twin tells which value has a block of zeros before its
+first one (`unused_before`: free space in the page, as SQLite leaves between its cell pointers and
+its cells). A page's first block cannot be changed this way: its IV is not in the file (SQLite3MC
+derives it from the page number) and a `CBC_BLOCK` before the page's cipher start is the previous
+page's, encrypted under another IV.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +46,21 @@ UNLANDED = "the data reads as written: the change did not land"
 PREFIX = "FORGED::"  # the new value: the old one with its first characters replaced by this
 
 
-def forged(old: str) -> str:
-    """The value the forgery writes instead of `old`: as long, and unlike it."""
-    return PREFIX + old[len(PREFIX):]
+CBC_BLOCK = 16  # bytes of an AES block: what a CBC forgery garbles before the value
+
+
+def forged(old: str, count: int = len(PREFIX)) -> str:
+    """The value the forgery writes instead of `old`: as long, and unlike it; only its first
+    `count` characters changed (PREFIX, cut to them), as a CBC forgery can change only those in
+    one block."""
+    head = PREFIX[:count]
+    return head + old[len(head):]
+
+
+def chains(mode: str) -> bool:
+    """Whether the mode chains blocks as CBC does (SQLCipher's "CBC+HMAC-SHA512" included: its
+    HMAC must then refuse the change)."""
+    return mode.upper().startswith("CBC")
 
 
 def difference(old: str, new: str) -> bytes:
@@ -72,6 +97,54 @@ def offset_in(directory: Path, value: str) -> tuple[Path, Found] | None:
     hits = [(path.relative_to(directory), found) for path in sorted(directory.rglob("*"))
             if path.is_file() and not path.is_symlink() and (found := offset_of(path, value)) is not None]
     return hits[0] if len(hits) == 1 else None
+
+
+def block_start(layout: PageLayout, offset: int) -> int:
+    """The start of the CBC block holding byte `offset`: blocks count from the page's cipher start
+    (`PageLayout.cbc_blocks_from`, 0 when it is not known)."""
+    first = layout.page_start(offset) + (layout.cbc_blocks_from or 0)
+    return first + (offset - first) // CBC_BLOCK * CBC_BLOCK
+
+
+def block_share(layout: PageLayout, found: Found, length: int) -> int:
+    """How many of the value's `length` bytes lie in the CBC block holding its first byte: the
+    bytes one chosen block can change."""
+    return min(length, block_start(layout, found.offset) + CBC_BLOCK - found.offset)
+
+
+def chained_change(layout: PageLayout, found: Found, old: str, new: str) -> tuple[int, bytes]:
+    """Where to XOR what, under CBC, to turn `old` into `new` when they differ only in the value's
+    first CBC block: the difference, XORed into the block before at the same positions. Raises
+    ValueError where that block is the page's first (its IV is not in the file) or the change
+    reaches past the block."""
+    mask = difference(old, new)
+    changed = max((i for i, byte in enumerate(mask) if byte), default=-1) + 1
+    if changed > block_share(layout, found, len(mask)):
+        raise ValueError("under CBC one block's change must stay in that block")
+    at = found.offset - CBC_BLOCK
+    if block_start(layout, found.offset) - CBC_BLOCK < layout.page_start(found.offset) + (layout.cbc_blocks_from or 0):
+        raise ValueError("the value starts in its page's first CBC block, whose IV is not in the file")
+    return at, mask[:changed]
+
+
+def unused_before(file: Path, layout: PageLayout, rows: Mapping[str, int], pattern: bytes) -> int | None:
+    """The row whose value (each matching `pattern`, `rows` giving its row) has a CBC block of
+    zeros only before the block holding its first byte, in the same page: space the page holds
+    unused (an engine reads no free space), garbled by a CBC forgery of that value. Of those, the
+    one with most of its bytes in that block; None where no value has such a block before it."""
+    raw = file.read_bytes()
+    best: tuple[int, int] | None = None
+    for match in re.finditer(pattern, raw):
+        row = rows.get(match.group().decode("ascii"))
+        start = block_start(layout, match.start())
+        if row is None or start - CBC_BLOCK < layout.page_start(match.start()) + (layout.cbc_blocks_from or 0):
+            continue
+        if any(raw[start - CBC_BLOCK:start]):
+            continue
+        share = start + CBC_BLOCK - match.start()
+        if best is None or share > best[0]:
+            best = (share, row)
+    return None if best is None else best[1]
 
 
 def checksum_change(layout: PageLayout, checksum: PlainChecksum, found: Found, new: bytes) -> tuple[int, bytes]:

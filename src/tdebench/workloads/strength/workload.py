@@ -27,12 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench.engines.base import BACKUP_FULL, NONE, Backup, Backups, Connection, Database, PageLayout, backups
+from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, Backups, Connection, Database, LogFile, PageLayout,
+                                   backups)
 from tdebench.workloads.base import RunContext, Workload, WrongAnswer
 from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
 
 REPEATS, TAMPER, OLD_KEY, FORGERY = "repeats", "tamper", oldkeys.TEST, "forgery"
-DATA_FILE, BACKUP = "value", "backup"  # the forgery's steps: in the database's file, in a physical backup of it
+# the forgery's steps: in the database's file, in a physical backup of it, in its write-ahead log
+DATA_FILE, BACKUP, LOG = "value", "backup", "wal"
 FLIP_AT = 0.75  # the page flipped: this far into the file's pages, among the rows loaded last
 FLIP_MASK = b"\x01"  # one bit of one byte
 FLIP_TRIES = 16  # pages tried in turn while the read notices nothing (a free or unused page)
@@ -41,6 +43,11 @@ FLIP_TRIES = 16  # pages tried in turn while the read notices nothing (a free or
 KEEPS_LAYOUT = ("none", "native")
 KEEPS_LAYOUT_NOT = {"column": "each value is sealed on its own, with a random session key and IV",
                     "fs": "the file is cut into 4 KiB blocks, each with a nonce and a tag"}
+# and why their backup and log are not forged either
+KEEPS_LAYOUT_NOT_ELSEWHERE = {
+    "column": "its backup and log hold the same sealed values, whose offsets a twin does not tell either",
+    "fs": "the engine's backup and log are written through the decrypted view: the backup is not encrypted by "
+          "the layer at all (see old-key), the log is ciphertext the same as the file"}
 
 
 class StrengthWorkload(Workload):
@@ -68,6 +75,7 @@ class StrengthWorkload(Workload):
     unchanged = tamper.UNCHANGED
     forgeable = tamper.FORGEABLE
     forged_backup = BACKUP  # the forgery's step in a physical backup (its other step: the database's file)
+    forged_log = LOG  # its step in the write-ahead log
     old_key_weak = oldkeys.WEAK
 
     def __init__(self) -> None:
@@ -138,32 +146,65 @@ class StrengthWorkload(Workload):
         _restored(ctx, read)
 
     def _forgery(self, ctx: RunContext, warmup: bool) -> None:
-        database, rows = ctx.database, int(ctx.scale)
+        database = ctx.database
         layout = database.page_layout(data.ROWS_TABLE)
         if layout is None or ctx.scratch_database is None:
             ctx.recorder.record(FORGERY, DATA_FILE, {}, warmup=warmup, answer=oldkeys.UNSUPPORTED)
             return
         if database.encryption.layer not in KEEPS_LAYOUT:
-            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {database.encryption.layer} layer does "
-                    f"not keep the engine's layout, so an unencrypted twin does not tell where a value is: "
-                    f"{KEEPS_LAYOUT_NOT.get(database.encryption.layer, '')}", warmup)
+            layer = database.encryption.layer
+            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {layer} layer does not keep the engine's "
+                    f"layout, so an unencrypted twin does not tell where a value is: "
+                    f"{KEEPS_LAYOUT_NOT.get(layer, '')}", warmup)
+            for step in (BACKUP, LOG):
+                _record(ctx, FORGERY, step, {}, oldkeys.UNSUPPORTED,
+                        f"the {layer} layer: {KEEPS_LAYOUT_NOT_ELSEWHERE.get(layer, '')}", warmup)
             return
         self._at_rest(ctx)
-        row = rows * 3 // 4
-        old = data.value(ctx.seed, row)
-        twin = _twin_offsets(ctx, old)
-        new = forgery.forged(old)
+        plan = _Plan.of(ctx, layout)
+        twin = _twin_offsets(ctx, plan.choose)
+        old = data.value(ctx.seed, twin.row)
+        new = plan.new(old, twin.data)
         if twin.data is None:
             _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, "an unencrypted database of this engine does "
                     "not store the value verbatim (compressed), so its offset is not known", warmup)
         else:
-            reading, recomputed = _forged(ctx, layout, twin.data, old, new, _reader(ctx, {row: new}))
-            _record_forgery(ctx, DATA_FILE, twin.data, row, recomputed, reading, warmup)
-            _restored(ctx, _reader(ctx))
-        self._forged_backup(ctx, layout, twin, row, old, new, warmup)
+            if _forged(ctx, DATA_FILE, layout, twin.data, twin.row, old, new, _reader(ctx, {twin.row: new}), plan,
+                       warmup):
+                _restored(ctx, _reader(ctx))
+        self._forged_backup(ctx, layout, twin, twin.row, old, new, plan, warmup)
+        self._forged_log(ctx, twin, old, new, plan, warmup)
+
+    def _forged_log(self, ctx: RunContext, twin: _Twin, old: str, new: str, plan: _Plan, warmup: bool) -> None:
+        """The value committed again on a connection whose commit the engine leaves in its
+        write-ahead log (no checkpoint on closing), forged there at the offset the twin's log
+        holds it at (the log's checksums recomputed, where the engine says how), read back once
+        the engine replays the log on opening (without checkpointing it either), the log put back.
+        Under CBC the block before the value's in its frame is changed (`LogFile.frames`), as in the
+        file; where the log does not say where its frames' blocks start, as under a stream cipher."""
+        if twin.log is None:
+            _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, twin.log_missing, warmup)
+            return
+        log = _logged(ctx.database, ctx.seed, twin.row)
+        if log is None or not log.file.is_file():
+            _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, "the trial's log was not left at rest", warmup)
+            return
+        frames = log.frames()
+        if frames is None:
+            plan, new = _Plan(int(ctx.scale), ctx.seed), forgery.forged(old)
+        changes = None
+        if log.relocate is not None:  # the trial's log laid out otherwise than the twin's
+            try:
+                changes = log.relocate(twin.log_raw, log.file.read_bytes(), twin.log.offset, old.encode(), new.encode())
+            except ValueError as exc:
+                _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, str(exc), warmup)
+                return
+        if _forged(ctx, LOG, log.layout(), twin.log, twin.row, old, new, _reader(ctx, {twin.row: new}, keep_log=True),
+                   plan, warmup, blocks=frames, changes=changes):
+            _restored(ctx, _reader(ctx, keep_log=True))
 
     def _forged_backup(self, ctx: RunContext, layout: PageLayout, twin: _Twin, row: int, old: str, new: str,
-                       warmup: bool) -> None:
+                       plan: _Plan, warmup: bool) -> None:
         """The same forgery in a physical backup of the trial's database, at the offset a backup
         of the twin holds the value at, restored into a fresh database with the trial's key and
         read back; the backup put back, its restore must read as written (the control that the
@@ -182,30 +223,99 @@ class StrengthWorkload(Workload):
             file = copies.backup_contents(backup, area / "unpacked") / relative
             copied = dataclasses.replace(layout, file=file)
             changed = _restore_reader(ctx, backup, area, {row: new})
-            reading, recomputed = _forged(ctx, copied, found, old, new, changed)
-            _record_forgery(ctx, BACKUP, found, row, recomputed, reading, warmup)
-            _restored(ctx, _restore_reader(ctx, backup, area))
+            if _forged(ctx, BACKUP, copied, found, row, old, new, changed, plan, warmup):
+                _restored(ctx, _restore_reader(ctx, backup, area))
         finally:
             shutil.rmtree(area, ignore_errors=True)
 
 
-def _forged(ctx: RunContext, layout: PageLayout, found: forgery.Found, old: str, new: str,
-            read: Callable[[], str | None]) -> tuple[tamper.Reading, bool]:
+@dataclass(frozen=True)
+class _Plan:
+    """How the trial's encryption is forged: as a stream cipher (the difference XORed at the value,
+    row three quarters of the way through), or chained as CBC (`chained`: the difference XORed into
+    the block before the value's first, the value chosen with unused space before it)."""
+
+    rows: int
+    seed: int
+    chained: bool = False
+    layout: PageLayout | None = None
+
+    @staticmethod
+    def of(ctx: RunContext, layout: PageLayout) -> _Plan:
+        chained = forgery.chains(ctx.database.encryption.mode) and layout.cbc_blocks_from is not None
+        return _Plan(int(ctx.scale), ctx.seed, chained, layout if chained else None)
+
+    @property
+    def default_row(self) -> int:
+        return self.rows * 3 // 4
+
+    def choose(self, twin_file: Path) -> int:
+        """The row to forge, from the twin's file holding the table: under CBC one with a block of
+        zeros (unused space) before its value's first block, where the twin has one."""
+        if self.layout is None:
+            return self.default_row
+        layout = dataclasses.replace(self.layout, file=twin_file)
+        found = forgery.unused_before(twin_file, layout, data.values(self.seed, self.rows), data.VALUE_PATTERN)
+        return self.default_row if found is None else found
+
+    def new(self, old: str, found: forgery.Found | None) -> str:
+        """The forged value: under CBC only the characters in the value's first block changed."""
+        if self.layout is None or found is None:
+            return forgery.forged(old)
+        return forgery.forged(old, forgery.block_share(self.layout, found, data.VALUE_BYTES))
+
+    def note(self, found: forgery.Found, blocks: PageLayout | None = None) -> str:
+        """What the record says of how the change was made (empty for a stream cipher's): under CBC,
+        how many bytes, and what the garbled block held in the twin (blocks aligned on `blocks`'
+        pages where given, else on the file's)."""
+        if self.layout is None:
+            return ""
+        layout = blocks or self.layout
+        start = forgery.block_start(layout, found.offset) - forgery.CBC_BLOCK - found.start
+        held = "free space" if not any(found.around[max(0, start):start + forgery.CBC_BLOCK]) else "data"
+        return (f"CBC: the value's first {forgery.block_share(layout, found, data.VALUE_BYTES)} bytes changed "
+                f"through the block before, garbled ({held} in the twin)")
+
+
+def _forged(ctx: RunContext, step: str, layout: PageLayout, found: forgery.Found, row: int, old: str, new: str,
+            read: Callable[[], str | None], plan: _Plan, warmup: bool, blocks: PageLayout | None = None,
+            changes: list[tuple[int, bytes]] | None = None) -> bool:
     """`old` turned into `new` at `found` in the layout's file (and the page's unkeyed checksum
-    with it, where the layout knows how), `read` run, the pages put back: what it read, and
-    whether a checksum was recomputed."""
-    changes = [(found.offset, forgery.difference(old, new))]
-    if layout.plain_checksum is not None:  # the checksum's change XORed in beside the value's
+    with it, where the layout knows how), `read` run, the pages put back, the outcome recorded as
+    `step`; False (recorded `unsupported`) where the change cannot be made. Under CBC
+    (`plan.chained`) the change goes into the block before the value's, and a checksum of the
+    plaintext cannot follow it (that block is garbled); its blocks aligned on `blocks`' pages where
+    given (a log's frames), else on the layout's. `changes`: the (offset, mask) pairs the engine
+    worked out itself (a log laid out otherwise than the twin's), its checksum's among them."""
+    if changes is not None:
+        reading = _changed(ctx.database, layout, changes, read, recompute=True)
+        _record_forgery(ctx, step, found, row, True, reading, "", False, warmup, what="its entry's")
+        return True
+    if plan.chained:
+        try:
+            changes = [forgery.chained_change(blocks or layout, found, old, new)]
+        except ValueError as exc:
+            _record(ctx, FORGERY, step, {}, oldkeys.UNSUPPORTED, str(exc), warmup)
+            return False
+    else:
+        changes = [(found.offset, forgery.difference(old, new))]
+    plain = layout.plain_checksum is not None and not plan.chained
+    if plain:  # the checksum's change XORed in beside the value's
+        assert layout.plain_checksum is not None
         changes.append(forgery.checksum_change(layout, layout.plain_checksum, found, new.encode()))
-    recomputed = layout.recompute is not None or layout.plain_checksum is not None
-    return _changed(ctx.database, layout, changes, read, recompute=True), recomputed
+    recomputed = layout.recompute is not None or plain
+    reading = _changed(ctx.database, layout, changes, read, recompute=True)
+    _record_forgery(ctx, step, found, row, recomputed, reading, plan.note(found, blocks), plan.chained, warmup,
+                    what="its frames'" if step == LOG else "its page")
+    return True
 
 
 def _record_forgery(ctx: RunContext, step: str, found: forgery.Found, row: int, recomputed: bool,
-                    reading: tamper.Reading, warmup: bool) -> None:
-    said = reading.said or ("its page checksum recomputed" if recomputed else "")
+                    reading: tamper.Reading, how: str, chained: bool, warmup: bool, what: str = "its page") -> None:
+    said = "; ".join(part for part in (how, reading.said or (
+        f"{what} checksum recomputed" if recomputed else "")) if part)
     _record(ctx, FORGERY, step, {"offset": float(found.offset), "row": float(row),
-                                 "checksum_recomputed": float(recomputed)},
+                                 "checksum_recomputed": float(recomputed), "cbc_chained": float(chained)},
             forgery.classify(reading, ctx.database.encryption.authenticated), said, warmup)
 
 
@@ -219,13 +329,17 @@ def _compared(conn: Connection, ctx: RunContext, changed: dict[int, str] | None)
     return differs
 
 
-def _reader(ctx: RunContext, changed: dict[int, str] | None = None) -> Callable[[], str | None]:
-    """Open the trial's database and read every row (`_compared`); the database is closed again after."""
+def _reader(ctx: RunContext, changed: dict[int, str] | None = None,
+            keep_log: bool = False) -> Callable[[], str | None]:
+    """Open the trial's database and read every row (`_compared`); the database is closed again after
+    (with `keep_log`, its write-ahead log left as it is: replayed, not checkpointed)."""
     database = ctx.database
 
     def read() -> str | None:
         conn = database.connect()
         try:
+            if keep_log:
+                database.keep_log(conn)
             return _compared(conn, ctx, changed)
         finally:
             conn.close()
@@ -256,6 +370,20 @@ def _restore_reader(ctx: RunContext, backup: Backup, area: Path,
             shutil.rmtree(workspace, ignore_errors=True)
 
     return read
+
+
+def _logged(database: Database, seed: int, row: int) -> LogFile | None:
+    """`row` committed again on a connection whose commits the engine leaves in its write-ahead
+    log, the database closed after: the log (None: the engine cannot keep one at rest)."""
+    conn = database.connect()
+    try:
+        log = database.keep_log(conn)
+        if log is not None:
+            data.rewrite(conn, seed, row)
+    finally:
+        conn.close()
+        database.close()
+    return log
 
 
 def _verbatim_backup(database: Database, copies: Backups, target: Path) -> Backup:
@@ -312,14 +440,19 @@ class _Twin:
     a physical backup of it (`backup`: the file, relative to the backup's contents, and where);
     None where it is not there verbatim, `backup_missing` saying why."""
 
+    row: int
     data: forgery.Found | None
     backup: tuple[Path, forgery.Found] | None
     backup_missing: str = ""
+    log: forgery.Found | None = None  # where its write-ahead log holds the value, committed again
+    log_missing: str = ""
+    log_raw: bytes = b""  # that log, for an engine whose trial log is laid out otherwise (LogFile.relocate)
 
 
-def _twin_offsets(ctx: RunContext, value: str) -> _Twin:
+def _twin_offsets(ctx: RunContext, choose: Callable[[Path], int]) -> _Twin:
     """An unencrypted database of the trial's engine, loaded with the same rows and backed up as
-    the trial will be: where it holds `value`, and its plaintext around it."""
+    the trial will be: the row to forge (`choose`, given the twin's file holding the table), where
+    it holds that row's value, and its plaintext around it."""
     assert ctx.scratch_database is not None
     area = ctx.database.workspace / forgery.DIRECTORY
     shutil.rmtree(area, ignore_errors=True)
@@ -338,12 +471,21 @@ def _twin_offsets(ctx: RunContext, value: str) -> _Twin:
         backup = None if copies is None else _verbatim_backup(twin, copies, area / "backup")
         layout = twin.page_layout(data.ROWS_TABLE)
         twin.close()
+        row = choose(layout.file) if layout is not None else int(ctx.scale) * 3 // 4
+        value = data.value(ctx.seed, row)
         found = None if layout is None else forgery.offset_of(layout.file, value)
-        if copies is None or backup is None:
-            return _Twin(found, None, "the engine has no physical backup")
-        in_backup = forgery.offset_in(copies.backup_contents(backup, area / "unpacked"), value)
-        return _Twin(found, in_backup, "" if in_backup else "an unencrypted backup of this engine does not store "
-                     "the value verbatim in one file (compressed), so its offset is not known")
+        in_backup, backup_missing = None, "the engine has no physical backup"
+        if copies is not None and backup is not None:
+            in_backup = forgery.offset_in(copies.backup_contents(backup, area / "unpacked"), value)
+            backup_missing = "" if in_backup else ("an unencrypted backup of this engine does not store the value "
+                                                   "verbatim in one file (compressed), so its offset is not known")
+        log = _logged(twin, ctx.seed, row) if twin.keeps_log else None  # last: the backup taken without it
+        in_log = None if log is None or not log.file.is_file() else forgery.offset_of(log.file, value)
+        log_missing = ("tdebench cannot have this engine leave its write-ahead log at rest" if log is None else
+                       "" if in_log else
+                       "the twin's log does not hold the value verbatim once, so its offset is not known")
+        raw = log.file.read_bytes() if in_log is not None and log is not None else b""
+        return _Twin(row, found, in_backup, backup_missing, in_log, log_missing, raw)
     finally:
         twin.close()
         shutil.rmtree(area, ignore_errors=True)
