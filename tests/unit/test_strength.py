@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tdebench.engines import page_checksums
@@ -146,6 +147,9 @@ class _FileConnection:
             page = raw[start:start + PAGE]
             body, stored = page[:-64], page[-64:-60]
             if self._database.checked and zlib.crc32(body).to_bytes(4, "big") != stored:
+                if self._database.crashes:  # a server aborting on the page: its client loses the connection
+                    self._database.down = True
+                    raise RuntimeError("Lost connection to server during query")
                 raise RuntimeError(f"checksum mismatch in page at {start}")
             values += [body[i:i + 64].decode("latin-1") for i in range(0, len(body), 64)]
         return list(enumerate(values[:ROWS], start=1))
@@ -171,6 +175,8 @@ class _FileDatabase(Database):
     checked: bool = False
     starts_processes: bool = False  # as a server's: connect() after close() starts one
     public_checksum: bool = False  # its layout says how to recompute the checksum, as InnoDB's
+    crashes: bool = False  # a server that aborts on a page failing its checksum
+    down: bool = False  # that server has ended
     path: Path = field(init=False)
     tampered_opens: list[int] = field(default_factory=list)  # the pid of each connect() to changed bytes
     written: bytes = b""
@@ -185,6 +191,7 @@ class _FileDatabase(Database):
         self.path.write_bytes(self.written)
 
     def connect(self) -> Connection:
+        self.down = False  # a server starts again
         if self.path.exists() and self.path.read_bytes() != self.written:
             self.tampered_opens.append(os.getpid())
         return _FileConnection(self)
@@ -192,6 +199,11 @@ class _FileDatabase(Database):
     @property
     def connect_starts_processes(self) -> bool:
         return self.starts_processes
+
+    def engine_processes(self) -> list[psutil.Process] | None:
+        if not self.starts_processes:
+            return None
+        return [] if self.down else [psutil.Process()]
 
     def files(self) -> list[Path]:
         return [self.path]
@@ -230,11 +242,11 @@ class _Records:
 
 
 def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper", layer: str = "native",
-                server: bool = False, public_checksum: bool = False) -> Measurement:
+                server: bool = False, public_checksum: bool = False, crashes: bool = False) -> Measurement:
     encryption = Encryption("fake", "AES", 256, mode, layer, ("main file",))
     key = Secret(os.urandom(32))
     database = _CopiedFile(workspace=tmp_path, encryption=encryption, key=key, checked=checked,
-                           starts_processes=server, public_checksum=public_checksum)
+                           starts_processes=server, public_checksum=public_checksum, crashes=crashes)
     database.create()
     original = database.path.read_bytes()
     records = _Records()
@@ -288,6 +300,18 @@ def test_a_forgery_without_a_check_is_read_back_as_forged(tmp_path: Path) -> Non
 def test_a_server_is_read_back_in_this_process(tmp_path: Path) -> None:
     record = _run_tamper(tmp_path, "CTR", checked=True, server=True)
     assert record.answer == tamper.UNTAGGED and "checksum mismatch" in (record.note or "")
+
+
+def test_a_server_that_ends_on_the_tampered_page_crashed_rather_than_refused(tmp_path: Path) -> None:
+    record = _run_tamper(tmp_path, "CBC", checked=True, server=True, crashes=True)
+    assert record.answer == tamper.CRASHED and "the server ended while reading" in (record.note or "")
+    assert "Lost connection" in (record.note or "")
+
+
+def test_server_died_waits_a_moment_for_a_server_going_down() -> None:
+    looks = iter([[object()], [object()], []])
+    assert tamper.server_died(lambda: next(looks), wait_s=5)
+    assert not tamper.server_died(lambda: [object()], wait_s=0.2)
 
 
 @pytest.mark.parametrize("layer", ["column", "fs"])

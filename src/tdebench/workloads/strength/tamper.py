@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,26 @@ CLASSES = (TAG, UNTAGGED, FORGEABLE, ALTERED, UNCHANGED, CRASHED)
 REFUSED, DIFFERS, SAME, DIED = "refused", "differs", "same", "died"  # what a reading gave
 MESSAGE_CHARS = 240  # what the engine said, cut to this many characters
 TIMEOUT_S = 120.0
+
+
+class EngineDied(Exception):
+    """The engine's server ended while a tampered database was read: a crash, not a refusal."""
+
+
+SERVER_EXIT_WAIT_S = 1.0  # after an error, how long a server that is going down is given to exit
+
+
+def server_died(processes: Callable[[], list | None], wait_s: float = SERVER_EXIT_WAIT_S) -> bool:
+    """Whether the engine's server is gone (`processes`, `Database.engine_processes`: [] once it
+    stopped running), looked at until `wait_s` has passed: a server that aborts closes its
+    clients' sockets as it exits, so the client's error may come a moment before its end."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        if processes() == []:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 @dataclass(frozen=True)
@@ -115,6 +136,8 @@ def read_here(read: Callable[[], str | None]) -> Reading:
     apart already (a server, a file-system mount), whose processes this process must stop."""
     try:
         differs = read()
+    except EngineDied as exc:
+        return Reading(DIED, str(exc))
     except UnicodeDecodeError as exc:  # the engine returned the bytes; the driver found them no text
         return Reading(DIFFERS, f"a value read back is not the text written ({exc})")
     except Exception as exc:  # the engine's refusal, whatever its class

@@ -341,6 +341,12 @@ def _reader(ctx: RunContext, changed: dict[int, str] | None = None,
             if keep_log:
                 database.keep_log(conn)
             return _compared(conn, ctx, changed)
+        except Exception as exc:
+            # a server that aborted on the tampered page answers its client with a lost connection:
+            # a crash, which a refusal's class would hide (an embedded engine's crash ends read_apart's child)
+            if database.connect_starts_processes and tamper.server_died(database.engine_processes):
+                raise tamper.EngineDied(f"the server ended while reading: {type(exc).__name__}: {exc}") from exc
+            raise
         finally:
             conn.close()
             database.close()
