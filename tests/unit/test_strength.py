@@ -254,7 +254,7 @@ def _run_tamper(tmp_path: Path, mode: str, checked: bool, test: str = "tamper", 
 
     def twin(workspace: Path, enc: Encryption, twin_key: Secret | None) -> Database:
         return _CopiedFile(workspace=workspace, encryption=enc, key=twin_key, checked=checked,
-                           public_checksum=public_checksum)
+                           public_checksum=public_checksum, starts_processes=server, crashes=crashes)
 
     ctx = RunContext(database=database, dialect="duckdb", recorder=Recorder(records, trial, FakeClock()),
                      scale=ROWS, streams=1, data_dir=tmp_path, seed=SEED, scratch_database=twin)
@@ -302,8 +302,10 @@ def test_a_server_is_read_back_in_this_process(tmp_path: Path) -> None:
     assert record.answer == tamper.UNTAGGED and "checksum mismatch" in (record.note or "")
 
 
-def test_a_server_that_ends_on_the_tampered_page_crashed_rather_than_refused(tmp_path: Path) -> None:
-    record = _run_tamper(tmp_path, "CBC", checked=True, server=True, crashes=True)
+@pytest.mark.parametrize("test", ["tamper", "forgery"])
+def test_a_server_that_ends_on_the_tampered_page_crashed_rather_than_refused(tmp_path: Path, test: str) -> None:
+    """Its forged backup too (_run_tamper checks the backup's class is the file's)."""
+    record = _run_tamper(tmp_path, "CTR", checked=True, server=True, crashes=True, test=test)
     assert record.answer == tamper.CRASHED and "the server ended while reading" in (record.note or "")
     assert "Lost connection" in (record.note or "")
 

@@ -340,18 +340,24 @@ def _reader(ctx: RunContext, changed: dict[int, str] | None = None,
         try:
             if keep_log:
                 database.keep_log(conn)
-            return _compared(conn, ctx, changed)
-        except Exception as exc:
-            # a server that aborted on the tampered page answers its client with a lost connection:
-            # a crash, which a refusal's class would hide (an embedded engine's crash ends read_apart's child)
-            if database.connect_starts_processes and tamper.server_died(database.engine_processes):
-                raise tamper.EngineDied(f"the server ended while reading: {type(exc).__name__}: {exc}") from exc
-            raise
+            return _read_back(database, conn, ctx, changed)
         finally:
             conn.close()
             database.close()
 
     return read
+
+
+def _read_back(database: Database, conn: Connection, ctx: RunContext, changed: dict[int, str] | None) -> str | None:
+    """`_compared` on `database`'s connection; a server that aborts on a tampered page answers its
+    client with a lost connection, a crash that a refusal's class would hide: raised as
+    tamper.EngineDied (an embedded engine's crash ends read_apart's child instead)."""
+    try:
+        return _compared(conn, ctx, changed)
+    except Exception as exc:
+        if database.connect_starts_processes and tamper.server_died(database.engine_processes):
+            raise tamper.EngineDied(f"the server ended while reading: {type(exc).__name__}: {exc}") from exc
+        raise
 
 
 def _restore_reader(ctx: RunContext, backup: Backup, area: Path,
@@ -368,7 +374,7 @@ def _restore_reader(ctx: RunContext, backup: Backup, area: Path,
             backups(restored, "restore").restore(backup)
             conn = restored.connect()
             try:
-                return _compared(conn, ctx, changed)
+                return _read_back(restored, conn, ctx, changed)
             finally:
                 conn.close()
         finally:
