@@ -347,7 +347,7 @@ def _ytd(conn: Connection) -> float:
 
 
 PLAN = '''name = "oltp-cli"
-repetitions = 2
+repetitions = 1
 warmups = 0
 seed = 3  # the module's data: generated once
 
@@ -373,12 +373,11 @@ def test_the_cli_runs_oltp_and_reports_tpm_nopm_latency_and_throughput_over_time
                                        "--data-dir", str(data_dir)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     run = read_run(out)
-    assert len(run.trials) == 4 and all(t.status == "ok" for t in run.trials)
+    assert len(run.trials) == 2 and all(t.status == "ok" for t in run.trials)
     rows = list(csv.DictReader((out / "oltp.csv").open()))
     assert {(r["encryption"], r["test"]) for r in rows} == {("none", "load"), ("aes-256-ctr", "load")}
     for row in rows:
-        assert row["n"] == "2" and float(row["tpm"]) > float(row["nopm"]) > 0
-        assert float(row["tpm_ci_low"]) <= float(row["tpm"]) <= float(row["tpm_ci_high"])
+        assert row["n"] == "1" and float(row["tpm"]) > float(row["nopm"]) > 0
         assert (row["tpm_vs_none_pct"] != "") == (row["encryption"] != "none")
     report = (out / "report.md").read_text()
     for heading in ("## OLTP throughput", "## OLTP latency"):
