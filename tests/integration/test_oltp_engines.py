@@ -1,9 +1,9 @@
 """The oltp workload on every engine for real: one warehouse, a few seconds of the mix with
 two virtual users, on `none` and one real encryption each (DuckDB's in the CLI's trials); the
 consistency checks pass, the mix is that of Madyatmadja et al. (2021) within sampling
-tolerance, servers run stored procedures by default and client-side statements on request, and
-with foreign keys, a forced deadlock, serialization failure, write conflict or busy database is
-retried and counted, and the CLI writes the report's OLTP section."""
+tolerance, servers run stored procedures by default and client-side statements on request, a
+forced deadlock, serialization failure, write conflict or busy database is retried and
+counted, and the CLI writes the report's OLTP section."""
 
 from __future__ import annotations
 
@@ -37,9 +37,6 @@ from workspaces import server_reachable_dir
 # DuckDB's encryption below the SQL runs the mix in the CLI's trials of aes-256-ctr (the last test)
 CASES = [("duckdb", "none"), ("sqlite", "none"), ("sqlite", "chacha20-poly1305"),
          ("mariadb", "none"), ("mariadb", "aes-256-cbc"), ("postgres", "none"), ("postgres", "column-aes-256")]
-WITH_FOREIGN_KEYS = ("mariadb", "aes-256-cbc")
-"""The case loaded with `foreign_keys = true`: its encryption is below the SQL, so only the load
-test and the foreign keys' own test run on it, and no other loads a server for them."""
 SHORT = {"virtual_users": 2, "rampup_s": 0.3, "duration_s": 2.0, "stress_virtual_users": 3,
          "stress_rampup_s": 0.3, "stress_duration_s": 3.0, "interval_s": 0.5}
 SEED = 3
@@ -91,7 +88,7 @@ class Loaded:
 @pytest.fixture(scope="module", params=CASES, ids=["-".join(case) for case in CASES])
 def loaded(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Loaded]:
     with server_reachable_dir("tdebench-oltp-") as root:
-        database = Loaded(*request.param, root, data_dir, foreign_keys=request.param == WITH_FOREIGN_KEYS)
+        database = Loaded(*request.param, root, data_dir)
         try:
             yield database
         finally:
@@ -144,33 +141,20 @@ def test_load_and_stress_tests_are_consistent_and_mixed_as_madyatmadja_et_al_lis
         _assert_a_good_run(loaded.run(STRESS), users=3)
 
 
-def test_foreign_keys_on_request_are_on_the_tables_and_the_mix_runs_with_them(loaded: Loaded) -> None:
-    """`foreign_keys = true` (as BenchBase's and HammerDB's schemas have them) on MariaDB's case
-    WITH_FOREIGN_KEYS: every reference of the TPC-C schema on the loaded tables, and both paths'
-    transactions consistent with them (the load test above ran its procedures)."""
-    if (loaded.trial.engine, loaded.trial.encryption) != WITH_FOREIGN_KEYS:
-        pytest.skip(f"loaded without foreign keys; {'-'.join(WITH_FOREIGN_KEYS)} has them")
-    _assert_foreign_keys_hold(loaded, paths=(False,))
-
-
-def test_foreign_keys_on_postgres(data_dir: Path) -> None:
-    """The same on PostgreSQL, whose cases all run the driver's tests without foreign keys."""
+@pytest.mark.parametrize("engine", ["mariadb", "postgres"])
+def test_foreign_keys_on_request_are_on_the_tables_and_the_mix_runs_with_them(engine: str, data_dir: Path) -> None:
+    """`foreign_keys = true` (as BenchBase's and HammerDB's schemas have them): every reference of
+    the TPC-C schema on the loaded tables, and both paths' transactions consistent with them."""
     with server_reachable_dir("tdebench-oltp-fk-") as root:
-        loaded = Loaded("postgres", "none", root, data_dir, foreign_keys=True)
+        loaded = Loaded(engine, "none", root, data_dir, foreign_keys=True)
         try:
-            _assert_foreign_keys_hold(loaded, paths=(True, False))
+            (count,) = loaded.conn.execute("SELECT count(*) FROM information_schema.table_constraints WHERE "
+                                           "constraint_type = 'FOREIGN KEY' AND constraint_name LIKE 'fk_%'")[0]
+            assert count == 10
+            for server_side in (True, False):
+                _assert_a_good_run(loaded.run(LOAD, procedures=server_side), users=2)
         finally:
             loaded.close()
-
-
-def _assert_foreign_keys_hold(loaded: Loaded, paths: tuple[bool, ...]) -> None:
-    """Every reference of the TPC-C schema is on the loaded tables, and the load test runs
-    consistently with them by stored procedures (True) and client-side statements (False)."""
-    (count,) = loaded.conn.execute("SELECT count(*) FROM information_schema.table_constraints WHERE "
-                                   "constraint_type = 'FOREIGN KEY' AND constraint_name LIKE 'fk_%'")[0]
-    assert count == 10
-    for server_side in paths:
-        _assert_a_good_run(loaded.run(LOAD, procedures=server_side), users=2)
 
 
 def test_client_side_statements_run_on_every_engine(loaded: Loaded) -> None:
