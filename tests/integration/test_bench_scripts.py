@@ -94,12 +94,12 @@ def test_benchbase_without_a_benchbase_says_so_and_exits_2(tmp_path: Path) -> No
 
 
 def test_benchbase_runs_tdebench_side_alone() -> None:
-    out = run("benchbase.py", "--engine", "postgres", "--only", "tdebench", "--terminals", "1", "2",
+    # one number of terminals: a row per mode of it; the loop over more is the same code
+    out = run("benchbase.py", "--engine", "postgres", "--only", "tdebench", "--terminals", "1",
               "--duration", "1", "--rampup", "1", "--rounds", "2", timeout=240)
-    for terminals in (1, 2):
-        for mode in ("client", "procedures"):
-            assert re.search(rf"^\| {terminals} \| {mode} \| [\d,]+ \| [\d,]+ \|  \| \d+\.\d \| \d+\.\d \| \d+% \|$",
-                             out, re.M), out
+    for mode in ("client", "procedures"):
+        assert re.search(rf"^\| 1 \| {mode} \| [\d,]+ \| [\d,]+ \|  \| \d+\.\d \| \d+\.\d \| \d+% \|$",
+                         out, re.M), out
     assert "benchbase" not in out.split("| terminals |")[1], out  # no BenchBase row without BenchBase
     assert re.search(r"^load average after the runs: [\d.]+ [\d.]+ [\d.]+$", out, re.M), out
 
