@@ -107,6 +107,35 @@ def test_a_workload_with_timed_figures_of_its_own_leads_with_them_not_its_load(t
     assert re.search(r"costs \+3[1-4]\.\d%: aes-256-gcm \+3[1-4]\.\d% \[\+\d", sentence), sentence
 
 
+def test_a_figure_with_a_resolved_cost_leads_over_a_narrower_one_with_none(tmp_path: Path) -> None:
+    """As in the io-bound example: SQLite's load within a few percent of none (the narrowest
+    interval, no cost) and its power test +20% beyond the placebo's floor: the sentence, the
+    line in one minute and the picture read the power test."""
+    from tdebench.report.headline import chosen_figures, summary_lines
+    from tdebench.results import Measurement, TrialKey, TrialOutcome
+    from tdebench.store import ResultStore
+
+    store = ResultStore(tmp_path)
+    store.start('name = "io"\nrepetitions = 4\nplacebo = true\n\n[[workloads]]\nname = "tpch"\nscale = 0.1\n', {})
+    for repetition in (1, 2, 3, 4):
+        wobble = 1 + (-1) ** repetition * 0.02  # the load: +-2% round to round, the same for every arm
+        for encryption in ("none", "placebo", "aes-256-cbc"):
+            trial = TrialKey("sqlite", encryption, "tpch", 0.1, repetition)
+            slower = 1.2 * (1 + repetition / 200) if encryption == "aes-256-cbc" else 1.0
+            noisy = 1 + (repetition % 2 * 0.08 if encryption == "none" else 0.0)  # none's power test: +-4%
+            load = 10.0 * (wobble if encryption == "none" else 1.0)
+            store.append(Measurement(trial, "load", "total", {"elapsed_s": load}))
+            for query in range(1, 23):
+                store.append(Measurement(trial, "power", f"q{query}", {"elapsed_s": 0.1 * query * slower * noisy}))
+            store.append(TrialOutcome(trial, "ok", "warm", False, 9.0))
+    run = read_run(tmp_path)
+    records = summary_records(run)
+    ((_, figure, chosen, floor),) = chosen_figures(records)
+    assert figure.label == "power geomean" and [r.cell.encryption for r in chosen] == ["aes-256-cbc"]
+    (line, *_) = summary_lines(run, records)
+    assert "power test: aes-256-cbc +" in line and "(noise)" not in line, line
+
+
 def test_the_headline_picture_has_a_panel_per_sentence_with_verdicts_and_floor(tmp_path: Path) -> None:
     """headline.panels: one panel per engine the sentences name, on the same figure, every
     encryption but none and the placebo, the placebo's floor, and a leak marked as one; the

@@ -3,7 +3,9 @@
 One sentence per engine, workload and scale (and memory): its encryptions grouped as a DBA
 asks about them — no measurable cost, a cost (with its interval), more than double the time —
 on that configuration's best-resolved timing figure (of the power test, the throughput test and
-the load, the one whose overheads have the narrowest 95% intervals; for a workload with timed
+the load, one where the run resolves an encryption's effect beyond the noise floor if there is
+one — a resolved +20% on the power test says more than a load's narrower "noise" — and of those
+the one whose overheads have the narrowest 95% intervals; for a workload with timed
 figures of its own, of those: a backup's backups and restores, crud's and maintenance's
 operations, oltp's TPM and NOPM, where a cost is a drop), with the run's resolution
 (the placebo's noise floor) where the plan ran one, and the regime it was measured in: the data
@@ -151,7 +153,8 @@ def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, 
     for config, by_figure in sorted(per_config.items()):
         own = {figure: chosen for figure, chosen in by_figure.items() if figure not in LABELLED}
         candidates = own or by_figure  # a backup plan is read for its backups, not for its TPC-H load
-        figure, chosen = min(candidates.items(), key=lambda item: (_width(item[1]), _order(item[0])))
+        figure, chosen = min(candidates.items(), key=lambda item: (
+            not any(_resolved(r, floor_of.get(r.cell.comparison)) for r in item[1]), _width(item[1]), _order(item[0])))
         chosen_ones.append((config, figure, chosen, floor_of.get(chosen[0].cell.comparison)))
     return chosen_ones
 
