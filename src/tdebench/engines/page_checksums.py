@@ -80,7 +80,8 @@ def duckdb_checksum_change(before: bytes, after: bytes) -> bytes:
     return (_duckdb_words(before) ^ _duckdb_words(after)).to_bytes(_WORD_BYTES, "little")
 
 
-_WAL_HEADER, _FRAME_HEADER = 32, 24
+# a -wal file's header, and each frame's before its page
+SQLITE_WAL_HEADER_BYTES, SQLITE_FRAME_HEADER_BYTES = 32, 24
 _MASK32 = 0xFFFFFFFF
 
 
@@ -97,7 +98,7 @@ def sqlite_wal_checksums(wal: bytes) -> bytes:
     """`wal` (a whole SQLite WAL file) with the sums of its header and of every frame of its
     current generation (the header's salts) recomputed, in order: what a change to a frame's page
     needs for recovery to keep that frame and the ones after it."""
-    if len(wal) < _WAL_HEADER:
+    if len(wal) < SQLITE_WAL_HEADER_BYTES:
         return wal
     out = bytearray(wal)
     big_endian = bool(struct.unpack(">I", wal[:4])[0] & 1)
@@ -105,10 +106,11 @@ def sqlite_wal_checksums(wal: bytes) -> bytes:
     sums = _wal_sums(wal[:24], big_endian, (0, 0))
     out[24:32] = struct.pack(">2I", *sums)
     salts = wal[16:24]
-    at = _WAL_HEADER
-    while at + _FRAME_HEADER + page_bytes <= len(wal) and wal[at + 8:at + 16] == salts:
+    at = SQLITE_WAL_HEADER_BYTES
+    while at + SQLITE_FRAME_HEADER_BYTES + page_bytes <= len(wal) and wal[at + 8:at + 16] == salts:
         sums = _wal_sums(wal[at:at + 8], big_endian, sums)
-        sums = _wal_sums(wal[at + _FRAME_HEADER:at + _FRAME_HEADER + page_bytes], big_endian, sums)
+        page = at + SQLITE_FRAME_HEADER_BYTES
+        sums = _wal_sums(wal[page:page + page_bytes], big_endian, sums)
         out[at + 16:at + 24] = struct.pack(">2I", *sums)
-        at += _FRAME_HEADER + page_bytes
+        at += SQLITE_FRAME_HEADER_BYTES + page_bytes
     return bytes(out)

@@ -30,12 +30,11 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
                                    raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_ENCRYPTIONS
-from tdebench.engines.page_checksums import sqlite_wal_checksums
+from tdebench.engines.page_checksums import SQLITE_FRAME_HEADER_BYTES, SQLITE_WAL_HEADER_BYTES, sqlite_wal_checksums
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
 
 _COVERS = ("main file", "WAL/journal")
-_WAL_HEADER_BYTES, _FRAME_HEADER_BYTES = 32, 24  # the -wal file's header, each frame's before its page
 _PAGE_BYTES = 4096  # SQLite's default page_size, which tdebench keeps: SQLite3MC encrypts page by page
 # tdebench name -> (SQLite3MC cipher, extra cipher parameters); Encryption.raw_key_bytes below is
 # the cipher's key length where it takes a raw key (a longer one is read as key and salt)
@@ -185,8 +184,8 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
         assert isinstance(conn, SQLiteConnection)
         conn.keep_wal()
         return LogFile(self.workspace / f"{self.path.name}-wal", recompute=sqlite_wal_checksums,
-                       frames_from=_WAL_HEADER_BYTES, frame_bytes=_FRAME_HEADER_BYTES + _PAGE_BYTES,
-                       cbc_blocks_from=_FRAME_HEADER_BYTES)
+                       frames_from=SQLITE_WAL_HEADER_BYTES, frame_bytes=SQLITE_FRAME_HEADER_BYTES + _PAGE_BYTES,
+                       cbc_blocks_from=SQLITE_FRAME_HEADER_BYTES)
 
     # -- maintenance: encrypting an existing database, changing its key ----------------------
 

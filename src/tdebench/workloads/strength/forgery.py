@@ -99,11 +99,21 @@ def offset_in(directory: Path, value: str) -> tuple[Path, Found] | None:
     return hits[0] if len(hits) == 1 else None
 
 
+def cipher_start(layout: PageLayout, offset: int) -> int:
+    """Where the CBC blocks of the page holding byte `offset` begin (`PageLayout.cbc_blocks_from`,
+    0 when it is not known): its first block's IV is not in the file."""
+    return layout.page_start(offset) + (layout.cbc_blocks_from or 0)
+
+
 def block_start(layout: PageLayout, offset: int) -> int:
-    """The start of the CBC block holding byte `offset`: blocks count from the page's cipher start
-    (`PageLayout.cbc_blocks_from`, 0 when it is not known)."""
-    first = layout.page_start(offset) + (layout.cbc_blocks_from or 0)
+    """The start of the CBC block holding byte `offset`: blocks count from the page's cipher start."""
+    first = cipher_start(layout, offset)
     return first + (offset - first) // CBC_BLOCK * CBC_BLOCK
+
+
+def _in_first_block(layout: PageLayout, offset: int) -> bool:
+    """Whether byte `offset` lies in its page's first CBC block, which no block before it chains."""
+    return block_start(layout, offset) - CBC_BLOCK < cipher_start(layout, offset)
 
 
 def block_share(layout: PageLayout, found: Found, length: int) -> int:
@@ -122,7 +132,7 @@ def chained_change(layout: PageLayout, found: Found, old: str, new: str) -> tupl
     if changed > block_share(layout, found, len(mask)):
         raise ValueError("under CBC one block's change must stay in that block")
     at = found.offset - CBC_BLOCK
-    if block_start(layout, found.offset) - CBC_BLOCK < layout.page_start(found.offset) + (layout.cbc_blocks_from or 0):
+    if _in_first_block(layout, found.offset):
         raise ValueError("the value starts in its page's first CBC block, whose IV is not in the file")
     return at, mask[:changed]
 
@@ -137,7 +147,7 @@ def unused_before(file: Path, layout: PageLayout, rows: Mapping[str, int], patte
     for match in re.finditer(pattern, raw):
         row = rows.get(match.group().decode("ascii"))
         start = block_start(layout, match.start())
-        if row is None or start - CBC_BLOCK < layout.page_start(match.start()) + (layout.cbc_blocks_from or 0):
+        if row is None or _in_first_block(layout, match.start()):
             continue
         if any(raw[start - CBC_BLOCK:start]):
             continue

@@ -162,7 +162,7 @@ class StrengthWorkload(Workload):
             return
         self._at_rest(ctx)
         plan = _Plan.of(ctx, layout)
-        twin = _twin_offsets(ctx, plan.choose)
+        twin = _twin_offsets(ctx, plan)
         old = data.value(ctx.seed, twin.row)
         new = plan.new(old, twin.data)
         if twin.data is None:
@@ -461,9 +461,9 @@ class _Twin:
     log_raw: bytes = b""  # that log, for an engine whose trial log is laid out otherwise (LogFile.relocate)
 
 
-def _twin_offsets(ctx: RunContext, choose: Callable[[Path], int]) -> _Twin:
+def _twin_offsets(ctx: RunContext, plan: _Plan) -> _Twin:
     """An unencrypted database of the trial's engine, loaded with the same rows and backed up as
-    the trial will be: the row to forge (`choose`, given the twin's file holding the table), where
+    the trial will be: the row to forge (`plan.choose`, given the twin's file holding the table), where
     it holds that row's value, and its plaintext around it."""
     assert ctx.scratch_database is not None
     area = ctx.database.workspace / forgery.DIRECTORY
@@ -483,7 +483,7 @@ def _twin_offsets(ctx: RunContext, choose: Callable[[Path], int]) -> _Twin:
         backup = None if copies is None else _verbatim_backup(twin, copies, area / "backup")
         layout = twin.page_layout(data.ROWS_TABLE)
         twin.close()
-        row = choose(layout.file) if layout is not None else int(ctx.scale) * 3 // 4
+        row = plan.choose(layout.file) if layout is not None else plan.default_row
         value = data.value(ctx.seed, row)
         found = None if layout is None else forgery.offset_of(layout.file, value)
         in_backup, backup_missing = None, "the engine has no physical backup"
