@@ -94,12 +94,13 @@ def test_force_replaces_a_run_and_its_derived_files(tmp_path: Path) -> None:
     plan = write(tmp_path / "tiny.toml", TINY.replace('["none", "aes-256-gcm"]', '["none"]'))
     out = tmp_path / "out"
     assert invoke("run", str(plan), "--out", str(out), "--quiet").exit_code == 0
-    old_plots = sorted((out / "plots").glob("*.png"))
+    # a trial too short for two resource readings has no plot, and so no plots/ (CI saw it)
     mine = out / "plots" / "mine.png"
+    mine.parent.mkdir(exist_ok=True)
     mine.write_bytes(b"the user's own")
     result = invoke("run", str(plan), "--out", str(out), "--quiet", "--force")
     assert result.exit_code == 0, result.output
-    assert (out / "report.html").is_file() and old_plots
+    assert (out / "report.html").is_file()
     # the run ends with the report's first lines (no encryption here, so no cost: the at-rest checks)
     # (a sentence that the machine was busy, wrapped over lines, may come first: tests run two at a time)
     end = result.output.split("In one minute:")[1].splitlines()
