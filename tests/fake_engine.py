@@ -181,5 +181,5 @@ def run_fake(directory: Path, engine: type[FakeEngine], workspace_parent: Path) 
     store.start("name = 'fake'\n", {"cpu_model": "fake"})
     Runner(plan=fake_plan(repetitions=1), store=store, data_dir=directory / "data", clock=clock,
            engine_factory=lambda name, **settings: engine(**settings),
-           workload_factory=lambda name: FakeWorkload(clock), drop_cache=lambda: True,
+           workload_factory=lambda name: FakeWorkload(clock), empty_cache=lambda evict, root: True,
            workspace_parent=workspace_parent).run()

@@ -255,8 +255,9 @@ def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False,
     `memories` (memory_mb values; None: the engine's default), every configuration ran at each,
     each trial records its cache (the value, or the engine's default: DEFAULT_CACHE_MB) and encryption costs SQUEEZE
     times as much where the database is larger than the memory; `cache` is the trials' cache
-    mode ("cold": the OS cache was dropped). `shape`: what else the run holds (DEMO: a run the
-    size of the demo plan, to be written with DEMO_PLAN, placebo and memories=(None,)). `slow`
+    mode ("cold": the database's files were evicted from the OS cache, evict = "files"). `shape`:
+    what else the run holds (DEMO: a run the size of the demo plan, to be written with DEMO_PLAN,
+    placebo and memories=(None,)). `slow`
     multiplies every time of an engine's trials (every encryption's, `none`'s too; sizes stay),
     e.g. {"duckdb": 1.1}; the noise stays the same, so two fake runs differ by exactly that
     factor. `environment` replaces the shape's environment."""
@@ -280,7 +281,7 @@ def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False,
             error = (f"WrongAnswer: tpch power: 1 wrong or missing answer(s): {TIMED_OUT_AT} stopped by "
                      f"the {QUERY_TIMEOUT_S:g} s query timeout")
         store.append(TrialOutcome(trial, "failed" if error else "ok", cache=cache, cache_dropped=cache == "cold",
-                                  elapsed_s=2.0, error=error,
+                                  evicted="files" if cache == "cold" else "", elapsed_s=2.0, error=error,
                                   cache_mb=(None if memories is None
                                             else trial.memory_mb or DEFAULT_CACHE_MB[trial.engine]),
                                   load_start=samples[0].load_1m if samples else None,

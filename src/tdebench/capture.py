@@ -114,6 +114,7 @@ class Capture:
         self._done: list[FileScan] = []  # scans of files released (gone)
         self._stop = threading.Event()
         self._wake: tuple[int, ...] = os.pipe()  # stop writes it: the watch ends at once, not at the next tick
+        self._settling: list[threading.Event] = []  # `settle` calls waiting for the watch to catch up
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -147,6 +148,18 @@ class Capture:
         finally:
             self.close()
 
+    def settle(self, timeout_s: float = 5.0) -> bool:
+        """Have the watch handle every event queued so far and look once, then return: called
+        after the engine stopped (every file it wrote is closed) and before the trial's files are
+        evicted from the OS page cache, since a scan the watch made afterwards would read them
+        back into it. True once the watch caught up; False if it is not running or took longer."""
+        if self._thread is None or not self._thread.is_alive() or not self._wake:
+            return False
+        done = threading.Event()
+        self._settling.append(done)
+        os.write(self._wake[1], b"s")
+        return done.wait(timeout_s)
+
     def close(self) -> None:
         """Release every descriptor (stop calls it; a trial that fails calls it too)."""
         self._stop.set()
@@ -166,11 +179,16 @@ class Capture:
             waiting.register(self._wake[0], select.POLLIN)
             next_tick = time.monotonic()
             while not self._stop.is_set():
-                waiting.poll(max(1, int((next_tick - time.monotonic()) * 1000)))
+                ready = {fd for fd, _ in waiting.poll(max(1, int((next_tick - time.monotonic()) * 1000)))}
+                if self._wake[0] in ready:
+                    os.read(self._wake[0], 64)
+                settling = [self._settling.pop() for _ in range(len(self._settling))]
                 self._drain(0)
-                if time.monotonic() >= next_tick:
+                if settling or time.monotonic() >= next_tick:
                     self._look()
                     next_tick = time.monotonic() + self.every_s
+                for done in settling:
+                    done.set()
         except BaseException as exc:  # noqa: BLE001 - handed to stop(), which raises it
             self._error = exc
         finally:

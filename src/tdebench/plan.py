@@ -22,6 +22,7 @@ from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.engines.remote import RemoteTarget, parse_url, password_file_problem
 from tdebench.measure.affinity import CpuPinning, available_cpus
 from tdebench.results import TrialKey
+from tdebench.measure.oscache import EVICTIONS
 from tdebench.workloads import WORKLOADS, Option
 
 CACHE_MODES = ("warm", "cold")
@@ -30,7 +31,7 @@ PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
 _TOP_KEYS = {"name", "description", "measured", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
              "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "target_tests", "engines", "workloads",
-             "pin_cpus", "pool_hosts", "capture_every_s", "quiet_wait_s"}
+             "pin_cpus", "pool_hosts", "capture_every_s", "quiet_wait_s", "evict"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
@@ -108,6 +109,7 @@ class Plan:
     target_ci_pct: float | None = None  # adaptive: add rounds until every headline CI is ± this
     max_minutes: float | None = None  # adaptive: the time budget for the whole run
     max_repetitions: int = 1000  # adaptive: never more rounds than this
+    evict: str = EVICTIONS[0]  # cold: how the OS cache is emptied (measure/oscache.py)
     # adaptive: the tests whose headline figures it waits on ("load" is the load); () for all
     target_tests: tuple[str, ...] = ()
     pin_cpus: CpuPinning | None = None  # where the engine and the driver run; None: wherever the OS likes
@@ -290,9 +292,13 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
     if target is not None and order not in PAIRED_ORDERS:
         raise check.error("target_ci_pct adds rounds; it needs order = \"lockstep\" or \"interleaved\"",
                           "target_ci_pct")
-    if order == "lockstep" and cache == "cold":
-        raise check.error("order = \"lockstep\" runs a group's configurations side by side, each keeping its "
-                          "data in memory; a cold cache needs each test alone: use order = \"interleaved\"", "order")
+    evict = check.choice(data, "evict", EVICTIONS[0], EVICTIONS)
+    if "evict" in data and cache != "cold":
+        raise check.error("evict says how a cold cache is made; add cache = \"cold\" or leave evict out", "evict")
+    if order == "lockstep" and cache == "cold" and evict == "os":
+        raise check.error("order = \"lockstep\" runs a group's configurations side by side; dropping the whole OS "
+                          "cache before one's measured test would empty the others' too: use evict = \"files\" "
+                          "(each database's own files) or order = \"interleaved\"", "order")
     if target is not None and most < repetitions:
         raise check.error(f"max_repetitions = {most} is below repetitions = {repetitions}", "max_repetitions")
     if target is None and "target_tests" in data:
@@ -328,6 +334,7 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
         repetitions=repetitions,
         warmups=check.integer(data, "warmups", 1, 0, 100),
         cache=cache,
+        evict=evict,
         order=order,
         seed=check.integer(data, "seed", 1, 0, 2**63 - 1),
         engines=engine_choices,

@@ -193,6 +193,9 @@ class TrialOutcome:
     # started (above BUSY_OTHERS_PCT: the wait ran out); None: no wait (quiet_wait_s = 0, `upgrade`)
     quiet_waited_s: float | None = None
     quiet_others_pct: float | None = None
+    # cold only: how the OS page cache was emptied before each measured test (the plan's evict,
+    # measure/oscache.py): "files", the database's files only, or "os", the whole cache; "" warm
+    evicted: str = ""
 
 
 @dataclass(frozen=True)
@@ -286,13 +289,14 @@ _CLASSES: dict[str, type] = {name: cls for name, cls, _ in KINDS}
 _PLACES: dict[type, str] = {cls: place for _, cls, place in KINDS}
 
 
-FORMAT = 4
+FORMAT = 5
 """The version of the raw format this tdebench writes (store.py keeps it in manifest.json).
 1: every run before the format had a version, a shape that grew field by field (each new field
 optional); 2: the same records, each written whole (`to_json` leaves out only a trial's unset
 memory_mb and a measurement's unset imported_from); 3: a verdict holds the CPU time of the
 transient capture (`capture_cpu_s`); 4: a trial holds the wait for a quiet machine before it
-(`quiet_waited_s`, `quiet_others_pct`)."""
+(`quiet_waited_s`, `quiet_others_pct`); 5: a trial holds how its cold cache was made
+(`evicted`: before it, a cold trial's whole OS cache was dropped, "os")."""
 
 _ABSENT_IN_1: dict[str, dict[str, Any]] = {
     "measurement": {"stream": None, "warmup": False, "answer": None, "pass_number": 1, "imported_from": None},
@@ -327,6 +331,8 @@ def upgrade(data: Any, version: int) -> Any:
         absent = [(3, _ABSENT_IN_3), (2, _ABSENT_IN_2), (1, _ABSENT_IN_1)]
         data = {**{name: value for below, fields in absent if version <= below
                    for name, value in fields.get(kind, {}).items()}, **data}
+    if version < 5 and kind == "trial":
+        data = {"evicted": "os" if data.get("cache") == "cold" else "", **data}
     if version < 2 and kind == "verdict" and isinstance(data.get("files"), list):
         data["files"] = [{**_SCAN_ABSENT_IN_1, "entropy_blocks": scan.get("blocks"), **scan}
                          if isinstance(scan, dict) else scan for scan in data["files"]]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fcntl
 import math
-import os
 import secrets
 import shutil
 import tempfile
@@ -35,7 +34,7 @@ from tdebench.capture import Capture
 from tdebench.engines import Engine, get_engine
 from tdebench.engines.base import NONE, PASSPHRASE, Database, PlaintextViewGone
 from tdebench.keys import KeySource, Secret
-from tdebench.measure import affinity
+from tdebench.measure import affinity, oscache
 from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.load import OthersCpu, QuietWait, wait_for_quiet
 from tdebench.measure.recorder import Recorder
@@ -99,17 +98,6 @@ def kept_summary(stored: RunData) -> RunSummary:
     return RunSummary(trials=len(done), kept=len(done),
                       failed=[o for o in stored.trials if o.trial in done and o.status != "ok"],
                       unexpected_verdicts=[v for v in stored.verdicts if v.trial in done and v.unexpected])
-
-
-def drop_os_cache() -> bool:
-    """Write dirty pages and drop the OS page cache; True only if the kernel accepted it."""
-    os.sync()
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as fh:
-            fh.write("3\n")
-    except OSError:
-        return False
-    return True
 
 
 def remove_tree(path: Path, tries: int = 5) -> None:
@@ -210,7 +198,8 @@ class Runner:
     progress: Progress = field(default_factory=SilentProgress)
     engine_factory: Callable[..., Engine] = get_engine
     workload_factory: Callable[[str], Workload] = lambda name: WORKLOADS[name]()
-    drop_cache: Callable[[], bool] = drop_os_cache
+    # empties the OS page cache before a cold measured test: (the plan's evict, the workspace) -> done
+    empty_cache: Callable[[str, Path], bool] = oscache.empty
     workspace_parent: Path | None = None
     # set by the CLI's SIGINT/SIGTERM handler: a driver that turns the KeyboardInterrupt into
     # its own error (PyMySQL's "lost connection") must not make an interrupted trial look failed
@@ -419,9 +408,10 @@ class Runner:
         recorder = Recorder(self.store, key, self.clock, processes=processes,
                             process_counters=not engine.capabilities.remote, server_counters=database.server_counters)
         facts = _TrialFacts()
+        trial: _Trial | None = None  # made below; go_cold runs only after _start returns it
 
         def go_cold() -> bool:
-            dropped = self._go_cold(database)
+            dropped = self._go_cold(database, trial.capture if trial is not None else None)
             facts.cache_dropped = facts.cache_dropped and dropped
             return dropped
 
@@ -433,9 +423,10 @@ class Runner:
                          markers=tuple(facts.markers),
                          new_key=lambda purpose: self.keys.key_for(f"{key.id}/{purpose}"), at_rest=facts.at_rest(key),
                          drivers=self.drivers)
-        return _Trial(spec=spec, engine=engine, workload=self.workload_factory(key.workload), workspace=workspace,
-                      secret=secret, database=database, processes=processes, ctx=ctx, facts=facts,
-                      start_ns=start, load_start=load_start)
+        trial = _Trial(spec=spec, engine=engine, workload=self.workload_factory(key.workload), workspace=workspace,
+                       secret=secret, database=database, processes=processes, ctx=ctx, facts=facts,
+                       start_ns=start, load_start=load_start)
+        return trial
 
     def _capture(self, trial: "_Trial") -> Capture | None:
         """Start the transient capture of a trial's files (capture.py), unless the plan turned it
@@ -490,7 +481,7 @@ class Runner:
             conn.close()
         facts.engine_state = database.encryption_state()  # raises if the engine is not encrypted yet
         recorder.record("load", "database", {"size_bytes": float(database.size_bytes())})
-        facts.cache_dropped = self.plan.cache == "cold" and self._go_cold(database)
+        facts.cache_dropped = self.plan.cache == "cold" and self._go_cold(database, trial.capture)
         for opening in range(1, OPENS):  # each closed again, untimed
             with recorder.measure("open", "connect", pass_number=opening):
                 conn = database.connect()
@@ -581,6 +572,7 @@ class Runner:
         facts, pinned_to = trial.facts, trial.pinned_to
         outcome = TrialOutcome(trial=key, status="failed" if trial.error else "ok", cache=self.plan.cache,
                                cache_dropped=facts.cache_dropped,
+                               evicted=self.plan.evict if self.plan.cache == "cold" else "",
                                elapsed_s=(self.clock.now_ns() - trial.start_ns) / 1e9,
                                error=trial.error, key_derived=trial.secret is not None and self.keys.derived,
                                key_form=trial.database.key_form,
@@ -594,12 +586,16 @@ class Runner:
         self.store.sync()
         return outcome, verdict
 
-    def _go_cold(self, database: Database) -> bool:
-        """Stop the engine (servers shut down, mounts unmount, embedded files close), then drop
-        the OS page cache; the next connect starts it again with nothing cached anywhere.
-        True only if the kernel really dropped its cache."""
+    def _go_cold(self, database: Database, capture: Capture | None) -> bool:
+        """Stop the engine (servers shut down, mounts unmount, embedded files close), let the
+        transient capture scan what the engine closed (a scan after the eviction would read those
+        pages back), then empty the OS page cache as the plan's `evict` says
+        (measure/oscache.py): the next connect starts the engine again with none of the
+        database's pages cached anywhere. True only if the cache really was emptied."""
         database.close()
-        return self.drop_cache()
+        if capture is not None:
+            capture.settle()
+        return self.empty_cache(self.plan.evict, database.workspace)
 
     def _verdict(self, key: TrialKey, expected: str, database: Database, facts: "_TrialFacts",
                  capture: Capture | None) -> Verdict:

@@ -162,3 +162,10 @@ def test_mariadb_temp_tables_prints_the_layout_of_every_temp_table_beside_an_enc
     # the control: a user's Aria table under aria_encrypt_tables is encrypted, and its layout says so
     assert re.search(r"^  control, a user-created Aria table: [\d,]+ pages \(random LSN [\d,]+\), 0 canary hits$",
                      out, re.M), out
+
+
+def test_cold_eviction_prints_every_methods_spread_and_floor() -> None:
+    out = run("cold_eviction.py", "--scale", "0.01", "--rounds", "2")
+    assert "sqlite 8 MB cache, TPC-H SF 0.01" in out and "2 rounds" in out
+    for method in ("all", "files", "warm", "lockstep"):  # CI runs as root: the whole drop too
+        assert re.search(rf"^{method}\s+\d+\.\d\d\s+\d+\.\d%\s+±\d+\.\d%\s+\d+\s+0$", out, re.M), out

@@ -80,7 +80,7 @@ def test_verdicts_encrypted_clean_and_baselines_show_their_canaries(run_dir: Pat
 
 def test_measurements_are_real_and_cold_cache_is_recorded(run_dir: Path) -> None:
     run = read_run(run_dir)
-    assert all(t.cache == "cold" and t.cache_dropped for t in run.trials)  # root may drop caches here
+    assert all((t.cache, t.evicted, t.cache_dropped) == ("cold", "files", True) for t in run.trials)  # mincore-checked
     sizes = [m.metrics["size_bytes"] for m in run.measurements if m.step == "database"]
     assert len(sizes) == len(EVERY) and min(sizes) > 1_000_000  # SF 0.01 is over a megabyte
     power = [m for m in run.measurements if m.test == "power" and m.step.startswith("q")]

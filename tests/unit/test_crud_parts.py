@@ -171,7 +171,7 @@ def test_a_workload_that_goes_cold_before_a_statement_gets_an_open_connection_fo
     FakeEngine.provisioned.clear()
     summary = Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
                      engine_factory=lambda name, **settings: FakeEngine(**settings),
-                     workload_factory=lambda name: ColdBeforeAStatement(clock), drop_cache=lambda: True,
+                     workload_factory=lambda name: ColdBeforeAStatement(clock), empty_cache=lambda evict, root: True,
                      workspace_parent=tmp_path).run()
     run = read_run(tmp_path / "out")
     assert summary.ok, [t.error for t in run.trials]

@@ -105,8 +105,12 @@ def test_all_leaves_out_duckdbs_plaintext_temp_files_which_a_plan_names_to_get()
     ('order = "interleaved"', 'order = "sequential"\ntarget_ci_pct = 2',
      'it needs order = "lockstep" or "interleaved"', 7),
     ('"aes-256-ctr"]', '"placebo"]', "no encryption 'placebo'", 11),
-    ('cache = "warm"          # or "cold"\norder = "interleaved"', 'cache = "cold"\norder = "lockstep"',
-     'a cold cache needs each test alone', 6),
+    ('cache = "warm"          # or "cold"\norder = "interleaved"', 'cache = "cold"\nevict = "os"\norder = "lockstep"',
+     'would empty the others\' too: use evict = "files"', 7),
+    ('cache = "warm"          # or "cold"', 'cache = "warm"\nevict = "files"',
+     'evict says how a cold cache is made', 6),
+    ('cache = "warm"          # or "cold"', 'cache = "cold"\nevict = "disk"',
+     "unknown evict 'disk'; valid: files, os", 6),
 ])
 def test_errors_name_file_line_and_choices(old: str, new: str, message: str, line: int) -> None:
     with pytest.raises(PlanError) as info:

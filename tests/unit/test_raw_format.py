@@ -69,3 +69,12 @@ def test_a_format_3_trial_recorded_no_wait_for_a_quiet_machine() -> None:
     written = json.loads(json.dumps(to_json(Verdict(KEY, "encrypted", "encrypted", 1, 8192, None))))
     verdict = {name: value for name, value in written.items() if name != "capture_cpu_s"}
     assert from_json(upgrade(verdict, 2)).capture_cpu_s is None  # format 2's absences still filled in
+
+
+def test_a_format_4_cold_trial_dropped_the_whole_os_cache() -> None:
+    for cache, evicted in (("cold", "os"), ("warm", "")):
+        current = json.loads(json.dumps(to_json(TrialOutcome(KEY, "ok", cache, cache == "cold", 3.0, evicted="files"))))
+        older = {name: value for name, value in current.items() if name != "evicted"}
+        upgraded = from_json(upgrade(older, 4))
+        assert isinstance(upgraded, TrialOutcome) and upgraded.evicted == evicted  # before format 5: drop_caches
+        assert from_json(upgrade(current, 4)) == from_json(current)  # a field present is never changed

@@ -440,6 +440,18 @@ def test_a_failed_trials_inconclusive_scan_is_its_failure_not_a_second_alert() -
     assert not at_rest_ok(run) and "1 of 2 encrypted trials NOT clean" in verdict_summary(run)
 
 
+def test_a_cold_trial_whose_cache_was_not_emptied_is_an_alert_saying_why() -> None:
+    files, whole = (TrialKey("sqlite", "none", "tpch", 0.01, r) for r in (1, 2))
+    run = RunData(Path("."), PLAN, {}, trials=[TrialOutcome(files, "ok", "cold", False, 1.0, evicted="files")])
+    assert alerts(run) == ["1 cold-cache trial(s) could not empty the OS page cache: a process still held the "
+                           "database's pages, or a file could not be opened. Their timings are warmer than asked."]
+    run.trials.append(TrialOutcome(whole, "ok", "cold", False, 1.0, evicted="os"))
+    assert alerts(run) == ["2 cold-cache trial(s) could not empty the OS page cache; 1 of them were to drop the "
+                           "whole cache (evict = \"os\"), which needs root. Their timings are warmer than asked."]
+    run.trials[:] = [TrialOutcome(files, "ok", "cold", True, 1.0, evicted="files")]
+    assert alerts(run) == []
+
+
 def test_a_lockstep_runs_resources_say_they_are_the_groups(tmp_path: Path) -> None:
     """Side by side, the machine's CPU and an embedded engine's memory are one group's: the
     resources table and plots say so in lockstep runs only."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def run(tmp_path: Path, plan: Plan, **kwargs):
     runner = Runner(plan=plan, store=store, data_dir=tmp_path / "data", clock=clock,
                     engine_factory=lambda name, **settings: FakeEngine(**settings),
                     workload_factory=lambda name: workload,
-                    drop_cache=lambda: True, workspace_parent=tmp_path)
+                    empty_cache=lambda evict, root: True, workspace_parent=tmp_path)
     summary = runner.run()
     return summary, read_run(tmp_path / "out"), workload
 
@@ -111,16 +112,22 @@ def test_cold_cache_is_recorded_as_dropped_only_when_it_was(tmp_path: Path) -> N
     plan = make_plan(cache="cold")
     clock = FakeClock()
     FakeEngine.provisioned.clear()
-    for works in (True, False):
+    asked: list[tuple[str, Path]] = []
+    for works, evict in ((True, "files"), (False, "os")):
         out = tmp_path / f"out{works}"
         store = ResultStore(out)
         store.start(plan.text, {})
-        Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
+        Runner(plan=replace(plan, evict=evict), store=store, data_dir=tmp_path, clock=clock,
                engine_factory=lambda name, **settings: FakeEngine(**settings),
                workload_factory=lambda name: FakeWorkload(clock),
-               drop_cache=lambda: works, workspace_parent=tmp_path).run()
+               empty_cache=lambda evict, root: asked.append((evict, root)) is None and works,
+               workspace_parent=tmp_path).run()
         assert {t.cache_dropped for t in read_run(out).trials} == {works}
-        assert {t.cache for t in read_run(out).trials} == {"cold"}
+        assert {(t.cache, t.evicted) for t in read_run(out).trials} == {("cold", evict)}
+    # each time the plan's evict, for the workspace of the database just stopped
+    assert {root for _, root in asked} == {db.workspace for db in FakeEngine.provisioned
+                                           if not db.workspace.name.endswith("_r0")}
+    assert [e for e, _ in asked] == ["files"] * (len(asked) // 2) + ["os"] * (len(asked) // 2)
     # the engine is stopped before every drop (after the load, before the measured test) and at the end
     measured = [db for db in FakeEngine.provisioned if not db.workspace.name.endswith("_r0")]  # not priming
     assert len(measured) == 8 and all(db.closes == 3 for db in measured)
@@ -246,7 +253,7 @@ def test_a_workload_may_go_cold_per_statement_in_cold_plans_only(tmp_path: Path)
         FakeEngine.provisioned.clear()
         Runner(plan=plan, store=store, data_dir=tmp_path, clock=clock,
                engine_factory=lambda name, **settings: FakeEngine(**settings),
-               workload_factory=lambda name: PerStatement(clock), drop_cache=lambda: drops[0],
+               workload_factory=lambda name: PerStatement(clock), empty_cache=lambda evict, root: drops[0],
                workspace_parent=tmp_path).run()
         assert seen and all(cold == (cache == "cold") for cold in seen)
         if cache == "cold":  # per trial: load, warm-up and measured run each stop the engine once more
@@ -431,7 +438,7 @@ def _quiet_run(tmp_path: Path, plan: Plan, busy_for_s: float, pause=None):
     progress = _Phases()
     runner = Runner(plan=plan, store=store, data_dir=tmp_path / "data", clock=clock, progress=progress,
                     engine_factory=lambda name, **settings: FakeEngine(**settings),
-                    workload_factory=lambda name: FakeWorkload(clock), drop_cache=lambda: True,
+                    workload_factory=lambda name: FakeWorkload(clock), empty_cache=lambda evict, root: True,
                     workspace_parent=tmp_path, others_cpu=others,
                     pause=pause or (lambda seconds: clock.advance(int(seconds * 1e9))))
     summary = runner.run()

@@ -26,9 +26,11 @@ from tdebench.report.tables import Column, Table, text, uses_memory
 from tdebench.report.units import MIB, number, times
 from tdebench.results import RunData, TrialKey, TrialOutcome
 
+COLD = ("dropped", "evicted")
+"""The OS cache states of a cold trial whose cache really was emptied (`TrialFit.os_cache`)."""
 IN_MEMORY = "in memory"
 DISK_ONCE = "from disk once, then in memory"
-EVICTED_DISK = "evicted pages re-read, from disk after each drop"
+EVICTED_DISK = "evicted pages re-read, from disk after each cold start"
 EVICTED_OS = "evicted pages re-read from the OS cache"
 SPILLS = "pages decrypted again on every read"
 UNKNOWN = "not known: the engine's cache was not recorded (a server's own, or an old run's)"
@@ -41,7 +43,8 @@ class TrialFit:
     trial: TrialKey
     size_bytes: float
     cache_mb: float  # the engine's cache in MiB; 0: not known (a server tdebench did not start)
-    os_cache: str  # "warm", "dropped" (cold, really dropped) or "not dropped" (cold, without root)
+    # "warm"; cold: "dropped" (the whole OS cache), "evicted" (the database's files) or "not dropped"
+    os_cache: str
     default_not_recorded: bool = False  # an older run's 0 read as the engine's default (not recorded)
 
     @property
@@ -61,7 +64,7 @@ class TrialFit:
     @property
     def regime(self) -> str:
         """Where the measured test's pages come from, in a few words."""
-        dropped = self.os_cache == "dropped"
+        dropped = self.os_cache in COLD
         if self.fits is None:
             return UNKNOWN
         if self.fits:
@@ -72,7 +75,9 @@ class TrialFit:
 def _os_cache(outcome: TrialOutcome) -> str:
     if outcome.cache != "cold":
         return "warm"
-    return "dropped" if outcome.cache_dropped else "not dropped"
+    if not outcome.cache_dropped:
+        return "not dropped"
+    return "evicted" if outcome.evicted == "files" else "dropped"
 
 
 def _recorded_cache(outcome: TrialOutcome, memory_bytes: float | None) -> tuple[float, bool]:
@@ -117,7 +122,8 @@ def cache_text(cache_mb: float, not_recorded: bool = False) -> str:
 
 OS_CACHE_WORDS = {"warm": "warm: may hold the data",
                   "dropped": "dropped before each measured test",
-                  "not dropped": "cold asked, not dropped (needs root)"}
+                  "evicted": "the database's files evicted before each measured test",
+                  "not dropped": "cold asked, not emptied"}
 
 
 def _config(fit: TrialFit) -> tuple:
@@ -176,7 +182,8 @@ def cache_fit_table(run: RunData) -> Table | None:
                "again on every read; DuckDB's memory_limit of 80% of memory; the servers' 256 MB as tdebench "
                "starts them. “Default, not recorded”: a run from before tdebench recorded an embedded "
                "engine's default, read against that engine's default on the run's machine."),
-        note=("OS page cache: with cache = \"cold\" it is dropped before each measured test, so the test's "
+        note=("OS page cache: with cache = \"cold\" it is emptied before each measured test (evict = \"files\": "
+              "the database's files only, the engine's code stays cached; \"os\": the whole cache), so the test's "
               "first read of every page goes to disk; with \"warm\" the pages written by the load and read "
               "by the warm-ups may still be in it, so reads the engine's cache misses can come from memory, "
               "not disk. The OS cache holds pages as they are on disk (encrypted), except under gocryptfs, "
@@ -184,7 +191,7 @@ def cache_fit_table(run: RunData) -> Table | None:
               "dropped: the overheads are the CPU cost of the cipher path; from disk once, then in memory — "
               "the data fits, each page is read and decrypted once per test; evicted pages re-read — the "
               "data is larger than the engine's cache, so pages are read and decrypted again, from disk "
-              "after each drop or when the OS cache cannot hold them, else from the OS cache. MariaDB reads "
+              "after each cold start or when the OS cache cannot hold them, else from the OS cache. MariaDB reads "
               "with O_DIRECT (its default in 10.11), past the OS cache: every buffer-pool miss is a disk "
               "read." + ram))
 
@@ -216,13 +223,13 @@ def findings(run: RunData) -> list[str]:
         if not spilled:
             if known:
                 sentences.append(f"{where}: the data fits in every engine's cache (up to {number(largest)} MiB)"
-                                 f"{unknown_text} but the OS cache was dropped before each measured test, so "
+                                 f"{unknown_text} but the OS cache was emptied before each measured test, so "
                                  "each page is read from disk and decrypted once per test, then served from "
                                  "memory.")
             continue
         parts = [regime_words(group) for group in spilled.values()]
-        dropped = any(fit.os_cache == "dropped" for fit in fits)
-        source = ("from disk after each drop of the OS cache before a measured test (and again whenever "
+        dropped = any(fit.os_cache in COLD for fit in fits)
+        source = ("from disk after the OS cache was emptied before each measured test (and again whenever "
                   "the OS cache cannot hold them)" if dropped else
                   "from the OS page cache (warm), so mostly from memory, not disk")
         sentences.append(f"{where}: the data is larger than the engine's cache on {', '.join(parts)}: these "

@@ -495,8 +495,11 @@ def alerts(run: RunData) -> list[str]:
                  for v in sorted(judged(run), key=lambda v: v.trial) if not v.as_expected]
     not_dropped = [o for o in run.trials if o.cache == "cold" and not o.cache_dropped]
     if not_dropped:
-        messages.append(f"{len(not_dropped)} cold-cache trial(s) could not drop the OS page cache "
-                        "(needs root): their timings are warmer than asked.")
+        whole = sum(o.evicted == "os" for o in not_dropped)
+        why = (f"; {whole} of them were to drop the whole cache (evict = \"os\"), which needs root" if whole else
+               ": a process still held the database's pages, or a file could not be opened")
+        messages.append(f"{len(not_dropped)} cold-cache trial(s) could not empty the OS page cache{why}. "
+                        "Their timings are warmer than asked.")
     messages += [f"The environment had changed when the run was resumed at {resumed.at_utc}: "
                  f"{'; '.join(resumed.changed)}. The trials before and after it ran on different setups "
                  "(environment.json is the run's start)."
