@@ -45,7 +45,8 @@ KEEPS_LAYOUT_NOT = {"column": "each value is sealed on its own, with a random se
                     "fs": "the file is cut into 4 KiB blocks, each with a nonce and a tag"}
 # and why their backup and log are not forged either
 KEEPS_LAYOUT_NOT_ELSEWHERE = {
-    "column": "its backup and log hold the same sealed values, whose offsets a twin does not tell either",
+    "column": "not tried: its backup and log hold the same sealed values, each under the check the data file's "
+              "forgery (step value) meets",
     "fs": "the engine's backup and log are written through the decrypted view: the backup is not encrypted by "
           "the layer at all (see old-key), the log is ciphertext the same as the file"}
 
@@ -153,9 +154,10 @@ class StrengthWorkload(Workload):
             return
         if database.encryption.layer not in KEEPS_LAYOUT:
             layer = database.encryption.layer
-            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {layer} layer does not keep the engine's "
-                    f"layout, so an unencrypted twin does not tell where a value is: "
-                    f"{KEEPS_LAYOUT_NOT.get(layer, '')}", warmup)
+            if not self._forged_sealed(ctx, layout, warmup):
+                _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {layer} layer does not keep the "
+                        f"engine's layout, so an unencrypted twin does not tell where a value is: "
+                        f"{KEEPS_LAYOUT_NOT.get(layer, '')}", warmup)
             for step in (BACKUP, LOG):
                 _record(ctx, FORGERY, step, {}, oldkeys.UNSUPPORTED,
                         f"the {layer} layer: {KEEPS_LAYOUT_NOT_ELSEWHERE.get(layer, '')}", warmup)
@@ -174,6 +176,39 @@ class StrengthWorkload(Workload):
                 _restored(ctx, _reader(ctx))
         self._forged_backup(ctx, layout, twin, twin.row, old, new, plan, warmup)
         self._forged_log(ctx, twin, old, new, plan, warmup)
+
+    def _forged_sealed(self, ctx: RunContext, layout: PageLayout, warmup: bool) -> bool:
+        """A value a column layer sealed on its own, forged in the table's file: the row's sealed
+        form as stored, and where its plaintext lies in it, from the engine (`Database.sealed_value`,
+        no key needed); that form found in the stopped database's file, the difference XORed into
+        the value's last CFB block (`forgery.cfb_tail`: only the block after the value garbled, in
+        OpenPGP its MDC), read back, put back. False where the layer gives no sealed value."""
+        row = _Plan(int(ctx.scale), ctx.seed).default_row
+        old = data.value(ctx.seed, row)
+        try:
+            sealed = ctx.database.sealed_value(data.ROWS_TABLE, data.COLUMNS[data.ROWS_TABLE][-1],
+                                               data.KEYS[data.ROWS_TABLE][0], row)
+        except ValueError as exc:
+            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, str(exc), warmup)
+            return True
+        if sealed is None:
+            return False
+        self._at_rest(ctx)
+        found = forgery.offset_of(layout.file, sealed.stored)
+        if found is None or sealed.value_bytes != len(old.encode()):
+            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, "the row's sealed value is not once in the "
+                    "table's file as the engine gave it, or holds a value of another length", warmup)
+            return True
+        new = forgery.forged_tail(old, forgery.cfb_tail(sealed))
+        mask = forgery.difference(old, new)
+        kept = len(mask) - len(mask.lstrip(b"\0"))  # the value's first bytes, left as they are
+        at = found.offset + sealed.value_at
+        reading = _changed(ctx.database, layout, [(at + kept, mask[kept:])], _reader(ctx, {row: new}))
+        how = (f"CFB: the value's last {len(mask) - kept} bytes changed in their block, the block after it garbled "
+               f"(what follows the value: OpenPGP's MDC)")
+        _record_forgery(ctx, DATA_FILE, forgery.Found(at, b"", at), row, False, reading, how, False, warmup)
+        _restored(ctx, _reader(ctx))
+        return True
 
     def _forged_log(self, ctx: RunContext, twin: _Twin, old: str, new: str, plan: _Plan, warmup: bool) -> None:
         """The value committed again on a connection whose commit the engine leaves in its
