@@ -510,6 +510,8 @@ class Database(ABC):
     # whether keep_log can leave the write-ahead log at rest (the strength workload asks before
     # connecting to a twin only for it: a server would be started for nothing)
     keeps_log: ClassVar[bool] = False
+    # why not, where it cannot: what the forgery's `wal` step records as `unsupported`
+    kept_log_missing: ClassVar[str] = "tdebench cannot have this engine leave its write-ahead log at rest"
 
     def keep_log(self, conn: Connection) -> LogFile | None:
         """Have the engine leave what `conn` commits from now on in its write-ahead log when `conn`

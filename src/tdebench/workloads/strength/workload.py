@@ -528,7 +528,7 @@ def _twin_offsets(ctx: RunContext, plan: _Plan) -> _Twin:
                                                    "verbatim in one file (compressed), so its offset is not known")
         log = _logged(twin, ctx.seed, row) if twin.keeps_log else None  # last: the backup taken without it
         in_log = None if log is None or not log.file.is_file() else forgery.offset_of(log.file, value)
-        log_missing = ("tdebench cannot have this engine leave its write-ahead log at rest" if log is None else
+        log_missing = (twin.kept_log_missing if log is None else
                        "" if in_log else
                        "the twin's log does not hold the value verbatim once, so its offset is not known")
         raw = log.file.read_bytes() if in_log is not None and log is not None else b""
