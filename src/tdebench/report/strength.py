@@ -154,8 +154,8 @@ def tamper_table(ours: list[Measurement]) -> Table:
                        "forgeable (the chosen value read back, "
                        "nothing else changed), silently altered (rows read back changed), unchanged (the change "
                        "proved nothing), crashed; unsupported (the forgery): the twin does not store the value "
-                       "verbatim, or the layer moves it (gocryptfs re-blocks the file; a column layer's backup and log "
-                       "are not tried). Forgery fixes any unkeyed page checksum whose formula is public (InnoDB's "
+                       "verbatim, or the layer moves it (gocryptfs re-blocks the file; a column layer's log is not "
+                       "tried). Forgery fixes any unkeyed page checksum whose formula is public (InnoDB's "
                        "CRC-32C, DuckDB's block checksum), as an attacker would.",
                  note="A random flip is the weak test: refused without a tag, a change made with the page "
                       "layout in hand (and any checksum recomputed) would be read as data. The baseline is the "

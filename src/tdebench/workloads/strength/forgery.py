@@ -112,7 +112,7 @@ def offset_of(file: Path, value: str | bytes) -> Found | None:
     return Found(first, raw[start:first + len(needle) + CONTEXT_BYTES], start)
 
 
-def offset_in(directory: Path, value: str) -> tuple[Path, Found] | None:
+def offset_in(directory: Path, value: str | bytes) -> tuple[Path, Found] | None:
     """The one file under `directory` that holds `value` (its path relative to `directory`) and
     where (`offset_of`); None when no file holds it verbatim, or more than one does."""
     hits = [(path.relative_to(directory), found) for path in sorted(directory.rglob("*"))
