@@ -5,10 +5,13 @@ catalog and the server's log."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.decrepit.ciphers.modes import CFB
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from tdebench import verify
 from tdebench.engines.base import EncryptionNotActive
@@ -16,6 +19,8 @@ from tdebench.engines.pgcrypto import (COLUMN_AES_256, COLUMN_CIPHERS, SCHEMA, r
                                        stored_table_statement)
 from tdebench.engines.postgres import PostgresEngine
 from tdebench.keys import Secret
+from tdebench.workloads.strength import data as strength_data
+from tdebench.workloads.strength import forgery
 
 SECRET_NAME = "TDEBENCH-CANARY-pgcrypto-name-0123"
 PUBLIC_NOTE = "TDEBENCH-MARKER-pgcrypto-note-0123"
@@ -133,6 +138,46 @@ def test_every_cipher_seals_with_its_own_algorithm_or_says_it_cannot(sealed) -> 
                 state(conn, COLUMN_CIPHERS[broken])
         finally:
             conn.close()
+
+
+def _opened(message: bytes, at: int, passphrase: str) -> tuple[bytes, bool]:
+    """The CFB stream of a pgp_sym_encrypt message (AES-256, salted S2K over SHA-256) from `at`,
+    decrypted here with the passphrase, and whether its MDC holds: what the test checks the
+    forgery's offsets against, with the key the workload never uses."""
+    salt = message[6:14]  # after the key packet's header, version, cipher, S2K mode and hash
+    key = hashlib.sha256(salt + passphrase.encode()).digest()
+    decryptor = Cipher(algorithms.AES(key), CFB(bytes(16))).decryptor()
+    plain = decryptor.update(message[at:]) + decryptor.finalize()
+    return plain, hashlib.sha1(plain[:-20]).digest() == plain[-20:]
+
+
+def test_a_known_plaintext_forgery_lands_in_the_value_and_only_the_mdc_refuses_it(sealed) -> None:
+    """The strength workload's forgery of a sealed value, with the key as the check: the offsets
+    `sealed_layout` gives put the value where decrypting finds it; the difference XORed into the
+    value's last CFB block changes exactly those characters and garbles only the MDC after them,
+    which pgcrypto then refuses ("Wrong key or corrupt data", its debug notice naming the MDC)."""
+    db, conn, key = sealed
+    conn.execute("CREATE TABLE forged (id INT NOT NULL, v TEXT NOT NULL)")
+    db.seal_columns(conn, "forged", ("v",), ("id",))
+    old = strength_data.value(1, 7)
+    conn.execute("INSERT INTO forged (id, v) VALUES (1, ?)", [old])
+    sealed_value = db.sealed_value("forged", "v", "id", 1)
+    assert sealed_value is not None and sealed_value.value_bytes == len(old)
+    at = sealed_value.value_at
+    plain, holds = _opened(sealed_value.stored, sealed_value.stream_at, key.hex())
+    assert holds and plain[at - sealed_value.stream_at:][:len(old)] == old.encode()
+    new = forgery.forged_tail(old, forgery.cfb_tail(sealed_value))
+    assert new.endswith("FORGED::") and new[:-8] == old[:-8]
+    forged = bytearray(sealed_value.stored)
+    for i, byte in enumerate(forgery.difference(old, new)):
+        forged[at + i] ^= byte
+    plain, holds = _opened(bytes(forged), sealed_value.stream_at, key.hex())
+    assert plain[at - sealed_value.stream_at:][:len(old)] == new.encode() and not holds
+    notices: list[str] = []
+    conn.raw.add_notice_handler(lambda notice: notices.append(notice.message_primary or ""))
+    with pytest.raises(Exception, match="Wrong key or corrupt data"):
+        conn.execute("SELECT pgp_sym_decrypt(?::bytea, current_setting('tdebench.key'), 'debug=1')", [bytes(forged)])
+    assert any("MDC" in notice.upper() for notice in notices), notices
 
 
 def _table(name: str) -> str:

@@ -175,9 +175,24 @@ def test_mariadb_ctr_is_forged_past_its_page_checksum(server_path: Path) -> None
     assert same.metrics["repeated_block_share"] < 0.01  # as measured: 2 of 16,400 blocks
 
 
-def test_postgres_column_layer_refuses_a_flipped_value(server_path: Path) -> None:
-    flipped = _trial(server_path, "postgres", "column-aes-256", ("tamper",))[("tamper", "data-page")]
-    assert flipped.answer == "refused without a tag" and "Wrong key or corrupt data" in (flipped.note or "")
+def test_postgres_column_layer_refuses_a_flipped_and_a_forged_value_by_its_mdc(server_path: Path) -> None:
+    """pgcrypto's OpenPGP message checks its MDC (a SHA-1 of the plaintext, encrypted with it) under
+    the key: a flipped byte, and a known-plaintext forgery of the value's last CFB block in the heap
+    file (only the MDC after it garbled), are refused by it. The forgery's offset is checked with the
+    key in tests/contract/test_pgcrypto.py."""
+    records = _trial(server_path, "postgres", "column-aes-256", ("tamper", "forgery"))
+    flipped = records[("tamper", "data-page")]
+    assert flipped.answer == "tag detects" and "Wrong key or corrupt data" in (flipped.note or "")
+    for step in ("value", "backup"):  # the heap file, and pg_basebackup's copy of it restored
+        forged = records[("forgery", step)]
+        assert forged.answer == "tag detects" and "Wrong key or corrupt data" in (forged.note or "")
+        assert "last 8 bytes changed" in (forged.note or "") and forged.metrics["checksum_recomputed"] == 0.0
+    assert records[("forgery", "wal")].answer == "unsupported"
+
+
+def test_postgres_baseline_accepts_the_forgery(server_path: Path) -> None:
+    """The positive control of the column layer's forgery: unencrypted, the value changed at its offset lands."""
+    assert _trial(server_path, "postgres", "none", ("forgery",))[("forgery", "value")].answer == "forgeable"
 
 
 def test_gocryptfs_refuses_a_flipped_byte_by_its_tag(tmp_path: Path) -> None:

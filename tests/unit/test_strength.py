@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tdebench.engines import page_checksums
+from tdebench.engines import page_checksums, pgcrypto
 from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, BackupMethod, Backups, Connection, Database, Encryption,
                                    PageLayout, PlainChecksum, Reencrypts)
 from tdebench.keys import Secret
@@ -123,6 +123,45 @@ def test_first_line_cuts_long_messages() -> None:
     ("none", False)])
 def test_authenticated_modes(mode: str, authenticated: bool) -> None:
     assert Encryption("e", "AES", 256, mode, "native", ()).authenticated is authenticated
+
+
+def test_a_keyed_check_beside_the_mode_authenticates() -> None:
+    """pgcrypto's CFB has no tag in its mode's name; its MDC is a check under the key."""
+    assert Encryption("e", "AES", 256, "CFB (OpenPGP)", "column", (), keyed_check="an MDC").authenticated
+    assert pgcrypto.COLUMN_AES_256.authenticated and pgcrypto.COLUMN_AES_256.keyed_check == pgcrypto.MDC
+
+
+def _openpgp(block: int, value_bytes: int, length: bytes | None = None) -> bytes:
+    """A message laid out as pgp_sym_encrypt writes it (the encrypted part random): a 14-byte key
+    packet, the data packet's tag, its length (`length`, else one byte), version 1, the stream."""
+    stream = os.urandom(block + 2 + 2 + 6 + value_bytes + 22)
+    return bytes.fromhex("c30c0409010800112233445566778899"[:28]) + b"\xd2" + (
+        length if length is not None else bytes([len(stream) + 1])) + b"\x01" + stream
+
+
+@pytest.mark.parametrize(("name", "value_at", "tail"), [("column-aes-256", 43, 10), ("column-3des", 35, 2)])
+def test_sealed_layout_puts_the_value_after_the_prefix_and_the_literal_header(name: str, value_at: int,
+                                                                               tail: int) -> None:
+    """14 bytes of key packet, 3 of the data packet's header and version, then a block and 2 of
+    prefix and the literal packet's 8 bytes of header; the last CFB block holds the value's last
+    `tail` bytes (AES: 64 bytes from stream offset 26, blocks of 16: 10)."""
+    cipher = pgcrypto.COLUMN_CIPHERS[name]
+    sealed = pgcrypto.sealed_layout(_openpgp(cipher.block_bytes, 64), cipher)
+    assert (sealed.value_at, sealed.value_bytes, sealed.stream_at) == (value_at, 64, 17)
+    assert forgery.cfb_tail(sealed) == tail
+    old = data.value(SEED, 3)
+    assert forgery.forged_tail(old, tail) == old[:-min(tail, 8)] + "FORGED::"[:tail]
+
+
+@pytest.mark.parametrize(("message", "why"), [
+    (b"\xc6\x01", "not an OpenPGP message"),
+    (_openpgp(16, 64, length=b"\xee"), "streamed in parts"),
+    (_openpgp(16, 64, length=b"\x50"), "does not end the message"),
+    (_openpgp(16, 64)[:15] + b"\x2e\x01" + os.urandom(45), "fits no literal data packet"),  # shorter than its headers
+], ids=["other-packet", "partial-length", "length-off", "too-short"])  # random bytes: ids of their own for xdist
+def test_sealed_layout_refuses_what_pgcrypto_does_not_write_so(message: bytes, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        pgcrypto.sealed_layout(message, pgcrypto.COLUMN_CIPHERS["column-aes-256"])
 
 
 # --- the tamper test end to end on a fake database ---------------------------------------------

@@ -53,6 +53,9 @@ class Encryption:
     plaintext_default: bool = False
     # the layer below the engine that provides it (layer "fs"); None: the engine's own (or none)
     provider: Layer | None = field(default=None, compare=False, repr=False)
+    # a check under the key that the mode's name does not show, what it is (OpenPGP's MDC: a SHA-1 of
+    # the plaintext encrypted with it, which whoever changes the ciphertext cannot recompute); "": none
+    keyed_check: str = ""
 
     @property
     def is_baseline(self) -> bool:
@@ -69,10 +72,10 @@ class Encryption:
     @property
     def authenticated(self) -> bool:
         """Each page (or value) carries a keyed tag the engine checks on reading (GCM, the AEADs,
-        an HMAC beside the cipher): a change made without the key is refused by it, where an
-        unauthenticated mode has at most an unkeyed checksum anyone can recompute."""
+        an HMAC beside the cipher, a `keyed_check`): a change made without the key is refused by
+        it, where an unauthenticated mode has at most an unkeyed checksum anyone can recompute."""
         mode = self.mode.upper()
-        return mode.startswith(("GCM", "AEAD")) or "HMAC" in self.cipher_extra.upper()
+        return mode.startswith(("GCM", "AEAD")) or "HMAC" in self.cipher_extra.upper() or bool(self.keyed_check)
 
     @property
     def cipher(self) -> str:
@@ -357,6 +360,20 @@ class LogFile:
         return PageLayout(self.file, self.frames_from, self.frame_bytes, cbc_blocks_from=self.cbc_blocks_from)
 
 
+@dataclass(frozen=True)
+class SealedValue:
+    """One value a column layer sealed, as it is stored (`Database.sealed_value`): the bytes of its
+    sealed form (found as they are in the table's file), where the value's plaintext lies in them
+    (`value_at`: its ciphertext is the plaintext XOR a key stream), and the CFB stream they belong
+    to (`stream_at`, blocks of `block_bytes` from there): what a known-plaintext forgery changes."""
+
+    stored: bytes
+    value_at: int
+    value_bytes: int
+    stream_at: int
+    block_bytes: int
+
+
 @dataclass
 class Database(ABC):
     """One engine instance with one encryption in one workspace directory.
@@ -481,9 +498,20 @@ class Database(ABC):
         in the process that owns this object, which alone can stop them on an error."""
         return self.server_user is not None
 
+    def sealed_value(self, table: str, column: str, key_column: str, key: int) -> SealedValue | None:
+        """The stored, sealed form of `column` in the row of `table` whose `key_column` is `key`,
+        and where its plaintext lies in it (a column layer's value is a message of its own, at an
+        offset no unencrypted twin tells): the strength workload's forgery of a sealed value.
+        Asked while the database is open, as `page_layout`; None (the default) where the layer
+        seals no values, or tdebench does not know their layout. ValueError where a stored value
+        is not laid out as the layer writes it."""
+        return None
+
     # whether keep_log can leave the write-ahead log at rest (the strength workload asks before
     # connecting to a twin only for it: a server would be started for nothing)
     keeps_log: ClassVar[bool] = False
+    # why not, where it cannot: what the forgery's `wal` step records as `unsupported`
+    kept_log_missing: ClassVar[str] = "tdebench cannot have this engine leave its write-ahead log at rest"
 
     def keep_log(self, conn: Connection) -> LogFile | None:
         """Have the engine leave what `conn` commits from now on in its write-ahead log when `conn`

@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tdebench.engines.base import Connection, Encryption, EncryptionNotActive
+from tdebench.engines.base import Connection, Encryption, EncryptionNotActive, SealedValue
 
 SCHEMA = "tdebench_sealed"
 KEY_SETTING = "tdebench.key"
@@ -50,11 +50,19 @@ class ColumnCipher:
     openssl: str = ""  # OpenSSL's name of the cipher in CFB mode, for a legacy cipher's check
 
     @property
+    def block_bytes(self) -> int:
+        """The cipher's block: OpenPGP's CFB runs in blocks of it, after a random prefix as long plus 2."""
+        return 16 if self.algorithm == "AES" else 8
+
+    @property
     def options(self) -> str:
         """pgp_sym_encrypt's options: one OpenPGP symmetric-key message per value. s2k-mode=1
         (salted, not iterated): the key is 256 random bits, so iterating the hash would add only
-        time, once per value; S2K derives the cipher's key (of its size) from it."""
-        return f"cipher-algo={self.option}, s2k-mode=1, s2k-digest-algo=sha256"
+        time, once per value; S2K derives the cipher's key (of its size) from it. compress-algo=0
+        (pgcrypto's default, said so that it stays): nothing compressed, so a value's plaintext lies
+        at an offset its length alone sets (`sealed_layout`); sess-key and disable-mdc stay at their
+        default 0: no session key in the key packet (its length fixed), an MDC after the data."""
+        return f"cipher-algo={self.option}, compress-algo=0, s2k-mode=1, s2k-digest-algo=sha256"
 
     @property
     def message_start(self) -> str:
@@ -84,14 +92,72 @@ _NOTES = ("pgcrypto pgp_sym_encrypt per value (cell-level encryption), read thro
           "files (sorts and hashes spill decrypted values); the key is a session setting the client sends")
 
 
+MDC = ("OpenPGP's MDC: a SHA-1 of the value (after a random prefix) encrypted with it, checked on decrypting; "
+       "who changes the ciphertext without the key garbles the block after the change and cannot recompute it")
+
+
 def _encryption(name: str, cipher: ColumnCipher) -> Encryption:
     legacy = f"{cipher.label}: a legacy 64-bit-block cipher, for comparison only. " if cipher.legacy else ""
     return Encryption(name=name, algorithm=cipher.algorithm, key_bits=cipher.key_bits, mode="CFB (OpenPGP)",
-                      layer="column", covers=_COVERS, notes=legacy + _NOTES, legacy=cipher.legacy)
+                      layer="column", covers=_COVERS, notes=legacy + _NOTES, legacy=cipher.legacy, keyed_check=MDC)
+
 
 
 COLUMN_ENCRYPTIONS: tuple[Encryption, ...] = tuple(_encryption(name, c) for name, c in COLUMN_CIPHERS.items())
 COLUMN_AES_256 = next(e for e in COLUMN_ENCRYPTIONS if e.name == "column-aes-256")
+
+
+_SESSION_KEY_PACKET, _DATA_PACKET = 0xC3, 0xD2  # new-format headers of tags 3 and 18 (RFC 4880 4.2)
+_DATA_VERSION = 1
+_MDC_PACKET = 22  # 0xD3, 0x14 and SHA-1's 20 bytes
+_LITERAL_HEADER = 6  # 't', a file name of 0 bytes, a 4-byte time
+
+
+def _new_length(message: bytes, at: int) -> tuple[int, int]:
+    """A new-format packet's body length at `at` (RFC 4880 4.2.2) and the bytes it takes;
+    ValueError for a partial length: a packet streamed in parts, as pgcrypto writes data over
+    16 KiB, whose offsets depend on where the parts break."""
+    first = message[at]
+    if first < 192:
+        return first, 1
+    if first < 224:
+        return ((first - 192) << 8) + message[at + 1] + 192, 2
+    if first == 255:
+        return int.from_bytes(message[at + 1:at + 5], "big"), 5
+    raise ValueError("the sealed value's packet is streamed in parts (over 16 KiB): its offsets are not fixed")
+
+
+def _length_bytes(length: int) -> int:
+    """The bytes of a new-format length as pgcrypto writes it (render_newlen)."""
+    return 1 if length <= 191 else 2 if length <= 8383 else 5
+
+
+def sealed_layout(message: bytes, cipher: ColumnCipher) -> SealedValue:
+    """Where the plaintext lies in a message pgp_sym_encrypt wrote with `cipher.options`
+    (pgcrypto's pgp-encrypt.c): a symmetric-key session key packet (its length in its header),
+    then the encrypted data packet with MDC (its length, version 1), whose body after the version
+    is one CFB stream (IV zero, no resync) of a random prefix (a block and 2 bytes), a literal data
+    packet (a tag, its length, `_LITERAL_HEADER`, the value) and the MDC packet. Nothing
+    compressed (compress-algo=0) and one packet, the value's offset and length follow from the
+    message's length alone; that they add up is checked. ValueError where they do not."""
+    if len(message) < 2 or message[0] != _SESSION_KEY_PACKET:
+        raise ValueError("the sealed value is not an OpenPGP message starting with a symmetric-key session key packet")
+    length, took = _new_length(message, 1)
+    at = 1 + took + length
+    if message[at:at + 1] != bytes([_DATA_PACKET]):
+        raise ValueError("the sealed value has no encrypted data packet with MDC after its key packet")
+    body, took = _new_length(message, at + 1)
+    at += 1 + took
+    if at + body != len(message) or message[at] != _DATA_VERSION:
+        raise ValueError("the sealed value's encrypted data packet does not end the message as one packet of version 1")
+    stream = at + 1
+    literal = body - 1 - (cipher.block_bytes + 2) - _MDC_PACKET  # its tag, length, header and the value
+    for size in (1, 2, 5):
+        value_bytes = literal - 1 - size - _LITERAL_HEADER
+        if value_bytes >= 0 and _length_bytes(_LITERAL_HEADER + value_bytes) == size:
+            value_at = stream + cipher.block_bytes + 2 + 1 + size + _LITERAL_HEADER
+            return SealedValue(message, value_at, value_bytes, stream, cipher.block_bytes)
+    raise ValueError("the sealed value's encrypted data fits no literal data packet (compressed, or another layout)")
 
 
 def system_openssl_lacks(cipher: ColumnCipher) -> bool:

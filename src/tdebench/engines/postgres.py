@@ -52,7 +52,7 @@ from typing import Any, ClassVar
 from tdebench.engines import dialects
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   NotSupported, PageLayout, QueryTimeout, Reencrypts, SensitiveColumns,
+                                   NotSupported, PageLayout, QueryTimeout, Reencrypts, SealedValue, SensitiveColumns,
                                    Statement, execute_in_turn, raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pgcrypto
@@ -254,6 +254,8 @@ class ColumnLayer(Database):
 @dataclass
 class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
     user: ClassVar[str] = USER
+    kept_log_missing: ClassVar[str] = ("PostgreSQL replays pg_wal only after a crash, and a clean stop checkpoints "
+                                       "it: tdebench does not leave it at rest to forge it")
     memory_mb: int = DEFAULT_MEMORY_MB
     bin: Path = field(default_factory=lambda: bin_dir() or Path("/usr/lib/postgresql/bin"))
     # while the server runs: its socket directory, open (O_PATH), and its cluster's password
@@ -385,6 +387,20 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
             raise ValueError(f"postgres: {len(found)} tables named {table}, not one")
         path, page_bytes = found[0]
         return PageLayout(self.data_dir / path, 0, int(page_bytes))
+
+    def sealed_value(self, table: str, column: str, key_column: str, key: int) -> SealedValue | None:
+        """Column layer: the row's OpenPGP message as the stored table holds it (no key needed to
+        read it), and where pgcrypto put the value in it (`pgcrypto.sealed_layout`)."""
+        if not self._column_layer:
+            return None
+        conn = self.connect()
+        try:
+            found = conn.execute(f"SELECT {column} FROM {pgcrypto.SCHEMA}.{table} WHERE {key_column} = ?", [key])
+        finally:
+            conn.close()
+        if len(found) != 1:
+            raise ValueError(f"postgres: {len(found)} rows of {table} with {key_column} {key}, not one")
+        return pgcrypto.sealed_layout(bytes(found[0][0]), self._cipher)
 
     def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
         """COPY FROM STDIN of a CSV that DuckDB writes from the Parquet file into the system's

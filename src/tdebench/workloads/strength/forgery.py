@@ -29,6 +29,11 @@ first one (`unused_before`: free space in the page, as SQLite leaves between its
 its cells). A page's first block cannot be changed this way: its IV is not in the file (SQLite3MC
 derives it from the page number) and a `CBC_BLOCK` before the page's cipher start is the previous
 page's, encrypted under another IV.
+
+A column layer seals each value in a message of its own (pgcrypto: OpenPGP, CFB with an MDC), at an
+offset no twin tells: the engine gives the row's message as stored and where the value lies in it
+(`Database.sealed_value`), the message is found in the file, and the difference is XORed into the
+value's last CFB block (`cfb_tail`, `forged_tail`), so that only the MDC after it is garbled.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench.engines.base import PageLayout, PlainChecksum
+from tdebench.engines.base import PageLayout, PlainChecksum, SealedValue
 from tdebench.workloads.strength import tamper
 
 DIRECTORY = "strength-forgery"  # in the trial's workspace: the unencrypted twin, removed after
@@ -63,6 +68,22 @@ def chains(mode: str) -> bool:
     return mode.upper().startswith("CBC")
 
 
+def forged_tail(old: str, count: int) -> str:
+    """The value a forgery of a sealed value writes instead of `old`: its last `count` characters
+    (at most PREFIX's) replaced by PREFIX's first ones."""
+    head = PREFIX[:min(count, len(PREFIX))]
+    return old[:len(old) - len(head)] + head
+
+
+def cfb_tail(sealed: SealedValue) -> int:
+    """How many of a sealed value's bytes lie in the CFB block holding its last byte. Under CFB a
+    ciphertext byte XORed changes its plaintext byte alike and garbles the whole next block (whose
+    key stream is the encryption of this one): changed there, the value reads exactly as forged and
+    only what follows it is garbled (in an OpenPGP message: its MDC, which then fails)."""
+    end = sealed.value_at + sealed.value_bytes - sealed.stream_at
+    return min(sealed.value_bytes, (end - 1) % sealed.block_bytes + 1)
+
+
 def difference(old: str, new: str) -> bytes:
     """What to XOR into the ciphertext to turn `old` into `new` (both as stored: UTF-8)."""
     return bytes(a ^ b for a, b in zip(old.encode(), new.encode(), strict=True))
@@ -80,10 +101,10 @@ class Found:
     start: int
 
 
-def offset_of(file: Path, value: str) -> Found | None:
-    """The one offset of `value` in `file`, with the bytes around it; None when it is not there
-    verbatim, or there twice."""
-    raw, needle = file.read_bytes(), value.encode()
+def offset_of(file: Path, value: str | bytes) -> Found | None:
+    """The one offset of `value` (text as UTF-8) in `file`, with the bytes around it; None when it
+    is not there verbatim, or there twice."""
+    raw, needle = file.read_bytes(), value.encode() if isinstance(value, str) else value
     first = raw.find(needle)
     if first < 0 or raw.find(needle, first + 1) >= 0:
         return None
@@ -91,7 +112,7 @@ def offset_of(file: Path, value: str) -> Found | None:
     return Found(first, raw[start:first + len(needle) + CONTEXT_BYTES], start)
 
 
-def offset_in(directory: Path, value: str) -> tuple[Path, Found] | None:
+def offset_in(directory: Path, value: str | bytes) -> tuple[Path, Found] | None:
     """The one file under `directory` that holds `value` (its path relative to `directory`) and
     where (`offset_of`); None when no file holds it verbatim, or more than one does."""
     hits = [(path.relative_to(directory), found) for path in sorted(directory.rglob("*"))

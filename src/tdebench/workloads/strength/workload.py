@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +46,8 @@ KEEPS_LAYOUT_NOT = {"column": "each value is sealed on its own, with a random se
                     "fs": "the file is cut into 4 KiB blocks, each with a nonce and a tag"}
 # and why their backup and log are not forged either
 KEEPS_LAYOUT_NOT_ELSEWHERE = {
-    "column": "its backup and log hold the same sealed values, whose offsets a twin does not tell either",
+    "column": "not tried here: the same sealed values as the data file's, each under the check its forgery "
+              "(step value) meets",
     "fs": "the engine's backup and log are written through the decrypted view: the backup is not encrypted by "
           "the layer at all (see old-key), the log is ciphertext the same as the file"}
 
@@ -153,10 +155,12 @@ class StrengthWorkload(Workload):
             return
         if database.encryption.layer not in KEEPS_LAYOUT:
             layer = database.encryption.layer
-            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {layer} layer does not keep the engine's "
-                    f"layout, so an unencrypted twin does not tell where a value is: "
-                    f"{KEEPS_LAYOUT_NOT.get(layer, '')}", warmup)
-            for step in (BACKUP, LOG):
+            sealed = self._forged_sealed(ctx, layout, warmup)
+            if not sealed:
+                _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {layer} layer does not keep the "
+                        f"engine's layout, so an unencrypted twin does not tell where a value is: "
+                        f"{KEEPS_LAYOUT_NOT.get(layer, '')}", warmup)
+            for step in (LOG,) if sealed else (BACKUP, LOG):
                 _record(ctx, FORGERY, step, {}, oldkeys.UNSUPPORTED,
                         f"the {layer} layer: {KEEPS_LAYOUT_NOT_ELSEWHERE.get(layer, '')}", warmup)
             return
@@ -174,6 +178,65 @@ class StrengthWorkload(Workload):
                 _restored(ctx, _reader(ctx))
         self._forged_backup(ctx, layout, twin, twin.row, old, new, plan, warmup)
         self._forged_log(ctx, twin, old, new, plan, warmup)
+
+    def _forged_sealed(self, ctx: RunContext, layout: PageLayout, warmup: bool) -> bool:
+        """A value a column layer sealed on its own, forged in the table's file and in a physical
+        backup: the row's sealed form as stored, and where its plaintext lies in it, from the engine
+        (`Database.sealed_value`, no key needed); that form found in the stopped database's file,
+        the difference XORed into the value's last CFB block (`forgery.cfb_tail`: only the block
+        after the value garbled, in OpenPGP its MDC), read back, put back; then the same in the
+        backup's copy of that file (`_forged_sealed_backup`). False where the layer gives no sealed
+        value (the steps are then the caller's to record)."""
+        row = _Plan(int(ctx.scale), ctx.seed).default_row
+        old = data.value(ctx.seed, row)
+        try:
+            sealed = ctx.database.sealed_value(data.ROWS_TABLE, data.COLUMNS[data.ROWS_TABLE][-1],
+                                               data.KEYS[data.ROWS_TABLE][0], row)
+        except ValueError as exc:
+            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, str(exc), warmup)
+            return True
+        if sealed is None:
+            return False
+        self._at_rest(ctx)
+        found = forgery.offset_of(layout.file, sealed.stored)
+        if found is None or sealed.value_bytes != len(old.encode()):
+            _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, "the row's sealed value is not once in the "
+                    "table's file as the engine gave it, or holds a value of another length", warmup)
+            return True
+        new = forgery.forged_tail(old, forgery.cfb_tail(sealed))
+        mask = forgery.difference(old, new)
+        kept = len(mask) - len(mask.lstrip(b"\0"))  # the value's first bytes, left as they are
+        at = found.offset + sealed.value_at
+        reading = _changed(ctx.database, layout, [(at + kept, mask[kept:])], _reader(ctx, {row: new}))
+        how = (f"CFB: the value's last {len(mask) - kept} bytes changed in their block, the block after it garbled "
+               f"(what follows the value: OpenPGP's MDC)")
+        _record_forgery(ctx, DATA_FILE, forgery.Found(at, b"", at), row, False, reading, how, False, warmup)
+        _restored(ctx, _reader(ctx))
+        self._forged_sealed_backup(ctx, layout, sealed.stored, sealed.value_at + kept, mask[kept:], row, new, how,
+                                   warmup)
+        return True
+
+    def _forged_sealed_backup(self, ctx: RunContext, layout: PageLayout, stored: bytes, value_at: int, mask: bytes,
+                              row: int, new: str, how: str, warmup: bool) -> None:
+        """`mask` XORed at `value_at` of the sealed value `stored` where a physical backup holds it
+        (a copy of the table's file), restored into a fresh database with the trial's key and read
+        back; the backup put back, its restore must read as written."""
+        copies = oldkeys.full_backups(ctx.database)
+        if copies is None:
+            _record(ctx, FORGERY, BACKUP, {}, oldkeys.UNSUPPORTED, "the engine has no physical backup", warmup)
+            return
+        with _backed_up(ctx, copies) as (backup, contents, area):
+            hit = forgery.offset_in(contents, stored)
+            if hit is None:
+                _record(ctx, FORGERY, BACKUP, {}, oldkeys.UNSUPPORTED, "the row's sealed value is not once in one "
+                        "file of the backup", warmup)
+                return
+            relative, found = hit
+            at = found.offset + value_at
+            reading = _changed(ctx.database, dataclasses.replace(layout, file=contents / relative), [(at, mask)],
+                               _restore_reader(ctx, backup, area, {row: new}))
+            _record_forgery(ctx, BACKUP, forgery.Found(at, b"", at), row, False, reading, how, False, warmup)
+            _restored(ctx, _restore_reader(ctx, backup, area))
 
     def _forged_log(self, ctx: RunContext, twin: _Twin, old: str, new: str, plan: _Plan, warmup: bool) -> None:
         """The value committed again on a connection whose commit the engine leaves in its
@@ -214,19 +277,27 @@ class StrengthWorkload(Workload):
             _record(ctx, FORGERY, BACKUP, {}, oldkeys.UNSUPPORTED, twin.backup_missing, warmup)
             return
         relative, found = twin.backup
-        area = ctx.database.workspace / forgery.DIRECTORY
-        shutil.rmtree(area, ignore_errors=True)
-        area.mkdir(mode=0o711)  # a server's user passes through to its restore's workspace
-        try:
-            backup = _verbatim_backup(ctx.database, copies, area / "backup")
-            ctx.database.close()
-            file = copies.backup_contents(backup, area / "unpacked") / relative
-            copied = dataclasses.replace(layout, file=file)
+        with _backed_up(ctx, copies) as (backup, contents, area):
+            copied = dataclasses.replace(layout, file=contents / relative)
             changed = _restore_reader(ctx, backup, area, {row: new})
             if _forged(ctx, BACKUP, copied, found, row, old, new, changed, plan, warmup):
                 _restored(ctx, _restore_reader(ctx, backup, area))
-        finally:
-            shutil.rmtree(area, ignore_errors=True)
+
+
+@contextmanager
+def _backed_up(ctx: RunContext, copies: Backups) -> Iterator[tuple[Backup, Path, Path]]:
+    """A physical full backup of the trial's database (`_verbatim_backup`) in the forgery's area
+    of its workspace, the database closed after: the backup, its contents as files (unpacked where
+    the method packs them) and the area, removed when the block ends."""
+    area = ctx.database.workspace / forgery.DIRECTORY
+    shutil.rmtree(area, ignore_errors=True)
+    area.mkdir(mode=0o711)  # a server's user passes through to its restore's workspace
+    try:
+        backup = _verbatim_backup(ctx.database, copies, area / "backup")
+        ctx.database.close()
+        yield backup, copies.backup_contents(backup, area / "unpacked"), area
+    finally:
+        shutil.rmtree(area, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -493,7 +564,7 @@ def _twin_offsets(ctx: RunContext, plan: _Plan) -> _Twin:
                                                    "verbatim in one file (compressed), so its offset is not known")
         log = _logged(twin, ctx.seed, row) if twin.keeps_log else None  # last: the backup taken without it
         in_log = None if log is None or not log.file.is_file() else forgery.offset_of(log.file, value)
-        log_missing = ("tdebench cannot have this engine leave its write-ahead log at rest" if log is None else
+        log_missing = (twin.kept_log_missing if log is None else
                        "" if in_log else
                        "the twin's log does not hold the value verbatim once, so its offset is not known")
         raw = log.file.read_bytes() if in_log is not None and log is not None else b""
