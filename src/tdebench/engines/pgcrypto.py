@@ -102,7 +102,6 @@ def _encryption(name: str, cipher: ColumnCipher) -> Encryption:
                       layer="column", covers=_COVERS, notes=legacy + _NOTES, legacy=cipher.legacy, keyed_check=MDC)
 
 
-
 COLUMN_ENCRYPTIONS: tuple[Encryption, ...] = tuple(_encryption(name, c) for name, c in COLUMN_CIPHERS.items())
 COLUMN_AES_256 = next(e for e in COLUMN_ENCRYPTIONS if e.name == "column-aes-256")
 
