@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ def make_plan(order: str = "lockstep", repetitions: int = 2, warmups: int = 1) -
                 workloads=(WorkloadSpec("fakeload", (1.0,), ("power",), 1),), text=f'order = "{order}"\n')
 
 
-def run(tmp_path: Path, plan: Plan, **kwargs):
+def run(tmp_path: Path, plan: Plan, empty_cache=None, **kwargs):
     clock = FakeClock()
     workload = SteppedFakeWorkload(clock, **kwargs)
     store = ResultStore(tmp_path / plan.order)
@@ -32,7 +33,8 @@ def run(tmp_path: Path, plan: Plan, **kwargs):
     FakeEngine.provisioned.clear()
     summary = Runner(plan=plan, store=store, data_dir=tmp_path / "data", clock=clock,
                      engine_factory=lambda name, **settings: FakeEngine(**settings),
-                     workload_factory=lambda name: workload, workspace_parent=tmp_path).run()
+                     workload_factory=lambda name: workload, workspace_parent=tmp_path,
+                     **({"empty_cache": empty_cache} if empty_cache else {})).run()
     return summary, read_run(tmp_path / plan.order), workload
 
 
@@ -62,6 +64,25 @@ def test_lockstep_runs_the_configurations_queries_in_turn_and_rotates_who_goes_f
     assert rounds.count(1) == rounds.count(2)
     assert all(db.closed for db in FakeEngine.provisioned)
     assert len(data.verdicts) == 6 and all(v.as_expected for v in data.verdicts)
+
+
+def test_a_cold_lockstep_evicts_each_trials_own_workspace_after_its_load_and_before_its_test(tmp_path: Path) -> None:
+    """evict = "files" leaves the other trials' pages alone, so a cold plan may run side by side:
+    each trial is stopped and its own workspace evicted after its load and as its test begins."""
+    events: list[tuple[str, object]] = []
+    plan = replace(make_plan(repetitions=1, warmups=0), cache="cold", evict="files")
+
+    def empty_cache(evict: str, root: Path) -> bool:
+        events.append(("evict", (evict, root.name)))
+        return True
+
+    summary, data, workload = run(tmp_path, plan, empty_cache=empty_cache)
+    assert summary.ok and {(t.evicted, t.cache_dropped) for t in data.trials} == {("files", True)}
+    workspaces = sorted(db.workspace.name for db in FakeEngine.provisioned)
+    # after the load, and again before the measured test: twice per trial, each its own workspace
+    assert sorted(name for _, (_, name) in events) == sorted(workspaces * 2)
+    assert {evict for _, (evict, _) in events} == {"files"}
+    assert all(db.closed for db in FakeEngine.provisioned)
 
 
 def test_a_priming_load_of_none_comes_first_and_is_never_recorded(tmp_path: Path) -> None:
