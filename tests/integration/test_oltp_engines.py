@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from scipy.stats import binomtest
 
+from tdebench import runsetup
 from tdebench.cli import main
 from tdebench.engines import get_engine
 from tdebench.engines.base import Connection, Database
@@ -43,9 +44,11 @@ SEED = 3
 
 
 @pytest.fixture(scope="module")
-def data_dir() -> Iterator[Path]:
-    with server_reachable_dir("tdebench-oltp-data-") as path:
-        yield path
+def data_dir() -> Path:
+    """tdebench's own data cache (every engine loads through its client, so no server reads it):
+    the one warehouse of SEED is generated once per machine, for this module and
+    test_remote_targets.py's and test_cluster.py's oltp plans alike (about 7 s each time)."""
+    return runsetup.default_data_dir()
 
 
 class Loaded:
@@ -350,7 +353,7 @@ def _ytd(conn: Connection) -> float:
 PLAN = '''name = "oltp-cli"
 repetitions = 1
 warmups = 0
-seed = 3  # the module's data: generated once
+seed = 3  # SEED: the module's data, generated once
 
 [[engines]]
 name = "duckdb"
