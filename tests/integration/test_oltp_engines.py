@@ -1,5 +1,8 @@
 """The oltp workload on every engine for real: one warehouse, a few seconds of the mix with
-two virtual users, on `none` and one real encryption each (DuckDB's in the CLI's trials); the
+two virtual users, on `none` of every engine and on an encryption of each layer the mix can
+meet: SQLite3MC's native cipher, PostgreSQL's column layer, DuckDB's native cipher in the CLI's
+trials (MariaDB's native TDE runs TPC-H in test_servers.py: its OLTP statements are the
+baseline's, below which InnoDB encrypts the pages, as SQLite3MC's and DuckDB's ciphers do); the
 consistency checks pass, the mix is that of Madyatmadja et al. (2021) within sampling
 tolerance, servers run stored procedures by default and client-side statements on request, a
 forced deadlock, serialization failure, write conflict or busy database is retried and
@@ -18,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 from scipy.stats import binomtest
 
+from tdebench import runsetup
 from tdebench.cli import main
 from tdebench.engines import get_engine
 from tdebench.engines.base import Connection, Database
@@ -34,18 +38,23 @@ from tdebench.workloads.oltp.workload import LOAD, OPTIONS, STRESS, OltpWorkload
 from plots import drawn
 from workspaces import server_reachable_dir
 
-# DuckDB's encryption below the SQL runs the mix in the CLI's trials of aes-256-ctr (the last test)
+# DuckDB's encryption below the SQL runs the mix in the CLI's trials of aes-256-ctr (the last test);
+# MariaDB's aes-256-cbc case is gone: a native cipher below the same statements is SQLite3MC's
+# here, and its warehouse load was the module's slowest set-up (22 to 26 s, against 9 s for none)
 CASES = [("duckdb", "none"), ("sqlite", "none"), ("sqlite", "chacha20-poly1305"),
-         ("mariadb", "none"), ("mariadb", "aes-256-cbc"), ("postgres", "none"), ("postgres", "column-aes-256")]
+         ("mariadb", "none"), ("postgres", "none"), ("postgres", "column-aes-256")]
 SHORT = {"virtual_users": 2, "rampup_s": 0.3, "duration_s": 2.0, "stress_virtual_users": 3,
          "stress_rampup_s": 0.3, "stress_duration_s": 3.0, "interval_s": 0.5}
-SEED = 3
+SEED = 1
 
 
 @pytest.fixture(scope="module")
-def data_dir() -> Iterator[Path]:
-    with server_reachable_dir("tdebench-oltp-data-") as path:
-        yield path
+def data_dir() -> Path:
+    """tdebench's own data cache (every engine loads through its client, so no server reads it):
+    the one warehouse of SEED, the plans' default seed, is generated once per machine, for this
+    module, the bench scripts and the oltp plans of test_remote_targets.py, test_cluster.py and
+    test_interrupt.py alike (about 7 s each time)."""
+    return runsetup.default_data_dir()
 
 
 class Loaded:
@@ -350,7 +359,7 @@ def _ytd(conn: Connection) -> float:
 PLAN = '''name = "oltp-cli"
 repetitions = 1
 warmups = 0
-seed = 3  # the module's data: generated once
+seed = 1  # SEED: the module's data, generated once
 
 [[engines]]
 name = "duckdb"
