@@ -82,12 +82,13 @@ def test_a_log_overwritten_in_place_keeps_the_canaries_it_held(tmp_path: Path) -
 def test_settle_returns_once_the_watch_has_scanned_what_was_closed(tmp_path: Path) -> None:
     """The runner settles the capture before it evicts a stopped engine's files from the OS
     cache: a scan after the eviction would read them back."""
-    capture = _capture(tmp_path, every_s=60.0)  # no periodic look: only the event and settle drive it
+    capture = _capture(tmp_path, every_s=60.0)  # seldom a periodic look: the event and settle drive it
+    wal = tmp_path / "database.sqlite-wal"
     try:
-        for number in range(20):  # closed after writing, then settled at once: scanned before settle returns
-            (tmp_path / "database.sqlite-wal").write_bytes(CANARY.encode() * (number + 1))
+        for number in range(20):  # closed after writing, then settled at once: scanned whole before settle returns
+            wal.write_bytes(CANARY.encode() * (number + 1))
             assert capture.settle() is True
-            assert capture.stats.scans == number + 1
+            assert capture._held[capture._by_path[wal]].scanned_bytes == wal.stat().st_size
     finally:
         caught = capture.stop()
     assert caught == ()  # the file still holds all it held: the at-rest scan's to judge
