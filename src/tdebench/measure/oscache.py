@@ -19,6 +19,7 @@ import ctypes
 import mmap
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["EVICTIONS", "drop_all", "empty", "evict_files", "resident_pages"]
@@ -63,24 +64,19 @@ def _files(root: Path) -> Iterator[Path]:
 
 
 def evict_files(root: Path) -> bool:
-    """Sync each regular file below `root` and ask the kernel to drop its cached pages; True
-    only if every file was evicted and the page cache holds none of their pages afterwards
-    (pages a running process still maps, or a file that vanished meanwhile, make it False)."""
+    """Sync each regular file below `root`, ask the kernel to drop its cached pages and check
+    that none stayed; True only if every file was evicted so (pages a running process still
+    maps, or a file that vanished meanwhile, make it False). One open per file does all three."""
     evicted = True
     for path in _files(root):
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with _opened(path) as fd:
+                os.fdatasync(fd)  # DONTNEED drops only clean pages
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                evicted = _resident(fd) == 0 and evicted
         except OSError:
             evicted = False
-            continue
-        try:
-            os.fdatasync(fd)  # DONTNEED drops only clean pages
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        except OSError:
-            evicted = False
-        finally:
-            os.close(fd)
-    return evicted and resident_pages(root) == 0
+    return evicted
 
 
 def resident_pages(root: Path) -> int:
@@ -89,29 +85,36 @@ def resident_pages(root: Path) -> int:
     resident = 0
     for path in _files(root):
         try:
-            resident += _resident(path)
+            with _opened(path) as fd:
+                resident += _resident(fd)
         except OSError:
             continue
     return resident
 
 
-def _resident(path: Path) -> int:
-    """Pages of one file in the page cache."""
+@contextmanager
+def _opened(path: Path) -> Iterator[int]:
+    """A read-only descriptor of `path` (a link is not followed), closed after the block."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            return 0
-        address = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        if address in (None, _MAP_FAILED):
-            raise OSError(ctypes.get_errno(), f"mmap {path}")
-        try:
-            pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
-            vector = (ctypes.c_ubyte * pages)()
-            if _LIBC.mincore(ctypes.c_void_p(address), size, vector) != 0:
-                raise OSError(ctypes.get_errno(), f"mincore {path}")
-            return sum(byte & 1 for byte in vector)
-        finally:
-            _LIBC.munmap(ctypes.c_void_p(address), size)
+        yield fd
     finally:
         os.close(fd)
+
+
+def _resident(fd: int) -> int:
+    """Pages of the open file `fd` in the page cache."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return 0
+    address = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if address in (None, _MAP_FAILED):
+        raise OSError(ctypes.get_errno(), "mmap")
+    try:
+        pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+        vector = (ctypes.c_ubyte * pages)()
+        if _LIBC.mincore(ctypes.c_void_p(address), size, vector) != 0:
+            raise OSError(ctypes.get_errno(), "mincore")
+        return sum(byte & 1 for byte in vector)
+    finally:
+        _LIBC.munmap(ctypes.c_void_p(address), size)
