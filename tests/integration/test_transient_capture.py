@@ -97,7 +97,7 @@ EMBEDDED = '''
 [[engines]]
 name = "duckdb"
 encryptions = ["none", "aes-256-gcm"]
-memory_mb = 30
+memory_mb = 64
 
 [[engines]]
 name = "sqlite"
@@ -139,7 +139,7 @@ def _canaries_in_the_baselines_temp_files_only(row: dict[str, str], encrypted: d
 
 def test_the_spill_test_puts_the_canaries_in_embedded_engines_temp_files(tmp_path: Path) -> None:
     """Through the runner: TPC-H's canaries sit in customer rows that test spill sorts past DuckDB's
-    30 MiB and SQLite's 16 MiB (temp_store = "file"): each baseline's caught temp files show its
+    64 MiB and SQLite's 16 MiB (temp_store = "file"): each baseline's caught temp files show its
     canaries, so the positive control fires and the report no longer says "not exercised"; the
     encrypted trials' caught temp files show none."""
     rows, report = _run(tmp_path, EMBEDDED)
