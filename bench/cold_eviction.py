@@ -17,14 +17,17 @@ run, the placebo's spread under three ways to start a measured test:
           possible, and drift of the machine hits each query of A and B alike.
 
 Two databases of the same TPC-H data, both unencrypted (A and B: the placebo), are loaded
-once. Each round runs every method on both, in an order shuffled per round, so drift of the
+once; with `--encryption`, B is encrypted with it, and the script also prints B's cost over A
+per method, with its 95% CI: whether the way the cache is emptied changes the cost itself (the
+whole drop adds the same time to both, reading the engine's code back from disk, which can
+dilute a ratio). Each round runs every method on both, in an order shuffled per round, so drift of the
 machine hits all methods alike. Per method it prints the median power-test composite (the
 geometric mean of the 22 query times, as the report's "power geomean"), the spread of
 ln(A/B) over rounds (≈ the round CV in %), the placebo's 95% CI half-width for this many
 rounds (the report's noise floor) and the rounds a ±3% floor would need at that spread.
 
     .venv/bin/python bench/cold_eviction.py [--engine sqlite|duckdb] [--scale 0.1]
-        [--memory-mb 8] [--rounds 8] [--methods all files warm]
+        [--memory-mb 8] [--rounds 8] [--methods all files warm] [--encryption aes-256-cbc]
 
 Needs root for `all` (without it, `all` is left out and the script says so).
 Tiny, for CI: --scale 0.01 --rounds 2.
@@ -47,6 +50,7 @@ from scipy import stats
 
 from tdebench.engines import NONE, get_engine
 from tdebench.engines.base import Database
+from tdebench.keys import KeySource
 from tdebench.measure import oscache
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
@@ -94,6 +98,14 @@ def floor_pct(log_ratios: list[float]) -> float:
     return 100 * (math.exp(half) - 1)
 
 
+def cost_pct(log_ratios: list[float]) -> tuple[float, float, float]:
+    """B's cost over A from the rounds' ln(B/A): the geometric mean ratio in %, with its 95% t-interval."""
+    n = len(log_ratios)
+    mean = statistics.fmean(log_ratios)
+    half = stats.t.ppf(0.975, n - 1) * statistics.stdev(log_ratios) / math.sqrt(n) if n > 1 else math.nan
+    return tuple(100 * (math.exp(v) - 1) for v in (mean, mean - half, mean + half))  # type: ignore[return-value]
+
+
 def rounds_for(spread: float, target_pct: float = TARGET_PCT) -> int:
     """Rounds whose t-interval half-width at this spread of ln(A/B) reaches ±target_pct."""
     goal = math.log(1 + target_pct / 100)
@@ -110,6 +122,8 @@ def main() -> None:
     parser.add_argument("--memory-mb", type=int, default=8, help="the engine's cache, below the data")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--encryption", default="none",
+                        help="B's encryption (default none: the placebo); A is always unencrypted")
     args = data_arguments(parser).parse_args()
     methods = list(args.methods)
     if "all" in methods and os.geteuid() != 0:
@@ -125,9 +139,12 @@ def main() -> None:
         store = ResultStore(root / "out")
         store.start("name = 'bench'\n", {})
         contexts = {}
+        keys = KeySource()
         for repetition, name in enumerate(("A", "B"), start=1):
             (root / name).mkdir()
-            database = engine.provision(root / name, NONE, None)
+            encryption = engine.encryption(args.encryption) if name == "B" else NONE
+            key = None if encryption.is_baseline else keys.key_for(name)
+            database = engine.provision(root / name, encryption, key)
             database.create()
             recorder = Recorder(store, TrialKey(args.engine, "none", "tpch", args.scale, repetition), MonotonicClock())
             ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=args.scale,
@@ -180,19 +197,22 @@ def main() -> None:
         seen[repetition] += 1
         composites.setdefault((method, name), []).append(math.exp(float(np.mean(np.log(times)))))
 
-    print(f"{args.engine} {args.memory_mb} MB cache, TPC-H SF {args.scale:g} ({size_mib:,.0f} MiB on disk, "
+    encrypted = args.encryption != "none"
+    against = f"B {args.encryption} against A none" if encrypted else "placebo (A and B none)"
+    print(f"{against}; {args.engine} {args.memory_mb} MB cache, TPC-H SF {args.scale:g} ({size_mib:,.0f} MiB on disk, "
           f"{size_mib / args.memory_mb:.1f}x the cache), power test, {args.rounds} rounds; load average "
           f"{' / '.join(f'{v:.2f}' for v in started_load)} at start, "
           f"{' / '.join(f'{v:.2f}' for v in os.getloadavg())} at end")
     print(f"{'method':8s}  {'power geomean (ms)':>18s}  {'spread of ln(A/B)':>17s}  {'placebo floor':>13s}  "
-          f"rounds for ±{TARGET_PCT:g}%  not emptied")
+          f"rounds for ±{TARGET_PCT:g}%  not emptied" + ("  B's cost over A [95% CI]" if encrypted else ""))
     for method in methods:
         a, b = composites[(method, "A")], composites[(method, "B")]
         logs = [math.log(x / y) for x, y in zip(a, b)]
         spread = statistics.stdev(logs) if len(logs) > 1 else math.nan
         print(f"{method:8s}  {1000 * statistics.median(a + b):18.2f}  {100 * spread:16.1f}%  "
               f"{'±' + format(floor_pct(logs), '.1f') + '%':>13s}  "
-              f"{rounds_for(spread) if spread == spread else 0:>16d}  {not_emptied[method]:>11d}")
+              f"{rounds_for(spread) if spread == spread else 0:>16d}  {not_emptied[method]:>11d}"
+              + ("  {:+.1f}% [{:+.1f}, {:+.1f}]".format(*cost_pct([-x for x in logs])) if encrypted else ""))
 
 
 if __name__ == "__main__":
