@@ -80,6 +80,7 @@ DEFAULT_MEMORY_MB = 256
 SCHEMA = "tdebench"
 _COVERS = ("tables", "undo log", "redo log", "InnoDB temporary tables", "temp files")
 _CIPHER_FROM = 26  # FIL_PAGE_FILE_FLUSH_LSN_OR_KEY_VERSION: where an encrypted full_crc32 page's ciphertext starts
+_STATS_ALL_PAGES = 2**32 - 1  # more leaf pages than any index here has: ANALYZE TABLE reads them all
 _PAGE_BYTES = 16 * 1024  # innodb_page_size, left at its default: InnoDB encrypts page by page
 _NOTES = ("InnoDB tablespaces incl. system tablespace (undo, doublewrite), redo log, InnoDB temporary "
           "tables, temp files; NOT the Aria internal temp tables a query spills to disk (GROUP BY, "
@@ -384,6 +385,12 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
             "local_infile": "ON",
             # MariaDB's default of 1000 silently cuts a recursive CTE short instead of failing.
             "max_recursive_iterations": "4294967295",
+            # Planner statistics from every leaf page, not 20 sampled at random, and only from the ANALYZE
+            # TABLE each workload runs after its load, never recalculated in the background: sampled, 8
+            # loads of the same TPC-H SF 0.1 data gave Q18 two join orders (3 against 5); read whole,
+            # every load got the same plans (docs/method/variance.md, "Plans that differ between loads").
+            "innodb_stats_persistent_sample_pages": str(_STATS_ALL_PAGES),
+            "innodb_stats_auto_recalc": "OFF",
         }
         if not self.encryption.is_baseline:
             options.update({
