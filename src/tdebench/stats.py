@@ -31,8 +31,13 @@ MIN_BOOTSTRAP = 3
 (`log_standard_error`, `tdebench compare`): with two values per group the 95% interval of an
 A/A ratio of medians excludes 0 about a third of the time, with three about 9%, with five 4%
 (docs/method/statistics.md, “Comparing two runs”)."""
-NOISE_ADVICE = 'raise repetitions or (tpch) passes, use order = "lockstep", or quiet the machine'
-"""What to do about noisy cells, in plain words."""
+def noise_advice(order: str) -> str:
+    """What to do about noisy cells, in plain words: lockstep only to a run that did not use it."""
+    if order == "lockstep":
+        return "raise repetitions or (tpch) passes, or quiet the machine (the run already ran in lockstep)"
+    return 'raise repetitions or (tpch) passes, use order = "lockstep", or quiet the machine'
+
+
 _BATCH_ELEMENTS = 4_000_000
 """Bootstrap batches are cut so one resampled block stays near 32 MB of floats."""
 

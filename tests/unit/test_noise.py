@@ -81,13 +81,16 @@ def test_only_noisy_headline_figures_are_flagged_each_once() -> None:
         ("postgres none oltp W=2 · stress mix tpm", True, "/min"),
         ("postgres none oltp W=2 · stress mix nopm", False, "/min"),  # listed for its outlier only
     ]
-    table = noisy_table(figures)
+    table = noisy_table(figures, "interleaved")
     assert len(table.rows) == 3 and 'raise repetitions or (tpch) passes, use order = "lockstep"' in table.intro
+    assert 'use order = "lockstep"' not in noisy_table(figures, "lockstep").intro  # not to a run that did
     assert not any("advice" in row for row in table.rows)  # said once, above the table
-    sentence = noise_sentence(figures)
+    sentence = noise_sentence(figures, "interleaved")
     assert sentence is not None and sentence.startswith("2 headline figure(s) are noisy (CV > 5%): raise")
     assert "worst: duckdb none tpch sf0.01 · power geomean elapsed_s (CV 20%)" in sentence
-    assert noise_sentence(noisy_figures([records[1], records[3]])) is None
+    assert noise_sentence(noisy_figures([records[1], records[3]]), "interleaved") is None
+    lockstep = noise_sentence(figures, "lockstep")
+    assert lockstep is not None and 'use order = "lockstep"' not in lockstep and "already ran in lockstep" in lockstep
 
 
 def trial(repetition: int) -> TrialKey:
@@ -129,7 +132,7 @@ def test_a_trial_is_busy_when_others_average_above_the_threshold(tmp_path: Path)
     assert sentence.startswith(f"2 of 4 trial(s) ran while other processes used more than {BUSY_OTHERS_PCT:g}% "
                                "of one core on average: duckdb/none/tpch/sf0.01/r2 (88%), "
                                "duckdb/none/tpch/sf0.01/r1 (11%).")
-    assert "pin_cpus" in sentence and findings([], loads) == [sentence]
+    assert "pin_cpus" in sentence and findings([], loads, "interleaved") == [sentence]
     table = machine_load_table(loads)
     assert [row["busy"] for row in table.rows] == ["BUSY", "BUSY", "", ""]
     assert [c.key for c in table.columns][-3:] == ["engine_cpus", "driver_cpus", "busy"]
@@ -178,7 +181,7 @@ def test_the_report_says_how_long_the_run_waited_for_quiet_and_which_trials_star
                         "(quiet_wait_s; median 170 s, longest 300 s); 1 started while others still used more "
                         f"than {BUSY_OTHERS_PCT:g}% of one core when the wait ran out: duckdb/none/tpch/sf0.01/r3 "
                         "(140%). See “Machine load”.")
-    assert findings([], loads) == [busy_sentence(loads), sentence]
+    assert findings([], loads, "interleaved") == [busy_sentence(loads), sentence]
     assert quiet_sentence(loads[:2]) == ("1 of 2 trial(s) waited for other processes to quiet down before they "
                                          "started (quiet_wait_s; median 40 s, longest 40 s), and every one then "
                                          "started on a quiet machine.")

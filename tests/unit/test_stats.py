@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tdebench.stats import (BETWEEN_RUNS, NOISE_ADVICE, NOISY_CV, Overhead, geomean, log_standard_error, overhead,
+from tdebench.stats import (BETWEEN_RUNS, NOISY_CV, Overhead, geomean, log_standard_error, noise_advice, overhead,
                             overhead_change, overheads, paired_overhead, summarize, summarize_many)
 
 
@@ -106,7 +106,9 @@ def test_noise_flag_and_advice() -> None:
     assert not summarize([100.0, 101.0, 99.0]).noisy
     noisy = summarize([80.0, 100.0, 120.0])
     assert noisy.cv > NOISY_CV and noisy.noisy
-    assert NOISE_ADVICE == 'raise repetitions or (tpch) passes, use order = "lockstep", or quiet the machine'
+    assert noise_advice("interleaved") == ('raise repetitions or (tpch) passes, use order = "lockstep", '
+                                           'or quiet the machine')
+    assert "lockstep\"" not in noise_advice("lockstep") and "already ran in lockstep" in noise_advice("lockstep")
 
 
 def test_batched_statistics_equal_one_at_a_time() -> None:

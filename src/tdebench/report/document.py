@@ -123,7 +123,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         findings=([sentence for content in entries for sentence in content.findings] + cache.findings(run)
                   + findings.findings(records) + connection.findings(run, records)
                   + claims.claim_lines(run, records)
-                  + noise.findings(noise.noisy_figures(records), noise.trial_loads(run))),
+                  + noise.findings(noise.noisy_figures(records), noise.trial_loads(run), described.order)),
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=findings.at_rest_ok(run),
         entries=entries,

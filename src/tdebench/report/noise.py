@@ -26,7 +26,7 @@ from tdebench.measure.load import BUSY_OTHERS_PCT
 from tdebench.report import declared
 from tdebench.report.records import BASELINE, CellKey, SummaryRecord, deterministic
 from tdebench.plan import Group
-from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, is_noisy
+from tdebench.stats import NOISY_CV, PAIRED, is_noisy, noise_advice
 from tdebench.results import RunData, TrialKey
 
 BUSY_ADVICE = ("stop what else runs on the machine (or give the benchmark cores of its own with "
@@ -141,13 +141,13 @@ def noisy_figures(records: Iterable[SummaryRecord]) -> list[NoisyFigure]:
     return sorted(figures, key=lambda f: (not f.noisy, -f.cv if f.noisy else 0.0))
 
 
-def noise_sentence(figures: list[NoisyFigure], worst_shown: int = 3) -> str | None:
-    """The noise advice, once for the whole report, with the worst figures named."""
+def noise_sentence(figures: list[NoisyFigure], order: str, worst_shown: int = 3) -> str | None:
+    """The noise advice for a run in `order`, once for the whole report, with the worst figures named."""
     flagged = [f for f in figures if f.noisy]
     if not flagged:
         return None
     worst = "; ".join(f"{f.label} (CV {f.cv * 100:.0f}%)" for f in flagged[:worst_shown])
-    return (f"{len(flagged)} headline figure(s) are noisy (CV > {NOISY_CV * 100:g}%): {NOISE_ADVICE}; "
+    return (f"{len(flagged)} headline figure(s) are noisy (CV > {NOISY_CV * 100:g}%): {noise_advice(order)}; "
             f"worst: {worst}. See “Noisy figures”.")
 
 
@@ -237,7 +237,7 @@ def busy_headline(loads: list[TrialLoad]) -> str | None:
             f"quiet machine's (“Machine load”).")
 
 
-def findings(figures: list[NoisyFigure], loads: list[TrialLoad]) -> list[str]:
-    """The noise and busy-machine sentences, each at most once."""
-    return [sentence for sentence in (busy_sentence(loads), quiet_sentence(loads), noise_sentence(figures))
+def findings(figures: list[NoisyFigure], loads: list[TrialLoad], order: str) -> list[str]:
+    """The noise and busy-machine sentences, each at most once (the run's `order` decides the advice)."""
+    return [sentence for sentence in (busy_sentence(loads), quiet_sentence(loads), noise_sentence(figures, order))
             if sentence]

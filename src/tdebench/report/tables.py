@@ -21,7 +21,7 @@ from tdebench.report import declared, noise
 from tdebench.report.records import (BASELINE, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord,
                                      below_resolution, deterministic, floors, headline_records, host_blocks, is_query,
                                      memory_order, resolution, run_order, scale_text, step_order)
-from tdebench.stats import NOISE_ADVICE, NOISY_CV, PAIRED, Overhead
+from tdebench.stats import NOISY_CV, PAIRED, Overhead, noise_advice
 from tdebench.report.units import (MIB, display_unit, interval, mib, number, p_value, percent, ratio_percent,
                                    times)
 from tdebench.results import FILE_KIND_TITLES, FILE_KINDS, CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
@@ -690,7 +690,7 @@ def failures_table(run: RunData) -> Table:
     return Table("Failures", columns, rows)
 
 
-def noisy_table(figures: list[noise.NoisyFigure]) -> Table:
+def noisy_table(figures: list[noise.NoisyFigure], order: str) -> Table:
     """One row per headline figure that is noisy or has outliers; the advice said once."""
     rows = []
     for figure in figures:
@@ -706,7 +706,7 @@ def noisy_table(figures: list[noise.NoisyFigure]) -> Table:
     return Table("Noisy figures", columns, rows, summary=summary,
                  intro=(f"Headline figures whose coefficient of variation exceeds {NOISY_CV * 100:g}%, too "
                         "noisy to resolve the few-percent overheads encryption at rest typically costs, "
-                        f"and those with outliers. What to do: {NOISE_ADVICE}. Where rounds are paired "
+                        f"and those with outliers. What to do: {noise_advice(order)}. Where rounds are paired "
                         "(order interleaved or lockstep), a figure's own spread between rounds cancels in "
                         "its comparison with none: there the comparison is judged, by the spread (CV) of "
                         "its round-by-round ratios (\u201c÷ none by round\u201d), which is what its CI is made of."),
