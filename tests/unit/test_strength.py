@@ -13,14 +13,14 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psutil
 import pytest
 
 from tdebench.engines import page_checksums, pgcrypto
 from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, BackupMethod, Backups, Connection, Database, Encryption,
-                                   PageLayout, PlainChecksum, Reencrypts)
+                                   LogFile, PageLayout, PlainChecksum, Reencrypts)
 from tdebench.keys import Secret
 from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
@@ -795,3 +795,55 @@ def test_pg_wal_changes_reach_every_copy_of_a_value_cut_by_a_page_header() -> No
         assert record[20:24] == page_checksums.crc32c(record[24:] + record[:20]).to_bytes(4, "little")
     with pytest.raises(ValueError, match="no record"):
         pg_wal.changes(segment, b"not in the log", 0, b"\x01")
+
+
+@dataclass
+class _UnencryptedLog(_CopiedFile):
+    """Keeps a log it never encrypts itself, as PostgreSQL's pg_wal: here its own file (what it
+    commits is there verbatim, each page's CRC-32 recomputed as the log's), forged by what it holds,
+    in a copy of the stopped database (a backup) restored to be read back."""
+
+    keeps_log: ClassVar[bool] = True
+    log_needs_twin: ClassVar[bool] = False
+    kept: list[Path] = field(default_factory=list)  # the workspace of each database asked to keep its log
+
+    def keep_log(self, conn: Connection) -> LogFile:
+        self.kept.append(self.workspace)
+
+        def changes_in(raw: bytes, needle: bytes, at: int, mask: bytes) -> list[tuple[int, bytes]]:
+            hits = [index for index in range(len(raw)) if raw.startswith(needle, index)]
+            if not hits:
+                raise ValueError("no record holds it")
+            return [(hit + at, mask) for hit in hits]
+
+        def copied(target: Path) -> tuple[Backup, Path]:
+            return self.backup(self.backup_method(BACKUP_FULL), target), target / "copy" / "db.bak"
+
+        def recompute(raw: bytes) -> bytes:
+            return b"".join(_recomputed(raw[at:at + PAGE]) for at in range(0, len(raw), PAGE))
+
+        return LogFile(self.path, recompute=recompute, changes_in=changes_in, copied=copied)
+
+
+def test_a_log_the_engine_never_encrypts_is_forged_in_a_copy_without_a_twin(tmp_path: Path) -> None:
+    """Step wal of an engine whose log holds what it commits as stored (`log_needs_twin` False): the
+    value forged in the copy's log where it holds it, its checksum recomputed, read back from the
+    copy restored; the trial's own file never changed, and no twin asked to keep a log."""
+    kept: list[Path] = []
+    database = _UnencryptedLog(workspace=tmp_path, encryption=NONE, key=None, checked=True, kept=kept)
+    database.create()
+    original = database.path.read_bytes()
+    records = _Records()
+
+    def scratch(workspace: Path, enc: Encryption, key: Secret | None) -> Database:
+        return _UnencryptedLog(workspace=workspace, encryption=enc, key=key, checked=True, kept=kept)
+
+    ctx = RunContext(database=database, dialect="duckdb", scale=ROWS, streams=1, data_dir=tmp_path, seed=SEED,
+                     recorder=Recorder(records, TrialKey("fake", "none", "strength", ROWS, 1), FakeClock()),
+                     scratch_database=scratch)
+    StrengthWorkload().run("forgery", ctx, ctx.session.connection(), warmup=False)
+    logged = {m.step: m for m in records.records}["wal"]
+    assert logged.answer == tamper.FORGEABLE and logged.metrics["checksum_recomputed"] == 1.0
+    assert logged.metrics["row"] == ROWS * 3 // 4 and logged.note == "its records' checksum recomputed"
+    assert database.path.read_bytes() == original and kept == [tmp_path]
+    assert not (tmp_path / forgery.DIRECTORY).exists()  # the copy removed

@@ -33,7 +33,9 @@ No other local user can enter the server or read what it writes (issue 10):
 `close()` stops the server with SIGINT, PostgreSQL's "fast" shutdown: open sessions are
 ended and a shutdown checkpoint writes every dirty page, so afterwards every file is at rest
 and complete. SIGTERM ("smart") would wait for clients to disconnect first, which a failing
-trial may never do.
+trial may never do. The one exception is the stop after `keep_log` (the strength workload's
+forgery of pg_wal): SIGQUIT, "immediate", which leaves the last commits in pg_wal alone, as a
+crash does, for the next start to replay.
 """
 
 from __future__ import annotations
