@@ -284,16 +284,12 @@ class StrengthWorkload(Workload):
         if log is None or log.changes_in is None or log.copied is None:
             _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, ctx.database.kept_log_missing, warmup)
             return
-        if sealed is None:
-            new, needle, within, how = forgery.forged(old), old.encode(), 0, ""
-            mask = forgery.difference(old, new)
-        elif sealed.value_bytes == len(old.encode()):
-            new, within, mask, how = _sealed_change(sealed, old)
-            needle = sealed.stored
-        else:
+        change = _stored_change(old, sealed)
+        if change is None:
             _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, "the row's sealed value holds a value of another "
                     "length", warmup)
             return
+        new, needle, within, mask, how = change
         with _forgery_area(ctx) as area:
             backup, file = log.copied(area / "backup")
             try:
@@ -525,6 +521,19 @@ def _sealed(database: Database, row: int) -> SealedValue | None:
     """The row's value as a column layer stores it (`Database.sealed_value`; None: not sealed)."""
     return database.sealed_value(data.ROWS_TABLE, data.COLUMNS[data.ROWS_TABLE][-1], data.KEYS[data.ROWS_TABLE][0],
                                  row)
+
+
+def _stored_change(old: str, sealed: SealedValue | None) -> tuple[str, bytes, int, bytes, str] | None:
+    """How a value is forged where it is found as stored: the new value, the bytes to find (the
+    value, or the message a column layer sealed it in), where in them the change starts, what to
+    XOR there and the record's note of it; None where the sealed value holds another length."""
+    if sealed is None:
+        new = forgery.forged(old)
+        return new, old.encode(), 0, forgery.difference(old, new), ""
+    if sealed.value_bytes != len(old.encode()):
+        return None
+    new, within, mask, how = _sealed_change(sealed, old)
+    return new, sealed.stored, within, mask, how
 
 
 def _sealed_change(sealed: SealedValue, old: str) -> tuple[str, int, bytes, str]:
