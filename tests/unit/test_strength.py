@@ -8,18 +8,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import struct
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psutil
 import pytest
 
 from tdebench.engines import page_checksums, pgcrypto
 from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, BackupMethod, Backups, Connection, Database, Encryption,
-                                   PageLayout, PlainChecksum, Reencrypts)
+                                   LogFile, PageLayout, PlainChecksum, Reencrypts)
 from tdebench.keys import Secret
 from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
@@ -685,3 +686,164 @@ def test_duckdb_wal_entries_are_found_by_structure_past_nonces_and_tags() -> Non
     assert opened[:8] == page_checksums.duckdb_checksum(opened[8:])
     with pytest.raises(ValueError, match="entries"):  # a log whose entries are not the twin's
         duckdb_wal.changes(twin, bytes(trial[:-tag]) + bytes(tag + 3), twin.index(old), old, new, tag)
+
+
+class _WalSegment:
+    """A pg_wal segment built byte by byte as PostgreSQL lays it out (xlog_internal.h, xlogrecord.h),
+    with pages of `page` bytes: the long header on the first, the short on the others, each giving
+    its own address and how many bytes of a record it continues; records 8-byte aligned, each with
+    its CRC-32C of its data, then its header up to xl_crc. Small pages, so a record crosses them."""
+
+    def __init__(self, page: int = 256, pages: int = 5, start: int = 4 * 1280) -> None:
+        self.out, self.page, self.pages, self.start = bytearray(), page, pages, start
+        self.lsns: list[int] = []
+
+    def _header(self, left: int, address: int | None = None) -> None:
+        first = not self.out
+        info = (0x0002 if first else 0) | (0x0001 if left else 0)
+        self.out += struct.pack("<HHIQI", 0xD110, info, 1, self.start + len(self.out) if address is None else address,
+                                left) + bytes(4)
+        if first:
+            self.out += struct.pack("<QII", 42, self.page * self.pages, self.page)
+
+    def write(self, raw: bytes, in_record: bool = True) -> list[int]:
+        """`raw` written on, a page header before each page it reaches; the file offset of each byte."""
+        offsets = []
+        for index, byte in enumerate(raw):
+            if len(self.out) % self.page == 0:
+                self._header(len(raw) - index if in_record else 0)
+            offsets.append(len(self.out))
+            self.out.append(byte)
+        return offsets
+
+    def record(self, payload: bytes, prev: int | None = None, crc: bool = True) -> list[int]:
+        """A record of `payload`, chained to the last one (or to `prev`), padded: its bytes' offsets."""
+        if len(self.out) % self.page == 0:
+            self._header(0)
+        previous = prev if prev is not None else (self.lsns[-1] if self.lsns else 0x1234)
+        header = struct.pack("<IIQBBxx", 24 + len(payload), 7, previous, 0, 10)
+        checksum = page_checksums.crc32c(payload + header) if crc else 0
+        self.lsns.append(self.start + len(self.out))
+        offsets = self.write(header + checksum.to_bytes(4, "little") + payload)
+        self.write(bytes(-len(offsets) % 8), in_record=False)
+        return offsets
+
+    def rest(self, stale: bytes) -> bytes:
+        """The segment: its last page filled with zeros (the log's end), then pages of an older
+        segment (a recycled one: their address is not theirs) holding `stale`."""
+        self.out += bytes(-len(self.out) % self.page)
+        while len(self.out) < self.page * self.pages:
+            self._header(0, address=len(self.out))
+            self.out += stale[:self.page - 24].ljust(self.page - 24, b"\0")
+        return bytes(self.out)
+
+
+def _crcs_zeroed(segment: bytes, records: Sequence[Sequence[int]]) -> bytes:
+    zeroed = bytearray(segment)
+    for offsets in records:
+        for at in offsets[20:24]:
+            zeroed[at] = 0
+    return bytes(zeroed)
+
+
+def test_pg_wal_crcs_are_recomputed_across_page_headers() -> None:
+    """A segment that opens with the tail of a record begun in the segment before, then three records,
+    the second across two page boundaries, its header cut by one: every CRC zeroed and recomputed is
+    the one the records were written with. A record whose xl_prev is not the record before it, and
+    an older segment's page after the log's end, are left as they are (recovery stops there)."""
+    from tdebench.engines import pg_wal
+
+    wal = _WalSegment()
+    wal.write(b"\x05" * 70)  # the tail of a record of the segment before, continued here
+    wal.write(bytes(2), in_record=False)
+    first = wal.record(b"\x01" * 112)  # to 248: the next record's header cut by the first page's end
+    second = wal.record(bytes(range(256)) * 2)
+    third = wal.record(b"\x03" * 17)
+    unchained = wal.record(b"\x04" * 9, prev=0x99, crc=False)  # stale: its prev is not the third
+    stale = struct.pack("<IIQBBxxI", 40, 7, wal.lsns[-1], 0, 10, 0) + b"\x06" * 16
+    segment = wal.rest(stale)
+    assert second[0] == 248 and second[8] - second[7] == 25  # its header cut by the second page's header
+    assert second[-1] > 2 * wal.page  # and its data by the third's
+    assert pg_wal.recompute(_crcs_zeroed(segment, [first, second, third])) == segment
+    assert pg_wal.recompute(segment) == segment  # nothing else given a CRC: not the unchained, not the stale
+    assert all(segment[at] == 0 for at in unchained[20:24])
+
+
+def test_pg_wal_changes_reach_every_copy_of_a_value_cut_by_a_page_header() -> None:
+    """A value in two records, once cut in two by a page header: the changes XOR the mask into each
+    byte of both copies (three pieces), and the records' CRCs recomputed are those of the new data."""
+    from tdebench.engines import pg_wal
+
+    old = data.value(SEED, 9).encode()
+    new = forgery.forged(old.decode()).encode()
+    wal = _WalSegment()
+    first = wal.record(b"\x01" * 8 + old + b"\x02" * 8)
+    second = wal.record(b"\x03" * (230 - len(wal.out)) + old + b"\x04" * 12)
+    segment = wal.rest(b"")
+    copies = [first[32:32 + len(old)], second[24 + 230 - (wal.lsns[1] - wal.start):][:len(old)]]
+    assert [bytes(segment[at] for at in offsets) for offsets in copies] == [old, old]
+    assert copies[1][-1] - copies[1][0] > len(old)  # the second copy is cut by a page header
+    changes = pg_wal.changes(segment, old, 0, forgery.difference(old.decode(), new.decode()))
+    assert len(changes) == 3
+    changed = bytearray(segment)
+    for at, mask in changes:
+        changed[at:at + len(mask)] = bytes(a ^ b for a, b in zip(changed[at:at + len(mask)], mask))
+    assert [bytes(changed[at] for at in offsets) for offsets in copies] == [new, new]
+    resealed = pg_wal.recompute(bytes(changed))
+    for offsets in (first, second):
+        record = bytes(resealed[at] for at in offsets)
+        assert record[20:24] == page_checksums.crc32c(record[24:] + record[:20]).to_bytes(4, "little")
+    with pytest.raises(ValueError, match="no record"):
+        pg_wal.changes(segment, b"not in the log", 0, b"\x01")
+
+
+@dataclass
+class _UnencryptedLog(_CopiedFile):
+    """Keeps a log it never encrypts itself, as PostgreSQL's pg_wal: here its own file (what it
+    commits is there verbatim, each page's CRC-32 recomputed as the log's), forged by what it holds,
+    in a copy of the stopped database (a backup) restored to be read back."""
+
+    keeps_log: ClassVar[bool] = True
+    log_needs_twin: ClassVar[bool] = False
+    kept: list[Path] = field(default_factory=list)  # the workspace of each database asked to keep its log
+
+    def keep_log(self, conn: Connection) -> LogFile:
+        self.kept.append(self.workspace)
+
+        def changes_in(raw: bytes, needle: bytes, at: int, mask: bytes) -> list[tuple[int, bytes]]:
+            hits = [index for index in range(len(raw)) if raw.startswith(needle, index)]
+            if not hits:
+                raise ValueError("no record holds it")
+            return [(hit + at, mask) for hit in hits]
+
+        def copied(target: Path) -> tuple[Backup, Path]:
+            return self.backup(self.backup_method(BACKUP_FULL), target), target / "copy" / "db.bak"
+
+        def recompute(raw: bytes) -> bytes:
+            return b"".join(_recomputed(raw[at:at + PAGE]) for at in range(0, len(raw), PAGE))
+
+        return LogFile(self.path, recompute=recompute, changes_in=changes_in, copied=copied)
+
+
+def test_a_log_the_engine_never_encrypts_is_forged_in_a_copy_without_a_twin(tmp_path: Path) -> None:
+    """Step wal of an engine whose log holds what it commits as stored (`log_needs_twin` False): the
+    value forged in the copy's log where it holds it, its checksum recomputed, read back from the
+    copy restored; the trial's own file never changed, and no twin asked to keep a log."""
+    kept: list[Path] = []
+    database = _UnencryptedLog(workspace=tmp_path, encryption=NONE, key=None, checked=True, kept=kept)
+    database.create()
+    original = database.path.read_bytes()
+    records = _Records()
+
+    def scratch(workspace: Path, enc: Encryption, key: Secret | None) -> Database:
+        return _UnencryptedLog(workspace=workspace, encryption=enc, key=key, checked=True, kept=kept)
+
+    ctx = RunContext(database=database, dialect="duckdb", scale=ROWS, streams=1, data_dir=tmp_path, seed=SEED,
+                     recorder=Recorder(records, TrialKey("fake", "none", "strength", ROWS, 1), FakeClock()),
+                     scratch_database=scratch)
+    StrengthWorkload().run("forgery", ctx, ctx.session.connection(), warmup=False)
+    logged = {m.step: m for m in records.records}["wal"]
+    assert logged.answer == tamper.FORGEABLE and logged.metrics["checksum_recomputed"] == 1.0
+    assert logged.metrics["row"] == ROWS * 3 // 4 and logged.note == "its records' checksum recomputed"
+    assert database.path.read_bytes() == original and kept == [tmp_path]
+    assert not (tmp_path / forgery.DIRECTORY).exists()  # the copy removed

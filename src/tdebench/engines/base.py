@@ -348,6 +348,18 @@ class LogFile:
     # offset in the twin's, the old and the new value; None: the twin's offset serves as it is
     relocate: Callable[[bytes, bytes, int, bytes, bytes], list[tuple[int, bytes]]] | None = field(
         default=None, compare=False, repr=False)
+    # a log the engine never encrypts itself (PostgreSQL's pg_wal: plaintext, or the values a column layer
+    # sealed), forged by what it holds, not at a twin's offset (`Database.log_needs_twin` False): the
+    # (offset, XOR mask) pairs that XOR a mask into every copy of a byte string among its records, given
+    # the log, the string, where in it the mask goes and the mask; ValueError where no record holds it
+    changes_in: Callable[[bytes, bytes, int, bytes], list[tuple[int, bytes]]] | None = field(
+        default=None, compare=False, repr=False)
+    # where replaying the log also writes what it replays into the data files (PostgreSQL's crash recovery
+    # ends with a checkpoint), so that putting the log's bytes back would not put the database back: the
+    # stopped database copied as a physical backup into a new directory, and the log's file in the copy,
+    # which the forgery changes and restores to read back; None: the engine replays the log without a
+    # checkpoint (`keep_log` on the reading connection), in place
+    copied: Callable[[Path], tuple[Backup, Path]] | None = field(default=None, compare=False, repr=False)
 
     def layout(self) -> PageLayout:
         """The log as one page: what a change to it saves, recomputes and puts back."""
@@ -512,10 +524,14 @@ class Database(ABC):
     keeps_log: ClassVar[bool] = False
     # why not, where it cannot: what the forgery's `wal` step records as `unsupported`
     kept_log_missing: ClassVar[str] = "tdebench cannot have this engine leave its write-ahead log at rest"
+    # whether the forgery finds a value in the log at the offset an unencrypted twin's log holds it at (an
+    # encryption that keeps the log's layout); False: in the trial's own log (`LogFile.changes_in`)
+    log_needs_twin: ClassVar[bool] = True
 
     def keep_log(self, conn: Connection) -> LogFile | None:
-        """Have the engine leave what `conn` commits from now on in its write-ahead log when `conn`
-        closes (no checkpoint on closing), and say which file that log is: the strength workload
+        """Have the engine leave what `conn` commits from now on in its write-ahead log, unreplayed,
+        when `conn` and the database close (no checkpoint on closing; a server stopped at once, as
+        by a crash), and say which file that log is: the strength workload
         forges a committed value there, read back once the engine replays the log. None (the
         default): the engine's log cannot be left at rest this way, or tdebench does not know how."""
         return None

@@ -33,11 +33,14 @@ No other local user can enter the server or read what it writes (issue 10):
 `close()` stops the server with SIGINT, PostgreSQL's "fast" shutdown: open sessions are
 ended and a shutdown checkpoint writes every dirty page, so afterwards every file is at rest
 and complete. SIGTERM ("smart") would wait for clients to disconnect first, which a failing
-trial may never do.
+trial may never do. The one exception is the stop after `keep_log` (the strength workload's
+forgery of pg_wal): SIGQUIT, "immediate", which leaves the last commits in pg_wal alone, as a
+crash does, for the next start to replay.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -52,10 +55,10 @@ from typing import Any, ClassVar
 from tdebench.engines import dialects
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   NotSupported, PageLayout, QueryTimeout, Reencrypts, SealedValue, SensitiveColumns,
-                                   Statement, execute_in_turn, raises_conflicts)
+                                   LogFile, NotSupported, PageLayout, QueryTimeout, Reencrypts, SealedValue,
+                                   SensitiveColumns, Statement, execute_in_turn, raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
-from tdebench.engines import pgcrypto
+from tdebench.engines import pg_wal, pgcrypto
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.pg_pipeline import Pipeline
@@ -254,8 +257,8 @@ class ColumnLayer(Database):
 @dataclass
 class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
     user: ClassVar[str] = USER
-    kept_log_missing: ClassVar[str] = ("PostgreSQL replays pg_wal only after a crash, and a clean stop checkpoints "
-                                       "it: tdebench does not leave it at rest to forge it")
+    keeps_log: ClassVar[bool] = True
+    log_needs_twin: ClassVar[bool] = False  # pg_wal holds plaintext, or what the column layer sealed
     memory_mb: int = DEFAULT_MEMORY_MB
     bin: Path = field(default_factory=lambda: bin_dir() or Path("/usr/lib/postgresql/bin"))
     # while the server runs: its socket directory, open (O_PATH), and its cluster's password
@@ -407,6 +410,37 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
         temp directory (the Parquet file already holds the same plaintext): PostgreSQL's
         fastest load path, with no per-row Python work."""
         copy_from_parquet(conn, table, columns, parquet)
+
+    def keep_log(self, conn: Connection) -> LogFile:
+        """The pg_wal segment that what `conn` commits from now on goes to, left unreplayed: a
+        checkpoint first (recovery's redo point, before the commit), a switch to a new segment
+        (which then holds only what follows: no older copy of a value, no record begun before it),
+        and the server's next stop immediate (SIGQUIT: no shutdown checkpoint, as after a crash;
+        its next start replays the segment). After a checkpoint the first change of a page logs
+        the whole page (full_page_writes), so a value committed now is in that image or in its
+        record, as stored (`pg_wal.changes`: every copy). Replaying ends with a checkpoint that
+        writes the replayed pages into the heap files, so the log is read back in a copy of the
+        stopped cluster (`_copied`)."""
+        self._require_running("keeping its log")
+        assert self._server is not None
+        conn.execute("CHECKPOINT")
+        conn.execute("SELECT pg_switch_wal()")
+        name = conn.execute("SELECT pg_walfile_name(pg_current_wal_insert_lsn())")[0][0]
+        self._server.stop_signal = signal.SIGQUIT
+        segment = self.data_dir / "pg_wal" / str(name)
+        return LogFile(segment, recompute=pg_wal.recompute, changes_in=pg_wal.changes,
+                       copied=functools.partial(self._copied, segment))
+
+    def _copied(self, log: Path, target: Path) -> tuple[Backup, Path]:
+        """The stopped cluster's data directory copied into the new directory `target` as a plain
+        physical backup (`restore`'s layout, whose start recovers it as after a crash), and `log`
+        in the copy."""
+        if self.running:
+            raise ServerError("postgres: stop the server before copying its files")
+        target.mkdir(mode=0o700, parents=True)
+        chown_tree(target, USER)
+        copy_tree(self.data_dir, target / _DATA, _private_file(self.workspace / "backup.log"), run_as=USER)
+        return Backup(self.backup_method(BACKUP_FULL), target), target / _DATA / log.relative_to(self.data_dir)
 
     def _after_stop(self) -> None:
         """The socket directory this database opened, closed and removed (with what a killed

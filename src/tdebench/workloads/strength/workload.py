@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, Backups, Connection, Database, LogFile, PageLayout,
-                                   backups)
+                                   SealedValue, backups)
 from tdebench.workloads.base import RunContext, Workload, WrongAnswer
 from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
 
@@ -46,8 +46,8 @@ KEEPS_LAYOUT_NOT = {"column": "each value is sealed on its own, with a random se
                     "fs": "the file is cut into 4 KiB blocks, each with a nonce and a tag"}
 # and why their backup and log are not forged either
 KEEPS_LAYOUT_NOT_ELSEWHERE = {
-    "column": "not tried here: the same sealed values as the data file's, each under the check its forgery "
-              "(step value) meets",
+    "column": "the same sealed values as the data file's, forged in the log only where the engine leaves it at "
+              "rest and never encrypts it itself (PostgreSQL's pg_wal)",
     "fs": "the engine's backup and log are written through the decrypted view: the backup is not encrypted by "
           "the layer at all (see old-key), the log is ciphertext the same as the file"}
 
@@ -160,7 +160,10 @@ class StrengthWorkload(Workload):
                 _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {layer} layer does not keep the "
                         f"engine's layout, so an unencrypted twin does not tell where a value is: "
                         f"{KEEPS_LAYOUT_NOT.get(layer, '')}", warmup)
-            for step in (LOG,) if sealed else (BACKUP, LOG):
+            own_log = sealed and database.keeps_log and not database.log_needs_twin
+            if own_log:
+                self._forged_own_log(ctx, _Plan(int(ctx.scale), ctx.seed).default_row, warmup)
+            for step in () if own_log else (LOG,) if sealed else (BACKUP, LOG):
                 _record(ctx, FORGERY, step, {}, oldkeys.UNSUPPORTED,
                         f"the {layer} layer: {KEEPS_LAYOUT_NOT_ELSEWHERE.get(layer, '')}", warmup)
             return
@@ -190,8 +193,7 @@ class StrengthWorkload(Workload):
         row = _Plan(int(ctx.scale), ctx.seed).default_row
         old = data.value(ctx.seed, row)
         try:
-            sealed = ctx.database.sealed_value(data.ROWS_TABLE, data.COLUMNS[data.ROWS_TABLE][-1],
-                                               data.KEYS[data.ROWS_TABLE][0], row)
+            sealed = _sealed(ctx.database, row)
         except ValueError as exc:
             _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, str(exc), warmup)
             return True
@@ -203,17 +205,12 @@ class StrengthWorkload(Workload):
             _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, "the row's sealed value is not once in the "
                     "table's file as the engine gave it, or holds a value of another length", warmup)
             return True
-        new = forgery.forged_tail(old, forgery.cfb_tail(sealed))
-        mask = forgery.difference(old, new)
-        kept = len(mask) - len(mask.lstrip(b"\0"))  # the value's first bytes, left as they are
-        at = found.offset + sealed.value_at
-        reading = _changed(ctx.database, layout, [(at + kept, mask[kept:])], _reader(ctx, {row: new}))
-        how = (f"CFB: the value's last {len(mask) - kept} bytes changed in their block, the block after it garbled "
-               f"(what follows the value: OpenPGP's MDC)")
+        new, within, mask, how = _sealed_change(sealed, old)
+        at = found.offset + within
+        reading = _changed(ctx.database, layout, [(at, mask)], _reader(ctx, {row: new}))
         _record_forgery(ctx, DATA_FILE, forgery.Found(at, b"", at), row, False, reading, how, False, warmup)
         _restored(ctx, _reader(ctx))
-        self._forged_sealed_backup(ctx, layout, sealed.stored, sealed.value_at + kept, mask[kept:], row, new, how,
-                                   warmup)
+        self._forged_sealed_backup(ctx, layout, sealed.stored, within, mask, row, new, how, warmup)
         return True
 
     def _forged_sealed_backup(self, ctx: RunContext, layout: PageLayout, stored: bytes, value_at: int, mask: bytes,
@@ -244,11 +241,15 @@ class StrengthWorkload(Workload):
         holds it at (the log's checksums recomputed, where the engine says how), read back once
         the engine replays the log on opening (without checkpointing it either), the log put back.
         Under CBC the block before the value's in its frame is changed (`LogFile.frames`), as in the
-        file; where the log does not say where its frames' blocks start, as under a stream cipher."""
+        file; where the log does not say where its frames' blocks start, as under a stream cipher.
+        A log the engine never encrypts is forged by what it holds (`_forged_own_log`)."""
+        if ctx.database.keeps_log and not ctx.database.log_needs_twin:
+            self._forged_own_log(ctx, twin.row, warmup)
+            return
         if twin.log is None:
             _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, twin.log_missing, warmup)
             return
-        log = _logged(ctx.database, ctx.seed, twin.row)
+        log, _ = _logged(ctx.database, ctx.seed, twin.row)
         if log is None or not log.file.is_file():
             _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, "the trial's log was not left at rest", warmup)
             return
@@ -265,6 +266,43 @@ class StrengthWorkload(Workload):
         if _forged(ctx, LOG, log.layout(), twin.log, twin.row, old, new, _reader(ctx, {twin.row: new}, keep_log=True),
                    plan, warmup, blocks=frames, changes=changes):
             _restored(ctx, _reader(ctx, keep_log=True))
+
+    def _forged_own_log(self, ctx: RunContext, row: int, warmup: bool) -> None:
+        """The row committed again on a connection whose commit the engine leaves in its log, which
+        it never encrypts itself (`LogFile.changes_in`): every copy of the value among the log's
+        records forged — in plaintext the value's first characters (`forgery.forged`), sealed by a
+        column layer the last CFB block of the message the commit sealed anew (`_sealed_change`) —,
+        the records' checksums recomputed, in a copy of the stopped database (`LogFile.copied`)
+        restored into a fresh one with the trial's key, whose start replays the log; read back, put
+        back, the copy's restore must then read as written."""
+        old = data.value(ctx.seed, row)
+        try:
+            log, sealed = _logged(ctx.database, ctx.seed, row)
+        except ValueError as exc:  # a sealed value not laid out as the layer writes it
+            _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, str(exc), warmup)
+            return
+        if log is None or log.changes_in is None or log.copied is None:
+            _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, ctx.database.kept_log_missing, warmup)
+            return
+        change = _stored_change(old, sealed)
+        if change is None:
+            _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, "the row's sealed value holds a value of another "
+                    "length", warmup)
+            return
+        new, needle, within, mask, how = change
+        with _forgery_area(ctx) as area:
+            backup, file = log.copied(area / "backup")
+            try:
+                changes = log.changes_in(file.read_bytes(), needle, within, mask)
+            except ValueError as exc:
+                _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, str(exc), warmup)
+                return
+            reading = _changed(ctx.database, dataclasses.replace(log, file=file).layout(), changes,
+                               _restore_reader(ctx, backup, area, {row: new}), recompute=True)
+            first = changes[0][0]
+            _record_forgery(ctx, LOG, forgery.Found(first, b"", first), row, log.recompute is not None, reading,
+                            how, False, warmup, what="its records'")
+            _restored(ctx, _restore_reader(ctx, backup, area))
 
     def _forged_backup(self, ctx: RunContext, layout: PageLayout, twin: _Twin, row: int, old: str, new: str,
                        plan: _Plan, warmup: bool) -> None:
@@ -289,13 +327,20 @@ def _backed_up(ctx: RunContext, copies: Backups) -> Iterator[tuple[Backup, Path,
     """A physical full backup of the trial's database (`_verbatim_backup`) in the forgery's area
     of its workspace, the database closed after: the backup, its contents as files (unpacked where
     the method packs them) and the area, removed when the block ends."""
+    with _forgery_area(ctx) as area:
+        backup = _verbatim_backup(ctx.database, copies, area / "backup")
+        ctx.database.close()
+        yield backup, copies.backup_contents(backup, area / "unpacked"), area
+
+
+@contextmanager
+def _forgery_area(ctx: RunContext) -> Iterator[Path]:
+    """The forgery's area of the trial's workspace, made new and removed when the block ends."""
     area = ctx.database.workspace / forgery.DIRECTORY
     shutil.rmtree(area, ignore_errors=True)
     area.mkdir(mode=0o711)  # a server's user passes through to its restore's workspace
     try:
-        backup = _verbatim_backup(ctx.database, copies, area / "backup")
-        ctx.database.close()
-        yield backup, copies.backup_contents(backup, area / "unpacked"), area
+        yield area
     finally:
         shutil.rmtree(area, ignore_errors=True)
 
@@ -455,18 +500,52 @@ def _restore_reader(ctx: RunContext, backup: Backup, area: Path,
     return read
 
 
-def _logged(database: Database, seed: int, row: int) -> LogFile | None:
+def _logged(database: Database, seed: int, row: int) -> tuple[LogFile | None, SealedValue | None]:
     """`row` committed again on a connection whose commits the engine leaves in its write-ahead
-    log, the database closed after: the log (None: the engine cannot keep one at rest)."""
+    log, the database closed after: the log (None: the engine cannot keep one at rest), and the
+    row's value as a column layer sealed it anew (`_sealed`, asked before the database closes)."""
     conn = database.connect()
+    sealed = None
     try:
         log = database.keep_log(conn)
         if log is not None:
             data.rewrite(conn, seed, row)
+            sealed = _sealed(database, row)
     finally:
         conn.close()
         database.close()
-    return log
+    return log, sealed
+
+
+def _sealed(database: Database, row: int) -> SealedValue | None:
+    """The row's value as a column layer stores it (`Database.sealed_value`; None: not sealed)."""
+    return database.sealed_value(data.ROWS_TABLE, data.COLUMNS[data.ROWS_TABLE][-1], data.KEYS[data.ROWS_TABLE][0],
+                                 row)
+
+
+def _stored_change(old: str, sealed: SealedValue | None) -> tuple[str, bytes, int, bytes, str] | None:
+    """How a value is forged where it is found as stored: the new value, the bytes to find (the
+    value, or the message a column layer sealed it in), where in them the change starts, what to
+    XOR there and the record's note of it; None where the sealed value holds another length."""
+    if sealed is None:
+        new = forgery.forged(old)
+        return new, old.encode(), 0, forgery.difference(old, new), ""
+    if sealed.value_bytes != len(old.encode()):
+        return None
+    new, within, mask, how = _sealed_change(sealed, old)
+    return new, sealed.stored, within, mask, how
+
+
+def _sealed_change(sealed: SealedValue, old: str) -> tuple[str, int, bytes, str]:
+    """How a sealed value is forged: the new value (its last CFB block's characters changed,
+    `forgery.cfb_tail`), where in the sealed form the change starts, what to XOR there, and the
+    record's note of it."""
+    new = forgery.forged_tail(old, forgery.cfb_tail(sealed))
+    mask = forgery.difference(old, new)
+    kept = len(mask) - len(mask.lstrip(b"\0"))  # the value's first bytes, left as they are
+    how = (f"CFB: the value's last {len(mask) - kept} bytes changed in their block, the block after it garbled "
+           f"(what follows the value: OpenPGP's MDC)")
+    return new, sealed.value_at + kept, mask[kept:], how
 
 
 def _verbatim_backup(database: Database, copies: Backups, target: Path) -> Backup:
@@ -562,7 +641,8 @@ def _twin_offsets(ctx: RunContext, plan: _Plan) -> _Twin:
             in_backup = forgery.offset_in(copies.backup_contents(backup, area / "unpacked"), value)
             backup_missing = "" if in_backup else ("an unencrypted backup of this engine does not store the value "
                                                    "verbatim in one file (compressed), so its offset is not known")
-        log = _logged(twin, ctx.seed, row) if twin.keeps_log else None  # last: the backup taken without it
+        # last: the backup taken without it; none where the trial's own log tells where the value is
+        log = _logged(twin, ctx.seed, row)[0] if twin.keeps_log and twin.log_needs_twin else None
         in_log = None if log is None or not log.file.is_file() else forgery.offset_of(log.file, value)
         log_missing = (twin.kept_log_missing if log is None else
                        "" if in_log else
