@@ -22,9 +22,9 @@ MARKER = "TDEBENCH-MARKER-" + "a5" * 12
 
 
 def _spilled_trial(workspace: Path, encryption: str) -> tuple[list[Path], object]:
-    """A DuckDB database (memory_limit 40 MiB) whose rows carry the canary, sorted whole so the
+    """A DuckDB database (memory_limit 64 MiB) whose rows carry the canary, sorted whole so the
     sort spills; returns what the workspace holds at the end and the verdict."""
-    engine = get_engine("duckdb", memory_mb=40)
+    engine = get_engine("duckdb", memory_mb=64)
     enc = engine.encryption(encryption)
     key = None if enc.is_baseline else KeySource().key_for("capture-test")
     database = engine.provision(workspace, enc, key)
