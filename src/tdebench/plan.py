@@ -11,7 +11,7 @@ import random
 import re
 import tomllib
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,15 @@ class Plan:
         """Whether the runner adds rounds after `repetitions` until the target CI is reached."""
         return self.target_ci_pct is not None
 
+    @property
+    def as_run(self) -> str:
+        """The plan's text as its run stores it: as written, and where it names no `order`, the
+        order tdebench chose written on a first line of its own, so that the run reads and resumes
+        as it ran whatever a later tdebench's default."""
+        if "order" in tomllib.loads(self.text):
+            return self.text
+        return f'order = "{self.order}"  # not in the plan as written: the order tdebench chose for it\n' + self.text
+
     def cells(self) -> list[tuple[str, str, WorkloadSpec, float, int | None]]:
         """Every configuration: (engine, encryption, workload, scale, memory_mb). Every memory
         value of an engine runs every encryption, so each is compared with `none` at that memory."""
@@ -213,10 +222,26 @@ def round_trials(plan: Plan, rep: int, groups: Collection[Group] | None = None) 
     return trials if groups is None else [trial for trial in trials if comparison_group(trial.key) in groups]
 
 
-def default_order(cache: str) -> str:
-    """The order of a plan that names none: lockstep, the most precise, where the cache is warm;
-    interleaved where it is cold (each measured test must run alone after the cache is dropped)."""
+def default_order(cache: str, evict: str = EVICTIONS[0]) -> str:
+    """The order of a plan that names none: lockstep, the most precise, unless a cold cache is made
+    by dropping the whole OS cache (`evict = "os"`), where each measured test must run alone."""
+    return "interleaved" if cache == "cold" and evict == "os" else "lockstep"
+
+
+def order_before_recorded(cache: str) -> str:
+    """The order a run ran in whose stored plan names none: one from before tdebench wrote the
+    order it chose into the stored plan (`Plan.as_run`), when a cold plan without one ran
+    interleaved."""
     return "lockstep" if cache == "warm" else "interleaved"
+
+
+def as_stored(plan: Plan) -> Plan:
+    """A run's stored plan in the order the run ran in: where the stored text names none (a run from
+    before `Plan.as_run`), the order tdebench then chose, so that resuming it runs the remaining
+    trials as the first ones ran."""
+    if "order" in tomllib.loads(plan.text):
+        return plan
+    return replace(plan, order=order_before_recorded(plan.cache))
 
 
 Group = tuple[str, int | None, str, float]
@@ -280,7 +305,8 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
         raise check.error("the plan has no [[workloads]]; add e.g. [[workloads]] name = \"tpch\"", "[[workloads]]")
     placebo = check.boolean(data, "placebo", False)
     cache = check.choice(data, "cache", "warm", CACHE_MODES)
-    order = check.choice(data, "order", default_order(cache), ORDERS)
+    evict = check.choice(data, "evict", EVICTIONS[0], EVICTIONS)
+    order = check.choice(data, "order", default_order(cache, evict), ORDERS)
     repetitions = check.integer(data, "repetitions", DEFAULT_REPETITIONS, 1, 1000)
     target = check.number(data, "target_ci_pct", 0.0, 0.01, 100.0) if "target_ci_pct" in data else None
     budget = check.number(data, "max_minutes", 0.0, 0.1, 60.0 * 24 * 30) if "max_minutes" in data else None
@@ -292,7 +318,6 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
     if target is not None and order not in PAIRED_ORDERS:
         raise check.error("target_ci_pct adds rounds; it needs order = \"lockstep\" or \"interleaved\"",
                           "target_ci_pct")
-    evict = check.choice(data, "evict", EVICTIONS[0], EVICTIONS)
     if "evict" in data and cache != "cold":
         raise check.error("evict says how a cold cache is made; add cache = \"cold\" or leave evict out", "evict")
     if order == "lockstep" and cache == "cold" and evict == "os":

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tdebench.engines import get_engine
-from tdebench.plan import PlanError, comparison_group, load_plan, parse_plan, planned, schedule, to_run
+from tdebench.plan import PlanError, as_stored, comparison_group, load_plan, parse_plan, planned, schedule, to_run
 
 ISSUE_PLAN = '''
 name = "quick"
@@ -330,11 +330,26 @@ def test_an_engine_or_workload_given_twice_is_refused(extra: str, kind: str, nam
     assert str(info.value).startswith(f"my.toml:{lines[0]}:")
 
 
-def test_the_default_order_is_lockstep_with_a_warm_cache_and_interleaved_with_a_cold_one() -> None:
+def test_the_default_order_is_lockstep_unless_the_whole_os_cache_is_dropped() -> None:
     base = '[[engines]]\nname = "duckdb"\n[[workloads]]\nname = "tpch"\n'
     assert parse_plan(base).order == "lockstep"
-    assert parse_plan('cache = "cold"\n' + base).order == "interleaved"
+    assert parse_plan('cache = "cold"\n' + base).order == "lockstep"  # evict = "files", the default
+    assert parse_plan('cache = "cold"\nevict = "os"\n' + base).order == "interleaved"
     assert parse_plan('cache = "cold"\norder = "sequential"\n' + base).order == "sequential"
+
+
+def test_a_run_stores_the_order_it_chose_and_an_older_run_resumes_in_the_order_it_ran() -> None:
+    """A plan naming no order is stored with the one tdebench chose on a line of its own, so the run
+    reads and resumes as it ran whatever a later default; a stored plan without one is from before,
+    when a cold plan ran interleaved."""
+    base = 'name = "x"\ncache = "cold"\n[[engines]]\nname = "duckdb"\n[[workloads]]\nname = "tpch"\n'
+    stored = parse_plan(base).as_run
+    assert stored.startswith('order = "lockstep"  # not in the plan as written') and stored.endswith(base)
+    assert parse_plan(stored).order == "lockstep" and as_stored(parse_plan(stored)).order == "lockstep"
+    named = 'order = "interleaved"\n' + base
+    assert parse_plan(named).as_run == named
+    assert as_stored(parse_plan(base)).order == "interleaved"  # an older run's cold plan
+    assert as_stored(parse_plan(base.replace('cache = "cold"', 'cache = "warm"'))).order == "lockstep"
 
 
 def test_a_list_option_takes_distinct_choices_in_the_order_written() -> None:

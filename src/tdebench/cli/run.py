@@ -17,7 +17,7 @@ from tdebench.cli.plans import default_plan, plan_or_exit, plan_path
 from tdebench.cli.progress import ProgressBar
 from tdebench.cli.report import report_or_exit
 from tdebench.errors import InputError
-from tdebench.plan import Plan, PlanError, parse_plan
+from tdebench.plan import Plan, PlanError, as_stored, parse_plan
 from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_run
 
 
@@ -87,7 +87,7 @@ def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, 
         out_lock = outdir.prepare(out_dir, force)
         try:  # the lock is held until the run has written its report
             store = ResultStore(out_dir)
-            store.start(the_plan.text, where.environment())
+            store.start(the_plan.as_run, where.environment())
             _measure(out_dir, quiet, where.work(store))
         finally:
             outdir.unlock(out_dir, out_lock)
@@ -105,7 +105,7 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
     except (FileNotFoundError, ValueError) as exc:
         raise InputError(f"--resume: {exc}") from None
     try:
-        the_plan = parse_plan(stored.plan_text, str(directory / PLAN))
+        the_plan = as_stored(parse_plan(stored.plan_text, str(directory / PLAN)))
     except PlanError as exc:
         raise InputError(f"--resume: the run's plan no longer parses here: {exc}") from None
     with place(cluster, the_plan, str(directory / PLAN), key_file, data_dir, work_dir, owned) as where:

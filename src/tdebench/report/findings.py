@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.engines import ENGINES
-from tdebench.plan import default_order
+from tdebench.plan import order_before_recorded
 from tdebench.report import declared, noise
 from tdebench.report.declared import Headline
 from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks, SummaryRecord,
@@ -171,7 +171,7 @@ def overview(run: RunData) -> Overview:
         repetitions=(run.stopping.rounds if run.stopping else
                      int(_plan_setting(plan, "repetitions") or max((t.repetition for t in trials), default=0))),
         cache=str(_plan_setting(plan, "cache") or "/".join(caches) or "unknown"),
-        order=str(_plan_setting(plan, "order") or default_order(str(_plan_setting(plan, "cache") or "warm"))),
+        order=str(_plan_setting(plan, "order") or order_before_recorded(str(_plan_setting(plan, "cache") or "warm"))),
         stopping=run.stopping,
         resumes=tuple(run.resumes),
         imported=tuple(sorted({m.imported_from for m in run.measurements if m.imported_from})),

@@ -20,7 +20,7 @@ import numpy as np
 
 from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, overheads, paired_overhead,
                             pairable, summarize_many)
-from tdebench.plan import PAIRED_ORDERS, Group, default_order
+from tdebench.plan import PAIRED_ORDERS, Group, order_before_recorded
 from tdebench.report import declared
 from tdebench.report.declared import Headline
 from tdebench.results import Measurement, RunData, TrialKey
@@ -317,7 +317,7 @@ def run_order(run: RunData) -> str | None:
     plan = _stored_plan(run)
     if plan is None:
         return None
-    return str(plan.get("order", default_order(plan.get("cache", "warm"))))
+    return str(plan.get("order", order_before_recorded(plan.get("cache", "warm"))))
 
 
 def paired_design(run: RunData) -> bool:
