@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from fakes import ENVIRONMENT, FAILED, TIMED_OUT, write_fake_run
 from tdebench.cli import main
 from tdebench.report import compare
+from tdebench.results import RunData
 from tdebench.store import read_run
 
 PLAN = """\
@@ -346,3 +347,14 @@ def test_tpm_and_nopm_are_compared_and_a_drop_fails_above_a_threshold(tmp_path: 
                for s in compare.comparison_findings(comparison)), compare.comparison_findings(comparison)
     result = invoke(str(a), str(b), "--fail-above", "5")
     assert result.exit_code == 1 and "(a TPM or NOPM: lower, its CI below 0)" in " ".join(result.output.split())
+
+
+def test_an_older_runs_cold_plan_without_an_order_compares_in_the_order_it_ran(tmp_path: Path) -> None:
+    """A stored plan that names no order is from before tdebench wrote the one it chose: a cold one
+    ran interleaved, whatever today's default (lockstep), and its settings say so."""
+    text = 'name = "old"\ncache = "cold"\n[[engines]]\nname = "duckdb"\n[[workloads]]\nname = "tpch"\n'
+    settings = compare.plan_settings(RunData(directory=tmp_path, plan_text=text, environment={}))
+    assert settings is not None and settings["plan"]["order"] == "interleaved"
+    written = compare.plan_settings(RunData(directory=tmp_path, plan_text='order = "lockstep"\n' + text,
+                                            environment={}))
+    assert written is not None and written["plan"]["order"] == "lockstep"

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tdebench.measure.environment import differences
-from tdebench.plan import PlanError, parse_plan
+from tdebench.plan import PlanError, as_stored, parse_plan
 from tdebench.report import csvfiles, declared, findings as report_findings, html, markdown
 from tdebench.report.noise import is_headline
 from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
@@ -217,12 +217,13 @@ def _only(mine: Side, other: Side) -> list[str]:
 
 
 def plan_settings(run: RunData) -> dict[str, Any] | None:
-    """The run's plan with its defaults filled in (plan.parse_plan), as nested settings: what
-    may differ between two runs beyond their configurations (repetitions, order, cache, passes,
-    …), or None when the stored plan no longer parses here. Engines, encryptions and scales are
-    left out: they are the configurations, and "only in A/B" names those."""
+    """The run's plan with its defaults filled in (plan.parse_plan; its order the one it ran in,
+    plan.as_stored), as nested settings: what may differ between two runs beyond their
+    configurations (repetitions, order, cache, passes, …), or None when the stored plan no longer
+    parses here. Engines, encryptions and scales are left out: they are the configurations, and
+    "only in A/B" names those."""
     try:
-        plan = parse_plan(run.plan_text, str(run.directory / PLAN), here=False)
+        plan = as_stored(parse_plan(run.plan_text, str(run.directory / PLAN), here=False))
     except PlanError:
         return None
 
