@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import IO
 
 from tdebench.errors import InputError
-from tdebench.report import DERIVED
 from tdebench.store import RAW_FILES, manifest
 
 LOCK = ".tdebench.lock"
@@ -38,6 +37,10 @@ def written_files(directory: Path) -> list[str] | None:
         return listed
     if not all((directory / name).is_file() for name in RAW_FILES):
         return None
+    # imported here, for a run from before manifests only: the report's modules bring in matplotlib
+    # and SciPy, which `tdebench run` otherwise needs only once its trials have ended
+    from tdebench.report import DERIVED
+
     files = [name for name in (*RAW_FILES, *DERIVED) if (directory / name).is_file()]
     report = directory / "report.md"
     if report.is_file():

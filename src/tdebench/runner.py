@@ -41,8 +41,6 @@ from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
 from tdebench.plan import (Group, Plan, TrialSpec, comparison_group, group_of, lockstep_groups, round_trials, schedule,
                            to_run)
-from tdebench.report.noise import widest_headlines, widest_of
-from tdebench.report.records import group_label, summary_records
 from tdebench.results import (BUDGET, MOST_ROUNDS, REACHED, Record, RunData, Stopping, TrialKey, TrialOutcome,
                               Verdict)
 from tdebench.store import OutputError, ResultStore, read_run
@@ -633,7 +631,12 @@ def next_rounds(plan: Plan, run: RunData, elapsed_s: float,
     such group's next round: then no trials and the `Stopping` record that says why. A group
     that reached the target is left alone, so a cheap group (DuckDB's 5-second rounds) may run
     three times the rounds of an expensive one (SQLite's nine ciphers) in the same budget. The
-    runner and a cluster run's client (each host's rounds pair within it) both add rounds so."""
+    runner and a cluster run's client (each host's rounds pair within it) both add rounds so.
+    The report's modules are imported here, not with the runner: they bring in matplotlib and
+    SciPy, a couple of seconds of every cluster unit's start, which runs trials and never this."""
+    from tdebench.report.noise import widest_headlines, widest_of
+    from tdebench.report.records import group_label, summary_records
+
     assert plan.target_ci_pct is not None
     widths = widest_headlines(run, summary_records(run), plan.target_tests)
     rounds = _rounds_by_group(plan, run)

@@ -12,6 +12,8 @@ through verify.py or store.py."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,3 +148,21 @@ def test_no_workload_imports_verify_or_store() -> None:
     """A workload judges what it writes beside the trial's database through RunContext.judge_at_rest
     (the runner's rules), and records through its Recorder."""
     assert [(m, t) for m, t in _arrows() if _piece(m) == "workloads" and _piece(t) in {"verify", "store"}] == []
+
+
+HEAVY = ("matplotlib", "scipy", "distributed")
+"""Libraries that take seconds to import on a loaded 2-core machine: the report's plots and
+statistics, and Dask's client."""
+RUNS_TRIALS = ("tdebench.cli", "tdebench.cli.run", "tdebench.outdir", "tdebench.runsetup", "tdebench.runner",
+               "tdebench.cluster.unit")
+"""What `tdebench run` loads before its first trial, and a cluster unit's process in all."""
+
+
+def test_what_runs_trials_loads_no_plots_statistics_or_dask_client() -> None:
+    """The one check here that imports, in a fresh interpreter: a cluster unit's process (one per
+    unit) or a run interrupted early would pay HEAVY's seconds for nothing; the report imports
+    them when it is built, an adaptive plan when it adds rounds, a gang's unit its Dask client."""
+    script = (f"import sys\nimport {', '.join(RUNS_TRIALS)}\n"
+              f"print(sorted({{name.split('.')[0] for name in sys.modules}} & {set(HEAVY)!r}))")
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    assert found.stdout.strip() == "[]", found.stdout + found.stderr

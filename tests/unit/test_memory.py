@@ -78,17 +78,26 @@ def _record(records, engine: str, encryption: str, memory: int | None, step: str
                                        r.cell.step) == (engine, encryption, memory, "power", step))
 
 
-def test_an_encryption_is_compared_with_none_at_the_same_memory(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def two_memories(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fake run at 4 MB (data 2.1× to 2.6× the cache: SQUEEZE times the cost) and 64 MB
+    (fits), with the placebo, and its report built: read, never changed, by the tests below."""
+    run_dir = tmp_path_factory.mktemp("two-memories")
+    write_fake_run(run_dir, placebo=True, memories=(4, 64))
+    report.build(run_dir)
+    return run_dir
+
+
+def test_an_encryption_is_compared_with_none_at_the_same_memory(two_memories: Path) -> None:
     """At 4 MB the fake databases (8–10.5 MiB) do not fit and encryption costs SQUEEZE times
     as much; each memory value's overhead must come from its own baseline."""
-    write_fake_run(tmp_path, memories=(4, 64))
+    tmp_path = two_memories
     records = summary_records(read_run(tmp_path))
     small, large = (_record(records, "duckdb", "aes-256-gcm", memory) for memory in (4, 64))
     assert large.overhead is not None and small.overhead is not None
     assert large.overhead.pct == pytest.approx(3.0, abs=0.5)
     assert small.overhead.pct == pytest.approx(3.0 * SQUEEZE, abs=0.7)
     assert _record(records, "duckdb", "none", 4).overhead is None  # each memory value has its baseline
-    report.build(tmp_path)
     with (tmp_path / "summary.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0])[:3] == ["engine", "memory_mb", "encryption"]
@@ -209,10 +218,10 @@ def test_a_cache_not_known_is_never_read_as_fitting(tmp_path: Path) -> None:
     assert ("duckdb", None, "tpch", 0.01) not in cache.regimes(run_data)
 
 
-def test_two_memory_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tmp_path: Path) -> None:
-    """4 MB (data 2.1× to 2.6× the cache: SQUEEZE times the cost) and 64 MB (fits): one point
-    each per encryption and the placebo, one curve per engine, in report.md and report.html."""
-    write_fake_run(tmp_path, placebo=True, memories=(4, 64))
+def test_two_memory_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(two_memories: Path) -> None:
+    """4 MB and 64 MB: one point each per encryption and the placebo, one curve per engine, in
+    report.md and report.html."""
+    tmp_path = two_memories
     run_data = read_run(tmp_path)
     records = summary_records(run_data)
     small, large = (_record(records, "sqlite", "aes-256-cbc", memory) for memory in (4, 64))
@@ -223,7 +232,6 @@ def test_two_memory_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tm
     assert [f.name for f in figures] == ["cost-curve-duckdb--tpch-sf0.01.png", "cost-curve-sqlite--tpch-sf0.01.png"]
     assert all(f.png.startswith(b"\x89PNG") for f in figures)
     assert plots.cost_curves(records, {k: v for k, v in ratios.items() if k[1] == 64}) == []  # one point: no curve
-    report.build(tmp_path)
     text = (tmp_path / "report.md").read_text()
     assert "## Cost curve" in text and "plots/cost-curve-sqlite--tpch-sf0.01.png" in text
     assert "cost-curve-sqlite" in (tmp_path / "manifest.json").read_text()

@@ -27,14 +27,16 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tdebench import runsetup
-from tdebench.cluster.drivers import Owner
 from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.plan import Plan, PlanError, TrialSpec, parse_plan
 from tdebench.results import Record, TrialKey, TrialOutcome, to_json
 from tdebench.store import OutputError, ResultStore
+
+if TYPE_CHECKING:
+    from tdebench.cluster.drivers import Owner
 
 
 class StreamedStore(ResultStore):
@@ -75,10 +77,14 @@ def trial_specs(plan: Plan, keys: list[list[Any]]) -> list[TrialSpec]:
 
 @contextmanager
 def other_drivers(request: dict[str, Any], interrupted: threading.Event) -> Iterator[Owner | None]:
-    """A gang's unit (drivers.py): the other drivers, once every one has started; else None."""
+    """A gang's unit (drivers.py): the other drivers, once every one has started; else None.
+    Imported here: drivers.py brings in Dask's client (about a second and a half of the unit's
+    start on a loaded 2-core machine), which only a gang's unit uses."""
     if not request.get("drivers"):
         yield None
         return
+    from tdebench.cluster.drivers import Owner
+
     gang = request["drivers"]
     owner = Owner(str(gang["scheduler"]), str(request["run"]), str(gang["gang"]), int(gang["hosts"]))
     try:
