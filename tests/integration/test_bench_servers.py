@@ -71,3 +71,13 @@ def test_mariadb_temp_tables_prints_the_layout_of_every_temp_table_beside_an_enc
     # the control: a user's Aria table under aria_encrypt_tables is encrypted, and its layout says so
     assert re.search(r"^  control, a user-created Aria table: [\d,]+ pages \(random LSN [\d,]+\), 0 canary hits$",
                      out, re.M), out
+
+
+def test_plan_stability_prints_each_databases_plans_and_mariadbs_are_the_same() -> None:
+    """Two loads of the same data on tdebench's MariaDB, which reads every leaf page when it analyzes:
+    the same plan for every query (sampled, Q18's join order differed between loads)."""
+    out = run("plan_stability.py", "--scale", "0.01", "--databases", "2")
+    assert len(re.findall(r"^database [12]: (q\d+:[0-9a-f]{4} ?){22}$", out, re.M)) == 2, out
+    assert re.search(r"^mariadb TPC-H SF 0\.01, 2 databases loaded one after the other, "
+                     r"innodb_stats_persistent_sample_pages = 4294967295: 0 of 22 queries' plans differ between them$",
+                     out, re.M), out
