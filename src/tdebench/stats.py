@@ -32,7 +32,8 @@ MIN_BOOTSTRAP = 3
 A/A ratio of medians excludes 0 about a third of the time, with three about 9%, with five 4%
 (docs/method/statistics.md, “Comparing two runs”)."""
 def noise_advice(order: str) -> str:
-    """What to do about noisy cells, in plain words: lockstep only to a run that did not use it."""
+    """What to do about noisy cells, in plain words: lockstep only to a run that did not use it
+    ("" where the order is not known)."""
     if order == "lockstep":
         return "raise repetitions or (tpch) passes, or quiet the machine (the run already ran in lockstep)"
     return 'raise repetitions or (tpch) passes, use order = "lockstep", or quiet the machine'

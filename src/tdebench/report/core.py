@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tdebench.report import cache, connection as open_cost, declared, findings, noise, plots, tables
+from tdebench.report import cache, connection as open_cost, declared, noise, plots, tables
 from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Block, Content, Part, long_part
 from tdebench.results import RunData
@@ -110,7 +110,7 @@ def environment(run: RunData, records: list[SummaryRecord]) -> Content | None:
 
 
 def noisy(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    return _reference(tables.noisy_table(noise.noisy_figures(records), findings.overview(run).order))
+    return _reference(tables.noisy_table(noise.noisy_figures(records), run_order(run) or ""))
 
 
 def machine_load(run: RunData, records: list[SummaryRecord]) -> Content | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tdebench.report import (cache, claims, connection, core, findings, headline, noise, plots, sections, tables,
                              workloads)
-from tdebench.report.records import SummaryRecord
+from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Content
 from tdebench.results import RunData
 
@@ -123,7 +123,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         findings=([sentence for content in entries for sentence in content.findings] + cache.findings(run)
                   + findings.findings(records) + connection.findings(run, records)
                   + claims.claim_lines(run, records)
-                  + noise.findings(noise.noisy_figures(records), noise.trial_loads(run), described.order)),
+                  + noise.findings(noise.noisy_figures(records), noise.trial_loads(run), run_order(run) or "")),
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=findings.at_rest_ok(run),
         entries=entries,
