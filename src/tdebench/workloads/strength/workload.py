@@ -160,7 +160,7 @@ class StrengthWorkload(Workload):
                 _record(ctx, FORGERY, DATA_FILE, {}, oldkeys.UNSUPPORTED, f"the {layer} layer does not keep the "
                         f"engine's layout, so an unencrypted twin does not tell where a value is: "
                         f"{KEEPS_LAYOUT_NOT.get(layer, '')}", warmup)
-            own_log = sealed and database.keeps_log and not database.log_needs_twin
+            own_log = sealed and _forged_in_own_log(database)
             if own_log:
                 self._forged_own_log(ctx, _Plan(int(ctx.scale), ctx.seed).default_row, warmup)
             for step in () if own_log else (LOG,) if sealed else (BACKUP, LOG):
@@ -243,7 +243,7 @@ class StrengthWorkload(Workload):
         Under CBC the block before the value's in its frame is changed (`LogFile.frames`), as in the
         file; where the log does not say where its frames' blocks start, as under a stream cipher.
         A log the engine never encrypts is forged by what it holds (`_forged_own_log`)."""
-        if ctx.database.keeps_log and not ctx.database.log_needs_twin:
+        if _forged_in_own_log(ctx.database):
             self._forged_own_log(ctx, twin.row, warmup)
             return
         if twin.log is None:
@@ -517,6 +517,12 @@ def _logged(database: Database, seed: int, row: int) -> tuple[LogFile | None, Se
     return log, sealed
 
 
+def _forged_in_own_log(database: Database) -> bool:
+    """Whether the forgery finds the value in the trial's own log (one the engine keeps at rest and
+    never encrypts itself, `LogFile.changes_in`), not at an unencrypted twin's offset."""
+    return database.keeps_log and not database.log_needs_twin
+
+
 def _sealed(database: Database, row: int) -> SealedValue | None:
     """The row's value as a column layer stores it (`Database.sealed_value`; None: not sealed)."""
     return database.sealed_value(data.ROWS_TABLE, data.COLUMNS[data.ROWS_TABLE][-1], data.KEYS[data.ROWS_TABLE][0],
@@ -642,7 +648,7 @@ def _twin_offsets(ctx: RunContext, plan: _Plan) -> _Twin:
             backup_missing = "" if in_backup else ("an unencrypted backup of this engine does not store the value "
                                                    "verbatim in one file (compressed), so its offset is not known")
         # last: the backup taken without it; none where the trial's own log tells where the value is
-        log = _logged(twin, ctx.seed, row)[0] if twin.keeps_log and twin.log_needs_twin else None
+        log = _logged(twin, ctx.seed, row)[0] if twin.keeps_log and not _forged_in_own_log(twin) else None
         in_log = None if log is None or not log.file.is_file() else forgery.offset_of(log.file, value)
         log_missing = (twin.kept_log_missing if log is None else
                        "" if in_log else
