@@ -45,16 +45,13 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from harness_overhead import data_arguments
+from harness_overhead import data_arguments, tpch_context
 from scipy import stats
 
 from tdebench.engines import NONE, get_engine
 from tdebench.engines.base import Database
 from tdebench.keys import KeySource
 from tdebench.measure import oscache
-from tdebench.measure.clock import MonotonicClock
-from tdebench.measure.recorder import Recorder
-from tdebench.results import TrialKey
 from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.tpch import TpchWorkload
@@ -146,9 +143,7 @@ def main() -> None:
             key = None if encryption.is_baseline else keys.key_for(name)
             database = engine.provision(root / name, encryption, key)
             database.create()
-            recorder = Recorder(store, TrialKey(args.engine, "none", "tpch", args.scale, repetition), MonotonicClock())
-            ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=args.scale,
-                             streams=1, data_dir=args.data_dir, seed=args.seed)
+            ctx = tpch_context(engine, database, store, args.scale, args.data_dir, args.seed, repetition)
             conn = database.connect()
             try:
                 workload.load(ctx, conn)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from tdebench.engines import NONE, get_engine
-from tdebench.engines.base import Connection
+from tdebench.engines.base import Connection, Database, Engine
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
 from tdebench.stats import overhead
@@ -110,12 +110,20 @@ def loaded_duckdb(root: Path, scale: float, data_dir: Path, seed: int,
     database.create()
     store = ResultStore(root / "out")
     store.start("name = 'bench'\n", {})
-    recorder = Recorder(store, TrialKey("duckdb", "none", "tpch", scale, 1), MonotonicClock())
-    ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder,
-                     scale=scale, streams=1, data_dir=data_dir, seed=seed)
+    ctx = tpch_context(engine, database, store, scale, data_dir, seed)
     conn = database.connect()
     workload.load(ctx, conn)
     return workload, ctx, conn
+
+
+def tpch_context(engine: Engine, database: Database, store: ResultStore, scale: float, data_dir: Path, seed: int,
+                 repetition: int = 1) -> RunContext:
+    """The context TPC-H runs `database` in, one stream, recording into `store` as repetition
+    `repetition` of the engine's unencrypted trial (the bench scripts tell their databases apart
+    by it)."""
+    recorder = Recorder(store, TrialKey(engine.name, "none", "tpch", scale, repetition), MonotonicClock())
+    return RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=scale, streams=1,
+                      data_dir=data_dir, seed=seed)
 
 
 def print_ratios(label: str, times: dict[str, list[float]], treatment: str, baseline: str) -> None:

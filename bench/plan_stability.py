@@ -30,15 +30,11 @@ import re
 import tempfile
 from pathlib import Path
 
-from harness_overhead import data_arguments
+from harness_overhead import data_arguments, tpch_context
 
 from tdebench.engines import NONE, get_engine
 from tdebench.engines.base import Connection
-from tdebench.measure.clock import MonotonicClock
-from tdebench.measure.recorder import Recorder
-from tdebench.results import TrialKey
 from tdebench.store import ResultStore
-from tdebench.workloads.base import RunContext
 from tdebench.workloads.tpch import TpchWorkload
 from tdebench.workloads.tpch.queries import query
 
@@ -86,10 +82,7 @@ def main() -> None:
             database = engine.provision(root / str(number), NONE, None)
             try:
                 database.create()
-                trial = TrialKey(args.engine, "none", "tpch", args.scale, number + 1)
-                recorder = Recorder(store, trial, MonotonicClock())
-                ctx = RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=args.scale,
-                                 streams=1, data_dir=args.data_dir, seed=args.seed)
+                ctx = tpch_context(engine, database, store, args.scale, args.data_dir, args.seed, number + 1)
                 conn = database.connect()
                 try:
                     if args.sample_pages is not None:
