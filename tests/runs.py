@@ -19,10 +19,16 @@ from tdebench import runstate
 def users_of(directory: Path) -> list[psutil.Process]:
     """Processes whose command line names `directory` (servers and gocryptfs started for it)."""
     found = []
-    for process in psutil.process_iter(["cmdline"]):
+    for process in psutil.process_iter(["cmdline", "name"]):
         if any(str(directory) in part for part in process.info["cmdline"] or ()):
             found.append(process)
     return found
+
+
+def names_using(directory: Path) -> set[str]:
+    """The names of `users_of(directory)`, read with their command lines: a process that ends
+    between the listing and a later `name()` (initdb does, within a second) cannot fail the test."""
+    return {process.info["name"] for process in users_of(directory)}
 
 
 def mounts_under(directory: Path) -> list[str]:

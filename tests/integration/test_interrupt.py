@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runs import faulted_run, mounts_under, one_trial_plan, users_of
+from runs import faulted_run, mounts_under, names_using, one_trial_plan, users_of
 from workspaces import server_reachable_dir
 
 pytestmark = pytest.mark.serial  # the 5 s bounds: alone, not beside another test (scripts/test.sh)
@@ -63,7 +63,7 @@ def test_ctrl_c_during_a_trial_cleans_up_everything(tmp_path: Path, wait_for: st
 
 
 def check_interrupt(tmp_path: Path, work: Path, wait_for: str) -> None:
-    code, output = interrupt_when(tmp_path, work, PLAN, lambda _: any(p.name() == wait_for for p in users_of(work)),
+    code, output = interrupt_when(tmp_path, work, PLAN, lambda _: wait_for in names_using(work),
                                   f"{wait_for} started")
     assert code == 130, output
     assert "interrupted" in output

@@ -18,7 +18,7 @@ from tdebench import runstate
 from tdebench.plan import parse_plan, schedule
 from tdebench.store import read_run
 
-from runs import faulted_run, mounts_under, one_trial_plan, users_of
+from runs import faulted_run, mounts_under, names_using, one_trial_plan, users_of
 from workspaces import server_reachable_dir
 
 KILLED_PLAN = one_trial_plan("postgres", "fs-aes-256-gcm")  # one trial: a server under the gocryptfs layer
@@ -47,7 +47,7 @@ def test_a_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
                                stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 240
-            while not {"postgres", "gocryptfs"} <= {p.name() for p in users_of(work)}:
+            while not {"postgres", "gocryptfs"} <= names_using(work):
                 assert run.poll() is None and time.monotonic() < deadline, "no fs trial on postgres started"
                 time.sleep(0.2)
             time.sleep(1.0)
@@ -62,9 +62,9 @@ def test_a_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
         recorded = [entry["path"] for entry in state if entry["kind"] == "mount"]
         assert recorded and set(mounts_under(work)) <= set(recorded)  # every live mount was written down
         deadline = time.monotonic() + 30  # postgres got SIGTERM from the kernel when its parent died
-        while any(p.name() == "postgres" for p in users_of(work)) and time.monotonic() < deadline:
+        while "postgres" in names_using(work) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not any(p.name() == "postgres" for p in users_of(work)), "postgres outlived its killed parent"
+        assert "postgres" not in names_using(work), "postgres outlived its killed parent"
 
         cleaned = subprocess.run([exe, "clean", "--work-dir", str(work)], capture_output=True, text=True, timeout=120)
         assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
