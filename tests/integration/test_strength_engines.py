@@ -163,16 +163,26 @@ def server_path() -> Iterator[Path]:
 
 
 def test_mariadb_ctr_is_forged_past_its_page_checksum(server_path: Path) -> None:
-    """InnoDB's full_crc32 is of the ciphertext: recomputed, a chosen value lands under AES-CTR."""
+    """InnoDB's full_crc32 is of the ciphertext: recomputed, a chosen value lands under AES-CTR. So does
+    it in the encrypted redo log (wal): the row committed again and the server killed, the value XORed
+    at the twin's place in the mini-transaction of the same shape, its CRC-32C recomputed, replayed by
+    crash recovery."""
     records = _trial(server_path, "mariadb", "aes-256-ctr", ("repeats", "tamper", "forgery"))
     flipped = records[("tamper", "data-page")]
     assert flipped.answer == "refused without a tag" and "decryption failed" in (flipped.note or "")
-    for step in ("value", "backup"):  # as measured: the mariadb-backup copy of the tablespace too
+    for step in ("value", "backup", "wal"):  # as measured: the mariadb-backup copy of the tablespace too
         forged = records[("forgery", step)]
         assert forged.answer == "forgeable" and forged.metrics["checksum_recomputed"] == 1.0
     same = records[("repeats", "database")]  # the identical rows' tablespace: no page repeats
     assert same.note == "counted: strength_same.ibd" and same.metrics["repeated_pages"] == 0
     assert same.metrics["repeated_block_share"] < 0.01  # as measured: 2 of 16,400 blocks
+
+
+def test_mariadb_baseline_forgery_lands_in_its_redo_log(server_path: Path) -> None:
+    """The positive control of the redo log's forgery: unencrypted, the one copy of the value a page
+    write replays changed, its mini-transaction's CRC-32C recomputed, read back after crash recovery."""
+    logged = _trial(server_path, "mariadb", "none", ("forgery",), rows=1000)[("forgery", "wal")]
+    assert logged.answer == "forgeable" and logged.metrics["checksum_recomputed"] == 1.0
 
 
 def test_postgres_column_layer_refuses_a_flipped_and_a_forged_value_by_its_mdc(server_path: Path) -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import struct
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import psutil
 import pytest
@@ -31,7 +32,7 @@ from tdebench.results import Measurement, RunData, TrialKey
 from tdebench.workloads import WORKLOADS
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.strength import data, forgery, repeats, tamper
-from tdebench.workloads.strength.workload import StrengthWorkload
+from tdebench.workloads.strength.workload import StrengthWorkload, _value_in_log
 
 # --- repeated blocks and pages ----------------------------------------------------------------
 
@@ -795,6 +796,41 @@ def test_pg_wal_changes_reach_every_copy_of_a_value_cut_by_a_page_header() -> No
         assert record[20:24] == page_checksums.crc32c(record[24:] + record[:20]).to_bytes(4, "little")
     with pytest.raises(ValueError, match="no record"):
         pg_wal.changes(segment, b"not in the log", 0, b"\x01")
+
+
+class _Statements:
+    """A connection that keeps the statements it is given, and answers none."""
+
+    def __init__(self) -> None:
+        self.run: list[tuple[str, tuple[Any, ...]]] = []
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self.run.append((sql.split()[0], tuple(params)))
+        return []
+
+
+@pytest.mark.parametrize("changes_only", [False, True])
+def test_the_rewrite_puts_every_byte_of_the_value_in_a_log_of_changes_only(changes_only: bool) -> None:
+    """InnoDB logs only the bytes a change alters: its row goes through a value unlike it in every
+    byte and back; the others' is deleted and inserted again. One transaction, the value last."""
+    conn = _Statements()
+    data.rewrite(cast(Connection, conn), SEED, 7, changes_only)
+    value = data.value(SEED, 7)
+    expected = ([("UPDATE", (data.OTHER_VALUE, 7)), ("UPDATE", (value, 7))] if changes_only else
+                [("DELETE", (7,)), ("INSERT", (7, value))])
+    assert conn.run == [("BEGIN", ()), *expected, ("COMMIT", ())]
+    assert len(data.OTHER_VALUE) == data.VALUE_BYTES and not re.search(rb"[0-9a-f]", data.OTHER_VALUE.encode())
+
+
+def test_the_twins_log_says_which_copy_of_the_value_replays(tmp_path: Path) -> None:
+    """A log with copies that never replay (`LogFile.value_in`: InnoDB's undo log, the area before
+    its checkpoint) is not refused for holding the value more than once; without it, it is."""
+    log = tmp_path / "log"
+    value = data.value(SEED, 7)
+    log.write_bytes(b"undo " + value.encode() + b" page " + value.encode() + b" end")
+    assert _value_in_log(LogFile(log), value) is None
+    found = _value_in_log(LogFile(log, value_in=lambda raw, needle: raw.rfind(needle)), value)
+    assert found is not None and found.offset == 75 and found.around.endswith(value.encode() + b" end")
 
 
 @dataclass

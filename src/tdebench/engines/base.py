@@ -348,6 +348,14 @@ class LogFile:
     # offset in the twin's, the old and the new value; None: the twin's offset serves as it is
     relocate: Callable[[bytes, bytes, int, bytes, bytes], list[tuple[int, bytes]]] | None = field(
         default=None, compare=False, repr=False)
+    # where the twin's log holds the value the forgery changes, given the log and the value: the one offset
+    # of it that replaying the log writes into the table (InnoDB's redo log also holds the row's old value
+    # for its undo log, and older copies before the checkpoint); None: its one offset in the whole file
+    value_in: Callable[[bytes, bytes], int | None] | None = field(default=None, compare=False, repr=False)
+    # whether the log holds only the bytes a change alters (InnoDB's: a row deleted and inserted again with
+    # the same value logs a delete mark, not the value), so the commit that puts the value there first
+    # sets the row to another value (`data.rewrite`)
+    changes_only: bool = False
     # a log the engine never encrypts itself (PostgreSQL's pg_wal: plaintext, or the values a column layer
     # sealed), forged by what it holds, not at a twin's offset (`Database.log_needs_twin` False): the
     # (offset, XOR mask) pairs that XOR a mask into every copy of a byte string among its records, given

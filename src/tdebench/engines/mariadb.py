@@ -50,6 +50,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -58,11 +59,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines import dialects
+from tdebench.engines import dialects, innodb_redo
 from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
                                    BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
-                                   EncryptionNotActive, Engine, NotSupported, PageLayout, QueryTimeout, Reencrypts,
-                                   SensitiveColumns, Statement, raises_conflicts)
+                                   EncryptionNotActive, Engine, LogFile, NotSupported, PageLayout, QueryTimeout,
+                                   Reencrypts, SensitiveColumns, Statement, raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
@@ -195,13 +196,11 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
     port: int | None = None  # None: a free one is picked at every start
     start_timeout: float = 120.0
     stop_timeout: float = 600.0  # a clean shutdown flushes the buffer pool; SIGKILL only past this
-    # InnoDB's redo log (ib_logfile0, MariaDB 10.8's format) holds a commit alone only after a crash
-    # (killed right after it: the page not yet flushed, crash recovery replays it), and encrypted it is
-    # not laid out as an unencrypted twin's: each mini-transaction gains its 8-byte start LSN, the IV of
-    # its records' payloads, so the value's offset needs the records parsed (docs/method/workloads.md)
-    kept_log_missing: ClassVar[str] = (
-        "InnoDB's redo log keeps a commit alone only after a crash, and encrypted, its mini-transactions "
-        "are not where a twin's are (8 bytes more each): tdebench does not parse them to find the value")
+    # InnoDB's redo log (ib_logfile0) holds a commit alone only after a crash: `keep_log` has the server
+    # killed; encrypted (FORMAT_ENC_11) each mini-transaction's page ids and bodies are one AES-CTR stream, its
+    # records' types and lengths plain, so the value is found by the shape of the twin's mini-transaction
+    # that holds it (engines/innodb_redo.py, docs/method/workloads.md)
+    keeps_log: ClassVar[bool] = True
     _socket_dir: Path | None = field(default=None, init=False, repr=False)
     _password: Secret = field(default_factory=new_password, init=False, repr=False)
 
@@ -495,6 +494,23 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
         IV derived from the key version, the space, the page number and the LSN."""
         return PageLayout(self.datadir / SCHEMA / f"{table}.ibd", _PAGE_BYTES, _PAGE_BYTES,
                           recompute=innodb_full_crc32, cbc_blocks_from=_CIPHER_FROM)
+
+    def keep_log(self, conn: Connection) -> LogFile:
+        """ib_logfile0, with what `conn` commits from now on left in it unreplayed: the server's next
+        stop is a SIGKILL, as a crash (a clean shutdown writes every page and a checkpoint past the
+        commit). A commit is durable in the log (innodb_flush_log_at_trx_commit=1, the default) and
+        its pages stay dirty meanwhile (none is flushed below innodb_max_dirty_pages_pct); the next
+        start's crash recovery replays the log from the last checkpoint, which the clean stop before
+        this start wrote, and writes no checkpoint of its own: read back on the same files, the log
+        put back replays as it was. InnoDB logs only the bytes a change alters (`changes_only`), and
+        the row's old value for its undo log besides: the value the forgery changes is the one copy
+        in a record that writes a page (`innodb_redo.value_in`), found in the trial's log by the
+        shape of the twin's mini-transaction holding it (`innodb_redo.changes`: its CRC-32C with it)."""
+        self._require_running("keeping its log")
+        assert self._server is not None
+        self._server.stop_signal = signal.SIGKILL
+        return LogFile(self.datadir / "ib_logfile0", relocate=innodb_redo.changes, value_in=innodb_redo.value_in,
+                       changes_only=True)
 
     def file_kind(self, path: str) -> str:
         """The default kinds, but tdebench's own files beside the server: the LOAD DATA staging

@@ -39,6 +39,7 @@ def value(seed: int, row: int) -> str:
 
 VALUE_BYTES = 64  # every value of strength_rows, as stored (UTF-8)
 VALUE_PATTERN = rb"[0-9a-f]{%d}" % VALUE_BYTES  # what each looks like
+OTHER_VALUE = "-" * VALUE_BYTES  # as long as a value, and unlike it in every byte (`rewrite`)
 
 
 def values(seed: int, rows: int) -> dict[str, int]:
@@ -87,14 +88,21 @@ def differences(conn: Connection, rows: int, seed: int, changed: Mapping[int, st
     return "; ".join(problems) or None
 
 
-def rewrite(conn: Connection, seed: int, row: int) -> None:
+def rewrite(conn: Connection, seed: int, row: int, changes_only: bool = False) -> None:
     """Row `row` of strength_rows deleted and inserted again with its own value, in one transaction:
     a commit that puts the value in the engine's write-ahead log, the table's content unchanged (an
-    UPDATE to the same value writes nothing in SQLite, which compares the cell first)."""
+    UPDATE to the same value writes nothing in SQLite, which compares the cell first). For a log
+    that holds only the bytes a change alters (`LogFile.changes_only`: InnoDB logs a row deleted and
+    inserted again with the same value as a delete mark), the value is set to `OTHER_VALUE` first
+    and back, so that every byte of it changes and is logged."""
+    statements = ([(f"UPDATE {ROWS_TABLE} SET payload = ? WHERE id = ?", (OTHER_VALUE, row)),
+                   (f"UPDATE {ROWS_TABLE} SET payload = ? WHERE id = ?", (value(seed, row), row))] if changes_only else
+                  [(f"DELETE FROM {ROWS_TABLE} WHERE id = ?", (row,)),
+                   (f"INSERT INTO {ROWS_TABLE} (id, payload) VALUES (?, ?)", (row, value(seed, row)))])
     conn.execute("BEGIN")
     try:
-        conn.execute(f"DELETE FROM {ROWS_TABLE} WHERE id = ?", (row,))
-        conn.execute(f"INSERT INTO {ROWS_TABLE} (id, payload) VALUES (?, ?)", (row, value(seed, row)))
+        for sql, params in statements:
+            conn.execute(sql, params)
     except Exception:
         conn.execute("ROLLBACK")
         raise

@@ -108,8 +108,13 @@ def offset_of(file: Path, value: str | bytes) -> Found | None:
     first = raw.find(needle)
     if first < 0 or raw.find(needle, first + 1) >= 0:
         return None
-    start = max(0, first - CONTEXT_BYTES)
-    return Found(first, raw[start:first + len(needle) + CONTEXT_BYTES], start)
+    return found_at(raw, first, len(needle))
+
+
+def found_at(raw: bytes, offset: int, length: int) -> Found:
+    """The `length` bytes at `offset` of `raw` as found, with the bytes around them."""
+    start = max(0, offset - CONTEXT_BYTES)
+    return Found(offset, raw[start:offset + length + CONTEXT_BYTES], start)
 
 
 def offset_in(directory: Path, value: str | bytes) -> tuple[Path, Found] | None:

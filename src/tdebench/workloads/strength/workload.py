@@ -509,12 +509,22 @@ def _logged(database: Database, seed: int, row: int) -> tuple[LogFile | None, Se
     try:
         log = database.keep_log(conn)
         if log is not None:
-            data.rewrite(conn, seed, row)
+            data.rewrite(conn, seed, row, log.changes_only)
             sealed = _sealed(database, row)
     finally:
         conn.close()
         database.close()
     return log, sealed
+
+
+def _value_in_log(log: LogFile, value: str) -> forgery.Found | None:
+    """Where the twin's log holds `value`: where the log says replaying it writes the value
+    (`LogFile.value_in`), else its one offset in the whole file; None where it is not there once."""
+    if log.value_in is None:
+        return forgery.offset_of(log.file, value)
+    raw = log.file.read_bytes()
+    at = log.value_in(raw, value.encode())
+    return None if at is None else forgery.found_at(raw, at, len(value.encode()))
 
 
 def _forged_in_own_log(database: Database) -> bool:
@@ -649,7 +659,7 @@ def _twin_offsets(ctx: RunContext, plan: _Plan) -> _Twin:
                                                    "verbatim in one file (compressed), so its offset is not known")
         # last: the backup taken without it; none where the trial's own log tells where the value is
         log = _logged(twin, ctx.seed, row)[0] if twin.keeps_log and not _forged_in_own_log(twin) else None
-        in_log = None if log is None or not log.file.is_file() else forgery.offset_of(log.file, value)
+        in_log = None if log is None or not log.file.is_file() else _value_in_log(log, value)
         log_missing = (twin.kept_log_missing if log is None else
                        "" if in_log else
                        "the twin's log does not hold the value verbatim once, so its offset is not known")
