@@ -498,14 +498,15 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
     def keep_log(self, conn: Connection) -> LogFile:
         """ib_logfile0, with what `conn` commits from now on left in it unreplayed: the server's next
         stop is a SIGKILL, as a crash (a clean shutdown writes every page and a checkpoint past the
-        commit). A commit is durable in the log (innodb_flush_log_at_trx_commit=1, the default) and
-        its pages stay dirty meanwhile (none is flushed below innodb_max_dirty_pages_pct); the next
-        start's crash recovery replays the log from the last checkpoint, which the clean stop before
-        this start wrote, and writes no checkpoint of its own: read back on the same files, the log
-        put back replays as it was. InnoDB logs only the bytes a change alters (`changes_only`), and
-        the row's old value for its undo log besides: the value the forgery changes is the one copy
-        in a record that writes a page (`innodb_redo.value_in`), found in the trial's log by the
-        shape of the twin's mini-transaction holding it (`innodb_redo.changes`: its CRC-32C with it)."""
+        commit). A commit is durable in the log (innodb_flush_log_at_trx_commit=1, the default), its
+        page not yet written when the server is killed right after; the next start's crash recovery
+        replays the log from the last checkpoint, which the clean stop before this start wrote, and
+        the reading server, killed too, writes no checkpoint past it: read back on the same files,
+        the log put back replays as it was (the workload checks that the rows then read as written).
+        InnoDB logs only the bytes a change alters (`changes_only`), and the row's old value for its
+        undo log besides: the value the forgery changes is the one copy in a record that writes a
+        page (`innodb_redo.value_in`), found in the trial's log by the shape of the twin's
+        mini-transaction holding it (`innodb_redo.changes`: its CRC-32C with it)."""
         self._require_running("keeping its log")
         assert self._server is not None
         self._server.stop_signal = signal.SIGKILL
