@@ -12,17 +12,22 @@ run once a round, in an order shuffled per round, so drift of the machine hits a
 
 Q10 runs with DuckDB's profiler on (its peak buffer memory and temp-directory size: what
 spilled; its slowest operator's time), and with the process's CPU time and minor page faults
-counted around it (pages the process took from the kernel during the query; the other arms'
-instances are idle then). A trial's Q10 is "slow" when its time is above the threshold that
-splits all runs' ln(time) into two groups best (two-means), the same threshold for every
-setting. Per setting the script prints the two modes' counts and medians, what differs between
-a fast and a slow run (CPU, new memory, buffer peak, spill, the slowest operator), how often
-the arm that ran Q10 first in its turn was slow and how often a later one was, and the spread of
-ln(arm / arm) over rounds for Q10 and for the power test's composite (the geometric mean of its
-22 query times): the placebo's spread, which sets the plan's noise floor.
+counted around it: the memory the process took from the kernel during the query, page by page
+(the other arms' instances are idle then). The runs are split in two by that memory (the
+threshold that splits all runs' values into two groups best, two-means, the same for every
+setting): a busy machine blurs the times, not the pages. Per setting the script prints each
+group's count with its median time and CPU, how often the arm that ran Q10 first in its turn took
+the new pages and how often a later one did, what else differs (buffer peak, spill, the slowest
+operator), and the spread of ln(arm / arm) over rounds for Q10 and for the power test's composite
+(the geometric mean of its 22 query times): the placebo's spread, which sets the plan's floor;
+then the composite's median, which says what a setting costs every arm alike.
+
+`--from-run FILE` reads a run's results.jsonl (or .jsonl.xz) instead and prints DuckDB's Q10 by
+its place in the lockstep turn (first, second, ...): how the io-bound example's runs split.
 
     .venv/bin/python bench/duckdb_q10.py [--scale 0.1] [--rounds 6] [--arms 3]
         [--memory-mb 48 56 64] [--threads 2 1] [--allocator default flush]
+    .venv/bin/python bench/duckdb_q10.py --from-run docs/examples/io-bound/results.jsonl.xz
 
 Tiny, for CI: --scale 0.01 --rounds 2 --arms 2 --memory-mb 48 --threads 1.
 """
@@ -32,6 +37,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import lzma
 import math
 import os
 import random
@@ -177,34 +183,59 @@ def median(runs: list[Run], value: str) -> float:
     return statistics.median(getattr(r, value) for r in runs) if runs else math.nan
 
 
-def ms(runs: list[Run]) -> str:
-    """The runs' median time in ms, "-" for none."""
-    return f"{1000 * median(runs, 'seconds'):5.0f}ms" if runs else f"{'-':>7s}"
+def ms(runs: list[Run], value: str) -> str:
+    """The runs' median `value` (seconds) in ms, "-" for none."""
+    return f"{1000 * median(runs, value):5.0f}ms" if runs else f"{'-':>7s}"
 
 
 def report(runs: list[Run], settings: list[Setting]) -> None:
-    threshold = math.exp(two_means([math.log(r.seconds) for r in runs]))
-    print(f"Q{QUERY} slow above {1000 * threshold:.0f} ms (two-means of ln(time) over all runs)")
-    print(f"{'setting':24s} {'fast':>4s} {'median':>7s} {'slow':>4s} {'median':>7s}  slow when first / later  "
-          f"spread ln(arm/arm): Q{QUERY}  power")
+    threshold = two_means([r.new_mib for r in runs])
+    print(f"Q{QUERY}'s new memory (minor page faults during the query): 'new' above {threshold:.1f} MiB, "
+          "'reused' below (two-means over all runs)")
+    print(f"{'setting':24s} {'reused':>6s} {'time':>7s} {'CPU':>7s} {'new':>4s} {'time':>7s} {'CPU':>7s}  "
+          f"new when first / later  spread ln(arm/arm): Q{QUERY}  power  power geomean")
     for setting in settings:
         mine = [r for r in runs if r.setting == setting]
-        fast, slow = [r for r in mine if r.seconds <= threshold], [r for r in mine if r.seconds > threshold]
+        reused, new = [r for r in mine if r.new_mib <= threshold], [r for r in mine if r.new_mib > threshold]
         first, later = [r for r in mine if r.first], [r for r in mine if not r.first]
-        slow_first, slow_later = sum(r in slow for r in first), sum(r in slow for r in later)
-        print(f"{str(setting):24s} {len(fast):4d} {ms(fast)} {len(slow):4d} {ms(slow)}  "
-              f"{slow_first:>7d}/{len(first):<3d}{slow_later:>5d}/{len(later):<3d}"
-              f"       {arm_spread(mine, 'seconds'):16.1f}%  {arm_spread(mine, 'composite'):5.1f}%")
-    print("\nwhat differs (medians):  CPU ms  new memory MiB  buffer peak MiB  spilled MiB  slowest operator")
+        new_first, new_later = sum(r in new for r in first), sum(r in new for r in later)
+        print(f"{str(setting):24s} {len(reused):6d} {ms(reused, 'seconds')} {ms(reused, 'cpu_s')} "
+              f"{len(new):4d} {ms(new, 'seconds')} {ms(new, 'cpu_s')}  "
+              f"{new_first:>6d}/{len(first):<3d}{new_later:>5d}/{len(later):<3d}"
+              f"       {arm_spread(mine, 'seconds'):16.1f}%  {arm_spread(mine, 'composite'):5.1f}%  "
+              f"{1000 * median(mine, 'composite'):10.1f} ms")
+    print("\nwhat else differs (medians):  new MiB  buffer peak MiB  spilled MiB  slowest operator")
     for setting in settings:
         mine = [r for r in runs if r.setting == setting]
-        for mode, group in (("fast", [r for r in mine if r.seconds <= threshold]),
-                            ("slow", [r for r in mine if r.seconds > threshold])):
+        for mode, group in (("reused", [r for r in mine if r.new_mib <= threshold]),
+                            ("new", [r for r in mine if r.new_mib > threshold])):
             if group:
                 slowest = statistics.median_low(sorted(r.slowest for r in group))
-                print(f"{str(setting):24s} {mode}  {1000 * median(group, 'cpu_s'):6.0f}  "
-                      f"{median(group, 'new_mib'):14.1f}  {median(group, 'buffer_mib'):15.1f}  "
-                      f"{median(group, 'temp_mib'):11.1f}  {slowest}")
+                print(f"{str(setting):24s} {mode:6s}  {median(group, 'new_mib'):7.1f}  "
+                      f"{median(group, 'buffer_mib'):15.1f}  {median(group, 'temp_mib'):11.1f}  {slowest}")
+
+
+def from_run(results: Path) -> None:
+    """DuckDB's Q10 in a stored run, by its place in each round's lockstep turn (the order of the
+    records: the runner appends each query's as it ends)."""
+    opened = lzma.open(results, "rt") if results.suffix == ".xz" else results.open()
+    by_round: dict[tuple[str, int], list[dict[str, float]]] = {}
+    with opened as lines:
+        for line in lines:
+            record = json.loads(line)
+            trial = record.get("trial", {})
+            if (record.get("kind") == "measurement" and record.get("step") == f"q{QUERY}"
+                    and trial.get("engine") == "duckdb" and not record.get("warmup")):
+                group = (json.dumps({k: v for k, v in trial.items() if k not in ("encryption", "repetition")}),
+                         trial["repetition"])
+                by_round.setdefault(group, []).append(record["metrics"])
+    places = max((len(q) for q in by_round.values()), default=0)
+    print(f"DuckDB's Q{QUERY} in {results}: {len(by_round)} rounds, by place in the lockstep turn")
+    for place in range(places):
+        metrics = [q[place] for q in by_round.values() if len(q) > place]
+        times = sorted(round(1000 * m["elapsed_s"]) for m in metrics)
+        print(f"  {place + 1}: {len(metrics)} runs, median {statistics.median(times):.0f} ms "
+              f"(CPU {1000 * statistics.median(m['cpu_s'] for m in metrics):.0f} ms); times {times} ms")
 
 
 def main() -> None:
@@ -216,7 +247,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[2, 1])
     parser.add_argument("--allocator", nargs="+", choices=(ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH),
                         default=[ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH])
+    parser.add_argument("--from-run", type=Path, help="a run's results.jsonl[.xz]: its DuckDB Q10 by place in turn")
     args = data_arguments(parser).parse_args()
+    if args.from_run is not None:
+        from_run(args.from_run)
+        return
     if args.arms < 2:
         parser.error("--arms: at least 2, to compare arms")
     settings = [Setting(*s) for s in itertools.product(args.memory_mb, args.threads, args.allocator)]

@@ -53,7 +53,7 @@ _FLUSH_EVERY_TASK: "Config" = {"allocator_flush_threshold": "0 bytes",
 (its allocator's thresholds, 128 MiB a thread and 512 MiB a bulk free by default, at zero), so no
 query runs on pages another query left behind. The databases of a lockstep group share tdebench's
 process and so its allocator: by default the first of them to run a query that needs more memory
-than the ones before it (TPC-H Q10: about 80 MiB of new pages at SF 0.1) takes them from the kernel,
+than the ones before it (TPC-H Q10 at SF 0.1: 66-84 MiB) takes them from the kernel,
 page by page, and the next ones reuse what it freed; flushed, each takes its own
 (bench/duckdb_q10.py, docs/method/variance.md "Memory a query takes from the kernel")."""
 STORAGE_VERSION = "v1.5.0"
