@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from bench_runs import run
+from bench_runs import BENCH, run
 
 
 def test_harness_overhead_prints_both_ratios() -> None:
@@ -105,3 +105,17 @@ def test_cold_eviction_prints_every_methods_spread_and_floor() -> None:
     for method in ("all", "lockstep"):
         assert re.search(rf"^{method}\s+\d+\.\d\d\s+\d+\.\d%\s+±\d+\.\d%\s+\d+\s+0  "
                          r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\]$", out, re.M), out
+
+
+def test_duckdb_q10_prints_each_settings_modes_and_a_stored_runs_q10_by_place_in_turn() -> None:
+    out = run("duckdb_q10.py", "--scale", "0.01", "--rounds", "2", "--arms", "2", "--memory-mb", "48",
+              "--threads", "1")
+    assert "DuckDB TPC-H SF 0.01" in out and "2 copies cold and side by side, 2 rounds" in out
+    for allocator in ("default", "flush"):  # counts, median time and CPU of each group (or "-"), then the spreads
+        assert re.search(rf"^48 MB, 1 thr, {allocator}\s+\d+ +(\d+ms|-) +(\d+ms|-)\s+\d+ +(\d+ms|-) +(\d+ms|-)\s+"
+                         r"\d+/2\s+\d+/2\s+\d+\.\d%\s+\d+\.\d%\s+\d+\.\d ms$", out, re.M), out
+        assert re.search(rf"^48 MB, 1 thr, {allocator}\s+(reused|new)\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d  [A-Z_]+ \d+ ms$",
+                         out, re.M), out
+    stored = run("duckdb_q10.py", "--from-run", str(BENCH.parent / "docs/examples/io-bound/results.jsonl.xz"))
+    assert re.search(r": 10 rounds, by place in the lockstep turn\n  1: 10 runs, median \d+ ms .*\n  2: .*\n  3: ",
+                     stored), stored

@@ -46,6 +46,16 @@ _ENCRYPTED_BLOCK_HEADER_BYTES = 40
 _TAG_BYTES = 16  # GCM's tag after each encrypted log entry (none under CTR)
 _CIPHERS = {"aes-256-gcm": "GCM", "aes-256-ctr": "CTR"}
 _ALIAS = "db"
+ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH = "default", "flush"  # the plan's allocator values
+_FLUSH_EVERY_TASK: "Config" = {"allocator_flush_threshold": "0 bytes",
+                               "allocator_bulk_deallocation_flush_threshold": "0 bytes"}
+"""allocator = "flush": DuckDB gives the memory a task freed back to the kernel when the task ends
+(its allocator's thresholds, 128 MiB a thread and 512 MiB a bulk free by default, at zero), so no
+query runs on pages another query left behind. The databases of a lockstep group share tdebench's
+process and so its allocator: by default the first of them to run a query that needs more memory
+than the ones before it (TPC-H Q10 at SF 0.1: 66-84 MiB) takes them from the kernel,
+page by page, and the next ones reuse what it freed; flushed, each takes its own
+(bench/duckdb_q10.py, docs/method/variance.md "Memory a query takes from the kernel")."""
 STORAGE_VERSION = "v1.5.0"
 """The storage format every database file tdebench makes is written in, with or without a key.
 DuckDB writes an encrypted file in v1.5.0 or later only, and a plaintext one in v1.0.0 unless
@@ -90,6 +100,7 @@ class DuckDBConnection:
 @dataclass
 class DuckDBDatabase(Database, Reencrypts, Backups):
     memory_mb: int | None = None  # DuckDB's memory_limit in MiB; None: DuckDB's default (80% of RAM)
+    allocator: str = ALLOCATOR_DEFAULT  # the plan's allocator: ALLOCATOR_FLUSH returns freed memory after each task
     path: Path = field(init=False)
     _instance: Any = field(default=None, init=False, repr=False)
     _open: int = field(default=0, init=False, repr=False)
@@ -149,12 +160,13 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
         workspace (inside the at-rest scan) and encrypted where the encryption claims them (set
         here, before anything spills: DuckDB refuses to change it while temp files exist), and
         the plan's memory_mb as memory_limit (MiB, as the servers count it; what does not fit
-        spills)."""
+        spills), and the plan's allocator (_FLUSH_EVERY_TASK)."""
         from tdebench.engines.duckdb_extensions import OFFLINE
 
         memory: Config = {} if self.memory_mb is None else {"memory_limit": f"{self.memory_mb}MiB"}
+        flush = _FLUSH_EVERY_TASK if self.allocator == ALLOCATOR_FLUSH else {}
         return {**OFFLINE, "temp_directory": str(self.temp_directory), "temp_file_encryption": self._temp_encrypted,
-                **memory}
+                **memory, **flush}
 
     def encryption_state(self) -> str:
         """What DuckDB says: whether the attached database is encrypted and with which cipher, and
@@ -390,6 +402,8 @@ class DuckDBEngine(Engine):
     name = "duckdb"
     dialect = "duckdb"
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
+    # allocator = "flush": freed memory back to the kernel after every task (_FLUSH_EVERY_TASK)
+    settings = {"allocator": (ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH)}
     memory_use = ("memory_limit (its buffer manager: data pages, hash tables, sorts; what does not fit "
                   "spills to temp files in the workspace); without it DuckDB's default, 80% of RAM")
     encrypted_differences = (
@@ -437,7 +451,8 @@ class DuckDBEngine(Engine):
         return 0.0 if memory_bytes is None else DEFAULT_MEMORY_SHARE * memory_bytes / (1024 * 1024)
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
-        return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb)
+        return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb,
+                              allocator=self.setting["allocator"])
 
 
 def _scrubbed(exc: Exception, *keys: Secret | None) -> str:
