@@ -31,39 +31,25 @@ basetemp=$(mktemp -d "${TMPDIR:-/tmp}/pytest-tdebench.XXXXXX")
 trap 'rm -rf --one-file-system -- "$basetemp"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-args=(-q -p no:cacheprovider)
+args=(-q -p no:cacheprovider --basetemp "$basetemp")
 status=0
 if [ "$fast" = 1 ]; then
   # testpaths: tests/unit unless the arguments name other paths; -m unit: never another tier
-  .venv/bin/python -m pytest "${args[@]}" --basetemp "$basetemp/unit" -o testpaths=tests/unit -m unit \
-    --numprocesses auto --durations=10 "$@" \
+  .venv/bin/python -m pytest "${args[@]}" -o testpaths=tests/unit -m unit --numprocesses auto --durations=10 "$@" \
     || status=$?
 elif [ $# -gt 0 ]; then
-  .venv/bin/python -m pytest "${args[@]}" --basetemp "$basetemp/tests" --durations=25 "$@" || status=$?
+  .venv/bin/python -m pytest "${args[@]}" --durations=25 "$@" || status=$?
 else
-  # contract and integration tests, a test file per worker, two at a time (each test starts its
-  # own servers, mounts and clusters on free ports in its own directories; part of their time is
-  # spent waiting on them), the longest files first (tests/conftest.py's LONGEST_FIRST;
-  # --no-loadscope-reorder keeps that order) so both workers finish close together; beside them,
-  # the unit tier (pure Python, no servers) in one worker of its own, on the CPU the servers'
-  # waits leave (its output is printed after theirs); then the `serial` ones alone (they bound a
+  # the unit tier (pure Python, no servers) on every core; then contract and integration tests,
+  # a test file per worker, two at a time (each test starts its own servers, mounts and clusters
+  # on free ports in its own directories; most of their time is spent waiting on them), the
+  # longest files first (tests/conftest.py's LONGEST_FIRST; --no-loadscope-reorder keeps that
+  # order) so both workers finish close together; then the `serial` ones alone (they bound a
   # time: Ctrl-C's 5 s, a key derivation's share of an open). Every pass always runs.
   keep() { s=$?; if [ "$status" = 0 ]; then status=$s; fi; }
-  unit_out="$basetemp/unit-tier.out"
-  .venv/bin/python -m pytest "${args[@]}" --basetemp "$basetemp/unit" -m unit --numprocesses 1 --durations=5 \
-    > "$unit_out" 2>&1 &
-  unit_pid=$!
-  trap 'kill "$unit_pid" 2>/dev/null; exit 130' INT
-  trap 'kill "$unit_pid" 2>/dev/null; exit 143' TERM
-  .venv/bin/python -m pytest "${args[@]}" --basetemp "$basetemp/servers" -m "not unit and not serial" \
-    --numprocesses 2 --dist loadfile --no-loadscope-reorder --durations=25 || keep
-  unit_status=0
-  wait "$unit_pid" || unit_status=$?
-  echo "--- the unit tier, run beside the contract and integration tiers:"
-  cat "$unit_out"
-  (exit "$unit_status") || keep
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  .venv/bin/python -m pytest "${args[@]}" --basetemp "$basetemp/serial" -m serial --durations=10 || keep
+  .venv/bin/python -m pytest "${args[@]}" -m unit --numprocesses auto --durations=5 || keep
+  .venv/bin/python -m pytest "${args[@]}" -m "not unit and not serial" --numprocesses 2 --dist loadfile \
+    --no-loadscope-reorder --durations=25 || keep
+  .venv/bin/python -m pytest "${args[@]}" -m serial --durations=10 || keep
 fi
 exit "$status"
