@@ -2,7 +2,8 @@
 
 The io-bound plan (TPC-H SF 0.1, DuckDB at 48 MB, cold, files evicted, lockstep) had Q10 at about
 0.04 s in some trials and 0.10 s in others, in every arm, with the same plan in every load
-(bench/plan_stability.py): most of DuckDB's ±4.4% placebo floor. This script loads the database
+(bench/plan_stability.py): the query whose leaving out narrows DuckDB's placebo spread most (5.0%
+to 4.4% over rounds; the next, q5, to 4.5%: the floor is spread over the queries). This script loads the database
 once, copies it for `--arms` databases (the plan's none, placebo and encryption: 3), and runs
 their power tests cold and side by side as the runner's lockstep does: each database closed and
 its files evicted, then the 22 queries in turn, the first to go rotating with every query, the
@@ -23,7 +24,9 @@ operator), and the spread of ln(arm / arm) over rounds for Q10 and for the power
 then the composite's median, which says what a setting costs every arm alike.
 
 `--from-run FILE` reads a run's results.jsonl (or .jsonl.xz) instead and prints DuckDB's Q10 by
-its place in the lockstep turn (first, second, ...): how the io-bound example's runs split.
+its place in the lockstep turn (first, second, ...): how the io-bound example's runs split; then
+the spread over rounds of the placebo's composite ln ratio with every query, and with each of the
+three queries left out whose leaving out narrows it most.
 
     .venv/bin/python bench/duckdb_q10.py [--scale 0.1] [--rounds 6] [--arms 3]
         [--memory-mb 48 56 64] [--threads 2 1] [--allocator default flush]
@@ -41,6 +44,7 @@ import lzma
 import math
 import os
 import random
+import re
 import resource
 import shutil
 import statistics
@@ -55,6 +59,7 @@ from tdebench.engines import NONE, get_engine
 from tdebench.engines.base import Connection, Database
 from tdebench.engines.duckdb import ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH
 from tdebench.measure import oscache
+from tdebench.report.records import BASELINE, PLACEBO
 from tdebench.store import ResultStore
 from tdebench.workloads.tpch import TpchWorkload, streams
 from tdebench.workloads.tpch.queries import query
@@ -217,15 +222,21 @@ def report(runs: list[Run], settings: list[Setting]) -> None:
 
 def from_run(results: Path) -> None:
     """DuckDB's Q10 in a stored run, by its place in each round's lockstep turn (the order of the
-    records: the runner appends each query's as it ends)."""
+    records: the runner appends each query's as it ends); then how much each query adds to the
+    placebo's spread (`left_out`)."""
     opened = lzma.open(results, "rt") if results.suffix == ".xz" else results.open()
     by_round: dict[tuple[str, int], list[dict[str, float]]] = {}
+    logs: dict[tuple[int, str], dict[str, float]] = {}  # (round, query) -> arm -> ln(elapsed)
     with opened as lines:
         for line in lines:
             record = json.loads(line)
             trial = record.get("trial", {})
-            if (record.get("kind") == "measurement" and record.get("step") == f"q{QUERY}"
-                    and trial.get("engine") == "duckdb" and not record.get("warmup")):
+            if (record.get("kind") != "measurement" or trial.get("engine") != "duckdb" or record.get("warmup")
+                    or not re.fullmatch(r"q\d+", record.get("step", ""))):
+                continue
+            logs.setdefault((trial["repetition"], record["step"]), {})[trial["encryption"]] = math.log(
+                record["metrics"]["elapsed_s"])
+            if record["step"] == f"q{QUERY}":
                 group = (json.dumps({k: v for k, v in trial.items() if k not in ("encryption", "repetition")}),
                          trial["repetition"])
                 by_round.setdefault(group, []).append(record["metrics"])
@@ -236,6 +247,28 @@ def from_run(results: Path) -> None:
         times = sorted(round(1000 * m["elapsed_s"]) for m in metrics)
         print(f"  {place + 1}: {len(metrics)} runs, median {statistics.median(times):.0f} ms "
               f"(CPU {1000 * statistics.median(m['cpu_s'] for m in metrics):.0f} ms); times {times} ms")
+    left_out(logs)
+
+
+def left_out(logs: dict[tuple[int, str], dict[str, float]], shown: int = 3) -> None:
+    """The spread over rounds of ln(placebo / none) on the power test's composite (the mean of its
+    queries' ln times), with every query and with each one left out: the queries whose leaving out
+    narrows it most are what the floor is made of."""
+    def spread(skip: str | None) -> float:
+        rounds = sorted({r for r, _ in logs})
+        diffs = []
+        for r in rounds:
+            cells = [arms for (rr, q), arms in logs.items()
+                     if rr == r and q != skip and {PLACEBO, BASELINE} <= arms.keys()]
+            diffs.append(statistics.fmean(arms[PLACEBO] - arms[BASELINE] for arms in cells))
+        return statistics.stdev(diffs)
+
+    if not any(PLACEBO in arms for arms in logs.values()):
+        return
+    queries = sorted({q for _, q in logs}, key=lambda q: int(q[1:]))
+    without = sorted((spread(q), q) for q in queries)
+    print(f"the placebo's spread over rounds (composite ln ratio): {100 * spread(None):.1f}% with every query; "
+          "without " + ", ".join(f"{q} {100 * value:.1f}%" for value, q in without[:shown]))
 
 
 def main() -> None:

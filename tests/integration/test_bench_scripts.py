@@ -119,3 +119,6 @@ def test_duckdb_q10_prints_each_settings_modes_and_a_stored_runs_q10_by_place_in
     stored = run("duckdb_q10.py", "--from-run", str(BENCH.parent / "docs/examples/io-bound/results.jsonl.xz"))
     assert re.search(r": 10 rounds, by place in the lockstep turn\n  1: 10 runs, median \d+ ms .*\n  2: .*\n  3: ",
                      stored), stored
+    # what each query adds to the placebo's spread: the queries whose leaving out narrows it most
+    assert re.search(r"^the placebo's spread over rounds \(composite ln ratio\): \d+\.\d% with every query; "
+                     r"without q\d+ \d+\.\d%, q\d+ \d+\.\d%, q\d+ \d+\.\d%$", stored, re.M), stored
