@@ -42,7 +42,8 @@ elif [ $# -gt 0 ]; then
 else
   # the unit tier (pure Python, no servers) on every core; then contract and integration tests,
   # a test file per worker, two at a time (each test starts its own servers, mounts and clusters
-  # on free ports in its own directories; most of their time is spent waiting on them), the
+  # on free ports in its own directories; both cores are 93-99% busy meanwhile: the suite is
+  # CPU-bound, and running the unit tier beside them gained nothing), the
   # longest files first (tests/conftest.py's LONGEST_FIRST; --no-loadscope-reorder keeps that
   # order) so both workers finish close together; then the `serial` ones alone (they bound a
   # time: Ctrl-C's 5 s, a key derivation's share of an open). Every pass always runs.
