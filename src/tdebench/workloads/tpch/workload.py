@@ -45,6 +45,10 @@ class TpchWorkload(Workload):
     options = {
         "passes": Option(1, "measured passes of each test per trial; statistics take each query's median over "
                             "them (the trial's database is loaded once)", low=1, high=100),
+        "load_part_rows": Option(0, "the load takes each table in parts of at most this many rows, each a step of "
+                                    "its own (in lockstep the configurations take turns part by part, and the "
+                                    "index statements one by one); 0: each table in one statement",
+                                 low=0, high=1_000_000_000),
     }
 
     @classmethod
@@ -66,8 +70,13 @@ class TpchWorkload(Workload):
         """Create the tables, then load them one by one, pausing after each; each table's load is a
         step of its own (named after the table, so the report can say where a load's overhead
         arises), `tables` their sum, `total` that and the indexes (their time alone: in lockstep,
-        other configurations' loads run in between)."""
-        files = data.generate(ctx.scale, ctx.data_dir)  # cached by prepare(): no generation here
+        other configurations' loads run in between). With `load_part_rows` a table is loaded part
+        by part and the indexes statement by statement, pausing after each, so that in lockstep
+        the machine's noise of a second falls on every configuration alike, not on the one whose
+        whole lineitem load it was; each figure is still the sum of its parts."""
+        part_rows = int(ctx.options.get("load_part_rows", 0))
+        # cached by prepare() (the parts by the first load that takes them): untimed either way
+        files = data.parts(data.generate(ctx.scale, ctx.data_dir), part_rows)
         for statement in schema.create_tables(ctx.dialect):
             conn.execute(statement)
         for table in schema.SCHEMA:
@@ -75,11 +84,24 @@ class TpchWorkload(Workload):
                 ctx.database.seal_columns(conn, table.name, schema.SENSITIVE[table.name], table.primary_key)
         tables: dict[str, float] = {}
         for name, columns in schema.TABLES.items():
-            _, metrics = ctx.recorder.timed(lambda: ctx.database.bulk_load(conn, name, columns, files[name]))
-            ctx.recorder.record("load", name, metrics)
-            add_metrics(tables, metrics)
+            loaded: dict[str, float] = {}
+            for number, part in enumerate(files[name]):
+                if number:
+                    yield
+                _, metrics = ctx.recorder.timed(lambda: ctx.database.bulk_load(conn, name, columns, part))
+                add_metrics(loaded, metrics)
+            ctx.recorder.record("load", name, loaded)
+            add_metrics(tables, loaded)
             yield
-        _, indexes = ctx.recorder.timed(lambda: [conn.execute(s) for s in schema.create_indexes(ctx.dialect)])
+        statements = schema.create_indexes(ctx.dialect)
+        indexes: dict[str, float] = {}
+        if part_rows and statements:
+            for number, statement in enumerate(statements):
+                if number:
+                    yield
+                add_metrics(indexes, ctx.recorder.timed(lambda: conn.execute(statement))[1])
+        else:
+            _, indexes = ctx.recorder.timed(lambda: [conn.execute(s) for s in statements])
         ctx.recorder.record("load", "tables", tables)
         ctx.recorder.record("load", "indexes", indexes)
         ctx.recorder.record("load", "total", add_metrics(dict(tables), indexes))
