@@ -26,7 +26,8 @@ then the composite's median, which says what a setting costs every arm alike.
 `--from-run FILE` reads a run's results.jsonl (or .jsonl.xz) instead and prints DuckDB's Q10 by
 its place in the lockstep turn (first, second, ...): how the io-bound example's runs split; then
 the spread over rounds of the placebo's composite ln ratio with every query, and with each of the
-three queries left out whose leaving out narrows it most.
+three queries left out whose leaving out narrows it most (`bench/place_in_turn.py`, which does the
+same for any engine's query).
 
     .venv/bin/python bench/duckdb_q10.py [--scale 0.1] [--rounds 6] [--arms 3]
         [--memory-mb 48 56 64] [--threads 2 1] [--allocator default flush]
@@ -40,11 +41,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import lzma
 import math
 import os
 import random
-import re
 import resource
 import shutil
 import statistics
@@ -54,12 +53,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_overhead import data_arguments, tpch_context
+from place_in_turn import from_run
 
 from tdebench.engines import NONE, get_engine
 from tdebench.engines.base import Connection, Database
 from tdebench.engines.duckdb import ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH
 from tdebench.measure import oscache
-from tdebench.report.records import BASELINE, PLACEBO
 from tdebench.store import ResultStore
 from tdebench.workloads.tpch import TpchWorkload, streams
 from tdebench.workloads.tpch.queries import query
@@ -220,57 +219,6 @@ def report(runs: list[Run], settings: list[Setting]) -> None:
                       f"{median(group, 'buffer_mib'):15.1f}  {median(group, 'temp_mib'):11.1f}  {slowest}")
 
 
-def from_run(results: Path) -> None:
-    """DuckDB's Q10 in a stored run, by its place in each round's lockstep turn (the order of the
-    records: the runner appends each query's as it ends); then how much each query adds to the
-    placebo's spread (`left_out`)."""
-    opened = lzma.open(results, "rt") if results.suffix == ".xz" else results.open()
-    by_round: dict[tuple[str, int], list[dict[str, float]]] = {}
-    logs: dict[tuple[int, str], dict[str, float]] = {}  # (round, query) -> arm -> ln(elapsed)
-    with opened as lines:
-        for line in lines:
-            record = json.loads(line)
-            trial = record.get("trial", {})
-            if (record.get("kind") != "measurement" or trial.get("engine") != "duckdb" or record.get("warmup")
-                    or not re.fullmatch(r"q\d+", record.get("step", ""))):
-                continue
-            logs.setdefault((trial["repetition"], record["step"]), {})[trial["encryption"]] = math.log(
-                record["metrics"]["elapsed_s"])
-            if record["step"] == f"q{QUERY}":
-                group = (json.dumps({k: v for k, v in trial.items() if k not in ("encryption", "repetition")}),
-                         trial["repetition"])
-                by_round.setdefault(group, []).append(record["metrics"])
-    places = max((len(q) for q in by_round.values()), default=0)
-    print(f"DuckDB's Q{QUERY} in {results}: {len(by_round)} rounds, by place in the lockstep turn")
-    for place in range(places):
-        metrics = [q[place] for q in by_round.values() if len(q) > place]
-        times = sorted(round(1000 * m["elapsed_s"]) for m in metrics)
-        print(f"  {place + 1}: {len(metrics)} runs, median {statistics.median(times):.0f} ms "
-              f"(CPU {1000 * statistics.median(m['cpu_s'] for m in metrics):.0f} ms); times {times} ms")
-    left_out(logs)
-
-
-def left_out(logs: dict[tuple[int, str], dict[str, float]], shown: int = 3) -> None:
-    """The spread over rounds of ln(placebo / none) on the power test's composite (the mean of its
-    queries' ln times), with every query and with each one left out: the queries whose leaving out
-    narrows it most are what the floor is made of."""
-    def spread(skip: str | None) -> float:
-        rounds = sorted({r for r, _ in logs})
-        diffs = []
-        for r in rounds:
-            cells = [arms for (rr, q), arms in logs.items()
-                     if rr == r and q != skip and {PLACEBO, BASELINE} <= arms.keys()]
-            diffs.append(statistics.fmean(arms[PLACEBO] - arms[BASELINE] for arms in cells))
-        return statistics.stdev(diffs)
-
-    if not any(PLACEBO in arms for arms in logs.values()):
-        return
-    queries = sorted({q for _, q in logs}, key=lambda q: int(q[1:]))
-    without = sorted((spread(q), q) for q in queries)
-    print(f"the placebo's spread over rounds (composite ln ratio): {100 * spread(None):.1f}% with every query; "
-          "without " + ", ".join(f"{q} {100 * value:.1f}%" for value, q in without[:shown]))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=0.1)
@@ -283,7 +231,7 @@ def main() -> None:
     parser.add_argument("--from-run", type=Path, help="a run's results.jsonl[.xz]: its DuckDB Q10 by place in turn")
     args = data_arguments(parser).parse_args()
     if args.from_run is not None:
-        from_run(args.from_run)
+        from_run(args.from_run, "duckdb", QUERY)  # bench/place_in_turn.py, for any engine and query
         return
     if args.arms < 2:
         parser.error("--arms: at least 2, to compare arms")

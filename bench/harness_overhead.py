@@ -24,7 +24,9 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -117,13 +119,13 @@ def loaded_duckdb(root: Path, scale: float, data_dir: Path, seed: int,
 
 
 def tpch_context(engine: Engine, database: Database, store: ResultStore, scale: float, data_dir: Path, seed: int,
-                 repetition: int = 1) -> RunContext:
-    """The context TPC-H runs `database` in, one stream, recording into `store` as repetition
-    `repetition` of the engine's unencrypted trial (the bench scripts tell their databases apart
-    by it)."""
+                 repetition: int = 1, options: Mapping[str, Any] | None = None) -> RunContext:
+    """The context TPC-H runs `database` in, one stream, with the workload's `options` (plan keys
+    such as load_part_rows), recording into `store` as repetition `repetition` of the engine's
+    unencrypted trial (the bench scripts tell their databases apart by it)."""
     recorder = Recorder(store, TrialKey(engine.name, "none", "tpch", scale, repetition), MonotonicClock())
     return RunContext(database=database, dialect=engine.dialect, recorder=recorder, scale=scale, streams=1,
-                      data_dir=data_dir, seed=seed)
+                      data_dir=data_dir, seed=seed, options=options or {})
 
 
 def print_ratios(label: str, times: dict[str, list[float]], treatment: str, baseline: str) -> None:

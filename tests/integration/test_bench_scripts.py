@@ -107,6 +107,17 @@ def test_cold_eviction_prints_every_methods_spread_and_floor() -> None:
                          r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\]$", out, re.M), out
 
 
+def test_load_parts_prints_each_grains_spread_and_floor_for_the_load_and_lineitem() -> None:
+    # SF 0.01's lineitem (60,175 rows) in four parts; B encrypted, so its cost per grain is printed too
+    out = run("load_parts.py", "--scale", "0.01", "--rounds", "2", "--part-rows", "20000",
+              "--encryption", "aes-256-cbc")
+    assert "B aes-256-cbc against A none; sqlite 8 MB cache, TPC-H SF 0.01" in out and "2 rounds" in out
+    for step in ("total", "lineitem"):
+        for grain in ("whole", "parts"):
+            assert re.search(rf"^{step}\s+{grain}\s+\d+\.\d{{3}}\s+\d+\.\d%\s+±\d+\.\d%\s+\d+  "
+                             r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\]$", out, re.M), out
+
+
 def test_duckdb_q10_prints_each_settings_modes_and_a_stored_runs_q10_by_place_in_turn() -> None:
     out = run("duckdb_q10.py", "--scale", "0.01", "--rounds", "2", "--arms", "2", "--memory-mb", "48",
               "--threads", "1")
@@ -117,8 +128,17 @@ def test_duckdb_q10_prints_each_settings_modes_and_a_stored_runs_q10_by_place_in
         assert re.search(rf"^48 MB, 1 thr, {allocator}\s+(reused|new)\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d  [A-Z_]+ \d+ ms$",
                          out, re.M), out
     stored = run("duckdb_q10.py", "--from-run", str(BENCH.parent / "docs/examples/io-bound/results.jsonl.xz"))
-    assert re.search(r": 10 rounds, by place in the lockstep turn\n  1: 10 runs, median \d+ ms .*\n  2: .*\n  3: ",
+    assert re.search(r": (\d+) rounds, by place in the lockstep turn\n  1: \1 runs, median \d+ ms .*\n  2: .*\n  3: ",
                      stored), stored
     # what each query adds to the placebo's spread: the queries whose leaving out narrows it most
     assert re.search(r"^the placebo's spread over rounds \(composite ln ratio\): \d+\.\d% with every query; "
                      r"without q\d+ \d+\.\d%, q\d+ \d+\.\d%, q\d+ \d+\.\d%$", stored, re.M), stored
+
+
+def test_place_in_turn_prints_a_servers_query_by_place_with_its_reads() -> None:
+    # MariaDB's Q18 in the published io-bound run: its time, CPU and bytes read for each place in the turn
+    out = run("place_in_turn.py", str(BENCH.parent / "docs/examples/io-bound/results.jsonl.xz"), "--engine", "mariadb",
+              "--query", "18")
+    assert re.search(r"^MariaDB's Q18 in .*: (\d+) rounds, by place in the lockstep turn\n"
+                     r"  1: \1 runs, median \d+ ms \(CPU \d+ ms, read \d+ MiB, \d+–\d+\); times \[", out, re.M), out
+    assert re.search(r"^  3: \d+ runs", out, re.M) and "the placebo's spread over rounds" in out, out
