@@ -112,6 +112,28 @@ def rounds_for(spread: float, target_pct: float = TARGET_PCT) -> int:
     return 100_000
 
 
+def against_text(encryption: str) -> str:
+    """What the A/B scripts compare: B encrypted against A, or the placebo."""
+    return f"B {encryption} against A none" if encryption != "none" else "placebo (A and B none)"
+
+
+def load_averages(started: tuple[float, float, float]) -> str:
+    """The load averages at the start (`started`) and now, as the A/B scripts print them."""
+    return (f"load average {' / '.join(f'{v:.2f}' for v in started)} at start, "
+            f"{' / '.join(f'{v:.2f}' for v in os.getloadavg())} at end")
+
+
+def ab_columns(a: list[float], b: list[float], encrypted: bool, extra: str = "") -> str:
+    """The columns the A/B scripts print for A's and B's values over the rounds: the spread of
+    ln(A/B) in %, the placebo's floor, the rounds a ±TARGET_PCT floor needs at that spread, a
+    script's own column (`extra`), and with `encrypted` B's cost over A with its 95% CI."""
+    logs = [math.log(x / y) for x, y in zip(a, b)]
+    spread = statistics.stdev(logs) if len(logs) > 1 else math.nan
+    return (f"{100 * spread:16.1f}%  {'±' + format(floor_pct(logs), '.1f') + '%':>13s}  "
+            f"{rounds_for(spread) if spread == spread else 0:>16d}{extra}"
+            + ("  {:+.1f}% [{:+.1f}, {:+.1f}]".format(*cost_pct([-x for x in logs])) if encrypted else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", choices=("sqlite", "duckdb"), default="sqlite")
@@ -193,21 +215,15 @@ def main() -> None:
         composites.setdefault((method, name), []).append(math.exp(float(np.mean(np.log(times)))))
 
     encrypted = args.encryption != "none"
-    against = f"B {args.encryption} against A none" if encrypted else "placebo (A and B none)"
-    print(f"{against}; {args.engine} {args.memory_mb} MB cache, TPC-H SF {args.scale:g} ({size_mib:,.0f} MiB on disk, "
-          f"{size_mib / args.memory_mb:.1f}x the cache), power test, {args.rounds} rounds; load average "
-          f"{' / '.join(f'{v:.2f}' for v in started_load)} at start, "
-          f"{' / '.join(f'{v:.2f}' for v in os.getloadavg())} at end")
+    print(f"{against_text(args.encryption)}; {args.engine} {args.memory_mb} MB cache, TPC-H SF {args.scale:g} "
+          f"({size_mib:,.0f} MiB on disk, {size_mib / args.memory_mb:.1f}x the cache), power test, "
+          f"{args.rounds} rounds; {load_averages(started_load)}")
     print(f"{'method':8s}  {'power geomean (ms)':>18s}  {'spread of ln(A/B)':>17s}  {'placebo floor':>13s}  "
           f"rounds for ±{TARGET_PCT:g}%  not emptied" + ("  B's cost over A [95% CI]" if encrypted else ""))
     for method in methods:
         a, b = composites[(method, "A")], composites[(method, "B")]
-        logs = [math.log(x / y) for x, y in zip(a, b)]
-        spread = statistics.stdev(logs) if len(logs) > 1 else math.nan
-        print(f"{method:8s}  {1000 * statistics.median(a + b):18.2f}  {100 * spread:16.1f}%  "
-              f"{'±' + format(floor_pct(logs), '.1f') + '%':>13s}  "
-              f"{rounds_for(spread) if spread == spread else 0:>16d}  {not_emptied[method]:>11d}"
-              + ("  {:+.1f}% [{:+.1f}, {:+.1f}]".format(*cost_pct([-x for x in logs])) if encrypted else ""))
+        print(f"{method:8s}  {1000 * statistics.median(a + b):18.2f}  "
+              + ab_columns(a, b, encrypted, f"  {not_emptied[method]:>11d}"))
 
 
 if __name__ == "__main__":

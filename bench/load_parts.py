@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import os
 import random
 import shutil
@@ -35,7 +34,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from cold_eviction import cost_pct, floor_pct, rounds_for
+from cold_eviction import TARGET_PCT, ab_columns, against_text, load_averages
 from harness_overhead import data_arguments, tpch_context
 
 from tdebench.engines import NONE, get_engine
@@ -44,7 +43,6 @@ from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.tpch import TpchWorkload
 
-TARGET_PCT = 3.0
 STEPS = ("total", "lineitem")
 
 
@@ -118,22 +116,14 @@ def main() -> None:
             seconds.setdefault((m.step, grain, name), []).append(m.metrics["elapsed_s"])
 
     encrypted = args.encryption != "none"
-    against = f"B {args.encryption} against A none" if encrypted else "placebo (A and B none)"
-    print(f"{against}; {args.engine} {args.memory_mb} MB cache, TPC-H SF {args.scale:g}, the load side by side, "
-          f"{args.rounds} rounds, parts of {args.part_rows:,} rows; load average "
-          f"{' / '.join(f'{v:.2f}' for v in started_load)} at start, "
-          f"{' / '.join(f'{v:.2f}' for v in os.getloadavg())} at end")
+    print(f"{against_text(args.encryption)}; {args.engine} {args.memory_mb} MB cache, TPC-H SF {args.scale:g}, the "
+          f"load side by side, {args.rounds} rounds, parts of {args.part_rows:,} rows; {load_averages(started_load)}")
     print(f"{'step':8s}  {'grain':5s}  {'median (s)':>10s}  {'spread of ln(A/B)':>17s}  {'placebo floor':>13s}  "
           f"rounds for ±{TARGET_PCT:g}%" + ("  B's cost over A [95% CI]" if encrypted else ""))
     for step in STEPS:
         for grain in grains:
             a, b = seconds[(step, grain, "A")], seconds[(step, grain, "B")]
-            logs = [math.log(x / y) for x, y in zip(a, b)]
-            spread = statistics.stdev(logs) if len(logs) > 1 else math.nan
-            print(f"{step:8s}  {grain:5s}  {statistics.median(a + b):10.3f}  {100 * spread:16.1f}%  "
-                  f"{'±' + format(floor_pct(logs), '.1f') + '%':>13s}  "
-                  f"{rounds_for(spread, TARGET_PCT) if spread == spread else 0:>16d}"
-                  + ("  {:+.1f}% [{:+.1f}, {:+.1f}]".format(*cost_pct([-x for x in logs])) if encrypted else ""))
+            print(f"{step:8s}  {grain:5s}  {statistics.median(a + b):10.3f}  " + ab_columns(a, b, encrypted))
 
 
 if __name__ == "__main__":

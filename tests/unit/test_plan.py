@@ -197,7 +197,8 @@ def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: py
         with pytest.raises(PlanError, match=message) as info:
             parse_plan(base + bad + "\n", "p.toml")
         assert info.value.line == len((base + bad).splitlines())
-    with pytest.raises(PlanError, match="unknown key 'virtual_users'.*valid: name, passes, query_timeout_s"):
+    with pytest.raises(PlanError,
+                       match="unknown key 'virtual_users'.*valid: load_part_rows, name, passes, query_timeout_s"):
         parse_plan(ISSUE_PLAN + "virtual_users = 8\n")
 
 

@@ -14,7 +14,7 @@ from tdebench.measure import affinity
 from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan
 from tdebench.runner import Runner, _within_budget
-from tdebench.report.findings import overview
+from tdebench.report.findings import UNSTOPPED, overview
 from tdebench.report.noise import widest_headline
 from tdebench.report.records import summary_records
 from tdebench.results import BUDGET, MOST_ROUNDS, REACHED, Record, TrialOutcome, from_json, to_json
@@ -363,6 +363,11 @@ def test_adaptive_rounds_are_added_per_comparison_group(tmp_path: Path) -> None:
     assert f"3–{rounds['fake']} repetitions per cell (rounds added per comparison group)" in paragraph
     assert (f"Adaptive repetitions stopped after {rounds['fake']} rounds for fake fakeload sf1 and 3 rounds "
             "for calm fakeload sf1: target reached") in paragraph
+    # interrupted before the rounds stopped (no Stopping record): the rounds each group finished, not the plan's 3
+    data.stopping = None
+    paragraph = overview(data).paragraph
+    assert f"3–{rounds['fake']} repetitions per cell (rounds added per comparison group)" in paragraph
+    assert UNSTOPPED in paragraph and "3 repetitions of every cell" not in paragraph
 
 
 def test_a_budget_too_small_for_one_groups_round_still_adds_a_cheaper_groups(tmp_path: Path) -> None:

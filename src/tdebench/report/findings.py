@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.engines import ENGINES
-from tdebench.plan import order_before_recorded
+from tdebench.plan import DEFAULT_REPETITIONS, Group, comparison_group, order_before_recorded
 from tdebench.report import declared, noise
 from tdebench.report.declared import Headline
 from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks, SummaryRecord,
@@ -44,6 +44,9 @@ class Overview:
     imported: tuple[str, ...] = ()  # the console clients whose logs `tdebench import` read
     remote: tuple[str, ...] = ()  # the engines the plan reached by url (servers tdebench did not start)
     hosts: str = ""  # a cluster run: where its trials ran (hosts_sentence)
+    # each comparison group's rounds where adaptive rounds were added but never stopped (no
+    # Stopping record: the run was interrupted, or is still running); () otherwise
+    unstopped: tuple[int, ...] = ()
 
     @property
     def paragraph(self) -> str:
@@ -56,15 +59,21 @@ class Overview:
         more = ([stopping_sentence(self.stopping)] if self.stopping else []) + (
             [resumed_sentence(self.resumes)] if self.resumes else []) + (
             [imported_sentence(self.imported)] if self.imported else []) + (
-            [remote_sentence(self.remote)] if self.remote else []) + ([self.hosts] if self.hosts else [])
+            [remote_sentence(self.remote)] if self.remote else []) + ([self.hosts] if self.hosts else []) + (
+            [UNSTOPPED] if self.unstopped else [])
         return " ".join([text, *more])
 
     @property
     def _repetitions(self) -> str:
-        fewest = self.stopping and min(self.stopping.group_rounds.values(), default=None)
+        rounds = tuple(self.stopping.group_rounds.values()) if self.stopping else self.unstopped
+        fewest = min(rounds, default=None)
         if fewest and fewest < self.repetitions:  # adaptive rounds ended apart, group by group
             return f"{fewest}–{self.repetitions} repetitions per cell (rounds added per comparison group)"
         return f"{self.repetitions} repetitions of every cell"
+
+
+UNSTOPPED = ("Adaptive repetitions had not stopped when these trials were stored (the run was interrupted, or "
+             "is still running): each group's rounds are those it finished.")
 
 
 def imported_sentence(tools: tuple[str, ...]) -> str:
@@ -162,14 +171,22 @@ def overview(run: RunData) -> Overview:
     trials = _trial_keys(run)
     encryptions = sorted({t.encryption for t in trials}, key=lambda e: (e != BASELINE, e))
     caches = sorted({outcome.cache for outcome in run.trials})
+    planned = int(_plan_setting(plan, "repetitions") or 0)
+    group_rounds: dict[Group, int] = {}
+    for trial in run.complete_trials():  # an interrupted round's trials are not a round
+        group = comparison_group(trial)
+        group_rounds[group] = max(group_rounds.get(group, 0), trial.repetition)
+    # rounds past the plan's without a Stopping record: adaptive rounds that never stopped
+    unstopped = (tuple(sorted(group_rounds.values())) if run.stopping is None
+                 and max(group_rounds.values(), default=0) > (planned or DEFAULT_REPETITIONS) else ())
     return Overview(
         plan_name=str(_plan_setting(plan, "name") or run.directory.name),
         engines=sorted({t.engine for t in trials}),
         encryptions=encryptions,
         workloads=sorted({t.workload for t in trials}),
         scales=sorted({t.scale for t in trials}),
-        repetitions=(run.stopping.rounds if run.stopping else
-                     int(_plan_setting(plan, "repetitions") or max((t.repetition for t in trials), default=0))),
+        repetitions=(run.stopping.rounds if run.stopping else max(unstopped) if unstopped else
+                     planned or max((t.repetition for t in trials), default=0)),
         cache=str(_plan_setting(plan, "cache") or "/".join(caches) or "unknown"),
         order=str(_plan_setting(plan, "order") or order_before_recorded(str(_plan_setting(plan, "cache") or "warm"))),
         stopping=run.stopping,
@@ -177,6 +194,7 @@ def overview(run: RunData) -> Overview:
         imported=tuple(sorted({m.imported_from for m in run.measurements if m.imported_from})),
         remote=_remote_engines(plan),
         hosts=hosts_sentence(host_blocks(run)),
+        unstopped=unstopped,
     )
 
 
