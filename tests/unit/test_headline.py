@@ -136,6 +136,35 @@ def test_a_figure_with_a_resolved_cost_leads_over_a_narrower_one_with_none(tmp_p
     assert "power test: aes-256-cbc +" in line and "(noise)" not in line, line
 
 
+def test_a_resolved_power_test_leads_over_a_narrower_resolved_load(tmp_path: Path) -> None:
+    """As in the io-bound example of 2026-12-02: SQLite's load +9.5% with a narrow interval and
+    its power test +33%, both resolved: the headline reads the power test, what the queries cost,
+    not the load a DBA pays once."""
+    from tdebench.report.headline import chosen_figures
+    from tdebench.results import Measurement, TrialKey, TrialOutcome
+    from tdebench.store import ResultStore
+
+    store = ResultStore(tmp_path)
+    store.start('name = "io"\nrepetitions = 4\nplacebo = true\n\n[[workloads]]\nname = "tpch"\nscale = 0.1\n', {})
+    for repetition in (1, 2, 3, 4):
+        for encryption in ("none", "placebo", "aes-256-cbc"):
+            trial = TrialKey("sqlite", encryption, "tpch", 0.1, repetition)
+            cipher = encryption == "aes-256-cbc"
+            wobble = 1 + (-1) ** repetition * 0.01 if encryption == "none" else 1.0
+            store.append(Measurement(trial, "load", "total", {"elapsed_s": 10.0 * (1.09 if cipher else 1.0) * wobble}))
+            slower = 1.33 * (1 + (-1) ** repetition * 0.03) if cipher else 1.0
+            for query in range(1, 23):
+                store.append(Measurement(trial, "power", f"q{query}", {"elapsed_s": 0.1 * query * slower * wobble}))
+            store.append(TrialOutcome(trial, "ok", "warm", False, 9.0))
+    run = read_run(tmp_path)
+    ((_, figure, chosen, _),) = chosen_figures(summary_records(run))
+    load = next(r for r in summary_records(run) if (r.cell.encryption, r.cell.test) == ("aes-256-cbc", "load"))
+    power = chosen[0]
+    assert load.overhead is not None and power.overhead is not None and load.overhead.significant
+    assert (load.overhead.ci_high - load.overhead.ci_low) < (power.overhead.ci_high - power.overhead.ci_low)
+    assert figure.label == "power geomean" and power.cell.encryption == "aes-256-cbc"
+
+
 def test_the_headline_picture_has_a_panel_per_sentence_with_verdicts_and_floor(tmp_path: Path) -> None:
     """headline.panels: one panel per engine the sentences name, on the same figure, every
     encryption but none and the placebo, the placebo's floor, and a leak marked as one; the
