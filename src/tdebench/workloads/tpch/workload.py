@@ -8,8 +8,9 @@ opened before the test's clock starts, so key derivation never counts as query t
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,16 @@ def add_metrics(total: dict[str, float], metrics: dict[str, float]) -> dict[str,
     for name, value in metrics.items():
         if name != "rows":
             total[name] = total.get(name, 0.0) + value
+    return total
+
+
+def _in_turns(ctx: RunContext, works: Sequence[Callable[[], object]]) -> Generator[None, None, dict[str, float]]:
+    """Each of `works` timed, with a pause (a lockstep turn) between two; their metrics summed."""
+    total: dict[str, float] = {}
+    for number, work in enumerate(works):
+        if number:
+            yield
+        add_metrics(total, ctx.recorder.timed(work)[1])
     return total
 
 
@@ -84,24 +95,14 @@ class TpchWorkload(Workload):
                 ctx.database.seal_columns(conn, table.name, schema.SENSITIVE[table.name], table.primary_key)
         tables: dict[str, float] = {}
         for name, columns in schema.TABLES.items():
-            loaded: dict[str, float] = {}
-            for number, part in enumerate(files[name]):
-                if number:
-                    yield
-                _, metrics = ctx.recorder.timed(lambda: ctx.database.bulk_load(conn, name, columns, part))
-                add_metrics(loaded, metrics)
+            loaded = yield from _in_turns(ctx, [functools.partial(ctx.database.bulk_load, conn, name, columns, part)
+                                                for part in files[name]])
             ctx.recorder.record("load", name, loaded)
             add_metrics(tables, loaded)
             yield
         statements = schema.create_indexes(ctx.dialect)
-        indexes: dict[str, float] = {}
-        if part_rows and statements:
-            for number, statement in enumerate(statements):
-                if number:
-                    yield
-                add_metrics(indexes, ctx.recorder.timed(lambda: conn.execute(statement))[1])
-        else:
-            _, indexes = ctx.recorder.timed(lambda: [conn.execute(s) for s in statements])
+        indexes = yield from _in_turns(ctx, [functools.partial(conn.execute, s) for s in statements]
+                                       if part_rows and statements else [lambda: [conn.execute(s) for s in statements]])
         ctx.recorder.record("load", "tables", tables)
         ctx.recorder.record("load", "indexes", indexes)
         ctx.recorder.record("load", "total", add_metrics(dict(tables), indexes))
