@@ -21,7 +21,7 @@ from tdebench.engines.base import KEY_FORMS, PASSPHRASE, RAW, Engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.engines.remote import RemoteTarget, parse_url, password_file_problem
 from tdebench.measure.affinity import CpuPinning, available_cpus
-from tdebench.results import TrialKey
+from tdebench.results import RunData, TrialKey
 from tdebench.measure.oscache import EVICTIONS
 from tdebench.workloads import WORKLOADS, Option
 
@@ -253,6 +253,16 @@ def comparison_group(key: TrialKey) -> Group:
     and placebo included) of one engine, memory, workload and scale. Adaptive repetitions add
     rounds per comparison group."""
     return (key.engine, key.memory_mb, key.workload, key.scale)
+
+
+def finished_rounds(run: RunData) -> dict[Group, int]:
+    """Each comparison group's highest round among the run's complete trials (an interrupted
+    round's trials are not a round)."""
+    rounds: dict[Group, int] = {}
+    for key in run.complete_trials():
+        group = comparison_group(key)
+        rounds[group] = max(rounds.get(group, 0), key.repetition)
+    return rounds
 
 
 def group_of(key: TrialKey) -> tuple[str, int | None, str, float, int]:

@@ -39,8 +39,8 @@ from tdebench.measure.clock import Clock, MonotonicClock
 from tdebench.measure.load import OthersCpu, QuietWait, wait_for_quiet
 from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
-from tdebench.plan import (Group, Plan, TrialSpec, comparison_group, group_of, lockstep_groups, round_trials, schedule,
-                           to_run)
+from tdebench.plan import (Group, Plan, TrialSpec, comparison_group, finished_rounds, group_of, lockstep_groups,
+                           round_trials, schedule, to_run)
 from tdebench.results import (BUDGET, MOST_ROUNDS, REACHED, Record, RunData, Stopping, TrialKey, TrialOutcome,
                               Verdict)
 from tdebench.store import OutputError, ResultStore, read_run
@@ -681,9 +681,8 @@ def _rounds_by_group(plan: Plan, run: RunData) -> dict[Group, int]:
     """Each comparison group's highest round among the run's complete trials (at least the
     plan's repetitions: a group whose trials all failed still ran them)."""
     rounds = {comparison_group(spec.key): plan.repetitions for spec in schedule(plan)}
-    for key in run.complete_trials():
-        group = comparison_group(key)
-        rounds[group] = max(rounds.get(group, 0), key.repetition)
+    for group, finished in finished_rounds(run).items():
+        rounds[group] = max(rounds.get(group, 0), finished)
     return rounds
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.engines import ENGINES
-from tdebench.plan import DEFAULT_REPETITIONS, Group, comparison_group, order_before_recorded
+from tdebench.plan import DEFAULT_REPETITIONS, finished_rounds, order_before_recorded
 from tdebench.report import declared, noise
 from tdebench.report.declared import Headline
 from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks, SummaryRecord,
@@ -172,10 +172,7 @@ def overview(run: RunData) -> Overview:
     encryptions = sorted({t.encryption for t in trials}, key=lambda e: (e != BASELINE, e))
     caches = sorted({outcome.cache for outcome in run.trials})
     planned = int(_plan_setting(plan, "repetitions") or 0)
-    group_rounds: dict[Group, int] = {}
-    for trial in run.complete_trials():  # an interrupted round's trials are not a round
-        group = comparison_group(trial)
-        group_rounds[group] = max(group_rounds.get(group, 0), trial.repetition)
+    group_rounds = finished_rounds(run)
     # rounds past the plan's without a Stopping record: adaptive rounds that never stopped
     unstopped = (tuple(sorted(group_rounds.values())) if run.stopping is None
                  and max(group_rounds.values(), default=0) > (planned or DEFAULT_REPETITIONS) else ())
