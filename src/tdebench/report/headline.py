@@ -133,15 +133,17 @@ def _workload_figures(records: list[SummaryRecord]) -> list[tuple[Headline, Summ
 _FIGURE_NAMES = {rate: rate.upper() for rate in PER_MINUTE}  # "stress NOPM", not "stress mix"
 
 
-def _rank(figure: Headline, records: list[SummaryRecord], floor_of: dict) -> int:
-    """Which of the labelled figures a headline prefers when more than one resolves a cost: the
-    order they are declared in (TPC-H's power test, its throughput test, then the load), since a
-    DBA asks what the queries cost and pays the load once. A figure that resolves no cost (only
-    "faster", which without a placebo is often noise), and a workload's own figures (a backup's,
-    an oltp test's), rank alike after them, read by their intervals."""
-    costs = any(_resolved(r, floor_of.get(r.cell.comparison)) and r.overhead is not None
-                and (r.overhead.pct < 0 if r.cell.metric in PER_MINUTE else r.overhead.pct > 0) for r in records)
-    return LABELLED.index(figure) if figure in LABELLED and costs else len(LABELLED)
+def _rank(figure: Headline, records: list[SummaryRecord], floor_of: dict[tuple, SummaryRecord]) -> int:
+    """Which of the labelled figures (times, all of them) a headline prefers when more than one
+    resolves a cost: the order they are declared in (TPC-H's power test, its throughput test, then
+    the load), since a DBA asks what the queries cost and pays the load once. A figure that
+    resolves no cost (only "faster", which without a placebo is often noise), and a workload's own
+    figures (a backup's, an oltp test's), rank alike after them, read by their intervals."""
+    if figure not in LABELLED:
+        return len(LABELLED)
+    costs = any(_resolved(r, floor_of.get(r.cell.comparison)) and r.overhead.pct > 0  # type: ignore[union-attr]
+                for r in records)
+    return LABELLED.index(figure) if costs else len(LABELLED)
 
 
 def _order(figure: Headline) -> tuple[int, str]:
