@@ -42,6 +42,7 @@ import os
 import random
 import statistics
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,7 @@ from harness_overhead import data_arguments, tpch_context
 from scipy import stats
 
 from tdebench.engines import NONE, get_engine
-from tdebench.engines.base import Database
+from tdebench.engines.base import Connection, Database
 from tdebench.keys import KeySource
 from tdebench.measure import oscache
 from tdebench.store import ResultStore, read_run
@@ -71,12 +72,12 @@ def empty_cache(method: str, database: Database) -> bool:
     return True
 
 
-def side_by_side(workload: TpchWorkload, contexts: list[RunContext]) -> None:
-    """The power tests of `contexts`' databases query by query in turn, the first to go
-    alternating from query to query (the runner's lockstep)."""
+def side_by_side(contexts: list[RunContext], steps: Callable[[RunContext, Connection], Iterator[None]]) -> None:
+    """`steps` (a power test's, a load's) of `contexts`' databases step by step in turn, each on a
+    connection of its own, the first to go alternating every turn (the runner's lockstep)."""
     conns = [ctx.database.connect() for ctx in contexts]
     try:
-        tests = [workload.steps("power", ctx, conn, warmup=False) for ctx, conn in zip(contexts, conns)]
+        tests = [steps(ctx, conn) for ctx, conn in zip(contexts, conns)]
         for number in itertools.count():
             ended = [next(test, StopIteration) is StopIteration for test in (tests if number % 2 == 0 else tests[::-1])]
             if all(ended):
@@ -182,7 +183,8 @@ def main() -> None:
                 names = rng.sample(["A", "B"], 2)
                 if method == "lockstep":
                     not_emptied[method] += sum(not empty_cache(method, contexts[n].database) for n in names)
-                    side_by_side(workload, [contexts[n] for n in names])
+                    side_by_side([contexts[n] for n in names],
+                                 lambda ctx, conn: workload.steps("power", ctx, conn, warmup=False))
                     order.extend((method, name) for name in names)
                     continue
                 for name in names:

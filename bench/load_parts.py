@@ -3,8 +3,8 @@
 In lockstep the configurations of a round take turns step by step. A power test's step is one
 query (milliseconds to a second), but a load's was a whole table: lineitem, 60% of the load, in
 one statement of 4 to 6 seconds at SF 0.1. Drift of this machine over those seconds falls on one
-configuration and not the others, so the io-bound example's placebo loads spread by 7% to 8% a
-round (its lineitem steps by 9% to 13%) where its power tests spread by 3%. With TPC-H's
+configuration and not the others, so the io-bound run of 2026-11-27 had load floors of ±5.7% to
+±8.5% where its power tests' were ±1.8% to ±5.5%. With TPC-H's
 `load_part_rows` a table is loaded part by part and the indexes statement by statement, each a
 step of its own, so the configurations take turns every fraction of a second.
 
@@ -26,7 +26,6 @@ Tiny, for CI: --scale 0.01 --rounds 2 --part-rows 20000.
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import random
 import shutil
@@ -34,31 +33,15 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from cold_eviction import TARGET_PCT, ab_columns, against_text, load_averages
+from cold_eviction import TARGET_PCT, ab_columns, against_text, load_averages, side_by_side
 from harness_overhead import data_arguments, tpch_context
 
 from tdebench.engines import NONE, get_engine
 from tdebench.keys import KeySource
 from tdebench.store import ResultStore, read_run
-from tdebench.workloads.base import RunContext
 from tdebench.workloads.tpch import TpchWorkload
 
 STEPS = ("total", "lineitem")
-
-
-def side_by_side(workload: TpchWorkload, contexts: list[RunContext]) -> None:
-    """The loads of `contexts`' databases step by step in turn, the first to go alternating every
-    turn (the runner's lockstep), each on a connection of its own, closed after its load."""
-    conns = [ctx.database.connect() for ctx in contexts]
-    try:
-        loads = [workload.load_steps(ctx, conn) for ctx, conn in zip(contexts, conns)]
-        for turn in itertools.count():
-            ended = [next(load, StopIteration) is StopIteration for load in (loads if turn % 2 == 0 else loads[::-1])]
-            if all(ended):
-                return
-    finally:
-        for conn in conns:
-            conn.close()
 
 
 def main() -> None:
@@ -102,7 +85,7 @@ def main() -> None:
                                                  repetition, options={"load_part_rows": grains[grain]}))
                     loaded[repetition] = (grain, name)
                 try:
-                    side_by_side(workload, contexts)
+                    side_by_side(contexts, workload.load_steps)
                 finally:
                     for ctx in contexts:
                         ctx.database.close()
