@@ -6,17 +6,18 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload, fake_plan
+from fake_engine import FAKE_ENC, QUERY_NS, FakeEngine, FakeWorkload, fake_plan
 from tdebench.measure import affinity
 from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan
 from tdebench.runner import Runner, _within_budget
 from tdebench.report.findings import UNSTOPPED, overview
-from tdebench.report.noise import widest_headline
-from tdebench.report.records import summary_records
+from tdebench.report.noise import is_headline, widest_headline
+from tdebench.report.records import resolution, summary_records
 from tdebench.results import BUDGET, MOST_ROUNDS, REACHED, Record, TrialOutcome, from_json, to_json
 from tdebench.store import ResultStore, read_run
 
@@ -292,6 +293,30 @@ def test_adaptive_rounds_continue_until_the_target_ci_and_say_why_they_stopped(t
     data.measurements = [m for m in fewer if m.trial.repetition < stopping.rounds]
     data.trials = [t for t in data.trials if t.trial.repetition < stopping.rounds]
     assert widest_headline(data, summary_records(data))[1] > 3.0
+
+
+def test_adaptive_rounds_wait_on_the_placebos_resolution_not_its_half_width(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A placebo off zero (here by 2%, as one comes out by chance in a few rounds) is read as
+    the run's resolution, its farthest bound: the rounds go on until that is within the target,
+    long after the half-width alone would have stopped them."""
+    monkeypatch.setitem(QUERY_NS, "placebo", int(QUERY_NS["none"] * 1.02))
+    plan = make_plan(repetitions=4, target_ci_pct=3.0, max_repetitions=80, placebo=True,
+                     engines=(EngineChoice("fake", ("none", "placebo")),))
+    _, data, _ = run(tmp_path, plan, noise=0.02)
+    stopping = data.stopping
+    assert stopping is not None and stopping.reason == REACHED
+
+    def floor() -> Any:
+        return next(r for r in summary_records(data) if r.cell.encryption == "placebo" and r.cell.test == "power"
+                    and is_headline(r.cell))
+
+    assert resolution(floor()) <= 3.0 and stopping.widest_ci_pct == pytest.approx(resolution(floor()))
+    assert floor().overhead.half_width < 1.5  # the half-width alone (target 3) would have stopped long before
+    assert stopping.rounds > 10
+    data.measurements = [m for m in data.measurements if m.trial.repetition < stopping.rounds]
+    data.trials = [t for t in data.trials if t.trial.repetition < stopping.rounds]
+    assert resolution(floor()) > 3.0  # one round fewer was not enough
 
 
 def test_an_adaptive_plan_of_one_round_adds_rounds_rather_than_stopping_on_a_point(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from tdebench.measure.load import BUSY_OTHERS_PCT
 from tdebench.report import declared
-from tdebench.report.records import BASELINE, CellKey, SummaryRecord, deterministic
+from tdebench.report.records import BASELINE, PLACEBO, CellKey, SummaryRecord, deterministic, resolution
 from tdebench.plan import Group
 from tdebench.stats import NOISY_CV, PAIRED, is_noisy, noise_advice
 from tdebench.results import RunData, TrialKey
@@ -47,7 +47,10 @@ def widest_headlines(run: RunData, records: list[SummaryRecord],
                      tests: Collection[str] = ()) -> dict[Group, tuple[str, float]]:
     """Per comparison group (engine, memory_mb, workload, scale: `plan.comparison_group`), the
     headline overhead with the widest CI, as (label, half-width in percent of the ratio:
-    `Overhead.half_width`): what adaptive repetitions wait on. Every headline figure counts
+    `Overhead.half_width`): what adaptive repetitions wait on. A placebo's width is the
+    resolution it gives the run instead (`records.resolution`, its CI's farthest bound from 0):
+    a floor of -1.7% [-3.4, +0.1] is ±3.4% to the reader, though its half-width is 1.75, and a
+    floor off zero by chance comes back with more rounds. Every headline figure counts
     (the placebo's too), TPM and NOPM included, or only those of `tests` (the plan's
     `target_tests`; "load" is the load, and a backup test covers its sealed variants, as
     "full" does "full+aes-256"); deterministic figures (sizes) have no interval and are left
@@ -64,7 +67,8 @@ def widest_headlines(run: RunData, records: list[SummaryRecord],
             continue
         one_round = min(compared.n_baseline, compared.n_treatment) < 2
         cell = record.cell
-        width = math.inf if one_round or math.isnan(compared.half_width) else compared.half_width
+        width = (math.inf if one_round or math.isnan(compared.half_width)
+                 else resolution(record) if record.cell.encryption == PLACEBO else compared.half_width)
         widths[(cell.engine, cell.memory_mb, cell.workload, cell.scale)].append((width, cell.label))
     return {group: (label, width) for group, (width, label) in ((g, max(w)) for g, w in widths.items())}
 
