@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import re
 from pathlib import Path
 
@@ -17,9 +18,10 @@ from plots import drawn
 from tdebench.report import DERIVED, build  # noqa: E402
 from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, alerts, at_rest_ok, figure_text, findings,  # noqa: E402
                                       overhead_sentence, query_timeouts, timeout_alerts, verdict_summary)
+from tdebench.report.noise import noisy_figures, widest_headlines  # noqa: E402
 from tdebench.report.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
-from tdebench.report.tables import (NOT_MEASURED, cipher_context_table, cipher_of, overhead_table,  # noqa: E402
+from tdebench.report.tables import (NOT_MEASURED, cipher_context_table, cipher_of, overhead_table, size_table,  # noqa: E402
                                     query_answer, resources_table)
 from tdebench.stats import overhead, summarize  # noqa: E402
 from tdebench.results import Measurement, RunData, Sample, TrialKey, TrialOutcome, Verdict  # noqa: E402
@@ -416,6 +418,38 @@ def test_a_placebo_states_the_noise_floor_and_what_lies_below_it(tmp_path: Path)
     assert readings[("duckdb", "aes-256-gcm", "power geomean")] == "no significant difference"
     assert readings[("duckdb", "aes-256-gcm", "database size")] == "exact"
     assert not any(row["encryption"] == "placebo" for row in cipher_context_table(run, summary_records(run)).rows)
+
+
+def test_a_size_that_varies_between_trials_is_measured_with_its_interval_not_called_exact(tmp_path: Path) -> None:
+    """As MariaDB's database after a load in parts: 64 MiB more in some trials of every arm (a
+    tablespace's extension), never in the same round for two arms. The medians' difference is
+    not a cost; the size gets a paired interval, stays out of the noise advice (more rounds or a
+    quiet machine would not change it) and of what adaptive rounds wait on."""
+    write_fake_run(tmp_path, plan=PLAN.replace('cache = "warm"', 'cache = "warm"\nplacebo = true'), placebo=True)
+    extended = {"none": 1, "aes-256-cbc": 2, "placebo": 3}  # the round in which each arm's file grew
+    results = tmp_path / "results.jsonl"
+    lines = []
+    for line in results.read_text().splitlines():
+        record = json.loads(line)
+        trial = record.get("trial", {})
+        if (record.get("kind") == "measurement" and record.get("step") == "database" and trial["engine"] == "sqlite"
+                and extended.get(trial["encryption"]) == trial["repetition"]):
+            record["metrics"]["size_bytes"] += 64 * MIB
+        lines.append(json.dumps(record))
+    results.write_text("\n".join(lines) + "\n")
+    run = read_run(tmp_path)
+    records = summary_records(run)
+    rows = {(row["engine"], row["encryption"], row["figure"]): row for row in overhead_table(records).rows}
+    cbc = rows[("sqlite", "aes-256-cbc", "database size")]
+    assert cbc["ci"] != "exact" and cbc["ci"].startswith("[") and cbc["p"] is not None
+    assert cbc["reading"] not in ("cost", "exact")
+    assert rows[("duckdb", "aes-256-gcm", "database size")]["ci"] == "exact"  # the same in every trial
+    sizes = {(row["engine"], row["encryption"]): row for row in size_table(records).rows}
+    assert sizes[("sqlite", "none")]["cv"] > 0.5 and sizes[("duckdb", "none")]["cv"] == 0
+    assert sizes[("sqlite", "aes-256-cbc")]["ci"].startswith("[") and sizes[("duckdb", "aes-256-gcm")]["ci"] == "exact"
+    assert "sqlite" not in size_table(records).summary.split("largest change")[-1]  # not a change it can tell
+    assert not any("database size" in figure.label for figure in noisy_figures(records))
+    assert all("database size" not in label for label, _ in widest_headlines(run, records).values())
 
 
 def _verdict(trial: TrialKey, verdict: str, expected: str = "encrypted") -> Verdict:

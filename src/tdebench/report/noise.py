@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from tdebench.measure.load import BUSY_OTHERS_PCT
 from tdebench.report import declared
-from tdebench.report.records import BASELINE, PLACEBO, CellKey, SummaryRecord, deterministic, resolution
+from tdebench.report.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, deterministic, is_size,
+                                     resolution)
 from tdebench.plan import Group
 from tdebench.stats import NOISY_CV, PAIRED, is_noisy, noise_advice
 from tdebench.results import RunData, TrialKey
@@ -53,8 +54,8 @@ def widest_headlines(run: RunData, records: list[SummaryRecord],
     floor off zero by chance comes back with more rounds. Every headline figure counts
     (the placebo's too), TPM and NOPM included, or only those of `tests` (the plan's
     `target_tests`; "load" is the load, and a backup test covers its sealed variants, as
-    "full" does "full+aes-256"); deterministic figures (sizes) have no interval and are left
-    out, and so is a group without a headline overhead. A figure of one round has no interval
+    "full" does "full+aes-256"); sizes and figures without spread (`records.deterministic`)
+    are left out, and so is a group without a headline overhead. A figure of one round has no interval
     yet (its "interval" is the point): its width is infinite, so a plan with repetitions = 1
     adds rounds instead of stopping at once."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
@@ -63,7 +64,7 @@ def widest_headlines(run: RunData, records: list[SummaryRecord],
         compared = record.overhead
         if (compared is None or not is_headline(record.cell)
                 or (tests and _test_named(record.cell) not in tests)
-                or deterministic(record, baselines[record.cell.comparison])):
+                or is_size(record) or deterministic(record, baselines[record.cell.comparison])):
             continue
         one_round = min(compared.n_baseline, compared.n_treatment) < 2
         cell = record.cell
@@ -129,11 +130,13 @@ class NoisyFigure:
 
 
 def noisy_figures(records: Iterable[SummaryRecord]) -> list[NoisyFigure]:
-    """Every headline figure that is noisy or has outliers, the noisiest first."""
+    """Every headline figure that is noisy or has outliers, the noisiest first. Sizes are left
+    out: a size varies by the engine's allocation steps, which neither a quieter machine nor
+    more rounds change (the advice this list leads to); "Database size" shows their spread."""
     paired = {r.cell.comparison for r in records if r.overhead is not None and r.overhead.method == PAIRED}
     figures = []
     for r in records:
-        if not is_headline(r.cell):
+        if not is_headline(r.cell) or is_size(r):
             continue
         if r.cell.comparison not in paired:
             if r.summary.noisy or r.summary.outliers:

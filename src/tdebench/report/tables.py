@@ -337,10 +337,11 @@ OVERHEAD_NOTE = (
     "geometric mean of the within-round ratios to none − 1, 95% CI a t-interval over the rounds, "
     "p a paired t-test on the round log ratios. Unpaired (n as encryption vs none, sequential "
     "order): overhead = median / median of none − 1, CI 95% bootstrap, p two-sided Mann–Whitney U. "
-    "“exact”: a deterministic figure (a size, or no spread in either group), whose difference "
-    "needs no interval or test. Reading: with a placebo (none against none) in the plan, its "
-    "overhead is the noise floor, and an encryption whose CI overlaps the placebo's is below "
-    "the run's resolution (± the placebo's farthest bound).")
+    "“exact”: a figure with no spread in either group (a size that came out alike in every "
+    "trial), whose difference needs no interval or test; a size that varies gets an interval, "
+    "like a time. Reading: with a placebo (none against none) in the plan, its overhead is the "
+    "noise floor, and an encryption whose CI overlaps the placebo's is below the run's resolution "
+    "(± the placebo's farthest bound).")
 
 
 def reading(record: SummaryRecord, exact: bool, floor: SummaryRecord | None) -> str:
@@ -404,25 +405,34 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
 
 
 def size_table(records: list[SummaryRecord]) -> Table:
-    """Database size after the load (test `load`, step `database`) per encryption."""
+    """Database size after the load (test `load`, step `database`) per encryption, with its
+    spread between trials: a size that varies is compared with an interval, like a time."""
+    baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     rows: list[dict[str, Any]] = []
+    changed: list[tuple[str, Overhead]] = []  # "engine encryption" of each exact or significant change
     for record in records:
         cell = record.cell
         if (cell.test, cell.step, cell.metric) != ("load", "database", "size_bytes"):
             continue
+        compared = record.overhead
+        exact = compared is not None and deterministic(record, baselines[cell.comparison])
+        if compared is not None and (exact or compared.significant):
+            changed.append((f"{cell.engine_at_hosts} {cell.encryption}", compared))
         rows.append({"engine": cell.engine_at_hosts, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
                      "workload": cell.workload, "scale": cell.scale,
-                     "size": record.summary.median / MIB,
-                     "overhead": record.overhead.pct if record.overhead else None})
+                     "size": record.summary.median / MIB, "cv": record.summary.cv,
+                     "overhead": compared.pct if compared else None,
+                     "ci": None if compared is None else "exact" if exact
+                     else interval(compared.ci_low, compared.ci_high, percent)})
     columns = _shown_config_columns(rows) + (
-        num("size", "size (MiB, median)"), num("overhead", "vs none", percent))
-    changed = [row for row in rows if row["overhead"] is not None]
+        num("size", "size (MiB, median)"), num("cv", "CV between trials", ratio_percent),
+        num("overhead", "vs none", percent), num("ci", "95% CI", text))
     summary = f"{len(rows)} configurations"
     if rows:
         summary += f", {number(min(r['size'] for r in rows))} to {number(max(r['size'] for r in rows))} MiB"
     if changed:
-        most = max(changed, key=lambda row: abs(row["overhead"]))
-        summary += f"; the largest change: {most['engine']} {most['encryption']} {percent(most['overhead'])}"
+        who, most = max(changed, key=lambda change: abs(change[1].pct))
+        summary += f"; the largest change: {who} {percent(most.pct)}"
     return Table("Database size", columns, rows, summary=summary)
 
 
