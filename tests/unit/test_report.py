@@ -450,6 +450,10 @@ def test_a_size_that_varies_between_trials_is_measured_with_its_interval_not_cal
     assert "sqlite" not in size_table(records).summary.split("largest change")[-1]  # not a change it can tell
     assert not any("database size" in figure.label for figure in noisy_figures(records))
     assert all("database size" not in label for label, _ in widest_headlines(run, records).values())
+    build(tmp_path)
+    bullets = [line[2:] for line in (tmp_path / "report.md").read_text().splitlines() if line.startswith("- ")]
+    assert "database size" not in next(b for b in bullets if b.startswith("sqlite noise floor"))  # no resolution
+    assert re.search(r"database size [+-]\d+\.\d% \\\[", next(b for b in bullets if b.startswith("sqlite aes-256-cbc")))
 
 
 def _verdict(trial: TrialKey, verdict: str, expected: str = "encrypted") -> Verdict:

@@ -20,7 +20,7 @@ from tdebench.report import declared, noise
 from tdebench.report.declared import Headline
 from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks, SummaryRecord,
                                      below_resolution, deterministic, engine_label, floors, headline_records,
-                                     host_blocks, is_query, memory_order, resolution, scale_label, scale_text,
+                                     host_blocks, is_query, is_size, memory_order, resolution, scale_label, scale_text,
                                      step_order)
 from tdebench.report.units import change, display_unit, duration, number, p_value, percent, ratio_percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
@@ -310,8 +310,8 @@ def floor_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryReco
     parts = []
     for name, record, baseline in figures:
         compared = record.overhead
-        if compared is None or deterministic(record, baseline):
-            continue
+        if compared is None or is_size(record) or deterministic(record, baseline):
+            continue  # a size's floor reads its sizes (below resolution), but is no run's resolution
         mde = minimum_detectable_effect(compared)
         power = f", 80% power for effects of {mde:.1f}% or more" if not math.isnan(mde) else ""
         parts.append(f"{name} {_change(record)}, "
