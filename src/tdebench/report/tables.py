@@ -408,15 +408,17 @@ def size_table(records: list[SummaryRecord]) -> Table:
     """Database size after the load (test `load`, step `database`) per encryption, with its
     spread between trials: a size that varies is compared with an interval, like a time."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
+    floor_of = floors(records)
     rows: list[dict[str, Any]] = []
-    changed: list[tuple[str, Overhead]] = []  # "engine encryption" of each exact or significant change
+    changed: list[tuple[str, Overhead]] = []  # "engine encryption" of each exact or resolved change
     for record in records:
         cell = record.cell
         if (cell.test, cell.step, cell.metric) != ("load", "database", "size_bytes"):
             continue
         compared = record.overhead
         exact = compared is not None and deterministic(record, baselines[cell.comparison])
-        if compared is not None and (exact or compared.significant):
+        if compared is not None and cell.encryption != PLACEBO and (exact or (
+                compared.significant and not below_resolution(record, floor_of.get(cell.comparison)))):
             changed.append((f"{cell.engine_at_hosts} {cell.encryption}", compared))
         rows.append({"engine": cell.engine_at_hosts, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
                      "workload": cell.workload, "scale": cell.scale,
