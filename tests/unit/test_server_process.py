@@ -57,6 +57,27 @@ def test_a_failed_tools_log_shows_its_errors_and_a_full_disk(tmp_path: Path) -> 
     assert log_tail(log, lines=3).splitlines() == advice[-3:]
 
 
+def test_a_failed_start_reports_its_own_errors_not_an_earlier_starts(tmp_path: Path) -> None:
+    """A server's log is appended to across its starts (MariaDB's mariadb.log): the error a failed
+    start reports is the one this start logged, not the first one the log ever held; so is a
+    setup tool's."""
+    log = tmp_path / "server.log"
+
+    def failing(error: str) -> ServerProcess:
+        return ServerProcess("stand-in", ["bash", "-c", f"echo '[ERROR] {error}'; exit 1"], log, ready=lambda: False)
+
+    with pytest.raises(server_module.ServerError, match="corrupted page identifier") as first:
+        failing("corrupted page identifier").start()
+    assert "exited with 1" in str(first.value)
+    with pytest.raises(server_module.ServerError) as second:
+        failing("cannot lock ./ibdata1").start()
+    assert "cannot lock ./ibdata1" in str(second.value) and "corrupted page identifier" not in str(second.value)
+    assert log.read_text().count("[ERROR]") == 2  # the log itself keeps both starts
+    with pytest.raises(server_module.ServerError) as tool:
+        server_module.run_tool(["bash", "-c", "echo '[ERROR] tool failed'; exit 3"], log)
+    assert "tool failed" in str(tool.value) and "ibdata1" not in str(tool.value)
+
+
 SLOW_SHUTDOWN = ["bash", "-c", "trap 'sleep 30; exit 0' TERM; while true; do sleep 0.1; done"]
 """A stand-in server whose clean shutdown takes 30 s (MariaDB flushing its buffer pool on
 gocryptfs took 24-30 s after a Ctrl-C in the load, issue 28)."""

@@ -71,15 +71,17 @@ def calm() -> None:
     _hurry.clear()
 
 
-def log_tail(path: Path, lines: int = 20) -> str:
-    """What a failed server or tool said: its error lines when it logged any (a tool's closing
-    boilerplate, such as mariadb-install-db's advice, would hide them), else the last `lines`;
-    led by "no space left on …" when the log or the file system says so, since the log itself
-    is removed with the workspace."""
-    try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
+def log_tail(path: Path, lines: int = 20, since: int = 0) -> str:
+    """What a failed server or tool said since byte `since` of its log (where this start or run
+    began: a server's log is appended to across its starts, and an earlier start's errors are
+    not this one's): its error lines when it logged any (a tool's closing boilerplate, such as
+    mariadb-install-db's advice, would hide them), else the last `lines`; led by "no space left
+    on …" when the log or the file system says so, since the log itself is removed with the
+    workspace."""
+    logged = _log_since(path, since)
+    if logged is None:
         return "(no log)"
+    text = logged.splitlines()
     errors = [line for line in text if _ERROR_LINE.search(line)]
     shown = "\n".join((errors or text)[-lines:]) or "(empty log)"
     full = _no_space(path.parent) if any(_NO_SPACE.search(line) for line in text) else ""
@@ -187,24 +189,33 @@ def start_on_free_port(make: Callable[[int], ServerProcess], preferred: int | No
     for attempt in range(1, attempts + 1):
         port = preferred if attempt == 1 and preferred else free_port()
         server = make(port)
-        offset = server.log.stat().st_size if server.log.exists() else 0
+        offset = log_size(server.log)
         try:
             server.start()
         except ServerError as exc:
-            if attempt < attempts and _PORT_TAKEN.search(_log_since(server.log, offset)):
+            if attempt < attempts and _PORT_TAKEN.search(_log_since(server.log, offset) or ""):
                 continue
             raise ServerError(f"{server.name} could not start on port {port}: {exc}") from None
         return server, port
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _log_since(log: Path, offset: int) -> str:
+def log_size(log: Path) -> int:
+    """Where the next write to `log` lands: what a failed start's `log_tail` reads from."""
+    try:
+        return log.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _log_since(log: Path, offset: int) -> str | None:
+    """What `log` holds from byte `offset` on; None when it cannot be read."""
     try:
         with log.open("rb") as fh:
             fh.seek(offset)
             return fh.read().decode(errors="replace")
     except OSError:
-        return ""
+        return None
 
 
 def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout: float = 300,
@@ -217,6 +228,7 @@ def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout:
     tdebench is interrupted: these tools start servers of their own (mariadb-install-db runs
     `mariadbd --bootstrap`), which must not outlive them and keep writing into a workspace that
     is being removed. `umask`: the tool's (e.g. 0o077: what it creates is private); -1 keeps ours."""
+    since = log_size(log)
     with log.open("ab") as out:
         try:
             tool = subprocess.Popen([*PARENT_DEATH, *argv], stdout=out, stderr=subprocess.STDOUT, env=env,
@@ -224,7 +236,7 @@ def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout:
                                     umask=umask, stdin=subprocess.DEVNULL, start_new_session=True,
                                     pass_fds=tuple(pass_fds))
         except OSError as exc:
-            raise ServerError(f"{argv[0]} failed: {exc}\n{log_tail(log)}") from None
+            raise ServerError(f"{argv[0]} failed: {exc}\n{log_tail(log, since=since)}") from None
         register(tool.pid, Path(argv[0]).name)
         try:
             code = tool.wait(timeout=timeout)
@@ -232,10 +244,11 @@ def run_tool(argv: Sequence[str], log: Path, run_as: str | None = None, timeout:
             ServerProcess._signal(tool.pid, signal.SIGKILL)
             tool.wait()
             if isinstance(exc, subprocess.TimeoutExpired):
-                raise ServerError(f"{argv[0]} did not finish within {timeout:.0f} s\n{log_tail(log)}") from None
+                raise ServerError(f"{argv[0]} did not finish within {timeout:.0f} s\n"
+                                  f"{log_tail(log, since=since)}") from None
             raise
     if code != 0:
-        raise ServerError(f"{Path(argv[0]).name} exited with {code}:\n{log_tail(log)}")
+        raise ServerError(f"{Path(argv[0]).name} exited with {code}:\n{log_tail(log, since=since)}")
 
 
 def _group(user: str | None) -> int | None:
@@ -264,6 +277,7 @@ class ServerProcess:
     stop_signal: int = signal.SIGTERM
     pass_fds: tuple[int, ...] = ()  # descriptors it inherits under the same numbers (gocryptfs: /dev/fuse)
     _popen: subprocess.Popen | None = field(default=None, init=False, repr=False)
+    _log_start: int = field(default=0, init=False, repr=False)  # the log's size when this start began
 
     @property
     def running(self) -> bool:
@@ -288,6 +302,7 @@ class ServerProcess:
             return []
 
     def start(self) -> None:
+        self._log_start = log_size(self.log)
         out = self.log.open("ab")
         try:
             self._popen = subprocess.Popen([*PARENT_DEATH, *self.argv], stdout=out, stderr=subprocess.STDOUT,
@@ -311,12 +326,12 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if self._popen.poll() is not None:
                 raise ServerError(f"{self.name} exited with {self._popen.returncode} while starting; "
-                                  f"its log ends:\n{log_tail(self.log)}")
+                                  f"its log ends:\n{log_tail(self.log, since=self._log_start)}")
             if self._ready():
                 return
             time.sleep(0.1)
         raise ServerError(f"{self.name} did not answer within {self.start_timeout:.0f} s; its log ends:\n"
-                          f"{log_tail(self.log)}")
+                          f"{log_tail(self.log, since=self._log_start)}")
 
     def _ready(self) -> bool:
         try:
