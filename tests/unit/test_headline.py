@@ -195,6 +195,21 @@ def test_the_headline_picture_has_a_panel_per_sentence_with_verdicts_and_floor(t
     assert headline_plot([]) is None
 
 
+def test_a_run_ends_with_its_cost_lines_cut_but_never_the_at_rest_line() -> None:
+    """The lines `tdebench run` prints: the io-bound run's four engines had printed three cost
+    lines and neither the busy machine nor the at-rest verdicts; now at most `most` cost lines,
+    a line counting the rest, then always the machine and at-rest lines."""
+    from tdebench.report.headline import Glance
+
+    costs = [f"engine {n}: +{n}%; noise floor ±1.0%." for n in range(1, 5)]
+    tail = ["The machine was busy: 6 of 222 trials …", "At rest: 222/222 verdicts as expected. …"]
+    glance = Glance(costs, tail)
+    assert glance.lines == costs + tail
+    assert glance.shortened(4) == glance.lines  # nothing cut, nothing counted
+    assert glance.shortened(2) == [*costs[:2], "… and 2 more in the report's “In one minute”", *tail]
+    assert Glance(costs, []).shortened(3)[-1] == "… and 1 more in the report's “In one minute”"
+
+
 def test_in_one_minute_is_a_short_line_per_engine_and_the_findings_have_the_rest(tmp_path: Path) -> None:
     """summary_lines: per engine its cheapest and dearest encryption, the floor and the regime
     in at most 30 words; the full sentences (every encryption with its interval) follow, "In

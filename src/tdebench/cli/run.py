@@ -164,16 +164,17 @@ def _measure(out_dir: Path, quiet: bool, work: Work) -> NoReturn:
         sys.exit(130)  # the program exits at once (cli.command), with no interpreter finalization
     built = report_or_exit(out_dir)
     _print_summary(summary, built.paths)
-    if built.headline:  # the report's first lines: what a reader came for
+    if built.glance.lines:  # the report's first lines: what a reader came for
         err.print("In one minute:", highlight=False)
-        for sentence in built.headline[:TOP_LINES]:
+        for sentence in built.glance.shortened(TOP_COSTS):
             err.print(wrapped(plain(sentence), indent="    ", first="  - ", console=err), highlight=False,
                       soft_wrap=True, markup=False)
     sys.exit(0 if summary.ok else 1)
 
 
-TOP_LINES = 3
-"""How many of the report's "In one minute" sentences `run` prints at its end."""
+TOP_COSTS = 6
+"""How many of the report's "In one minute" cost lines (one per engine, workload and scale) `run`
+prints at its end; the busy-machine and at-rest lines always follow."""
 
 
 def _print_summary(summary, written: list[Path]) -> None:

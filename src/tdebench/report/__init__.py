@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tdebench.report import csvfiles, html, markdown, tables, workloads
 from tdebench.report.document import assemble
+from tdebench.report.headline import Glance
 from tdebench.report.plots import Figure
 from tdebench.report.records import summary_records
 from tdebench.results import RunData
@@ -51,7 +52,7 @@ class Built:
     """What `build_report` wrote, and the report's opening sentences (the CLI prints them)."""
 
     paths: list[Path]
-    headline: list[str]
+    glance: Glance
 
 
 def build(run_dir: Path) -> list[Path]:
@@ -86,4 +87,4 @@ def _write(run_dir: Path, run: RunData) -> Built:
     for path, text in texts:
         path.write_text(text, encoding="utf-8")
         written.append(path)
-    return Built(written, report.headline)
+    return Built(written, report.glance)

@@ -76,7 +76,7 @@ class Report:
     """Sections in reading order; every renderer walks them in this order."""
 
     title: str
-    headline: list[str]  # the first lines, “In one minute”: short, one per engine (headline.summary_lines)
+    glance: headline.Glance  # the first lines, “In one minute”: short, one per engine (headline.glance)
     headline_details: list[str]  # under them, folded in the HTML: every encryption with its interval
     overview: findings.Overview
     alerts: list[str]
@@ -85,6 +85,11 @@ class Report:
     at_rest_ok: bool  # every judged verdict as expected, and there was at least one (findings.at_rest_ok)
     entries: tuple[Content, ...] = ()  # what each of SECTIONS that applies to the run holds, in order
     headline_figure: plots.Figure | None = None  # the first picture: headline.panels as a forest plot
+
+    @property
+    def headline(self) -> list[str]:
+        """“In one minute”, line by line."""
+        return self.glance.lines
 
     @property
     def figures(self) -> list[plots.Figure]:
@@ -116,7 +121,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     entries = tuple(content for section in SECTIONS if (content := section(run, records)) is not None)
     return Report(
         title=f"tdebench report: {described.plan_name}",
-        headline=headline.summary_lines(run, records),
+        glance=headline.glance(run, records),
         overview=described,
         alerts=findings.alerts(run),
         headline_details=headline.config_sentences(run, records),

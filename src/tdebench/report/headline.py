@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 
 from tdebench.report import cache, declared, plots
 from tdebench.report.declared import LABELLED, Headline
@@ -248,12 +249,38 @@ def _short(record: SummaryRecord, floor: SummaryRecord | None) -> str:
     return f"{record.cell.encryption} {percent(compared.pct)}" + ("" if _resolved(record, floor) else " (noise)")
 
 
+@dataclass(frozen=True)
+class Glance:
+    """“In one minute”: a line per engine, workload and scale (`costs`), then whether the machine
+    was busy and the at-rest line (`machine_and_at_rest`)."""
+
+    costs: list[str]
+    machine_and_at_rest: list[str]
+
+    @property
+    def lines(self) -> list[str]:
+        return self.costs + self.machine_and_at_rest
+
+    def shortened(self, most: int) -> list[str]:
+        """The lines a terminal shows at the end of a run: at most `most` cost lines and one
+        that counts the others, then always the busy machine and the at-rest line, so that a
+        run of many engines never leaves out whether its data was encrypted."""
+        cut = len(self.costs) - most
+        more = [f"… and {cut} more in the report's “In one minute”"] if cut > 0 else []
+        return self.costs[:most] + more + self.machine_and_at_rest
+
+
 def summary_lines(run: RunData, records: list[SummaryRecord]) -> list[str]:
     """“In one minute” as a reader takes it in at a glance (about 25 words a line): per engine,
     workload and scale its cheapest and dearest encryption on the headline figure (an overhead
     the run does not resolve marked "(noise)"), the noise floor and the regime; then the busy
     machine and the at-rest line. The sentences with every encryption and interval
     (`headline`) lead the findings."""
+    return glance(run, records).lines
+
+
+def glance(run: RunData, records: list[SummaryRecord]) -> Glance:
+    """`summary_lines`, its cost lines apart from the machine and at-rest lines."""
     regimes = cache.regimes(run)
     lines = []
     for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records):
@@ -270,4 +297,4 @@ def summary_lines(run: RunData, records: list[SummaryRecord]) -> list[str]:
                        else f"; data {times(regime.ratio)} its cache: pages decrypted on every read" if regime.spills
                        else "; data fits its cache")
         lines.append(f"{who}: {costs}; {floor_text}{regime_text}.")
-    return lines + _machine_and_at_rest(run)
+    return Glance(lines, _machine_and_at_rest(run))
