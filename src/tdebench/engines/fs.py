@@ -57,7 +57,7 @@ import psutil
 
 from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Connection, Database, Encryption,
                                    Engine, PageLayout, PlaintextViewGone, Reencrypts, SensitiveColumns, backups)
-from tdebench.engines.server import ServerError, ServerProcess, hurried, log_tail, run_tool, user_ids
+from tdebench.engines.server import ServerError, ServerProcess, hurried, log_size, log_tail, run_tool, user_ids
 from tdebench.runstate import register_mount
 from tdebench.keys import Secret
 
@@ -102,6 +102,7 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
 
     inner: Database | None = field(default=None, repr=False)
     _gocryptfs: ServerProcess | None = field(default=None, init=False, repr=False)
+    _log_start: int = field(default=0, init=False, repr=False)  # the log's size when the last mount began
 
     @classmethod
     def wrapping(cls, engine: Engine, workspace: Path, encryption: Encryption,
@@ -200,7 +201,7 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
     def _mount(self) -> None:
         """Mount the view (as root) and have gocryptfs serve it as the server's user (see the module)."""
         self._stop_gocryptfs()  # a previous instance whose mount went away
-        start = self.log.stat().st_size if self.log.exists() else 0
+        start = self._log_start = log_size(self.log)
         fuse = _fuse_mount(str(self.cipher_dir), self.mount_point, *self._owner())
         register_mount(self.mount_point)  # a killed run's decrypted view is found and unmounted
         try:
@@ -246,7 +247,8 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         finally:
             self._stop_gocryptfs()
         if self.is_mounted:
-            raise ServerError(f"could not unmount {self.mount_point}; gocryptfs log ends:\n{log_tail(self.log)}")
+            raise ServerError(f"could not unmount {self.mount_point}; gocryptfs log ends:\n"
+                              f"{log_tail(self.log, since=self._log_start)}")
 
     def _stop_gocryptfs(self) -> None:
         """gocryptfs exits by itself once unmounted; `stop` waits for that (and signals it otherwise)."""
