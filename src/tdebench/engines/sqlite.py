@@ -356,8 +356,9 @@ class SQLiteEngine(Engine):
     # "memory" (the default) keeps them in RAM
     settings = {"temp_store": (TEMP_MEMORY, TEMP_FILE)}
     key_derivation = ("each cipher derives its key on every open: sqlcipher PBKDF2-HMAC-SHA512 256,000 "
-                      "iterations, chacha20 and ascon128 64,007, aes128cbc and aes256cbc 4,001, aegis Argon2id; "
-                      "chacha20, sqlcipher, ascon128 and aegis take a raw key instead")
+                      "iterations, chacha20 and ascon128 64,007, aes256cbc 4,001, aes128cbc one MD5 and RC4 "
+                      "pass (the PDF scheme, not iterated), aegis Argon2id; chacha20, sqlcipher, ascon128 and "
+                      "aegis take a raw key instead")
     memory_use = ("PRAGMA cache_size on every connection (its page cache, decrypted pages; each "
                   "throughput stream has its own); without it SQLite's default, 2 MB per connection, "
                   "with the rest of the file in the OS page cache, decrypted again on every read")
