@@ -126,6 +126,15 @@ KEY_FORMS = (PASSPHRASE, RAW)
 takes one for the encryption (`Encryption.raw_key_bytes`), as performance-minded users configure
 it and Zetetic advises for fair comparisons of SQLCipher."""
 
+ON_OPEN = "derived on every open"
+AT_START = "taken once, when the server starts"
+AT_MOUNT = "derived once, when the layer mounts"
+PER_VALUE = "derived for every value"
+"""When an encryption turns the trial's key into its cipher's (`Engine.key_taken`): on every open
+(SQLite3MC's KDFs, DuckDB's ATTACH: part of an open's time), once when the server starts (MariaDB
+reads its key file) or the file-system layer mounts (gocryptfs's scrypt): part of no open timed
+after it, or for every value a column layer encrypts or decrypts (pgcrypto's S2K)."""
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -733,6 +742,8 @@ class Engine(ABC):
     encrypted_differences: ClassVar[str] = ""
     # what the engine does with a key when a connection opens: why key_form = "raw" helps or is refused
     key_derivation: ClassVar[str] = "tdebench knows of no key derivation it runs"
+    # when its native encryptions take the key (ON_OPEN or AT_START); the layers' own: `key_taken`
+    native_key_taken: ClassVar[str] = ON_OPEN
     # plan keys of this engine alone ([[engines]]): name -> its valid values, the first the default
     # (sqlite's temp_store); a plan gives them only for the engine that has them
     settings: ClassVar[dict[str, tuple[str, ...]]] = {}
@@ -801,6 +812,17 @@ class Engine(ABC):
     @abstractmethod
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         """A `Database` of the engine's own (no file-system layer) in `workspace`."""
+
+    @classmethod
+    def key_taken(cls, encryption: str) -> str:
+        """When `encryption` turns the trial's key into its cipher's key: ON_OPEN, AT_START,
+        AT_MOUNT (the file-system layer) or PER_VALUE (a column layer); "" for a baseline or a
+        name the engine does not list. The report's "Per connection" says with it what an open
+        pays: an open after the start or mount derives nothing."""
+        found = next((e for e in cls.encryptions if e.name == encryption), None)
+        if found is None or found.is_baseline:
+            return ""
+        return {"fs": AT_MOUNT, "column": PER_VALUE}.get(found.layer, cls.native_key_taken)
 
     def encryption(self, name: str) -> Encryption:
         if name == PLACEBO.name:  # every engine has it: a plan's `placebo = true`

@@ -60,8 +60,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tdebench.engines import dialects, innodb_redo
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
-                                   BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
+from tdebench.engines.base import (AT_START, BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
+                                   Backup, BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive, Engine, LogFile, NotSupported, PageLayout, QueryTimeout,
                                    Reencrypts, SensitiveColumns, Statement, raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
@@ -668,6 +668,7 @@ class MariaDBEngine(Engine):
     memory_min_mb = (6, "InnoDB with 16 KiB pages needs a buffer pool of at least 6 MiB")
     key_derivation = ("the server reads the raw key from file_key_management's key file once, at start; "
                       "a connection derives nothing")
+    native_key_taken = AT_START
     encryptions = (
         NONE,
         *(Encryption(f"aes-{bits}-{mode.lower()}", "AES", bits, mode, "native", _COVERS, _NOTES, _PAGE_BYTES)

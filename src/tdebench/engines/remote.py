@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, unquote, urlsplit
 
-from tdebench.engines.base import Availability, Database, Encryption, Engine
+from tdebench.engines.base import AT_START, Availability, Database, Encryption, Engine
 from tdebench.keys import Secret
 
 T = TypeVar("T")
@@ -274,6 +274,7 @@ class RemoteEngine(Engine):
     # one trial's namespace: a RemoteDatabase subclass that reaches the server through its `engine`
     database_class: ClassVar[type[Any]]
     key_derivation = "the server holds its keys; a connection derives none that tdebench could give it raw"
+    native_key_taken = AT_START
 
     def __init__(self, memory_mb: int | None = None, remote: RemoteTarget | None = None) -> None:
         super().__init__(memory_mb)

@@ -1,12 +1,16 @@
 """Per connection: what opening a connection costs under each encryption, apart from its queries.
 
-A key derivation runs when a connection opens (SQLCipher's 256,000 PBKDF2-HMAC-SHA512
-iterations, the other SQLite3MC ciphers' PBKDF2 or Argon2id, DuckDB's ATTACH, a gocryptfs
-mount's scrypt), never inside a query: an application that keeps its connections open pays it
-once, one that opens a connection per request pays it every time. So it is a figure of its own,
-in milliseconds per open, beside how the trial took its key (`TrialOutcome.key_form`): a raw key
-(a plan's key_form = "raw") skips the derivation. The runner times OPENS opens per trial (test
-"open", step "connect"); their median is the trial's value, and the rounds give the interval.
+An embedded engine's key derivation runs when a connection opens (SQLCipher's 256,000
+PBKDF2-HMAC-SHA512 iterations, the other SQLite3MC ciphers' PBKDF2 or Argon2id, DuckDB's
+ATTACH), never inside a query: an application that keeps its connections open pays it once, one
+that opens a connection per request pays it every time. So it is a figure of its own, in
+milliseconds per open, beside how the trial took its key (`TrialOutcome.key_form`) and when the
+encryption turns it into its cipher's (`Engine.key_taken`): a raw key (a plan's key_form = "raw")
+skips the derivation; MariaDB takes its key once, when the server starts, and gocryptfs derives
+its key once, when it mounts, so what their opens cost more than none's is the connection's own
+work through the encryption (a file-system layer's reads), no key derivation. The runner times
+OPENS opens per trial (test "open", step "connect"); their median is the trial's value, and the
+rounds give the interval.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from tdebench.engines import ENGINES
+from tdebench.engines.base import RAW
 from tdebench.report.records import (BASELINE, SummaryRecord, deterministic, engine_label, failed_trials, floors,
                                      scale_label)
 from tdebench.report.tables import Column, Table, config_columns, n_text, num, reading, uses_memory
@@ -26,20 +32,35 @@ NOTE = ("Open: a new connection to the loaded database, up to its first answer (
         "opens the file and derives the key; a server sets up a session), timed several times per "
         "trial, each trial's median counting once; 95% CI of the median over trials. Extra: the "
         "median open against none's. × none: the overhead's ratio, paired by round where the run ran "
-        "rounds (its CI as in the Overhead table). Key: how the engine took the key — passphrase (the "
-        "engine's key derivation ran on every open) or raw (a plan's key_form = \"raw\": no derivation).")
+        "rounds (its CI as in the Overhead table). Key: how the encryption takes the trial's key — "
+        "derived on every open (SQLite3MC's key derivations, DuckDB's ATTACH: part of this figure), taken "
+        "once when the server starts (MariaDB's key file) or derived once when the file-system layer mounts "
+        "(gocryptfs's scrypt): part of no open timed after it, derived for every value (pgcrypto), or a raw "
+        "key (a plan's key_form = \"raw\": no derivation).")
 
 
 def _key_forms(run: RunData) -> dict[tuple, str]:
-    """Per configuration (engine, encryption, workload, scale, memory_mb): the key forms its
-    trials recorded, joined ("" before key forms were recorded, or without a key)."""
+    """Per configuration (engine, encryption, workload, scale, memory_mb): how its trials took
+    their key (`key_text`), joined ("" before key forms were recorded, or without a key)."""
     failed = failed_trials(run)
     forms: dict[tuple, set[str]] = defaultdict(set)
     for outcome in run.trials:
         if outcome.trial not in failed and outcome.key_form:
             t = outcome.trial
-            forms[(t.engine, t.encryption, t.workload, t.scale, t.memory_mb)].add(outcome.key_form)
+            forms[(t.engine, t.encryption, t.workload, t.scale, t.memory_mb)].add(
+                key_text(t.engine, t.encryption, outcome.key_form))
     return {config: ", ".join(sorted(found)) for config, found in forms.items()}
+
+
+def key_text(engine: str, encryption: str, form: str) -> str:
+    """A trial's key as the report names it: "raw key", else "key" and when the encryption takes
+    it (`Engine.key_taken`: "key derived on every open", "key taken once, when the server
+    starts"…); "passphrase key" where tdebench does not know the engine (a remote one)."""
+    if form == RAW:
+        return "raw key"
+    engine_class = ENGINES.get(engine)
+    taken = engine_class.key_taken(encryption) if engine_class is not None else ""
+    return f"key {taken}" if taken else f"{form} key"
 
 
 def _rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
@@ -91,7 +112,7 @@ def findings(run: RunData, records: list[SummaryRecord]) -> list[str]:
     for row in _rows(run, records):
         if row["reading"] != "cost":
             continue
-        key = f", {row['key']} key" if row["key"] else ""
+        key = f", {row['key']}" if row["key"] else ""
         where = (f"{engine_label(row['engine'], row['memory_mb'])} {row['encryption']} "
                  f"{row['workload']} {scale_label(row['workload'], row['scale'])}")
         sentences.append(f"{where}{key}: opening a connection takes {signed_ms(row['extra'])} ms more than without "
