@@ -219,3 +219,13 @@ def test_gocryptfs_refuses_a_flipped_byte_by_its_tag(tmp_path: Path) -> None:
     records = _trial(tmp_path, "sqlite", "fs-aes-256-gcm", ("repeats", "tamper"))
     assert records[("tamper", "data-page")].answer == "tag detects"
     assert records[("repeats", "database")].metrics["repeated_block_share"] == 0.0
+
+
+def test_mariadb_cbc_redo_log_forgery_is_refused_with_the_reason_its_log_gives(server_path: Path) -> None:
+    """Under AES-CBC the forged redo log garbles the block the value is in and the one after it,
+    which holds a page id: the server refuses to start, and the record keeps why, from its log
+    (the first line alone had been "…; its log ends:")."""
+    logged = _trial(server_path, "mariadb", "aes-256-cbc", ("forgery",), rows=2000)[("forgery", "wal")]
+    assert logged.answer == "refused without a tag", logged
+    note = logged.note or ""
+    assert "its log ends:" in note and "[ERROR] InnoDB:" in note, note  # e.g. a page id garbled

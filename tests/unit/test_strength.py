@@ -115,9 +115,24 @@ def test_read_apart_survives_a_crash_and_a_hang() -> None:
     assert hung == tamper.Reading(tamper.DIED, "no answer in 0.5 s")
 
 
-def test_first_line_cuts_long_messages() -> None:
-    assert tamper.first_line("Error: bad\nLINE 1: SELECT") == "Error: bad"
-    assert len(tamper.first_line("x" * 1000)) == tamper.MESSAGE_CHARS
+def test_what_an_engine_said_is_kept_in_brief() -> None:
+    assert tamper.in_brief("Error: bad\nLINE 1: SELECT") == "Error: bad"
+    assert len(tamper.in_brief("x" * 1000)) == tamper.MESSAGE_CHARS
+    assert tamper.in_brief("") == ""
+
+
+def test_a_server_that_did_not_start_is_kept_with_the_reason_its_log_gives() -> None:
+    """A tampered MariaDB that refused to start had been recorded as "…; its log ends:", the
+    reason left on the lines after it."""
+    said = ("ServerError: mariadbd could not start on port 41000: mariadbd exited with 1 while starting; its log "
+            "ends:\n2026-12-02 14:00:01 0 [Note] InnoDB: Using Linux native AIO\n"
+            "2026-12-02 14:00:01 0 [ERROR] InnoDB: Corrupted page identifier at 1234567; set innodb_force_recovery=1"
+            "\n2026-12-02 14:00:01 0 [ERROR] Plugin 'InnoDB' registration as a STORAGE ENGINE failed.")
+    brief = tamper.in_brief(said)
+    assert brief.startswith("ServerError: mariadbd could not start") and "Corrupted page identifier at 1234567" in brief
+    assert "[Note]" not in brief and "registration" not in brief and len(brief) <= tamper.MESSAGE_CHARS
+    # a log with no error line: its first line, for what it is worth
+    assert tamper.in_brief("a tool failed; its log ends:\nstarting\nstopped").endswith("ends: starting")
 
 
 @pytest.mark.parametrize(("mode", "authenticated"), [

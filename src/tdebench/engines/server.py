@@ -30,7 +30,7 @@ import subprocess
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -82,10 +82,15 @@ def log_tail(path: Path, lines: int = 20, since: int = 0) -> str:
     if logged is None:
         return "(no log)"
     text = logged.splitlines()
-    errors = [line for line in text if _ERROR_LINE.search(line)]
+    errors = error_lines(text)
     shown = "\n".join((errors or text)[-lines:]) or "(empty log)"
     full = _no_space(path.parent) if any(_NO_SPACE.search(line) for line in text) else ""
     return f"{full}\n{shown}" if full else shown
+
+
+def error_lines(lines: Iterable[str]) -> list[str]:
+    """The lines of a server's or tool's log that report an error ([ERROR], FATAL, errno…)."""
+    return [line for line in lines if _ERROR_LINE.search(line)]
 
 
 def _no_space(directory: Path) -> str:

@@ -96,7 +96,7 @@ def _failed(ctx: RunContext, said: str) -> str:
     """Why the key a backup was made with did not restore it: the restore itself failed, so a
     refusal of the other key proves nothing (first line, keys scrubbed)."""
     key = ctx.database.key
-    return "the key it was made with did not restore it either: " + tamper.first_line(key.scrub(said) if key else said)
+    return "the key it was made with did not restore it either: " + tamper.in_brief(key.scrub(said) if key else said)
 
 
 def full_backups(database: Database) -> Backups | None:

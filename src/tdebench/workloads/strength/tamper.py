@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tdebench.engines.base import PageLayout
+from tdebench.engines.server import error_lines
 
 TAG, UNTAGGED, ALTERED, UNCHANGED, CRASHED = (
     "tag detects", "refused without a tag", "silently altered", "unchanged", "crashed")
@@ -124,9 +125,17 @@ def write_at(path: Path, offset: int, content: bytes) -> None:
         os.fsync(file.fileno())
 
 
-def first_line(text: str) -> str:
-    """What an engine said, as the report keeps it: its first line, cut to MESSAGE_CHARS."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
+def in_brief(text: str) -> str:
+    """What an engine said, as the report keeps it: its first line, cut to MESSAGE_CHARS. Where
+    that line only introduces a log (a server that did not start: "…; its log ends:"), the log's
+    first error line follows it, since the reason is there: MariaDB's "InnoDB: Corrupted page
+    identifier at …" after a garbled CBC block, which the first line alone had left out."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    line = lines[0]
+    if line.endswith(":") and len(lines) > 1:
+        line = f"{line} {(error_lines(lines[1:]) or lines[1:])[0]}"
     return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 1] + "…"
 
 

@@ -599,10 +599,10 @@ def _changed(database: Database, layout: PageLayout, changes: list[tuple[int, by
 
 def _record(ctx: RunContext, test: str, step: str, metrics: dict[str, float], answer: str, said: str,
             warmup: bool) -> None:
-    """The outcome with what the engine said: its first line, every spelling of the key scrubbed."""
+    """The outcome with what the engine said (`tamper.in_brief`), every spelling of the key scrubbed."""
     key = ctx.database.key
     ctx.recorder.record(test, step, metrics, warmup=warmup, answer=answer,
-                        note=tamper.first_line(key.scrub(said) if key else said))
+                        note=tamper.in_brief(key.scrub(said) if key else said))
 
 
 def _restored(ctx: RunContext, read: Callable[[], str | None]) -> None:
