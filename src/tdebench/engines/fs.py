@@ -57,7 +57,8 @@ import psutil
 
 from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Connection, Database, Encryption,
                                    Engine, PageLayout, PlaintextViewGone, Reencrypts, SensitiveColumns, backups)
-from tdebench.engines.server import ServerError, ServerProcess, hurried, log_size, log_tail, run_tool, user_ids
+from tdebench.engines.server import (ServerError, ServerProcess, hurried, log_since, log_size, log_tail, run_tool,
+                                     user_ids)
 from tdebench.runstate import register_mount
 from tdebench.keys import Secret
 
@@ -70,7 +71,7 @@ _NOT_HIDDEN = ("not hidden: file sizes (rounded to 4 KiB blocks plus 32 B per bl
                "the number of files and the directory structure, timestamps, and access patterns; "
                "anything the engine writes outside its directory (e.g. the system temp dir) is not covered")
 _INIT_FLAGS = {"fs-aes-256-gcm": [], "fs-xchacha20-poly1305": ["-xchacha"]}
-_READY = b"Filesystem mounted and ready."
+_READY = "Filesystem mounted and ready."
 _UNMOUNT_TRIES = 50  # x 0.1 s while the mount is busy, then a lazy unmount
 _COPY_TIMEOUT_S = 24 * 3600.0  # copying a large database into a mount takes a while; a hung copy must end
 
@@ -201,13 +202,13 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
     def _mount(self) -> None:
         """Mount the view (as root) and have gocryptfs serve it as the server's user (see the module)."""
         self._stop_gocryptfs()  # a previous instance whose mount went away
-        start = self._log_start = log_size(self.log)
+        self._log_start = log_size(self.log)
         fuse = _fuse_mount(str(self.cipher_dir), self.mount_point, *self._owner())
         register_mount(self.mount_point)  # a killed run's decrypted view is found and unmounted
         try:
             with self.passfile() as password:
                 argv = ["gocryptfs", "-fg", "-passfile", str(password), str(self.cipher_dir), f"/dev/fd/{fuse}"]
-                process = ServerProcess("gocryptfs", argv, self.log, ready=lambda: self._ready(start),
+                process = ServerProcess("gocryptfs", argv, self.log, ready=self._ready,
                                         run_as=self.server_user, start_timeout=60, stop_timeout=10, pass_fds=(fuse,))
                 process.start()
         except BaseException:
@@ -217,13 +218,11 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
             os.close(fuse)  # gocryptfs holds its own copy
         self._gocryptfs = process
 
-    def _ready(self, log_start: int) -> bool:
+    def _ready(self) -> bool:
         """Mounted *and* serving. The mount shows in /proc/mounts before gocryptfs has finished
         its own first access to it (go-fuse's poll check); touching the mount in that window
         (e.g. mkdir in its root) deadlocks both, so readiness is gocryptfs's own message."""
-        with self.log.open("rb") as log:
-            log.seek(log_start)
-            return _READY in log.read() and self.is_mounted
+        return _READY in (log_since(self.log, self._log_start) or "") and self.is_mounted
 
     def close(self) -> None:
         """The engine's close (servers stop), then unmount; unmounts even if the engine's close fails."""

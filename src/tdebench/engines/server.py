@@ -78,7 +78,7 @@ def log_tail(path: Path, lines: int = 20, since: int = 0) -> str:
     mariadb-install-db's advice, would hide them), else the last `lines`; led by "no space left
     on …" when the log or the file system says so, since the log itself is removed with the
     workspace."""
-    logged = _log_since(path, since)
+    logged = log_since(path, since)
     if logged is None:
         return "(no log)"
     text = logged.splitlines()
@@ -194,11 +194,10 @@ def start_on_free_port(make: Callable[[int], ServerProcess], preferred: int | No
     for attempt in range(1, attempts + 1):
         port = preferred if attempt == 1 and preferred else free_port()
         server = make(port)
-        offset = log_size(server.log)
         try:
             server.start()
         except ServerError as exc:
-            if attempt < attempts and _PORT_TAKEN.search(_log_since(server.log, offset) or ""):
+            if attempt < attempts and _PORT_TAKEN.search(server.logged()):
                 continue
             raise ServerError(f"{server.name} could not start on port {port}: {exc}") from None
         return server, port
@@ -213,7 +212,7 @@ def log_size(log: Path) -> int:
         return 0
 
 
-def _log_since(log: Path, offset: int) -> str | None:
+def log_since(log: Path, offset: int) -> str | None:
     """What `log` holds from byte `offset` on; None when it cannot be read."""
     try:
         with log.open("rb") as fh:
@@ -324,6 +323,10 @@ class ServerProcess:
         except BaseException:  # not ready in time, or Ctrl-C while waiting: no server may outlive us
             self.stop()
             raise
+
+    def logged(self) -> str:
+        """What the server has written to its log since this start began ("" when unreadable)."""
+        return log_since(self.log, self._log_start) or ""
 
     def _wait_until_ready(self) -> None:
         assert self._popen is not None

@@ -47,9 +47,9 @@ def _key_forms(run: RunData) -> dict[tuple, str]:
     for outcome in run.trials:
         if outcome.trial not in failed and outcome.key_form:
             t = outcome.trial
-            forms[(t.engine, t.encryption, t.workload, t.scale, t.memory_mb)].add(
-                key_text(t.engine, t.encryption, outcome.key_form))
-    return {config: ", ".join(sorted(found)) for config, found in forms.items()}
+            forms[(t.engine, t.encryption, t.workload, t.scale, t.memory_mb)].add(outcome.key_form)
+    return {config: ", ".join(sorted(key_text(config[0], config[1], form) for form in found))
+            for config, found in forms.items()}
 
 
 def key_text(engine: str, encryption: str, form: str) -> str:
