@@ -527,6 +527,14 @@ class Database(ABC):
         in the process that owns this object, which alone can stop them on an error."""
         return self.server_user is not None
 
+    def spilling(self, conn: Connection) -> Connection:
+        """A connection to this database whose sorts and temp tables go past a small cache to temp
+        files in the workspace, where the at-rest check and the transient capture see them (the
+        strength workload's spill test: does the encryption cover them?): `conn` itself after
+        session settings, or a new connection, which the caller closes. NotSupported (the default)
+        where a connection cannot make the engine spill."""
+        raise NotSupported("spill", "tdebench does not know how to make this engine spill from a connection")
+
     def sealed_value(self, table: str, column: str, key_column: str, key: int) -> SealedValue | None:
         """The stored, sealed form of `column` in the row of `table` whose `key_column` is `key`,
         and where its plaintext lies in it (a column layer's value is a message of its own, at an

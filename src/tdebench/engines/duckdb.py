@@ -66,6 +66,10 @@ was "faster than none" by 9.6% [-13.2, -5.7] at SF 0.1 (issue 26): the storage f
 not the cipher's. With one format for every file, only the cipher differs."""
 
 
+SPILL_LIMIT = "64MiB"
+"""memory_limit of a spilling connection: at 30 MiB DuckDB 1.5.5 ran out of memory now and then
+under AES-256-GCM (failed to pin a 256 KiB block)."""
+
 @raises_conflicts
 class DuckDBConnection:
     """A cursor on the shared in-memory instance with the database attached and in use."""
@@ -127,6 +131,12 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
     def create(self) -> None:
         conn = self.connect()
         conn.close()
+
+    def spilling(self, conn: Connection) -> Connection:
+        """`conn` with the instance's memory_limit at SPILL_LIMIT: a sort past it spills to
+        temp_directory in the workspace (encrypted only with temp_file_encryption)."""
+        conn.execute(f"SET memory_limit = '{SPILL_LIMIT}'")
+        return conn
 
     def connect(self) -> Connection:
         """The first connection opens the instance and attaches the file (key derivation happens

@@ -193,6 +193,10 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
         _own(self.log, *root, 0o600)
 
+    def spilling(self, conn: Connection) -> Connection:
+        """The engine's own way, inside the mount."""
+        return self._inner().spilling(conn)
+
     def connect(self) -> Connection:
         """Mounts again after `close()` (scrypt key derivation: timed as `open`), then the engine's connect."""
         if not self.is_mounted:

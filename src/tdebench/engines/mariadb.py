@@ -255,6 +255,12 @@ class MariaDBDatabase(ServerDatabase, Reencrypts, Backups):
         finally:
             conn.close()
 
+    def spilling(self, conn: Connection) -> Connection:
+        """`conn` with the session's in-memory temp tables and sort buffer at their least: a
+        window's sort goes to files in tmpdir, its temp table to an on-disk (Aria) one."""
+        conn.execute("SET SESSION tmp_table_size = 1024, max_heap_table_size = 16384, sort_buffer_size = 32768")
+        return conn
+
     def connect(self) -> Connection:
         """A connection to the running server; starts it (as after `close()`) when it is not."""
         self._started()

@@ -365,6 +365,12 @@ class PostgresDatabase(ColumnLayer, ServerDatabase, Reencrypts, Backups):
         run_backup_tool([str(self.bin / tool), "-h", self._host, "-p", str(DEFAULT_PORT), "-U", USER, *args], log,
                         run_as=USER, env={**_ENV, "PGPASSWORD": self._password.hex()}, pass_fds=[self._socket_fd])
 
+    def spilling(self, conn: Connection) -> Connection:
+        """`conn` with work_mem at its least (64 kB): a sort past it spills to the data
+        directory's pgsql_tmp."""
+        conn.execute("SET work_mem = '64kB'")
+        return conn
+
     def connect(self) -> Connection:
         """A new session (a new backend process); starts the server again after `close()`.
         Column layer: the session's key is set here, so it is timed as `open`."""

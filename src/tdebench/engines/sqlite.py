@@ -121,6 +121,14 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
         conn.close()
 
     def connect(self) -> Connection:
+        return self._connect(self.temp_store, self.memory_mb)
+
+    def spilling(self, conn: Connection) -> Connection:
+        """A new connection with temp_store = FILE (its temp files in the workspace's temp_dir)
+        and a 1 MiB page cache, whatever the plan's: its sorts and temp tables go to files."""
+        return self._connect(TEMP_FILE, 1)
+
+    def _connect(self, temp_store: str, memory_mb: int | None) -> Connection:
         import apsw
 
         conn = apsw.Connection(str(self.path))
@@ -128,19 +136,19 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
             if not self.encryption.is_baseline:
                 assert self.key is not None, "an encrypted database needs a key"
                 self._use_key(conn, self.key)
-            if self.temp_store == TEMP_FILE:
+            if temp_store == TEMP_FILE:
                 self.temp_dir.mkdir(exist_ok=True)
                 _point_temp_files(conn, self.temp_dir)
                 conn.execute("PRAGMA temp_store = FILE")
             else:
                 conn.execute("PRAGMA temp_store = MEMORY")
-            if self.memory_mb is not None:  # a negative cache_size is in KiB, per connection
-                conn.execute(f"PRAGMA cache_size = -{self.memory_mb * 1024}")
+            if memory_mb is not None:  # a negative cache_size is in KiB, per connection
+                conn.execute(f"PRAGMA cache_size = -{memory_mb * 1024}")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchall()  # proves the key
         except Exception as exc:
             conn.close()
             raise RuntimeError(f"sqlite could not open {self.path.name}: {self._scrub(str(exc), self.key)}") from None
-        return SQLiteConnection(conn, self.temp_dir if self.temp_store == TEMP_FILE else None)
+        return SQLiteConnection(conn, self.temp_dir if temp_store == TEMP_FILE else None)
 
     @property
     def key_form(self) -> str:

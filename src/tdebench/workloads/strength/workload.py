@@ -7,7 +7,10 @@ files can still do. Two tables of known rows (data.py) and three tests:
   (tamper.py), the byte flipped back after;
 - `old-key`: after a rekey, the old key against the database and its backups (oldkeys.py);
 - `forgery`: one stored value changed to another without the key, by XORing their difference into
-  the ciphertext at the offset an unencrypted twin holds it at (forgery.py).
+  the ciphertext at the offset an unencrypted twin holds it at (forgery.py);
+- `spill`: the trial's canaries sorted past a small cache, so that the engine writes them to temp
+  files in the workspace (`Database.spilling`): the at-rest check and the transient capture then
+  say whether the encryption covers temp files, with the baseline's as the positive control.
 
 Every test works on the database at rest: the runner's connection is released and the database
 closed first (a server stopped, a gocryptfs mount unmounted), the runner reconnects after. A
@@ -30,10 +33,13 @@ from pathlib import Path
 
 from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, Backups, Connection, Database, LogFile, PageLayout,
                                    SealedValue, backups)
-from tdebench.workloads.base import RunContext, Workload, WrongAnswer
+from tdebench.engines.base import NotSupported
+from tdebench.workloads import sqlfiles
+from tdebench.workloads.base import CANARY_TABLE, RunContext, Workload, WrongAnswer
 from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
 
-REPEATS, TAMPER, OLD_KEY, FORGERY = "repeats", "tamper", oldkeys.TEST, "forgery"
+REPEATS, TAMPER, OLD_KEY, FORGERY, SPILL = "repeats", "tamper", oldkeys.TEST, "forgery", "spill"
+SPILL_ROWS = 1_500_000  # rows the spill test sorts: past any small cache (the canaries, repeated)
 # the forgery's steps: in the database's file, in a physical backup of it, in its write-ahead log
 DATA_FILE, BACKUP, LOG = "value", "backup", "wal"
 FLIP_AT = 0.75  # the page flipped: this far into the file's pages, among the rows loaded last
@@ -56,7 +62,8 @@ class StrengthWorkload(Workload):
     name = "strength"
     # the forgery before old-key: a rekey may rewrite the file (DuckDB copies the database into a new
     # one), whose layout then no longer matches the unencrypted twin's
-    tests = (REPEATS, TAMPER, FORGERY, OLD_KEY)
+    # the spill first, on the runner's connection, before the others close the database
+    tests = (SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY)
     # the backups it takes around a rekey and the forgery's unencrypted twin, removed when their test ends
     judged_apart = (oldkeys.DIRECTORY, forgery.DIRECTORY)
     # its statements (data.py) in every dialect of an engine whose files tdebench holds; a server is
@@ -90,7 +97,9 @@ class StrengthWorkload(Workload):
         data.load(ctx.database, conn, ctx.data_dir, int(ctx.scale), ctx.seed)
 
     def run(self, test: str, ctx: RunContext, conn: Connection, *, warmup: bool) -> None:
-        if test == REPEATS:
+        if test == SPILL:
+            self._spill(ctx, conn, warmup)
+        elif test == REPEATS:
             self._repeats(ctx, warmup)
         elif test == TAMPER:
             self._tamper(ctx, warmup)
@@ -101,6 +110,33 @@ class StrengthWorkload(Workload):
             self._forgery(ctx, warmup)
         else:
             raise ValueError(f"strength has no test {test!r}; valid: {', '.join(self.tests)}")
+
+    @staticmethod
+    def _spill(ctx: RunContext, conn: Connection, warmup: bool) -> None:
+        """The canaries, repeated to SPILL_ROWS rows, sorted in a window on a connection whose
+        sorts spill (`Database.spilling`), the answer checked; recorded as step `sort` (answer ok,
+        failed or unsupported). What reached the temp files is the trial's verdict's to say."""
+        statement = sqlfiles.read(__package__, ctx.dialect, SPILL)
+        try:
+            if statement is None:
+                raise NotSupported(SPILL, f"the strength workload has no spill query in the {ctx.dialect} dialect")
+            spilling = ctx.database.spilling(conn)
+        except NotSupported as exc:
+            _record(ctx, SPILL, "sort", {}, oldkeys.UNSUPPORTED, str(exc), warmup)
+            return
+        try:
+            canaries = int(spilling.execute(f"SELECT count(*) FROM {CANARY_TABLE}")[0][0])
+            copies = SPILL_ROWS // max(canaries, 1)
+            rows, metrics = ctx.recorder.timed(lambda: spilling.execute(statement.format(n=copies)))
+        finally:
+            if spilling is not conn:
+                spilling.close()
+        expected = (canaries * copies, canaries * copies * (copies + 1) // 2)
+        got = tuple(int(value) for value in rows[0]) if rows else ()
+        metrics["rows"] = float(expected[0])
+        ctx.recorder.record(SPILL, "sort", metrics, warmup=warmup, answer="ok" if got == expected else "failed")
+        if got != expected:
+            raise WrongAnswer(f"strength spill: {got} where the sort should give {expected}")
 
     @staticmethod
     def _at_rest(ctx: RunContext) -> None:

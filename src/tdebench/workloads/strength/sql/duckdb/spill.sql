@@ -1,0 +1,4 @@
+SELECT count(*) AS row_count, sum(rn) AS rn_sum FROM (
+    SELECT row_number() OVER (PARTITION BY canary, marker, id ORDER BY r) AS rn
+    FROM tdebench_canary CROSS JOIN range(1, {n} + 1) AS copies(r)
+) numbered
