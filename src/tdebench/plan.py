@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import re
 import tomllib
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,9 @@ CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "lockstep", "sequential")
 PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
-_TOP_KEYS = {"name", "description", "measured", "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s",
-             "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "target_tests", "engines", "workloads",
-             "pin_cpus", "pool_hosts", "capture_every_s", "quiet_wait_s", "evict"}
+_TOP_KEYS = {"name", "description", "measured", "only", "repetitions", "warmups", "cache", "order", "seed",
+             "sample_interval_s", "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "target_tests",
+             "engines", "workloads", "pin_cpus", "pool_hosts", "capture_every_s", "quiet_wait_s", "evict"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
@@ -44,7 +44,7 @@ _ENGINE_KEYS = {"name", "encryptions", "memory_mb", "key_form"}
 _SETTING_KEYS = {key for engine in ENGINES.values() for key in engine.settings}  # engines' own keys
 _REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
 """An engine's keys for a server tdebench did not start (engines/remote.py)."""
-_WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s"}
+_WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s", "repetitions"}
 
 
 class PlanError(InputError, ValueError):
@@ -82,6 +82,9 @@ class WorkloadSpec:
     streams: int
     query_timeout_s: float = 600.0  # a query running longer is stopped and recorded as "timeout"
     options: tuple[tuple[str, Any], ...] = ()  # the workload's own keys (Workload.options), defaults filled in
+    # rounds this workload runs in, at most (None: every round): a workload whose results are
+    # outcomes, not timings (strength), runs once beside a timed one that runs every round
+    repetitions: int | None = None
 
     def option_values(self) -> dict[str, Any]:
         return dict(self.options)
@@ -179,7 +182,7 @@ def schedule(plan: Plan) -> list[TrialSpec]:
     if plan.order == "sequential":
         return [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep, memory), workload)
                 for engine, enc, workload, scale, memory in plan.cells()
-                for rep in range(1, plan.repetitions + 1)]
+                for rep in range(1, min(plan.repetitions, workload.repetitions or plan.repetitions) + 1)]
     return [trial for rep in range(1, plan.repetitions + 1) for trial in round_trials(plan, rep)]
 
 
@@ -209,7 +212,8 @@ def round_trials(plan: Plan, rep: int, groups: Collection[Group] | None = None) 
     the groups are shuffled and so is the order within each."""
     rng = random.Random(f"{plan.seed}/{rep}")
     trials = [TrialSpec(TrialKey(engine, enc, workload.name, scale, rep, memory), workload)
-              for engine, enc, workload, scale, memory in plan.cells()]
+              for engine, enc, workload, scale, memory in plan.cells()
+              if workload.repetitions is None or rep <= workload.repetitions]
     if plan.order != "lockstep":
         rng.shuffle(trials)
     else:
@@ -296,6 +300,15 @@ def load_plan(path: Path) -> Plan:
     return parse_plan(text, str(path))
 
 
+def only_engines(text: str, engines: Sequence[str]) -> str:
+    """A plan's text that runs only `engines` of it (`tdebench run --engine`): the plan as written
+    under a first line `only = [...]`, which its run stores, so that a resume or a report reads the
+    plan as it ran."""
+    names = ", ".join(f'"{name}"' for name in engines)
+    written = text.removeprefix("\ufeff")
+    return f"only = [{names}]  # tdebench run --engine: the engines of this plan that ran\n{written}"
+
+
 def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
     """The plan in `text` (from `source`, named in errors), checked. `here = False` reads a
     stored plan for what it says, as `compare` does: the paths it names on its machine
@@ -339,8 +352,15 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
     if target is None and "target_tests" in data:
         raise check.error("target_tests names what adaptive repetitions wait on, which target_ci_pct turns on; "
                           "add e.g. target_ci_pct = 2", "target_tests")
-    engine_choices = tuple(_engine(check.within("engines", i), e, placebo, here)
-                           for i, e in enumerate(check.tables(engines, "engines")))
+    engine_tables = list(enumerate(check.tables(engines, "engines")))
+    if "only" in data:  # `tdebench run --engine`: the engines of the plan that run, the others not even checked
+        only = check.string_list(data, "only", [])
+        names = [str(table.get("name")) for _, table in engine_tables]
+        unknown = [name for name in only if name not in names]
+        if unknown:
+            raise check.error(f"the plan has no engine {shown(unknown[0])}; its engines: {', '.join(names)}", "only")
+        engine_tables = [(i, table) for i, table in engine_tables if table.get("name") in only]
+    engine_choices = tuple(_engine(check.within("engines", i), e, placebo, here) for i, e in engine_tables)
     remote = next((e.name for e in engine_choices if e.remote is not None), None)
     if remote is not None and cache == "cold":
         raise check.error(f"cache = \"cold\" stops each engine and drops its caches; tdebench cannot do that to "
@@ -617,7 +637,8 @@ def workload_spec(check: "Checker", table: dict[str, Any]) -> WorkloadSpec:
     streams = check.integer(table, "streams", min(2, workload.max_streams), 1, workload.max_streams)
     timeout = check.number(table, "query_timeout_s", 600.0, 0.001, 86400.0)
     options = tuple((key, check.option(table, key, option)) for key, option in sorted(workload.options.items()))
-    return WorkloadSpec(name, tuple(scales), tuple(tests), streams, timeout, options)
+    repetitions = check.integer(table, "repetitions", 0, 1, 1000) if "repetitions" in table else None
+    return WorkloadSpec(name, tuple(scales), tuple(tests), streams, timeout, options, repetitions)
 
 
 def shown(value: Any, limit: int = 60) -> str:

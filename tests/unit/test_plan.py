@@ -445,3 +445,32 @@ def test_memory_below_what_an_engine_starts_with_is_refused_at_its_line() -> Non
                                        "16 KiB pages needs a buffer pool of at least 6 MiB; valid: 6 to 1048576")
     assert [c.memory_mb for c in parse_plan(plan.replace("[16, 4]", "[16, 6]")).engines] == [(16, 6)]
     assert parse_plan(plan.replace('"mariadb"', '"sqlite"').replace("[16, 4]", "2")).engines[0].memory_mb == (2,)
+
+
+def test_a_workload_may_run_in_fewer_rounds_than_the_plan() -> None:
+    """`repetitions` of a workload: the strength tests of the quick plan run in the first round only,
+    in every order, beside a timed workload that runs in every round."""
+    text = ISSUE_PLAN + '\n[[workloads]]\nname = "strength"\nscale = 20000\nrepetitions = 1\n'
+    for order in ("interleaved", "lockstep", "sequential"):
+        plan = parse_plan(text.replace('order = "interleaved"', f'order = "{order}"'))
+        rounds = Counter((spec.key.workload, spec.key.repetition) for spec in schedule(plan))
+        assert rounds == {("tpch", 1): 3, ("tpch", 2): 3, ("tpch", 3): 3, ("strength", 1): 3}, order
+    assert parse_plan(ISSUE_PLAN).workloads[0].repetitions is None
+    with pytest.raises(PlanError, match="repetitions = 0 is out of range: 1 to 1000"):
+        parse_plan(text.replace("repetitions = 1\n", "repetitions = 0\n"))
+
+
+def test_only_runs_the_engines_named_and_the_stored_plan_says_so() -> None:
+    """`tdebench run PLAN --engine NAME` (plan.only_engines): the plan as written under a line `only`,
+    which the run stores; the other engines are not even checked (a server missing here)."""
+    from tdebench.plan import only_engines
+
+    text = ISSUE_PLAN.replace('[[engines]]\nname = "duckdb"', '[[engines]]\nname = "nosuchserver"\n\n'
+                                                               '[[engines]]\nname = "duckdb"')
+    with pytest.raises(PlanError):
+        parse_plan(text)
+    plan = parse_plan(only_engines(text, ["duckdb"]))
+    assert [e.name for e in plan.engines] == ["duckdb"]
+    assert plan.as_run.startswith('only = ["duckdb"]') and parse_plan(plan.as_run).engines == plan.engines
+    with pytest.raises(PlanError, match="the plan has no engine 'sqlite'; its engines: nosuchserver, duckdb"):
+        parse_plan(only_engines(text, ["sqlite"]))
