@@ -89,6 +89,7 @@ class Shape:
     placed: bool = True  # the features above placed on purpose: failures, the slow repetition, LAYERED
     sample_all: bool = False  # samples for every trial (else the repetitions described above)
     loads: bool = False  # the machine's load recorded (others' CPU, load averages)
+    kinds: bool = False  # each scanned file's kind recorded ("data"), as runs since format 2 do
     environment: dict = field(default_factory=lambda: ENVIRONMENT)
     ciphers: tuple[tuple[str, int, float], ...] = (  # (cipher, page bytes, MiB/s)
         ("aes-256-gcm", 4096, 2900.0), ("aes-256-gcm", MIB, 4100.0), ("aes-256-ctr", MIB, 5200.0),
@@ -188,15 +189,15 @@ def _trial_measurements(trial: TrialKey, factor: float, size_mib: float, shape: 
     return records
 
 
-def _verdict(trial: TrialKey, layered: bool = True) -> Verdict:
+def _verdict(trial: TrialKey, layered: bool = True, kind: str = "") -> Verdict:
     database = f"{trial.engine}.db"
     if trial.encryption in ("none", "placebo"):
         scan = FileScan(database, 4 * MIB, hits=12, first_hit_offset=8192, entropy_mean=3.1,
-                        low_entropy_blocks=900, blocks=1024, plaintext_header=True)
+                        low_entropy_blocks=900, blocks=1024, plaintext_header=True, kind=kind)
         return Verdict(trial, "plaintext", "plaintext", 1, scan.bytes, f"{database}@8192 (utf-8)",
                        detail="canaries found: positive control", files=(scan,))
     scan = FileScan(database, 4 * MIB, hits=0, first_hit_offset=None, entropy_mean=7.99,
-                    low_entropy_blocks=0, blocks=1024, plaintext_header=False)
+                    low_entropy_blocks=0, blocks=1024, plaintext_header=False, kind=kind)
     if layered and trial.engine == "duckdb" and trial.encryption == LAYERED:
         return Verdict(trial, "encrypted", "encrypted", 1, scan.bytes, None,
                        detail=f"no canary and no plaintext header found; the decrypted view showed "
@@ -273,7 +274,7 @@ def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False,
             store.append(sample)
         failed = shape.placed and trial == FAILED
         if not failed:
-            store.append(_verdict(trial, layered=shape.placed))
+            store.append(_verdict(trial, layered=shape.placed, kind="data" if shape.kinds else ""))
         error = ""
         if failed:
             error = "database disk image is malformed"

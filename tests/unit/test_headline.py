@@ -180,7 +180,13 @@ def test_the_headline_picture_has_a_panel_per_sentence_with_verdicts_and_floor(t
     records = summary_records(run)
     drawn = panels(run, records)
     sentences = headline(run, records)
-    assert [p.title for p in drawn] == [s.split(" (")[0] for s in sentences[:len(drawn)]]
+    costs = [s for s in sentences if " · " in s.split(" (")[0]]
+    assert [p.title for p in drawn[:len(costs)]] == [s.split(" (")[0] for s in costs]
+    # then the load of each config in a panel of its own, never in place of the power test
+    loads = drawn[len(costs):]
+    assert loads and all(p.title.endswith("· data load") for p in loads)
+    assert {p.kind for p in drawn[:len(costs)]} == {"power geomean"}
+    assert {p.kind for p in loads} == {"data load elapsed"}
     for panel in drawn:
         assert panel.floor is not None and panel.floor > 0
         assert {row.verdict for row in panel.rows} == {"encrypted"}

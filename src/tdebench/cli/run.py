@@ -33,6 +33,9 @@ from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_ru
 @click.option("--work-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where trial workspaces (databases, servers, mounts) live while they run; each is "
                    "removed after its trial. [default: the system's temporary directory]")
+@click.option("--engine", "engines", multiple=True, metavar="NAME",
+              help="Run only this engine's rows of PLAN (repeat for several), e.g. tdebench run assess --engine "
+                   "sqlite; the run stores the plan with the choice (its key `only`).")
 @click.option("--quiet", is_flag=True, help="No progress bar; only the final summary.")
 @click.option("--force", is_flag=True,
               help="Replace a tdebench run already in --out (only the files it wrote are removed).")
@@ -52,8 +55,8 @@ from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_ru
                    "local:N, N workers on this machine (testing only: their trials disturb each other). "
                    "--key-file, --data-dir and --work-dir are then paths on every worker. Needs tdebench[cluster].")
 def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir: Path | None,
-                work_dir: Path | None, quiet: bool, force: bool, resume_dir: Path | None, retry_failed: bool,
-                owned: bool, cluster: str | None) -> None:
+                work_dir: Path | None, engines: tuple[str, ...], quiet: bool, force: bool, resume_dir: Path | None,
+                retry_failed: bool, owned: bool, cluster: str | None) -> None:
     """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
     and write its report to --out; or, with --resume DIR, finish the interrupted run in DIR.
 
@@ -71,7 +74,8 @@ def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, 
     --retry-failed runs its failed trials again too.
     """
     if resume_dir is not None:
-        given = [name for name, value in (("PLAN", plan), ("--out", out_dir), ("--force", force)) if value]
+        given = [name for name, value in (("PLAN", plan), ("--out", out_dir), ("--force", force),
+                                          ("--engine", engines)) if value]
         if given:
             raise InputError(f"--resume continues the run in its directory with the plan stored there: "
                              f"leave out {', '.join(given)}")
@@ -82,6 +86,8 @@ def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, 
         raise InputError("--out DIR is required: the run's directory (or --resume DIR to finish an interrupted run)")
     plan_file = plan_path(plan) if plan is not None else default_plan()
     the_plan = plan_or_exit(plan or default_plan())
+    if engines:
+        the_plan = _only(the_plan, engines, str(plan_file))
     from tdebench import outdir
     with place(cluster, the_plan, str(plan_file), key_file, data_dir, work_dir, owned) as where:
         out_lock = outdir.prepare(out_dir, force)
@@ -91,6 +97,22 @@ def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, 
             _measure(out_dir, quiet, where.work(store))
         finally:
             outdir.unlock(out_dir, out_lock)
+
+
+def _only(the_plan: Plan, engines: tuple[str, ...], source: str) -> Plan:
+    """`--engine`: the plan with only those engines' rows (`plan.only_engines`)."""
+    from tdebench.plan import only_engines
+
+    if any(line.split("=")[0].strip() == "only" for line in the_plan.text.splitlines()):
+        raise InputError(f"{source} already names its engines with `only`: leave out --engine, or edit the plan")
+    names = [engine.name for engine in the_plan.engines]
+    unknown = [name for name in engines if name not in names]
+    if unknown:
+        raise InputError(f"--engine {unknown[0]}: {source} has no such engine; its engines: {', '.join(names)}")
+    try:
+        return parse_plan(only_engines(the_plan.text, list(dict.fromkeys(engines))), source)
+    except PlanError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
@@ -168,6 +190,11 @@ def _measure(out_dir: Path, quiet: bool, work: Work) -> NoReturn:
         err.print("In one minute:", highlight=False)
         for sentence in built.glance.shortened(TOP_COSTS):
             err.print(wrapped(plain(sentence), indent="    ", first="  - ", console=err), highlight=False,
+                      soft_wrap=True, markup=False)
+    if built.answer:  # the answer table, a line per encryption: its cost and the recommendation
+        err.print("The answer (the report's table has coverage, integrity, leaks and keys):", highlight=False)
+        for line in built.answer:
+            err.print(wrapped(plain(line), indent="    ", first="  - ", console=err), highlight=False,
                       soft_wrap=True, markup=False)
     sys.exit(0 if summary.ok else 1)
 

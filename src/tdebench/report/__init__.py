@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench.report import csvfiles, html, markdown, tables, workloads
+from tdebench.report import answer, csvfiles, html, markdown, tables, workloads
 from tdebench.report.document import assemble
 from tdebench.report.headline import Glance
 from tdebench.report.plots import Figure
@@ -53,6 +53,7 @@ class Built:
 
     paths: list[Path]
     glance: Glance
+    answer: list[str]  # the answer table a line per encryption (answer.lines)
 
 
 def build(run_dir: Path) -> list[Path]:
@@ -87,4 +88,4 @@ def _write(run_dir: Path, run: RunData) -> Built:
     for path, text in texts:
         path.write_text(text, encoding="utf-8")
         written.append(path)
-    return Built(written, report.glance)
+    return Built(written, report.glance, answer.lines(report.answer) if report.answer is not None else [])

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from tdebench.report import (cache, claims, connection, core, findings, headline, noise, plots, sections, tables,
-                             workloads)
+from tdebench.report import (answer, cache, claims, connection, core, findings, headline, noise, plots, sections,
+                             tables, workloads)
 from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Content
 from tdebench.results import RunData
@@ -85,6 +85,7 @@ class Report:
     at_rest_ok: bool  # every judged verdict as expected, and there was at least one (findings.at_rest_ok)
     entries: tuple[Content, ...] = ()  # what each of SECTIONS that applies to the run holds, in order
     headline_figure: plots.Figure | None = None  # the first picture: headline.panels as a forest plot
+    answer: tables.Table | None = None  # after “In one minute”, before “In full”: report/answer.py
 
     @property
     def headline(self) -> list[str]:
@@ -132,5 +133,6 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=findings.at_rest_ok(run),
         entries=entries,
-        headline_figure=plots.headline_plot(headline.panels(run, records)),
+        headline_figure=plots.headline_plot(headline.panels(run, records, answer.integrity_marks(run))),
+        answer=answer.answer_table(run, records),
     )

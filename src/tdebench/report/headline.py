@@ -2,13 +2,11 @@
 
 One sentence per engine, workload and scale (and memory): its encryptions grouped as a DBA
 asks about them — no measurable cost, a cost (with its interval), more than double the time —
-on that configuration's best-resolved timing figure (of the power test, the throughput test and
-the load, one where the run resolves an encryption's effect beyond the noise floor if there is
-one — a resolved +20% on the power test says more than a load's narrower "noise" — and of those
-the first in that order, since a DBA asks what the queries cost and pays the load once: a
-load's narrower +9% must not stand for a power test's +33%; then the one whose overheads have
-the narrowest 95% intervals; for a workload with timed
-figures of its own, of those: a backup's backups and restores, crud's and maintenance's
+on one figure kind per configuration, whatever resolves first, so that lines and panels compare
+like with like: the first of the power test, the throughput test and the load that the run
+measured (a DBA asks what the queries cost and pays the load once; the load gets a panel of its
+own in the picture, never swapped in for the power test); for a workload with timed
+figures of its own, the best resolved of those (a backup's backups and restores, crud's and maintenance's
 operations, oltp's TPM and NOPM, where a cost is a drop), with the run's resolution
 (the placebo's noise floor) where the plan ran one, and the regime it was measured in: the data
 against the cache the engine really had (cache.regimes), since an encryption that more than
@@ -134,21 +132,21 @@ def _workload_figures(records: list[SummaryRecord]) -> list[tuple[Headline, Summ
 _FIGURE_NAMES = {rate: rate.upper() for rate in PER_MINUTE}  # "stress NOPM", not "stress mix"
 
 
-def _rank(figure: Headline, records: list[SummaryRecord], floor_of: dict[tuple, SummaryRecord]) -> int:
-    """Which of the labelled figures (times, all of them) a headline prefers when more than one
-    resolves a cost: the order they are declared in (TPC-H's power test, its throughput test, then
-    the load), since a DBA asks what the queries cost and pays the load once. A figure that
-    resolves no cost (only "faster", which without a placebo is often noise), and a workload's own
-    figures (a backup's, an oltp test's), rank alike after them, read by their intervals."""
-    if figure not in LABELLED:
-        return len(LABELLED)
-    costs = any(_resolved(r, floor_of.get(r.cell.comparison)) and r.overhead.pct > 0  # type: ignore[union-attr]
-                for r in records)
-    return LABELLED.index(figure) if costs else len(LABELLED)
-
-
 def _order(figure: Headline) -> tuple[int, str]:
     return (LABELLED.index(figure), "") if figure in LABELLED else (len(LABELLED), figure.label)
+
+
+def _figures_by_config(records: list[SummaryRecord]) -> dict[tuple, dict[Headline, list[SummaryRecord]]]:
+    """Per config (engine, memory order, memory, workload, scale), every timed headline figure the
+    run measured with its encryptions' records."""
+    per_config: dict[tuple, dict[Headline, list[SummaryRecord]]] = defaultdict(lambda: defaultdict(list))
+    for figure, record in headline_records(records) + _workload_figures(records):
+        cell = record.cell
+        if ((figure.metric == "elapsed_s" or figure.metric in PER_MINUTE) and record.overhead is not None
+                and cell.encryption not in (BASELINE, PLACEBO)):
+            per_config[(cell.engine, memory_order(cell.memory_mb), cell.memory_mb, cell.workload, cell.scale)][
+                figure].append(record)
+    return per_config
 
 
 def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, list[SummaryRecord],
@@ -158,22 +156,28 @@ def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, 
     and its placebo's record (None without one), in the report's order. The sentences and the
     headline picture both read these, so they cannot disagree."""
     floor_of = floors(records)
-    per_config: dict[tuple, dict[Headline, list[SummaryRecord]]] = defaultdict(lambda: defaultdict(list))
-    for figure, record in headline_records(records) + _workload_figures(records):
-        cell = record.cell
-        if ((figure.metric == "elapsed_s" or figure.metric in PER_MINUTE) and record.overhead is not None
-                and cell.encryption not in (BASELINE, PLACEBO)):
-            per_config[(cell.engine, memory_order(cell.memory_mb), cell.memory_mb, cell.workload, cell.scale)][
-                figure].append(record)
     chosen_ones = []
-    for config, by_figure in sorted(per_config.items()):
+    for config, by_figure in sorted(_figures_by_config(records).items()):
         own = {figure: chosen for figure, chosen in by_figure.items() if figure not in LABELLED}
-        candidates = own or by_figure  # a backup plan is read for its backups, not for its TPC-H load
-        figure, chosen = min(candidates.items(), key=lambda item: (
-            not any(_resolved(r, floor_of.get(r.cell.comparison)) for r in item[1]),
-            _rank(item[0], item[1], floor_of), _width(item[1]), _order(item[0])))
+        if own:  # a backup plan is read for its backups, not for its TPC-H load: the best resolved of them
+            figure, chosen = min(own.items(), key=lambda item: (
+                not any(resolved(r, floor_of.get(r.cell.comparison)) for r in item[1]),
+                _width(item[1]), _order(item[0])))
+        else:  # the first labelled figure in the declared order, whatever resolves first: like with like
+            figure, chosen = min(by_figure.items(), key=lambda item: _order(item[0]))
         chosen_ones.append((config, figure, chosen, floor_of.get(chosen[0].cell.comparison)))
     return chosen_ones
+
+
+def _load_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, list[SummaryRecord],
+                                                                SummaryRecord | None]]:
+    """The load of every config whose headline reads another figure (the power test): the
+    picture's panels of their own for it, after the headline's."""
+    floor_of, chosen = floors(records), {config: figure for config, figure, _, _ in chosen_figures(records)}
+    return [(config, figure, found, floor_of.get(found[0].cell.comparison))
+            for config, by_figure in sorted(_figures_by_config(records).items())
+            for figure, found in by_figure.items()
+            if figure.test == "load" and figure.metric == "elapsed_s" and chosen.get(config) not in (None, figure)]
 
 
 def config_sentences(run: RunData, records: list[SummaryRecord]) -> list[str]:
@@ -205,10 +209,13 @@ def _machine_and_at_rest(run: RunData) -> list[str]:
     return lines
 
 
-def panels(run: RunData, records: list[SummaryRecord]) -> list[plots.Panel]:
+def panels(run: RunData, records: list[SummaryRecord],
+           integrity: dict[tuple[str, str], str] | None = None) -> list[plots.Panel]:
     """The headline picture's panels: one per config of `chosen_figures`, each encryption's
-    overhead on the figure the headline sentence reads, its verdict, the placebo's band and
-    the cache regime its trials ran in."""
+    overhead on the figure the headline sentence reads, its verdict (the colour), what the
+    strength tests showed of it (`integrity`: the marker's shape, from answer.integrity_marks), the
+    placebo's band and the cache regime its trials ran in; then the load of each such config in a
+    panel of its own. Panels of one figure share an x-scale (plots.headline_plot)."""
     marks: dict[tuple, set[str]] = defaultdict(set)
     for verdict in judged(run):
         t = verdict.trial
@@ -217,24 +224,26 @@ def panels(run: RunData, records: list[SummaryRecord]) -> list[plots.Panel]:
             else "encrypted" if verdict.as_expected else "unsure")
     regimes = cache.regimes(run)
     result = []
-    for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records):
+    for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records) + _load_figures(records):
         rows = []
         for record in chosen:
             compared = record.overhead
             assert compared is not None
             seen = marks.get((engine, memory, record.cell.encryption, workload, scale), set())
             mark = "plaintext" if "plaintext" in seen else "encrypted" if seen == {"encrypted"} else "unsure"
-            rows.append(plots.PanelRow(record.cell.encryption, compared.pct, compared.ci_low, compared.ci_high, mark))
+            rows.append(plots.PanelRow(record.cell.encryption, compared.pct, compared.ci_low, compared.ci_high, mark,
+                                       None if integrity is None else integrity.get((engine, record.cell.encryption),
+                                                                                    "")))
         regime = regimes.get((engine, memory, workload, scale))
         title = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
                  f"{figure.short or figure.label}")
         result.append(plots.Panel(title, tuple(rows), resolution(floor) if floor is not None else None,
                                   rate=figure.metric in PER_MINUTE,
-                                  regime=regime.words if regime else ""))
+                                  regime=regime.words if regime else "", kind=figure.label or figure.short))
     return result
 
 
-def _resolved(record: SummaryRecord, floor: SummaryRecord | None) -> bool:
+def resolved(record: SummaryRecord, floor: SummaryRecord | None) -> bool:
     """An overhead the run resolves: measured in two rounds or more, its interval off zero and
     outside the placebo's (what _grouped calls a cost, or faster)."""
     compared = record.overhead
@@ -246,7 +255,7 @@ def _resolved(record: SummaryRecord, floor: SummaryRecord | None) -> bool:
 def _short(record: SummaryRecord, floor: SummaryRecord | None) -> str:
     compared = record.overhead
     assert compared is not None
-    return f"{record.cell.encryption} {percent(compared.pct)}" + ("" if _resolved(record, floor) else " (noise)")
+    return f"{record.cell.encryption} {percent(compared.pct)}" + ("" if resolved(record, floor) else " (noise)")
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,8 @@ def render(report: Report) -> str:
         lines += figure(report.headline_figure)
     if report.headline:
         lines += ["**In one minute:**", "", *[f"- {escape(sentence)}" for sentence in report.headline], ""]
+    if report.answer is not None and report.answer.rows:
+        lines += [f"**{escape(report.answer.title)}:**", "", *table(report.answer)]
     if report.headline_details:
         lines += ["**In full:**", "", *[f"- {escape(sentence)}" for sentence in report.headline_details], ""]
     lines += [escape(report.overview.paragraph), ""]

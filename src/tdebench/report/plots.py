@@ -325,6 +325,9 @@ class PanelRow:
     ci_low: float
     ci_high: float
     verdict: str
+    # what the strength tests showed (the headline picture's marker shape, `INTEGRITY_MARKS`): "tag",
+    # "no tag", "broken" or "" (not measured); None in a plot that does not show it
+    integrity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -336,6 +339,7 @@ class Panel:
     floor: float | None  # the placebo's resolution in percent, None without a placebo
     rate: bool = False  # a TPM or NOPM: a cost is a drop, so below zero
     regime: str = ""  # the cache regime (cache.TrialFit.regime) its trials all ran in, if one
+    kind: str = ""  # the figure it shows (“power geomean”): panels of one kind share their x-scale
 
 
 TITLE_CHARS = 50
@@ -348,6 +352,12 @@ _MARKS = {"encrypted": ("o", "tab:blue", "verdict encrypted"),
           "plaintext": ("X", "tab:red", "verdict PLAINTEXT (a leak)"),
           "unsure": ("o", "tab:gray", "verdict inconclusive or not verified"),
           "plain": ("o", "tab:blue", "")}  # a plot that shows no verdicts
+INTEGRITY_MARKS = {"tag": ("o", True, "filled: a keyed tag refused every change"),
+                   "no tag": ("o", False, "hollow: forgeable, or refused only by unkeyed checks"),
+                   "broken": ("X", True, "cross: broken (equal data, equal ciphertext)"),
+                   "": ("s", False, "square: tampering not measured")}
+"""The headline picture's marker per integrity class (answer.integrity_marks): shape, filled, legend.
+The colour stays the verdict's."""
 
 
 def headline_plot(panels: list[Panel]) -> Figure | None:
@@ -373,23 +383,40 @@ def _forest_figure(panels: list[Panel], columns: int, title: str = "") -> bytes 
     FigureCanvasAgg(figure)
     grid = figure.subplots(rows_of_panels, columns, squeeze=False)
     shown: dict[str, bool] = {}
+    limits = {kind: _x_limits([p for p in panels if p.kind == kind]) for kind in {p.kind for p in panels if p.kind}}
     for axes, panel in zip(grid.flat, panels):
-        _forest(axes, panel, shown)
+        _forest(axes, panel, shown, limits.get(panel.kind))
     for axes in list(grid.flat)[len(panels):]:
         axes.set_visible(False)
-    handles: list[Line2D | Patch] = [Line2D([], [], marker=marker, color=colour, linestyle="", label=label)
-                                     for mark, (marker, colour, label) in _MARKS.items() if label and shown.get(mark)]
+    handles: list[Line2D | Patch] = [Line2D([], [], marker="o", color=colour, linestyle="", label=label)
+                                     for mark, (_, colour, label) in _MARKS.items() if label and shown.get(mark)]
+    handles += [Line2D([], [], marker=marker, color="black", markerfacecolor="black" if filled else "none",
+                       linestyle="", label=label)
+                for integrity, (marker, filled, label) in INTEGRITY_MARKS.items()
+                if shown.get(f"integrity:{integrity}")]
     if any(panel.floor is not None for panel in panels):
         handles.append(Patch(color="0.85", label="placebo: the run's noise floor"))
     if handles:
-        figure.legend(handles=handles, loc="lower center", ncols=len(handles), fontsize="small", frameon=False)
+        figure.legend(handles=handles, loc="lower center", ncols=min(len(handles), 3), fontsize="small",
+                      frameon=False)
     if title:
         figure.suptitle(title)
-    figure.tight_layout(rect=(0, (0.06 if height < 4 else 0.03) if handles else 0, 1, 1))
+    legend_rows = -(-len(handles) // 3)
+    figure.tight_layout(rect=(0, min(0.3, 0.3 * legend_rows / height) if handles else 0, 1, 1))
     return _png(figure, layout=False)
 
 
-def _forest(axes: Axes, panel: Panel, shown: dict[str, bool]) -> None:
+def _x_limits(panels: list[Panel]) -> tuple[float, float]:
+    """The x-range that shows every interval and floor of `panels`, with room for the labels."""
+    rows = [row for panel in panels for row in panel.rows]
+    floors = [panel.floor or 0.0 for panel in panels]
+    low = min([row.ci_low for row in rows] + [-f for f in floors] + [0])
+    high = max([row.ci_high for row in rows] + floors + [0])
+    span = max(high - low, 1.0)
+    return low - 0.05 * span, high + 0.3 * span  # room for the labels right of each interval
+
+
+def _forest(axes: Axes, panel: Panel, shown: dict[str, bool], limits: tuple[float, float] | None = None) -> None:
     rows = sorted(panel.rows, key=lambda r: (-r.pct if panel.rate else r.pct, r.encryption), reverse=True)
     positions = np.arange(len(rows))
     if panel.floor is not None:
@@ -397,17 +424,19 @@ def _forest(axes: Axes, panel: Panel, shown: dict[str, bool]) -> None:
     axes.axvline(0, color="black", linewidth=0.8, zorder=1)
     for y, row in zip(positions, rows):
         marker, colour, _ = _MARKS[row.verdict]
+        filled = True
+        if row.integrity is not None:
+            marker, filled, _ = INTEGRITY_MARKS[row.integrity]
+            shown[f"integrity:{row.integrity}"] = True
         shown[row.verdict] = True
         axes.errorbar(row.pct, y, xerr=[[row.pct - row.ci_low], [row.ci_high - row.pct]], fmt=marker, color=colour,
-                      markersize=7, capsize=3, linewidth=1.2, zorder=2)
+                      markerfacecolor=colour if filled else "white", markersize=7, capsize=3, linewidth=1.2,
+                      zorder=2)
         axes.annotate(f"{row.pct:+.1f}%", (row.ci_high, y), xytext=(4, 0), textcoords="offset points",
                       va="center", fontsize="small")
     axes.set_yticks(positions, [row.encryption for row in rows])
     axes.set_ylim(-0.7, len(rows) - 0.3)
-    low = min([row.ci_low for row in rows] + [-(panel.floor or 0), 0])
-    high = max([row.ci_high for row in rows] + [panel.floor or 0, 0])
-    span = max(high - low, 1.0)
-    axes.set_xlim(low - 0.05 * span, high + 0.3 * span)  # room for the labels right of each interval
+    axes.set_xlim(*(limits or _x_limits([panel])))
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:+.0f}%"))
     axes.set_xlabel("change of the rate vs none (a cost is below 0)" if panel.rate
                     else "overhead vs none (95% CI)", fontsize="small")

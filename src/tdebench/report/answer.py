@@ -1,0 +1,411 @@
+"""The answer table: per engine and encryption, what it costs where it ran, what it covers, what it
+withstands, how it takes its key, and a recommendation — the one question a DBA asks, on one line.
+
+Every cell is read from this run's records: the cost from the headline's figure
+(`headline.chosen_figures`: the same figure the first lines read) with its 95% CI and the regime it
+was measured in (data ÷ the engine's cache, the OS cache warm or cold), at each cache size the run
+has; the coverage per file kind from the at-rest verdicts' scanned files, against the baseline's
+(a kind is exercised only where the baseline's files of it held the canary: the positive control);
+integrity, leaks and the old key from the strength workload; the key's cost per open from the timed
+opens. What the run did not measure says so and names a built-in plan that measures it (`plan_for`),
+so no row shows "encrypted" without its integrity and leak cells beside it. The recommendation comes
+from report/advice.py's written rules only.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import tomllib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from tdebench.report import advice, cache, declared, headline
+from tdebench.report.connection import OPEN_CELL, key_text
+from tdebench.report.declared import STRENGTH
+from tdebench.report.findings import judged
+from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, failed_trials, scale_label
+from tdebench.report.tables import Column, Table
+from tdebench.report.units import change, ratio_percent, signed_ms, times, MS
+from tdebench.results import FILE_KIND_TITLES, RunData, Verdict
+
+KINDS = ("data", "log", "temp", "backup")
+"""The file kinds the table has a column for (results.FILE_KINDS less "other": keys, pid files)."""
+ENCRYPTED, PLAINTEXT, UNEXERCISED, CONTROL, NO_CANARY, UNRECORDED = (
+    "encrypted", "plaintext", "not exercised", "plaintext (control)", "no canary",
+    "not recorded (a run before file kinds)")
+NOT_MEASURED = "not measured — run plan {plan}"
+SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY = STRENGTH.tests
+
+
+@functools.cache
+def _builtin_plans() -> tuple[tuple[str, bool, dict[str, int], frozenset[tuple[str, str]]], ...]:
+    """Each built-in plan: its name, whether its author timed a run of it (`measured`), its engines
+    with how many encryptions each lists ("all" counts as many), its (workload, test) pairs (""
+    for a workload's default tests)."""
+    found = []
+    folder = resources.files("tdebench") / "plans"
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".toml"):
+            continue
+        data = tomllib.loads(entry.read_text(encoding="utf-8"))
+        engines = {str(e.get("name", "")): (len(e["encryptions"]) if isinstance(e.get("encryptions"), list) else 99)
+                   for e in data.get("engines", []) if isinstance(e, dict)}
+        tests = frozenset((str(w.get("name", "")), str(t)) for w in data.get("workloads", [])
+                          for t in w.get("tests", []) or [""])
+        found.append((entry.name.removesuffix(".toml"), bool(data.get("measured")), engines, tests))
+    return tuple(found)
+
+
+def plan_for(engine: str, workload: str, test: str | None = None) -> str | None:
+    """The built-in plan that measures `workload` (and `test`, if given) on `engine`: of those, the
+    one named like the workload, else one whose run was timed, of those the one that measures the
+    most of the engine's encryptions (the nearest to an answer for every row), then the first by
+    name; None when none does."""
+    candidates = [(name != workload, not timed, -engines[engine], name)
+                  for name, timed, engines, tests in _builtin_plans()
+                  if engine in engines and any(w == workload and (test is None or t in (test, "")) for w, t in tests)]
+    return min(candidates)[3] if candidates else None
+
+
+def _not_measured(engine: str, *wanted: tuple[str, str | None]) -> str:
+    """"not measured — run plan X": the first of `wanted` (workload, test) a built-in plan measures."""
+    plan = next((found for workload, test in wanted if (found := plan_for(engine, workload, test))), None)
+    return NOT_MEASURED.format(plan=plan or f"a plan with the {wanted[0][0]} workload")
+
+
+# --- cost -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One measured cost of an encryption: where (memory, workload, scale), which figure, the
+    record and whether the run resolves it as a cost, and the regime."""
+
+    memory_mb: int | None
+    workload: str
+    scale: float
+    figure: str
+    record: SummaryRecord
+    resolved: bool
+    regime: cache.Regime | None
+    os_cache: str
+
+
+def _os_caches(run: RunData) -> dict[tuple, str]:
+    seen: dict[tuple, set[str]] = defaultdict(set)
+    for outcome in run.trials:
+        t = outcome.trial
+        seen[(t.engine, t.memory_mb, t.workload, t.scale)].add(outcome.cache)
+    return {config: "/".join(sorted(found)) for config, found in seen.items()}
+
+
+def costs(run: RunData, records: list[SummaryRecord]) -> dict[tuple[str, str], list[Cost]]:
+    """Per (engine, encryption), its headline figure at each memory, workload and scale."""
+    regimes, os_caches = cache.regimes(run), _os_caches(run)
+    found: dict[tuple[str, str], list[Cost]] = defaultdict(list)
+    for (engine, _, memory, workload, scale), figure, chosen, floor in headline.chosen_figures(records):
+        for record in chosen:
+            found[(engine, record.cell.encryption)].append(Cost(
+                memory, workload, scale, figure.short or figure.label, record,
+                headline.resolved(record, floor) and (record.overhead.pct > 0),  # type: ignore[union-attr]
+                regimes.get((engine, memory, workload, scale)), os_caches.get((engine, memory, workload, scale), "")))
+    return found
+
+
+def _regime_text(cost: Cost) -> str:
+    regime = cost.regime
+    words = [] if regime is None else [f"data {times(regime.ratio)} cache"]
+    return ", ".join(words + ([cost.os_cache] if cost.os_cache else []))
+
+
+def cost_text(found: list[Cost]) -> str:
+    """Each measured cost: "power test +40.2% [+37.8, +42.6] (data 6.6× cache, warm)", prefixed
+    with its cache size and workload where the row has several."""
+    several_memories = len({c.memory_mb for c in found}) > 1
+    several_workloads = len({(c.workload, c.scale) for c in found}) > 1
+    parts = []
+    for c in sorted(found, key=lambda c: (c.workload, c.scale, c.memory_mb or 0)):
+        compared = c.record.overhead
+        assert compared is not None
+        where = " ".join(([f"{c.workload} {scale_label(c.workload, c.scale)}"] if several_workloads else [])
+                         + ([f"{c.memory_mb} MB:"] if several_memories and c.memory_mb is not None else []))
+        noise = "" if c.resolved or not compared.significant else ", not resolved"
+        regime = _regime_text(c)
+        figure = f"{c.figure} {change(compared.pct, compared.ci_low, compared.ci_high)}"
+        parts.append(f"{where + ' ' if where else ''}{figure}{f' ({regime}{noise})' if regime or noise else ''}")
+    return "; ".join(parts)
+
+
+def cache_bound(found: list[Cost]) -> float | None:
+    """The cost where data > cache, when the run measured the same figure where the data fits and
+    resolved no cost there: the cost belongs to the cache regime."""
+    spilling = [c for c in found if c.regime is not None and c.regime.spills and c.resolved]
+    fitting = [c for c in found if c.regime is not None and not c.regime.spills]
+    if not spilling or not fitting or any(c.resolved for c in fitting):
+        return None
+    return max(c.record.overhead.pct for c in spilling)  # type: ignore[union-attr]
+
+
+# --- coverage -------------------------------------------------------------------------
+
+
+def _kind_hits(verdicts: Iterable[Verdict]) -> dict[str, tuple[int, int, str]]:
+    """Per file kind: files scanned, canary hits, the first file that held one."""
+    found: dict[str, list[Any]] = {kind: [0, 0, ""] for kind in KINDS}
+    for verdict in verdicts:
+        for scan in verdict.files:
+            if scan.kind not in found:
+                continue
+            entry = found[scan.kind]
+            entry[0] += 1
+            entry[1] += scan.hits
+            if scan.hits and not entry[2]:
+                entry[2] = scan.path
+    return {kind: (files, hits, first) for kind, (files, hits, first) in found.items()}
+
+
+def coverage(run: RunData) -> dict[tuple[str, str], dict[str, str]]:
+    """Per (engine, encryption) and file kind: encrypted, plaintext (the file), not exercised (the
+    baseline's files of that kind held no canary, or there were none), or for the baseline itself
+    plaintext (control) / no canary. A kind with no file here and no canary in the baseline is left
+    out (`rows` names a plan that measures it)."""
+    by_config: dict[tuple[str, str], list[Verdict]] = defaultdict(list)
+    for verdict in judged(run):
+        by_config[(verdict.trial.engine, verdict.trial.encryption)].append(verdict)
+    baselines = {engine: _kind_hits(verdicts) for (engine, encryption), verdicts in by_config.items()
+                 if encryption == BASELINE}
+    result: dict[tuple[str, str], dict[str, str]] = {}
+    for (engine, encryption), verdicts in by_config.items():
+        if encryption == PLACEBO:
+            continue
+        control = baselines.get(engine, {})
+        if not any(scan.kind for verdict in verdicts for scan in verdict.files):
+            result[(engine, encryption)] = dict.fromkeys(KINDS, UNRECORDED)
+            continue
+        cells = {}
+        for kind, (files, hits, first) in _kind_hits(verdicts).items():
+            exercised = control.get(kind, (0, 0, ""))[1] > 0
+            if not files and not exercised:
+                continue  # nothing of the kind in the run: the table names a plan that measures it
+            if encryption == BASELINE:
+                cells[kind] = CONTROL if hits else NO_CANARY if files else UNEXERCISED
+            elif hits:
+                cells[kind] = f"{PLAINTEXT} ({first})"
+            elif files and exercised:
+                cells[kind] = ENCRYPTED
+            else:
+                cells[kind] = UNEXERCISED
+        result[(engine, encryption)] = cells
+    return result
+
+
+# --- strength -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Strength:
+    """What the strength workload recorded of one engine and encryption (None: not measured)."""
+
+    flipped: tuple[str, ...] = ()  # the tamper test's classes
+    forged: tuple[tuple[str, str], ...] = ()  # (where, class) of the forgery test
+    repeated: float | None = None
+    random: float | None = None
+    old_key: str | None = None  # what the old key did to the rekeyed database
+
+
+_WHERE = {STRENGTH.forged_backup: "backup", STRENGTH.forged_log: "WAL"}
+_IGNORED = ("unsupported", "not applicable", "")
+
+
+def strengths(run: RunData) -> dict[tuple[str, str], Strength]:
+    failed = failed_trials(run)
+    ours = [m for m in run.measurements if m.trial.workload == STRENGTH.name and not m.warmup
+            and m.trial not in failed]
+    grouped: dict[tuple[str, str], list] = defaultdict(list)
+    for m in ours:
+        grouped[(m.trial.engine, m.trial.encryption)].append(m)
+    result = {}
+    for key, measurements in grouped.items():
+        files = [m.metrics["repeated_block_share"] for m in measurements
+                 if m.test == REPEATS and m.step == "database" and "repeated_block_share" in m.metrics]
+        chance = [m.metrics["repeated_block_share"] for m in measurements
+                  if m.test == REPEATS and m.step == "random" and "repeated_block_share" in m.metrics]
+        old = [m.answer or "" for m in measurements if m.test == OLD_KEY and m.step == "database"]
+        result[key] = Strength(
+            flipped=tuple(dict.fromkeys(m.answer or "" for m in measurements if m.test == TAMPER)),
+            forged=tuple(dict.fromkeys((_WHERE.get(m.step, "file"), m.answer or "") for m in measurements
+                                       if m.test == FORGERY)),
+            repeated=statistics.median(files) if files else None,
+            random=statistics.median(chance) if chance else None,
+            old_key=old[0] if old else None)
+    return result
+
+
+_WEAKNESS = (advice.FORGED, advice.ALTERED, "crashed", advice.UNTAGGED, advice.TAG, advice.UNCHANGED)
+"""The classes from the weakest protection to the strongest, then a test that proved nothing."""
+
+
+def integrity_class(strength: Strength) -> str | None:
+    """The weakest class the tamper and forgery tests showed, None when neither ran."""
+    seen = set(strength.flipped) | {answer for _, answer in strength.forged}
+    seen -= set(_IGNORED)
+    return next((name for name in _WEAKNESS if name in seen), None)
+
+
+def integrity_text(strength: Strength) -> str:
+    forged = [where for where, answer in strength.forged if answer == advice.FORGED]
+    parts = []
+    if forged:
+        parts.append(f"forgeable ({', '.join(forged)})")
+    flipped = [answer for answer in strength.flipped if answer not in _IGNORED]
+    if flipped:
+        parts.append(f"flipped byte: {', '.join(flipped)}")
+    refused = sorted({answer for _, answer in strength.forged if answer not in _IGNORED and answer != advice.FORGED})
+    if refused and not forged:
+        parts.append(f"forgery: {', '.join(refused)}")
+    return "; ".join(parts)
+
+
+def leak_text(strength: Strength, baseline: Strength | None) -> str:
+    plain = (f", plaintext {ratio_percent(baseline.repeated)}" if baseline is not None and baseline.repeated is not None
+             else "")
+    return (f"repeats {ratio_percent(strength.repeated)} of 16-byte blocks (random {ratio_percent(strength.random)}"
+            f"{plain})")
+
+
+def integrity_marks(run: RunData) -> dict[tuple[str, str], str]:
+    """Per engine and encryption the strength tests measured, its class for the headline picture's
+    markers (plots.INTEGRITY_MARKS): "broken" (repeats like plaintext), "tag", else "no tag"."""
+    marks = {}
+    for key, strength in strengths(run).items():
+        found = integrity_class(strength)
+        if advice.repeats_like_plaintext(advice.Facts(repeated_share=strength.repeated, random_share=strength.random)):
+            marks[key] = "broken"
+        elif found is not None and found != advice.UNCHANGED:
+            marks[key] = "tag" if found == advice.TAG else "no tag"
+    return marks
+
+
+# --- keys -----------------------------------------------------------------------------
+
+
+def _open_costs(records: list[SummaryRecord]) -> dict[tuple[str, str], list[SummaryRecord]]:
+    """Per engine and encryption, its timed opens of timed workloads (a strength trial's open is
+    timed once, beside no round of none), the most rounds first."""
+    found: dict[tuple[str, str], list[SummaryRecord]] = defaultdict(list)
+    for record in records:
+        cell = record.cell
+        if ((cell.test, cell.step, cell.metric) == OPEN_CELL and record.overhead is not None
+                and declared.timed(cell.workload)):
+            found[(cell.engine, cell.encryption)].append(record)
+    return {key: sorted(opens, key=lambda r: -r.summary.n) for key, opens in found.items()}
+
+
+def _key_forms(run: RunData) -> dict[tuple[str, str], set[str]]:
+    forms: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for outcome in run.trials:
+        if outcome.key_form:
+            forms[(outcome.trial.engine, outcome.trial.encryption)].add(outcome.key_form)
+    return forms
+
+
+def key_cell(engine: str, encryption: str, opens: list[SummaryRecord], forms: set[str],
+             strength: Strength | None, baselines: dict[tuple, SummaryRecord]) -> str:
+    parts = sorted({key_text(engine, encryption, form) for form in forms})
+    for record in opens[:1]:
+        baseline = baselines.get(record.cell.comparison)
+        compared = record.overhead
+        if baseline is not None and compared is not None:
+            extra = (record.summary.median - baseline.summary.median) * MS
+            ratio = (f" ({change(compared.pct, compared.ci_low, compared.ci_high)})"
+                     if min(compared.n_treatment, compared.n_baseline) >= 2 else "")
+            parts.append(f"open {signed_ms(extra)} ms{ratio}")
+    if strength is None:
+        parts.append(f"rekey {_not_measured(engine, (STRENGTH.name, OLD_KEY))}")
+    elif strength.old_key:
+        parts.append(f"old key after rekey: {strength.old_key}")
+    return "; ".join(parts)
+
+
+# --- the table ------------------------------------------------------------------------
+
+
+def _order(run: RunData) -> list[tuple[str, str]]:
+    """Every engine and encryption the run measured, the baseline first, in the plan's order."""
+    seen = dict.fromkeys((t.trial.engine, t.trial.encryption) for t in run.trials
+                         if t.trial.encryption != PLACEBO)
+    engines = list(dict.fromkeys(engine for engine, _ in seen))
+    return sorted(seen, key=lambda key: (engines.index(key[0]), key[1] != BASELINE))
+
+
+def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
+    found_costs, covered, strong = costs(run, records), coverage(run), strengths(run)
+    opens, forms = _open_costs(records), _key_forms(run)
+    open_baselines = {r.cell.comparison: r for r in records
+                      if (r.cell.test, r.cell.step, r.cell.metric) == OPEN_CELL and r.cell.encryption == BASELINE}
+    kinds = [kind for kind in KINDS if any(kind in cells for cells in covered.values())]
+    result = []
+    for engine, encryption in _order(run):
+        baseline = encryption == BASELINE
+        cost = found_costs.get((engine, encryption), [])
+        cells = covered.get((engine, encryption), {})
+        strength = strong.get((engine, encryption))
+        row: dict[str, Any] = {
+            "engine": engine, "encryption": encryption,
+            "cost": ("the baseline" if baseline else cost_text(cost) if cost
+                     else _not_measured(engine, ("tpch", "power"))),
+            "integrity": "none" if baseline else (
+                integrity_text(strength) if strength is not None and integrity_class(strength)
+                else _not_measured(engine, (STRENGTH.name, TAMPER))),
+            "leaks": (leak_text(strength, None) if strength is not None and strength.repeated is not None
+                      else _not_measured(engine, (STRENGTH.name, REPEATS))),
+            "keys": "" if baseline else key_cell(engine, encryption, opens.get((engine, encryption), []),
+                                                 forms.get((engine, encryption), set()), strength, open_baselines),
+        }
+        missing = {"backup": lambda: _not_measured(engine, ("backup", None)),
+                   "temp": lambda: _not_measured(engine, (STRENGTH.name, SPILL), ("tpch", "spill"))}
+        for kind in KINDS:
+            row[kind] = cells.get(kind) or missing.get(kind, lambda: UNEXERCISED)()
+        if strength is not None and strength.repeated is not None and not baseline:
+            row["leaks"] = leak_text(strength, strong.get((engine, BASELINE)))
+        facts = advice.Facts(
+            baseline=baseline,
+            plaintext_kinds=tuple(FILE_KIND_TITLES[k] for k in kinds if str(row[k]).startswith(f"{PLAINTEXT} (")),
+            unexercised_kinds=tuple(FILE_KIND_TITLES[k] for k in ("temp",) if not str(row[k]).startswith(ENCRYPTED)),
+            repeated_share=strength.repeated if strength else None,
+            random_share=strength.random if strength else None,
+            integrity=integrity_class(strength) if strength else None,
+            old_key_opens=(strength.old_key in STRENGTH.old_key_weak) if strength and strength.old_key else None,
+            cost_pct=max((c.record.overhead.pct for c in cost if c.resolved), default=None),  # type: ignore[union-attr]
+            cache_bound_pct=cache_bound(cost))
+        row["advice"] = advice.recommend(facts)
+        row["weak"] = not baseline and not row["advice"].startswith(advice.RECOMMENDED)
+        result.append(row)
+    return result
+
+
+INTRO = ("One row per engine and encryption: its cost on the headline figure with its 95% CI and the regime it was "
+         "measured in (data ÷ the engine's cache; the OS cache warm or cold), what each kind of file held at rest "
+         "(encrypted only where the baseline's files of that kind showed the canary), what the strength tests "
+         "showed, how it takes its key, and a recommendation from written rules (docs/manual.md, “The answer "
+         "table”). “not measured — run plan X” names a built-in plan that measures the cell.")
+
+
+def answer_table(run: RunData, records: list[SummaryRecord]) -> Table:
+    found = rows(run, records)
+    columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("cost", "cost", prose=True),
+               *(Column(kind, FILE_KIND_TITLES[kind]) for kind in KINDS),
+               Column("integrity", "integrity", prose=True), Column("leaks", "leaks", prose=True),
+               Column("keys", "keys", prose=True), Column("advice", "recommendation", prose=True))
+    return Table("The answer", columns, found, intro=INTRO, alarm="weak", empty="No configuration was measured.")
+
+
+def lines(table: Table) -> list[str]:
+    """The table as a terminal prints it at the end of a run: per encryption, its cost and its
+    recommendation (the baselines left out)."""
+    return [f"{row['engine']} {row['encryption']}: {row['cost'].split('; ')[0]} — {row['advice']}"
+            for row in table.rows if row["encryption"] != BASELINE]

@@ -1,0 +1,104 @@
+"""The answer table (report/answer.py): one row per engine and encryption with its cost, coverage per
+file kind, integrity, leaks, keys and recommendation, from a fake run's records; what the run did
+not measure says so and names the plan that does."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from fakes import DEMO, DEMO_PLAN, write_fake_run
+from tdebench.report import answer, build
+from tdebench.report.records import summary_records
+from tdebench.results import Measurement, TrialKey, TrialOutcome
+from tdebench.store import ResultStore, read_run
+
+KINDS = replace(DEMO, kinds=True)
+STRENGTH = {  # encryption → (repeated block share, flipped byte, forgery in the file)
+    "none": (0.41, "silently altered", "forgeable"),
+    "aes-256-cbc": (0.0, "silently altered", "forgeable"),
+    "chacha20-poly1305": (0.0, "tag detects", "tag detects"),
+    "sqlcipher": (0.0, "tag detects", "tag detects"),
+    "rc4": (0.41, "silently altered", "forgeable"),
+}
+
+
+def _add_strength(directory: Path) -> None:
+    """A strength trial per SQLite encryption of STRENGTH, as the workload records one."""
+    store = ResultStore(directory)
+    for encryption, (share, flipped, forged) in STRENGTH.items():
+        trial = TrialKey("sqlite", encryption, "strength", 20000.0, 1)
+        store.append(Measurement(trial, "repeats", "database", {"repeated_block_share": share}))
+        store.append(Measurement(trial, "repeats", "random", {"repeated_block_share": 0.0}))
+        store.append(Measurement(trial, "tamper", "flip", {"tries": 1.0}, answer=flipped))
+        store.append(Measurement(trial, "forgery", "database", {}, answer=forged))
+        store.append(Measurement(trial, "old-key", "database", {}, answer="refused"))
+        store.append(TrialOutcome(trial, "ok", cache="warm", cache_dropped=False, elapsed_s=3.0))
+    store.sync()
+
+
+def _rows(directory: Path) -> dict[tuple[str, str], dict]:
+    run = read_run(directory)
+    return {(row["engine"], row["encryption"]): row for row in answer.rows(run, summary_records(run))}
+
+
+def test_without_strength_tests_no_row_shows_encrypted_without_saying_what_is_missing(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, DEMO_PLAN, placebo=True, shape=KINDS)
+    rows = _rows(tmp_path)
+    assert ("duckdb", "placebo") not in rows and ("duckdb", "none") in rows
+    for (engine, encryption), row in rows.items():
+        if encryption == "none":
+            assert row["advice"] == answer.advice.BASELINE
+            continue
+        assert row["data"] == answer.ENCRYPTED
+        assert row["integrity"] == "not measured — run plan strength"
+        assert row["leaks"] == "not measured — run plan strength"
+        assert row["advice"].startswith(answer.advice.UNASSESSED) and row["weak"]
+        assert row["cost"].startswith("power test ") and "[" in row["cost"]  # the figure with its interval
+        assert row["log"] == answer.UNEXERCISED and row["temp"] == "not measured — run plan strength"
+        assert row["backup"] == "not measured — run plan backup"
+
+
+def test_strength_tests_fill_integrity_leaks_and_the_recommendation(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, DEMO_PLAN, placebo=True, shape=KINDS)
+    _add_strength(tmp_path)
+    rows = _rows(tmp_path)
+    rc4, cbc, chacha = rows[("sqlite", "rc4")], rows[("sqlite", "aes-256-cbc")], rows[("sqlite", "chacha20-poly1305")]
+    assert rc4["advice"].startswith(answer.advice.BROKEN) and "41.0%" in rc4["leaks"]
+    assert cbc["advice"].startswith(answer.advice.FORGEABLE) and cbc["integrity"].startswith("forgeable (file)")
+    assert chacha["advice"].startswith(answer.advice.RECOMMENDED) and "tag detects" in chacha["integrity"]
+    assert "temp/spill not exercised" in chacha["advice"]  # the fake run spilled nothing
+    assert "old key after rekey: refused" in chacha["keys"]
+    # an encryption the strength run did not reach still says what is missing
+    assert rows[("sqlite", "aegis-256")]["integrity"] == "not measured — run plan strength"
+    marks = answer.integrity_marks(read_run(tmp_path))
+    assert marks[("sqlite", "rc4")] == "broken" and marks[("sqlite", "sqlcipher")] == "tag"
+    assert marks[("sqlite", "aes-256-cbc")] == "no tag"
+
+
+def test_the_report_carries_the_table_before_in_full(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, DEMO_PLAN, placebo=True, shape=KINDS)
+    _add_strength(tmp_path)
+    build(tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert text.index("**The answer:**") < text.index("**In full:**") < text.index("## Findings")
+    table = text[text.index("**The answer:**"):text.index("**In full:**")]
+    rc4 = next(line for line in table.splitlines() if line.startswith("| sqlite | rc4 |"))
+    assert "broken" in rc4
+    html = (tmp_path / "report.html").read_text()
+    assert html.index("The answer:") < html.index("In full: every encryption")
+
+
+def test_a_run_without_file_kinds_says_so(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, DEMO_PLAN, placebo=True, shape=DEMO)
+    row = _rows(tmp_path)[("sqlite", "rc4")]
+    assert row["data"] == row["log"] == answer.UNRECORDED
+
+
+def test_plan_for_names_a_built_in_plan_that_measures_the_cell() -> None:
+    assert answer.plan_for("sqlite", "strength", "tamper") == "strength"
+    assert answer.plan_for("mariadb", "strength", "tamper") == "strength-servers"
+    assert answer.plan_for("duckdb", "backup") == "backup"
+    assert answer.plan_for("sqlite", "strength", "spill") == "strength"  # the temp files' coverage
+    assert answer.plan_for("mariadb", "strength", "spill") is None  # strength-servers leaves the spill out
+    assert answer.plan_for("nosuch", "tpch") is None
