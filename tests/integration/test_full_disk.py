@@ -117,6 +117,7 @@ def assert_one_clear_line_each(ended: Ended, out: Path, work: Path, failed: list
             outcome.error
         said = " ".join(ended.output.split())  # as printed, wrapped to the terminal's width
         assert f"FAILED {trial_id}: {outcome.error} " in said, ended.output
+        assert f"VERDICT {trial_id}:" not in said  # its scan found no leak: the failure is the one line
     assert [path.name for path in work.iterdir()] in ([], ["filler"]), list(work.rglob("*"))
 
 
