@@ -11,6 +11,9 @@ writes. For files held in the page cache this prints the speed of:
   scan                    verify.scan_file as every trial runs it (the entropy of one block in 16
                           beyond the first MiB) on the mixed file: half text pages, a quarter
                           random, a quarter free (zero), every pattern planted once per MiB;
+  scan, by reads          the same by 4 MiB reads into a buffer (`mapped=False`): what the maps save,
+                          and what a file with holes costs (its parts with a hole are read, never
+                          mapped: a map of a hole on a full tmpfs ends the process with SIGBUS);
   scan, every block       verify.scan_file as `tdebench verify` runs it (every block's entropy),
                           through memory maps under a read lease, as a file no one writes is scanned;
   scan, every block, by reads  the same by 4 MiB reads into a buffer (`mapped=False`), as a file
@@ -18,12 +21,12 @@ writes. For files held in the page cache this prints the speed of:
   grep -F -c              GNU grep searching every pattern at once (`-F -a -c -f`, one process):
                           what a tuned C search reaches (it counts matching lines, so only its
                           time is compared);
-  the same three on ciphertext (random bytes, every pattern planted once per MiB too: what an
+  the same four on ciphertext (random bytes, every pattern planted once per MiB too: what an
   encrypted database is, and where grep skips fastest);
   tdebench verify command `tdebench verify` on the ciphertext file, Python's start and numba's
                           import included (a fixed cost: it weighs on small files only);
-  scan, free pages        verify.scan_file on a file of zeros as large (a preallocated file:
-                          InnoDB's system tablespace, sparse regions);
+  scan, free pages        verify.scan_file on a sparse file as large, all one hole (InnoDB's
+                          system tablespace, sparse regions): read, not mapped (see above);
   entropy, sampled/every  the per-block entropy alone, of the mixed file;
   entropy, every, bincount  the same by one np.bincount per block, as before numba's loop (and
                           still for a read with few blocks to measure);
@@ -180,10 +183,12 @@ def main() -> None:
         best, cpu = interleaved(args.rounds, {
             "read": lambda: read_through(path),
             "scan": scanner(path),
+            "scan, by reads": scanner(path, mapped=False),
             "scan, every block": scanner(path, 1),
             "scan, every block, by reads": scanner(path, 1, mapped=False),
             "grep -F -c": grep_counts(listed, path),
             "scan, ciphertext": scanner(cipher),
+            "scan, ciphertext, by reads": scanner(cipher, mapped=False),
             "scan, every block, ciphertext": scanner(cipher, 1),
             "grep -F -c, ciphertext": grep_counts(listed, cipher),
             "tdebench verify command": lambda: subprocess.run(command, capture_output=True, check=False),

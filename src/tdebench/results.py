@@ -160,6 +160,11 @@ class Verdict:
         unverified trial is neither)."""
         return not self.as_expected and not self.unverified
 
+    @property
+    def leak(self) -> bool:
+        """Plaintext found where encryption was expected: a leak, even in a trial that failed."""
+        return self.verdict == "plaintext" and self.expected == "encrypted"
+
 
 @dataclass(frozen=True)
 class TrialOutcome:

@@ -7,15 +7,19 @@ A trial goes through fixed phases:
   → [cold: stop, drop caches, start again] → measured tests → close → at-rest scan (verdict)
   → remove the workspace.
 A failing trial is recorded with its error and the run goes on; the workspace is removed on
-success, failure and Ctrl-C alike. The runner runs the trials its store does not have yet: all
-of them in a new run; in a resumed one (`tdebench run --resume`, its store cut down to the
-complete trials by `store.keep_complete`) the rest, in the same order.
+success, failure and Ctrl-C alike; a trial that fills its work directory's file system fails with
+one line, "no space left on <mount> (<n> MiB free)", whichever engine said so in whichever words.
+The runner runs the trials its store does not have yet: all of them in a new run; in a resumed
+one (`tdebench run --resume`, its store cut down to the complete trials by
+`store.keep_complete`) the rest, in the same order.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import math
+import os
 import secrets
 import shutil
 import tempfile
@@ -33,6 +37,7 @@ from tdebench import runstate, verify
 from tdebench.capture import Capture
 from tdebench.engines import Engine, get_engine
 from tdebench.engines.base import NONE, PASSPHRASE, Database, PlaintextViewGone
+from tdebench.engines.dialects import DIALECTS
 from tdebench.keys import KeySource, Secret
 from tdebench.measure import affinity, oscache
 from tdebench.measure.clock import Clock, MonotonicClock
@@ -106,6 +111,26 @@ def remove_tree(path: Path, tries: int = 5) -> None:
         if not path.exists():
             return
         time.sleep(0.2)
+
+
+_NO_SPACE_WORDS = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))  # "No space left on device", …
+
+
+def _out_of_space(exc: BaseException, disk_full: Callable[[BaseException], bool] | None) -> bool:
+    """Whether `exc`, or an error it arose from (its cause or context: SQLite's failed rollback
+    after the full disk had rolled the transaction back, a driver's error inside a Conflict), says
+    the disk is full: an OSError ENOSPC or EDQUOT, the C library's words for them in its message
+    (DuckDB and PostgreSQL quote them), or the driver's own error for it (`Dialect.disk_full`)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(words in str(cause) for words in _NO_SPACE_WORDS) or (disk_full is not None and disk_full(cause)):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 @contextmanager
@@ -455,7 +480,11 @@ class Runner:
             raise KeyboardInterrupt from exc
         if isinstance(exc, OutputError):  # nothing more can be recorded: the run stops, cleaning up
             raise exc
-        error = f"{type(exc).__name__}: {exc}"
+        dialect = DIALECTS.get(trial.engine.dialect)
+        if not trial.engine.capabilities.remote and _out_of_space(exc, dialect.disk_full if dialect else None):
+            error = runstate.no_space_left(trial.workspace)  # the engine's words would name a file, not the cause
+        else:
+            error = f"{type(exc).__name__}: {exc}"
         if trial.secret is not None:
             error = trial.secret.scrub(error)
         if trial.database.key is not None:  # a workload may have changed the key (maintenance: rekey)

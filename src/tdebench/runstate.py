@@ -375,6 +375,13 @@ def file_system_of(path: Path) -> tuple[Path, int | None]:
         return mount, None
 
 
+def no_space_left(path: Path) -> str:
+    """"no space left on <mount> (<n> MiB free)" for the file system holding `path`: the one line
+    a trial, or a server's start, that filled it up ends with."""
+    mount, free = file_system_of(path)
+    return f"no space left on {mount} ({f'{free / 2**20:,.1f} MiB free' if free is not None else 'free space unknown'})"
+
+
 def mounts_below(root: Path) -> list[str]:
     """Mount points at or below `root`, deepest first."""
     prefix = str(root.resolve())

@@ -113,6 +113,12 @@ def manifest(directory: Path) -> list[str] | None:
     return None if data is None else [name for name in data["files"] if isinstance(name, str)]
 
 
+class NewerFormat(InputError):
+    """The run was written in a raw format newer than this tdebench's FORMAT: its records may
+    hold what this one would misread or drop (and a resumed run would mix two formats), so it
+    is not read at all."""
+
+
 def format_version(directory: Path) -> int:
     """The raw format the run in `directory` was written in: its manifest's, 1 when it names none
     (a run from before the format had a version, or from before manifests)."""
@@ -144,8 +150,12 @@ def _records(path: Path) -> tuple[list[tuple[bytes, Record]], int | None]:
     """Every line of a results.jsonl with its record (in the current format's shape, see
     `format_version`), and the number of a torn last line (a crash mid-write, a file cut short)
     that was left out; ValueError (with file and line) for a line that is not JSON, or not
-    UTF-8, anywhere else."""
+    UTF-8, anywhere else; NewerFormat for a run a newer tdebench wrote (`report`, `compare` and
+    `run --resume` all read a run here, and refuse it so)."""
     version = format_version(path.parent)
+    if version > FORMAT:
+        raise NewerFormat(f"{path.parent}: written by a newer tdebench: format {version}, this one reads up to "
+                          f"{FORMAT} (upgrade tdebench to read it)")
     lines = path.read_bytes().splitlines(keepends=True)
     records: list[tuple[bytes, Record]] = []
     for number, line in enumerate(lines, start=1):

@@ -45,8 +45,9 @@ ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be")
 CHUNK_BYTES = 4 << 20  # read size: large for throughput, small enough to never hold a big file
 MAP_BYTES = 64 << 20
 """A file no process has open for writing is scanned through a memory map of this many bytes at
-a time, each under a read lease (see `_mapped`): no copy into a buffer (a quarter of the scan's
-time, `bench/verify_scan.py`), and a writer that comes meanwhile waits one map's scan at most."""
+a time, each under a read lease (see `_mapped`): no copy into a buffer (the scan by reads takes
+about 1.1 times as long, `bench/verify_scan.py`), and a writer that comes meanwhile waits one
+map's scan at most. A part with a hole is read, not mapped (`_has_hole`)."""
 BLOCK_BYTES = 4096  # entropy block: a typical database page
 LOW_ENTROPY = 7.0  # bits/byte; ciphertext of a 4 KiB block measures ~7.95
 ENTROPY_FIRST_BLOCKS = 256  # the blocks at the start of a file whose entropy is always measured: 1 MiB
@@ -391,21 +392,55 @@ def _read_lease(fd: int) -> Iterator[bool]:
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
 
 
+def _has_hole(fd: int, begin: int, end: int) -> bool:
+    """Whether bytes `begin` .. `end` of the file hold a hole (a range never written: a sparse
+    file's, or what an engine extended its file by and could not fill); True when the file system
+    cannot say. Read, a hole is zeros; mapped, tmpfs backs a hole's page on the first touch, which
+    on a full tmpfs it cannot: the process ends with SIGBUS (a trial's scan, when its work
+    directory filled up). The file's offset is left where it was (`fh` reads on from it)."""
+    position = os.lseek(fd, 0, os.SEEK_CUR)
+    try:
+        return os.lseek(fd, begin, os.SEEK_HOLE) < end
+    except OSError:
+        return True
+    finally:
+        os.lseek(fd, position, os.SEEK_SET)
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    """`view` filled from byte `offset` of the file unless it ends first (a read may return less):
+    the bytes read."""
+    filled = 0
+    while filled < len(view) and (got := os.preadv(fd, [view[filled:]], offset + filled)):
+        filled += got
+    return filled
+
+
 def _mapped(fh: io.BufferedReader, overlap: int, read_size: int) -> Iterator[tuple[bytearray | memoryview, int]]:
     """What `_reads` yields, from memory maps of the file instead of reads into a buffer while a
     read lease can be held (`_read_lease`), MAP_BYTES at a time; where it cannot (a writer
     opened the file meanwhile, or never a lease; or the filesystem cannot map it), by `_reads`
     from there on. Each map starts whole pages before its part of the file, so the `overlap`
     bytes before it are `kept` (a pattern across the border is found); the file's size is taken
-    under the lease, so no map reaches past the file's end. `read_size` and MAP_BYTES are multiples of the entropy's
-    block, so every part but the file's last starts and ends on a block border."""
+    under the lease, so no map reaches past the file's end. A part with a hole (`_has_hole`) is
+    read instead, `read_size` at a time into one buffer with its `overlap` bytes before (a map
+    of it could end the process with SIGBUS). `read_size` and MAP_BYTES are multiples of the
+    entropy's block, so every part but the file's last starts and ends on a block border."""
     fd, start, before = fh.fileno(), 0, -(-overlap // mmap.PAGESIZE) * mmap.PAGESIZE
+    buffer: memoryview | None = None  # for the parts read
     while True:
         with _read_lease(fd) as leased:
             size = os.fstat(fd).st_size
             if not leased or start >= size:
                 break
             begin, end = max(0, start - before), min(size, start + MAP_BYTES)
+            if _has_hole(fd, begin, end):
+                buffer = buffer if buffer is not None else memoryview(bytearray(overlap + read_size))
+                for at in range(start, end, read_size):
+                    kept = min(overlap, at)
+                    yield buffer[:_pread_into(fd, buffer[:kept + min(end, at + read_size) - at], at - kept)], kept
+                start = end
+                continue
             try:
                 whole = memoryview(mmap.mmap(fd, end - begin, prot=mmap.PROT_READ, offset=begin))
             except OSError:  # a filesystem that leases but does not map (FUSE with direct I/O)

@@ -4,6 +4,7 @@ success."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from click.testing import CliRunner, Result
 from fakes import write_fake_run
 from tdebench.cli import main
 from tdebench.measure import ciphers
-from tdebench.store import RESULTS
+from tdebench.results import FORMAT
+from tdebench.store import MANIFEST, RESULTS
 
 
 def invoke(*args: str) -> Result:
@@ -90,3 +92,32 @@ def test_an_input_error_no_command_caught_is_one_line_and_its_exit_code(monkeypa
     monkeypatch.setattr(plan, "schedule", broken)
     done = invoke("plans")
     assert done.exit_code == 2 and done.output.strip() == "error: the engines moved", done.output
+
+
+def newer_run(directory: Path) -> Path:
+    """A fake run whose manifest says a tdebench newer than this one wrote it."""
+    write_fake_run(directory)
+    manifest = json.loads((directory / MANIFEST).read_text())
+    (directory / MANIFEST).write_text(json.dumps({**manifest, "format": FORMAT + 94}))
+    return directory
+
+
+@pytest.mark.parametrize("command", ["report", "compare-a", "compare-b", "resume"])
+def test_a_run_in_a_newer_format_is_refused_in_one_line(tmp_path: Path, command: str) -> None:
+    """Its records may hold what this tdebench would misread or drop: report, compare and
+    run --resume refuse it (exit 2) and write nothing, instead of reading it as if it were theirs."""
+    newer = newer_run(tmp_path / "newer")
+    before = {path.name: path.read_bytes() for path in newer.iterdir()}
+    if command == "resume":
+        done = invoke("run", "--resume", str(newer))
+    elif command == "report":
+        done = invoke("report", str(newer))
+    else:
+        write_fake_run(tmp_path / "current")
+        runs = [str(newer), str(tmp_path / "current")]
+        done = invoke("compare", *(runs if command == "compare-a" else runs[::-1]))
+    assert done.exit_code == 2, done.output
+    said = " ".join(done.output.split())
+    assert f"{newer}: written by a newer tdebench: format {FORMAT + 94}, this one reads up to {FORMAT}" in said
+    assert len(done.output.strip().splitlines()) <= 2 and "Traceback" not in done.output  # one line, maybe wrapped
+    assert {path.name: path.read_bytes() for path in newer.iterdir()} == before

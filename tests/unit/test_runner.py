@@ -517,3 +517,43 @@ def test_ctrl_c_during_the_wait_ends_the_run_at_once(tmp_path: Path) -> None:
     runner.interrupted.set()  # the real pause waits on the event the handler sets: it returns at once
     with pytest.raises(KeyboardInterrupt):
         runner._pause(3600.0)
+
+
+class _FullDisk(Exception):
+    """A driver's error for a full disk that carries no errno, only the words (as DuckDB's does)."""
+
+
+@pytest.mark.parametrize("raised, remote, full", [
+    (OSError(28, "No space left on device"), False, True),
+    # an error while handling the driver's (SQLite's failed rollback after SQLITE_FULL), its words quoted
+    (RuntimeError("cannot rollback - no transaction is active"), False, True),
+    (OSError(28, "No space left on device"), True, False),  # a remote server's disk: not the work directory's
+    (OSError(5, "Input/output error"), False, False),
+])
+def test_a_trial_that_fills_the_disk_fails_with_one_line_naming_the_file_system(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raised: Exception, remote: bool, full: bool) -> None:
+    """Whichever error the engine raises, in whichever words: the trial's error is one line that
+    names the file system of its workspace and what is free there."""
+    from tdebench import runstate
+    from tdebench.engines.base import Capabilities
+
+    def load(self, ctx, conn) -> None:
+        if isinstance(raised, RuntimeError):
+            try:  # the engine's words, as DuckDB's IOException says them
+                raise _FullDisk(f'IO Error: Could not write file "{ctx.database.workspace}/x": No space left on device')
+            except _FullDisk:
+                raise raised  # as a driver's clean-up raises it: the full disk its context
+        raise raised
+
+    monkeypatch.setattr(FakeWorkload, "load", load)
+    if remote:
+        monkeypatch.setattr(FakeEngine, "capabilities", Capabilities(embedded=False, concurrent_streams=False,
+                                                                     remote=True))
+    summary, data, _ = run(tmp_path, make_plan(repetitions=1))
+    errors = {o.error for o in data.trials}
+    assert len(data.trials) == 2 and all(o.status == "failed" for o in data.trials)
+    mount, _ = runstate.file_system_of(tmp_path)
+    if full:
+        assert all(e.startswith(f"no space left on {mount} (") and e.endswith(" MiB free)") for e in errors), errors
+    else:
+        assert errors == {f"{type(raised).__name__}: {raised}"}

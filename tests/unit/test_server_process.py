@@ -51,7 +51,7 @@ def test_a_failed_tools_log_shows_its_errors_and_a_full_disk(tmp_path: Path) -> 
     log.write_text("\n".join(["starting", "2026-11-23 0 [ERROR] InnoDB: preallocating 12582912 bytes for file "
                               "./ibdata1 failed with error 28", *advice]) + "\n")
     shown = log_tail(log)
-    assert shown.splitlines()[0].startswith("no space left on ") and "bytes free)" in shown.splitlines()[0]
+    assert shown.splitlines()[0].startswith("no space left on ") and "MiB free)" in shown.splitlines()[0]
     assert "failed with error 28" in shown and "boilerplate" not in shown
     log.write_text("\n".join(["starting", *advice]) + "\n")  # no error line: the tail, as before
     assert log_tail(log, lines=3).splitlines() == advice[-3:]

@@ -699,6 +699,40 @@ def test_a_file_at_rest_is_scanned_through_maps_and_finds_what_reads_find(tmp_pa
     assert len(mapped) > 12 and max(mapped) > 0  # maps were made, at offsets past the first
 
 
+def test_a_part_with_a_hole_is_read_never_mapped(tmp_path, monkeypatch):
+    """A hole (a sparse file's range never written: an engine's file it extended and could not
+    fill on a full disk) is read, not mapped: on a full tmpfs a map's first touch of it ends the
+    process with SIGBUS (tests/integration/test_full_disk.py does that for real). The parts
+    around it are still mapped, and the findings are what reads find."""
+    import mmap
+
+    import tdebench.verify as verify
+
+    page = mmap.PAGESIZE
+    monkeypatch.setattr(verify, "MAP_BYTES", 2 * page)
+    mapped: list[tuple[int, int]] = []
+    real_mmap = mmap.mmap
+    monkeypatch.setattr(verify.mmap, "mmap",
+                        lambda fd, length, **k: mapped.append((k["offset"], length)) or real_mmap(fd, length, **k))
+    pieces = [p for _, p in _patterns_of(CANARY)]
+    after = bytearray(_noise(4 * page))
+    after[2 * page - 9:2 * page - 9 + len(pieces[0])] = pieces[0]  # across the border of two mapped parts
+    after[page:page + len(pieces[1])] = pieces[1]
+    path = tmp_path / "sparse"
+    with path.open("wb") as fh:
+        fh.write(_noise(2 * page))
+        fh.seek(6 * page)  # pages 2 to 5: a hole
+        fh.write(after)
+    with path.open("rb") as fh:
+        assert os.lseek(fh.fileno(), 0, os.SEEK_HOLE) == 2 * page, "this file system keeps no holes"
+    by_map = scan_file(path, [CANARY], tmp_path, None, block_size=64, chunk_size=1024, entropy_every=1)
+    assert by_map == scan_file(path, [CANARY], tmp_path, None, block_size=64, chunk_size=1024, entropy_every=1,
+                               mapped=False)
+    assert by_map.hits == 2 and by_map.bytes == 10 * page
+    assert all(offset + length <= 2 * page or offset >= 6 * page for offset, length in mapped), mapped
+    assert {offset < 2 * page for offset, _ in mapped} == {True, False}  # before the hole and after it: maps
+
+
 def test_a_writer_arriving_between_maps_has_the_rest_read(tmp_path, monkeypatch):
     """Where no read lease can be had for the next map (a writer opened the file meanwhile, or it
     is open for writing from the start), the scan reads the rest from there, the bytes before the

@@ -9,7 +9,8 @@ for every command.
 Exit codes: 0 success; 1 the run finished but something is wrong (a failed trial, a wrong
 answer, an unexpected verdict), `verify` found plaintext or `compare --fail-above` found a
 figure that got slower (a TPM or NOPM lower); 2 bad input (plan, options, output or data
-directory, unusable engine, a damaged or empty results.jsonl, a resume with another key source);
+directory, unusable engine, a damaged or empty results.jsonl, a run a newer tdebench wrote, a resume with
+another key source);
 130 interrupted (Ctrl-C or SIGTERM, in any command).
 """
 

@@ -207,7 +207,10 @@ prints at its end; the busy-machine and at-rest lines always follow."""
 def _print_summary(summary, written: list[Path]) -> None:
     for outcome in summary.failed:
         err.print(f"[bold red]FAILED[/] {outcome.trial.id}: {plain(outcome.error)}", highlight=False)
+    failed = {outcome.trial for outcome in summary.failed}
     for verdict in summary.unexpected_verdicts:
+        if verdict.trial in failed and not verdict.leak:
+            continue  # the failure above explains its scan (the report counts it "not judged": findings.judged)
         err.print(f"[bold red]VERDICT[/] {verdict.trial.id}: {verdict.verdict} (expected {verdict.expected}) "
                   f"{plain(verdict.detail)}", highlight=False)
     status = "[green]all trials ok[/]" if summary.ok else "[red]problems above[/]"

@@ -4,7 +4,7 @@ An engine names its dialect (`Engine.dialect`, sqlglot's name; MariaDB and a rem
 share "mysql", PostgreSQL and a remote PostgreSQL "postgres"); this module describes each one
 once: its column types for the workloads' logical kinds, when primary keys are best added, how
 it gathers planner statistics, what its foreign keys and bulk load can do, and which of its
-drivers' errors are a lost race to retry. Workloads render their schemas from these facts and
+drivers' errors are a lost race to retry (or a full disk). Workloads render their schemas from these facts and
 keep per-dialect SQL that is theirs alone (queries, procedures, checksums) in `sql/<dialect>/`
 beside them, so they never compare dialect names. A new dialect is one entry in `DIALECTS`.
 
@@ -59,6 +59,9 @@ class Dialect:
     session: tuple[str, ...] = ()  # run by the workload on every connection of a user
     client_session: tuple[str, ...] = ()  # run on each user's connection for client-side transactions
     conflict: Callable[[BaseException], str | None] = lambda _: None  # a retryable error's kind, or None
+    # a driver error that says the disk is full in words of its own (the C library's "No space
+    # left on device", which DuckDB and PostgreSQL quote, the runner recognises in every error)
+    disk_full: Callable[[BaseException], bool] = lambda _: False
 
     def column_type(self, kind: str, length: int = 0) -> str:
         """The type of a column of `kind` ("decimal(15,2)" carries its precision and scale)."""
@@ -134,12 +137,14 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     # takes the write lock up front (a deferred transaction that upgrades to writing fails at
     # once with SQLITE_BUSY to avoid a deadlock); busy_timeout makes a waiting writer wait
     # instead of failing; WAL (set when the database is created) lets readers run beside the
-    # writer. A busy or locked database is a lost race.
+    # writer. A busy or locked database is a lost race. A full disk is SQLITE_FULL ("database or
+    # disk is full").
     Dialect("sqlite", {"int": "INTEGER", "bigint": "INTEGER", "decimal": "REAL", "date": "TEXT",
                        "timestamp": "TEXT", "char": "TEXT", "varchar": "TEXT"},
             keys_after_load=False, analyze_all="ANALYZE", analyze_one="ANALYZE {table}",
             begin_write="BEGIN IMMEDIATE", for_update="", session=("PRAGMA busy_timeout = 30000",),
-            conflict=_by_class(("apsw",), {"BusyError": "busy", "LockedError": "busy"})),
+            conflict=_by_class(("apsw",), {"BusyError": "busy", "LockedError": "busy"}),
+            disk_full=lambda exc: _by_class(("apsw",), {"FullError": "full"})(exc) is not None),
     # PostgreSQL: the declared types (exact NUMERIC money); keys built after COPY (faster than
     # maintaining them row by row), then ANALYZE so the planner knows what was just loaded.
     # pg_statistic keeps each column's most common values, in the database's files.

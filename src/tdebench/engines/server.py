@@ -39,7 +39,7 @@ import psutil
 
 from tdebench.engines.base import Database
 from tdebench.keys import Secret
-from tdebench.runstate import PARENT_DEATH, file_system_of, register
+from tdebench.runstate import PARENT_DEATH, no_space_left, register
 
 
 class ServerError(RuntimeError):
@@ -84,19 +84,13 @@ def log_tail(path: Path, lines: int = 20, since: int = 0) -> str:
     text = logged.splitlines()
     errors = error_lines(text)
     shown = "\n".join((errors or text)[-lines:]) or "(empty log)"
-    full = _no_space(path.parent) if any(_NO_SPACE.search(line) for line in text) else ""
+    full = no_space_left(path.parent) if any(_NO_SPACE.search(line) for line in text) else ""
     return f"{full}\n{shown}" if full else shown
 
 
 def error_lines(lines: Iterable[str]) -> list[str]:
     """The lines of a server's or tool's log that report an error ([ERROR], FATAL, errno…)."""
     return [line for line in lines if _ERROR_LINE.search(line)]
-
-
-def _no_space(directory: Path) -> str:
-    """"no space left on <mount> (<n> bytes free)" for the file system holding `directory`."""
-    mount, free = file_system_of(directory)
-    return f"no space left on {mount} ({f'{free:,} bytes free' if free is not None else 'free space unknown'})"
 
 
 def free_port() -> int:

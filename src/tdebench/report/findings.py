@@ -530,7 +530,7 @@ def judged(run: RunData) -> list[Verdict]:
     whose files held plaintext they should not is still a leak, and is judged."""
     failed = {o.trial for o in run.trials if o.status != "ok"}
     return [v for v in run.verdicts if not v.unverified  # nothing was scanned: nothing to judge
-            and (v.trial not in failed or v.as_expected or (v.verdict == "plaintext" and v.expected == "encrypted"))]
+            and (v.trial not in failed or v.as_expected or v.leak)]
 
 
 def unjudged_text(run: RunData) -> str:
