@@ -574,7 +574,8 @@ def _check_memory_axis(check: "Checker", engines: tuple[EngineChoice, ...],
     unseparated = [w.name for w in workloads if not WORKLOADS[w.name].memory_axis]
     if unseparated:
         separated = ", ".join(name for name, workload in WORKLOADS.items() if workload.memory_axis)
-        raise check.error(f"several memory_mb values are compared by the {separated} workload only; the "
+        raise check.error(f"several memory_mb values are compared by the {separated} workload"
+                          f"{'s' if ', ' in separated else ''} only; the "
                           f"{unseparated[0]} report does not keep them apart yet: give one value per plan",
                           "memory_mb")
 

@@ -507,7 +507,8 @@ class Runner:
         finally:
             conn.close()
         facts.engine_state = database.encryption_state()  # raises if the engine is not encrypted yet
-        recorder.record("load", "database", {"size_bytes": float(database.size_bytes())})
+        recorder.record("load", "database", {"size_bytes": float(database.size_bytes()),
+                                             "data_bytes": float(database.data_bytes())})
         facts.cache_dropped = self.plan.cache == "cold" and self._go_cold(database, trial.capture)
         for opening in range(1, OPENS):  # each closed again, untimed
             with recorder.measure("open", "connect", pass_number=opening):

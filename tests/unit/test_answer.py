@@ -51,11 +51,10 @@ def test_without_strength_tests_no_row_shows_encrypted_without_saying_what_is_mi
             assert row["advice"] == answer.advice.BASELINE
             continue
         assert row["data"] == answer.ENCRYPTED
-        assert row["integrity"] == "not measured — run plan strength"
-        assert row["leaks"] == "not measured — run plan strength"
+        assert row["integrity"] == row["leaks"] == f"not measured — run plan assess-{engine}"
         assert row["advice"].startswith(answer.advice.UNASSESSED) and row["weak"]
         assert row["cost"].startswith("power test ") and "[" in row["cost"]  # the figure with its interval
-        assert row["log"] == answer.UNEXERCISED and row["temp"] == "not measured — run plan strength"
+        assert row["log"] == answer.UNEXERCISED and row["temp"] == f"not measured — run plan assess-{engine}"
         assert row["backup"] == "not measured — run plan backup"
 
 
@@ -70,7 +69,7 @@ def test_strength_tests_fill_integrity_leaks_and_the_recommendation(tmp_path: Pa
     assert "temp/spill not exercised" in chacha["advice"]  # the fake run spilled nothing
     assert "old key after rekey: refused" in chacha["keys"]
     # an encryption the strength run did not reach still says what is missing
-    assert rows[("sqlite", "aegis-256")]["integrity"] == "not measured — run plan strength"
+    assert rows[("sqlite", "aegis-256")]["integrity"] == "not measured — run plan assess-sqlite"
     marks = answer.integrity_marks(read_run(tmp_path))
     assert marks[("sqlite", "rc4")] == "broken" and marks[("sqlite", "sqlcipher")] == "tag"
     assert marks[("sqlite", "aes-256-cbc")] == "no tag"
@@ -96,9 +95,9 @@ def test_a_run_without_file_kinds_says_so(tmp_path: Path) -> None:
 
 
 def test_plan_for_names_a_built_in_plan_that_measures_the_cell() -> None:
-    assert answer.plan_for("sqlite", "strength", "tamper") == "strength"
-    assert answer.plan_for("mariadb", "strength", "tamper") == "strength-servers"
-    assert answer.plan_for("duckdb", "backup") == "backup"
-    assert answer.plan_for("sqlite", "strength", "spill") == "strength"  # the temp files' coverage
-    assert answer.plan_for("mariadb", "strength", "spill") is None  # strength-servers leaves the spill out
+    """The engine's own assess plan first: it fills every column but backup's."""
+    for engine in ("duckdb", "sqlite", "mariadb", "postgres"):
+        for workload, test in (("tpch", "power"), ("strength", "tamper"), ("strength", "spill")):
+            assert answer.plan_for(engine, workload, test) == f"assess-{engine}"
+        assert answer.plan_for(engine, "backup") == "backup"
     assert answer.plan_for("nosuch", "tpch") is None

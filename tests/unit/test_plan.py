@@ -309,8 +309,8 @@ def test_memory_errors_name_file_and_line(value: str, message: str) -> None:
 def test_several_memory_values_only_where_the_report_keeps_them_apart() -> None:
     tpch = 'name = "tpch"\nscale = 0.01\ntests = ["power", "throughput"]\nstreams = 2'
     crud = _with_memory("[64, 1024]").replace(tpch, 'name = "crud"')
-    with pytest.raises(PlanError, match="my.toml:11: several memory_mb values are compared by the tpch workload "
-                                        "only; the crud report does not keep them apart yet"):
+    with pytest.raises(PlanError, match="my.toml:11: several memory_mb values are compared by the tpch, strength "
+                                        "workloads only; the crud report does not keep them apart yet"):
         parse_plan(crud, "my.toml")
     assert parse_plan(_with_memory("64").replace('name = "tpch"\nscale = 0.01\ntests = ["power", "throughput"]'
                                                  '\nstreams = 2', 'name = "crud"')).engines[0].memory_mb == (64,)

@@ -438,6 +438,14 @@ class Database(ABC):
         """Bytes on disk of every file the database wrote."""
         return sum(p.stat().st_size for p in self.files() if p.is_file())
 
+    def data_bytes(self) -> int:
+        """Bytes of the files that hold tables and indexes (`file_kind` "data"): what queries read,
+        so what a cache must hold for the data to fit; WAL, logs, temp files and keys left out."""
+        root = self.scan_root()
+        return sum(p.stat().st_size for p in self.files()
+                   if p.is_file() and self.file_kind(str(p.relative_to(root)) if root and p.is_relative_to(root)
+                                                     else p.name) == "data")
+
     @property
     def server_user(self) -> str | None:
         """The OS user the engine's server runs as (PostgreSQL: `postgres`): besides root, the

@@ -263,6 +263,10 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
             time.sleep(0.02)
         process.stop()
 
+    def data_bytes(self) -> int:
+        """The engine's own data files, as its view shows them (the cipher files' names say nothing)."""
+        return self._inner().data_bytes()
+
     def files(self) -> list[Path]:
         """What is on disk: every file in the cipher directory (the mount point is empty when unmounted)."""
         if not self.cipher_dir.exists():

@@ -213,6 +213,11 @@ class RemoteDatabase(Database):
         """A driver connection for the monitoring session."""
         raise NotImplementedError
 
+    def data_bytes(self) -> int:
+        """What the server's catalog counts for the trial's database (`size_bytes`): its files are
+        the server's, seen in part at most."""
+        return self.size_bytes()
+
     def files(self) -> list[Path]:
         """What tdebench can see of the server's files: those under `data_path`, or none."""
         if not self.target.data_path:

@@ -10,7 +10,7 @@ phrase, and a cost clause may follow it:
    same length show, `REPEAT_EXCESS` beyond chance: RC4's reused key stream, a mode without an IV
    per page): broken, whatever else it does;
 4. nothing measured of tampering, or a tamper test whose change went unread: no recommendation
-   can be given (the strength plan measures it);
+   can be given (the table's integrity cell names a plan that measures it);
 5. a forgery accepted, or a flipped byte read back as changed data: confidentiality only;
 6. a change refused only by unkeyed checks (a page checksum, the format's consistency): the
    same, since whoever knows the layout recomputes them;
@@ -36,13 +36,13 @@ plaintext (report/strength.py flags the same)."""
 BASELINE = "no encryption: nothing protected at rest"
 LEAKS = "leaks plaintext in {kinds}: not encrypted at rest"
 BROKEN = "broken: equal data shows as equal ciphertext — do not use"
-UNASSESSED = "no recommendation: tampering and leaks not measured (run plan strength)"
+UNASSESSED = "no recommendation: tampering and leaks not measured (the integrity cell names a plan)"
 INCONCLUSIVE = "no recommendation: the tamper test proved nothing here (the change went unread)"
 FORGEABLE = "confidentiality only: no protection against tampering"
 UNKEYED = "confidentiality only: tampering caught only by unkeyed checks that a forger can recompute"
 OLD_KEY = "rekey does not rotate: the old key still opens the database"
 RECOMMENDED = "recommended"
-UNEXERCISED = "recommended for what was checked; {kinds} not exercised (run plan at-rest)"
+UNEXERCISED = "recommended for what was checked; {kinds} not exercised (its cell names a plan)"
 CACHE_BOUND = "costs {pct} only while data > cache: size the cache"
 DOUBLES = "more than doubles the time here"
 

@@ -62,13 +62,14 @@ def _builtin_plans() -> tuple[tuple[str, bool, dict[str, int], frozenset[tuple[s
 
 def plan_for(engine: str, workload: str, test: str | None = None) -> str | None:
     """The built-in plan that measures `workload` (and `test`, if given) on `engine`: of those, the
-    one named like the workload, else one whose run was timed, of those the one that measures the
-    most of the engine's encryptions (the nearest to an answer for every row), then the first by
-    name; None when none does."""
-    candidates = [(name != workload, not timed, -engines[engine], name)
+    engine's own `assess-<engine>` (built to fill this table), else the one named like the workload,
+    else one whose run was timed, of those the one that measures the most of the engine's
+    encryptions (the nearest to an answer for every row), then the first by name; None when none
+    does."""
+    candidates = [(name != f"assess-{engine}", name != workload, not timed, -engines[engine], name)
                   for name, timed, engines, tests in _builtin_plans()
                   if engine in engines and any(w == workload and (test is None or t in (test, "")) for w, t in tests)]
-    return min(candidates)[3] if candidates else None
+    return min(candidates)[-1] if candidates else None
 
 
 def _not_measured(engine: str, *wanted: tuple[str, str | None]) -> str:

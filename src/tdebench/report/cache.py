@@ -4,7 +4,8 @@ An overhead means different things in the two regimes: when the whole database s
 the engine's cache, encryption costs only the CPU of the cipher path (a page is decrypted once,
 when it is first read); when it does not fit, evicted pages are read and decrypted again on
 every read, from the OS page cache or, with a cold one, from disk. Per trial: the database's
-size after the load (`load`/`database` `size_bytes`) against the cache its engine really had
+tables and indexes after the load (`load`/`database` `data_bytes`: the files a query reads, no
+WAL or log; every file's `size_bytes` for a run from before it was recorded) against the cache its engine really had
 (`TrialOutcome.cache_mb`: memory_mb, or the engine's default — SQLite's 2000 KiB page cache per
 connection, DuckDB's 80% of memory, the servers' pools as tdebench starts them), and what the
 plan's cache mode did to the OS page cache. Runs that recorded 0 for an embedded engine's
@@ -35,6 +36,11 @@ EVICTED_OS = "evicted pages re-read from the OS cache"
 SPILLS = "pages decrypted again on every read"
 UNKNOWN = "not known: the engine's cache was not recorded (a server's own, or an old run's)"
 
+
+
+DATA_METRIC = "data_bytes"
+"""The load's measure of the tables and indexes (`Database.data_bytes`) that data ÷ cache counts;
+a run without it (before it was recorded) is read with every file's size_bytes."""
 
 @dataclass(frozen=True)
 class TrialFit:
@@ -99,7 +105,7 @@ def _recorded_cache(outcome: TrialOutcome, memory_bytes: float | None) -> tuple[
 def trial_fits(run: RunData) -> list[TrialFit]:
     """Every trial that recorded its cache and measured its database size, failed ones left
     out as in every statistic."""
-    sizes = {m.trial: m.metrics["size_bytes"] for m in run.measurements
+    sizes = {m.trial: m.metrics.get(DATA_METRIC, m.metrics["size_bytes"]) for m in run.measurements
              if (m.test, m.step) == ("load", "database") and "size_bytes" in m.metrics}
     failed = failed_trials(run)
     memory = run.environment.get("memory_bytes")
@@ -173,8 +179,10 @@ def cache_fit_table(run: RunData) -> Table | None:
         summary=(f"{len(rows)} configurations: "
                  + (f"{spilled} do not fit in their engine's cache in every trial" if spilled
                     else "every one fits in its engine's cache")),
-        intro=("Did the data fit in the cache the engine really had? Database: its size on disk after "
-               "the load (median over trials). Engine cache: the plan's memory_mb as the engine applies it "
+        intro=("Did the data fit in the cache the engine really had? Database: its tables and indexes on "
+               "disk after the load, the files a query reads (median over trials; WAL, logs and temp files "
+               "left out; a run from before tdebench recorded them apart counts every file). Engine cache: "
+               "the plan's memory_mb as the engine applies it "
                "(DuckDB memory_limit, SQLite cache_size per connection, MariaDB's InnoDB buffer pool, "
                "PostgreSQL shared_buffers; under a gocryptfs layer the engine inside the mount), or the cache "
                "the engine has without it, as the engine reports it: SQLite's default page cache of 2000 KiB "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tdebench.report import cache, connection as open_cost, declared, noise, plots, tables
+from tdebench.report import cache, connection as open_cost, declared, knee, noise, plots, tables
 from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Block, Content, Part, long_part
 from tdebench.results import RunData
@@ -57,7 +57,10 @@ def cost_curve(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """Configurations measured at several cache sizes: the overhead against data ÷ cache."""
     ratios = {config: regime.ratio for config, regime in cache.regimes(run).items()}
     figures = plots.cost_curves(records, ratios)
-    return _one("Cost curve", figures=figures) if figures else None
+    if not figures:
+        return None
+    return Content(blocks=(Block("Cost curve", (), tuple(figures)),),
+                   findings=tuple(knee.sentences(run, _timed(records))))
 
 
 def cache_fit(run: RunData, records: list[SummaryRecord]) -> Content | None:

@@ -485,18 +485,41 @@ def cost_curves(records: list[SummaryRecord], ratios: dict[Config, float]) -> li
     return figures
 
 
+GAP = 2.0
+"""Two points of a cost curve further apart than this factor of data ÷ cache are not joined: a line
+across the gap would draw a rise (or a fall) that no cache size in it measured."""
+
+
+def _runs(points: list[tuple[float, float, float, float]]) -> list[list[tuple[float, float, float, float]]]:
+    """`points` (sorted by x) cut where two neighbours lie more than GAP apart."""
+    runs: list[list[tuple[float, float, float, float]]] = []
+    for point in points:
+        if runs and point[0] <= runs[-1][-1][0] * GAP:
+            runs[-1].append(point)
+        else:
+            runs.append([point])
+    return runs
+
+
 def _cost_panel(axes: Axes, label: str, by_encryption: dict[str, list[tuple[float, float, float, float]]]) -> None:
-    """One figure's curve: a line per encryption, the placebo as a band."""
+    """One figure's curve: a line per encryption, the placebo as a band, each cut where no point
+    lies within GAP of the next (the points themselves always drawn)."""
     encryptions = sorted(e for e in by_encryption if e != PLACEBO)
     colours = colormaps["tab10" if len(encryptions) <= 10 else "tab20"]
-    band = sorted(by_encryption.get(PLACEBO, []))
-    if band:
-        x, _, low, high = (np.array(column) for column in zip(*band))
-        axes.fill_between(x, low, high, color="grey", alpha=0.25, linewidth=0, label=f"{PLACEBO} (noise floor)")
+    for number, run in enumerate(_runs(sorted(by_encryption.get(PLACEBO, [])))):
+        x, _, low, high = (np.array(column) for column in zip(*run))
+        band = "_nolegend_" if number else f"{PLACEBO} (noise floor)"  # one legend entry for the band
+        if len(run) == 1:  # a lone point: its interval as a bar, no band to draw
+            axes.vlines(x, low, high, color="grey", alpha=0.4, linewidth=6, label=band)
+        else:
+            axes.fill_between(x, low, high, color="grey", alpha=0.25, linewidth=0, label=band)
     for index, encryption in enumerate(encryptions):
-        x, y, low, high = (np.array(column) for column in zip(*sorted(by_encryption[encryption])))
+        points = sorted(by_encryption[encryption])
+        x, y, low, high = (np.array(column) for column in zip(*points))
         axes.errorbar(x, y, yerr=np.vstack([y - low, high - y]), color=colours(index), marker="o", markersize=4,
-                      linewidth=1.4, capsize=3, label=encryption)
+                      linestyle="none", capsize=3, label=encryption)
+        for run in _runs(points):
+            axes.plot([p[0] for p in run], [p[1] for p in run], color=colours(index), linewidth=1.4)
     axes.axhline(0, color="black", linewidth=0.8)
     axes.axvline(1, color="black", linewidth=0.8, linestyle="--")
     axes.set_xscale("log")
