@@ -53,6 +53,9 @@ one kept for the tests: a key derivation is paid per connection, not per query, 
 gives it as a figure of its own (report/connection.py); the median of five opens per trial
 keeps one slow open (a page not yet in the OS cache, a scheduler hiccup) from being the figure."""
 CANARY_COUNT = 4
+DIED_WAIT_S = 0.5
+"""How long a failed trial's processes are given to be seen ended (`Database.died`): a killed
+server's client sees its socket closed a moment before the server's exit status can be read."""
 
 
 class Progress(Protocol):
@@ -456,6 +459,9 @@ class Runner:
         if isinstance(exc, OutputError):  # nothing more can be recorded: the run stops, cleaning up
             raise exc
         error = f"{type(exc).__name__}: {exc}"
+        died = trial.database.died(DIED_WAIT_S)
+        if died:  # the cause first: the client's "lost connection" is only what followed
+            error = f"{died}; the trial then failed with {error}"
         if trial.secret is not None:
             error = trial.secret.scrub(error)
         if trial.database.key is not None:  # a workload may have changed the key (maintenance: rekey)
@@ -560,7 +566,7 @@ class Runner:
         expected = "plaintext" if trial.database.encryption.is_baseline else "encrypted"
         runstate.fault_point("trial-scan")
         try:
-            verdict = self._verdict(key, expected, trial.database, trial.facts, trial.capture)
+            verdict = self._verdict(key, expected, trial.database, trial.facts, trial.capture, trial.error)
         finally:
             try:
                 trial.database.drop()
@@ -596,9 +602,13 @@ class Runner:
         return self.empty_cache(self.plan.evict, database.workspace)
 
     def _verdict(self, key: TrialKey, expected: str, database: Database, facts: "_TrialFacts",
-                 capture: Capture | None) -> Verdict:
+                 capture: Capture | None, failed: str = "") -> Verdict:
         """The trial's verdict: its closed database's files at rest, and what the transient
-        capture caught while it ran (stopped here, after the close)."""
+        capture caught while it ran (stopped here, after the close). A failed trial's (`failed`:
+        its error) is `error` whatever its files show: the positive controls and the engine's own
+        report were not all taken (a dead gocryptfs left files that look encrypted, and its view
+        was never read), so "encrypted" would claim what was not checked; what the scan found is
+        kept in the detail."""
         root = database.scan_root()
         try:
             transient = capture.stop() if capture is not None else None
@@ -613,6 +623,10 @@ class Runner:
                                                    kind_of=database.file_kind)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
+        if failed and verdict.verdict != "error":
+            found = f"{verdict.verdict} ({verdict.detail})" if verdict.detail else verdict.verdict
+            verdict = replace(verdict, verdict="error",
+                              detail=f"the trial failed ({failed}); its files at rest were judged {found}")
         if facts.capture_failed:
             verdict = replace(verdict, detail=f"{verdict.detail}; the transient capture could not start "
                                               f"({facts.capture_failed}): only the files at rest were judged")
