@@ -605,10 +605,11 @@ class Runner:
                  capture: Capture | None, failed: str = "") -> Verdict:
         """The trial's verdict: its closed database's files at rest, and what the transient
         capture caught while it ran (stopped here, after the close). A failed trial's (`failed`:
-        its error) is `error` whatever its files show: the positive controls and the engine's own
-        report were not all taken (a dead gocryptfs left files that look encrypted, and its view
-        was never read), so "encrypted" would claim what was not checked; what the scan found is
-        kept in the detail."""
+        its error) is `error`, what the scan found kept in the detail: the positive controls and
+        the engine's own report were not all taken (a dead gocryptfs left files that look
+        encrypted, and its view was never read), so "encrypted" would claim what was not checked.
+        Only a leak stands (plaintext where encryption was expected): what its files hold is a
+        finding however the trial ended (report.findings.judged)."""
         root = database.scan_root()
         try:
             transient = capture.stop() if capture is not None else None
@@ -623,7 +624,8 @@ class Runner:
                                                    kind_of=database.file_kind)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
-        if failed and verdict.verdict != "error":
+        leak = verdict.verdict == "plaintext" and expected == "encrypted"  # found, failed or not
+        if failed and verdict.verdict != "error" and not leak:
             found = f"{verdict.verdict} ({verdict.detail})" if verdict.detail else verdict.verdict
             verdict = replace(verdict, verdict="error",
                               detail=f"the trial failed ({failed}); its files at rest were judged {found}")
