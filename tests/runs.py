@@ -3,11 +3,14 @@ behind: the processes and mounts of a work directory (test_interrupt.py, test_ki
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,3 +87,88 @@ def faulted_run(tmp_path: Path, work: Path, plan: str, fault: str) -> Faulted:
     sent = float(fired[0].split()[-1])
     return Faulted(run.returncode, output, (gone or ended) - sent, ended - sent)
 
+
+
+@dataclass
+class Interrupted:
+    """A run given Ctrl-C (SIGINT to its process group) the moment its progress said so: exit
+    code, output, its records (results.jsonl) and the seconds from the signal to the last server
+    or gocryptfs gone and to the run's exit."""
+
+    code: int
+    output: str
+    records: list[dict]
+    servers_gone_s: float
+    exit_s: float
+
+
+def interrupted_run(tmp_path: Path, work: Path, plan: str, now: Callable[[psutil.Process, list[dict]], bool],
+                    what: str) -> Interrupted:
+    """Run `plan` in a session of its own and send its process group SIGINT, as a terminal's
+    Ctrl-C does, as soon as `now(tdebench's process, the records stored so far)` (polled every
+    20 ms, 300 s at most)."""
+    (tmp_path / "plan.toml").write_text(plan)
+    exe = Path(sys.executable).with_name("tdebench")
+    run = subprocess.Popen([exe, "run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"),
+                            "--work-dir", str(work), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(run.stdout or ()), daemon=True)
+    reader.start()
+    results = tmp_path / "out" / "results.jsonl"
+    gone = None
+    try:
+        deadline = time.monotonic() + 300
+        while not now(psutil.Process(run.pid), read_records(results)):
+            assert run.poll() is None, f"the run ended before {what}:\n{''.join(lines)}"
+            assert time.monotonic() < deadline, f"no {what} within 300 s"
+            time.sleep(0.02)
+        os.killpg(run.pid, signal.SIGINT)
+        sent = time.monotonic()
+        while run.poll() is None and time.monotonic() - sent < 120:
+            if gone is None and not [p for p in users_of(work) if p.pid != run.pid]:
+                gone = time.monotonic()
+            time.sleep(0.02)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.wait()
+        reader.join(timeout=10)
+    ended = time.monotonic()
+    return Interrupted(run.returncode, "".join(lines), read_records(results), (gone or ended) - sent, ended - sent)
+
+
+def read_records(results: Path) -> list[dict]:
+    """The records a run has stored so far (a line being written is left for the next look)."""
+    try:
+        text = results.read_text()
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in text.splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return records
+
+
+def measured(records: list[dict], test: str, step: str) -> bool:
+    """Whether the records hold a measurement of `test`'s `step` (a load's table, a query)."""
+    return any(r.get("kind") == "measurement" and r.get("test") == test and r.get("step") == step for r in records)
+
+
+def reading(process: psutil.Process, suffix: str) -> bool:
+    """Whether `process` has a file whose name ends in `suffix` open for reading only: the
+    staging file a bulk load sends to its server (LOAD DATA LOCAL, COPY FROM STDIN) while it
+    sends it."""
+    for fd in Path(f"/proc/{process.pid}/fd").iterdir():
+        try:
+            if os.readlink(fd).endswith(suffix):
+                info = (Path(f"/proc/{process.pid}/fdinfo") / fd.name).read_text()
+                flags = int(info.split("flags:")[1].split()[0], 8)
+                if flags & os.O_ACCMODE == os.O_RDONLY:
+                    return True
+        except (OSError, IndexError, ValueError):
+            continue  # closed meanwhile
+    return False

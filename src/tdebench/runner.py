@@ -58,6 +58,9 @@ one kept for the tests: a key derivation is paid per connection, not per query, 
 gives it as a figure of its own (report/connection.py); the median of five opens per trial
 keeps one slow open (a page not yet in the OS cache, a scheduler hiccup) from being the figure."""
 CANARY_COUNT = 4
+DIED_WAIT_S = 0.5
+"""How long a failed trial's processes are given to be seen ended (`Database.died`): a killed
+server's client sees its socket closed a moment before the server's exit status can be read."""
 
 
 class Progress(Protocol):
@@ -485,6 +488,9 @@ class Runner:
             error = runstate.no_space_left(trial.workspace)  # the engine's words would name a file, not the cause
         else:
             error = f"{type(exc).__name__}: {exc}"
+            died = trial.database.died(DIED_WAIT_S)
+            if died:  # the cause first: the client's "lost connection" is only what followed
+                error = f"{died}; the trial then failed with {error}"
         if trial.secret is not None:
             error = trial.secret.scrub(error)
         if trial.database.key is not None:  # a workload may have changed the key (maintenance: rekey)
@@ -590,7 +596,7 @@ class Runner:
         expected = "plaintext" if trial.database.encryption.is_baseline else "encrypted"
         runstate.fault_point("trial-scan")
         try:
-            verdict = self._verdict(key, expected, trial.database, trial.facts, trial.capture)
+            verdict = self._verdict(key, expected, trial.database, trial.facts, trial.capture, trial.error)
         finally:
             try:
                 trial.database.drop()
@@ -626,9 +632,14 @@ class Runner:
         return self.empty_cache(self.plan.evict, database.workspace)
 
     def _verdict(self, key: TrialKey, expected: str, database: Database, facts: "_TrialFacts",
-                 capture: Capture | None) -> Verdict:
+                 capture: Capture | None, failed: str = "") -> Verdict:
         """The trial's verdict: its closed database's files at rest, and what the transient
-        capture caught while it ran (stopped here, after the close)."""
+        capture caught while it ran (stopped here, after the close). A failed trial's (`failed`:
+        its error) is `error`, what the scan found kept in the detail: the positive controls and
+        the engine's own report were not all taken (a dead gocryptfs left files that look
+        encrypted, and its view was never read), so "encrypted" would claim what was not checked.
+        Only a leak stands (plaintext where encryption was expected): what its files hold is a
+        finding however the trial ended (report.findings.judged)."""
         root = database.scan_root()
         try:
             transient = capture.stop() if capture is not None else None
@@ -643,6 +654,11 @@ class Runner:
                                                    kind_of=database.file_kind)
         except Exception as exc:
             verdict = verify.error_verdict(key, expected, f"{type(exc).__name__}: {exc}")
+        leak = verdict.verdict == "plaintext" and expected == "encrypted"  # found, failed or not
+        if failed and verdict.verdict != "error" and not leak:
+            found = f"{verdict.verdict} ({verdict.detail})" if verdict.detail else verdict.verdict
+            verdict = replace(verdict, verdict="error",
+                              detail=f"the trial failed ({failed}); its files at rest were judged {found}")
         if facts.capture_failed:
             verdict = replace(verdict, detail=f"{verdict.detail}; the transient capture could not start "
                                               f"({facts.capture_failed}): only the files at rest were judged")

@@ -81,3 +81,10 @@ def test_plan_stability_prints_each_databases_plans_and_mariadbs_are_the_same() 
     assert re.search(r"^mariadb TPC-H SF 0\.01, 2 databases loaded one after the other, "
                      r"innodb_stats_persistent_sample_pages = 4294967295: 0 of 22 queries' plans differ between them$",
                      out, re.M), out
+
+
+def test_interrupt_latency_prints_a_row_per_delay() -> None:
+    """Speed is not checked here (test_interrupt_statements.py bounds it): a row with the exit
+    code 130 and nothing of the run left."""
+    out = run("interrupt_latency.py", "--scale", "0.01", "--repetitions", "1", "--delays", "1", timeout=300)
+    assert re.search(r"^\s+1 s\s+\d+\.\d s\s+\d+\.\d s\s+130  -$", out, re.M), out

@@ -78,6 +78,27 @@ def test_wrong_answer_fails_the_trial_but_keeps_its_numbers_and_the_run_goes_on(
     assert len(data.trials) == 4 and len(data.verdicts) == 4
 
 
+def test_a_failed_trials_verdict_is_an_error_and_its_error_names_a_process_that_died(tmp_path: Path) -> None:
+    """Its files may look encrypted (a dead gocryptfs leaves its cipher directory), but the checks
+    of a trial that failed were not all taken: `error`, what the scan found said in the detail.
+    The process that died comes first in the error, the driver's message after it."""
+    from fake_engine import FakeDatabase
+
+    def died(self, wait_s: float = 0.0) -> str:
+        return "" if self.encryption.name == "none" else "fakeserverd ended by signal 9 (SIGKILL)"
+
+    FakeDatabase.died = died  # type: ignore[method-assign]
+    try:
+        summary, data, _ = run(tmp_path, make_plan(repetitions=1), fail_on="fake-256")
+    finally:
+        del FakeDatabase.died
+    failed = next(o for o in data.trials if o.trial.encryption == "fake-256")
+    assert failed.error.startswith("fakeserverd ended by signal 9 (SIGKILL); the trial then failed with WrongAnswer")
+    verdict = next(v for v in data.verdicts if v.trial.encryption == "fake-256")
+    assert verdict.verdict == "error" and "its files at rest were judged encrypted" in verdict.detail
+    assert next(v for v in data.verdicts if v.trial.encryption == "none").verdict == "plaintext"
+
+
 def test_workspaces_removed_and_databases_closed(tmp_path: Path) -> None:
     run(tmp_path, make_plan())
     assert not list(tmp_path.glob("tdebench-*")), "the run's workspace root must be removed"

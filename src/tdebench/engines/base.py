@@ -466,6 +466,15 @@ class Database(ABC):
         None for embedded engines, which run inside the tdebench process."""
         return None
 
+    def died(self, wait_s: float = 0.0) -> str:
+        """Which of the database's own processes (its server, a file-system layer's daemon) ended
+        by itself while it should have run, and how ("mariadbd ended by signal 9 (SIGKILL)"); ""
+        when none did, or it has none (embedded engines, a server tdebench did not start). A
+        failed trial leads its error with it: the cause, not the client's "lost connection".
+        `wait_s`: how long a process still exiting is given to be seen ended (its sockets close
+        before its exit status can be read)."""
+        return ""
+
     def encryption_state(self) -> str:
         """What the engine itself says about its encryption, checked after the load and before
         measuring (MariaDB: every tablespace encrypted, none rotating). Raises

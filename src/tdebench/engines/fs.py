@@ -308,6 +308,13 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
     def encryption_state(self) -> str:
         return self._inner().encryption_state()
 
+    def died(self, wait_s: float = 0.0) -> str:
+        """gocryptfs's end (the view's files are gone with it: the engine's errors follow from
+        it), then the engine's own processes'."""
+        gocryptfs = self._gocryptfs
+        ended = [gocryptfs.ended(wait_s) if gocryptfs is not None else "", self._inner().died(wait_s)]
+        return "; ".join(text for text in ended if text)
+
     def engine_processes(self) -> list[psutil.Process] | None:
         """The engine's processes (this one for embedded engines) and gocryptfs, whose CPU time
         is the cost of the encryption."""

@@ -47,6 +47,7 @@ from the server before anything is measured.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -59,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tdebench.engines import dialects, innodb_redo
+from tdebench.engines import dialects, innodb_redo, timeout
 from tdebench.engines.base import (AT_START, BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
                                    Backup, BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
                                    EncryptionNotActive, Engine, LogFile, NotSupported, PageLayout, QueryTimeout,
@@ -119,6 +120,13 @@ def load_data_local(conn: Connection, staging: Path, table: str, columns: Sequen
         raise RuntimeError(f"loaded {loaded} of {written} rows into {table}")
 
 
+def _socket_of(conn: Any) -> int | None:
+    """A PyMySQL connection's socket descriptor; None once it is closed (PyMySQL has no public
+    accessor: `_sock` is None then)."""
+    sock = conn._sock
+    return sock.fileno() if sock is not None else None
+
+
 @raises_conflicts
 class MariaDBConnection:
     """A PyMySQL connection in autocommit mode, as the embedded engines' connections are, that
@@ -132,6 +140,7 @@ class MariaDBConnection:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
         self._seconds: float | None = None
+        timeout.abandon_on_interrupt(self, functools.partial(_socket_of, conn))
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._conn.cursor() as cursor:
@@ -176,6 +185,7 @@ class MariaDBConnection:
             raise
 
     def close(self) -> None:
+        timeout.forget(self)
         self._conn.close()
 
     def _run(self, method: Any, *args: Any) -> Any:

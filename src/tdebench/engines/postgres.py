@@ -58,7 +58,7 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
                                    LogFile, NotSupported, PageLayout, QueryTimeout, Reencrypts, SealedValue,
                                    SensitiveColumns, Statement, execute_in_turn, raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
-from tdebench.engines import pg_wal, pgcrypto
+from tdebench.engines import pg_wal, pgcrypto, timeout
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
 from tdebench.engines.fs import FS_ENCRYPTIONS
 from tdebench.engines.pg_pipeline import Pipeline
@@ -114,6 +114,7 @@ class PostgresConnection:
         self._timeout: float | None = None
         self._sealed = sealed
         self._pipeline: Pipeline | None = None  # made at the first batch
+        timeout.abandon_on_interrupt(self, functools.partial(_socket_of, conn))
 
     @property
     def raw(self) -> Any:
@@ -176,7 +177,13 @@ class PostgresConnection:
             cursor.executemany(qmark_to_format(sql), [list(r) for r in rows])
 
     def close(self) -> None:
+        timeout.forget(self)
         self._conn.close()
+
+
+def _socket_of(conn: Any) -> int | None:
+    """A psycopg connection's socket descriptor; None once it is closed."""
+    return None if conn.closed else conn.pgconn.socket
 
 
 def cursor_rows(cursor: Any) -> list[tuple[Any, ...]]:

@@ -318,6 +318,28 @@ class ServerProcess:
             self.stop()
             raise
 
+    def ended(self, wait_s: float = 0.0) -> str:
+        """How the process ended by itself: "mariadbd ended by signal 9 (SIGKILL)", or "gocryptfs
+        exited with 12: " and the last error line it logged since this start; "" while it runs
+        (waited for `wait_s` at most) or once `stop` stopped it."""
+        popen = self._popen  # one read: stop() may clear it meanwhile
+        if popen is None:
+            return ""
+        try:
+            code = popen.wait(timeout=wait_s) if wait_s > 0 else popen.poll()
+        except subprocess.TimeoutExpired:
+            return ""
+        if code is None:
+            return ""
+        if code < 0:
+            try:
+                name = f" ({signal.Signals(-code).name})"
+            except ValueError:
+                name = ""
+            return f"{self.name} ended by signal {-code}{name}"
+        errors = error_lines(self.logged().splitlines())
+        return f"{self.name} exited with {code}" + (f": {errors[-1].strip()}" if errors else "")
+
     def logged(self) -> str:
         """What the server has written to its log since this start began ("" when unreadable)."""
         return log_since(self.log, self._log_start) or ""
@@ -404,6 +426,10 @@ class ServerDatabase(Database):
         # running, not just set: while it shuts down its pid is gone and the sampler must see none
         server = self._server
         return server.processes() if server is not None and server.running else []
+
+    def died(self, wait_s: float = 0.0) -> str:
+        server = self._server  # one read: another thread may clear it meanwhile
+        return server.ended(wait_s) if server is not None else ""
 
     def close(self) -> None:
         """Stop the server (a clean shutdown: every file is at rest afterwards). Idempotent."""

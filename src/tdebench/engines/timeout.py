@@ -1,4 +1,5 @@
-"""Statement timeouts and Ctrl-C for engines that run inside this process (DuckDB, SQLite).
+"""Statement timeouts and Ctrl-C for engines that run inside this process (DuckDB, SQLite),
+and Ctrl-C for the clients of database servers (MariaDB, PostgreSQL).
 
 One watchdog thread per connection sleeps until the running statement's deadline and then
 calls the engine's `interrupt()`. Starting and ending a statement only sets a deadline under
@@ -9,10 +10,20 @@ handler, so a long query would hold the interrupt until it finished. `interrupt_
 lets the C-level handler wake a thread (`signal.set_wakeup_fd`) that interrupts every open
 embedded connection's statement at once; the Python handler then runs as soon as the C call
 returns.
+
+A server's client (PyMySQL, psycopg) cannot be interrupted that way, and its own handling of an
+interrupt can wait on the server: a KeyboardInterrupt inside PyMySQL's LOAD DATA LOCAL leaves a
+packet half sent, and its `finally` then sends the end-of-file packet and waits for an answer
+the server, still reading the rest of that packet, gives only when its `net_read_timeout` (30 s)
+runs out; psycopg waits for its cancel to be answered. So every such connection registers its
+socket (`abandon_on_interrupt`), and the same wake-up shuts every one of them down
+(`abandon_all`): whatever the client waits for, or waits for next, ends at once with a lost
+connection, and the statement in flight is abandoned to the server, which the run stops next.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import threading
@@ -25,6 +36,8 @@ from tdebench.engines.base import QueryTimeout
 
 _OPEN: "weakref.WeakSet[Watchdog]" = weakref.WeakSet()  # every connection's watchdog not yet closed
 _OPEN_LOCK = threading.Lock()
+# every open server connection's socket descriptor, read when needed (None: closed meanwhile)
+_SOCKETS: "weakref.WeakKeyDictionary[object, Callable[[], int | None]]" = weakref.WeakKeyDictionary()
 
 
 class Watchdog:
@@ -109,10 +122,55 @@ def interrupt_all() -> int:
     return len(watchdogs)
 
 
+def abandon_on_interrupt(connection: object, fileno: Callable[[], int | None]) -> None:
+    """On Ctrl-C (`abandon_all`), shut down the socket of `connection`, a server's client, whose
+    descriptor `fileno` reads (None once the driver closed it). `fileno` must not hold
+    `connection` itself: the entry goes when `connection` does, or with `forget`."""
+    with _OPEN_LOCK:
+        _SOCKETS[connection] = fileno
+
+
+def forget(connection: object) -> None:
+    """`connection` is closed: nothing of it to abandon any more."""
+    with _OPEN_LOCK:
+        _SOCKETS.pop(connection, None)
+
+
+def abandon_all() -> int:
+    """Shut down (both ways) the socket of every open server connection; returns how many. A
+    client blocked on one, in any thread, sees the connection end at once, and so does every
+    later read or write. Shut down through a descriptor of our own (`dup`): the driver's stays
+    its to close. Safe to call from any thread."""
+    with _OPEN_LOCK:
+        readers = list(_SOCKETS.values())
+    done = 0
+    for fileno in readers:
+        try:
+            fd = fileno()
+            if fd is None or fd < 0:
+                continue
+            own = os.dup(fd)
+        except Exception:  # noqa: BLE001 - closed meanwhile: nothing to abandon
+            continue
+        try:
+            sock = socket.socket(fileno=own)
+        except OSError:  # not a socket any more: its number was reused
+            os.close(own)
+            continue
+        with sock:  # closes `own`
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+                done += 1
+            except OSError:  # no longer connected
+                pass
+    return done
+
+
 @contextmanager
 def interrupt_on_signals(signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
-    """While inside, any of `signals` also interrupts every embedded statement at once (see
-    the module). Call from the main thread, after installing the Python handlers."""
+    """While inside, any of `signals` also interrupts every embedded statement and abandons
+    every server connection's at once (see the module). Call from the main thread, after
+    installing the Python handlers."""
     receiver, sender = socket.socketpair()
     sender.setblocking(False)
     previous = signal.set_wakeup_fd(sender.fileno(), warn_on_full_buffer=False)
@@ -127,6 +185,7 @@ def interrupt_on_signals(signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTE
             if not data:  # closed: leaving the context
                 return
             if wanted.intersection(data):
+                abandon_all()
                 interrupt_all()
 
     thread = threading.Thread(target=watch, name="tdebench-signal-watch", daemon=True)
