@@ -105,7 +105,7 @@ _COPY_TIMEOUT_S = 24 * 3600.0  # copying a large database into a mount takes a w
 # bindfs in the foreground (-f: tdebench owns it), one thread per request (--multithreaded; bindfs
 # defaults to one thread for all, gocryptfs serves requests concurrently), writes of up to 128 KiB as
 # gocryptfs's (big_writes: libfuse 2 otherwise sends every write in 4 KiB requests; a first run without
-# it had PostgreSQL's load on the passthrough twice as slow as on gocryptfs), with gocryptfs's mount options
+# it had PostgreSQL's load cost +117% on the passthrough, +60% on gocryptfs), with gocryptfs's mount options
 _BINDFS_OPTIONS = ("--multithreaded", "-o", "big_writes,allow_other,default_permissions,nosuid,nodev")
 
 
