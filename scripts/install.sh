@@ -3,7 +3,7 @@
 # packages only when missing, then a virtualenv in .venv with tdebench and its pinned deps.
 #
 # Usage: scripts/install.sh [--servers] [--test] [--unit]
-#   --servers  also the server engines: MariaDB, PostgreSQL, gocryptfs + FUSE
+#   --servers  also the server engines: MariaDB, PostgreSQL, gocryptfs + FUSE, bindfs (fs-passthrough)
 #   --test     the servers, plus the Python test tools (the `test` extra), Dask distributed (the
 #              `cluster` extra: the cluster tests start real workers), headless Chromium
 #              (the report screenshot test) and the openssl command (raw cipher figures checked
@@ -33,7 +33,7 @@ if [ "$unit" = 0 ] || [ ! -x .venv/bin/python ]; then  # --unit: venv only to ma
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 fi
 if [ "$servers" = 1 ]; then
-  for pkg in mariadb-server mariadb-backup postgresql postgresql-contrib gocryptfs fuse3; do
+  for pkg in mariadb-server mariadb-backup postgresql postgresql-contrib gocryptfs fuse3 bindfs; do
     missing "$pkg" && need+=("$pkg")
   done
 fi

@@ -426,7 +426,7 @@ class Runner:
         encryption = engine.encryption(key.encryption)
         workspace = root / key.id.replace("/", "_")
         runstate.make_dir(workspace, 0o711)  # a server's user passes through; its engine narrows it
-        secret = None if encryption.is_baseline else self.keys.key_for(key.id)
+        secret = self.keys.key_for(key.id) if encryption.encrypts else None
         start, load_start = self.clock.now_ns(), load_1m()
         database = engine.provision(workspace, encryption, secret)
         # with pin_cpus, every look at the engine's processes pins them (and tdebench) first
@@ -593,7 +593,8 @@ class Runner:
     def _end(self, trial: "_Trial") -> tuple[TrialOutcome, Verdict | None]:
         """Judge a closed trial at rest, remove its workspace, and store how it ended."""
         key = trial.key
-        expected = "plaintext" if trial.database.encryption.is_baseline else "encrypted"
+        # nothing encrypts the baseline nor a layer with no cipher (fs-passthrough): both at rest in plaintext
+        expected = "encrypted" if trial.database.encryption.encrypts else "plaintext"
         runstate.fault_point("trial-scan")
         try:
             verdict = self._verdict(key, expected, trial.database, trial.facts, trial.capture, trial.error)

@@ -31,10 +31,12 @@ MARKER = "TDEBENCH-MARKER-contract-0123456789"
 
 
 def key_for(encryption: str) -> Secret | None:
-    return None if encryption == "none" else Secret(os.urandom(32))
+    return None if encryption in UNENCRYPTED else Secret(os.urandom(32))
 
 
-ENCRYPTED = [case for case in CASES if case[1] != "none"]
+UNENCRYPTED = {enc.name for cls in ENGINES.values() for enc in cls.encryptions if not enc.encrypts}
+"""none, and a layer with no cipher (fs-passthrough): no key, plaintext at rest."""
+ENCRYPTED = [case for case in CASES if case[1] not in UNENCRYPTED]
 BASELINES = [(name, "none") for name in ENGINES]
 ROWS = 1000
 
@@ -87,11 +89,11 @@ def test_round_trip_files_size_and_at_rest_scan(written) -> None:
                         markers=[MARKER])
     trial = TrialKey(database.workspace.name, database.encryption.name, "contract", 0.0, 1)
     column_layer = database.encryption.layer == "column"
-    verdict = verify.judge(trial, "plaintext" if database.encryption.is_baseline else "encrypted", scans, True,
-                           column_layer=column_layer)
+    encrypts = database.encryption.encrypts
+    verdict = verify.judge(trial, "encrypted" if encrypts else "plaintext", scans, True, column_layer=column_layer)
     assert verdict.as_expected, verdict.detail
     # the marker beside the canary is plaintext exactly where the encryption leaves it so
-    assert bool(sum(s.marker_hits for s in scans)) == (database.encryption.is_baseline or column_layer)
+    assert bool(sum(s.marker_hits for s in scans)) == (not encrypts or column_layer)
     assert bool(verdict.exposed) == column_layer
 
 
@@ -123,7 +125,11 @@ def test_engine_describes_itself(engine_name: str) -> None:
     names = [e.name for e in engine.encryptions]
     assert names[0] == "none" and len(names) == len(set(names)) > 1
     for enc in engine.encryptions[1:]:
-        assert enc.layer in ("native", "fs", "column") and enc.key_bits > 0 and enc.covers
+        assert enc.layer in ("native", "fs", "column")
+        if not enc.encrypts:  # a layer with no cipher (fs-passthrough): nothing covered, no key, no cipher
+            assert enc.layer == "fs" and (enc.key_bits, enc.covers, enc.cipher, enc.page_bytes) == (0, (), "", 0)
+            continue
+        assert enc.key_bits > 0 and enc.covers
         assert enc.cipher and (enc.page_bytes > 0) == (enc.layer != "column")  # the raw cipher's page size
     with pytest.raises(KeyError, match="valid: none"):
         engine.encryption("rot13")

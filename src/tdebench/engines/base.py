@@ -63,11 +63,20 @@ class Encryption:
         return self.layer == "none"
 
     @property
+    def encrypts(self) -> bool:
+        """A cipher turns what reaches the disk into ciphertext under the trial's key: every
+        setting but the baseline and a layer with no cipher (`fs-passthrough`, the file-system
+        layer's mount alone, which measures what the layer costs without encrypting). One that
+        does not takes no key, and its files at rest are expected to be plaintext."""
+        return self.algorithm != "none"
+
+    @property
     def by_name_only(self) -> bool:
-        """Left out of a plan's `encryptions = "all"`: a legacy cipher, or an engine default that
-        leaves data in plaintext on purpose. Neither is a setting to choose for new data; a
-        plan that wants to compare with one, or to see its leak, names it."""
-        return self.legacy or self.plaintext_default
+        """Left out of a plan's `encryptions = "all"`: a legacy cipher, an engine default that
+        leaves data in plaintext on purpose, or a layer with no cipher (a control arm). None is
+        a setting to choose for new data; a plan that wants to compare with one, to see its
+        leak or to split a layer's cost from its cipher's, names it."""
+        return self.legacy or self.plaintext_default or (not self.encrypts and not self.is_baseline)
 
     @property
     def authenticated(self) -> bool:
@@ -82,7 +91,7 @@ class Encryption:
         """The raw cipher, as `tdebench ciphers` names it: AEADs and stream ciphers by algorithm
         ("chacha20-poly1305", "rc4"), block ciphers by algorithm, key bits and mode
         ("aes-256-gcm", "3des-168-cbc"); "" for the baseline."""
-        if self.is_baseline:
+        if not self.encrypts:
             return ""
         mode = self.mode.partition("+")[0]
         if mode in ("AEAD", "stream"):
@@ -683,7 +692,7 @@ class Reencrypts(ABC):
     def _check_source(self, source: Database) -> None:
         """`encrypt_existing`'s precondition: an unencrypted database of the same kind in this
         workspace, and an encryption (and key) to turn it into."""
-        if not source.encryption.is_baseline or self.encryption.is_baseline:
+        if not source.encryption.is_baseline or not self.encryption.encrypts:
             raise ValueError(f"encrypt_existing turns an unencrypted database into an encrypted one, "
                              f"not {source.encryption.name} into {self.encryption.name}")
         if type(source) is not type(self) or source.workspace != self.workspace:
@@ -845,7 +854,7 @@ class Engine(ABC):
         name the engine does not list. The report's "Per connection" says with it what an open
         pays: an open after the start or mount derives nothing."""
         found = next((e for e in cls.encryptions if e.name == encryption), None)
-        if found is None or found.is_baseline:
+        if found is None or not found.encrypts:
             return ""
         return {"fs": AT_MOUNT, "column": PER_VALUE}.get(found.layer, cls.native_key_taken)
 

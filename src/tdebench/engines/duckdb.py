@@ -26,7 +26,7 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
                                    EncryptionNotActive, LogFile, PageLayout, PlainChecksum, Reencrypts, Statement,
                                    execute_in_turn, raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
-from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.fs import FS_LAYER
 from tdebench.engines.page_checksums import duckdb_checksum_change
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
@@ -431,7 +431,7 @@ class DuckDBEngine(Engine):
                    "not authenticated; faster than GCM where there is no AES-GCM acceleration; temp files with "
                    "temp_file_encryption on", _BLOCK_BYTES),
         *(_plaintemp(name, mode) for name, mode in _CIPHERS.items()),
-        *FS_ENCRYPTIONS,
+        *FS_LAYER,
     )
 
     def version(self) -> str:

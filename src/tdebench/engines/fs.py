@@ -39,6 +39,33 @@ Should the mount vanish, the bare mount point (root's, 0700) keeps a server from
 plaintext beside the cipher directory, and the verdict is `error` (`plaintext_view` raises;
 see verify.judge). gocryptfs defaults are kept (preallocation on, no kernel_cache), the same
 for every engine.
+
+The passthrough (`fs-passthrough`): the same layer without its cipher. An fs-* encryption's
+cost is two costs: the FUSE round trip (every read the page cache does not answer, every
+write, every open and stat goes to a daemon in user space and back) and the cipher's
+arithmetic. A bindfs mount of a plain directory pays the first alone: the engine runs in its
+view exactly as in gocryptfs's, and what reaches the disk is the engine's own files
+(`files/`, where gocryptfs has `cipher/`), so its verdict is `plaintext`, as the baseline's.
+Against `none` it measures the layer; an fs-* encryption against it, the cipher.
+
+Why bindfs (Debian's package): gocryptfs has no mode without a cipher (-plaintextnames still
+encrypts contents). bindfs is a plain libfuse file system whose caching is what gocryptfs's
+is: gocryptfs sets go-fuse's entry, attribute and negative timeouts to 1 s, saying so to match
+libfuse's defaults, which bindfs keeps; neither asks the kernel to keep its page cache across
+opens (kernel_cache), both write in requests of up to 128 KiB (bindfs with `big_writes`), and tdebench gives both the
+same mount options (allow_other, default_permissions, nosuid, nodev). `--multithreaded` has
+bindfs serve requests concurrently, as gocryptfs does (one goroutine each); bindfs's default
+is one thread for all. go-fuse's own loopback example would share gocryptfs's library too,
+but it is no Debian program (a Go toolchain would have to build it).
+
+One difference: Debian 12's bindfs is built on libfuse 2, which cannot serve a mount another
+process made (no `/dev/fd/N` mount point), so bindfs mounts the view itself, as root, and
+serves it as root. What it creates it gives to the creator (`--create-as-user`, its default
+as root): every file in the view and below `files/` is the server's user's, the view's root
+shows `files/` (the server's, 0700), and the kernel checks every access against them
+(default_permissions), so nobody else gets in, as under gocryptfs. The mount point, the log
+(`bindfs.log`), registration for `tdebench clean` and the unmount on close, failure and
+Ctrl-C are gocryptfs's (LayerDatabase).
 """
 
 from __future__ import annotations
@@ -52,6 +79,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import psutil
 
@@ -74,6 +102,11 @@ _INIT_FLAGS = {"fs-aes-256-gcm": [], "fs-xchacha20-poly1305": ["-xchacha"]}
 _READY = "Filesystem mounted and ready."
 _UNMOUNT_TRIES = 50  # x 0.1 s while the mount is busy, then a lazy unmount
 _COPY_TIMEOUT_S = 24 * 3600.0  # copying a large database into a mount takes a while; a hung copy must end
+# bindfs in the foreground (-f: tdebench owns it), one thread per request (--multithreaded; bindfs
+# defaults to one thread for all, gocryptfs serves requests concurrently), writes of up to 128 KiB as
+# gocryptfs's (big_writes: libfuse 2 otherwise sends every write in 4 KiB requests; a first run without
+# it had PostgreSQL's load cost +117% on the passthrough, +60% on gocryptfs), with gocryptfs's mount options
+_BINDFS_OPTIONS = ("--multithreaded", "-o", "big_writes,allow_other,default_permissions,nosuid,nodev")
 
 
 def fs_availability() -> Availability:
@@ -90,6 +123,20 @@ def fs_availability() -> Availability:
     return Availability(True)
 
 
+def passthrough_availability() -> Availability:
+    """Whether bindfs mounts can be made here (never raises): FUSE and root, as for gocryptfs."""
+    missing = [tool for tool in ("bindfs", "fusermount3") if shutil.which(tool) is None]
+    if missing:
+        return Availability(False, f"{' and '.join(missing)} not found", "apt-get install -y bindfs fuse3")
+    if not Path("/dev/fuse").exists():
+        return Availability(False, "/dev/fuse does not exist (no FUSE in this kernel or container)",
+                            "modprobe fuse, or run the container with --device /dev/fuse --cap-add SYS_ADMIN")
+    if os.geteuid() != 0:
+        return Availability(False, "not running as root: bindfs mounts the view for other users (allow_other)",
+                            "run tdebench as root")
+    return Availability(True)
+
+
 def mounted(path: Path) -> bool:
     """Whether `path` is a mount point right now (per /proc/mounts, which never blocks on FUSE)."""
     target = str(path.absolute())
@@ -98,25 +145,16 @@ def mounted(path: Path) -> bool:
 
 
 @dataclass
-class GocryptfsDatabase(Database, Reencrypts, Backups):
-    """An engine's own database (`inner`, encryption `none`) inside a gocryptfs mount."""
+class LayerDatabase(Database, Backups):
+    """An engine's own database (`inner`, encryption `none`) in the view of a FUSE mount that a
+    daemon of the layer serves (gocryptfs, or bindfs for the passthrough): what the two share,
+    mounting aside: the mount point, the view's owner, the close that unmounts whatever
+    happens, the decrypted view as the positive control, and the engine's own loads and backups."""
 
     inner: Database | None = field(default=None, repr=False)
-    _gocryptfs: ServerProcess | None = field(default=None, init=False, repr=False)
+    _daemon: ServerProcess | None = field(default=None, init=False, repr=False)
     _log_start: int = field(default=0, init=False, repr=False)  # the log's size when the last mount began
-
-    @classmethod
-    def wrapping(cls, engine: Engine, workspace: Path, encryption: Encryption,
-                 key: Secret | None) -> GocryptfsDatabase:
-        if encryption.name not in _INIT_FLAGS:
-            raise KeyError(f"no gocryptfs setting {encryption.name!r}; valid: {', '.join(_INIT_FLAGS)}")
-        database = cls(workspace=workspace, encryption=encryption, key=key)
-        database.inner = engine.provision_native(database.mount_point / engine.name, NONE, None)
-        return database
-
-    @property
-    def cipher_dir(self) -> Path:
-        return self.workspace / "cipher"
+    daemon: ClassVar[str] = ""  # the layer's program, as its messages name it
 
     @property
     def mount_point(self) -> Path:
@@ -124,7 +162,7 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
 
     @property
     def log(self) -> Path:
-        return self.workspace / "gocryptfs.log"
+        return self.workspace / f"{self.daemon}.log"
 
     @property
     def is_mounted(self) -> bool:
@@ -135,98 +173,33 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         return self.inner.server_user if self.inner is not None else None
 
     def _owner(self) -> tuple[int, int]:
-        """(uid, gid) the decrypted view belongs to: the server's user, or this process's."""
+        """(uid, gid) the view belongs to: the server's user, or this process's."""
         return user_ids(self.server_user) if self.server_user else (os.geteuid(), os.getegid())
 
     def _inner(self) -> Database:
-        assert self.inner is not None, "use GocryptfsDatabase.wrapping()"
+        assert self.inner is not None, f"use {type(self).__name__}.wrapping()"
         return self.inner
-
-    @contextmanager
-    def passfile(self) -> Iterator[Path]:
-        """The key as a gocryptfs password file (0600, gocryptfs's user's) for as long as
-        gocryptfs reads it."""
-        assert self.key is not None, "an encrypted file system needs a key"
-        path = self.workspace / "fs.pass"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.fchown(fd, *self._owner())
-            os.write(fd, self.key.hex().encode() + b"\n")
-        finally:
-            os.close(fd)
-        try:
-            yield path
-        finally:
-            path.unlink(missing_ok=True)
 
     def create(self) -> None:
         self._set_up(lambda inner: inner.create())
 
     def _set_up(self, make: Callable[[Database], None]) -> None:
-        """A new cipher directory with this key, mounted, and the engine's database made in it by `make`."""
-        self._make_private()
-        with self.passfile() as password:
-            run_tool(["gocryptfs", "-init", *_INIT_FLAGS[self.encryption.name], "-q", "-passfile", str(password),
-                      str(self.cipher_dir)], self.log, run_as=self.server_user, timeout=120)
-        try:
-            self._mount()
-            directory = self._inner().workspace
-            directory.mkdir(mode=0o700, exist_ok=True)  # gocryptfs's user's, as everything it creates
-            make(self._inner())
-        except BaseException:
-            self.close()
-            raise
+        """The layer's directory made and mounted, and the engine's database made in the view by `make`."""
+        raise NotImplementedError
 
-    def _make_private(self) -> None:
-        """The workspace, mount point and log, root's: the server's user may only pass through
-        the workspace (0711; 0700 without one), nobody but root may enter the bare mount point
-        (0700) or read the log (0600). The cipher directory is gocryptfs's user's (the server's),
-        0700. A workspace a server had before (encrypt_existing's source) is root's again."""
-        self.workspace.mkdir(mode=0o711 if self.server_user else 0o700, parents=True, exist_ok=True)
-        root = os.geteuid(), os.getegid()
-        _own(self.workspace, *root, 0o711 if self.server_user else 0o700)
-        self.mount_point.mkdir(mode=0o700, exist_ok=True)
-        _own(self.mount_point, *root, 0o700)
-        self.cipher_dir.mkdir(mode=0o700, exist_ok=True)
-        _own(self.cipher_dir, *self._owner(), 0o700)
-        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
-        _own(self.log, *root, 0o600)
+    def _mount(self) -> None:
+        raise NotImplementedError
 
     def spilling(self, conn: Connection) -> Connection:
         """The engine's own way, inside the mount."""
         return self._inner().spilling(conn)
 
     def connect(self) -> Connection:
-        """Mounts again after `close()` (scrypt key derivation: timed as `open`), then the engine's connect."""
+        """Mounts again after `close()` (gocryptfs's scrypt key derivation: timed as `open`),
+        then the engine's connect."""
         if not self.is_mounted:
             self._mount()
         return self._inner().connect()
-
-    def _mount(self) -> None:
-        """Mount the view (as root) and have gocryptfs serve it as the server's user (see the module)."""
-        self._stop_gocryptfs()  # a previous instance whose mount went away
-        self._log_start = log_size(self.log)
-        fuse = _fuse_mount(str(self.cipher_dir), self.mount_point, *self._owner())
-        register_mount(self.mount_point)  # a killed run's decrypted view is found and unmounted
-        try:
-            with self.passfile() as password:
-                argv = ["gocryptfs", "-fg", "-passfile", str(password), str(self.cipher_dir), f"/dev/fd/{fuse}"]
-                process = ServerProcess("gocryptfs", argv, self.log, ready=self._ready,
-                                        run_as=self.server_user, start_timeout=60, stop_timeout=10, pass_fds=(fuse,))
-                process.start()
-        except BaseException:
-            _detach(self.mount_point)  # mounted, but nobody serves it (a wrong key, Ctrl-C)
-            raise
-        finally:
-            os.close(fuse)  # gocryptfs holds its own copy
-        self._gocryptfs = process
-
-    def _ready(self) -> bool:
-        """Mounted *and* serving. The mount shows in /proc/mounts before gocryptfs has finished
-        its own first access to it (go-fuse's poll check); touching the mount in that window
-        (e.g. mkdir in its root) deadlocks both, so readiness is gocryptfs's own message."""
-        return _READY in (log_since(self.log, self._log_start) or "") and self.is_mounted
 
     def close(self) -> None:
         """The engine's close (servers stop), then unmount; unmounts even if the engine's close fails."""
@@ -248,14 +221,14 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
                 else:
                     _detach(self.mount_point)
         finally:
-            self._stop_gocryptfs()
+            self._stop_daemon()
         if self.is_mounted:
-            raise ServerError(f"could not unmount {self.mount_point}; gocryptfs log ends:\n"
+            raise ServerError(f"could not unmount {self.mount_point}; {self.daemon} log ends:\n"
                               f"{log_tail(self.log, since=self._log_start)}")
 
-    def _stop_gocryptfs(self) -> None:
-        """gocryptfs exits by itself once unmounted; `stop` waits for that (and signals it otherwise)."""
-        process, self._gocryptfs = self._gocryptfs, None
+    def _stop_daemon(self) -> None:
+        """The daemon exits by itself once unmounted; `stop` waits for that (and signals it otherwise)."""
+        process, self._daemon = self._daemon, None
         if process is None:
             return
         deadline = time.monotonic() + (0.5 if hurried() else 5)
@@ -267,15 +240,153 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         """The engine's own data files, as its view shows them (the cipher files' names say nothing)."""
         return self._inner().data_bytes()
 
+    @property
+    def connect_starts_processes(self) -> bool:
+        return True  # the layer's daemon, mounted again by connect() after close()
+
+    def plaintext_view(self) -> Path:
+        """The mount point, while it is a mount; PlaintextViewGone otherwise (closed, or the mount
+        vanished: a lazy unmount leaves the engine running on the detached mount)."""
+        if not self.is_mounted:
+            raise PlaintextViewGone(f"the {self.daemon} mount at {self.mount_point} was gone before verification "
+                                    "(not a mount point any more)")
+        return self.mount_point
+
+    def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
+        """The engine's own fast path (DuckDB read_parquet, LOAD DATA, COPY): the layer below
+        must not change how data is loaded, or the comparison with native TDE is unfair."""
+        self._inner().bulk_load(conn, table, columns, parquet)
+
+    def encryption_state(self) -> str:
+        return self._inner().encryption_state()
+
+    def died(self, wait_s: float = 0.0) -> str:
+        """The layer's daemon's end (the view's files are gone with it: the engine's errors follow
+        from it), then the engine's own processes'."""
+        daemon = self._daemon
+        ended = [daemon.ended(wait_s) if daemon is not None else "", self._inner().died(wait_s)]
+        return "; ".join(text for text in ended if text)
+
+    def engine_processes(self) -> list[psutil.Process] | None:
+        """The engine's processes (this one for embedded engines) and the layer's daemon, whose
+        CPU time is the layer's cost."""
+        inner = self._inner().engine_processes()
+        processes = list(inner) if inner is not None else [psutil.Process()]
+        daemon = self._daemon  # one read: another thread may clear it meanwhile
+        if daemon is not None:
+            processes += daemon.processes()
+        return processes
+
+    # -- backup and restore --------------------------------------------------------------------
+
+    def _backups(self) -> Backups:
+        return backups(self._inner(), "backup")
+
+    def backup_methods(self) -> tuple[BackupMethod, ...]:
+        """The engine's own methods (none when it has no backups)."""
+        inner = self._inner()
+        return inner.backup_methods() if isinstance(inner, Backups) else ()
+
+    def backup(self, method: BackupMethod, target: Path) -> Backup:
+        """The engine's own backup, taken while mounted: its tool reads the decrypted view and
+        writes `target`, outside the mount, as the engine writes it. So the layer protects the
+        database but not its backups; a backup stays encrypted only where the engine encrypts
+        it itself, or if it is written into a gocryptfs mount of its own (not measured here)."""
+        if not self.is_mounted:
+            raise ServerError(f"{self.mount_point} is not mounted: connect before backing up")
+        return self._backups().backup(method, target)
+
+    def restore(self, backup: Backup) -> None:
+        """A new layer directory (for gocryptfs: a cipher directory with this key), mounted, and
+        the engine's restore into it: the restored copy is behind the layer again."""
+        self._set_up(lambda inner: backups(inner, "restore").restore(backup))
+
+    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
+        return self._backups().backup_contents(backup, scratch)
+
+
+@dataclass
+class GocryptfsDatabase(LayerDatabase, Reencrypts):
+    """An engine's own database (`inner`, encryption `none`) inside a gocryptfs mount."""
+
+    daemon: ClassVar[str] = "gocryptfs"
+
+    @classmethod
+    def wrapping(cls, engine: Engine, workspace: Path, encryption: Encryption,
+                 key: Secret | None) -> GocryptfsDatabase:
+        if encryption.name not in _INIT_FLAGS:
+            raise KeyError(f"no gocryptfs setting {encryption.name!r}; valid: {', '.join(_INIT_FLAGS)}")
+        database = cls(workspace=workspace, encryption=encryption, key=key)
+        database.inner = engine.provision_native(database.mount_point / engine.name, NONE, None)
+        return database
+
+    @property
+    def cipher_dir(self) -> Path:
+        return self.workspace / "cipher"
+
+    @contextmanager
+    def passfile(self) -> Iterator[Path]:
+        """The key as a gocryptfs password file (0600, gocryptfs's user's) for as long as
+        gocryptfs reads it."""
+        assert self.key is not None, "an encrypted file system needs a key"
+        path = self.workspace / "fs.pass"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            os.fchown(fd, *self._owner())
+            os.write(fd, self.key.hex().encode() + b"\n")
+        finally:
+            os.close(fd)
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+    def _set_up(self, make: Callable[[Database], None]) -> None:
+        """A new cipher directory with this key, mounted, and the engine's database made in it by `make`."""
+        _make_private(self, self.cipher_dir)
+        with self.passfile() as password:
+            run_tool(["gocryptfs", "-init", *_INIT_FLAGS[self.encryption.name], "-q", "-passfile", str(password),
+                      str(self.cipher_dir)], self.log, run_as=self.server_user, timeout=120)
+        try:
+            self._mount()
+            directory = self._inner().workspace
+            directory.mkdir(mode=0o700, exist_ok=True)  # gocryptfs's user's, as everything it creates
+            make(self._inner())
+        except BaseException:
+            self.close()
+            raise
+
+    def _mount(self) -> None:
+        """Mount the view (as root) and have gocryptfs serve it as the server's user (see the module)."""
+        self._stop_daemon()  # a previous instance whose mount went away
+        self._log_start = log_size(self.log)
+        fuse = _fuse_mount(str(self.cipher_dir), self.mount_point, *self._owner())
+        register_mount(self.mount_point)  # a killed run's decrypted view is found and unmounted
+        try:
+            with self.passfile() as password:
+                argv = ["gocryptfs", "-fg", "-passfile", str(password), str(self.cipher_dir), f"/dev/fd/{fuse}"]
+                process = ServerProcess("gocryptfs", argv, self.log, ready=self._ready,
+                                        run_as=self.server_user, start_timeout=60, stop_timeout=10, pass_fds=(fuse,))
+                process.start()
+        except BaseException:
+            _detach(self.mount_point)  # mounted, but nobody serves it (a wrong key, Ctrl-C)
+            raise
+        finally:
+            os.close(fuse)  # gocryptfs holds its own copy
+        self._daemon = process
+
+    def _ready(self) -> bool:
+        """Mounted *and* serving. The mount shows in /proc/mounts before gocryptfs has finished
+        its own first access to it (go-fuse's poll check); touching the mount in that window
+        (e.g. mkdir in its root) deadlocks both, so readiness is gocryptfs's own message."""
+        return _READY in (log_since(self.log, self._log_start) or "") and self.is_mounted
+
     def files(self) -> list[Path]:
         """What is on disk: every file in the cipher directory (the mount point is empty when unmounted)."""
         if not self.cipher_dir.exists():
             return []
         return sorted(p for p in self.cipher_dir.rglob("*") if p.is_file())
-
-    @property
-    def connect_starts_processes(self) -> bool:
-        return True  # gocryptfs, mounted again by connect() after close()
 
     def page_layout(self, table: str) -> PageLayout | None:
         """The cipher file behind the engine's file holding `table` (the one with its inode number:
@@ -291,39 +402,6 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
         if len(found) != 1:
             raise ValueError(f"{len(found)} cipher files with the inode of {inner.file.name}, not one")
         return PageLayout(found[0], _HEADER_BYTES, _NONCE_BYTES[self.encryption.name] + _BLOCK_BYTES + _TAG_BYTES)
-
-    def plaintext_view(self) -> Path:
-        """The mount point, while it is a mount; PlaintextViewGone otherwise (closed, or the mount
-        vanished: a lazy unmount leaves the engine running on the detached mount)."""
-        if not self.is_mounted:
-            raise PlaintextViewGone(f"the gocryptfs mount at {self.mount_point} was gone before verification "
-                                    "(not a mount point any more)")
-        return self.mount_point
-
-    def bulk_load(self, conn: Connection, table: str, columns: Sequence[str], parquet: Path) -> None:
-        """The engine's own fast path (DuckDB read_parquet, LOAD DATA, COPY): the layer below
-        must not change how data is loaded, or the comparison with native TDE is unfair."""
-        self._inner().bulk_load(conn, table, columns, parquet)
-
-    def encryption_state(self) -> str:
-        return self._inner().encryption_state()
-
-    def died(self, wait_s: float = 0.0) -> str:
-        """gocryptfs's end (the view's files are gone with it: the engine's errors follow from
-        it), then the engine's own processes'."""
-        gocryptfs = self._gocryptfs
-        ended = [gocryptfs.ended(wait_s) if gocryptfs is not None else "", self._inner().died(wait_s)]
-        return "; ".join(text for text in ended if text)
-
-    def engine_processes(self) -> list[psutil.Process] | None:
-        """The engine's processes (this one for embedded engines) and gocryptfs, whose CPU time
-        is the cost of the encryption."""
-        inner = self._inner().engine_processes()
-        processes = list(inner) if inner is not None else [psutil.Process()]
-        gocryptfs = self._gocryptfs  # one read: another thread may clear it meanwhile
-        if gocryptfs is not None:
-            processes += gocryptfs.processes()
-        return processes
 
     # -- maintenance: encrypting an existing database, changing its key ----------------------
 
@@ -389,32 +467,77 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
             self._unmount()
         return True
 
-    # -- backup and restore --------------------------------------------------------------------
 
-    def _backups(self) -> Backups:
-        return backups(self._inner(), "backup")
+@dataclass
+class PassthroughDatabase(LayerDatabase):
+    """An engine's own database (`inner`, encryption `none`) inside a bindfs mount of a plain
+    directory: the fs layer's FUSE mount with no cipher (see the module)."""
 
-    def backup_methods(self) -> tuple[BackupMethod, ...]:
-        """The engine's own methods (none when it has no backups)."""
-        inner = self._inner()
-        return inner.backup_methods() if isinstance(inner, Backups) else ()
+    daemon: ClassVar[str] = "bindfs"
 
-    def backup(self, method: BackupMethod, target: Path) -> Backup:
-        """The engine's own backup, taken while mounted: its tool reads the decrypted view and
-        writes `target`, outside the mount, as the engine writes it. So the layer protects the
-        database but not its backups; a backup stays encrypted only where the engine encrypts
-        it itself, or if it is written into a gocryptfs mount of its own (not measured here)."""
-        if not self.is_mounted:
-            raise ServerError(f"{self.mount_point} is not mounted: connect before backing up")
-        return self._backups().backup(method, target)
+    @classmethod
+    def wrapping(cls, engine: Engine, workspace: Path, encryption: Encryption,
+                 key: Secret | None) -> PassthroughDatabase:
+        database = cls(workspace=workspace, encryption=encryption, key=None)  # no cipher, so no key
+        database.inner = engine.provision_native(database.mount_point / engine.name, NONE, None)
+        return database
 
-    def restore(self, backup: Backup) -> None:
-        """A new cipher directory with this key (the gocryptfs password), mounted, and the
-        engine's restore into it: the restored copy is encrypted again by this layer."""
-        self._set_up(lambda inner: backups(inner, "restore").restore(backup))
+    @property
+    def source_dir(self) -> Path:
+        """What bindfs serves, and what is on disk: the engine's files as it wrote them."""
+        return self.workspace / "files"
 
-    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
-        return self._backups().backup_contents(backup, scratch)
+    def _set_up(self, make: Callable[[Database], None]) -> None:
+        """The source directory, mounted, and the engine's database made in the view by `make`."""
+        _make_private(self, self.source_dir)
+        try:
+            self._mount()
+            directory = self._inner().workspace
+            directory.mkdir(mode=0o700, exist_ok=True)
+            _own(directory, *self._owner(), 0o700)  # made by root here: the server's, as under gocryptfs
+            make(self._inner())
+        except BaseException:
+            self.close()
+            raise
+
+    def _mount(self) -> None:
+        """bindfs mounts the view itself, as root (see the module), and serves it until unmounted."""
+        self._stop_daemon()  # a previous instance whose mount went away
+        self._log_start = log_size(self.log)
+        register_mount(self.mount_point)  # a killed run's view is found and unmounted
+        argv = ["bindfs", "-f", *_BINDFS_OPTIONS, str(self.source_dir), str(self.mount_point)]
+        process = ServerProcess("bindfs", argv, self.log, ready=lambda: self.is_mounted, start_timeout=60,
+                                stop_timeout=10)
+        try:
+            process.start()  # stopped again if it fails; bindfs unmounts as it ends
+        except BaseException:
+            _detach(self.mount_point)  # mounted, but nobody serves it (Ctrl-C)
+            raise
+        self._daemon = process
+
+    def files(self) -> list[Path]:
+        """What is on disk: every file in the source directory (the mount point is empty when unmounted)."""
+        if not self.source_dir.exists():
+            return []
+        return sorted(p for p in self.source_dir.rglob("*") if p.is_file())
+
+
+def _make_private(database: LayerDatabase, layer_dir: Path) -> None:
+    """The workspace, mount point and log, root's: the server's user may only pass through the
+    workspace (0711; 0700 without one), nobody but root may enter the bare mount point (0700) or
+    read the log (0600). The layer's directory (gocryptfs's cipher directory, bindfs's source)
+    is the server's user's, 0700. A workspace a server had before (encrypt_existing's source)
+    is root's again."""
+    workspace, server = database.workspace, database.server_user
+    workspace.mkdir(mode=0o711 if server else 0o700, parents=True, exist_ok=True)
+    root = os.geteuid(), os.getegid()
+    _own(workspace, *root, 0o711 if server else 0o700)
+    database.mount_point.mkdir(mode=0o700, exist_ok=True)
+    _own(database.mount_point, *root, 0o700)
+    layer_dir.mkdir(mode=0o700, exist_ok=True)
+    _own(layer_dir, *database._owner(), 0o700)
+    os.close(os.open(database.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
+    _own(database.log, *root, 0o600)
 
 
 def _own(path: Path, uid: int, gid: int, mode: int) -> None:
@@ -461,6 +584,20 @@ class _Gocryptfs:
 
 
 GOCRYPTFS = _Gocryptfs()
+
+
+class _Passthrough:
+    """The passthrough as `Encryption.provider` (see _Gocryptfs)."""
+
+    def availability(self) -> Availability:
+        return passthrough_availability()
+
+    def provision(self, engine: Engine, workspace: Path, encryption: Encryption,
+                  key: Secret | None) -> Database:
+        return PassthroughDatabase.wrapping(engine, workspace, encryption, key)
+
+
+PASSTHROUGH = _Passthrough()
 FS_ENCRYPTIONS: tuple[Encryption, ...] = (
     Encryption("fs-aes-256-gcm", "AES", 256, "GCM", "fs", _COVERS,
                f"gocryptfs default; {_NOT_HIDDEN}", _BLOCK_BYTES, provider=GOCRYPTFS),
@@ -468,3 +605,10 @@ FS_ENCRYPTIONS: tuple[Encryption, ...] = (
                f"gocryptfs -xchacha; faster than AES-GCM without AES instructions; {_NOT_HIDDEN}", _BLOCK_BYTES,
                provider=GOCRYPTFS),
 )
+FS_PASSTHROUGH = Encryption(
+    "fs-passthrough", "none", 0, "none", "fs", (),
+    "no cipher: the fs layer's FUSE mount alone (bindfs), so that an fs-* encryption's cost splits into "
+    "the layer's (this against none) and the cipher's (fs-* against this); at rest in plaintext, as none",
+    provider=PASSTHROUGH)
+FS_LAYER: tuple[Encryption, ...] = (*FS_ENCRYPTIONS, FS_PASSTHROUGH)
+"""Every setting of the file-system layer an engine whose data lives in a directory lists."""

@@ -67,7 +67,7 @@ from tdebench.engines.base import (AT_START, BACKUP_FULL, BACKUP_FULL_COMPRESSED
                                    Reencrypts, SensitiveColumns, Statement, raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
-from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.fs import FS_LAYER
 from tdebench.engines.page_checksums import innodb_full_crc32
 from tdebench.engines.mysql import (FILE_KEY_ALGORITHMS, MARIADB_CATALOG, MARIADB_SWITCHES, MARIADB_TIMEOUT,
                                     connect_options, load_data_statement, rotating, tablespace_encrypted)
@@ -689,7 +689,7 @@ class MariaDBEngine(Engine):
         NONE,
         *(Encryption(f"aes-{bits}-{mode.lower()}", "AES", bits, mode, "native", _COVERS, _NOTES, _PAGE_BYTES)
           for mode in ("CBC", "CTR") for bits in (128, 192, 256)),
-        *FS_ENCRYPTIONS,  # the same server with its directory on gocryptfs: native TDE vs file system
+        *FS_LAYER,  # the same server with its directory on gocryptfs (or its mount alone): native TDE vs fs
     )
 
     def version(self) -> str:

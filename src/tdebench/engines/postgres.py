@@ -60,7 +60,7 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pg_wal, pgcrypto, timeout
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
-from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.fs import FS_LAYER
 from tdebench.engines.pg_pipeline import Pipeline
 from tdebench.engines.postgresql import DEFAULT_PORT
 from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess, chown_tree, run_tool, unreachable_by,
@@ -632,7 +632,7 @@ class PostgresEngine(Engine):
                   f"{DEFAULT_MEMORY_MB} MB")
     key_derivation = ("pgcrypto's pgp_sym_encrypt derives a key from the session's key per value (OpenPGP "
                       "S2K), gocryptfs with scrypt once per mount; neither takes a raw key through tdebench")
-    encryptions = (NONE, *pgcrypto.COLUMN_ENCRYPTIONS, *FS_ENCRYPTIONS)
+    encryptions = (NONE, *pgcrypto.COLUMN_ENCRYPTIONS, *FS_LAYER)
 
     def version(self) -> str:
         directory = bin_dir()

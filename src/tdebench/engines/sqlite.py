@@ -29,7 +29,7 @@ from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_L
                                    Encryption, Engine, LogFile, PageLayout, Reencrypts, Statement, execute_in_turn,
                                    raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
-from tdebench.engines.fs import FS_ENCRYPTIONS
+from tdebench.engines.fs import FS_LAYER
 from tdebench.engines.page_checksums import SQLITE_FRAME_HEADER_BYTES, SQLITE_WAL_HEADER_BYTES, sqlite_wal_checksums
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
@@ -394,7 +394,7 @@ class SQLiteEngine(Engine):
                    "legacy and broken: kept, as Moulianitakis & Asimakopoulos (2019) kept 3DES, to show "
                    "what an old cipher costs",
                    _PAGE_BYTES),
-        *FS_ENCRYPTIONS,
+        *FS_LAYER,
     )
 
     def version(self) -> str:

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from tdebench.report import (answer, cache, claims, connection, core, findings, headline, noise, plots, sections,
-                             tables, workloads)
+from tdebench.report import (answer, cache, claims, connection, core, findings, headline, layers, noise, plots,
+                             sections, tables, workloads)
 from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Content
 from tdebench.results import RunData
@@ -63,6 +63,7 @@ SectionFunction = Callable[[RunData, list[SummaryRecord]], Content | None]
 
 SECTIONS: tuple[SectionFunction, ...] = (
     core.failures, core.overhead, core.cost_curve, core.cache_fit, core.cipher_context, core.connection,
+    layers.section,  # after the cipher's and the open's costs: an fs-layer encryption's, split in two
     core.per_query, workloads.section, core.resources, core.sizes, core.verdicts, core.ciphers,
     core.environment, core.noisy, core.machine_load,
 )

@@ -568,7 +568,7 @@ def cipher_of(engine: str, encryption: str) -> tuple[str, str, int] | None:
     engine defines it (`Encryption.cipher`, `.cipher_extra`, `.page_bytes`); None if unknown."""
     engine_class = ENGINES.get(engine)
     found = next((e for e in engine_class.encryptions if e.name == encryption), None) if engine_class else None
-    if found is None or found.is_baseline:
+    if found is None or not found.encrypts:
         return None
     return found.cipher, f"plus {found.cipher_extra}" if found.cipher_extra else "", found.page_bytes
 

@@ -51,7 +51,7 @@ def sensitive_columns() -> tuple[SensitiveColumns, ...]:
 
 def run(ctx: RunContext, *, warmup: bool) -> None:
     target = ctx.database.encryption
-    if target.is_baseline:
+    if not target.encrypts:
         ctx.recorder.record(TEST, NOT_APPLICABLE_STEP, {}, warmup=warmup, answer=NOT_APPLICABLE)
         return
     if ctx.scratch_database is None or not ctx.canaries:

@@ -21,7 +21,7 @@ TEST = "rekey"
 
 def run(ctx: RunContext, conn: Connection, purpose: str, *, warmup: bool) -> None:
     database = ctx.database
-    if database.encryption.is_baseline:
+    if not database.encryption.encrypts:
         ctx.recorder.record(TEST, NOT_APPLICABLE_STEP, {}, warmup=warmup, answer=NOT_APPLICABLE)
         return
     if ctx.new_key is None or database.key is None:

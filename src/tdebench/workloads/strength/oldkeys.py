@@ -38,7 +38,7 @@ WEAK = frozenset({OPENS, NEW_OPENS})
 
 def run(ctx: RunContext, rows: int, purpose: str, *, warmup: bool) -> None:
     database = ctx.database
-    if database.encryption.is_baseline:
+    if not database.encryption.encrypts:
         ctx.recorder.record(TEST, "database", {}, warmup=warmup, answer=NOT_APPLICABLE)
         return
     if ctx.new_key is None or database.key is None or ctx.scratch_database is None:
