@@ -310,6 +310,10 @@ class GocryptfsDatabase(Database, Reencrypts, Backups):
             processes += gocryptfs.processes()
         return processes
 
+    def layer_processes(self) -> list[psutil.Process]:
+        gocryptfs = self._gocryptfs
+        return gocryptfs.processes() if gocryptfs is not None else []
+
     # -- maintenance: encrypting an existing database, changing its key ----------------------
 
     def encrypt_existing(self, source: Database, sensitive: Sequence[SensitiveColumns] = ()) -> str:
