@@ -29,7 +29,8 @@ from tdebench.store import read_run  # noqa: E402
 
 SUMMARY_COLUMNS = ["engine", "encryption", "workload", "scale", "test", "step", "metric", "unit", "n",
                    "median", "mean", "stdev", "ci_low", "ci_high", "cv", "outliers", "noisy",
-                   "overhead_pct", "overhead_ci_low", "overhead_ci_high", "overhead_method", "p_value"]
+                   "overhead_pct", "overhead_ci_low", "overhead_ci_high", "overhead_method", "p_value",
+                   "overhead_note"]
 
 
 @pytest.fixture(scope="module")
