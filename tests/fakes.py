@@ -185,7 +185,8 @@ def _trial_measurements(trial: TrialKey, factor: float, size_mib: float, shape: 
             return records
     power = [r for r in records if r.test == "power" and not r.warmup]
     records.append(Measurement(trial, "power", "total", {  # the sum of its queries', as tpch records it
-        "elapsed_s": sum(r.metrics["elapsed_s"] for r in power), "cpu_s": sum(r.metrics.get("cpu_s", 0.0) for r in power)}))
+        "elapsed_s": sum(r.metrics["elapsed_s"] for r in power),
+        "cpu_s": sum(r.metrics.get("cpu_s", 0.0) for r in power)}))
     if (shape.placed and trial == TIMED_OUT) or not shape.streams:  # TIMED_OUT: WrongAnswer after its last query
         return records
     for stream in shape.streams:
