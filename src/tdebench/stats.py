@@ -62,7 +62,7 @@ class Summary:
         return is_noisy(self.cv)
 
 
-NO_RATIO = "no ratio: the baseline's median is 0 (the figure is below what it resolves)"
+NO_RATIO = "no ratio: the baseline's median is 0"
 """`Overhead.reason` where the baseline's median is 0: a percentage of it would be infinite."""
 
 UNPAIRED = "unpaired"

@@ -183,7 +183,8 @@ def _cpu_panel(axes: Axes, test: str, encryptions: list[str], rows: list[dict[st
                           linewidth=1)
         overhead = row.get("cpu_overhead")
         if overhead is not None and not math.isnan(overhead):
-            axes.annotate(percent(overhead), (value, y), xytext=(4, 0), textcoords="offset points",
+            right = value if math.isnan(high) else max(value, high)  # beside the interval, not over it
+            axes.annotate(percent(overhead), (right, y), xytext=(4, 0), textcoords="offset points",
                           va="center", fontsize="x-small")
     axes.set_xlim(0, max(float(np.nanmax(values)) if np.isfinite(values).any() else 1.0, 1e-9) * 1.3)
     axes.set_title(f"{test}: CPU s (vs none)", fontsize="medium")
