@@ -23,6 +23,7 @@ placed on purpose (no failure, no fs layer).
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,9 @@ class Shape:
     sample_all: bool = False  # samples for every trial (else the repetitions described above)
     loads: bool = False  # the machine's load recorded (others' CPU, load averages)
     kinds: bool = False  # each scanned file's kind recorded ("data"), as runs since format 2 do
+    # cpu_s counted in clock ticks of this many seconds, rounded down (psutil's 10 ms before tdebench
+    # read the scheduler's nanoseconds: a short query of the baseline read 0.0 s); 0: as measured
+    cpu_tick: float = 0.0
     environment: dict = field(default_factory=lambda: ENVIRONMENT)
     ciphers: tuple[tuple[str, int, float], ...] = (  # (cipher, page bytes, MiB/s)
         ("aes-256-gcm", 4096, 2900.0), ("aes-256-gcm", MIB, 4100.0), ("aes-256-ctr", MIB, 5200.0),
@@ -163,8 +167,10 @@ def _query(trial: TrialKey, factor: float, test: str, stream: int, step: str, sh
         # the time until the query was stopped, as the workload records it; no cpu_s
         return Measurement(trial, test, step, {"elapsed_s": QUERY_TIMEOUT_S * 1.0002},
                            stream=stream, answer="timeout")
-    return Measurement(trial, test, step, {"elapsed_s": seconds, "cpu_s": seconds * 0.9},
-                       stream=stream, answer=answer)
+    cpu = seconds * 0.9
+    if shape.cpu_tick:
+        cpu = math.floor(cpu / shape.cpu_tick) * shape.cpu_tick
+    return Measurement(trial, test, step, {"elapsed_s": seconds, "cpu_s": cpu}, stream=stream, answer=answer)
 
 
 def _trial_measurements(trial: TrialKey, factor: float, size_mib: float, shape: Shape) -> list[Measurement]:
@@ -178,8 +184,10 @@ def _trial_measurements(trial: TrialKey, factor: float, size_mib: float, shape: 
         records.append(_query(trial, factor, "power", 0, step, shape))
         if shape.placed and trial == FAILED and step == FAILED_AT:
             return records
-    records.append(Measurement(trial, "power", "total", {"elapsed_s": sum(
-        r.metrics["elapsed_s"] for r in records if r.test == "power" and not r.warmup)}))
+    power = [r for r in records if r.test == "power" and not r.warmup]
+    records.append(Measurement(trial, "power", "total", {  # the sum of its queries', as tpch records it
+        "elapsed_s": sum(r.metrics["elapsed_s"] for r in power),
+        "cpu_s": sum(r.metrics.get("cpu_s", 0.0) for r in power)}))
     if (shape.placed and trial == TIMED_OUT) or not shape.streams:  # TIMED_OUT: WrongAnswer after its last query
         return records
     for stream in shape.streams:

@@ -44,6 +44,7 @@ import psutil
 from inotify_simple import INotify, flags
 
 from tdebench import verify
+from tdebench.measure.process import helper
 from tdebench.results import FileScan
 
 CAPTURE_EVERY_S = 0.5
@@ -125,7 +126,7 @@ class Capture:
             self._watch_tree(directory)
         for held in self._held.values():  # what was there before the capture began is the at-rest scan's
             held.scanned_bytes = os.fstat(held.fd).st_size
-        self._thread = threading.Thread(target=self._loop, name="tdebench-capture", daemon=True)
+        self._thread = threading.Thread(target=helper(self._loop), name="tdebench-capture", daemon=True)
         self._thread.start()
         return self
 

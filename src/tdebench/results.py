@@ -62,7 +62,10 @@ class TrialKey:
 @dataclass(frozen=True)
 class Measurement:
     """One measured step. Metric names carry their unit: `elapsed_s`, `cpu_s`, `read_bytes`,
-    `write_bytes`, `read_chars`, `write_chars`, `size_bytes`."""
+    `write_bytes`, `read_chars`, `write_chars`, `size_bytes`; with a layer below the engine
+    (gocryptfs) `layer_cpu_s`, its part of `cpu_s`. `cpu_s` is the scheduler's CPU time in ns
+    (measure/process.py); a run written before that holds the same metric in 10 ms clock ticks
+    of the whole process, read as it is (the metrics are an open mapping: no format change)."""
 
     trial: TrialKey
     test: str  # "load", "open", "power", "throughput"

@@ -432,7 +432,8 @@ class Runner:
         # with pin_cpus, every look at the engine's processes pins them (and tdebench) first
         processes = affinity.pinned(self.plan.pin_cpus, database.engine_processes)
         recorder = Recorder(self.store, key, self.clock, processes=processes,
-                            process_counters=not engine.capabilities.remote, server_counters=database.server_counters)
+                            process_counters=not engine.capabilities.remote, server_counters=database.server_counters,
+                            layer_processes=database.layer_processes)
         facts = _TrialFacts()
         trial: _Trial | None = None  # made below; go_cold runs only after _start returns it
 

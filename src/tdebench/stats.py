@@ -62,6 +62,9 @@ class Summary:
         return is_noisy(self.cv)
 
 
+NO_RATIO = "no ratio: the baseline's median is 0"
+"""`Overhead.reason` where the baseline's median is 0: a percentage of it would be infinite."""
+
 UNPAIRED = "unpaired"
 PAIRED = "paired"
 BETWEEN_RUNS = "between runs"
@@ -99,6 +102,9 @@ class Overhead:
     # between rounds: the noise the CI is made of (the configurations' own spread between rounds
     # cancels in the pairing); NaN unpaired
     spread: float = math.nan
+    # why there is no overhead (NaN figures), when the groups were there but give no ratio
+    # (NO_RATIO); "" otherwise
+    reason: str = ""
 
     @property
     def half_width(self) -> float:
@@ -264,7 +270,8 @@ def _percent_change(baseline: np.ndarray | float, treatment: np.ndarray | float)
 
 
 def overhead(baseline: Sequence[float], treatment: Sequence[float]) -> Overhead:
-    """Ratio of medians as a percentage, its 95% bootstrap CI and a Mann–Whitney U p-value.
+    """Ratio of medians as a percentage, its 95% bootstrap CI and a Mann–Whitney U p-value;
+    NaN figures with `reason` NO_RATIO when the baseline's median is 0.
 
     Both groups are resampled independently (they come from different trials) from one
     seeded generator, so the interval is reproducible.
@@ -315,6 +322,11 @@ def overheads(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[
             p_values = _mann_whitney(bases, treats, ties)
             for row, index in enumerate(chunk):
                 base, treat = arrays[index]
+                if np.median(base) == 0.0:  # no ratio: NaN with the reason, never an infinite percentage
+                    results[index] = Overhead(pct=math.nan, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
+                                              n_baseline=int(base.size), n_treatment=int(treat.size),
+                                              reason=NO_RATIO)
+                    continue
                 results[index] = Overhead(
                     pct=float(_percent_change(np.median(base), np.median(treat))),
                     ci_low=float(bounds[row, 0]), ci_high=float(bounds[row, 1]),

@@ -38,6 +38,8 @@ SIDEWAYS = {
     ("plan", "workloads"): "a plan's workload keys, scales and dialects are checked against the workloads' registry",
     ("report", "plan"): "the plan's comparison groups and orders decide what the report pairs and compares",
     ("report", "workloads"): "what each workload declares for its report, read through the registry (REGISTRY)",
+    ("engines", "measure"): "the query watchdog runs as a helper thread (measure.process.helper), its CPU not the "
+                            "engine's",
 }
 """Arrows within a tier, each with why it is there."""
 

@@ -1,4 +1,7 @@
+import dataclasses
 import os
+import threading
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +88,34 @@ def test_monotonic_clock_moves_forward():
     clock = MonotonicClock()
     first = clock.now_ns()
     assert clock.now_ns() >= first
+
+
+def test_a_layers_cpu_is_recorded_apart_and_within_the_total():
+    engine, layer = process.ProcessCounters(1.0, 0, 0, 0, 0), process.ProcessCounters(2.0, 0, 0, 0, 0)
+    spent = process.delta({1: engine, 2: layer}, {1: dataclasses.replace(engine, cpu_s=1.25),
+                                                  2: dataclasses.replace(layer, cpu_s=2.5)}, layer={2})
+    assert spent["cpu_s"] == 0.75 and spent[process.LAYER_CPU] == 0.5
+
+
+def test_this_processes_cpu_leaves_out_tdebenchs_helper_threads():
+    """A helper (the sampler, the capture) burning CPU beside an idle engine adds nothing to the
+    engine's CPU time, while it runs and after it ended; the step's own work is counted in ns."""
+    stop = threading.Event()
+
+    def burn() -> None:
+        while not stop.is_set():
+            sum(i * i for i in range(1000))
+
+    helper = threading.Thread(target=process.helper(burn))
+    before = process.take()
+    helper.start()
+    time.sleep(0.3)
+    stop.set()
+    helper.join()
+    assert process.delta(before, process.take())["cpu_s"] < 0.05
+    before = process.take()
+    end = time.thread_time() + 0.02
+    while time.thread_time() < end:
+        pass
+    spent = process.delta(before, process.take())["cpu_s"]
+    assert 0.02 <= spent < 0.1 and round(spent * 1e9) % 10_000_000 != 0

@@ -29,7 +29,8 @@ from tdebench.store import read_run  # noqa: E402
 
 SUMMARY_COLUMNS = ["engine", "encryption", "workload", "scale", "test", "step", "metric", "unit", "n",
                    "median", "mean", "stdev", "ci_low", "ci_high", "cv", "outliers", "noisy",
-                   "overhead_pct", "overhead_ci_low", "overhead_ci_high", "overhead_method", "p_value"]
+                   "overhead_pct", "overhead_ci_low", "overhead_ci_high", "overhead_method", "p_value",
+                   "overhead_note"]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,8 @@ def test_build_writes_every_file_and_rebuilds_identically(built: tuple[Path, lis
     names = {path.name for path in written}
     assert {"summary.csv", "queries.csv", "verdicts.csv", "resources.csv", "report.md",
             "report.html"} <= names
-    assert sum(path.suffix == ".png" for path in written) == 1 + 6 + 2  # headline + … + a resource plot per engine
+    # headline + … + a resource plot and a resource view per engine
+    assert sum(path.suffix == ".png" for path in written) == 1 + 6 + 2 + 2
     first = {path: path.read_bytes() for path in written}
     assert build(directory) == written
     assert {path: path.read_bytes() for path in written} == first  # a pure function of the raw data
@@ -229,7 +231,8 @@ def test_log_scale_only_for_a_wide_span() -> None:
 
 def test_report_html_is_self_contained_and_escaped(run_dir: Path) -> None:
     html = (run_dir / "report.html").read_text()
-    assert html.count('<img src="data:image/png;base64,') == 9  # headline, 2 overhead, 4 per-query, 2 resources
+    # headline, 2 overhead, 4 per-query, 2 resource views, 2 resources
+    assert html.count('<img src="data:image/png;base64,') == 11
     assert "http://" not in html and "https://" not in html
     assert html.count("<script") == 1 and "<script>\n(() => {" in html  # only the inline sorter: no src
     assert "<link" not in html
@@ -295,7 +298,8 @@ def test_resources_section_has_its_table_and_one_plot_per_engine(run_dir: Path) 
     text = (run_dir / "report.md").read_text()
     section = text.split("## Resources")[1].split("## ")[0]
     assert "about every 1 s" in section
-    duckdb = next(line for line in section.splitlines() if line.startswith("| duckdb | none"))
+    sampled = section.split("The resource sampler's readings")[1]  # after each configuration's own CPU and I/O
+    duckdb = next(line for line in sampled.splitlines() if line.startswith("| duckdb | none"))
     cells = [cell.strip() for cell in duckdb.strip("|").split("|")]
     assert cells[4:] == ["2", "72.5", "90.0", "261", "1.6", "17.2", "33.00", "52.50", "24"]  # MiB shown
     plots = re.findall(r"\]\((plots/resources-[^)]+\.png)\)", section)
@@ -317,7 +321,9 @@ def test_a_run_without_samples_says_so_in_one_line(tmp_path: Path) -> None:
     assert not any(path.name.startswith("resources-") for path in written)
     text = (directory / "report.md").read_text()
     section = text.split("## Resources")[1].split("## ")[0]
-    assert section.strip() == "No resource samples were recorded in this run."
+    # each configuration's CPU time is measured per step, without the sampler
+    assert "\n\nNo resource samples were recorded in this run.\n\n" in section
+    assert "| duckdb | none | tpch | 0.01 | power |" in section
     html = (directory / "report.html").read_text()
     assert '<p class="note">No resource samples were recorded in this run.</p>' in html
     columns, rows = read_csv(directory / "resources.csv")

@@ -484,6 +484,11 @@ class Database(ABC):
         before its exit status can be read)."""
         return ""
 
+    def layer_processes(self) -> list[psutil.Process]:
+        """Of `engine_processes`, those of a layer below the engine (gocryptfs), whose CPU time
+        is recorded apart as well (`layer_cpu_s`, part of `cpu_s`); none by default."""
+        return []
+
     def encryption_state(self) -> str:
         """What the engine itself says about its encryption, checked after the load and before
         measuring (MariaDB: every tablespace encrypted, none rotating). Raises

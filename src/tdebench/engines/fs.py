@@ -260,6 +260,10 @@ class LayerDatabase(Database, Backups):
     def encryption_state(self) -> str:
         return self._inner().encryption_state()
 
+    def layer_processes(self) -> list[psutil.Process]:
+        daemon = self._daemon
+        return daemon.processes() if daemon is not None else []
+
     def died(self, wait_s: float = 0.0) -> str:
         """The layer's daemon's end (the view's files are gone with it: the engine's errors follow
         from it), then the engine's own processes'."""

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from tdebench.engines.base import QueryTimeout
+from tdebench.measure.process import helper
 
 _OPEN: "weakref.WeakSet[Watchdog]" = weakref.WeakSet()  # every connection's watchdog not yet closed
 _OPEN_LOCK = threading.Lock()
@@ -58,7 +59,7 @@ class Watchdog:
             raise ValueError("a timeout must be positive")
         self._seconds = seconds
         if seconds is not None and self._thread is None:
-            self._thread = threading.Thread(target=self._watch, name="tdebench-watchdog", daemon=True)
+            self._thread = threading.Thread(target=helper(self._watch), name="tdebench-watchdog", daemon=True)
             self._thread.start()
 
     @contextmanager
@@ -188,7 +189,7 @@ def interrupt_on_signals(signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTE
                 abandon_all()
                 interrupt_all()
 
-    thread = threading.Thread(target=watch, name="tdebench-signal-watch", daemon=True)
+    thread = threading.Thread(target=helper(watch), name="tdebench-signal-watch", daemon=True)
     thread.start()
     try:
         yield

@@ -88,6 +88,9 @@ class Recorder:
     # False: the engine's processes cannot be watched (a server tdebench did not start), so no
     # process counters are recorded rather than this process's passed off as the engine's
     process_counters: bool = True
+    # of those processes, a layer's below the engine (Database.layer_processes: gocryptfs), whose
+    # CPU time is recorded apart as well (process.LAYER_CPU)
+    layer_processes: Callable[[], Sequence[psutil.Process]] | None = None
     # what the server itself counts, cumulative (Database.server_counters); recorded as server_<name> deltas
     server_counters: Callable[[], dict[str, float] | None] | None = None
 
@@ -118,7 +121,8 @@ class Recorder:
         def stop() -> dict[str, float]:
             metrics: dict[str, float] = {"elapsed_s": (self.clock.now_ns() - start) / 1e9}
             if before is not None:
-                metrics.update(counters.delta(before, self._counters()))
+                layer = {p.pid for p in self.layer_processes()} if self.layer_processes is not None else set()
+                metrics.update(counters.delta(before, self._counters(), layer))
             if server is not None and self.server_counters is not None:
                 after = self.server_counters() or {}
                 metrics.update({f"server_{name}": after[name] - value for name, value in server.items()

@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 
 from tdebench.measure.load import OthersCpu
+from tdebench.measure.process import helper
 from tdebench.results import Sample, TrialKey
 from tdebench.store import OutputError, ResultStore
 
@@ -63,7 +64,7 @@ class Sampler:
         self.watched = [(trial, processes), *beside]
         self.interval_s = interval_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tdebench-sampler", daemon=True)
+        self._thread = threading.Thread(target=helper(self._run), name="tdebench-sampler", daemon=True)
 
     def __enter__(self) -> "Sampler":
         self._thread.start()

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tdebench.report import cache, connection as open_cost, declared, knee, noise, plots, tables
+from tdebench.report import (cache, connection as open_cost, declared, knee, noise, plots, resources as resource_use,
+                             tables)
 from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Block, Content, Part, long_part
 from tdebench.results import RunData
@@ -88,10 +89,14 @@ def per_query(run: RunData, records: list[SummaryRecord]) -> Content | None:
 
 
 def resources(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """CPU, memory and I/O sampled during the trials (its one-line `empty` text when none were)."""
-    table = tables.resources_table(run)
-    figures = plots.resource_plots(run.samples, side_by_side=run_order(run) == "lockstep")
-    return _one(table.title, (long_part(table),), figures)
+    """Each configuration's own CPU time, I/O and memory (report/resources.py), with none and each
+    encryption side by side; then the 1 Hz sampler's machine-wide view (its one-line `empty`
+    text when no samples were taken)."""
+    lockstep = run_order(run) == "lockstep"
+    used, table = resource_use.cpu_table(run, records), tables.resources_table(run)
+    figures = (resource_use.resource_view(used.rows, side_by_side=lockstep)
+               + plots.resource_plots(run.samples, side_by_side=lockstep))
+    return _one(table.title, ((Part(used),) if used.rows else ()) + (long_part(table),), figures)
 
 
 def sizes(run: RunData, records: list[SummaryRecord]) -> Content | None:

@@ -123,6 +123,7 @@ def _summary_row(record: SummaryRecord) -> dict[str, Any]:
         "overhead_ci_high": compared.ci_high if compared else None,
         "overhead_method": compared.method if compared else None,
         "p_value": compared.p_value if compared else None,
+        "overhead_note": compared.reason or None if compared else None,
     }
 
 
@@ -135,7 +136,7 @@ def summary_table(records: list[SummaryRecord]) -> Table:
         num("cv", "CV", ratio_percent), num("outliers", "outliers", text), Column("noisy", "noisy"),
         num("overhead_pct", "overhead", percent), num("overhead_ci_low", "overhead CI low", percent),
         num("overhead_ci_high", "overhead CI high", percent), Column("overhead_method", "method"),
-        num("p_value", "p", p_value))
+        num("p_value", "p", p_value), Column("overhead_note", "no overhead because"))
     return Table("Summary", columns, [_summary_row(record) for record in records])
 
 
