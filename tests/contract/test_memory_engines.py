@@ -20,7 +20,8 @@ READ_BACK = {
     "postgres": ("SHOW shared_buffers", [(f"{MEMORY_MB}MB",)]),
 }
 CASES = [("duckdb", "aes-256-gcm"), ("duckdb", "fs-aes-256-gcm"), ("sqlite", "aes-256-cbc"),
-         ("sqlite", "fs-aes-256-gcm"), ("sqlcipher", "aes-256-cbc-hmac-sha512"), ("mariadb", "aes-256-ctr"), ("postgres", "fs-aes-256-gcm")]
+         ("sqlite", "fs-aes-256-gcm"), ("sqlcipher", "aes-256-cbc-hmac-sha512"),
+         ("mariadb", "aes-256-ctr"), ("postgres", "fs-aes-256-gcm")]
 
 
 @pytest.mark.parametrize("engine_name, encryption", CASES, ids=[f"{e}-{c}" for e, c in CASES])
