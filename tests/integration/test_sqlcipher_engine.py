@@ -153,3 +153,22 @@ def test_a_database_written_by_sqlite3mc_opens_in_sqlcipher_with_the_same_key(tm
     finally:
         conn.close()
         database.close()
+
+
+@pytest.mark.parametrize(("key_form", "encryption", "raw"), [
+    ("passphrase", "aes-256-cbc-hmac-sha512", False), ("passphrase", "aes-256-cbc-hmac-sha512-raw", True),
+    ("raw", "aes-256-cbc-hmac-sha512", True), ("raw", "aes-256-cbc", True)])
+def test_a_raw_key_is_taken_where_asked_and_the_other_form_opens_nothing(tmp_path: Path, key_form: str, encryption: str,
+                                                                            raw: bool) -> None:
+    """The raw-key encryption always takes a raw key (x'…', derived from the trial's), the others under
+    key_form = "raw"; the same trial key given the other way does not open the file."""
+    key = Secret(os.urandom(32))
+    engine = get_engine("sqlcipher", key_form=key_form)
+    database = engine.provision(tmp_path / "a", engine.encryption(encryption), key)
+    (tmp_path / "a").mkdir()
+    database.create()
+    assert database.key_form == ("raw" if raw else "passphrase")
+    assert database.opens_with(key)
+    other_form = get_engine("sqlcipher", key_form="raw" if key_form == "passphrase" else "passphrase")
+    if other_form.raw_key_bytes(engine.encryption(encryption)) != engine.raw_key_bytes(engine.encryption(encryption)):
+        assert not other_form.provision(tmp_path / "a", engine.encryption(encryption), key).opens_with(key)

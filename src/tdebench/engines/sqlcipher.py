@@ -6,7 +6,7 @@ The engine `sqlite`'s `sqlcipher` encryption is SQLite3 Multiple Ciphers' emulat
 scheme, not this code; this engine runs SQLCipher itself, with its own settings:
 - `aes-256-cbc-hmac-sha512`: SQLCipher 4's defaults, HMAC-SHA512 per page, the key derived by
   PBKDF2-HMAC-SHA512 with 256,000 iterations on every open;
-- `aes-256-cbc-hmac-sha512-raw-key`: the same with a raw 256-bit key (`x'…'`), no PBKDF2 on open;
+- `aes-256-cbc-hmac-sha512-raw`: the same with a raw 256-bit key (`x'…'`), no PBKDF2 on open;
 - `aes-256-cbc`: `cipher_use_hmac = OFF`, which Zetetic recommends for a fair comparison with
   other encryptions (no HMAC computed on write nor checked on read);
 - `aes-256-cbc-hmac-sha1`: `cipher_compatibility = 3`, SQLCipher 3's settings (HMAC-SHA1,
@@ -47,7 +47,7 @@ class _Settings:
 
 _SETTINGS: dict[str, _Settings] = {
     "aes-256-cbc-hmac-sha512": _Settings(),
-    "aes-256-cbc-hmac-sha512-raw-key": _Settings(raw_key=True),
+    "aes-256-cbc-hmac-sha512-raw": _Settings(raw_key=True),
     "aes-256-cbc": _Settings((("cipher_use_hmac", "OFF"),)),
     "aes-256-cbc-hmac-sha1": _Settings((("cipher_compatibility", "3"),), page_bytes=1024),
 }
@@ -222,7 +222,7 @@ class SQLCipherEngine(Engine):
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
     settings = {"temp_store": (TEMP_MEMORY, TEMP_FILE)}  # as the engine sqlite's (engines/sqlite_common.py)
     key_derivation = ("SQLCipher derives its key on every open: PBKDF2-HMAC-SHA512 with 256,000 iterations "
-                      "(cipher_compatibility 3: PBKDF2-HMAC-SHA1, 64,000); aes-256-cbc-hmac-sha512-raw-key always "
+                      "(cipher_compatibility 3: PBKDF2-HMAC-SHA1, 64,000); aes-256-cbc-hmac-sha512-raw always "
                       "takes a raw 256-bit key instead, and key_form = \"raw\" gives every encryption one")
     memory_use = ("PRAGMA cache_size on every connection (its page cache, decrypted pages; each throughput "
                   "stream has its own); without it the build's default, 8,000 KiB per connection (SQLite's "
@@ -236,7 +236,7 @@ class SQLCipherEngine(Engine):
         Encryption("aes-256-cbc-hmac-sha512", "AES", 256, "CBC+HMAC-SHA512", "native", COVERS,
                    "SQLCipher 4's defaults: a random IV and an HMAC-SHA512 per page, PBKDF2-HMAC-SHA512 with "
                    "256,000 iterations on open", PAGE_BYTES, raw_key_bytes=RAW_KEY_BYTES),
-        Encryption("aes-256-cbc-hmac-sha512-raw-key", "AES", 256, "CBC+HMAC-SHA512", "native", COVERS,
+        Encryption("aes-256-cbc-hmac-sha512-raw", "AES", 256, "CBC+HMAC-SHA512", "native", COVERS,
                    "SQLCipher 4's defaults with a raw 256-bit key (x'…'): no PBKDF2 on open", PAGE_BYTES,
                    raw_key_bytes=RAW_KEY_BYTES),
         Encryption("aes-256-cbc", "AES", 256, "CBC", "native", COVERS,
