@@ -43,6 +43,9 @@ ENCRYPTED_AT_REST: dict[tuple[str, str], set[str]] = {
     ("sqlite", "none"): set(),
     ("sqlite", "chacha20-poly1305"): PHYSICAL,
     ("sqlite", "fs-aes-256-gcm"): set(),  # the engine's tool reads through the mount
+    ("sqlcipher", "none"): set(),
+    ("sqlcipher", "aes-256-cbc-hmac-sha512"): PHYSICAL,
+    ("sqlcipher", "aes-256-cbc-hmac-sha1"): PHYSICAL,  # 1 KiB pages: the backup API copies them as they are
     ("mariadb", "none"): set(),
     ("mariadb", "aes-256-cbc"): PHYSICAL,
     ("postgres", "none"): set(),

@@ -33,8 +33,10 @@ CANARY_ONLY = (SensitiveColumns(CANARY_TABLE, ("canary",), ("id",)),)
 ENCRYPT = [("sqlite", "aes-128-cbc"), ("sqlite", "aegis-256"), ("sqlite", "sqlcipher"),
            ("duckdb", "aes-256-gcm"), ("duckdb", "aes-256-ctr"), ("mariadb", "aes-192-ctr"),
            ("postgres", "column-aes-256"), ("sqlite", "fs-aes-256-gcm"), ("postgres", "fs-xchacha20-poly1305"),
-           ("mariadb", "fs-aes-256-gcm")]
-REKEY = [("sqlite", "chacha20-poly1305"), ("duckdb", "aes-256-gcm"), ("postgres", "column-aes-256"),
+           ("mariadb", "fs-aes-256-gcm"), ("sqlcipher", "aes-256-cbc-hmac-sha512"), ("sqlcipher", "aes-256-cbc"),
+           ("sqlcipher", "aes-256-cbc-hmac-sha512-raw")]
+REKEY = [("sqlite", "chacha20-poly1305"), ("sqlcipher", "aes-256-cbc-hmac-sha512"),
+         ("sqlcipher", "aes-256-cbc-hmac-sha1"), ("duckdb", "aes-256-gcm"), ("postgres", "column-aes-256"),
          ("duckdb", "fs-aes-256-gcm")]
 
 

@@ -15,11 +15,13 @@ MEMORY_MB = 48
 READ_BACK = {
     "duckdb": ("SELECT current_setting('memory_limit')", [(f"{MEMORY_MB}.0 MiB",)]),
     "sqlite": ("PRAGMA cache_size", [(-MEMORY_MB * 1024,)]),  # negative: KiB
+    "sqlcipher": ("PRAGMA cache_size", [(-MEMORY_MB * 1024,)]),
     "mariadb": ("SELECT @@innodb_buffer_pool_size", [(MEMORY_MB * 1024 * 1024,)]),
     "postgres": ("SHOW shared_buffers", [(f"{MEMORY_MB}MB",)]),
 }
 CASES = [("duckdb", "aes-256-gcm"), ("duckdb", "fs-aes-256-gcm"), ("sqlite", "aes-256-cbc"),
-         ("sqlite", "fs-aes-256-gcm"), ("mariadb", "aes-256-ctr"), ("postgres", "fs-aes-256-gcm")]
+         ("sqlite", "fs-aes-256-gcm"), ("sqlcipher", "aes-256-cbc-hmac-sha512"),
+         ("mariadb", "aes-256-ctr"), ("postgres", "fs-aes-256-gcm")]
 
 
 @pytest.mark.parametrize("engine_name, encryption", CASES, ids=[f"{e}-{c}" for e, c in CASES])

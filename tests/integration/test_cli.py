@@ -189,6 +189,9 @@ def test_engines_lists_every_encryption(tmp_path: Path) -> None:
     assert [e["name"] for e in rows["duckdb"]["encryptions"]] == ["none", "aes-256-gcm", "aes-256-ctr", *plaintemp, *fs]
     assert [e["name"] for e in rows["sqlite"]["encryptions"]] == [
         "none", "aes-128-cbc", "aes-256-cbc", "chacha20-poly1305", "sqlcipher", "ascon-128", "aegis-256", "rc4", *fs]
+    assert [e["name"] for e in rows["sqlcipher"]["encryptions"]] == [
+        "none", "aes-256-cbc-hmac-sha512", "aes-256-cbc-hmac-sha512-raw", "aes-256-cbc", "aes-256-cbc-hmac-sha1"]
+    assert rows["sqlcipher"]["version"].startswith("SQLCipher 4.12.0 community, SQLite 3.51.1")
     assert [e["name"] for e in rows["mariadb"]["encryptions"]] == [
         "none", "aes-128-cbc", "aes-192-cbc", "aes-256-cbc", "aes-128-ctr", "aes-192-ctr", "aes-256-ctr", *fs]
     columns = ["column-aes-128", "column-aes-192", "column-aes-256", "column-3des", "column-blowfish", "column-cast5"]

@@ -151,6 +151,33 @@ def test_sqlite_known_plaintext_forgery(tmp_path: Path, encryption: str, expecte
     assert records[("forgery", "wal")].metrics["checksum_recomputed"] == 1.0
 
 
+def test_sqlcipher_with_its_hmac_refuses_every_change_by_its_tag(tmp_path: Path) -> None:
+    """Zetetic's SQLCipher 4 defaults: a flipped byte and the CBC forgery (in the file, a physical
+    backup and the -wal file, which SQLCipher leaves at rest beside a read-only connection) refused by
+    the page's HMAC-SHA512; a random IV per page, so no block repeats; the old key opens nothing after
+    PRAGMA rekey, and a backup taken before it needs the old key."""
+    records = _trial(tmp_path, "sqlcipher", "aes-256-cbc-hmac-sha512", ("repeats", "tamper", "forgery", "old-key"))
+    assert records[("tamper", "data-page")].answer == "tag detects"
+    assert [records[("forgery", step)].answer for step in ("value", "backup", "wal")] == ["tag detects"] * 3
+    assert records[("forgery", "value")].metrics["cbc_chained"] == 1.0
+    assert records[("repeats", "database")].metrics["repeated_block_share"] == 0.0
+    assert [records[("old-key", step)].answer for step in ("database", "backup-before-rekey", "backup-after-rekey")] \
+        == ["refused", "needs the old key", "refused"]
+
+
+def test_sqlcipher_without_its_hmac_has_no_tag(tmp_path: Path) -> None:
+    """cipher_use_hmac = OFF: nothing keyed checks a page. As measured, the flipped byte garbles a block
+    of a row's text, which SQLite hands over and the driver (sqlcipher3, Python's sqlite3 module) cannot
+    decode as UTF-8: refused, but by no tag; the forged -wal frame is read as a malformed page. The
+    forgery in the file and its backup misses the value (`unchanged`): SQLCipher keeps each page's IV in
+    16 bytes at its end even without the HMAC, so the unencrypted twin's offsets are not the trial's."""
+    records = _trial(tmp_path, "sqlcipher", "aes-256-cbc", ("tamper", "forgery"))
+    tampered = records[("tamper", "data-page")]
+    assert tampered.answer == "refused without a tag" and "Could not decode to UTF-8" in (tampered.note or "")
+    assert records[("forgery", "wal")].answer == "refused without a tag"
+    assert [records[("forgery", step)].answer for step in ("value", "backup")] == ["unchanged"] * 2
+
+
 # --- servers and the file-system layer: stopped before a byte is flipped, started again to read it.
 # One trial each, 2,000 rows: what the engine said is asserted as measured on MariaDB 10.11,
 # PostgreSQL 15 and gocryptfs 2.3.

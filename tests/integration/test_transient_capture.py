@@ -105,6 +105,13 @@ encryptions = ["none", "aes-256-cbc"]
 memory_mb = 16
 temp_store = "file"
 '''
+SQLCIPHER = '''
+[[engines]]
+name = "sqlcipher"
+encryptions = ["none", "aes-256-cbc-hmac-sha512"]
+memory_mb = 16
+temp_store = "file"
+'''
 SERVERS = '''
 [[engines]]
 name = "mariadb"
@@ -146,6 +153,19 @@ def test_the_spill_test_puts_the_canaries_in_embedded_engines_temp_files(tmp_pat
     _canaries_in_the_baselines_temp_files_only(rows["duckdb", "none"], rows["duckdb", "aes-256-gcm"])
     _canaries_in_the_baselines_temp_files_only(rows["sqlite", "none"], rows["sqlite", "aes-256-cbc"])
     assert "not exercised" not in report
+
+
+def test_sqlcipher_writes_its_sort_spills_in_plaintext(tmp_path: Path) -> None:
+    """SQLCipher's codec encrypts the database's pages and its journals', not SQLite's other temp
+    files (Zetetic, "SQLCipher Design": file-based temp stores are to be disabled): with temp_store
+    = "file" the spill test's sort files (etilqs_*) hold the canaries under the key as without one,
+    a true leak judged plaintext, where SQLite3MC's hold none (the test above)."""
+    rows, _ = _run(tmp_path, SQLCIPHER, exit_code=1)  # the encrypted verdict plaintext, not as expected
+    baseline, encrypted = rows["sqlcipher", "none"], rows["sqlcipher", "aes-256-cbc-hmac-sha512"]
+    assert baseline["verdict"] == "plaintext" and baseline["transient"] == TRANSIENT_CANARIES, baseline["detail"]
+    assert encrypted["verdict"] == "plaintext" and encrypted["transient"] == TRANSIENT_CANARIES, encrypted["detail"]
+    assert int(encrypted["temp_hits"]) > 0 and "sqlite.tmp/etilqs_" in encrypted["first_hit"]
+    assert "transient" in encrypted["first_hit"]
 
 
 def test_the_spill_test_puts_the_canaries_in_servers_temp_files_and_the_column_layers(tmp_path: Path) -> None:

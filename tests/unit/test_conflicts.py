@@ -21,6 +21,7 @@ from tdebench.engines.mariadb import MariaDBConnection
 from tdebench.engines.postgres import PostgresConnection
 from tdebench.engines.mysql import MARIADB_TIMEOUT
 from tdebench.engines.remote_mysql import RemoteMySQLConnection
+from tdebench.engines.sqlcipher import SQLCipherConnection
 from tdebench.engines.sqlite import SQLiteConnection
 
 
@@ -110,6 +111,27 @@ def test_sqlite_busy_database_is_a_conflict(tmp_path: Path) -> None:
         holder.execute("ROLLBACK")
     other = _raised(lambda: user.execute("SELECT * FROM no_such_table"))
     assert type(other) is apsw.SQLError
+    user.close()
+    holder.close()
+
+
+def test_sqlcipher_busy_database_is_a_conflict(tmp_path: Path) -> None:
+    """sqlcipher3's errors are the DB-API's, told apart by their SQLite result code."""
+    from sqlcipher3 import dbapi2
+
+    path = str(tmp_path / "race.db")
+    holder = dbapi2.connect(path, isolation_level=None)
+    user = SQLCipherConnection(dbapi2.connect(path, isolation_level=None, timeout=0), None, lambda: None)
+    holder.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        _assert_conflict(_raised(lambda: user.execute("BEGIN IMMEDIATE")), "busy", dbapi2.OperationalError)
+        _assert_conflict(_raised(lambda: user.executemany("INSERT INTO t VALUES (?)", [(1,)])), "busy",
+                         dbapi2.OperationalError)
+    finally:
+        holder.execute("ROLLBACK")
+    other = _raised(lambda: user.execute("SELECT * FROM no_such_table"))
+    assert type(other) is dbapi2.OperationalError
     user.close()
     holder.close()
 

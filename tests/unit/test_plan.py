@@ -90,7 +90,7 @@ def test_all_leaves_out_duckdbs_plaintext_temp_files_which_a_plan_names_to_get()
     ("streams = 2", "streams = 99", "streams = 99 is out of range: 1 to 10", 17),
     ('tests = ["power", "throughput"]', 'tests = ["speed"]', "no test 'speed'; valid: power, throughput, spill", 16),
     ('"aes-256-ctr"]', '"aes-256-ctr"]\ntemp_store = "file"',
-     "temp_store is a setting of sqlite only, not of duckdb", 12),
+     "temp_store is a setting of sqlite, sqlcipher only, not of duckdb", 12),
     ("seed = 1", "sed = 1", "unknown key 'sed' in plan", 7),
     ("seed = 1", "placebo = 1", "placebo must be true or false", 7),
     ("seed = 1", 'pool_hosts = "yes"', "pool_hosts must be true or false", 7),

@@ -265,7 +265,8 @@ def test_a_workload_an_engine_by_url_cannot_run_is_refused_at_its_line() -> None
         parse_plan(plan("sqlserver", sqlserver, "maintenance"), "p.toml")
     with pytest.raises(PlanError, match=r"p.toml:6: the backup workload's full, full-compressed, logical cannot run "
                                         r"on mariadb by url: it backs up and restores with the engine's own tools.*; "
-                                        r"run it on an engine tdebench starts \(duckdb, sqlite, mariadb, postgres\)"):
+                                        r"run it on an engine tdebench starts "
+                                        r"\(duckdb, sqlite, sqlcipher, mariadb, postgres\)"):
         parse_plan(plan("mariadb", mariadb, "backup"), "p.toml")
     with pytest.raises(PlanError, match=r"p.toml:7: the maintenance workload's encrypt, rekey cannot run on mariadb "
                                         r"by url: .*; give tests = \['reindex'\]"):

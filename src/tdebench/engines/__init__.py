@@ -14,11 +14,13 @@ from tdebench.engines.remote_mysql import RemoteMariaDBEngine, RemoteMySQLEngine
 from tdebench.engines.remote_oracle import RemoteOracleEngine
 from tdebench.engines.remote_postgres import RemotePostgresEngine
 from tdebench.engines.remote_sqlserver import RemoteSQLServerEngine
+from tdebench.engines.sqlcipher import SQLCipherEngine
 from tdebench.engines.sqlite import SQLiteEngine
 
 ENGINES: dict[str, type[Engine]] = {
     DuckDBEngine.name: DuckDBEngine,
     SQLiteEngine.name: SQLiteEngine,
+    SQLCipherEngine.name: SQLCipherEngine,
     MariaDBEngine.name: MariaDBEngine,
     PostgresEngine.name: PostgresEngine,
 }

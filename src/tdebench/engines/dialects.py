@@ -117,6 +117,29 @@ def _by_class(modules: tuple[str, ...], names: Mapping[str, str]) -> Callable[[B
     return conflict
 
 
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_FULL = 5, 6, 13  # SQLite's primary result codes (the low byte of an extended one)
+
+
+def _sqlite_full(exc: BaseException) -> bool:
+    """apsw's FullError (SQLite3MC), or a DB-API SQLite driver's error (sqlcipher3's) whose SQLite
+    result code is SQLITE_FULL: the disk is full."""
+    if _by_class(("apsw",), {"FullError": "full"})(exc) is not None:
+        return True
+    code = getattr(exc, "sqlite_errorcode", None) if _from("sqlcipher3", exc) else None
+    return isinstance(code, int) and code & 0xFF == _SQLITE_FULL
+
+
+def _sqlite(exc: BaseException) -> str | None:
+    """apsw's BusyError or LockedError (SQLite3MC), or a DB-API SQLite driver's error (sqlcipher3's,
+    for SQLCipher) whose SQLite result code (`sqlite_errorcode`) is SQLITE_BUSY or SQLITE_LOCKED."""
+    found = _by_class(("apsw",), {"BusyError": "busy", "LockedError": "busy"})(exc)
+    if found is None and _from("sqlcipher3", exc):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            return "busy"
+    return found
+
+
 _TEXT = {"char": "CHAR({length})", "varchar": "VARCHAR({length})"}
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (
@@ -143,8 +166,7 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
                        "timestamp": "TEXT", "char": "TEXT", "varchar": "TEXT"},
             keys_after_load=False, analyze_all="ANALYZE", analyze_one="ANALYZE {table}",
             begin_write="BEGIN IMMEDIATE", for_update="", session=("PRAGMA busy_timeout = 30000",),
-            conflict=_by_class(("apsw",), {"BusyError": "busy", "LockedError": "busy"}),
-            disk_full=lambda exc: _by_class(("apsw",), {"FullError": "full"})(exc) is not None),
+            conflict=_sqlite, disk_full=_sqlite_full),
     # PostgreSQL: the declared types (exact NUMERIC money); keys built after COPY (faster than
     # maintaining them row by row), then ANALYZE so the planner knows what was just loaded.
     # pg_statistic keeps each column's most common values, in the database's files.

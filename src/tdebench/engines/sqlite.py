@@ -18,24 +18,16 @@ from __future__ import annotations
 
 import functools
 import io
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, TextIO
 
-from tdebench.engines import dialects
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, PASSPHRASE, RAW,
-                                   Availability, Backup, BackupMethod, Backups, Capabilities, Connection, Database,
-                                   Encryption, Engine, LogFile, PageLayout, Reencrypts, Statement, execute_in_turn,
-                                   raises_conflicts)
-from tdebench.engines.backup_tools import finished, gunzip, gunzipped
+from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Encryption, Engine
 from tdebench.engines.fs import FS_LAYER
-from tdebench.engines.page_checksums import SQLITE_FRAME_HEADER_BYTES, SQLITE_WAL_HEADER_BYTES, sqlite_wal_checksums
-from tdebench.engines.timeout import Watchdog
+from tdebench.engines.sqlite_common import (COVERS, PAGE_BYTES, TEMP_FILE, TEMP_MEMORY, SQLiteFamilyConnection,
+                                            SQLiteFamilyDatabase)
 from tdebench.keys import Secret
 
-_COVERS = ("main file", "WAL/journal")
-_PAGE_BYTES = 4096  # SQLite's default page_size, which tdebench keeps: SQLite3MC encrypts page by page
 # tdebench name -> (SQLite3MC cipher, extra cipher parameters); Encryption.raw_key_bytes below is
 # the cipher's key length where it takes a raw key (a longer one is read as key and salt)
 _CIPHERS: dict[str, tuple[str, dict[str, str]]] = {
@@ -47,46 +39,10 @@ _CIPHERS: dict[str, tuple[str, dict[str, str]]] = {
     "aegis-256": ("aegis", {"algorithm": "aegis-256"}),
     "rc4": ("rc4", {}),
 }
-_SIGNATURE = (0, b"SQLite format 3\x00")
-TEMP_MEMORY, TEMP_FILE = "memory", "file"  # the plan's temp_store values
 
 
-def _point_temp_files(conn: Any, directory: Path) -> None:
-    """SQLite's temp directory (`sqlite3_temp_directory`, one per process) set to `directory`:
-    set again before every statement of a connection that writes temp files, so that trials run
-    in turn in one process (order = "lockstep") each write theirs into their own workspace."""
-    quoted = str(directory).replace("'", "''")
-    conn.execute(f"PRAGMA temp_store_directory = '{quoted}'")
-
-
-@raises_conflicts
-class SQLiteConnection:
-    dialect = dialects.dialect("sqlite")
-
-    def __init__(self, conn: Any, temp_dir: Path | None = None) -> None:
-        self._conn = conn
-        self._watchdog = Watchdog(conn.interrupt)
-        self._temp_dir = temp_dir
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        if self._temp_dir is not None:  # SQLite's temp directory is one per process: this trial's, now
-            _point_temp_files(self._conn, self._temp_dir)
-        with self._watchdog.statement():
-            return self._conn.execute(sql, tuple(params)).fetchall()
-
-    def execute_batch(self, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
-        return execute_in_turn(self, statements)
-
-    def set_timeout(self, seconds: float | None) -> None:
-        self._watchdog.set_timeout(seconds)
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        with self._conn:  # one transaction per batch, as a bulk load should be
-            self._conn.executemany(sql, rows)
-
-    def close(self) -> None:
-        self._watchdog.close()
-        self._conn.close()
+class SQLiteConnection(SQLiteFamilyConnection):
+    """An apsw connection."""
 
     def keep_wal(self) -> None:
         """No checkpoint when this connection closes (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE) nor as the
@@ -98,136 +54,36 @@ class SQLiteConnection:
 
 
 @dataclass
-class SQLiteDatabase(Database, Reencrypts, Backups):
-    memory_mb: int | None = None  # the page cache of every connection, in MiB; None: SQLite's default (2 MB)
-    raw_key_bytes: int = 0  # > 0: the cipher gets a raw key of this length (key_form "raw"), no key derivation
-    temp_store: str = TEMP_MEMORY  # the plan's temp_store: TEMP_FILE writes temp tables and sorts to temp_dir
-    path: Path = field(init=False)
-    # SQLite stores decimals as REAL and dates as ISO text (the TPC-H schema's SQLite dialect)
-    load_casts: ClassVar[dict[str, str]] = {"DECIMAL": "DOUBLE", "DATE": "VARCHAR"}
+class SQLiteDatabase(SQLiteFamilyDatabase):
+    """A database of SQLite3 Multiple Ciphers, opened by apsw."""
 
-    def __post_init__(self) -> None:
-        self.path = self.workspace / "database.sqlite"
-
-    @property
-    def temp_dir(self) -> Path:
-        """Where SQLite writes its temp files under temp_store = "file": in the workspace, so
-        the capture watches them and nothing lands outside what tdebench cleans up."""
-        return self.workspace / "sqlite.tmp"
-
-    def create(self) -> None:
-        conn = self.connect()
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.close()
-
-    def connect(self) -> Connection:
-        return self._connect(self.temp_store, self.memory_mb)
-
-    def spilling(self, conn: Connection) -> Connection:
-        """A new connection with temp_store = FILE (its temp files in the workspace's temp_dir)
-        and a 1 MiB page cache, whatever the plan's: its sorts and temp tables go to files."""
-        return self._connect(TEMP_FILE, 1)
-
-    def _connect(self, temp_store: str, memory_mb: int | None) -> Connection:
+    def _open(self, path: Path) -> Any:
         import apsw
 
-        conn = apsw.Connection(str(self.path))
-        try:
-            if not self.encryption.is_baseline:
-                assert self.key is not None, "an encrypted database needs a key"
-                self._use_key(conn, self.key)
-            if temp_store == TEMP_FILE:
-                self.temp_dir.mkdir(exist_ok=True)
-                _point_temp_files(conn, self.temp_dir)
-                conn.execute("PRAGMA temp_store = FILE")
-            else:
-                conn.execute("PRAGMA temp_store = MEMORY")
-            if memory_mb is not None:  # a negative cache_size is in KiB, per connection
-                conn.execute(f"PRAGMA cache_size = -{memory_mb * 1024}")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()  # proves the key
-        except Exception as exc:
-            conn.close()
-            raise RuntimeError(f"sqlite could not open {self.path.name}: {self._scrub(str(exc), self.key)}") from None
-        return SQLiteConnection(conn, self.temp_dir if temp_store == TEMP_FILE else None)
+        return apsw.Connection(str(path))
+
+    def _wrap(self, conn: Any, temp_dir: Path | None) -> Connection:
+        return SQLiteConnection(conn, temp_dir)
 
     @property
-    def key_form(self) -> str:
-        if self.key is None:
-            return ""
-        return RAW if self.raw_key_bytes else PASSPHRASE
-
-    def _raw(self, key: Secret) -> Secret:
-        """The raw key the cipher gets for `key` (key_form "raw"): derived from it, as long as the
-        cipher's key, so the trial key's own spelling never reaches SQLite."""
-        return key.derive(f"sqlite3mc-raw-key/{self.encryption.name}", self.raw_key_bytes)
-
-    def _scrub(self, text: str, *keys: Secret | None) -> str:
-        """`text` without any spelling of `keys`, nor of the raw keys derived from them."""
-        for key in keys:
-            if key is not None:
-                text = key.scrub(self._raw(key).scrub(text) if self.raw_key_bytes else text)
-        return text
-
-    def files(self) -> list[Path]:
-        names = [self.path.name + suffix for suffix in ("", "-wal", "-shm", "-journal")]
-        return [self.workspace / n for n in names if (self.workspace / n).exists()]
-
-    def plaintext_signature(self) -> tuple[int, bytes] | None:
-        return _SIGNATURE
-
-    def page_layout(self, table: str) -> PageLayout:
-        """Every table in the one file: pages of page_size from the second on (the first holds the
-        file header and the schema); SQLite3MC encrypts each whole, its nonce or tag in bytes
-        reserved at the page's end. Its CBC ciphers (wxSQLite3's AES, SQLCipher) chain the blocks
-        from the page's first byte, the IV derived from the page number (wxSQLite3's: SQLite3MC's
-        `sqlite3mcGenerateInitialVector`) or kept in the reserved bytes (SQLCipher's)."""
-        return PageLayout(self.path, _PAGE_BYTES, _PAGE_BYTES, cbc_blocks_from=0)
-
-    keeps_log: ClassVar[bool] = True
-
-    def keep_log(self, conn: Connection) -> LogFile | None:
-        """The -wal file, left with what `conn` commits (every database of this engine is in WAL
-        mode); its frame checksums, of the pages as written (SQLite3MC's ciphertext), recomputed
-        as anyone can (engines/page_checksums.py)."""
-        assert isinstance(conn, SQLiteConnection)
-        conn.keep_wal()
-        return LogFile(self.workspace / f"{self.path.name}-wal", recompute=sqlite_wal_checksums,
-                       frames_from=SQLITE_WAL_HEADER_BYTES, frame_bytes=SQLITE_FRAME_HEADER_BYTES + _PAGE_BYTES,
-                       cbc_blocks_from=SQLITE_FRAME_HEADER_BYTES)
+    def _page_bytes(self) -> int:
+        return PAGE_BYTES  # SQLite's default page_size, which tdebench keeps
 
     # -- maintenance: encrypting an existing database, changing its key ----------------------
-
-    def opens_with(self, key: Secret) -> bool:
-        import apsw
-
-        conn = apsw.Connection(str(self.path))
-        try:
-            self._use_key(conn, key)
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
-        except apsw.Error:
-            return False
-        finally:
-            conn.close()
-        return True
 
     def _reencrypt(self, old: Secret | None, new: Secret) -> str:
         """SQLite3MC's `PRAGMA rekey`: every page (decrypted with the old key, if any) encrypted
         with the new one, in place. On a connection of its own, out of WAL mode: SQLite3MC
         refuses to encrypt a plaintext database in WAL mode, and in WAL mode it keeps the old
         key salt on a rekey. The rollback journal it writes meanwhile is deleted at commit."""
-        import apsw
-
-        conn = apsw.Connection(str(self.path))
-        try:
+        def rekey(conn: Any) -> None:
             if old is not None:
                 self._use_key(conn, old)
             conn.execute("PRAGMA journal_mode = DELETE").fetchall()
             self._use_key(conn, new, rekey=True)
             conn.execute("PRAGMA journal_mode = WAL").fetchall()
-        except Exception as exc:
-            raise RuntimeError(f"sqlite could not rekey {self.path.name}: {self._scrub(str(exc), old, new)}") from None
-        finally:
-            conn.close()
+
+        self._rewrite("rekey", rekey, old, new)
         return "pragma-rekey"
 
     def _use_key(self, conn: Any, key: Secret, rekey: bool = False) -> None:
@@ -245,82 +101,23 @@ class SQLiteDatabase(Database, Reencrypts, Backups):
         pragma = "hexrekey" if rekey else "hexkey"
         conn.execute(f"PRAGMA {pragma} = '{key.hex()}'").fetchall()
 
-    # -- backup and restore --------------------------------------------------------------------
+    # -- backup and restore: the backup API and apsw's shell -----------------------------------
 
-    def backup_methods(self) -> tuple[BackupMethod, ...]:
-        return _BACKUP_METHODS
-
-    def backup(self, method: BackupMethod, target: Path) -> Backup:
-        """Physical: SQLite's online backup API into a new file opened with this database's
-        cipher and key, so SQLite3MC writes every page encrypted with that key (with no key on
-        the target it refuses: "backup is not supported with incompatible source and target
-        databases"); full-compressed then gzips it. Logical: the shell's `.dump` (SQL text)."""
-        target.mkdir(parents=True)
-        source = self._keyed(self.path, self.key)
+    def _copy_pages(self, source: Any, target: Any) -> None:
+        """With no key on the target SQLite3MC refuses: "backup is not supported with incompatible
+        source and target databases"."""
         try:
-            if method.kind == "logical":
-                with (target / _DUMP_FILE).open("w", encoding="utf-8") as out:
-                    _shell(source, out).process_command(".dump")
-            else:
-                _copy_pages(source, self._keyed(target / _BACKUP_FILE, self.key))
+            with target.backup("main", source, "main") as backup:
+                while not backup.done:
+                    backup.step()
         finally:
-            source.close()
-        return finished(method, target, target / _BACKUP_FILE, self.workspace / "backup.log")
+            target.close()
 
-    def restore(self, backup: Backup) -> None:
-        """Pages copied by the backup API out of the backup's file, opened with this database's
-        key (a wrong key is refused: "file is not a database"); or the dump's SQL run into a
-        new database with this key."""
-        self.workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if backup.method.kind == "logical":
-            self.create()
-            target = self._keyed(self.path, self.key)
-            try:
-                _shell(target, io.StringIO()).process_command(f".read '{backup.path / _DUMP_FILE}'")
-            finally:
-                target.close()
-            return
-        unpacked = self.workspace / "restore.sqlite"
-        source_file = backup.path / _BACKUP_FILE
-        try:
-            if backup.method.compressed:
-                gunzip(backup.path / (_BACKUP_FILE + ".gz"), unpacked, self.workspace / "restore.log")
-                source_file = unpacked
-            source = self._keyed(source_file, self.key)
-            try:
-                _copy_pages(source, self._keyed(self.path, self.key))
-            finally:
-                source.close()
-        finally:
-            unpacked.unlink(missing_ok=True)
-        self.create()  # WAL mode, as every database of this engine has
+    def _dump(self, conn: Any, out: TextIO) -> None:
+        _shell(conn, out).process_command(".dump")
 
-    def backup_contents(self, backup: Backup, scratch: Path) -> Path:
-        return gunzipped(backup, _BACKUP_FILE, scratch, self.workspace / "backup.log")
-
-    def _keyed(self, path: Path, key: Secret | None) -> Any:
-        """A bare apsw connection to `path` with this database's cipher and `key`, the key proven."""
-        import apsw
-
-        conn = apsw.Connection(str(path))
-        try:
-            if key is not None:
-                self._use_key(conn, key)
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
-        except Exception as exc:
-            conn.close()
-            raise RuntimeError(f"sqlite could not open {path.name}: {self._scrub(str(exc), key)}") from None
-        return conn
-
-
-def _copy_pages(source: Any, target: Any) -> None:
-    """Every page of `source` into `target` with the online backup API; closes `target`."""
-    try:
-        with target.backup("main", source, "main") as backup:
-            while not backup.done:
-                backup.step()
-    finally:
-        target.close()
+    def _replay(self, conn: Any, script: Path) -> None:
+        _shell(conn, io.StringIO()).process_command(f".read '{script}'")
 
 
 def _shell(conn: Any, out: Any) -> Any:
@@ -328,15 +125,6 @@ def _shell(conn: Any, out: Any) -> Any:
     import apsw.shell
 
     return apsw.shell.Shell(stdout=out, stderr=io.StringIO(), db=conn)
-
-
-_BACKUP_FILE = "backup.sqlite"
-_DUMP_FILE = "dump.sql"
-_BACKUP_METHODS = (
-    BackupMethod(BACKUP_FULL, "physical", False, "online backup API into a file with the same cipher and key"),
-    BackupMethod(BACKUP_FULL_COMPRESSED, "physical", True, "the same, then gzip"),
-    BackupMethod(BACKUP_LOGICAL, "logical", False, ".dump (SQL text)"),
-)
 
 
 @functools.cache
@@ -377,23 +165,23 @@ class SQLiteEngine(Engine):
         "cache then hold different numbers of pages.")
     encryptions = (
         NONE,
-        Encryption("aes-128-cbc", "AES", 128, "CBC", "native", _COVERS, "wxSQLite3 AES-128", _PAGE_BYTES),
-        Encryption("aes-256-cbc", "AES", 256, "CBC", "native", _COVERS, "wxSQLite3 AES-256", _PAGE_BYTES),
-        Encryption("chacha20-poly1305", "ChaCha20-Poly1305", 256, "AEAD", "native", _COVERS,
-                   "SQLite3MC's default cipher; PBKDF2-HMAC-SHA256 with 64,007 iterations on open", _PAGE_BYTES,
+        Encryption("aes-128-cbc", "AES", 128, "CBC", "native", COVERS, "wxSQLite3 AES-128", PAGE_BYTES),
+        Encryption("aes-256-cbc", "AES", 256, "CBC", "native", COVERS, "wxSQLite3 AES-256", PAGE_BYTES),
+        Encryption("chacha20-poly1305", "ChaCha20-Poly1305", 256, "AEAD", "native", COVERS,
+                   "SQLite3MC's default cipher; PBKDF2-HMAC-SHA256 with 64,007 iterations on open", PAGE_BYTES,
                    raw_key_bytes=32),
-        Encryption("sqlcipher", "AES", 256, "CBC+HMAC-SHA512", "native", _COVERS,
-                   "SQLCipher v4 compatible; PBKDF2-HMAC-SHA512 with 256,000 iterations on open", _PAGE_BYTES,
+        Encryption("sqlcipher", "AES", 256, "CBC+HMAC-SHA512", "native", COVERS,
+                   "SQLCipher v4 compatible; PBKDF2-HMAC-SHA512 with 256,000 iterations on open", PAGE_BYTES,
                    raw_key_bytes=32),
-        Encryption("ascon-128", "Ascon-128", 128, "AEAD", "native", _COVERS,
-                   "lightweight NIST cipher; Ascon PBKDF2 with 64,007 iterations on open", _PAGE_BYTES,
+        Encryption("ascon-128", "Ascon-128", 128, "AEAD", "native", COVERS,
+                   "lightweight NIST cipher; Ascon PBKDF2 with 64,007 iterations on open", PAGE_BYTES,
                    raw_key_bytes=32),  # SQLite3MC's KEYLENGTH_ASCON128: its own 32-byte key, not Ascon's 16
-        Encryption("aegis-256", "AEGIS-256", 256, "AEAD", "native", _COVERS, "Argon2id key derivation on open",
-                   _PAGE_BYTES, raw_key_bytes=32),
-        Encryption("rc4", "RC4", 128, "stream", "native", _COVERS,
+        Encryption("aegis-256", "AEGIS-256", 256, "AEAD", "native", COVERS, "Argon2id key derivation on open",
+                   PAGE_BYTES, raw_key_bytes=32),
+        Encryption("rc4", "RC4", 128, "stream", "native", COVERS,
                    "legacy and broken: kept, as Moulianitakis & Asimakopoulos (2019) kept 3DES, to show "
                    "what an old cipher costs",
-                   _PAGE_BYTES),
+                   PAGE_BYTES),
         *FS_LAYER,
     )
 

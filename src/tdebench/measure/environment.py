@@ -21,7 +21,8 @@ import psutil
 # (pclmulqdq, vpclmulqdq), SHA (sha_ni, for SQLCipher's HMAC and key derivation) and the
 # vector widths ChaCha20 and wide AES use (avx2, avx512f).
 CRYPTO_FLAGS = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "sha_ni", "avx2", "avx512f")
-PACKAGES = ("tdebench", "duckdb", "apsw-sqlite3mc", "sqlglot", "numpy", "scipy", "cryptography", "psutil")
+PACKAGES = ("tdebench", "duckdb", "apsw-sqlite3mc", "sqlcipher3-binary", "sqlglot", "numpy", "scipy", "cryptography",
+            "psutil")
 CPUINFO = Path("/proc/cpuinfo")
 OS_RELEASE = Path("/etc/os-release")
 CPU_ROOT = Path("/sys/devices/system/cpu")
