@@ -15,6 +15,7 @@ def test_every_phrase_is_reachable() -> None:
     """One set of facts per rule, and together they use every phrase of PHRASES."""
     cases = {
         advice.BASELINE: Facts(baseline=True),
+        advice.UNENCRYPTED_ARM: Facts(unencrypted_arm=True, cost_pct=150.0),
         advice.LEAKS: Facts(plaintext_kinds=("temp/spill",), integrity=advice.TAG),
         advice.BROKEN: Facts(repeated_share=0.41, random_share=0.0, integrity=advice.FORGED),
         advice.UNASSESSED: Facts(),

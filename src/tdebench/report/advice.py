@@ -4,7 +4,8 @@ Every phrase a report recommends with comes from `recommend`, which reads only w
 measured (`Facts`) and applies the rules in this order; the first that applies decides the
 phrase, and a cost clause may follow it:
 
-1. the baseline (no encryption) protects nothing at rest;
+1. the baseline (no encryption) protects nothing at rest, and an arm that encrypts nothing by
+   design (`fs-passthrough`: the file-system layer without its cipher) is a measuring arm;
 2. a file kind whose files held the canary in plaintext: the encryption does not cover it;
 3. ciphertext that repeats like plaintext (more repeated 16-byte blocks than random bytes of the
    same length show, `REPEAT_EXCESS` beyond chance: RC4's reused key stream, a mode without an IV
@@ -34,6 +35,7 @@ REPEAT_EXCESS = 0.01
 plaintext (report/strength.py flags the same)."""
 
 BASELINE = "no encryption: nothing protected at rest"
+UNENCRYPTED_ARM = "measuring arm, no encryption: what its layer costs without a cipher"
 LEAKS = "leaks plaintext in {kinds}: not encrypted at rest"
 BROKEN = "broken: equal data shows as equal ciphertext — do not use"
 UNASSESSED = "no recommendation: tampering and leaks not measured (the integrity cell names a plan)"
@@ -46,8 +48,8 @@ UNEXERCISED = "recommended for what was checked; {kinds} not exercised (its cell
 CACHE_BOUND = "costs {pct} only while data > cache: size the cache"
 DOUBLES = "more than doubles the time here"
 
-PHRASES = (BASELINE, LEAKS, BROKEN, UNASSESSED, INCONCLUSIVE, FORGEABLE, UNKEYED, OLD_KEY, RECOMMENDED, UNEXERCISED,
-           CACHE_BOUND, DOUBLES)
+PHRASES = (BASELINE, UNENCRYPTED_ARM, LEAKS, BROKEN, UNASSESSED, INCONCLUSIVE, FORGEABLE, UNKEYED, OLD_KEY,
+           RECOMMENDED, UNEXERCISED, CACHE_BOUND, DOUBLES)
 """Every phrase (with its placeholders) a recommendation is made of."""
 
 # integrity classes, the strength workload's words (workloads/strength/tamper.py), weakest first
@@ -60,6 +62,7 @@ class Facts:
     """What the run measured of one engine and encryption, as the rules read it. None: not measured."""
 
     baseline: bool = False
+    unencrypted_arm: bool = False  # an arm expected to leave plaintext (fs-passthrough), not the baseline
     plaintext_kinds: tuple[str, ...] = ()  # file kinds (their titles) whose files held the canary
     unexercised_kinds: tuple[str, ...] = ()  # file kinds the engine writes that no trial exercised
     repeated_share: float | None = None  # the file's repeated 16-byte blocks
@@ -78,6 +81,8 @@ def repeats_like_plaintext(facts: Facts) -> bool:
 def _verdict(facts: Facts) -> str:
     if facts.baseline:
         return BASELINE
+    if facts.unencrypted_arm:
+        return UNENCRYPTED_ARM
     if facts.plaintext_kinds:
         return LEAKS.format(kinds=", ".join(facts.plaintext_kinds))
     if repeats_like_plaintext(facts):
@@ -98,7 +103,7 @@ def _verdict(facts: Facts) -> str:
 
 
 def _cost(facts: Facts) -> str:
-    if facts.baseline:
+    if facts.baseline or facts.unencrypted_arm:
         return ""
     if facts.cache_bound_pct is not None:
         return CACHE_BOUND.format(pct=f"{facts.cache_bound_pct:+.0f}%")

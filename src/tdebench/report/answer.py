@@ -349,6 +349,8 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
     open_baselines = {r.cell.comparison: r for r in records
                       if (r.cell.test, r.cell.step, r.cell.metric) == OPEN_CELL and r.cell.encryption == BASELINE}
     kinds = [kind for kind in KINDS if any(kind in cells for cells in covered.values())]
+    unencrypted = {(v.trial.engine, v.trial.encryption) for v in run.verdicts
+                   if v.expected == "plaintext" and v.trial.encryption not in (BASELINE, PLACEBO)}
     result = []
     for engine, encryption in _order(run):
         baseline = encryption == BASELINE
@@ -374,7 +376,7 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
         if strength is not None and strength.repeated is not None and not baseline:
             row["leaks"] = leak_text(strength, strong.get((engine, BASELINE)))
         facts = advice.Facts(
-            baseline=baseline,
+            baseline=baseline, unencrypted_arm=(engine, encryption) in unencrypted,
             plaintext_kinds=tuple(FILE_KIND_TITLES[k] for k in kinds if str(row[k]).startswith(f"{PLAINTEXT} (")),
             unexercised_kinds=tuple(FILE_KIND_TITLES[k] for k in ("temp",) if not str(row[k]).startswith(ENCRYPTED)),
             repeated_share=strength.repeated if strength else None,
@@ -384,7 +386,7 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
             cost_pct=max((c.record.overhead.pct for c in cost if c.resolved), default=None),  # type: ignore[union-attr]
             cache_bound_pct=cache_bound(cost))
         row["advice"] = advice.recommend(facts)
-        row["weak"] = not baseline and not row["advice"].startswith(advice.RECOMMENDED)
+        row["weak"] = not (baseline or facts.unencrypted_arm or row["advice"].startswith(advice.RECOMMENDED))
         result.append(row)
     return result
 
