@@ -391,19 +391,21 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
     return result
 
 
-INTRO = ("One row per engine and encryption: its cost on the headline figure with its 95% CI and the regime it was "
-         "measured in (data ÷ the engine's cache; the OS cache warm or cold), what each kind of file held at rest "
-         "(encrypted only where the baseline's files of that kind showed the canary), what the strength tests "
-         "showed, how it takes its key, and a recommendation from written rules (docs/manual.md, “The answer "
-         "table”). “not measured — run plan X” names a built-in plan that measures the cell.")
+INTRO = ("One row per engine and encryption: a recommendation from written rules (docs/manual.md, “The answer "
+         "table”), its cost on the headline figure with its 95% CI and the regime it was measured in (data ÷ the "
+         "engine's cache; the OS cache warm or cold), what the strength tests showed, what each kind of file held "
+         "at rest (encrypted only where the baseline's files of that kind showed the canary) and how it takes its "
+         "key. “not measured — run plan X” names a built-in plan that measures the cell.")
 
 
 def answer_table(run: RunData, records: list[SummaryRecord]) -> Table:
     found = rows(run, records)
-    columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("cost", "cost", prose=True),
-               *(Column(kind, FILE_KIND_TITLES[kind]) for kind in KINDS),
+    # the recommendation first after the names: on a narrow screen it is the cell a reader must see
+    columns = (Column("engine", "engine"), Column("encryption", "encryption"),
+               Column("advice", "recommendation", prose=True), Column("cost", "cost", prose=True),
                Column("integrity", "integrity", prose=True), Column("leaks", "leaks", prose=True),
-               Column("keys", "keys", prose=True), Column("advice", "recommendation", prose=True))
+               *(Column(kind, FILE_KIND_TITLES[kind], prose=True) for kind in KINDS),
+               Column("keys", "keys", prose=True))
     return Table("The answer", columns, found, intro=INTRO, alarm="weak", empty="No configuration was measured.")
 
 
