@@ -1,6 +1,6 @@
 """Does tdebench's OLTP driver keep up with BenchBase's TPC-C on the same server?
 
-Issue 16's goal is tdebench's NOPM at least BenchBase's on the same server, warehouses and
+The goal is tdebench's NOPM at least BenchBase's on the same server, warehouses and
 users. This starts one server with tdebench's own settings and classes (MariaDB or
 PostgreSQL, no encryption), loads W warehouses once for each side (tdebench's schema into its
 own database, BenchBase's into a database `benchbase` by BenchBase's own loader), and then, for

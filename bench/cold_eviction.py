@@ -2,7 +2,7 @@
 
 A plan with `cache = "cold"` stops the engine and empties the OS page cache before each
 measured test. The io-bound example's placebo (none against none) varied with a CV of 8% to
-22% per round, too much for the ±3% its issue asks. This script measures, side by side in one
+22% per round, too much for the ±3% asked of it. This script measures, side by side in one
 run, the placebo's spread under three ways to start a measured test:
 
   all     the whole OS page cache dropped (drop_caches): the database is read from disk, and

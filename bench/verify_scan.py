@@ -34,7 +34,7 @@ writes. For files held in the page cache this prints the speed of:
   search, sieve           the numpy sieve that serves where Hyperscan has no wheel;
   search, count           one bytes.count per pattern (24 passes), the first search of all;
 
-then each scan's speed as a share of grep's on the same file (issue 25 asks for at least half:
+then each scan's speed as a share of grep's on the same file (the goal is at least half:
 within 2x of grep) and `tdebench verify`'s in MiB/s (its goal: 1 GB/s = 954 MiB/s per core),
 and checks that all searches count the planted hits and that the scan finds exactly the canaries
 and markers `grep -F -a -o` finds. The measurements are interleaved: each round times every one
@@ -215,7 +215,7 @@ def main() -> None:
     print(f"scan vs grep -F -c: {best['grep -F -c'] / t_scan:.2f} x grep's speed; the same {scanned.hits} canary "
           f"and {scanned.marker_hits} marker matches as grep -F -a -o")
     print("speed as a share of grep -F -c's on the same file, by the wall clock (by CPU time) "
-          "(issue 25's goal: at least 0.50):")
+          "(the goal: at least 0.50):")
     for label, suffix in (("mixed file", ""), ("ciphertext", ", ciphertext")):
         grep, trial, every = (f"grep -F -c{suffix}", f"scan{suffix}", f"scan, every block{suffix}")
         print(f"  {label:<10}  trial scan {best[grep] / best[trial]:5.2f} ({cpu[grep] / cpu[trial]:.2f}), "

@@ -1,5 +1,5 @@
 """Malformed plans and damaged records through the real command line: every one is exit 2
-with one line that names the file (and line), never a traceback (issue: errors)."""
+with one line that names the file (and line), never a traceback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One plan across a real Dask cluster on 127.0.0.1 (issue 14): a `dask scheduler` and two
+"""One plan across a real Dask cluster on 127.0.0.1: a `dask scheduler` and two
 `dask worker` processes (one "machine" resource each, no nanny, so a killed worker stays dead),
 started and stopped here; DuckDB and SQLite at TPC-H SF 0.01, few rounds, to stay fast.
 

@@ -1,4 +1,4 @@
-"""Ctrl-C during a trial leaves no server, mount or workspace behind (issue: servers, item 8);
+"""Ctrl-C during a trial leaves no server, mount or workspace behind;
 these tests bound a time, so they run alone (tests/integration/test_killed_runs.py has the kills
 and cleans that bound none)."""
 
@@ -136,8 +136,9 @@ def _forks_of(parent: psutil.Process) -> list[psutil.Process]:
 
 @pytest.mark.parametrize(("engine", "encryption", "scale", "phase"), [
     ("mariadb", "fs-aes-256-gcm", 0.01, "trial-create:INT:0.5"),  # while the server starts
-    # issue 28: 24-30 s at scale 0.1, 6 s into the load (here, before HURRY_S, 0.4-0.8 s: at 0.01 and
-    # at 0.1 4 s in; the bound holds whatever the server's clean shutdown would take)
+    # a Ctrl-C here once took 24-30 s to end the run at scale 0.1, 6 s into the load (here, before
+    # HURRY_S, 0.4-0.8 s: at 0.01 and at 0.1 4 s in; the bound holds whatever the server's clean
+    # shutdown would take)
     ("mariadb", "fs-aes-256-gcm", 0.01, "trial-load:INT:0.3"),
     ("postgres", "fs-aes-256-gcm", 0.01, "trial-queries:INT:0.3"),
     ("postgres", "none", 0.01, "trial-scan:TERM"),
@@ -152,7 +153,7 @@ def test_an_interrupt_at_any_phase_ends_the_run_within_5_s(tmp_path: Path, engin
         print(f"{engine} {encryption} {phase}: servers gone {done.servers_gone_s:.1f} s, exit {done.exit_s:.1f} s "
               "after the signal")
         assert done.servers_gone_s < 5.0, f"{done.servers_gone_s:.1f} s from the signal to the last server gone"
-        # no report is built after an interrupt (it took 5-13 s at a load of 12 on 2 cores, issue 28)
+        # no report is built after an interrupt (it took 5-13 s at a load of 12 on 2 cores)
         assert done.exit_s < 5.0, f"{done.exit_s:.1f} s from the signal to the run's exit"
         assert "Traceback" not in done.output
         assert users_of(work) == [] and mounts_under(work) == [] and list(work.iterdir()) == []

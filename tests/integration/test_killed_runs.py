@@ -102,7 +102,7 @@ def test_clean_leaves_a_running_run_alone(tmp_path: Path) -> None:
 
 
 def test_a_kill_inside_the_clean_up_of_a_terminated_run_leaves_nothing_clean_cannot_find(tmp_path: Path) -> None:
-    """Issue 28: SIGTERM, then SIGKILL while the run cleans up (`timeout -k`, `docker stop`) left
+    """SIGTERM, then SIGKILL while the run cleans up (`timeout -k`, `docker stop`) had left
     MariaDB's data with its keys.txt where `clean` did not look. Killed as its clean-up begins
     (the encrypted trial's server up, its key file beside the data), the run leaves its workspace registered and
     marked: `clean` stops what is left and removes it all. (Killed at every later step of the

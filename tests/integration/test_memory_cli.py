@@ -83,7 +83,7 @@ def test_a_sqlite_database_larger_than_its_default_page_cache_does_not_fit(tmp_p
     run = read_run(out)
     (trial,) = run.trials
     assert trial.cache_mb == 2000 / 1024
-    # each table's load is a step of its own, so a load's overhead can be located (issue 26)
+    # each table's load is a step of its own, so a load's overhead can be located
     steps = {m.step for m in run.measurements if m.test == "load"}
     assert {"lineitem", "orders", "region", "tables", "indexes", "total"} <= steps
     report = (out / "report.md").read_text()

@@ -1,4 +1,4 @@
-"""No other local user gets into a MariaDB trial's server (issue 10, item 1): on a real server
+"""No other local user gets into a MariaDB trial's server: on a real server
 started through the engine, another user (`nobody`, tests/workspaces.py) can neither log in,
 over TCP or the socket, nor read the server's files; root without the database's password is
 refused too; the server runs as `mysql`; its password is in no argv, environment or log; and

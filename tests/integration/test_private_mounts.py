@@ -1,5 +1,5 @@
 """gocryptfs mounts only the server's user can enter, and an fs verdict that needs its positive
-control (issue 10, items 1 and 5): real trials through the Runner (a tiny plan, real engines
+control: real trials through the Runner (a tiny plan, real engines
 and real gocryptfs mounts) probed by another local user (`nobody`) while they run, and a mount
 that vanishes mid-trial."""
 

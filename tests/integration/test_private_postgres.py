@@ -1,4 +1,4 @@
-"""A trial's PostgreSQL server is tdebench's alone (issue 10, item 1): during a trial another
+"""A trial's PostgreSQL server is tdebench's alone: during a trial another
 local user (`nobody`, tests/workspaces.py) can neither connect to it — it opens no TCP port,
 and its socket is in a directory closed to others, behind scram-sha-256 with a password of the
 cluster's own — nor list or read its socket directory, initdb's password file, its data

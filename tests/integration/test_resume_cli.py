@@ -1,5 +1,5 @@
 """`tdebench run --resume` through the real command line on DuckDB: a run killed (SIGKILL)
-mid-trial is finished with the trials it completed kept byte for byte (issue 10, item 3)."""
+mid-trial is finished with the trials it completed kept byte for byte."""
 
 from __future__ import annotations
 
@@ -204,7 +204,7 @@ def key_file(path: Path, secret: bytes) -> Path:
 
 
 def test_resume_with_another_key_source_than_the_runs_first_is_refused_naming_both(tmp_path: Path) -> None:
-    """Issue 28: `--resume --key-file K` of a run started without one mixed random and derived
+    """`--resume --key-file K` of a run started without one used to mix random and derived
     keys in one run. The run records its key source (a fingerprint, never the key): a resume
     with another kind, or another file, is refused, naming both."""
     first, other = key_file(tmp_path / "k1", b"a" * 32), key_file(tmp_path / "k2", b"b" * 32)

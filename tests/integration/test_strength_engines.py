@@ -1,5 +1,5 @@
 """The strength workload on real engines (no runner: the workload on a database provisioned in a
-temp dir, its records kept in memory). What the issue fixes is asserted — DuckDB AES-256-GCM
+temp dir, its records kept in memory). What the workload must show is asserted — DuckDB AES-256-GCM
 refuses a flipped byte by its tag, the baseline accepts a forgery, an unencrypted baseline repeats
 many blocks where an encryption repeats none, the old key opens nothing after a rekey — and the
 rest as measured on DuckDB 1.5.5 and SQLite3MC 2.6.1, so a change of an engine's behaviour shows.

@@ -1,4 +1,4 @@
-"""Bad input at the command line's edge (issue 28, points 3-6): one line, exit 2, no traceback,
+"""Bad input at the command line's edge: one line, exit 2, no traceback,
 nothing written; Ctrl-C anywhere is exit 130; a cut or empty results.jsonl is never a silent
 success."""
 

@@ -1,6 +1,6 @@
 """The cache each engine really has, as a trial records it (Engine.cache_mb) and as the report
 reads an older run that did not record it (Engine.default_cache_mb): never "no limit" where the
-engine has one (issue 26)."""
+engine has one."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A run killed at any step of its workspace's life — its own clean-up included, as `timeout -k`
-or `docker stop` kill it — leaves nothing `clean` cannot find (issue 28, point 1).
+or `docker stop` kill it — leaves nothing `clean` cannot find.
 
 The run is a forked copy of this process running the runner with the fake engine, whose
 "server" is a `sleep` in a session of its own and whose workspace holds a key file;

@@ -1,4 +1,4 @@
-"""Issue 26 point 4: an encryption resolved as faster than none (its interval off zero and off the
+"""An encryption resolved as faster than none (its interval off zero and off the
 placebo's) is reported as a real effect, located in the steps where it arises, with what the engine
 documents as different in an encrypted database; only an unresolved one is left to noise."""
 

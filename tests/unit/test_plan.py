@@ -11,7 +11,7 @@ import pytest
 from tdebench.engines import get_engine
 from tdebench.plan import PlanError, as_stored, comparison_group, load_plan, parse_plan, planned, schedule, to_run
 
-ISSUE_PLAN = '''
+EXAMPLE_PLAN = '''
 name = "quick"
 repetitions = 3
 warmups = 1
@@ -31,14 +31,14 @@ streams = 2
 '''
 
 
-def test_the_issue_plan_parses_as_written() -> None:
-    plan = parse_plan(ISSUE_PLAN)
+def test_the_example_plan_parses_as_written() -> None:
+    plan = parse_plan(EXAMPLE_PLAN)
     assert (plan.name, plan.repetitions, plan.warmups, plan.cache, plan.order, plan.seed) == \
         ("quick", 3, 1, "warm", "interleaved", 1)
     assert plan.engines[0].encryptions == ("none", "aes-256-gcm", "aes-256-ctr")
     assert plan.workloads[0].scales == (0.01,) and plan.workloads[0].streams == 2
     assert plan.workloads[0].tests == ("power", "throughput")
-    assert plan.text == ISSUE_PLAN
+    assert plan.text == EXAMPLE_PLAN
 
 
 def test_shipped_plans_parse() -> None:
@@ -60,9 +60,9 @@ def test_all_leaves_out_the_legacy_ciphers_which_a_plan_names_to_get() -> None:
 
 
 def test_baseline_is_added_and_all_expands() -> None:
-    plan = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '["aes-256-ctr"]'))
+    plan = parse_plan(EXAMPLE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '["aes-256-ctr"]'))
     assert plan.engines[0].encryptions == ("none", "aes-256-ctr")
-    plan = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '"all"'))
+    plan = parse_plan(EXAMPLE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '"all"'))
     assert plan.engines[0].encryptions == tuple(e.name for e in get_engine("duckdb").encryptions
                                                 if not e.plaintext_default and e.name != "fs-passthrough")
     assert "fs-passthrough" not in plan.engines[0].encryptions  # a control arm: a plan names it to get it
@@ -70,9 +70,9 @@ def test_baseline_is_added_and_all_expands() -> None:
 
 
 def test_all_leaves_out_duckdbs_plaintext_temp_files_which_a_plan_names_to_get() -> None:
-    everything = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '"all"'))
+    everything = parse_plan(EXAMPLE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '"all"'))
     assert not any(name.endswith("-plaintemp") for name in everything.engines[0].encryptions)
-    named = parse_plan(ISSUE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '["aes-256-gcm-plaintemp"]'))
+    named = parse_plan(EXAMPLE_PLAN.replace('["none", "aes-256-gcm", "aes-256-ctr"]', '["aes-256-gcm-plaintemp"]'))
     assert named.engines[0].encryptions == ("none", "aes-256-gcm-plaintemp")
     leak = get_engine("duckdb").encryption("aes-256-ctr-plaintemp")
     assert leak.by_name_only and "temp files" not in leak.covers and leak.cipher == "aes-256-ctr"
@@ -115,7 +115,7 @@ def test_all_leaves_out_duckdbs_plaintext_temp_files_which_a_plan_names_to_get()
 ])
 def test_errors_name_file_line_and_choices(old: str, new: str, message: str, line: int) -> None:
     with pytest.raises(PlanError) as info:
-        parse_plan(ISSUE_PLAN.replace(old, new, 1), "my.toml")
+        parse_plan(EXAMPLE_PLAN.replace(old, new, 1), "my.toml")
     assert message in str(info.value)
     assert str(info.value).startswith(f"my.toml:{line}: ")
 
@@ -135,7 +135,7 @@ def test_missing_sections_and_file(tmp_path: Path) -> None:
 
 
 def test_interleaved_runs_every_configuration_each_round_in_seeded_order() -> None:
-    plan = parse_plan(ISSUE_PLAN)
+    plan = parse_plan(EXAMPLE_PLAN)
     trials = schedule(plan)
     assert len(trials) == 3 * 3
     rounds = [trials[i:i + 3] for i in range(0, 9, 3)]
@@ -143,35 +143,35 @@ def test_interleaved_runs_every_configuration_each_round_in_seeded_order() -> No
         assert {t.key.repetition for t in round_} == {number}
         assert sorted(t.key.encryption for t in round_) == sorted(plan.engines[0].encryptions)
     assert [t.key for t in schedule(plan)] == [t.key for t in trials]  # same seed, same order
-    other = schedule(parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 2")))
+    other = schedule(parse_plan(EXAMPLE_PLAN.replace("seed = 1", "seed = 2")))
     assert [t.key for t in other] != [t.key for t in trials]
 
 
 def test_sequential_keeps_repetitions_together() -> None:
-    trials = schedule(parse_plan(ISSUE_PLAN.replace('"interleaved"', '"sequential"')))
+    trials = schedule(parse_plan(EXAMPLE_PLAN.replace('"interleaved"', '"sequential"')))
     assert [t.key.encryption for t in trials[:3]] == ["none"] * 3
     assert [t.key.repetition for t in trials[:3]] == [1, 2, 3]
     assert Counter(t.key.encryption for t in trials) == {"none": 3, "aes-256-gcm": 3, "aes-256-ctr": 3}
 
 
 def test_server_and_sampler_settings() -> None:
-    text = ISSUE_PLAN.replace('name = "duckdb"\n', 'name = "duckdb"\nmemory_mb = 512\n')
+    text = EXAMPLE_PLAN.replace('name = "duckdb"\n', 'name = "duckdb"\nmemory_mb = 512\n')
     text = text.replace("streams = 2", "streams = 2\nquery_timeout_s = 30")
     text = text.replace("seed = 1", "seed = 1\nsample_interval_s = 0.5")
     plan = parse_plan(text)
     assert plan.engines[0].memory_mb == (512,) and plan.engine("duckdb").memory_mb == (512,)
     assert plan.workloads[0].query_timeout_s == 30.0 and plan.sample_interval_s == 0.5
-    defaults = parse_plan(ISSUE_PLAN)
+    defaults = parse_plan(EXAMPLE_PLAN)
     assert defaults.engines[0].memory_mb == () and defaults.workloads[0].query_timeout_s == 600.0
     with pytest.raises(PlanError, match="my.toml:18: query_timeout_s must be a number from 0.001 to 86400"):
-        parse_plan(ISSUE_PLAN.replace("streams = 2", "streams = 2\nquery_timeout_s = -1"), "my.toml")
+        parse_plan(EXAMPLE_PLAN.replace("streams = 2", "streams = 2\nquery_timeout_s = -1"), "my.toml")
     with pytest.raises(PlanError, match="memory_mb = 1 is out of range"):
-        parse_plan(ISSUE_PLAN.replace('name = "duckdb"\n', 'name = "duckdb"\nmemory_mb = 1\n'))
+        parse_plan(EXAMPLE_PLAN.replace('name = "duckdb"\n', 'name = "duckdb"\nmemory_mb = 1\n'))
 
 
 def test_quiet_wait_is_off_unless_the_plan_asks_for_it() -> None:
-    assert parse_plan(ISSUE_PLAN).quiet_wait_s == 0.0
-    assert parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\nquiet_wait_s = 300")).quiet_wait_s == 300.0
+    assert parse_plan(EXAMPLE_PLAN).quiet_wait_s == 0.0
+    assert parse_plan(EXAMPLE_PLAN.replace("seed = 1", "seed = 1\nquiet_wait_s = 300")).quiet_wait_s == 300.0
 
 
 def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,7 +186,7 @@ def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: py
                    "procedures": Option(True, "server-side")}
 
     monkeypatch.setitem(WORKLOADS, "opts", WithOptions)
-    base = ISSUE_PLAN.replace('name = "tpch"', 'name = "opts"')
+    base = EXAMPLE_PLAN.replace('name = "tpch"', 'name = "opts"')
     spec = parse_plan(base).workloads[0]
     assert spec.option_values() == {"virtual_users": 4, "mode": "load", "ratio": 0.5, "procedures": True}
     spec = parse_plan(base + 'virtual_users = 8\nmode = "stress"\nprocedures = false\n').workloads[0]
@@ -200,16 +200,16 @@ def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: py
         assert info.value.line == len((base + bad).splitlines())
     with pytest.raises(PlanError,
                        match="unknown key 'virtual_users'.*valid: load_part_rows, name, passes, query_timeout_s"):
-        parse_plan(ISSUE_PLAN + "virtual_users = 8\n")
+        parse_plan(EXAMPLE_PLAN + "virtual_users = 8\n")
 
 
 def test_pool_hosts_is_off_unless_the_plan_turns_it_on() -> None:
-    assert not parse_plan(ISSUE_PLAN).pool_hosts
-    assert parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\npool_hosts = true")).pool_hosts
+    assert not parse_plan(EXAMPLE_PLAN).pool_hosts
+    assert parse_plan(EXAMPLE_PLAN.replace("seed = 1", "seed = 1\npool_hosts = true")).pool_hosts
 
 
 def test_placebo_adds_a_second_baseline_to_every_engine() -> None:
-    plan = parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\nplacebo = true"))
+    plan = parse_plan(EXAMPLE_PLAN.replace("seed = 1", "seed = 1\nplacebo = true"))
     assert plan.placebo and plan.engines[0].encryptions == ("none", "placebo", "aes-256-gcm", "aes-256-ctr")
     placebo = get_engine("duckdb").encryption("placebo")
     assert placebo.is_baseline and placebo.layer == "none"  # provisioned, keyed and judged like none
@@ -217,12 +217,12 @@ def test_placebo_adds_a_second_baseline_to_every_engine() -> None:
 
 
 def test_adaptive_keys_and_the_default_repetitions() -> None:
-    plain = parse_plan(ISSUE_PLAN.replace("repetitions = 3\n", ""))
+    plain = parse_plan(EXAMPLE_PLAN.replace("repetitions = 3\n", ""))
     assert plain.repetitions == 5 and not plain.adaptive and plain.target_ci_pct is None
-    plan = parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2\nmax_minutes = 30"))
+    plan = parse_plan(EXAMPLE_PLAN.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2\nmax_minutes = 30"))
     assert plan.adaptive and (plan.target_ci_pct, plan.max_minutes, plan.max_repetitions) == (2.0, 30.0, 1000)
     assert plan.target_tests == ()  # every headline figure
-    chosen = parse_plan(ISSUE_PLAN.replace("seed = 1", 'seed = 1\ntarget_ci_pct = 2\ntarget_tests = ["power"]'))
+    chosen = parse_plan(EXAMPLE_PLAN.replace("seed = 1", 'seed = 1\ntarget_ci_pct = 2\ntarget_tests = ["power"]'))
     assert chosen.target_tests == ("power",)
 
 
@@ -230,7 +230,7 @@ def test_a_resumed_adaptive_run_finishes_each_groups_own_rounds() -> None:
     """Adaptive rounds are added per comparison group, so each group's begun rounds are planned
     up to its own highest round: here scale 0.01 reached round 5 (round 5 one trial done), 0.1
     stayed at the plan's 3."""
-    plan = parse_plan(ISSUE_PLAN.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2").replace(
+    plan = parse_plan(EXAMPLE_PLAN.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2").replace(
         "scale = 0.01", "scales = [0.01, 0.1]"))
     scheduled = [spec.key for spec in planned(plan)]
     first = [key for key in scheduled if key.scale == 0.01 and key.repetition == 1]
@@ -243,11 +243,11 @@ def test_a_resumed_adaptive_run_finishes_each_groups_own_rounds() -> None:
     assert [spec.key.repetition for spec in to_run(plan, done)] == [5, 5]
 
 
-PINNED = ISSUE_PLAN.replace("seed = 1\n", "seed = 1\npin_cpus = { engine = [0], driver = [0] }\n")
+PINNED = EXAMPLE_PLAN.replace("seed = 1\n", "seed = 1\npin_cpus = { engine = [0], driver = [0] }\n")
 
 
 def test_pin_cpus_is_optional_and_read_as_given() -> None:
-    assert parse_plan(ISSUE_PLAN).pin_cpus is None
+    assert parse_plan(EXAMPLE_PLAN).pin_cpus is None
     pinning = parse_plan(PINNED).pin_cpus
     assert pinning is not None and (pinning.engine, pinning.driver) == ((0,), (0,))
     table = PINNED.replace("pin_cpus = { engine = [0], driver = [0] }\n", "").replace(
@@ -273,7 +273,7 @@ def test_pin_cpus_errors_name_file_and_line(value: str, message: str) -> None:
 
 
 def _with_memory(value: str) -> str:
-    return ISSUE_PLAN.replace('name = "duckdb"\n', f'name = "duckdb"\nmemory_mb = {value}\n')
+    return EXAMPLE_PLAN.replace('name = "duckdb"\n', f'name = "duckdb"\nmemory_mb = {value}\n')
 
 
 def test_memory_is_an_axis_compared_within_each_value() -> None:
@@ -290,7 +290,7 @@ def test_memory_is_an_axis_compared_within_each_value() -> None:
         assert Counter((t.key.encryption, t.key.memory_mb) for t in trials if t.key.repetition == rep) == \
             {(enc, memory): 1 for enc in ("none", "aes-256-gcm", "aes-256-ctr") for memory in (64, 1024)}
     assert trials[0].key.id.endswith(f"/m{trials[0].key.memory_mb}/r1")
-    assert all(t.key.memory_mb is None and "/m" not in t.key.id for t in schedule(parse_plan(ISSUE_PLAN)))
+    assert all(t.key.memory_mb is None and "/m" not in t.key.id for t in schedule(parse_plan(EXAMPLE_PLAN)))
     assert [t.key.memory_mb for t in schedule(parse_plan(_with_memory("64")))] == [64] * 9
 
 
@@ -323,8 +323,8 @@ def test_several_memory_values_only_where_the_report_keeps_them_apart() -> None:
 ])
 def test_an_engine_or_workload_given_twice_is_refused(extra: str, kind: str, name: str) -> None:
     with pytest.raises(PlanError) as info:
-        parse_plan(ISSUE_PLAN + extra, "my.toml")
-    text = ISSUE_PLAN + extra
+        parse_plan(EXAMPLE_PLAN + extra, "my.toml")
+    text = EXAMPLE_PLAN + extra
     lines = [n for n, line in enumerate(text.splitlines(), start=1) if line == f'name = "{name}"']
     assert len(lines) == 2
     assert (f"[[{kind}]] '{name}' is given twice (lines {lines[0]}, {lines[1]}); merge its settings into one "
@@ -400,7 +400,7 @@ def _key_form_plan(engine: str, encryptions: str, key_form: str) -> str:
 def test_key_form_raw_is_kept_for_an_engine_with_a_raw_key_and_passphrase_is_the_default() -> None:
     raw = parse_plan(_key_form_plan("sqlite", '["sqlcipher", "aes-256-cbc"]', "raw"))
     assert raw.engines[0].key_form == "raw"  # aes-256-cbc keeps its derivation: each trial records its form
-    assert parse_plan(ISSUE_PLAN).engines[0].key_form == "passphrase"
+    assert parse_plan(EXAMPLE_PLAN).engines[0].key_form == "passphrase"
 
 
 @pytest.mark.parametrize("engine, encryptions, key_form, message", [
@@ -419,16 +419,16 @@ def test_key_form_errors_name_file_line_and_why(engine: str, encryptions: str, k
 
 
 def test_a_plan_starting_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
-    """Issue 28: a BOM (Notepad writes one) made "not valid TOML (line 1, column 1)", naming nothing."""
+    """A BOM (Notepad writes one) used to make "not valid TOML (line 1, column 1)", naming nothing."""
     path = tmp_path / "bom.toml"
-    path.write_bytes(b"\xef\xbb\xbf" + ISSUE_PLAN.encode())
+    path.write_bytes(b"\xef\xbb\xbf" + EXAMPLE_PLAN.encode())
     assert load_plan(path).name == "quick"
 
 
 def test_an_engine_name_with_escape_codes_is_reported_at_its_line_escaped() -> None:
-    """Issue 28: a control character written as TOML's \\u001b is not in the text as written,
+    """A control character written as TOML's \\u001b is not in the text as written,
     so the error named no line; it names the key's line, and quotes the value escaped."""
-    text = ISSUE_PLAN.replace('name = "duckdb"', 'name = "duck\\u001b[31mdb"')
+    text = EXAMPLE_PLAN.replace('name = "duckdb"', 'name = "duck\\u001b[31mdb"')
     with pytest.raises(PlanError) as caught:
         parse_plan(text, "p.toml")
     assert str(caught.value).startswith("p.toml:10: unknown name 'duck\\x1b[31mdb'")
@@ -451,12 +451,12 @@ def test_memory_below_what_an_engine_starts_with_is_refused_at_its_line() -> Non
 def test_a_workload_may_run_in_fewer_rounds_than_the_plan() -> None:
     """`repetitions` of a workload: the strength tests of the quick plan run in the first round only,
     in every order, beside a timed workload that runs in every round."""
-    text = ISSUE_PLAN + '\n[[workloads]]\nname = "strength"\nscale = 20000\nrepetitions = 1\n'
+    text = EXAMPLE_PLAN + '\n[[workloads]]\nname = "strength"\nscale = 20000\nrepetitions = 1\n'
     for order in ("interleaved", "lockstep", "sequential"):
         plan = parse_plan(text.replace('order = "interleaved"', f'order = "{order}"'))
         rounds = Counter((spec.key.workload, spec.key.repetition) for spec in schedule(plan))
         assert rounds == {("tpch", 1): 3, ("tpch", 2): 3, ("tpch", 3): 3, ("strength", 1): 3}, order
-    assert parse_plan(ISSUE_PLAN).workloads[0].repetitions is None
+    assert parse_plan(EXAMPLE_PLAN).workloads[0].repetitions is None
     with pytest.raises(PlanError, match="repetitions = 0 is out of range: 1 to 1000"):
         parse_plan(text.replace("repetitions = 1\n", "repetitions = 0\n"))
 
@@ -466,7 +466,7 @@ def test_only_runs_the_engines_named_and_the_stored_plan_says_so() -> None:
     which the run stores; the other engines are not even checked (a server missing here)."""
     from tdebench.plan import only_engines
 
-    text = ISSUE_PLAN.replace('[[engines]]\nname = "duckdb"', '[[engines]]\nname = "nosuchserver"\n\n'
+    text = EXAMPLE_PLAN.replace('[[engines]]\nname = "duckdb"', '[[engines]]\nname = "nosuchserver"\n\n'
                                                                '[[engines]]\nname = "duckdb"')
     with pytest.raises(PlanError):
         parse_plan(text)

@@ -100,7 +100,7 @@ def test_a_torn_state_line_is_skipped(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o000])
 def test_workspace_directories_have_their_final_mode_from_the_start(tmp_path: Path, umask: int) -> None:
-    """Issue 28, point 9: trial directories were 0755 for a moment before they were narrowed
+    """Trial directories used to be 0755 for a moment before they were narrowed
     (and a umask of 077 would make a root the servers' users cannot pass)."""
     before = os.umask(umask)
     try:

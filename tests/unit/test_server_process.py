@@ -80,7 +80,7 @@ def test_a_failed_start_reports_its_own_errors_not_an_earlier_starts(tmp_path: P
 
 SLOW_SHUTDOWN = ["bash", "-c", "trap 'sleep 30; exit 0' TERM; while true; do sleep 0.1; done"]
 """A stand-in server whose clean shutdown takes 30 s (MariaDB flushing its buffer pool on
-gocryptfs took 24-30 s after a Ctrl-C in the load, issue 28)."""
+gocryptfs took 24-30 s after a Ctrl-C in the load)."""
 
 
 @pytest.fixture

@@ -79,7 +79,7 @@ def test_blank_lines_are_skipped(tmp_path: Path) -> None:
 
 
 def test_a_line_of_invalid_utf8_is_an_error_naming_file_and_line(tmp_path: Path) -> None:
-    """Issue 28: it was exit 2 without file or line (a UnicodeDecodeError's own message)."""
+    """It used to be exit 2 without file or line (a UnicodeDecodeError's own message)."""
     lines = _run(tmp_path)
     (tmp_path / RESULTS).write_bytes(b"".join([lines[0], b'{"kind": "\xff\xfe"}\n', *lines[1:]]))
     with pytest.raises(ValueError, match=re.escape(f"{tmp_path / RESULTS}:2: not valid UTF-8")):

@@ -62,7 +62,7 @@ DuckDB writes an encrypted file in v1.5.0 or later only, and a plaintext one in 
 told (so that old releases can read it); the two differ beyond the cipher: v1.5.0 compresses
 strings with DICT_FSST where v1.0.0 uses FSST and Dictionary, a file 6% larger that loads
 TPC-H's lineitem and orders 1.2-1.4 times as fast. Measured with the default, AES-256-GCM's load
-was "faster than none" by 9.6% [-13.2, -5.7] at SF 0.1 (issue 26): the storage format's gain,
+was "faster than none" by 9.6% [-13.2, -5.7] at SF 0.1: the storage format's gain,
 not the cipher's. With one format for every file, only the cipher differs."""
 
 

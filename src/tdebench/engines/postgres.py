@@ -11,7 +11,7 @@ PostgreSQL's defaults (fsync, synchronous_commit, WAL, checkpoints) except `shar
 engine's `memory_mb`, default 256 MB), so every encryption runs the same configuration, and
 those that keep the server private.
 
-No other local user can enter the server or read what it writes (issue 10):
+No other local user can enter the server or read what it writes:
 - It opens no TCP port (`listen_addresses` empty). Its only way in is a Unix socket in
   `<workspace>/sock`, a directory of the `postgres` user's with mode 0700. The server names it
   relative to its data directory (`../sock`) and tdebench's clients through a descriptor of the

@@ -1,4 +1,4 @@
-"""The strength workload's part of the report (issue 30): what an attacker holding the files can
+"""The strength workload's part of the report: what an attacker holding the files can
 still do, per engine and encryption, beside the unencrypted baseline as the positive control.
 
 - Repeated ciphertext: the share of 16-byte blocks and of pages of the closed database's files

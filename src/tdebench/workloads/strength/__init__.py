@@ -1,5 +1,5 @@
 """The strength workload: repeated ciphertext, tamper detection and old keys after a rekey, on
-the files of a closed database (issue 30)."""
+the files of a closed database."""
 
 from tdebench.workloads.strength.workload import StrengthWorkload
 

@@ -1,4 +1,4 @@
-"""The strength workload (issue 30): beyond "is it encrypted", what an attacker holding the
+"""The strength workload: beyond "is it encrypted", what an attacker holding the
 files can still do. Two tables of known rows (data.py) and three tests:
 
 - `repeats`: repeated 16-byte blocks and pages in the closed database's files, and in as many
