@@ -184,7 +184,7 @@ def test_engines_lists_every_encryption(tmp_path: Path) -> None:
     assert [e["name"] for e in by_url["sqlserver"]["encryptions"]] == ["none", "aes-128", "aes-192", "aes-256",
                                                                        "3des-168"]
     assert by_url["mariadb"]["usable"] and by_url["postgres"]["usable"]  # their drivers are tdebench's own
-    fs = ["fs-aes-256-gcm", "fs-xchacha20-poly1305"]
+    fs = ["fs-aes-256-gcm", "fs-xchacha20-poly1305", "fs-passthrough"]
     plaintemp = ["aes-256-gcm-plaintemp", "aes-256-ctr-plaintemp"]
     assert [e["name"] for e in rows["duckdb"]["encryptions"]] == ["none", "aes-256-gcm", "aes-256-ctr", *plaintemp, *fs]
     assert [e["name"] for e in rows["sqlite"]["encryptions"]] == [

@@ -274,8 +274,16 @@ def integrity_text(strength: Strength) -> str:
 def leak_text(strength: Strength, baseline: Strength | None) -> str:
     plain = (f", plaintext {ratio_percent(baseline.repeated)}" if baseline is not None and baseline.repeated is not None
              else "")
-    return (f"repeats {ratio_percent(strength.repeated)} of 16-byte blocks (random {ratio_percent(strength.random)}"
-            f"{plain})")
+    return f"{ratio_percent(strength.repeated)} of blocks repeat (random {ratio_percent(strength.random)}{plain})"
+
+
+def at_rest_text(cells: dict[str, str]) -> str:
+    """The file kinds grouped by what they held: "encrypted: data, WAL/log; not measured — run plan
+    backup: backup" (a plaintext file named with its kind)."""
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for kind, cell in cells.items():
+        grouped[cell].append(kind)
+    return "; ".join(f"{cell}: {', '.join(kinds)}" for cell, kinds in grouped.items())
 
 
 def integrity_marks(run: RunData) -> dict[tuple[str, str], str]:
@@ -373,6 +381,7 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
                    "temp": lambda: _not_measured(engine, (STRENGTH.name, SPILL), ("tpch", "spill"))}
         for kind in KINDS:
             row[kind] = cells.get(kind) or missing.get(kind, lambda: UNEXERCISED)()
+        row["at_rest"] = at_rest_text({FILE_KIND_TITLES[kind]: row[kind] for kind in KINDS})
         if strength is not None and strength.repeated is not None and not baseline:
             row["leaks"] = leak_text(strength, strong.get((engine, BASELINE)))
         facts = advice.Facts(
@@ -404,8 +413,7 @@ def answer_table(run: RunData, records: list[SummaryRecord]) -> Table:
     columns = (Column("engine", "engine"), Column("encryption", "encryption"),
                Column("advice", "recommendation", prose=True), Column("cost", "cost", prose=True),
                Column("integrity", "integrity", prose=True), Column("leaks", "leaks", prose=True),
-               *(Column(kind, FILE_KIND_TITLES[kind], prose=True) for kind in KINDS),
-               Column("keys", "keys", prose=True))
+               Column("at_rest", "at rest, by file kind", prose=True), Column("keys", "keys", prose=True))
     return Table("The answer", columns, found, intro=INTRO, alarm="weak", empty="No configuration was measured.")
 
 

@@ -96,7 +96,7 @@ def resources(run: RunData, records: list[SummaryRecord]) -> Content | None:
     used, table = resource_use.cpu_table(run, records), tables.resources_table(run)
     figures = (resource_use.resource_view(used.rows, side_by_side=lockstep)
                + plots.resource_plots(run.samples, side_by_side=lockstep))
-    return _one(table.title, ((Part(used),) if used.rows else ()) + (long_part(table),), figures)
+    return _one(table.title, ((long_part(used),) if used.rows else ()) + (long_part(table),), figures)
 
 
 def sizes(run: RunData, records: list[SummaryRecord]) -> Content | None:
