@@ -219,8 +219,11 @@ def round_trials(plan: Plan, rep: int, groups: Collection[Group] | None = None) 
               if workload.repetitions is None or rep <= workload.repetitions]
     if plan.order != "lockstep":
         rng.shuffle(trials)
-    else:
-        groups_in_turn = lockstep_groups(trials)
+    else:  # each group whole, whatever the plan's order of cells (an engine's encryptions × its workloads)
+        by_group: dict[tuple, list[TrialSpec]] = {}
+        for trial in trials:
+            by_group.setdefault(group_of(trial.key), []).append(trial)
+        groups_in_turn = list(by_group.values())
         rng.shuffle(groups_in_turn)
         for group in groups_in_turn:
             rng.shuffle(group)

@@ -475,3 +475,18 @@ def test_only_runs_the_engines_named_and_the_stored_plan_says_so() -> None:
     assert plan.as_run.startswith('only = ["duckdb"]') and parse_plan(plan.as_run).engines == plan.engines
     with pytest.raises(PlanError, match="the plan has no engine 'sqlite'; its engines: nosuchserver, duckdb"):
         parse_plan(only_engines(text, ["sqlite"]))
+
+
+def test_lockstep_runs_each_group_whole_in_a_plan_of_two_workloads() -> None:
+    """A plan's cells run an engine's encryptions × its workloads, so one workload's trials of a
+    round are not next to each other in it; lockstep must still run each group's configurations side
+    by side, whole (the quick plan's first round had run its TPC-H group in pieces of 1 to 4 beside
+    the strength trials)."""
+    from tdebench.plan import group_of, lockstep_groups
+
+    text = EXAMPLE_PLAN.replace('order = "interleaved"', 'order = "lockstep"') + (
+        '\n[[workloads]]\nname = "strength"\nscale = 20000\nrepetitions = 1\n')
+    plan = parse_plan(text)
+    groups = lockstep_groups(schedule(plan))
+    assert len(groups) == len({group_of(group[0].key) for group in groups})  # no group in pieces
+    assert sorted(len(group) for group in groups) == [3, 3, 3, 3]  # tpch's 3 rounds, strength's 1
