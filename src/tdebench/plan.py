@@ -220,7 +220,7 @@ def round_trials(plan: Plan, rep: int, groups: Collection[Group] | None = None) 
     if plan.order != "lockstep":
         rng.shuffle(trials)
     else:  # each group whole, whatever the plan's order of cells (an engine's encryptions × its workloads)
-        by_group: dict[tuple, list[TrialSpec]] = {}
+        by_group: dict[tuple[str, int | None, str, float, int], list[TrialSpec]] = {}
         for trial in trials:
             by_group.setdefault(group_of(trial.key), []).append(trial)
         groups_in_turn = list(by_group.values())

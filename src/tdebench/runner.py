@@ -728,7 +728,10 @@ def elapsed_before(run: RunData) -> float:
 def _rounds_by_group(plan: Plan, run: RunData) -> dict[Group, int]:
     """Each comparison group's highest round among the run's complete trials (at least the
     plan's repetitions: a group whose trials all failed still ran them)."""
-    rounds = {comparison_group(spec.key): plan.repetitions for spec in schedule(plan)}
+    rounds: dict[Group, int] = {}
+    for spec in schedule(plan):  # the plan's repetitions, or a workload's own (strength: 1)
+        group = comparison_group(spec.key)
+        rounds[group] = max(rounds.get(group, 0), spec.key.repetition)
     for group, finished in finished_rounds(run).items():
         rounds[group] = max(rounds.get(group, 0), finished)
     return rounds

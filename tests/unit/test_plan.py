@@ -490,3 +490,14 @@ def test_lockstep_runs_each_group_whole_in_a_plan_of_two_workloads() -> None:
     groups = lockstep_groups(schedule(plan))
     assert len(groups) == len({group_of(group[0].key) for group in groups})  # no group in pieces
     assert sorted(len(group) for group in groups) == [3, 3, 3, 3]  # tpch's 3 rounds, strength's 1
+
+
+def test_a_workloads_own_rounds_are_its_rounds_in_the_adaptive_count() -> None:
+    """The runner's count of each group's rounds (what the report's stopping sentence names): a
+    workload that runs in the first round only has run 1, not the plan's 3."""
+    from tdebench.results import RunData
+    from tdebench.runner import _rounds_by_group
+
+    plan = parse_plan(EXAMPLE_PLAN + '\n[[workloads]]\nname = "strength"\nscale = 20000\nrepetitions = 1\n')
+    rounds = _rounds_by_group(plan, RunData(Path("."), plan.text, {}))
+    assert {group[2]: count for group, count in rounds.items()} == {"tpch": 3, "strength": 1}
