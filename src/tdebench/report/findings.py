@@ -127,7 +127,7 @@ def stopping_sentence(stopping: Stopping) -> str:
     widest = (f"widest headline CI ±{stopping.widest_ci_pct:.1f}%, {stopping.widest}; "
               if stopping.widest else "")
     counts = sorted(stopping.group_rounds.items(), key=lambda item: (-item[1], item[0]))  # most rounds first
-    rounds = (" and ".join(f"{n} rounds for {label}" for label, n in counts)
+    rounds = (" and ".join(f"{n} round{'' if n == 1 else 's'} for {label}" for label, n in counts)
               if len({n for _, n in counts}) > 1 else f"{stopping.rounds} rounds")
     waited_on = f" on {', '.join(stopping.target_tests)}" if stopping.target_tests else ""
     return (f"Adaptive repetitions stopped after {rounds}: {stopping.reason} "
