@@ -2,7 +2,7 @@
 
 One sentence per engine, workload and scale (and memory): its encryptions grouped as a DBA
 asks about them — no measurable cost, a cost (with its interval), more than double the time —
-on one figure kind per configuration, whatever resolves first, so that lines and panels compare
+on one figure kind per configuration, not whichever resolves first, so that lines and panels compare
 like with like: the first of the power test, the throughput test and the load that the run
 measured (a DBA asks what the queries cost and pays the load once; the load gets a panel of its
 own in the picture, never swapped in for the power test); for a workload with timed
@@ -163,7 +163,7 @@ def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, 
             figure, chosen = min(own.items(), key=lambda item: (
                 not any(resolved(r, floor_of.get(r.cell.comparison)) for r in item[1]),
                 _width(item[1]), _order(item[0])))
-        else:  # the first labelled figure in the declared order, whatever resolves first: like with like
+        else:  # the first labelled figure in the declared order, not whichever resolves first: like with like
             figure, chosen = min(by_figure.items(), key=lambda item: _order(item[0]))
         chosen_ones.append((config, figure, chosen, floor_of.get(chosen[0].cell.comparison)))
     return chosen_ones

@@ -1,5 +1,5 @@
 """The strength workload: beyond "is it encrypted", what an attacker holding the
-files can still do. Two tables of known rows (data.py) and three tests:
+files can still do. Two tables of known rows (data.py) and five tests:
 
 - `repeats`: repeated 16-byte blocks and pages in the closed database's files, and in as many
   random bytes (repeats.py);
@@ -31,9 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, Backups, Connection, Database, LogFile, PageLayout,
-                                   SealedValue, backups)
-from tdebench.engines.base import NotSupported
+from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, Backups, Connection, Database, LogFile, NotSupported,
+                                   PageLayout, SealedValue, backups)
 from tdebench.workloads import sqlfiles
 from tdebench.workloads.base import CANARY_TABLE, RunContext, Workload, WrongAnswer
 from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
