@@ -372,7 +372,8 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
             "integrity": "none" if baseline else (
                 integrity_text(strength) if strength is not None and integrity_class(strength)
                 else _not_measured(engine, (STRENGTH.name, TAMPER))),
-            "leaks": (leak_text(strength, None) if strength is not None and strength.repeated is not None
+            "leaks": (leak_text(strength, None if baseline else strong.get((engine, BASELINE)))
+                      if strength is not None and strength.repeated is not None
                       else _not_measured(engine, (STRENGTH.name, REPEATS))),
             "keys": "" if baseline else key_cell(engine, encryption, opens.get((engine, encryption), []),
                                                  forms.get((engine, encryption), set()), strength, open_baselines),
@@ -382,8 +383,6 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
         for kind in KINDS:
             row[kind] = cells.get(kind) or missing.get(kind, lambda: UNEXERCISED)()
         row["at_rest"] = at_rest_text({FILE_KIND_TITLES[kind]: row[kind] for kind in KINDS})
-        if strength is not None and strength.repeated is not None and not baseline:
-            row["leaks"] = leak_text(strength, strong.get((engine, BASELINE)))
         facts = advice.Facts(
             baseline=baseline, unencrypted_arm=(engine, encryption) in unencrypted,
             plaintext_kinds=tuple(FILE_KIND_TITLES[k] for k in kinds if str(row[k]).startswith(f"{PLAINTEXT} (")),
