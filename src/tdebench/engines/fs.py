@@ -109,32 +109,29 @@ _COPY_TIMEOUT_S = 24 * 3600.0  # copying a large database into a mount takes a w
 _BINDFS_OPTIONS = ("--multithreaded", "-o", "big_writes,allow_other,default_permissions,nosuid,nodev")
 
 
-def fs_availability() -> Availability:
-    """Whether gocryptfs mounts can be made here (never raises)."""
-    missing = [tool for tool in ("gocryptfs", "fusermount3") if shutil.which(tool) is None]
+def _fuse_availability(daemon: str, package: str, as_root: str) -> Availability:
+    """Whether `daemon` can mount a FUSE view here (never raises): the daemon and fusermount3 on
+    the PATH, /dev/fuse, and root (`as_root`: why this layer needs it)."""
+    missing = [tool for tool in (daemon, "fusermount3") if shutil.which(tool) is None]
     if missing:
-        return Availability(False, f"{' and '.join(missing)} not found", "apt-get install -y gocryptfs fuse3")
+        return Availability(False, f"{' and '.join(missing)} not found", f"apt-get install -y {package} fuse3")
     if not Path("/dev/fuse").exists():
         return Availability(False, "/dev/fuse does not exist (no FUSE in this kernel or container)",
                             "modprobe fuse, or run the container with --device /dev/fuse --cap-add SYS_ADMIN")
     if os.geteuid() != 0:
-        return Availability(False, "not running as root: tdebench mounts each decrypted view itself, for "
-                                   "gocryptfs to serve as the engine's user", "run tdebench as root")
+        return Availability(False, f"not running as root: {as_root}", "run tdebench as root")
     return Availability(True)
+
+
+def fs_availability() -> Availability:
+    """Whether gocryptfs mounts can be made here (never raises)."""
+    return _fuse_availability("gocryptfs", "gocryptfs", "tdebench mounts each decrypted view itself, for "
+                                                         "gocryptfs to serve as the engine's user")
 
 
 def passthrough_availability() -> Availability:
     """Whether bindfs mounts can be made here (never raises): FUSE and root, as for gocryptfs."""
-    missing = [tool for tool in ("bindfs", "fusermount3") if shutil.which(tool) is None]
-    if missing:
-        return Availability(False, f"{' and '.join(missing)} not found", "apt-get install -y bindfs fuse3")
-    if not Path("/dev/fuse").exists():
-        return Availability(False, "/dev/fuse does not exist (no FUSE in this kernel or container)",
-                            "modprobe fuse, or run the container with --device /dev/fuse --cap-add SYS_ADMIN")
-    if os.geteuid() != 0:
-        return Availability(False, "not running as root: bindfs mounts the view for other users (allow_other)",
-                            "run tdebench as root")
-    return Availability(True)
+    return _fuse_availability("bindfs", "bindfs", "bindfs mounts the view for other users (allow_other)")
 
 
 def mounted(path: Path) -> bool:
