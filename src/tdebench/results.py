@@ -81,7 +81,8 @@ class Measurement:
     # the client's or server's own timing, not tdebench's clock; None when tdebench measured it
     imported_from: str | None = None
     # what the engine said about the step, when that is the result (strength's tamper test: the
-    # error that refused a changed page), never a key; None for every other step
+    # error that refused a changed page), or how the step laid the data out (TPC-H's load
+    # `indexes`: whether planner statistics were gathered), never a key; None for every other step
     note: str | None = None
 
 

@@ -101,3 +101,19 @@ def test_plan_for_names_a_built_in_plan_that_measures_the_cell() -> None:
             assert answer.plan_for(engine, workload, test) == f"assess-{engine}"
         assert answer.plan_for(engine, "backup") == "backup"
     assert answer.plan_for("nosuch", "tpch") is None
+
+
+def test_the_cost_names_the_planner_statistics_the_load_left(tmp_path: Path) -> None:
+    """A DBA whose database has statistics sees which case the figure is: the load's `indexes`
+    record says whether ANALYZE ran, and the cost cell repeats it; a run that did not record it
+    says nothing of it."""
+    write_fake_run(tmp_path, DEMO_PLAN, placebo=True, shape=KINDS)
+    store = ResultStore(tmp_path)
+    for outcome in read_run(tmp_path).trials:
+        if outcome.trial.engine == "sqlite":
+            store.append(Measurement(outcome.trial, "load", "indexes", {"elapsed_s": 0.1},
+                                     note="no ANALYZE after the load"))
+    store.sync()
+    rows = _rows(tmp_path)
+    assert "no ANALYZE after the load)" in rows[("sqlite", "aes-256-cbc")]["cost"]
+    assert "ANALYZE" not in rows[("duckdb", "aes-256-gcm")]["cost"]

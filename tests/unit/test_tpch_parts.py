@@ -58,6 +58,7 @@ class Loads:
         self.loaded: list[tuple[str, int]] = []
         self.statements: list[str] = []
         self.records: dict[str, dict[str, float]] = {}
+        self.notes: dict[str, str | None] = {}
 
     def seal_columns(self, *args: Any) -> None:
         pass
@@ -72,18 +73,20 @@ class Loads:
     def timed(self, work: Any) -> tuple[Any, dict[str, float]]:
         return work(), {"elapsed_s": 1.0, "cpu_s": 0.5}
 
-    def record(self, test: str, step: str, metrics: dict[str, float]) -> None:
+    def record(self, test: str, step: str, metrics: dict[str, float], note: str | None = None) -> None:
         self.records[step] = dict(metrics)
+        self.notes[step] = note
 
 
-def load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_rows: int) -> tuple[Loads, int]:
+def load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_rows: int, dialect: str = "duckdb",
+         **options: Any) -> tuple[Loads, int]:
     """Run TPC-H's load steps on `Loads` with every table a small file (lineitem 25 rows, the
     others 5); returns it and the number of pauses (the steps a lockstep turn runs between)."""
     files = {name: table_file(tmp_path, name, 25 if name == "lineitem" else 5) for name in schema.TABLES}
     monkeypatch.setattr(data, "generate", lambda scale, directory: files)
     loads = Loads()
-    ctx = cast(RunContext, SimpleNamespace(options={"load_part_rows": part_rows}, scale=0.01, data_dir=tmp_path,
-                                           dialect="duckdb", database=loads, recorder=loads))
+    ctx = cast(RunContext, SimpleNamespace(options={"load_part_rows": part_rows, **options}, scale=0.01,
+                                           data_dir=tmp_path, dialect=dialect, database=loads, recorder=loads))
     pauses = sum(1 for _ in TpchWorkload().load_steps(ctx, cast(Any, loads)))
     return loads, pauses
 
@@ -110,3 +113,19 @@ def test_a_load_without_parts_takes_each_table_whole_and_the_indexes_at_once(
     assert pauses == len(schema.TABLES)
     assert loads.records["indexes"]["elapsed_s"] == 1.0
     assert loads.records["total"]["elapsed_s"] == len(schema.TABLES) + 1
+
+
+@pytest.mark.parametrize(("dialect", "statistics", "analyzed", "note"), [
+    ("sqlite", "default", False, "no ANALYZE after the load"),  # its TPC-H plans were slower with statistics
+    ("sqlite", "analyze", True, "ANALYZE after the load"),
+    ("postgres", "default", True, "ANALYZE after the load"),
+    ("postgres", "none", False, "no ANALYZE after the load"),
+    ("duckdb", "default", False, "the engine's own statistics"),  # no statement to run
+])
+def test_the_load_gathers_planner_statistics_as_asked_and_its_record_says_which(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dialect: str, statistics: str, analyzed: bool,
+        note: str) -> None:
+    loads, _ = load(tmp_path, monkeypatch, 0, dialect, statistics=statistics)
+    assert any(s.startswith("ANALYZE") for s in loads.statements) == analyzed
+    assert loads.notes["indexes"] == note
+    assert loads.notes["total"] is None  # the note belongs to the step that gathers them

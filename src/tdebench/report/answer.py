@@ -94,6 +94,7 @@ class Cost:
     resolved: bool
     regime: cache.Regime | None
     os_cache: str
+    statistics: str  # what the planner knew of the data (TPC-H's load `indexes` note), "" not recorded
 
 
 def _os_caches(run: RunData) -> dict[tuple, str]:
@@ -104,27 +105,40 @@ def _os_caches(run: RunData) -> dict[tuple, str]:
     return {config: "/".join(sorted(found)) for config, found in seen.items()}
 
 
+def _statistics(run: RunData) -> dict[tuple, str]:
+    """Per engine, memory, workload and scale: the planner statistics the load left (the note of
+    TPC-H's load `indexes` record: ANALYZE run or not), which move a query's plan and its cost."""
+    seen: dict[tuple, set[str]] = defaultdict(set)
+    for m in run.measurements:
+        if m.test == "load" and m.step == "indexes" and m.note:
+            t = m.trial
+            seen[(t.engine, t.memory_mb, t.workload, t.scale)].add(m.note)
+    return {config: "/".join(sorted(found)) for config, found in seen.items()}
+
+
 def costs(run: RunData, records: list[SummaryRecord]) -> dict[tuple[str, str], list[Cost]]:
     """Per (engine, encryption), its headline figure at each memory, workload and scale."""
-    regimes, os_caches = cache.regimes(run), _os_caches(run)
+    regimes, os_caches, statistics = cache.regimes(run), _os_caches(run), _statistics(run)
     found: dict[tuple[str, str], list[Cost]] = defaultdict(list)
     for (engine, _, memory, workload, scale), figure, chosen, floor in headline.chosen_figures(records):
+        config = (engine, memory, workload, scale)
         for record in chosen:
             found[(engine, record.cell.encryption)].append(Cost(
                 memory, workload, scale, figure.short or figure.label, record,
                 headline.resolved(record, floor) and (record.overhead.pct > 0),  # type: ignore[union-attr]
-                regimes.get((engine, memory, workload, scale)), os_caches.get((engine, memory, workload, scale), "")))
+                regimes.get(config), os_caches.get(config, ""), statistics.get(config, "")))
     return found
 
 
 def _regime_text(cost: Cost) -> str:
     regime = cost.regime
     words = [] if regime is None else [f"data {times(regime.ratio)} cache"]
-    return ", ".join(words + ([cost.os_cache] if cost.os_cache else []))
+    return ", ".join(words + [word for word in (cost.os_cache, cost.statistics) if word])
 
 
 def cost_text(found: list[Cost]) -> str:
-    """Each measured cost: "power test +40.2% [+37.8, +42.6] (data 6.6× cache, warm)", prefixed
+    """Each measured cost: "power test +40.2% [+37.8, +42.6] (data 6.6× cache, warm, no ANALYZE after
+    the load)", prefixed
     with its cache size and workload where the row has several."""
     several_memories = len({c.memory_mb for c in found}) > 1
     several_workloads = len({(c.workload, c.scale) for c in found}) > 1
@@ -401,9 +415,10 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
 
 INTRO = ("One row per engine and encryption: a recommendation from written rules (docs/manual.md, “The answer "
          "table”), its cost on the headline figure with its 95% CI and the regime it was measured in (data ÷ the "
-         "engine's cache; the OS cache warm or cold), what the strength tests showed, what each kind of file held "
-         "at rest (encrypted only where the baseline's files of that kind showed the canary) and how it takes its "
-         "key. “not measured — run plan X” names a built-in plan that measures the cell.")
+         "engine's cache; the OS cache warm or cold; for TPC-H, whether the load ran ANALYZE), what the strength "
+         "tests showed, what each kind of file held at rest (encrypted only where the baseline's files of that "
+         "kind showed the canary) and how it takes its key. “not measured — run plan X” names a built-in plan "
+         "that measures the cell.")
 
 
 def answer_table(run: RunData, records: list[SummaryRecord]) -> Table:

@@ -6,6 +6,8 @@ Column types are kept as the spec's logical kinds, which the engine's dialect ma
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tdebench.engines import dialects
 from tdebench.workloads import ddl
 from tdebench.workloads.ddl import Table
@@ -109,9 +111,31 @@ def create_tables(dialect: str) -> list[str]:
     return ddl.create_tables(SCHEMA, ddl.layout(dialect, _DEPARTURES, "TPC-H"))
 
 
-def create_indexes(dialect: str) -> list[str]:
+# The plan's `statistics` for TPC-H: as the dialect's layout above has it, or ANALYZE after
+# the load (or not) whatever the dialect's default. An encryption's cost moves with it: other
+# statistics, other plans, other pages read and decrypted.
+STATISTICS = ("default", "analyze", "none")
+
+
+def _layout(dialect: str, statistics: str) -> ddl.Layout:
+    found = ddl.layout(dialect, _DEPARTURES, "TPC-H")
+    return found if statistics == "default" else replace(found, analyze=statistics == "analyze")
+
+
+def create_indexes(dialect: str, statistics: str = "default") -> list[str]:
     """What to build after the load: primary keys (where deferred), foreign-key indexes and
-    planner statistics."""
+    planner statistics (`statistics`: one of STATISTICS)."""
     indexes = [f"CREATE INDEX {table}_{'_'.join(columns)} ON {table} ({', '.join(columns)})"
                for table, columns in FOREIGN_KEY_INDEXES]
-    return ddl.after_load(SCHEMA, ddl.layout(dialect, _DEPARTURES, "TPC-H"), indexes)
+    return ddl.after_load(SCHEMA, _layout(dialect, statistics), indexes)
+
+
+def statistics_note(dialect: str, statistics: str = "default") -> str:
+    """What the planner knew of the loaded data, as the load's `indexes` record says it (the
+    report names it beside the cost: a query's plan, and so its cost, moves with it)."""
+    layout = _layout(dialect, statistics)
+    if not layout.analyze:
+        return "no ANALYZE after the load"
+    if not layout.dialect.analyze(["lineitem"]):
+        return "the engine's own statistics"
+    return "ANALYZE after the load"

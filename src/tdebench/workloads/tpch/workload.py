@@ -60,6 +60,10 @@ class TpchWorkload(Workload):
                                     "its own (in lockstep the configurations take turns part by part, and the "
                                     "index statements one by one); 0: each table in one statement",
                                  low=0, high=1_000_000_000),
+        "statistics": Option("default", "planner statistics after the load: as the engine's layout has it "
+                                        "(\"default\": ANALYZE everywhere but SQLite, whose TPC-H plans it made "
+                                        "slower), \"analyze\" or \"none\"; the report names which beside the cost",
+                             choices=schema.STATISTICS),
     }
 
     @classmethod
@@ -100,11 +104,12 @@ class TpchWorkload(Workload):
             ctx.recorder.record("load", name, loaded)
             add_metrics(tables, loaded)
             yield
-        statements = schema.create_indexes(ctx.dialect)
+        statistics = str(ctx.options.get("statistics", "default"))
+        statements = schema.create_indexes(ctx.dialect, statistics)
         indexes = yield from _in_turns(ctx, [functools.partial(conn.execute, s) for s in statements]
                                        if part_rows and statements else [lambda: [conn.execute(s) for s in statements]])
         ctx.recorder.record("load", "tables", tables)
-        ctx.recorder.record("load", "indexes", indexes)
+        ctx.recorder.record("load", "indexes", indexes, note=schema.statistics_note(ctx.dialect, statistics))
         ctx.recorder.record("load", "total", add_metrics(dict(tables), indexes))
 
     def plant_canaries(self, ctx: RunContext, conn: Connection, canaries: Sequence[str]) -> bool:
