@@ -1,17 +1,23 @@
-"""The answer table from a real run (report/answer.py): the quick plan's shape at its smallest —
-DuckDB and SQLite, TPC-H's power test in every round and the strength tests (spill included) in the
-first — fills every column of DuckDB's and SQLite's rows from measurements: RC4 broken, DuckDB's
-AES-256-CTR forgeable, AES-256-GCM refusing changes by its tag, and the temp files of the spill
-encrypted against the baseline's plaintext (the positive control). `tdebench run --engine` runs one
-engine's rows of the same plan."""
+"""The answer table from real runs (report/answer.py). The built-in plans `assess-sqlite` and
+`assess-duckdb`, run through `tdebench run PLAN --engine NAME` and cut to one round (no warm-up,
+placebo or adaptive rounds, one pass, SF 0.01: what fills a column is the plan's shape — every
+encryption, both caches, TPC-H's power test and the strength tests with the forced spill — not
+its precision), fill every column of every row from measurements: RC4 broken, AES-256-CTR
+forgeable, AES-256-GCM refusing changes by its tag, the spill's temp files encrypted against the
+baseline's plaintext (the positive control), and DuckDB's -plaintemp arms named plaintext.
+`tdebench run --engine` runs one engine's rows of a plan."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+import pytest
 
 from click.testing import CliRunner
 
 from tdebench.cli import main
+from tdebench.cli.plans import builtin_plans
 from tdebench.report.answer import rows
 from tdebench.report.records import summary_records
 from tdebench.store import read_run
@@ -43,40 +49,57 @@ tests = ["spill", "repeats", "tamper", "forgery", "old-key"]
 '''
 
 
-def _run(tmp_path: Path, *extra: str) -> Path:
-    plan = tmp_path / "answer.toml"
-    plan.write_text(PLAN)
+def _one_round(name: str) -> str:
+    """The built-in plan `name` cut to one round: what each row's columns need, not its precision."""
+    text = builtin_plans()[name].read_text()
+    for pattern, replacement in ((r"(?m)^repetitions = \d+", "repetitions = 1"), (r"(?m)^warmups = \d+", "warmups = 0"),
+                                 (r"(?m)^placebo = true", "placebo = false"), (r"(?m)^passes = \d+", "passes = 1"),
+                                 (r"(?m)^(target_ci_pct|target_tests|max_minutes) = .*$", ""),
+                                 (r"(?m)^scale = 0\.1$", "scale = 0.01")):
+        text = re.sub(pattern, replacement, text)
+    return text
+
+
+@pytest.mark.parametrize(("engine", "exit_code"), [
+    ("sqlite", 0),
+    ("duckdb", 1),  # by design: its -plaintemp arms spill plaintext, and a run with a leak exits 1
+])
+def test_the_assess_plan_fills_every_column_of_every_row(tmp_path: Path, engine: str, exit_code: int) -> None:
+    plan = tmp_path / f"assess-{engine}.toml"
+    plan.write_text(_one_round(f"assess-{engine}"))
     out = tmp_path / "out"
-    result = CliRunner().invoke(main, ["run", str(plan), "--out", str(out), "--quiet", *extra],
+    result = CliRunner().invoke(main, ["run", str(plan), "--out", str(out), "--quiet", "--engine", engine],
                                 catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == exit_code, result.output
     assert "The answer" in result.output
-    return out
-
-
-def test_a_run_with_strength_tests_fills_every_column(tmp_path: Path) -> None:
-    out = _run(tmp_path)
     run = read_run(out)
-    assert {(t.trial.workload, t.trial.repetition) for t in run.trials} == {
-        ("tpch", 1), ("tpch", 2), ("strength", 1)}  # the strength tests in the first round only
-    found = {(r["engine"], r["encryption"]): r for r in rows(run, summary_records(run))}
-    for (engine, encryption), row in found.items():
+    encryptions = {t.trial.encryption for t in run.trials}
+    assert {t.trial.workload for t in run.trials} == {"tpch", "strength"}
+    found = {r["encryption"]: r for r in rows(run, summary_records(run)) if r["engine"] == engine}
+    assert set(found) == encryptions  # a row per encryption the run measured
+    assert found["none"]["temp"] == "plaintext (control)"  # the spill's positive control
+    for encryption, row in found.items():
         if encryption == "none":
-            assert row["temp"] == "plaintext (control)", (engine, row)  # the spill's positive control
             continue
         for column in ("cost", "data", "log", "temp", "integrity", "leaks", "keys", "advice"):
-            assert "not measured" not in row[column], (engine, encryption, column, row[column])
-        assert row["data"] == row["temp"] == "encrypted", (engine, encryption, row)
-        assert row["cost"].startswith("power test "), row["cost"]
-    assert found[("sqlite", "rc4")]["advice"].startswith("broken")
-    assert found[("duckdb", "aes-256-ctr")]["advice"].startswith("confidentiality only")
-    assert "forgeable" in found[("duckdb", "aes-256-ctr")]["integrity"]
-    assert found[("sqlite", "aes-256-cbc")]["advice"].startswith("confidentiality only")
-    assert found[("duckdb", "aes-256-gcm")]["advice"].startswith("recommended")
-    assert "tag detects" in found[("duckdb", "aes-256-gcm")]["integrity"]
+            assert "not measured" not in row[column], (encryption, column, row[column])
+            assert "not exercised" not in row[column], (encryption, column, row[column])
+        assert row["data"] == "encrypted", (encryption, row)
+        assert row["temp"] == "encrypted" or encryption.endswith("-plaintemp"), (encryption, row)
+        assert row["cost"].count(" MB: ") == 2, row["cost"]  # the cost at each cache size
+    if engine == "sqlite":
+        assert found["rc4"]["advice"].startswith("broken")
+        assert found["aes-256-cbc"]["advice"].startswith("confidentiality only")
+        assert "no ANALYZE after the load" in found["aes-256-cbc"]["cost"]
+    else:
+        assert found["aes-256-ctr"]["advice"].startswith("confidentiality only")
+        assert "forgeable" in found["aes-256-ctr"]["integrity"]
+        assert found["aes-256-gcm"]["advice"].startswith("recommended")
+        assert "tag detects" in found["aes-256-gcm"]["integrity"]
+        assert found["aes-256-gcm-plaintemp"]["temp"].startswith("plaintext (")
     report = (out / "report.md").read_text()
     table = report[report.index("**The answer:**"):report.index("**In full:**")]
-    assert "| sqlite | rc4 |" in table and "broken" in table
+    assert f"| {engine} | aes-256-" in table
 
 
 def test_run_engine_runs_one_engines_rows_of_a_plan(tmp_path: Path) -> None:

@@ -566,6 +566,12 @@ class Database(ABC):
         where a connection cannot make the engine spill."""
         raise NotSupported("spill", "tdebench does not know how to make this engine spill from a connection")
 
+    def spill_rows(self) -> int:
+        """How many rows the spill test sorts on `spilling()`'s connection: enough to pass its
+        cache many times over (the default: DuckDB's 64 MiB memory_limit; the servers' sort and
+        temp-table sizes are a few kB, so any count past the default passes them too)."""
+        return 1_500_000
+
     def sealed_value(self, table: str, column: str, key_column: str, key: int) -> SealedValue | None:
         """The stored, sealed form of `column` in the row of `table` whose `key_column` is `key`,
         and where its plaintext lies in it (a column layer's value is a message of its own, at an
