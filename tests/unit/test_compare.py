@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fakes import ENVIRONMENT, FAILED, TIMED_OUT, write_fake_run
+from fakes import ENVIRONMENT, FAILED, TIMED_OUT, Shape, write_fake_run
 from tdebench.cli import main
 from tdebench.report import compare
 from tdebench.results import RunData
@@ -221,6 +221,70 @@ def test_write_makes_the_three_files_with_every_figure(slower: compare.Compariso
     assert power["overhead_change_pct"] == ""  # none has no overhead
     page = (tmp_path / compare.COMPARE_HTML).read_text()
     assert page.count("<table>") == 2 and "Change of the overhead against none" in page
+
+
+# --- the hosts the runs measured on -----------------------------------------------------------
+
+HOST = {**ENVIRONMENT, "cpu_model": "AMD EPYC", "cpu_flags": {"aes": True, "vaes": True, "avx512f": False}}
+
+
+def host_run(directory: Path, environment: dict, speed: float = 1.0) -> Path:
+    """The fake run on a host recorded as environment.json records one, its raw cipher figures
+    `speed` times the fake run's."""
+    ciphers = tuple((cipher, chunk, mib_per_s * speed) for cipher, chunk, mib_per_s in Shape().ciphers)
+    return fake(directory, environment=environment, shape=Shape(ciphers=ciphers))
+
+
+def first_lines(a: Path, b: Path) -> list[str]:
+    printed = CliRunner().invoke(main, ["compare", str(a), str(b)], catch_exceptions=False, terminal_width=80)
+    assert printed.exit_code == 0, printed.output
+    return printed.output.splitlines()
+
+
+def test_runs_on_the_same_host_get_no_warning_and_their_cipher_speeds_side_by_side(tmp_path: Path) -> None:
+    """Speeds 5% apart are one host measured twice (HOST_SPEED_TOLERANCE is 10%)."""
+    a, b = host_run(tmp_path / "a", HOST), host_run(tmp_path / "b", HOST, speed=0.95)
+    comparison = compared(a, b)
+    assert comparison.hosts.differ == []
+    lines = first_lines(a, b)
+    assert lines[0] == "tdebench compare: B against A" and "hosts" not in " ".join(lines[:3])
+    assert "AMD EPYC with aes, vaes, without avx512f" in " ".join(lines[:8])
+    block = "\n".join(lines).split("\nduckdb aes-256-gcm tpch sf0.01\n")[1].split("\n\n")[0]
+    assert block.splitlines()[0] == "  raw aes-256-gcm, 1 MiB pages: 4,100 → 3,895 MiB/s (0.95×)"
+    assert "raw" not in "\n".join(lines).split("\nduckdb none tpch sf0.01\n")[1].split("\n\n")[0]
+
+
+def test_a_different_cpu_is_said_in_the_first_line(tmp_path: Path) -> None:
+    other = {**HOST, "cpu_model": "Intel Xeon", "cpu_flags": {**HOST["cpu_flags"], "avx512f": True}}
+    a, b = host_run(tmp_path / "a", HOST), host_run(tmp_path / "b", other)
+    assert compared(a, b).hosts.differ == ["CPU AMD EPYC → Intel Xeon", "CPU flags avx512f no → yes"]
+    lines = first_lines(a, b)
+    assert lines[0] == "tdebench compare: B against A, from different hosts"
+    assert lines[1].startswith("Different hosts: CPU AMD EPYC → Intel Xeon; CPU flags avx512f no → yes.")
+    markdown = compare.render_markdown(compare.document(compared(a, b)))
+    assert markdown.splitlines()[0] == "# tdebench compare: B against A, from different hosts"
+
+
+def test_raw_cipher_speeds_more_than_ten_percent_apart_are_another_host(tmp_path: Path) -> None:
+    """The same CPU model and flags, its ciphers 0.74× as fast: another physical machine under
+    the same virtual CPU. The ratio stands beside each encryption's figures in every form."""
+    a, b = host_run(tmp_path / "a", HOST), host_run(tmp_path / "b", HOST, speed=0.74)
+    comparison = compared(a, b)
+    assert comparison.hosts.differ == ["raw cipher speed B ÷ A 0.74× (the median of the 5 cipher and page-size "
+                                       "figures both measured; more than 10% apart)"]
+    lines = first_lines(a, b)
+    assert lines[0].endswith(", from different hosts")
+    assert "  raw aes-256-cbc, 1 MiB pages: 1,100 → 814 MiB/s (0.74×)" in lines
+    report = compare.document(comparison)
+    assert report.ciphers == [f"raw {cipher}, 1 MiB pages: {a_speed} → {b_speed} MiB/s (0.74×)"
+                              for cipher, a_speed, b_speed in (("aes-256-ctr", "5,200", "3,848"),
+                                                               ("aes-256-gcm", "4,100", "3,034"),
+                                                               ("aes-256-cbc", "1,100", "814"),
+                                                               ("chacha20-poly1305", "1,900", "1,406"))]
+    overheads = report.tables[1]
+    gcm = next(row for row in overheads.rows if row["encryption"] == "aes-256-gcm")
+    assert "raw_ratio" in overheads.keys and gcm["raw_ratio"] == pytest.approx(0.74)
+    assert "## Raw cipher speed, A → B" in compare.render_markdown(report)
 
 
 # --- the command line ----------------------------------------------------------------------

@@ -1,7 +1,7 @@
 import json
 
-from tdebench.measure.environment import (CRYPTO_FLAGS, cpu_flags, cpu_governor, cpu_model, cpu_turbo, snapshot,
-                                        virtualization)
+from tdebench.measure.environment import (CRYPTO_FLAGS, cpu_flags, cpu_governor, cpu_model, cpu_text, cpu_turbo,
+                                        snapshot, virtualization)
 
 X86 = """processor\t: 0
 model name\t: Example CPU @ 3.00GHz
@@ -97,3 +97,13 @@ def test_snapshot_records_the_machine_state_never_none(tmp_path):
     for key in ("cpu_governor", "cpu_turbo", "load_average", "virtualization"):
         assert env[key] is not None and env[key] != "None", key
     assert env["load_average"] == "unknown" or len(env["load_average"]) == 3
+
+
+def test_cpu_text_names_the_model_and_the_crypto_instructions_it_has_and_lacks():
+    recorded = {"cpu_model": cpu_model(X86), "cpu_flags": cpu_flags(X86)}
+    assert cpu_text(recorded) == ("Example CPU @ 3.00GHz with aes, pclmulqdq, sha_ni, avx2, without vaes, vpclmulqdq, "
+                                  "avx512f")
+    other = {"cpu_model": "Other CPU", "cpu_flags": {flag: True for flag in CRYPTO_FLAGS}}
+    assert cpu_text({"hosts": {"node1": recorded, "node2": recorded, "node3": other}}) == (
+        f"{cpu_text(recorded)} / Other CPU with {', '.join(CRYPTO_FLAGS)}")  # a cluster's kinds of host
+    assert cpu_text({"cpu": {"model": "an older run's key"}}) == "CPU not recorded"

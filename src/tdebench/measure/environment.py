@@ -187,6 +187,25 @@ def flatten(value: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
         yield prefix, str(value)
 
 
+def cpu_text(snapshot: dict[str, Any]) -> str:
+    """The CPU a snapshot records, in one line: its model and which of `CRYPTO_FLAGS` it has
+    and lacks ("AMD EPYC with aes, vaes, pclmulqdq, vpclmulqdq, sha_ni, avx2, without avx512f");
+    a cluster run's hosts' CPUs where they differ (`hosts`, their distinct texts joined by " / ");
+    "CPU not recorded" for a snapshot without a model."""
+    hosts = snapshot.get("hosts")
+    if "cpu_model" not in snapshot and isinstance(hosts, dict) and hosts:
+        return " / ".join(dict.fromkeys(cpu_text(host) for host in hosts.values()))
+    model = snapshot.get("cpu_model")
+    if not model:
+        return "CPU not recorded"
+    flags = snapshot.get("cpu_flags")
+    if not isinstance(flags, dict) or not flags:
+        return str(model)
+    named = [flag for flag in CRYPTO_FLAGS if flag in flags] + sorted(set(flags) - set(CRYPTO_FLAGS))
+    has, lacks = [flag for flag in named if flags[flag]], [flag for flag in named if not flags[flag]]
+    return f"{model}" + (f" with {', '.join(has)}" if has else "") + (f", without {', '.join(lacks)}" if lacks else "")
+
+
 MOMENTARY = ("timestamp_utc", "load_average", "filesystem")
 """What a snapshot takes of the moment (or of the output directory), not of the machine."""
 

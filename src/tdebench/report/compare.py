@@ -22,6 +22,7 @@ test cannot go below 0.10, so a rule on p would never flag anything in small run
 from __future__ import annotations
 
 import math
+import statistics
 import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -29,18 +30,18 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from tdebench.measure.environment import differences
+from tdebench.measure.environment import cpu_text, differences
 from tdebench.plan import PlanError, as_stored, parse_plan
 from tdebench.report import csvfiles, declared, findings as report_findings, html, markdown
 from tdebench.report.noise import is_headline
 from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
                                      cell_data, deterministic, engine_label, failed_trials, floors, memory_order,
                                      resolution, scale_label, step_order, summary_records)
-from tdebench.report.tables import Column, Table, config_columns, num, text, uses_memory
+from tdebench.report.tables import Column, Table, cipher_of, config_columns, num, raw_speed, text, uses_memory
 from tdebench.report import units
 from tdebench.report.units import display_unit, interval, number, p_value, percent
 from tdebench.stats import MIN_BOOTSTRAP, SIGNIFICANCE, Overhead, overhead_change, overheads
-from tdebench.results import RunData
+from tdebench.results import CipherSpeed, RunData
 from tdebench.store import PLAN, writing
 
 COMPARE_MD, COMPARE_HTML, COMPARE_CSV = "compare.md", "compare.html", "compare.csv"
@@ -253,6 +254,99 @@ def run_differences(a: RunData, b: RunData) -> list[str]:
     return found + [f"plan: {whose} not parse here, so the plans' settings were not compared"]
 
 
+HOST_SPEED_TOLERANCE = 0.10
+"""Two runs whose raw cipher speeds differ by more than this fraction (the median of B ÷ A over
+every cipher and page size both measured) come from different hosts, as do two whose CPU model
+or crypto instructions differ: the same cipher on the same CPU measured 0.74× as fast an hour
+apart on this project's virtual machine, moved to another physical host between two runs."""
+
+
+@dataclass(frozen=True)
+class RawSpeed:
+    """One cipher at one page size as both runs measured it (`CipherSpeed`, MiB/s; a cluster
+    run's hosts' median, `tables.raw_speed`)."""
+
+    cipher: str
+    page_bytes: int
+    a: float
+    b: float
+
+    @property
+    def ratio(self) -> float:
+        return self.b / self.a
+
+    @property
+    def text(self) -> str:
+        """e.g. "raw aes-256-gcm, 256 KiB pages: 3,406 → 2,523 MiB/s (0.74×)"."""
+        page = (f"{self.page_bytes >> 20} MiB" if self.page_bytes >= 1 << 20 else f"{self.page_bytes >> 10} KiB"
+                if self.page_bytes >= 1 << 10 else f"{self.page_bytes} bytes")
+        return (f"raw {self.cipher}, {page} pages: {number(self.a)} → {number(self.b)} MiB/s "
+                f"({units.ratio(self.ratio)})")
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """The machines the two runs measured on: each one's CPU (`cpu_text`), why they are
+    different hosts (empty when nothing both recorded says so) and every raw cipher speed both
+    measured."""
+
+    a: str
+    b: str
+    differ: list[str]
+    speeds: dict[tuple[str, int], RawSpeed]
+
+    def speed_of(self, engine: str, encryption: str, a_ciphers: Iterable[CipherSpeed]) -> RawSpeed | None:
+        """The raw speed behind an encryption (`tables.cipher_of`) at the page size A measured
+        nearest its own, where both runs measured it there; None for `none`, the placebo and a
+        cipher either run did not measure."""
+        raw = cipher_of(engine, encryption)
+        nearest = raw_speed(a_ciphers, raw[0], raw[2]) if raw else None
+        return self.speeds.get((nearest.cipher, nearest.chunk_bytes)) if nearest else None
+
+
+def _cpu_model(environment: dict[str, Any]) -> str | None:
+    """The run's CPU model; a cluster run's hosts' where they differ, joined; None if not recorded."""
+    hosts = environment.get("hosts")
+    if "cpu_model" not in environment and isinstance(hosts, dict):
+        return " / ".join(dict.fromkeys(str(h["cpu_model"]) for h in hosts.values() if h.get("cpu_model"))) or None
+    model = environment.get("cpu_model")
+    return str(model) if model else None
+
+
+def _cpu_flags(environment: dict[str, Any]) -> dict[str, bool] | None:
+    flags = environment.get("cpu_flags")
+    return flags if isinstance(flags, dict) and flags else None
+
+
+def hosts(a: RunData, b: RunData) -> Hosts:
+    """Whether A and B come from different hosts (`HOST_SPEED_TOLERANCE`): another CPU model,
+    other crypto instructions, or raw cipher speeds more than 10% apart. A run that did not
+    record a CPU, its flags or a cipher both measured is not called different for it."""
+    speeds = {}
+    for cipher, chunk in sorted({(s.cipher, s.chunk_bytes) for s in a.ciphers if s.available}
+                                & {(s.cipher, s.chunk_bytes) for s in b.ciphers if s.available}):
+        found = [raw_speed(run.ciphers, cipher, chunk) for run in (a, b)]
+        if found[0] and found[1] and found[0].mib_per_s and found[1].mib_per_s:
+            speeds[(cipher, chunk)] = RawSpeed(cipher, chunk, found[0].mib_per_s, found[1].mib_per_s)
+    cpus = [cpu_text(run.environment) for run in (a, b)]
+    differ = []
+    models = [_cpu_model(run.environment) for run in (a, b)]
+    if models[0] is not None and models[1] is not None and models[0] != models[1]:
+        differ.append(f"CPU {models[0]} → {models[1]}")
+    flags = [_cpu_flags(run.environment) for run in (a, b)]
+    if flags[0] is not None and flags[1] is not None:
+        changed = [f"{flag} {'yes' if flags[0][flag] else 'no'} → {'yes' if flags[1][flag] else 'no'}"
+                   for flag in sorted(flags[0].keys() & flags[1].keys()) if flags[0][flag] != flags[1][flag]]
+        if changed:
+            differ.append(f"CPU flags {', '.join(changed)}")
+    if speeds:
+        ratio = statistics.median(speed.ratio for speed in speeds.values())
+        if abs(ratio - 1.0) > HOST_SPEED_TOLERANCE:
+            differ.append(f"raw cipher speed B ÷ A {units.ratio(ratio)} (the median of the {len(speeds)} cipher and "
+                          f"page-size figures both measured; more than {HOST_SPEED_TOLERANCE:.0%} apart)")
+    return Hosts(cpus[0], cpus[1], differ, speeds)
+
+
 @dataclass(frozen=True)
 class Comparison:
     a: Side
@@ -261,6 +355,11 @@ class Comparison:
     only_a: list[str]
     only_b: list[str]
     changes: list[FigureChange]
+    hosts: Hosts
+
+    def speed_of(self, cell: CellKey) -> RawSpeed | None:
+        """The raw cipher speed behind a compared figure's encryption, in A and in B."""
+        return self.hosts.speed_of(cell.engine, cell.encryption, self.a.run.ciphers)
 
     def regressions(self, threshold_pct: float) -> list[FigureChange]:
         """The headline figures that got worse in B by more than `threshold_pct` with their
@@ -283,7 +382,7 @@ def compare_runs(a: Side, b: Side) -> Comparison:
         overhead, overhead_exact = _overhead_change(a, b, cell)
         changes.append(FigureChange(a.records[cell], b.records[cell], median, exact, overhead, overhead_exact,
                                     floors_a.get(cell.comparison), floors_b.get(cell.comparison)))
-    return Comparison(a, b, run_differences(a.run, b.run), _only(a, b), _only(b, a), changes)
+    return Comparison(a, b, run_differences(a.run, b.run), _only(a, b), _only(b, a), changes, hosts(a.run, b.run))
 
 
 # --- findings ---------------------------------------------------------------------------
@@ -481,8 +580,13 @@ def _bounds(prefix: str, change: Overhead | None) -> dict[str, Any]:
     return {f"{prefix}_pct": change.pct, f"{prefix}_ci_low": change.ci_low, f"{prefix}_ci_high": change.ci_high}
 
 
-def _row(change: FigureChange) -> dict[str, Any]:
-    """One figure's raw values (compare.csv) and its display texts (the tables)."""
+def _rows(comparison: Comparison) -> list[dict[str, Any]]:
+    return [_row(change, comparison.speed_of(change.cell)) for change in comparison.changes]
+
+
+def _row(change: FigureChange, speed: RawSpeed | None) -> dict[str, Any]:
+    """One figure's raw values (compare.csv) and its display texts (the tables), with the raw
+    speed of its encryption's cipher in both runs where both measured it."""
     cell, median = change.cell, change.median
     unit, factor = display_unit(change.unit)
     row: dict[str, Any] = {
@@ -511,6 +615,9 @@ def _row(change: FigureChange) -> dict[str, Any]:
     for label, floor in (("a", change.floor_a), ("b", change.floor_b)):
         if floor is not None and change.overhead is not None and not change.overhead_exact:
             row[f"resolution_{label}"] = resolution(floor)
+    if speed is not None:
+        row.update({"raw_cipher": speed.cipher, "raw_page_bytes": speed.page_bytes, "raw_mib_per_s_a": speed.a,
+                    "raw_mib_per_s_b": speed.b, "raw_ratio": speed.ratio, "raw_text": speed.text})
     return row
 
 
@@ -518,12 +625,13 @@ CSV_KEYS = ("engine", "memory_mb", "encryption", "workload", "scale", "figure", 
             "n_a", "n_b", "median_a", "median_b", "change_pct", "change_ci_low", "change_ci_high", "change_p",
             "change_reading", "overhead_a_pct", "overhead_a_ci_low", "overhead_a_ci_high", "overhead_b_pct",
             "overhead_b_ci_low", "overhead_b_ci_high", "overhead_change_pct", "overhead_change_ci_low",
-            "overhead_change_ci_high", "overhead_change_p", "overhead_reading", "resolution_a", "resolution_b")
+            "overhead_change_ci_high", "overhead_change_p", "overhead_reading", "resolution_a", "resolution_b",
+            "raw_cipher", "raw_page_bytes", "raw_mib_per_s_a", "raw_mib_per_s_b")
 
 
 def csv_table(comparison: Comparison) -> Table:
     """compare.csv: every figure in both runs, raw (seconds, bytes, full precision)."""
-    return Table("Comparison", tuple(Column(key, key) for key in CSV_KEYS), [_row(c) for c in comparison.changes])
+    return Table("Comparison", tuple(Column(key, key) for key in CSV_KEYS), _rows(comparison))
 
 
 MEDIAN_NOTE = (
@@ -537,7 +645,8 @@ OVERHEAD_NOTE = (
     "or interleaved). Change = (1 + B's overhead) ÷ (1 + A's overhead) − 1: how much more (or less) the "
     "configuration costs against none in B than in A, about the difference in points for small overheads; 95% CI "
     "from the two overheads' standard errors on log scale, added in quadrature (docs/method.md). Resolution: each "
-    "run's placebo, the farthest bound of its CI from 0.")
+    "run's placebo, the farthest bound of its CI from 0. Raw cipher B ÷ A: the encryption's cipher as each run's "
+    "host encrypted memory with it (“Raw cipher speed”), where both measured it.")
 
 
 def median_table(comparison: Comparison, rows: list[dict[str, Any]]) -> Table:
@@ -563,6 +672,8 @@ def overhead_change_table(comparison: Comparison, rows: list[dict[str, Any]]) ->
     if floors_shown:
         columns += (num("resolution_a", "resolution A", _plus_minus),
                     num("resolution_b", "resolution B", _plus_minus))
+    if any("raw_ratio" in row for row in compared):
+        columns += (num("raw_ratio", "raw cipher B ÷ A", units.ratio),)
     return Table(f"Change of the overhead against {BASELINE}", columns, compared, note=OVERHEAD_NOTE,
                  empty=f"No overhead against {BASELINE} is in both runs.")
 
@@ -578,46 +689,63 @@ def _plus_minus(value: float | None) -> str:
 class CompareReport:
     """What compare.md, compare.html and the printed comparison show, in reading order."""
 
-    title: str
-    runs: list[str]  # A and B: where, which plan, when, on which host
+    title: str  # says "from different hosts" when they are (`Hosts.differ`): the first line of every form
+    hosts: str  # why the hosts differ, right under the title; "" on the same host
+    runs: list[str]  # A and B: where, which plan, when, on which host and CPU
     differences: list[str]
     same: str  # said instead of the differences when there are none
     only: list[str]  # "only in A: …"
     findings: list[str]
+    ciphers: list[str]  # the raw speed of each compared encryption's cipher, A → B, where both measured it
     tables: list[Table]
 
 
-def _run_line(each: Side) -> str:
+def _run_line(each: Side, cpu: str) -> str:
     environment = each.run.environment
     role = "the baseline" if each.label == "A" else "the new run"
     when = environment.get("timestamp_utc", "an unknown time")
     host = environment.get("hostname")
     return (f"{each.label} ({role}): {each.directory}, plan “{report_findings.overview(each.run).plan_name}”, "
-            f"started {when}" + (f" on {host}" if host else "") + ".")
+            f"started {when}" + (f" on {host}" if host else "") + f" ({cpu}).")
+
+
+def _hosts_text(found: Hosts) -> str:
+    if not found.differ:
+        return ""
+    return (f"Different hosts: {'; '.join(found.differ)}. A change of a median below may be the host's, not the "
+            "software's; an overhead against none was measured on one host in each run, and the raw cipher's ratio "
+            "stands beside it.")
 
 
 def document(comparison: Comparison) -> CompareReport:
-    rows = [_row(change) for change in comparison.changes]
+    rows = _rows(comparison)
     only = ([f"only in A: {item}" for item in comparison.only_a] + [f"only in B: {item}" for item in comparison.only_b])
+    found = comparison.hosts
+    speeds = (comparison.speed_of(change.cell) for change in comparison.changes)
     return CompareReport(
-        title="tdebench compare: B against A",
-        runs=[_run_line(comparison.a), _run_line(comparison.b)],
+        title="tdebench compare: B against A" + (", from different hosts" if found.differ else ""),
+        hosts=_hosts_text(found),
+        runs=[_run_line(comparison.a, found.a), _run_line(comparison.b, found.b)],
         differences=comparison.differences,
         same=("The runs' environments and plan settings agree on everything both recorded (the time, the load "
               "average and the output's file system aside)."),
         only=only,
         findings=comparison_findings(comparison),
+        ciphers=list(dict.fromkeys(speed.text for speed in speeds if speed is not None)),
         tables=[median_table(comparison, rows), overhead_change_table(comparison, rows)])
 
 
 def render_markdown(report: CompareReport) -> str:
     escape = markdown.escape
-    lines = [f"# {escape(report.title)}", "", *(f"- {escape(line)}" for line in report.runs), ""]
+    lines = [f"# {escape(report.title)}", ""] + ([escape(report.hosts), ""] if report.hosts else [])
+    lines += [*(f"- {escape(line)}" for line in report.runs), ""]
     lines += markdown.section("What differs between the runs", [f"- {escape(d)}" for d in report.differences] + [""]
                               if report.differences else [escape(report.same), ""])
     if report.only:
         lines += markdown.section("Only in one run", [f"- {escape(item)}" for item in report.only] + [""])
     lines += markdown.section("Findings", [f"- {escape(sentence)}" for sentence in report.findings] + [""])
+    if report.ciphers:
+        lines += markdown.section("Raw cipher speed, A → B", [f"- {escape(line)}" for line in report.ciphers] + [""])
     for block in report.tables:
         lines += markdown.section(block.title, markdown.table(block))
     return "\n".join(lines)
@@ -633,18 +761,23 @@ def render_text(report: CompareReport, comparison: Comparison, width: int = 80) 
         return [textwrap.fill(item, width=width, initial_indent="- ", subsequent_indent="  ",
                               break_long_words=False, break_on_hyphens=False) for item in items]
 
-    lines = [report.title, "", *bullets(report.runs), "", "What differs between the runs:"]
+    lines = [report.title]
+    if report.hosts:
+        lines += [textwrap.fill(report.hosts, width=width, break_long_words=False, break_on_hyphens=False)]
+    lines += ["", *bullets(report.runs), "", "What differs between the runs:"]
     lines += bullets(report.differences) if report.differences else bullets([report.same])
     if report.only:
         lines += ["", "Only in one run:", *bullets(report.only)]
     lines += ["", "Findings:", *bullets(report.findings), ""]
     lines += bullets(["Per configuration and figure: the change of the median, B against A, with its 95% CI and "
-                      "reading; then the overhead against none in A → B."])
-    rows = [_row(change) for change in comparison.changes]
+                      "reading; then the overhead against none in A → B, under the raw speed of the "
+                      "encryption's cipher where both runs measured it."])
+    rows = _rows(comparison)
     figure_width = max((len(row["figure"]) for row in rows), default=0)
     ci_width = max((len(row["change_ci"]) for row in rows if row["change_ci"] != "exact"), default=0)
     for config, changes in _by_config(comparison.changes, rows):
-        lines += ["", config]
+        lines += ["", config] + [f"  {text}" for text in dict.fromkeys(row["raw_text"] for row in changes
+                                                                          if "raw_text" in row)]
         for row in changes:
             ci = "" if row["change_ci"] == "exact" else row["change_ci"]
             line = f"  {row['figure']:<{figure_width}}  {percent(row['change_pct']):>7} {ci:<{ci_width}}  " \

@@ -1,0 +1,335 @@
+"""Every figure the docs quote from a published example run is what that example's stored results
+give today, recomputed by tdebench's own report code and printed as the docs print it.
+
+A figure carries a marker right after it, an HTML comment that names the example and the figure
+(docs/design.md, "Figures in the docs", has the grammar):
+
+    SQLite's AES-256-CBC costs +30.9% [+24.1, +38.0]<!-- fig quick sqlite aes-256-cbc power --> …
+
+This test finds every marker in README.md and docs/**/*.md (the examples' generated report.md
+aside), reads the example's raw data (docs/examples/NAME: results.jsonl.xz, plan.toml,
+environment.json, from which tests/integration/test_examples.py rebuilds its report.md
+unchanged), computes the figure with the report's functions (summary records, the placebo's
+resolution, the cache-fit table, the per-connection table, the raw cipher figures) and its
+formatting (report/units.py, the minus sign typeset as − as the docs write it), and fails
+where the text before the marker does not end with it, and where a marker names an example, a
+configuration or a figure that does not exist.
+"""
+
+from __future__ import annotations
+
+import functools
+import lzma
+import re
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tdebench.measure.environment import cpu_text
+from tdebench.report import connection, noise
+from tdebench.report.cache import cache_fit_table
+from tdebench.report.records import (PLACEBO, CellKey, SummaryRecord, headline_records, measured, resolution,
+                                     summary_records)
+from tdebench.report.tables import raw_speed
+from tdebench.report.units import change, mib, number, percent, signed_ms, times
+from tdebench.results import RunData
+from tdebench.stats import PAIRED
+from tdebench.store import ENVIRONMENT, PLAN, RESULTS, read_run
+
+ROOT = Path(__file__).parents[2]
+EXAMPLES = ROOT / "docs" / "examples"
+MARKER = re.compile(r"<!-- fig (.*?) -->")
+LOOK_BACK = 400
+"""How much text before a marker is read: more than the longest figure with line breaks in it."""
+HEADLINES = {"power": "power geomean", "throughput": "throughput total", "load": "data load elapsed",
+             "size": "database size"}
+"""A headline figure's word in a marker → its label in the report (workloads' `Headline.label`)."""
+FIGURES = {*HEADLINES, "rounds", "trials", "busy", "data", "fit", "sizes", "open", "raw", "host"}
+RUN_WIDE = ("raw", "host")
+"""Figures of the whole run, named without an engine."""
+MEMORY = re.compile(r"(\d+)MB")
+MINUS = "−"
+
+
+class FigureError(Exception):
+    """A marker that names no example, configuration or figure there is."""
+
+
+def typeset(text: str) -> str:
+    """The report's text as the docs print it: its minus signs as −."""
+    return text.replace("-", MINUS)
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    run: RunData
+    records: list[SummaryRecord]  # the headline figures and the connection's open, as the report states them
+
+
+@functools.cache
+def example(name: str) -> Example:
+    directory = EXAMPLES / name
+    if not (directory / f"{RESULTS}.xz").is_file():
+        raise FigureError(f"no example {name!r} in docs/examples (there are {', '.join(example_names())})")
+    with tempfile.TemporaryDirectory() as scratch:
+        run_dir = Path(scratch)
+        for raw in (PLAN, ENVIRONMENT):
+            (run_dir / raw).write_bytes((directory / raw).read_bytes())
+        (run_dir / RESULTS).write_bytes(lzma.decompress((directory / f"{RESULTS}.xz").read_bytes()))
+        run = read_run(run_dir)
+    return Example(name, run, summary_records(run, keep=_quoted))
+
+
+def _quoted(cell: CellKey) -> bool:
+    """The cells the docs quote: the headline figures (as `tdebench compare` keeps them) and the open."""
+    return noise.is_headline(cell) or (cell.test, cell.step, cell.metric) == connection.OPEN_CELL
+
+
+def example_names() -> list[str]:
+    return sorted(path.name for path in EXAMPLES.iterdir() if (path / f"{RESULTS}.xz").is_file())
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a marker names before its figure: an engine, its memory_mb, an encryption; None: any."""
+
+    engine: str | None = None
+    memory_mb: int | None = None
+    encryption: str | None = None
+    memory_named: bool = False
+
+    def takes(self, engine: str, memory_mb: int | None, encryption: str) -> bool:
+        return ((self.engine is None or engine == self.engine)
+                and (not self.memory_named or memory_mb == self.memory_mb)
+                and (self.encryption is None or encryption == self.encryption))
+
+
+def _spread(values: Iterable[tuple[float, str]]) -> str:
+    """One figure, or the smallest and the largest of several as "LOW to HIGH"."""
+    shown = [text for _, text in sorted(values)]
+    if not shown:
+        raise FigureError("names no figure the example has")
+    return shown[0] if shown[0] == shown[-1] else f"{shown[0]} to {shown[-1]}"
+
+
+def _headline(found: Example, chosen: Selection, word: str) -> list[SummaryRecord]:
+    return [record for headline, record in headline_records(found.records)
+            if headline.label == HEADLINES[word]
+            and chosen.takes(record.cell.engine, record.cell.memory_mb, record.cell.encryption)]
+
+
+def _overhead(found: Example, chosen: Selection, word: str, how: str) -> str:
+    """A headline's overhead against none with its 95% CI (`how` ""), its point ("point"), or
+    the placebo's resolution ("floor"); several configurations give a range of points or floors."""
+    records = [r for r in _headline(found, chosen, word) if r.overhead is not None]
+    if how == "floor":
+        floors = [r for r in records if r.cell.encryption == PLACEBO]
+        if not floors:
+            raise FigureError("names a placebo's floor, and there is no placebo there")
+        return _spread((resolution(r), f"±{resolution(r):.1f}%") for r in floors)
+    if chosen.encryption is None:
+        records = [r for r in records if r.cell.encryption != PLACEBO]
+    if how == "point":
+        return _spread((r.overhead.pct, typeset(percent(r.overhead.pct))) for r in records)  # type: ignore[union-attr]
+    if len(records) != 1:
+        raise FigureError(f"names {len(records)} overheads; name the engine, memory and encryption of one")
+    compared = records[0].overhead
+    assert compared is not None
+    return typeset(change(compared.pct, compared.ci_low, compared.ci_high))
+
+
+def _rounds(found: Example, chosen: Selection) -> str:
+    overheads = [r.overhead for r in _headline(found, chosen, "power") if r.overhead is not None]
+    if any(o.method != PAIRED for o in overheads):
+        raise FigureError("names rounds of a run that did not run in rounds")
+    return _spread((o.n_treatment, str(o.n_treatment)) for o in overheads)
+
+
+def _trials(found: Example, chosen: Selection, busy_only: bool) -> str:
+    keys = ([load.trial for load in noise.trial_loads(found.run) if load.busy] if busy_only
+            else [outcome.trial for outcome in found.run.trials])
+    count = sum(chosen.takes(key.engine, key.memory_mb, key.encryption) for key in keys)
+    return f"{count:,}"
+
+
+def _cache_fit(found: Example, chosen: Selection, column: str, shown: Callable[[Any], str]) -> str:
+    table = cache_fit_table(found.run)
+    rows = [row for row in (table.rows if table is not None else [])
+            if chosen.takes(row["engine"], row["memory_mb"], row["encryption"])]
+    return _spread((row[column], shown(row[column])) for row in rows)
+
+
+def _sizes(found: Example, chosen: Selection) -> str:
+    """The database sizes after the load, every one a trial had ("332 or 396 MiB")."""
+    sizes = {mib(m.metrics["size_bytes"]): m.metrics["size_bytes"] for m in measured(found.run)
+             if (m.test, m.step) == ("load", "database") and "size_bytes" in m.metrics
+             and chosen.takes(m.trial.engine, m.trial.memory_mb, m.trial.encryption)}
+    if not sizes:
+        raise FigureError("names no database size the example has")
+    return " or ".join(sorted(sizes, key=sizes.__getitem__)) + " MiB"
+
+
+def _open(found: Example, chosen: Selection) -> str:
+    """What an open costs more than none's ("+207 ms"), as the "Per connection" table has it."""
+    table = connection.connection_table(found.run, found.records)
+    rows = [row for row in (table.rows if table is not None else [])
+            if chosen.takes(row["engine"], row["memory_mb"], row["encryption"]) and row["extra"] is not None]
+    return _spread((row["extra"], typeset(f"{signed_ms(row['extra'])} ms")) for row in rows)
+
+
+def _raw(found: Example, cipher: str, page_bytes: str) -> str:
+    """A raw cipher figure of the run, MiB/s at one page size as its report's table prints it."""
+    speed = raw_speed(found.run.ciphers, cipher, int(page_bytes)) if page_bytes.isdigit() else None
+    if speed is None or speed.chunk_bytes != int(page_bytes) or speed.mib_per_s is None:
+        raise FigureError(f"names a raw {cipher} figure at {page_bytes} bytes, which the example did not measure")
+    return number(speed.mib_per_s)
+
+
+def _selection(found: Example, words: list[str]) -> Selection:
+    """The engine, memory and encryption at the front of `words` (taken from it), each checked
+    against the configurations the example ran."""
+    trials = [outcome.trial for outcome in found.run.trials]
+    engine = memory = encryption = None
+    if words and words[0] not in FIGURES:
+        engine = words.pop(0)
+        if engine not in {t.engine for t in trials}:
+            raise FigureError(f"{found.name} ran no engine {engine!r}")
+    named = bool(words) and MEMORY.fullmatch(words[0]) is not None
+    if named:
+        memory = int(MEMORY.fullmatch(words.pop(0)).group(1))  # type: ignore[union-attr]
+    if words and words[0] not in FIGURES:
+        encryption = words.pop(0)
+    chosen = Selection(engine, memory, encryption, named)
+    if (named or encryption) and not any(chosen.takes(t.engine, t.memory_mb, t.encryption) for t in trials):
+        named_words = (engine, f"{memory} MB" if named else None, encryption)
+        raise FigureError(f"{found.name} ran no {' '.join(word for word in named_words if word)}")
+    return chosen
+
+
+def _takes(word: str, args: list[str]) -> bool:
+    """Whether a figure's words after it are its own: a headline's "point" or "floor", raw's
+    cipher and page size, nothing for the others."""
+    if word in HEADLINES:
+        return args in ([], ["point"], ["floor"])
+    return len(args) == (2 if word == "raw" else 0)
+
+
+def figure(spec: str) -> str:
+    """The figure a marker's words name, as the docs print it."""
+    name, *words = spec.split()
+    found = example(name)
+    chosen = _selection(found, words)
+    if not words or words[0] not in FIGURES:
+        raise FigureError(f"names no figure: {' '.join(words) or 'nothing'} (figures: {', '.join(sorted(FIGURES))})")
+    word, *args = words
+    if word in RUN_WIDE and chosen != Selection():
+        raise FigureError(f"{word} is a figure of the whole run: name no engine before it")
+    if not _takes(word, args):
+        takes = "point, floor or nothing" if word in HEADLINES else "CIPHER BYTES" if word == "raw" else "nothing"
+        raise FigureError(f"{word} takes {takes} after it, not {' '.join(args) or 'nothing'}")
+    if word in HEADLINES:
+        return _overhead(found, chosen, word, args[0] if args else "")
+    computed: dict[str, Callable[[], str]] = {
+        "rounds": lambda: _rounds(found, chosen),
+        "trials": lambda: _trials(found, chosen, busy_only=False),
+        "busy": lambda: _trials(found, chosen, busy_only=True),
+        "data": lambda: _cache_fit(found, chosen, "size", lambda size: f"{number(size)} MiB"),
+        "fit": lambda: _cache_fit(found, chosen, "times", times),
+        "sizes": lambda: _sizes(found, chosen),
+        "open": lambda: _open(found, chosen),
+        "raw": lambda: _raw(found, *args),
+        "host": lambda: cpu_text(found.run.environment),
+    }
+    return computed[word]()
+
+
+# --- the docs' markers -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Marker:
+    path: Path
+    line: int
+    spec: str
+    before: str  # the text before the marker, its whitespace collapsed
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def documents() -> list[Path]:
+    """README.md and every Markdown file under docs/, the examples' generated reports aside."""
+    generated = {EXAMPLES / name / "report.md" for name in example_names()}
+    return [ROOT / "README.md"] + sorted(path for path in (ROOT / "docs").rglob("*.md") if path not in generated)
+
+
+def markers_in(path: Path, text: str) -> list[Marker]:
+    found = []
+    for match in MARKER.finditer(text):
+        before = " ".join(text[max(0, match.start() - LOOK_BACK):match.start()].split())
+        found.append(Marker(path, text.count("\n", 0, match.start()) + 1, match.group(1).strip(), before))
+    return found
+
+
+MARKERS = [marker for path in documents() for marker in markers_in(path, path.read_text(encoding="utf-8"))]
+
+
+def reads_as(before: str, expected: str) -> bool:
+    """Whether the text before a marker ends with the figure, and with all of it: not "15" for 5."""
+    if not before.endswith(expected):
+        return False
+    previous = before[:-len(expected)][-1:]
+    return not (previous.isalnum() or previous in "+−-.,±")
+
+
+def test_the_docs_quote_every_example_by_marker() -> None:
+    cited = {marker.spec.split()[0] for marker in MARKERS}
+    assert set(example_names()) <= cited, f"no marker cites {sorted(set(example_names()) - cited)}"
+
+
+@pytest.mark.parametrize("marker", MARKERS, ids=lambda marker: f"{marker.where} {marker.spec}")
+def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
+    try:
+        expected = figure(marker.spec)
+    except FigureError as error:
+        pytest.fail(f"{marker.where}: <!-- fig {marker.spec} --> {error}")
+    assert reads_as(marker.before, expected), (
+        f"{marker.where}: the docs say …{marker.before[-60:]!r} where {marker.spec!r} is {expected!r}")
+
+
+# --- the check itself --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec, why", [
+    ("old-demo sqlite sqlcipher power", "no example 'old-demo'"),
+    ("quick mysql aes-256-cbc power", "quick ran no engine 'mysql'"),
+    ("quick sqlite aes-512-cbc power", "quick ran no sqlite aes-512-cbc"),
+    ("quick sqlite 64MB aes-256-cbc power", "quick ran no sqlite 64 MB aes-256-cbc"),
+    ("quick sqlite power", "overheads; name the engine, memory and encryption of one"),
+    ("quick sqlite aes-256-cbc speed", "names no figure: speed"),
+    ("quick sqlite aes-256-cbc power median", "power takes point, floor or nothing after it, not median"),
+    ("quick raw aes-256-gcm", "raw takes CIPHER BYTES after it, not aes-256-gcm"),
+    ("servers mariadb power floor", "there is no placebo there"),
+    ("quick raw aes-256-gcm 12345", "did not measure"),
+    ("quick sqlite host", "name no engine before it"),
+])
+def test_a_marker_naming_what_does_not_exist_fails(spec: str, why: str) -> None:
+    with pytest.raises(FigureError, match=re.escape(why)):
+        figure(spec)
+
+
+def test_a_figure_edited_in_the_docs_no_longer_reads_as_its_example() -> None:
+    """The quick example's SQLite AES-256-CBC, as claims.md might quote it, right and then with
+    one digit changed; and a shorter figure that the text ends with only inside a longer one."""
+    expected = figure("quick sqlite aes-256-cbc power")
+    assert expected.startswith("+") and expected.endswith("]") and MINUS not in expected
+    assert reads_as("AES-256-CBC's power test " + expected, expected)
+    assert not reads_as("AES-256-CBC's power test " + expected.replace("+", "+1", 1), expected)
+    trials = figure("quick trials")
+    assert reads_as(f"in {trials}", trials) and not reads_as(f"in 1{trials}", trials)
