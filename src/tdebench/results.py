@@ -222,6 +222,50 @@ class CipherSpeed:
         return self.mib_per_s is not None
 
 
+ENCRYPTIONS = "encryptions"
+"""environment.json's record of each engine's encryptions as the run's tdebench defined them
+(`EncryptionFacts` by engine and encryption name, beside the engines' versions): what the report
+reads a cipher's page size and key handling from, never from the engine registry of the
+tdebench that builds it. Runs from before it was recorded have no such key."""
+
+
+@dataclass(frozen=True)
+class EncryptionFacts:
+    """One encryption of an engine as a run recorded it (`ENCRYPTIONS`): its layer ("none",
+    "native", "fs", "column"), its raw cipher as `tdebench ciphers` names it ("" when it encrypts
+    nothing: none, placebo, a layer without its cipher), what the engine adds to it per page
+    ("HMAC-SHA512"), the bytes encrypted under one nonce (the engine's page or block; 0: per
+    value) and when it takes the key (engines/base.py ON_OPEN, AT_START, AT_MOUNT, PER_VALUE)."""
+
+    layer: str
+    cipher: str
+    adds: str
+    page_bytes: int
+    key_taken: str
+
+    @property
+    def encrypts(self) -> bool:
+        return bool(self.cipher)
+
+
+def recorded_encryptions(environment: dict[str, Any]) -> dict[tuple[str, str], EncryptionFacts]:
+    """The encryptions a run recorded (`ENCRYPTIONS`), by (engine, encryption); empty for a run
+    from before they were recorded. A cluster run's hosts that all recorded the same are read at
+    its top, as every fact the hosts share."""
+    recorded = environment.get(ENCRYPTIONS)
+    if not isinstance(recorded, dict):
+        return {}
+    convert = _converter(EncryptionFacts)
+    found: dict[tuple[str, str], EncryptionFacts] = {}
+    for engine, named in recorded.items():
+        for name, facts in (named.items() if isinstance(named, dict) else ()):
+            try:
+                found[(engine, name)] = convert(facts)
+            except _Shape as exc:
+                raise ValueError(f"environment.json {ENCRYPTIONS}.{engine}.{name}{exc.path}: {exc.problem}") from None
+    return found
+
+
 @dataclass(frozen=True)
 class Sample:
     """One interval of the resource sampler during a trial (as Madyatmadja et al. (2021) and

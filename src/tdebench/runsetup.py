@@ -15,7 +15,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from tdebench import runstate
 from tdebench.engines import Engine, get_engine, server
 from tdebench.keys import KeyFileError, KeySource
 from tdebench.plan import Plan, planned, to_run
-from tdebench.results import Resumed, RunData
+from tdebench.results import ENCRYPTIONS, Resumed, RunData
 from tdebench.store import RESULTS, Cut, ResultStore, keep_complete, read_run
 
 
@@ -138,10 +138,13 @@ def engine_versions(engines: Mapping[str, Engine]) -> dict[str, str]:
 
 
 def environment(engines: Mapping[str, Engine]) -> dict[str, Any]:
-    """This machine's environment snapshot with the engines' versions."""
+    """This machine's environment snapshot with the engines' versions and their encryptions
+    (results.ENCRYPTIONS: each one's cipher, page size and key handling, which the report reads)."""
     from tdebench.measure.environment import snapshot
 
-    return snapshot(engine_versions(engines))
+    encryptions = {name: {encryption: asdict(facts) for encryption, facts in engine.encryption_facts().items()}
+                   for name, engine in engines.items()}
+    return {**snapshot(engine_versions(engines)), ENCRYPTIONS: encryptions}
 
 
 def measure_cipher_speeds(store: ResultStore, plan: Plan, engines: Mapping[str, Engine],

@@ -14,10 +14,12 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
 from tdebench.engines import ENGINES
+from tdebench.engines.base import AT_MOUNT, AT_START, ON_OPEN, PER_VALUE
 from tdebench.measure.ciphers import (CIPHERS, PAGE_SIZES, RawCipher, library, measure_ciphers, openssl_speed,
                                      page_speed)
-from tdebench.report.tables import UNAVAILABLE, cipher_of, raw_speed, size_text, speeds_table
-from tdebench.results import CipherSpeed, from_json, to_json
+from tdebench.report.cipher_cost import raw_speed
+from tdebench.report.tables import UNAVAILABLE, size_text, speeds_table
+from tdebench.results import CipherSpeed, EncryptionFacts, from_json, to_json
 
 PAGE = 4096
 NAMES = [f"aes-{bits}-{mode}" for bits in (128, 192, 256) for mode in ("gcm", "ctr", "cbc", "cfb")] + [
@@ -113,10 +115,11 @@ def test_every_engine_encryption_maps_to_a_cipher_and_its_page_size():
     unmatched = set()
     for name, engine in ENGINES.items():
         for encryption in engine.encryptions:
+            facts = engine.encryption_facts()[encryption.name]  # what a run records (results.ENCRYPTIONS)
             if not encryption.encrypts:  # none, and a layer with no cipher (fs-passthrough)
-                assert cipher_of(name, encryption.name) is None
+                assert not facts.encrypts and facts.cipher == "" and facts.key_taken == ""
                 continue
-            cipher, extra, page = cipher_of(name, encryption.name)
+            cipher, page = facts.cipher, facts.page_bytes
             if encryption.layer == "fs":
                 assert page == 4096  # gocryptfs blocks
             elif encryption.layer == "native":
@@ -126,10 +129,11 @@ def test_every_engine_encryption_maps_to_a_cipher_and_its_page_size():
             if cipher not in measured:
                 unmatched.add((name, encryption.name, cipher))
     assert not unmatched  # pgcrypto's column ciphers too: their CFB (OpenPGP) figures
-    assert cipher_of("postgres", "column-3des") == ("3des-168-cfb", "", 0)
-    assert cipher_of("sqlite", "sqlcipher") == ("aes-256-cbc", "plus HMAC-SHA512", 4096)
-    assert cipher_of("duckdb", "fs-xchacha20-poly1305") == ("xchacha20-poly1305", "", 4096)
-    assert cipher_of("nosuchengine", "aes-256-gcm") is None
+    facts = {name: engine.encryption_facts() for name, engine in ENGINES.items()}
+    assert facts["postgres"]["column-3des"] == EncryptionFacts("column", "3des-168-cfb", "", 0, PER_VALUE)
+    assert facts["sqlite"]["sqlcipher"] == EncryptionFacts("native", "aes-256-cbc", "HMAC-SHA512", 4096, ON_OPEN)
+    assert facts["duckdb"]["fs-xchacha20-poly1305"] == EncryptionFacts("fs", "xchacha20-poly1305", "", 4096, AT_MOUNT)
+    assert facts["mariadb"]["aes-256-ctr"].key_taken == AT_START
 
 
 def test_the_nearest_measured_page_size_is_used():

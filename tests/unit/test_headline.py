@@ -10,14 +10,15 @@ from types import SimpleNamespace
 from fakes import write_fake_run
 from tdebench.report import build
 from tdebench.report.headline import _grouped, headline
-from tdebench.report.records import summary_records
+from tdebench.report.records import CellKey, summary_records
 from tdebench.stats import PAIRED, Overhead
 from tdebench.store import read_run
 
 
 def record(encryption: str, pct: float, low: float, high: float, p: float, rounds: int = 5) -> SimpleNamespace:
-    """What the grouping reads of a summary record: its encryption and overhead."""
-    return SimpleNamespace(cell=SimpleNamespace(encryption=encryption),
+    """What the grouping reads of a summary record: its cell (the encryption, and the key of its split
+    into layer and cipher, if any) and overhead."""
+    return SimpleNamespace(cell=CellKey("sqlite", encryption, "tpch", 0.01, "power", "geomean", "elapsed_s"),
                            overhead=Overhead(pct, low, high, p, rounds, rounds, PAIRED))
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tdebench.report.cipher_cost import cipher_cost_table
 from tdebench.report.findings import hosts_sentence
 from tdebench.report.records import host_blocks, host_groups, summary_records
-from tdebench.report.tables import cipher_context_table, summary_table
+from tdebench.report.tables import summary_table
 from tdebench.results import CipherSpeed, Measurement, RunData, TrialKey, TrialOutcome
 from tdebench.stats import PAIRED
 
@@ -123,7 +124,8 @@ def test_a_local_run_has_no_host_groups() -> None:
 
 def _loaded(encryption: str, repetition: int, host: str, seconds: float, run: RunData) -> None:
     key = TrialKey("duckdb", encryption, "tpch", 0.01, repetition)
-    run.measurements.append(Measurement(key, "load", "total", {"elapsed_s": seconds}))
+    run.measurements.append(Measurement(key, "load", "total", {"elapsed_s": seconds, "read_bytes": 0.0,
+                                                               "write_bytes": 64 * 2**20}))
     run.measurements.append(Measurement(key, "load", "database", {"size_bytes": 64 * 2**20}))
     run.trials.append(TrialOutcome(key, "ok", "warm", False, 1.0, host=host))
 
@@ -139,12 +141,13 @@ def test_against_the_raw_cipher_each_kind_of_host_is_set_against_its_own_cipher_
         _loaded("aes-256-gcm", repetition, host, (1.1 if host == "a" else 1.4) + wobble, run)
     run.ciphers += [CipherSpeed("aes-256-gcm", 262144, 4000.0, host="a"),
                     CipherSpeed("aes-256-gcm", 262144, 1000.0, host="b")]
-    table = cipher_context_table(run, summary_records(run))
+    table = cipher_cost_table(run, summary_records(run))
     rows = {row["hosts"]: row for row in table.rows}
     assert set(rows) == {"a", "b"} and "hosts" in [column.key for column in table.columns]
     assert rows["a"]["mib_per_s"] == 4000.0 and rows["b"]["mib_per_s"] == 1000.0
-    assert rows["a"]["cipher_ms"] == pytest.approx(16.0) and rows["b"]["cipher_ms"] == pytest.approx(64.0)
-    assert rows["a"]["load_ms"] == pytest.approx(100.0) and rows["b"]["load_ms"] == pytest.approx(400.0)
+    # the 64 MiB each load wrote, at each kind of host's own speed
+    assert rows["a"]["cipher_s"] == pytest.approx(0.016) and rows["b"]["cipher_s"] == pytest.approx(0.064)
+    assert rows["a"]["cost_s"] == pytest.approx(0.1, rel=0.02) and rows["b"]["cost_s"] == pytest.approx(0.4, rel=0.02)
 
 
 def test_against_the_raw_cipher_hosts_alike_share_the_median_of_their_cipher_speeds() -> None:
@@ -154,7 +157,7 @@ def test_against_the_raw_cipher_hosts_alike_share_the_median_of_their_cipher_spe
         _loaded("aes-256-gcm", repetition, "abc"[repetition - 1], 1.1 + 0.001 * repetition, run)
     run.ciphers += [CipherSpeed("aes-256-gcm", 262144, speed, host=host)
                     for host, speed in (("a", 3000.0), ("b", 3900.0), ("c", 4000.0))]
-    table = cipher_context_table(run, summary_records(run))
+    table = cipher_cost_table(run, summary_records(run))
     [row] = table.rows
     assert row["hosts"] == "" and row["mib_per_s"] == 3900.0  # not the first host's 3000
     assert "hosts" not in [column.key for column in table.columns]

@@ -5,6 +5,7 @@ whose true factors are known; and the passthrough modelled as a layer with no ci
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,9 @@ import pytest
 from fakes import Shape, write_fake_run
 
 from tdebench.engines import get_engine
-from tdebench.report import build
-from tdebench.report.layers import CIPHER, LAYER, NEITHER, bare_layer, dominant, layer_share, split_rows
+from tdebench.report import answer, build, cache, headline
+from tdebench.report.encryptions import Known
+from tdebench.report.layers import CIPHER, LAYER, NEITHER, dominant, layer_share, split_rows
 from tdebench.report.records import summary_records
 from tdebench.stats import PAIRED, Overhead
 from tdebench.store import read_run
@@ -67,7 +69,7 @@ def test_the_report_has_the_split_with_its_intervals_and_says_which_part_dominat
     assert "## Layer and cipher" in markdown and "[Layer and cipher](#layer-and-cipher)" in markdown
     assert ("the layer alone (fs-passthrough against none) is +50.0% [" in markdown
             and "the cipher (fs-aes-256-gcm against fs-passthrough) +6.0% [" in markdown)
-    assert "the file-system layer dominates, not the cipher" in markdown
+    assert "+6.0% [" in markdown and ": mostly the file-system layer (" in markdown
     assert "Layer and cipher" in (tmp_path / "report.html").read_text()
 
 
@@ -105,7 +107,11 @@ def test_the_layers_share_is_on_the_log_scale_and_only_for_two_costs() -> None:
 def test_the_passthrough_is_a_layer_with_no_cipher() -> None:
     """No key, no cipher, expected plaintext (Encryption.encrypts), by name only; every engine with
     the fs layer lists it, and each fs-* encryption finds it as its bare layer."""
-    for engine in ("postgres", "mariadb", "duckdb", "sqlite"):
+    engines = ("postgres", "mariadb", "duckdb", "sqlite")
+    recorded = Known({(engine, name): facts for engine in engines
+                      for name, facts in get_engine(engine).encryption_facts().items()}, recorded=True)
+    bare_layer = recorded.bare_layer
+    for engine in engines:
         listed = get_engine(engine).encryption("fs-passthrough")
         assert listed.layer == "fs" and not listed.encrypts and not listed.is_baseline
         assert listed.by_name_only and listed.cipher == "" and listed.covers == ()
@@ -114,3 +120,65 @@ def test_the_passthrough_is_a_layer_with_no_cipher() -> None:
         assert bare_layer(engine, "none") is None and bare_layer(engine, "fs-passthrough") is None
     assert get_engine("postgres").encryption("fs-aes-256-gcm").encrypts
     assert get_engine("postgres").encryption("none").encrypts is False
+
+
+def _said(directory: Path, memories: tuple[int, ...] | None = None) -> tuple[str, list[str], list[str], list[str]]:
+    """What the answer table's cost cell of fs-aes-256-gcm, the headline's sentences, its glance and
+    the cache findings say of a fake run written with `memories`."""
+    run = read_run(directory)
+    records = summary_records(run)
+    rows = {row["encryption"]: row for row in answer.rows(run, records)}
+    return (rows["fs-aes-256-gcm"]["cost"], headline.config_sentences(run, records),
+            headline.glance(run, records).costs, cache.findings(run, headline.layer_bound_configs(run, records)))
+
+
+def _figure(text: str, phrase: str) -> float:
+    """The overhead that follows `phrase` in `text` ("mostly the cipher: +40.0% [" → 40.0)."""
+    found = re.search(re.escape(phrase) + r" ([+-]\d+\.\d)% \[", text)
+    assert found is not None, (phrase, text)
+    return float(found.group(1))
+
+
+def test_the_answer_and_the_headline_say_the_layer_dominates_where_the_passthrough_shows_it(tmp_path: Path) -> None:
+    fake_run(tmp_path, SPLIT)
+    cost, sentences, glance, _ = _said(tmp_path)
+    assert _figure(cost, "(warm — mostly the file-system layer:") == pytest.approx(50.0, abs=0.5)
+    assert cost.endswith("] of it without the cipher)")
+    assert _figure(sentences[0], "(mostly the file-system layer:") == pytest.approx(50.0, abs=0.5)
+    assert re.search(r"fs-aes-256-gcm \+5\d\.\d% \(mostly the file-system layer\)", glance[0])
+
+
+def test_the_answer_and_the_headline_say_the_cipher_dominates_where_it_does(tmp_path: Path) -> None:
+    fake_run(tmp_path, {"none": (1.0, 20.0), "fs-passthrough": (1.02, 20.0), "fs-aes-256-gcm": (1.02 * 1.4, 21.0)})
+    cost, sentences, glance, _ = _said(tmp_path)
+    assert _figure(cost, "mostly the cipher:") == pytest.approx(40.0, abs=0.5)
+    assert cost.endswith("] on top of the layer without it)")
+    assert _figure(sentences[0], "(mostly the cipher:") == pytest.approx(40.0, abs=0.5)
+    assert "(mostly the cipher)" in glance[0]
+
+
+def test_without_the_passthrough_no_part_is_said_to_dominate(tmp_path: Path) -> None:
+    fake_run(tmp_path, {"none": (1.0, 20.0), "fs-aes-256-gcm": (1.6, 21.0)})
+    cost, sentences, glance, _ = _said(tmp_path)
+    assert cost.startswith("power test +") and "mostly" not in cost
+    assert not any("mostly" in line for line in sentences + glance)
+
+
+def test_pages_decrypted_again_is_said_only_where_the_layer_does_not_dominate(tmp_path: Path) -> None:
+    """With the data larger than the engine's cache, the regime says pages are decrypted again on
+    every read, unless the passthrough shows the file-system layer to be most of the cost."""
+    write_fake_run(tmp_path, PLAN, memories=(16,), shape=Shape(settings={"postgres": SPLIT}, repetitions=6,
+                                                               streams=(), placed=False, spread=0.005))
+    cost, sentences, glance, findings = _said(tmp_path)
+    assert "mostly the file-system layer" in cost
+    assert "evicted pages read again through the file-system layer" in sentences[0]
+    assert not any("decrypt" in line for line in sentences + glance + findings)
+    assert any(cache.REREAD_VERB in line for line in findings)
+    cipher_bound = tmp_path / "cipher"
+    write_fake_run(cipher_bound, PLAN, memories=(16,), shape=Shape(
+        settings={"postgres": {"none": (1.0, 20.0), "fs-passthrough": (1.02, 20.0),
+                               "fs-aes-256-gcm": (1.02 * 1.4, 21.0)}},
+        repetitions=6, streams=(), placed=False, spread=0.005))
+    _, sentences, glance, findings = _said(cipher_bound)
+    assert cache.SPILLS in sentences[0] and "pages decrypted on every read" in glance[0]
+    assert any(cache.SPILLS_VERB in line for line in findings)

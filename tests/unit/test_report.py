@@ -21,8 +21,9 @@ from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, alerts, at_rest_o
 from tdebench.report.noise import noisy_figures, widest_headlines  # noqa: E402
 from tdebench.report.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
-from tdebench.report.tables import (NOT_MEASURED, cipher_context_table, cipher_of, overhead_table, size_table,  # noqa: E402
-                                    query_answer, resources_table)
+from tdebench.report.cipher_cost import NO_BYTES, cipher_cost_table  # noqa: E402
+from tdebench.report.encryptions import TODAYS  # noqa: E402
+from tdebench.report.tables import overhead_table, query_answer, resources_table, size_table  # noqa: E402
 from tdebench.stats import overhead, summarize  # noqa: E402
 from tdebench.results import Measurement, RunData, Sample, TrialKey, TrialOutcome, Verdict  # noqa: E402
 from tdebench.store import read_run  # noqa: E402
@@ -209,18 +210,20 @@ def test_sequential_runs_are_compared_unpaired(tmp_path: Path) -> None:
     assert "With n=3 repetitions the smallest possible p of the exact test is 0.10" in bullets[-1]
 
 
-def test_raw_cipher_beside_the_overheads(run_dir: Path) -> None:
+def test_raw_cipher_beside_the_overheads_says_where_the_bytes_were_not_recorded(run_dir: Path) -> None:
+    """The fake run records no bytes read and written, nor its encryptions: each row says so rather
+    than setting a size against the cipher, and the note says whose definitions the ciphers are."""
     text = (run_dir / "report.md").read_text()
     section = text.split("## Against the raw cipher")[1].split("## ")[0]
-    gcm = next(line for line in section.splitlines() if line.startswith("| duckdb | aes-256-gcm"))
+    gcm = next(line for line in section.splitlines() if line.startswith("| duckdb | aes-256-gcm | load"))
     cells = [cell.strip() for cell in gcm.strip("|").split("|")]
     # DuckDB's 256 KiB blocks: of the 4 KiB and 1 MiB figures, 1 MiB is the nearer page size
-    assert cells[2:7] == ["aes-256-gcm", "1,048,576", "4,100", "10.50", "2.56"]  # 10.5 MiB / 4100 MiB/s
+    assert cells[3:9] == ["aes-256-gcm", "1,048,576", "4,100", "–", "–", cells[8]] and cells[8].startswith("+")
+    assert cells[-2:] == ["–", NO_BYTES]
     chacha = next(line for line in section.splitlines() if "chacha20-poly1305" in line)
     assert "1,048,576" in chacha  # no 4 KiB figure: the page size it was measured at is shown
-    assert "Cipher time = database size ÷ raw throughput" in section
-    assert cipher_of("sqlite", "sqlcipher") == ("aes-256-cbc", "plus HMAC-SHA512", 4096)
-    assert NOT_MEASURED.startswith("not measured")
+    assert "no size stands in for them" in section and TODAYS in section
+    assert "Cipher time = those bytes ÷ the raw throughput" in section
 
 
 def test_log_scale_only_for_a_wide_span() -> None:
@@ -423,7 +426,7 @@ def test_a_placebo_states_the_noise_floor_and_what_lies_below_it(tmp_path: Path)
     assert readings[("sqlite", "aes-256-cbc", "power geomean")] == "cost"
     assert readings[("duckdb", "aes-256-gcm", "power geomean")] == "no significant difference"
     assert readings[("duckdb", "aes-256-gcm", "database size")] == "exact"
-    assert not any(row["encryption"] == "placebo" for row in cipher_context_table(run, summary_records(run)).rows)
+    assert not any(row["encryption"] == "placebo" for row in cipher_cost_table(run, summary_records(run)).rows)
 
 
 def test_a_size_that_varies_between_trials_is_measured_with_its_interval_not_called_exact(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import psutil
 
 from tdebench.keys import Secret
+from tdebench.results import EncryptionFacts
 
 
 class Layer(Protocol):
@@ -868,6 +869,13 @@ class Engine(ABC):
         if found is None or not found.encrypts:
             return ""
         return {"fs": AT_MOUNT, "column": PER_VALUE}.get(found.layer, cls.native_key_taken)
+
+    @classmethod
+    def encryption_facts(cls) -> dict[str, EncryptionFacts]:
+        """Each encryption as a run records it (results.ENCRYPTIONS, beside the engine's version):
+        its layer, raw cipher, what the engine adds to it, page size and when it takes the key."""
+        return {e.name: EncryptionFacts(e.layer, e.cipher, e.cipher_extra, e.page_bytes, cls.key_taken(e.name))
+                for e in cls.encryptions}
 
     def encryption(self, name: str) -> Encryption:
         if name == PLACEBO.name:  # every engine has it: a plan's `placebo = true`

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from tdebench.report import advice, cache, declared, headline
+from tdebench.report import advice, cache, declared, headline, layers
 from tdebench.report.connection import OPEN_CELL, key_text
 from tdebench.report.declared import STRENGTH
 from tdebench.report.findings import judged
@@ -95,6 +95,7 @@ class Cost:
     regime: cache.Regime | None
     os_cache: str
     statistics: str  # what the planner knew of the data (TPC-H's load `indexes` note), "" not recorded
+    split: layers.Split | None = None  # an fs-layer encryption's cost in layer and cipher (report/layers.py)
 
 
 def _os_caches(run: RunData) -> dict[tuple, str]:
@@ -119,14 +120,16 @@ def _statistics(run: RunData) -> dict[tuple, str]:
 def costs(run: RunData, records: list[SummaryRecord]) -> dict[tuple[str, str], list[Cost]]:
     """Per (engine, encryption), its headline figure at each memory, workload and scale."""
     regimes, os_caches, statistics = cache.regimes(run), _os_caches(run), _statistics(run)
+    figures = headline.chosen_figures(records)
+    splits = layers.splits(run, records, [record for _, _, chosen, _ in figures for record in chosen])
     found: dict[tuple[str, str], list[Cost]] = defaultdict(list)
-    for (engine, _, memory, workload, scale), figure, chosen, floor in headline.chosen_figures(records):
+    for (engine, _, memory, workload, scale), figure, chosen, floor in figures:
         config = (engine, memory, workload, scale)
         for record in chosen:
             found[(engine, record.cell.encryption)].append(Cost(
                 memory, workload, scale, figure.short or figure.label, record,
                 headline.resolved(record, floor) and (record.overhead.pct > 0),  # type: ignore[union-attr]
-                regimes.get(config), os_caches.get(config, ""), statistics.get(config, "")))
+                regimes.get(config), os_caches.get(config, ""), statistics.get(config, ""), splits.get(record.cell)))
     return found
 
 
@@ -138,8 +141,9 @@ def _regime_text(cost: Cost) -> str:
 
 def cost_text(found: list[Cost]) -> str:
     """Each measured cost: "power test +40.2% [+37.8, +42.6] (data 6.6× cache, warm, no ANALYZE after
-    the load)", prefixed
-    with its cache size and workload where the row has several."""
+    the load)", prefixed with its cache size and workload where the row has several; an fs-layer
+    encryption measured beside its bare layer says which part dominates ("(data 22× cache, cold —
+    mostly the file-system layer: +35.1% [+33.0, +37.2] of it without the cipher)", layers.in_words)."""
     several_memories = len({c.memory_mb for c in found}) > 1
     several_workloads = len({(c.workload, c.scale) for c in found}) > 1
     parts = []
@@ -149,9 +153,9 @@ def cost_text(found: list[Cost]) -> str:
         where = " ".join(([f"{c.workload} {scale_label(c.workload, c.scale)}"] if several_workloads else [])
                          + ([f"{c.memory_mb} MB:"] if several_memories and c.memory_mb is not None else []))
         noise = "" if c.resolved or not compared.significant else ", not resolved"
-        regime = _regime_text(c)
+        said = " — ".join(filter(None, (_regime_text(c) + noise, layers.in_words(c.split) if c.split else "")))
         figure = f"{c.figure} {change(compared.pct, compared.ci_low, compared.ci_high)}"
-        parts.append(f"{where + ' ' if where else ''}{figure}{f' ({regime}{noise})' if regime or noise else ''}")
+        parts.append(f"{where + ' ' if where else ''}{figure}{f' ({said})' if said else ''}")
     return "; ".join(parts)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from tdebench.engines import ENGINES
@@ -33,7 +34,12 @@ IN_MEMORY = "in memory"
 DISK_ONCE = "from disk once, then in memory"
 EVICTED_DISK = "evicted pages re-read, from disk after each cold start"
 EVICTED_OS = "evicted pages re-read from the OS cache"
-SPILLS = "pages decrypted again on every read"
+SPILLS, SPILLS_VERB = "pages decrypted again on every read", "decrypt pages again on every read"
+"""What a configuration whose data is larger than its engine's cache does, for the headline and the findings."""
+REREAD, REREAD_VERB = ("evicted pages read again through the file-system layer, whose cost dominates the cipher's",
+                       "read evicted pages again through the file-system layer, whose cost dominates the cipher's")
+"""Instead of SPILLS where the run's bare-layer arm shows the file-system layer, not the cipher,
+to be most of the cost (report/layers.py): the layer's reads, not pages decrypted, explain it."""
 UNKNOWN = "not known: the engine's cache was not recorded (a server's own, or an old run's)"
 
 
@@ -206,11 +212,12 @@ def cache_fit_table(run: RunData) -> Table | None:
 
 
 
-def findings(run: RunData) -> list[str]:
+def findings(run: RunData, layer_bound: Collection[tuple] = ()) -> list[str]:
     """One sentence per workload and scale: that it ran entirely in cache (the overheads are the
     cipher path's CPU cost, not I/O), or which configurations did not fit — whose pages are
-    decrypted again on every read — and where their pages came from. Nothing for runs that did
-    not record their cache."""
+    decrypted again on every read, or for those of `layer_bound` (engine, memory_mb, workload,
+    scale: the file-system layer dominates their cost, report/layers.py) read again through the
+    layer — and where their pages came from. Nothing for runs that did not record their cache."""
     per_scale: dict[tuple[str, float], list[TrialFit]] = defaultdict(list)
     for fit in trial_fits(run):
         per_scale[(fit.trial.workload, fit.trial.scale)].append(fit)
@@ -236,13 +243,18 @@ def findings(run: RunData) -> list[str]:
                                  "memory.")
             continue
         parts = [regime_words(group) for group in spilled.values()]
+        bound = [label for label, group in spilled.items()
+                 if (group[0].trial.engine, group[0].trial.memory_mb, workload, scale) in layer_bound]
         dropped = any(fit.os_cache in COLD for fit in fits)
         source = ("from disk after the OS cache was emptied before each measured test (and again whenever "
                   "the OS cache cannot hold them)" if dropped else
                   "from the OS page cache (warm), so mostly from memory, not disk")
-        sentences.append(f"{where}: the data is larger than the engine's cache on {', '.join(parts)}: these "
-                         f"configurations decrypt pages again on every read, {source}; their overheads "
-                         f"include that, unlike configurations whose data fits{unknown_text}.")
+        what = (f"these configurations {SPILLS_VERB}" if not bound
+                else f"these configurations {REREAD_VERB}" if len(bound) == len(spilled)
+                else f"these configurations {SPILLS_VERB} ({', '.join(bound)}: {REREAD_VERB})")
+        sentences.append(f"{where}: the data is larger than the engine's cache on {', '.join(parts)}: {what}, "
+                         f"{source}; their overheads include that, unlike configurations whose data "
+                         f"fits{unknown_text}.")
     return sentences
 
 
@@ -257,12 +269,23 @@ def regime_words(group: list[TrialFit]) -> str:
 
 @dataclass(frozen=True)
 class Regime:
-    """The regime of one configuration's figures: `words` for the headline, and whether the data
-    is larger than the engine's cache (`spills`: pages are decrypted again on every read)."""
+    """The regime of one configuration's figures: `fit`, the data against the cache, in words;
+    whether the data is larger than the engine's cache (`spills`: pages are decrypted again on
+    every read) and by how much (`ratio`)."""
 
-    words: str
+    fit: str  # "data 6.6× the engine's 1.95 MB cache", "data fits in the engine's 64 MB cache"
     spills: bool
     ratio: float  # data ÷ cache, the median over the configuration's trials: the cost curve's x
+
+    @property
+    def words(self) -> str:
+        """The regime for the headline: the fit, and where the data spills, that pages are decrypted again."""
+        return self.said()
+
+    def said(self, layer_bound: bool = False) -> str:
+        """`words`; where the cost is the file-system layer's (`layer_bound`), a spilling
+        configuration's pages are said to be read again through the layer (REREAD), not decrypted."""
+        return f"{self.fit}: {REREAD if layer_bound else SPILLS}" if self.spills else self.fit
 
 
 def regimes(run: RunData) -> dict[tuple, Regime]:
@@ -281,7 +304,7 @@ def regimes(run: RunData) -> dict[tuple, Regime]:
         ratio = statistics.median(fit.ratio or 0.0 for fit in known)
         cache_words = cache_text(known[0].cache_mb)
         spills = not all(fit.fits for fit in known)
-        found[config] = Regime(f"data {times(ratio)} the engine's {cache_words} cache: {SPILLS}" if spills
+        found[config] = Regime(f"data {times(ratio)} the engine's {cache_words} cache" if spills
                                else f"data fits in the engine's {cache_words} cache", spills, ratio)
     return found
 

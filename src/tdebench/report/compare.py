@@ -21,6 +21,8 @@ test cannot go below 0.10, so a rule on p would never flag anything in small run
 
 from __future__ import annotations
 
+import functools
+
 import math
 import statistics
 import textwrap
@@ -37,11 +39,13 @@ from tdebench.report.noise import is_headline
 from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
                                      cell_data, deterministic, engine_label, failed_trials, floors, memory_order,
                                      resolution, scale_label, step_order, summary_records)
-from tdebench.report.tables import Column, Table, cipher_of, config_columns, num, raw_speed, text, uses_memory
+from tdebench.report.cipher_cost import raw_speed
+from tdebench.report.encryptions import Known, known
+from tdebench.report.tables import Column, Table, config_columns, num, text, uses_memory
 from tdebench.report import units
 from tdebench.report.units import display_unit, interval, number, p_value, percent
 from tdebench.stats import MIN_BOOTSTRAP, SIGNIFICANCE, Overhead, overhead_change, overheads
-from tdebench.results import CipherSpeed, RunData
+from tdebench.results import CipherSpeed, EncryptionFacts, RunData
 from tdebench.store import PLAN, writing
 
 COMPARE_MD, COMPARE_HTML, COMPARE_CSV = "compare.md", "compare.html", "compare.csv"
@@ -295,12 +299,11 @@ class Hosts:
     differ: list[str]
     speeds: dict[tuple[str, int], RawSpeed]
 
-    def speed_of(self, engine: str, encryption: str, a_ciphers: Iterable[CipherSpeed]) -> RawSpeed | None:
-        """The raw speed behind an encryption (`tables.cipher_of`) at the page size A measured
-        nearest its own, where both runs measured it there; None for `none`, the placebo and a
-        cipher either run did not measure."""
-        raw = cipher_of(engine, encryption)
-        nearest = raw_speed(a_ciphers, raw[0], raw[2]) if raw else None
+    def speed_of(self, facts: EncryptionFacts | None, a_ciphers: Iterable[CipherSpeed]) -> RawSpeed | None:
+        """The raw speed behind an encryption (its `facts`, as run A recorded them) at the page
+        size A measured nearest its own, where both runs measured it there; None for `none`, the
+        placebo and a cipher either run did not measure."""
+        nearest = raw_speed(a_ciphers, facts.cipher, facts.page_bytes) if facts and facts.encrypts else None
         return self.speeds.get((nearest.cipher, nearest.chunk_bytes)) if nearest else None
 
 
@@ -359,7 +362,11 @@ class Comparison:
 
     def speed_of(self, cell: CellKey) -> RawSpeed | None:
         """The raw cipher speed behind a compared figure's encryption, in A and in B."""
-        return self.hosts.speed_of(cell.engine, cell.encryption, self.a.run.ciphers)
+        return self.hosts.speed_of(self._a_encryptions.get(cell.engine, cell.encryption), self.a.run.ciphers)
+
+    @functools.cached_property
+    def _a_encryptions(self) -> Known:
+        return known(self.a.run)
 
     def regressions(self, threshold_pct: float) -> list[FigureChange]:
         """The headline figures that got worse in B by more than `threshold_pct` with their

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tdebench.report import (cache, connection as open_cost, declared, knee, noise, plots, resources as resource_use,
-                             tables)
+from tdebench.report import (cache, cipher_cost, connection as open_cost, declared, knee, noise, plots,
+                             resources as resource_use, tables)
 from tdebench.report.records import SummaryRecord, run_order
 from tdebench.report.sections import Block, Content, Part, long_part
 from tdebench.results import RunData
@@ -71,9 +71,10 @@ def cache_fit(run: RunData, records: list[SummaryRecord]) -> Content | None:
 
 
 def cipher_context(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """Right after the overheads: the cost of the cipher itself, beside the load's overhead."""
-    table = tables.cipher_context_table(run, _timed(records))
-    return _one(table.title, (Part(table),)) if table.rows else None
+    """Right after the overheads: how much of each test's cost the cipher itself explains, from the
+    bytes read and written, and what the rest is (report/cipher_cost.py)."""
+    table = cipher_cost.cipher_cost_table(run, _timed(records))
+    return _one(table.title, (long_part(table),)) if table.rows else None
 
 
 def connection(run: RunData, records: list[SummaryRecord]) -> Content | None:

@@ -127,7 +127,8 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         overview=described,
         alerts=findings.alerts(run),
         headline_details=headline.config_sentences(run, records),
-        findings=([sentence for content in entries for sentence in content.findings] + cache.findings(run)
+        findings=([sentence for content in entries for sentence in content.findings]
+                  + cache.findings(run, headline.layer_bound_configs(run, records))
                   + findings.findings(records) + connection.findings(run, records)
                   + claims.claim_lines(run, records)
                   + noise.findings(noise.noisy_figures(records), noise.trial_loads(run), run_order(run) or "")),

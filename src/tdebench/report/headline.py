@@ -10,7 +10,10 @@ figures of its own, the best resolved of those (a backup's backups and restores,
 operations, oltp's TPM and NOPM, where a cost is a drop), with the run's resolution
 (the placebo's noise floor) where the plan ran one, and the regime it was measured in: the data
 against the cache the engine really had (cache.regimes), since an encryption that more than
-doubles the time when every read decrypts a page again may cost nothing when the data fits.
+doubles the time when every read decrypts a page again may cost nothing when the data fits. An
+fs-layer encryption measured beside its bare layer (fs-passthrough) says which part of its cost
+dominates (layers.in_words), and where every encryption's cost is mostly the layer's, the regime
+says evicted pages are read again through the layer, not decrypted again (`layer_bound`).
 Then whether the machine was busy (other
 processes' CPU during the trials, which widens every interval), the at-rest checks in one line, and
 whether the data fit in memory (cache.py), since that decides what the percentages mean.
@@ -27,11 +30,11 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tdebench.report import cache, declared, plots
+from tdebench.report import cache, declared, layers, plots
 from tdebench.report.declared import LABELLED, Headline
 from tdebench.report.noise import busy_headline, is_headline, trial_loads
 from tdebench.report.findings import judged, verdict_summary
-from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, SummaryRecord,
+from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, CellKey, SummaryRecord,
                                      below_resolution, engine_label, floors, headline_records, memory_order,
                                      resolution, scale_label)
 from tdebench.report.units import change, percent, times
@@ -44,10 +47,46 @@ HALVES_PCT = 50.0
 """The same for a rate (TPM, NOPM): a drop of half or more."""
 
 
-def _interval(record: SummaryRecord) -> str:
+Splits = dict[CellKey, layers.Split]
+"""The fs-layer encryptions' costs in layer and cipher, by cell (layers.splits): empty without a bare-layer arm."""
+
+
+def _interval(record: SummaryRecord, splits: Splits) -> str:
+    """An encryption's overhead with its interval, and for an fs-layer one measured beside its
+    bare layer, which part dominates (layers.in_words)."""
     compared = record.overhead
     assert compared is not None
-    return f"{record.cell.encryption} {change(compared.pct, compared.ci_low, compared.ci_high)}"
+    split = splits.get(record.cell)
+    said = f" ({layers.in_words(split)})" if split is not None else ""
+    return f"{record.cell.encryption} {change(compared.pct, compared.ci_low, compared.ci_high)}{said}"
+
+
+Chosen = tuple[tuple, Headline, list[SummaryRecord], SummaryRecord | None]
+"""A config's headline figure (`chosen_figures`): the config, the figure, its encryptions' records, its placebo's."""
+
+
+def _splits(run: RunData, records: list[SummaryRecord], figures: list[Chosen]) -> Splits:
+    """The splits of every record the `figures` (chosen_figures) read."""
+    return layers.splits(run, records, [record for _, _, chosen, _ in figures for record in chosen])
+
+
+def layer_bound(chosen: list[SummaryRecord], splits: Splits) -> bool:
+    """Whether a figure's every encryption is an fs-layer one whose file-system layer dominates its
+    cost (or that bare layer itself): its pages are then read again through the layer, not
+    decrypted again, as far as the cost goes (cache.REREAD). False without a bare-layer arm: no claim."""
+    bares = {splits[record.cell].bare for record in chosen if record.cell in splits}
+    ciphers = [record for record in chosen if record.cell.encryption not in bares]
+    return bool(ciphers) and all(record.cell in splits and splits[record.cell].dominant == layers.LAYER
+                                 for record in ciphers)
+
+
+def layer_bound_configs(run: RunData, records: list[SummaryRecord]) -> set[tuple]:
+    """The configs (engine, memory_mb, workload, scale) whose headline figure is `layer_bound`, for
+    cache.findings."""
+    figures = chosen_figures(records)
+    splits = _splits(run, records, figures)
+    return {(engine, memory, workload, scale) for (engine, _, memory, workload, scale), _, chosen, _ in figures
+            if layer_bound(chosen, splits)}
 
 
 def _width(records: list[SummaryRecord]) -> float:
@@ -56,11 +95,12 @@ def _width(records: list[SummaryRecord]) -> float:
 
 
 def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None, rate: bool = False,
-             spills: bool = False) -> list[str]:
+             spills: bool = False, splits: Splits | None = None) -> list[str]:
     """The encryptions of one figure, cheapest first, in the groups a reader decides by. For a
     `rate` (oltp's TPM and NOPM) a cost is a drop: its overhead is below zero, and halving the
     rate is what doubling a time is."""
     once, free, unresolved, costs, doubles, faster = [], [], [], [], [], []
+    splits = splits or {}
     sign = -1.0 if rate else 1.0
     for record in sorted(records, key=lambda r: (sign * r.overhead.pct, r.cell.encryption)):  # type: ignore[union-attr]
         compared = record.overhead
@@ -82,29 +122,30 @@ def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None, rate: bo
         groups.append("measured once, so no interval and no conclusion: "
                       + ", ".join(f"{r.cell.encryption} {percent(r.overhead.pct)}" for r in once))  # type: ignore[union-attr]
     if free:
-        groups.append(f"no measurable cost for {', '.join(_interval(r) for r in free)}")
+        groups.append(f"no measurable cost for {', '.join(_interval(r, splits) for r in free)}")
     if unresolved:  # the sentence names the floor's width before the groups
         groups.append("inside the noise floor, so not resolved as a cost: "
-                      + ", ".join(_interval(r) for r in unresolved))
+                      + ", ".join(_interval(r, splits) for r in unresolved))
     if costs:
         span = (percent(costs[0].overhead.pct) if len(costs) == 1  # type: ignore[union-attr]
                 else f"{percent(costs[0].overhead.pct)} to {percent(costs[-1].overhead.pct)}")  # type: ignore[union-attr]
-        groups.append(f"costs {span}{' of the rate' if rate else ''}: {', '.join(_interval(r) for r in costs)}")
+        groups.append(f"costs {span}{' of the rate' if rate else ''}: {', '.join(_interval(r, splits) for r in costs)}")
     if doubles:
         where = ("where the data does not fit the engine's cache, as here" if spills else "where speed matters")
         groups.append(f"{'halves the rate or worse' if rate else 'more than doubles the time'} (avoid {where}): "
-                      f"{', '.join(_interval(r) for r in doubles)}")
+                      f"{', '.join(_interval(r, splits) for r in doubles)}")
     if faster:
         quicker = "a higher rate" if rate else "faster"
         groups.append(f"{quicker} than no encryption, resolved beyond the noise floor (where it arises: the "
-                      f"findings): {', '.join(_interval(r) for r in faster)}" if floor is not None else
+                      f"findings): {', '.join(_interval(r, splits) for r in faster)}" if floor is not None else
                       f"{quicker} than no encryption, with no placebo arm to tell it from noise: "
-                      f"{', '.join(_interval(r) for r in faster)}")
+                      f"{', '.join(_interval(r, splits) for r in faster)}")
     return groups
 
 
 def _sentence(engine: str, memory: int | None, workload: str, scale: float, figure: Headline,
-              records: list[SummaryRecord], floor: SummaryRecord | None, regime: cache.Regime | None) -> str:
+              records: list[SummaryRecord], floor: SummaryRecord | None, regime: cache.Regime | None,
+              splits: Splits) -> str:
     who = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
            f"{figure.short or figure.label}")
     rounds = {r.overhead.n_treatment for r in records}  # type: ignore[union-attr]
@@ -112,8 +153,9 @@ def _sentence(engine: str, memory: int | None, workload: str, scale: float, figu
     counted = f"{count} round{'' if count == 1 else 's'}; " if count is not None else ""
     floor_text = (f"noise floor ±{resolution(floor):.1f}%" if floor is not None
                   else "no placebo arm, so no measured noise floor")
-    regime_text = f"; {regime.words}" if regime else ""
-    groups = _grouped(records, floor, figure.metric in PER_MINUTE, spills=regime is not None and regime.spills)
+    regime_text = f"; {regime.said(layer_bound(records, splits))}" if regime else ""
+    groups = _grouped(records, floor, figure.metric in PER_MINUTE, spills=regime is not None and regime.spills,
+                      splits=splits)
     return f"{who} ({counted}{floor_text}{regime_text}): {'; '.join(groups)}."
 
 
@@ -149,8 +191,7 @@ def _figures_by_config(records: list[SummaryRecord]) -> dict[tuple, dict[Headlin
     return per_config
 
 
-def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, list[SummaryRecord],
-                                                                 SummaryRecord | None]]:
+def chosen_figures(records: list[SummaryRecord]) -> list[Chosen]:
     """Per engine, memory, workload and scale (the config: engine, memory order, memory,
     workload, scale): the figure its headline reads (see the module), its encryptions' records
     and its placebo's record (None without one), in the report's order. The sentences and the
@@ -169,8 +210,7 @@ def chosen_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, 
     return chosen_ones
 
 
-def _load_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, list[SummaryRecord],
-                                                                SummaryRecord | None]]:
+def _load_figures(records: list[SummaryRecord]) -> list[Chosen]:
     """The load of every config whose headline reads another figure (the power test): the
     picture's panels of their own for it, after the headline's."""
     floor_of, chosen = floors(records), {config: figure for config, figure, _, _ in chosen_figures(records)}
@@ -183,16 +223,18 @@ def _load_figures(records: list[SummaryRecord]) -> list[tuple[tuple, Headline, l
 def config_sentences(run: RunData, records: list[SummaryRecord]) -> list[str]:
     """Per engine, workload and scale, every encryption with its interval in the groups a DBA
     decides by, the noise floor and the regime: the first findings of the report."""
-    regimes = cache.regimes(run)
+    regimes, figures = cache.regimes(run), chosen_figures(records)
+    splits = _splits(run, records, figures)
     return [_sentence(engine, memory, workload, scale, figure, chosen, floor,
-                      regimes.get((engine, memory, workload, scale)))
-            for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records)]
+                      regimes.get((engine, memory, workload, scale)), splits)
+            for (engine, _, memory, workload, scale), figure, chosen, floor in figures]
 
 
 def headline(run: RunData, records: list[SummaryRecord]) -> list[str]:
     """The sentences in full (see the module): `config_sentences`, then the busy machine, the
     at-rest line and the cache caveat."""
-    return config_sentences(run, records) + _machine_and_at_rest(run) + cache.findings(run)
+    return (config_sentences(run, records) + _machine_and_at_rest(run)
+            + cache.findings(run, layer_bound_configs(run, records)))
 
 
 def _machine_and_at_rest(run: RunData) -> list[str]:
@@ -222,9 +264,10 @@ def panels(run: RunData, records: list[SummaryRecord],
         marks[(t.engine, t.memory_mb, t.encryption, t.workload, t.scale)].add(
             "plaintext" if verdict.verdict == "plaintext" and verdict.expected == "encrypted"
             else "encrypted" if verdict.as_expected else "unsure")
-    regimes = cache.regimes(run)
+    regimes, figures = cache.regimes(run), chosen_figures(records) + _load_figures(records)
+    splits = _splits(run, records, figures)
     result = []
-    for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records) + _load_figures(records):
+    for (engine, _, memory, workload, scale), figure, chosen, floor in figures:
         rows = []
         for record in chosen:
             compared = record.overhead
@@ -239,7 +282,8 @@ def panels(run: RunData, records: list[SummaryRecord],
                  f"{figure.short or figure.label}")
         result.append(plots.Panel(title, tuple(rows), resolution(floor) if floor is not None else None,
                                   rate=figure.metric in PER_MINUTE,
-                                  regime=regime.words if regime else "", kind=figure.label or figure.short))
+                                  regime=regime.said(layer_bound(chosen, splits)) if regime else "",
+                                  kind=figure.label or figure.short))
     return result
 
 
@@ -252,10 +296,14 @@ def resolved(record: SummaryRecord, floor: SummaryRecord | None) -> bool:
             and not below_resolution(record, floor))
 
 
-def _short(record: SummaryRecord, floor: SummaryRecord | None) -> str:
+def _short(record: SummaryRecord, floor: SummaryRecord | None, splits: Splits) -> str:
+    """An encryption's overhead in a glance: "(noise)" where the run does not resolve it, which part
+    dominates where its bare layer was measured beside it."""
     compared = record.overhead
     assert compared is not None
-    return f"{record.cell.encryption} {percent(compared.pct)}" + ("" if resolved(record, floor) else " (noise)")
+    split = splits.get(record.cell)
+    notes = ([] if resolved(record, floor) else ["noise"]) + ([layers.in_words(split, short=True)] if split else [])
+    return f"{record.cell.encryption} {percent(compared.pct)}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 @dataclass(frozen=True)
@@ -290,20 +338,21 @@ def summary_lines(run: RunData, records: list[SummaryRecord]) -> list[str]:
 
 def glance(run: RunData, records: list[SummaryRecord]) -> Glance:
     """`summary_lines`, its cost lines apart from the machine and at-rest lines."""
-    regimes = cache.regimes(run)
+    regimes, figures = cache.regimes(run), chosen_figures(records)
+    splits = _splits(run, records, figures)
     lines = []
-    for (engine, _, memory, workload, scale), figure, chosen, floor in chosen_figures(records):
+    for (engine, _, memory, workload, scale), figure, chosen, floor in figures:
         rate = figure.metric in PER_MINUTE
         ranked = sorted(chosen, key=lambda r: ((-1.0 if rate else 1.0) * r.overhead.pct,  # type: ignore[union-attr]
                                                r.cell.encryption))
         who = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
                f"{figure.short or figure.label}")
-        costs = (_short(ranked[0], floor) if len(ranked) == 1
-                 else f"cheapest {_short(ranked[0], floor)}, dearest {_short(ranked[-1], floor)}")
+        costs = (_short(ranked[0], floor, splits) if len(ranked) == 1
+                 else f"cheapest {_short(ranked[0], floor, splits)}, dearest {_short(ranked[-1], floor, splits)}")
         floor_text = f"noise floor ±{resolution(floor):.1f}%" if floor is not None else "no placebo"
         regime = regimes.get((engine, memory, workload, scale))
-        regime_text = ("" if regime is None
-                       else f"; data {times(regime.ratio)} its cache: pages decrypted on every read" if regime.spills
-                       else "; data fits its cache")
+        regime_text = ("" if regime is None else "; data fits its cache" if not regime.spills
+                       else f"; data {times(regime.ratio)} its cache" if layer_bound(chosen, splits)  # no "decrypted"
+                       else f"; data {times(regime.ratio)} its cache: pages decrypted on every read")
         lines.append(f"{who}: {costs}; {floor_text}{regime_text}.")
     return Glance(lines, _machine_and_at_rest(run))

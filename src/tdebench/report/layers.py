@@ -15,18 +15,23 @@ Ratios multiply (fs-* ÷ none = layer × cipher), so the layer's share of the co
 the log scale: ln(layer ratio) ÷ (ln(layer ratio) + ln(cipher ratio)), given only where both
 parts are costs. Which part dominates is said only where their intervals do not overlap.
 
-Which setting is the bare layer, the engine says: an encryption of the same layer that does not
-encrypt (`Encryption.encrypts`), so nothing here names an engine or a layer.
+Which setting is the bare layer, the run's recorded encryptions say (report/encryptions.py): an
+encryption of the same layer that does not encrypt, so nothing here names an engine or a layer.
+
+Which part dominates is said in one set of phrases (`in_words`, `DOMINANCE`), which the answer
+table's cost cell, the headline's sentences and this section's findings all take: "mostly the
+file-system layer: +50.0% [+48.1, +52.0] of it without the cipher". No phrase is made without the
+bare layer's arm: a run without it makes no claim of which part dominates.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import Any
 
-from tdebench.engines import ENGINES
-from tdebench.engines.base import Encryption
 from tdebench.report import declared
+from tdebench.report.encryptions import known
 from tdebench.report.records import (BASELINE, CellKey, SummaryRecord, cell_data, compare, headline_records,
                                      paired_design, scale_label)
 from tdebench.report.sections import Block, Content, Part
@@ -37,22 +42,14 @@ from tdebench.stats import Overhead
 
 TITLE = "Layer and cipher"
 LAYER, CIPHER, NEITHER = "layer", "cipher", "neither (the intervals overlap)"
-
-
-def _encryption(engine: str, name: str) -> Encryption | None:
-    engine_class = ENGINES.get(engine)
-    return next((e for e in engine_class.encryptions if e.name == name), None) if engine_class else None
-
-
-def bare_layer(engine: str, encryption: str) -> str | None:
-    """The engine's setting of `encryption`'s layer without a cipher (fs-aes-256-gcm →
-    fs-passthrough), or None: the encryption is not below the engine, or its layer has none."""
-    found = _encryption(engine, encryption)
-    if found is None or not found.encrypts or found.provider is None:
-        return None
-    engine_class = ENGINES[engine]
-    return next((e.name for e in engine_class.encryptions
-                 if e.layer == found.layer and not e.encrypts and not e.is_baseline), None)
+DOMINANCE = {
+    LAYER: ("mostly the file-system layer", "{layer} of it without the cipher"),
+    CIPHER: ("mostly the cipher", "{cipher} on top of the layer without it"),
+    NEITHER: ("neither part dominates (their intervals overlap)",
+              "the layer {layer} without the cipher, the cipher {cipher} on top of it"),
+}
+"""Which part an fs-layer encryption's cost is mostly, by `dominant`: a short phrase (a line of
+“In one minute”) and its figures (every other place), each part's overhead with its interval."""
 
 
 def dominant(layer: Overhead, cipher: Overhead) -> str:
@@ -72,62 +69,88 @@ def layer_share(layer: Overhead, cipher: Overhead) -> float | None:
     return logs[0] / sum(logs)
 
 
+@dataclass(frozen=True)
+class Split:
+    """One figure of an fs-layer encryption in two parts: the bare layer against none (`layer`,
+    the bare layer's own overhead) and the encryption against the bare layer (`cipher`)."""
+
+    bare: str
+    layer: Overhead
+    cipher: Overhead
+
+    @property
+    def dominant(self) -> str:
+        return dominant(self.layer, self.cipher)
+
+    @property
+    def share(self) -> float | None:
+        return layer_share(self.layer, self.cipher)
+
+
+def in_words(split: Split, short: bool = False) -> str:
+    """Which part dominates (DOMINANCE), with each part's overhead and interval unless `short`."""
+    phrase, figures = DOMINANCE[split.dominant]
+    if short:
+        return phrase
+    return f"{phrase}: " + figures.format(layer=change(split.layer.pct, split.layer.ci_low, split.layer.ci_high),
+                                          cipher=change(split.cipher.pct, split.cipher.ci_low, split.cipher.ci_high))
+
+
+def splits(run: RunData, records: list[SummaryRecord], wanted: list[SummaryRecord]) -> dict[CellKey, Split]:
+    """Of the `wanted` records, each of an fs-layer encryption whose bare layer the run measured in
+    the same cell (engine, memory, workload, scale, test, step, metric, hosts), split in two; the
+    cipher part is compared as every overhead of the report is (paired where the run pairs)."""
+    encryptions = known(run)
+    by_cell = {r.cell: r for r in records}
+    found: list[tuple[CellKey, CellKey, Overhead]] = []  # the encryption's cell, its bare layer's, the layer's cost
+    for record in wanted:
+        bare = encryptions.bare_layer(record.cell.engine, record.cell.encryption)
+        layer = by_cell.get(replace(record.cell, encryption=bare)) if bare is not None else None
+        if record.overhead is not None and layer is not None and layer.overhead is not None:
+            found.append((record.cell, layer.cell, layer.overhead))
+    if not found:
+        return {}
+    groups = cell_data(run)
+    ciphers = compare([(groups[layer], groups[cell]) for cell, layer, _ in found], paired_design(run))
+    return {cell: Split(layer.encryption, layer_cost, cipher)
+            for (cell, layer, layer_cost), cipher in zip(found, ciphers)}
+
+
 def split_rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
     """One row per headline figure of every fs-layer encryption whose bare layer the run measured
     in the same configuration: the total, the layer and the cipher, each with its interval."""
     timed = [r for r in records if declared.timed(r.cell.workload)]
-    by_cell = {r.cell: r for r in timed}
-    wanted: list[tuple[str, SummaryRecord, SummaryRecord]] = []
-    for headline, record in headline_records(timed):
-        bare = bare_layer(record.cell.engine, record.cell.encryption)
-        if bare is None or record.overhead is None:
-            continue
-        layer = by_cell.get(_with(record.cell, bare))
-        if layer is not None and layer.overhead is not None:
-            wanted.append((headline.label, record, layer))
-    if not wanted:
-        return []
-    groups = cell_data(run)
-    ciphers = compare([(groups[layer.cell], groups[record.cell]) for _, record, layer in wanted], paired_design(run))
+    figures = headline_records(timed)
+    split = splits(run, timed, [record for _, record in figures])
     rows = []
-    for (label, record, layer), cipher in zip(wanted, ciphers):
-        assert record.overhead is not None and layer.overhead is not None
-        cell = record.cell
+    for label, record in ((headline.label, record) for headline, record in figures if record.cell in split):
+        parts, total, cell = split[record.cell], record.overhead, record.cell
+        assert total is not None
         rows.append({"engine": cell.configured, "workload": f"{cell.workload} {scale_label(cell.workload, cell.scale)}",
-                     "figure": label, "encryption": cell.encryption, "bare": layer.cell.encryption,
-                     "total": record.overhead.pct, "total_ci": _ci(record.overhead),
-                     "layer": layer.overhead.pct, "layer_ci": _ci(layer.overhead),
-                     "cipher": cipher.pct, "cipher_ci": _ci(cipher),
-                     "share": layer_share(layer.overhead, cipher), "dominant": dominant(layer.overhead, cipher),
-                     "n": cipher.n_treatment, "method": cipher.method,
-                     "sentence": _sentence(label, cell, layer.cell.encryption, record.overhead, layer.overhead,
-                                           cipher)})
+                     "figure": label, "encryption": cell.encryption, "bare": parts.bare,
+                     "total": total.pct, "total_ci": _ci(total),
+                     "layer": parts.layer.pct, "layer_ci": _ci(parts.layer),
+                     "cipher": parts.cipher.pct, "cipher_ci": _ci(parts.cipher),
+                     "share": parts.share, "dominant": parts.dominant,
+                     "n": parts.cipher.n_treatment, "method": parts.cipher.method,
+                     "sentence": _sentence(label, cell, total, parts)})
     return rows
-
-
-def _with(cell: CellKey, encryption: str) -> CellKey:
-    return CellKey(cell.engine, encryption, cell.workload, cell.scale, cell.test, cell.step, cell.metric,
-                   cell.memory_mb, cell.host)
 
 
 def _ci(compared: Overhead) -> str:
     return interval(compared.ci_low, compared.ci_high, percent)
 
 
-def _sentence(label: str, cell: CellKey, bare: str, total: Overhead, layer: Overhead, cipher: Overhead) -> str:
+def _sentence(label: str, cell: CellKey, total: Overhead, split: Split) -> str:
     where = f"{cell.configured} {cell.workload} {scale_label(cell.workload, cell.scale)}, {label}"
-    text_ = (f"{where}: of {cell.encryption}'s {change(total.pct, total.ci_low, total.ci_high)} against "
-             f"{BASELINE}, the layer alone ({bare} against {BASELINE}) is "
-             f"{change(layer.pct, layer.ci_low, layer.ci_high)} and the cipher ({cell.encryption} against "
-             f"{bare}) {change(cipher.pct, cipher.ci_low, cipher.ci_high)}")
-    part = dominant(layer, cipher)
-    share = layer_share(layer, cipher)
-    shown = f", {ratio_percent(share)} of the cost on the log scale" if share is not None else ""
-    if part == LAYER:
-        return f"{text_}: the file-system layer dominates, not the cipher{shown}."
-    if part == CIPHER:
-        return f"{text_}: the cipher dominates, not the file-system layer{shown}."
-    return f"{text_}: neither part dominates (their intervals overlap){shown}."
+    share = split.share
+    shown = f" ({ratio_percent(share)} of the cost on the log scale)" if share is not None else ""
+    layer, cipher = split.layer, split.cipher
+    return (f"{where}: of {cell.encryption}'s {change(total.pct, total.ci_low, total.ci_high)} against "
+            f"{BASELINE}, the layer alone ({split.bare} against {BASELINE}) is "
+            f"{change(layer.pct, layer.ci_low, layer.ci_high)} and the cipher ({cell.encryption} against "
+            f"{split.bare}) {change(cipher.pct, cipher.ci_low, cipher.ci_high)}: {in_words(split, short=True)}"
+            f"{shown}.")
 
 
 def split_table(rows: list[dict[str, Any]]) -> Table:

@@ -36,13 +36,13 @@ TOTAL = "total"
 CPU = "cpu_s"
 
 
-def _test_records(records: list[SummaryRecord]) -> list[SummaryRecord]:
-    """Of every configuration's CPU records, one per test: its `total` step's, or its one step's
-    when it has no total (a test of several steps and no total has no figure of its own here)."""
+def per_test(records: list[SummaryRecord], metric: str = CPU) -> list[SummaryRecord]:
+    """Of every configuration's records of `metric`, one per test: its `total` step's, or its one
+    step's when it has no total (a test of several steps and no total has no figure of its own here)."""
     steps: dict[tuple, list[SummaryRecord]] = defaultdict(list)
     for record in records:
         cell = record.cell
-        if cell.metric == CPU:
+        if cell.metric == metric:
             steps[(*_config(cell), cell.test)].append(record)
     chosen = []
     for found in steps.values():
@@ -69,7 +69,7 @@ def cpu_rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]
         return found.summary.median if found is not None else None
 
     rows = []
-    for record in _test_records(records):
+    for record in per_test(records):
         cell, summary, compared = record.cell, record.summary, record.overhead
         rows.append({
             "engine": cell.engine_at_hosts, "memory_mb": cell.memory_mb, "encryption": cell.encryption,

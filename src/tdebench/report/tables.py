@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tdebench.engines import ENGINES
 from tdebench.measure.environment import flatten
 from tdebench.report import declared, noise
 from tdebench.report.records import (BASELINE, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord,
-                                     below_resolution, deterministic, floors, headline_records, host_blocks, is_query,
+                                     below_resolution, deterministic, floors, headline_records, is_query,
                                      memory_order, resolution, run_order, scale_text, step_order)
 from tdebench.stats import NOISY_CV, PAIRED, Overhead, noise_advice
-from tdebench.report.units import (MIB, display_unit, interval, mib, number, p_value, percent, ratio_percent,
-                                   times)
-from tdebench.results import FILE_KIND_TITLES, FILE_KINDS, CipherSpeed, Measurement, RunData, Sample, TrialKey, Verdict
+from tdebench.report.units import MIB, display_unit, interval, mib, number, p_value, percent, ratio_percent
+from tdebench.results import (ENCRYPTIONS, FILE_KIND_TITLES, FILE_KINDS, CipherSpeed, Measurement, RunData, Sample,
+                              TrialKey, Verdict)
 
 
 def text(value: Any) -> str:
@@ -95,7 +93,7 @@ def config_columns(memory: bool = False, hosts: bool = False) -> tuple[Column, .
                      num("scale", "scale", scale_text))
 
 
-def _shown_config_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
+def shown_config_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
     """The configuration columns of a report-only table: workload and scale only when its rows
     have more than one of them (the overview names the one a run has), memory only when used."""
     columns = config_columns(uses_memory(row["memory_mb"] for row in rows))
@@ -322,7 +320,7 @@ def verdict_summary_table(run: RunData) -> Table:
     rows = [{"engine": key.engine, "memory_mb": key.memory_mb, "encryption": key.encryption,
              "workload": key.workload, "scale": key.scale,
              **_verdict_count(verdicts, max(trials[key], len(verdicts)))} for key, verdicts in groups.items()]
-    columns = _shown_config_columns(rows) + (
+    columns = shown_config_columns(rows) + (
         Column("expected", "expected"), Column("verdicts", "verdicts"),
         Column("as_expected", "as expected"))
     return Table("Verdicts", columns, rows, alarm="unexpected",
@@ -397,7 +395,7 @@ def overhead_table(records: list[SummaryRecord]) -> Table:
                      "noisy": noise.comparison_noise(record, baseline) is not None})
     rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["workload"], row["scale"],
                                declared.label_order(row["figure"]), row["encryption"]))
-    columns = _shown_config_columns(rows) + (
+    columns = shown_config_columns(rows) + (
         Column("figure", "figure"), Column("unit", "unit"), num("baseline", "none (median)"),
         num("median", "median"), num("overhead", "overhead", percent), num("ci", "95% CI", text),
         Column("reading", "reading"), num("p", "p", p_value), num("n", "n", text), Column("noisy", "noisy"))
@@ -427,7 +425,7 @@ def size_table(records: list[SummaryRecord]) -> Table:
                      "overhead": compared.pct if compared else None,
                      "ci": None if compared is None else "exact" if exact
                      else interval(compared.ci_low, compared.ci_high, percent)})
-    columns = _shown_config_columns(rows) + (
+    columns = shown_config_columns(rows) + (
         num("size", "size (MiB, median)"), num("cv", "CV between trials", ratio_percent),
         num("overhead", "vs none", percent), num("ci", "95% CI", text))
     summary = f"{len(rows)} configurations"
@@ -557,122 +555,20 @@ def cipher_table(run: RunData) -> Table:
     return speeds_table(run.ciphers)
 
 
-NOT_MEASURED = "not measured"
-
-
-def _thousands(value: int | None) -> str:
-    return "–" if value is None else f"{value:,}"
-
-
-def cipher_of(engine: str, encryption: str) -> tuple[str, str, int] | None:
-    """(raw cipher, what the engine adds, page bytes) behind an engine's encryption, as the
-    engine defines it (`Encryption.cipher`, `.cipher_extra`, `.page_bytes`); None if unknown."""
-    engine_class = ENGINES.get(engine)
-    found = next((e for e in engine_class.encryptions if e.name == encryption), None) if engine_class else None
-    if found is None or not found.encrypts:
-        return None
-    return found.cipher, f"plus {found.cipher_extra}" if found.cipher_extra else "", found.page_bytes
-
-
-def raw_speed(speeds: Iterable[CipherSpeed], cipher: str, page_bytes: int) -> CipherSpeed | None:
-    """The figure of `cipher` measured at the page size nearest `page_bytes` (on a log scale,
-    the smaller on a tie; the smallest for 0), or None if it has none; where several hosts
-    measured it (a cluster run), the median of their figures at that page size."""
-    measured = [s for s in speeds if s.cipher == cipher and s.available]
-    target = math.log2(page_bytes) if page_bytes > 0 else 0.0
-    nearest = min(measured, key=lambda s: (abs(math.log2(s.chunk_bytes) - target), s.chunk_bytes), default=None)
-    figures = [s.mib_per_s for s in measured if nearest is not None and s.chunk_bytes == nearest.chunk_bytes]
-    if nearest is None or len(figures) == 1:
-        return nearest
-    return dataclasses.replace(nearest, mib_per_s=statistics.median(f for f in figures if f is not None), host=None)
-
-
-def speeds_of(run: RunData, hosts: str | None) -> list[CipherSpeed]:
-    """The raw cipher figures of the hosts that measured a cell: those of its kind of host
-    (`CellKey.host`) where hosts that differ are reported apart, else every host's."""
-    if hosts is None:
-        return list(run.ciphers)
-    groups = host_blocks(run).groups
-    return [speed for speed in run.ciphers if speed.host is not None and groups.get(speed.host) == hosts]
-
-
-def cipher_context_table(run: RunData, records: list[SummaryRecord]) -> Table:
-    """Each encryption's raw cipher speed beside its overhead: how long the cipher alone would
-    take to encrypt the whole database once, next to what the load really cost more."""
-    baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
-    figures: dict[tuple, dict[str, SummaryRecord]] = defaultdict(dict)
-    for headline, record in headline_records(records):
-        if record.overhead is not None and record.cell.encryption != PLACEBO:  # no cipher in an A/A arm
-            cell = record.cell
-            figures[(cell.engine, memory_order(cell.memory_mb), cell.host or "", cell.encryption, cell.workload,
-                     cell.scale, cell.memory_mb)][headline.label] = record
-    rows = []
-    for (engine, _, hosts, encryption, workload, scale, memory), chosen in sorted(figures.items()):
-        row: dict[str, Any] = {"engine": engine, "memory_mb": memory, "hosts": hosts, "encryption": encryption,
-                               "workload": workload, "scale": scale}
-        raw = cipher_of(engine, encryption)
-        speeds = speeds_of(run, hosts or None)
-        speed = raw_speed(speeds, raw[0], raw[2]) if raw else None
-        if raw is None:
-            row["cipher"] = NOT_MEASURED
-        else:
-            unavailable = any(c.cipher == raw[0] and not c.available for c in speeds)
-            missing = "" if speed else f"({UNAVAILABLE if unavailable else NOT_MEASURED})"
-            row["cipher"] = " ".join(filter(None, (raw[0], raw[1], missing)))
-        size = chosen.get("database size")
-        load = chosen.get("data load elapsed")
-        if size is not None:
-            row["size"] = size.summary.median / MIB
-        if speed is not None and speed.mib_per_s:
-            row["chunk"], row["mib_per_s"] = speed.chunk_bytes, speed.mib_per_s
-            if size is not None:
-                row["cipher_ms"] = size.summary.median / MIB / speed.mib_per_s * 1000.0
-        if load is not None:
-            base = baselines[load.cell.comparison]
-            row["load_ms"] = (load.summary.median - base.summary.median) * 1000.0
-            row["load_significant"] = bool(load.overhead and load.overhead.significant)
-        if row.get("cipher_ms") and row.get("load_ms") is not None and row["load_ms"] > 0:
-            row["times"] = row["load_ms"] / row["cipher_ms"]
-        rows.append(row)
-    config = _shown_config_columns(rows)
-    if any(row["hosts"] for row in rows):  # hosts that differ: each kind's own cipher figures
-        config = (*config[:1], Column("hosts", "hosts"), *config[1:])
-    columns = config + (
-        _prose("cipher", "raw cipher"), num("chunk", "page (bytes)", _thousands), num("mib_per_s", "MiB/s"),
-        num("size", "database (MiB)"), num("cipher_ms", "cipher time (ms)"),
-        num("load_ms", "load overhead (ms)"), num("times", "÷ cipher time", times))
-    return Table("Against the raw cipher", columns, rows, intro=_cipher_intro(rows),
-                 note="Cipher time = database size ÷ raw throughput: encrypting every byte "
-                      "of the database once, in memory, with no I/O. Load overhead = median "
-                      "load time with the encryption − median without. Raw throughput is taken "
-                      "at the encryption's page size (SQLite and gocryptfs 4 KiB, InnoDB 16 KiB, "
-                      "DuckDB 256 KiB blocks), or the nearest size measured. On a cluster it is the "
-                      "median of the hosts' own figures: of each kind of host where hosts that differ are "
-                      "reported apart (the hosts column), else of them all.")
-
-
-def _cipher_intro(rows: list[dict[str, Any]]) -> str:
-    text = ("How far is each engine from the cost of the cipher itself? Below, each "
-            "encryption's raw cipher throughput on the machine that ran it, the time that cipher alone "
-            "would need to encrypt the whole database once (cipher time), and the load's "
-            "measured overhead beside it.")
-    ratios = [row["times"] for row in rows if "times" in row]
-    if ratios:
-        span = times(min(ratios)) if len(ratios) == 1 else f"{times(min(ratios))} to {times(max(ratios))}"
-        text += (f" Where both are known and the load got slower, its overhead is {span} the "
-                 "cipher time" + (": the cost lies mostly outside the cipher (page handling, key "
-                                  "derivation, extra I/O, noise), not in the encryption arithmetic."
-                                  if min(ratios) > 3 else "."))
-    timed = [row for row in rows if "load_ms" in row]
-    if timed and not any(row["load_significant"] for row in timed):
-        text += (" No load overhead here is statistically significant, so read these as orders "
-                 "of magnitude, not as measurements.")
-    return text
+def _without_encryptions(environment: dict[str, Any]) -> dict[str, Any]:
+    """environment.json less its encryptions, at its top and in each host's (a cluster run)."""
+    shown = {key: value for key, value in environment.items() if key != ENCRYPTIONS}
+    if isinstance(shown.get("hosts"), dict):
+        shown["hosts"] = {host: _without_encryptions(own) if isinstance(own, dict) else own
+                          for host, own in shown["hosts"].items()}
+    return shown
 
 
 def environment_table(run: RunData) -> Table:
-    """The environment rendered generically: nested keys joined by dots, lists by commas."""
-    rows = [{"key": key, "value": value} for key, value in flatten(run.environment)]
+    """The environment rendered generically: nested keys joined by dots, lists by commas; the
+    engines' encryptions left out (results.ENCRYPTIONS: each one's facts, shown where they are
+    used, "Against the raw cipher")."""
+    rows = [{"key": key, "value": value} for key, value in flatten(_without_encryptions(run.environment))]
     return Table("Environment", (Column("key", "key"), _prose("value", "value")), rows,
                  summary=f"{len(rows)} settings of the machine and its software, as the run recorded them")
 
