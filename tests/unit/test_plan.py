@@ -387,10 +387,12 @@ def test_a_list_option_takes_distinct_choices_in_the_order_written() -> None:
 
 def test_plans_command_reads_at_80_columns() -> None:
     """`tdebench plans`: a block per built-in plan, no line past 80 columns, and each
-    description whole when its lines are joined again (wrapped between words only)."""
+    description and expected duration (what `run` prints) whole when its lines are joined again
+    (wrapped between words only)."""
     from click.testing import CliRunner
 
     from tdebench.cli import builtin_plans, main
+    from tdebench.cli.plans import expected
 
     printed = CliRunner().invoke(main, ["plans"], catch_exceptions=False, terminal_width=80)
     assert printed.exit_code == 0, printed.output
@@ -403,7 +405,8 @@ def test_plans_command_reads_at_80_columns() -> None:
             if not line.startswith("  "):
                 break
             body.append(line.strip())
-        assert " ".join(body).startswith(load_plan(path).description), name
+        plan = load_plan(path)
+        assert " ".join(body) == f"{plan.description}; {expected(plan)}", name
 
 
 def _key_form_plan(engine: str, encryptions: str, key_form: str) -> str:

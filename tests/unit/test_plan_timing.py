@@ -1,6 +1,6 @@
 """How long a plan takes, as data: the keys `measured_s`, `measured_trials` and `measured_on`,
-their errors (with file and line) and their agreement with each built-in plan's free-text
-`measured`."""
+their errors (with file and line), their agreement with each built-in plan's free-text
+`measured`, and the expected duration `run` prints and `plans` lists (cli/plans.expected)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from tdebench.cli import builtin_plans, main
-from tdebench.plan import load_plan, parse_plan
+from tdebench.cli.plans import duration, expected, trial_count
+from tdebench.plan import load_plan, only_engines, parse_plan
 
 NOT_YET_TIMED = {
     # no run of the plan as it is has been timed: its `measured` is empty
@@ -75,3 +76,71 @@ def test_a_bad_timing_key_is_exit_2_with_the_file_and_line(tmp_path: Path) -> No
     assert (f"{plan}:3: measured_s must be the seconds the timed run took, a number above 0, e.g. measured_s = 508 "
             "for 8 min 28 s") in " ".join(done.output.split())
     assert not (tmp_path / "out").exists()
+
+
+TIMED = '''name = "timed"
+measured = "2 min 30 s, 12 trials, 2 cores, nothing else running, 2026-12-06"
+measured_s = 150
+measured_trials = 12
+measured_on = 2026-12-06
+repetitions = 3
+warmups = 0
+seed = 1
+
+[[engines]]
+name = "duckdb"
+encryptions = ["aes-256-gcm"]
+
+[[engines]]
+name = "sqlite"
+encryptions = ["aes-256-cbc"]
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power"]
+'''
+NOTES = "; the plan notes: 2 min 30 s, 12 trials, 2 cores, nothing else running, 2026-12-06"
+
+
+def test_a_run_of_the_trials_timed_expects_the_measured_time() -> None:
+    plan = parse_plan(TIMED)
+    assert trial_count(plan) == 12  # two engines × none and one encryption × 3 rounds
+    assert expected(plan) == "expected: about 2 min 30 s (measured 2026-12-06, 12 trials)" + NOTES
+
+
+def test_a_run_of_other_trials_is_an_estimate_scaled_by_trials_never_called_measured() -> None:
+    """`run --engine sqlite` runs half the trials timed: half the time, said to be estimated."""
+    some = parse_plan(only_engines(TIMED, ["sqlite"]))
+    assert trial_count(some) == 6
+    assert expected(some) == ("expected: about 1 min 20 s for 6 trials, estimated from the measured 12 trials "
+                              "(2 min 30 s, 2026-12-06)" + NOTES)  # 75 s, to 10 s
+    undated = parse_plan(TIMED.replace("measured_on = 2026-12-06\n", "")
+                         .replace("scale = 0.01", "scales = [0.01, 0.1]"))
+    assert expected(undated).startswith("expected: about 5 min for 24 trials, estimated from the measured 12 trials "
+                                        "(2 min 30 s);")
+
+
+def test_an_adaptive_plan_may_take_longer_and_one_whose_timed_run_added_rounds_is_estimated() -> None:
+    adaptive = TIMED.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2\nmax_minutes = 5")
+    longer = (", longer if it adds rounds until every headline CI is within ±2% (its budget: 5 min of rounds)"
+              + NOTES)
+    assert expected(parse_plan(adaptive)) == "expected: about 2 min 30 s (measured 2026-12-06, 12 trials)" + longer
+    added = parse_plan(adaptive.replace("measured_trials = 12", "measured_trials = 30"))
+    assert expected(added) == ("expected: about 1 min for 12 trials, estimated from the measured 30 trials "
+                               "(2 min 30 s, 2026-12-06)" + longer)
+
+
+def test_a_plan_without_both_figures_is_not_yet_timed() -> None:
+    assert expected(parse_plan(TIMED.replace("measured_trials = 12\n", ""))) == \
+        "not yet timed: no expected duration" + NOTES
+    assert expected(parse_plan(TIMED.replace("measured_s = 150\n", ""))) == \
+        "not yet timed: no expected duration" + NOTES
+    untimed = "\n".join(line for line in TIMED.splitlines() if not line.startswith("measured")) + "\n"
+    assert expected(parse_plan(untimed)) == "not yet timed: no expected duration"
+
+
+@pytest.mark.parametrize("seconds, text", [(45, "45 s"), (305, "5 min 5 s"), (508.4, "8 min 28 s"), (540, "9 min"),
+                                           (3062, "51 min 2 s"), (3900, "1 h 5 min")])
+def test_a_duration_reads_as_a_clock(seconds: float, text: str) -> None:
+    assert duration(seconds) == text
