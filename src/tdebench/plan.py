@@ -7,6 +7,8 @@ benchmarking is an hour lost.
 
 from __future__ import annotations
 
+import datetime
+import math
 import random
 import re
 import tomllib
@@ -29,9 +31,10 @@ CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "lockstep", "sequential")
 PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
-_TOP_KEYS = {"name", "description", "measured", "only", "repetitions", "warmups", "cache", "order", "seed",
-             "sample_interval_s", "placebo", "target_ci_pct", "max_minutes", "max_repetitions", "target_tests",
-             "engines", "workloads", "pin_cpus", "pool_hosts", "capture_every_s", "quiet_wait_s", "evict"}
+_TOP_KEYS = {"name", "description", "measured", "measured_s", "measured_trials", "measured_on", "only",
+             "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s", "placebo", "target_ci_pct",
+             "max_minutes", "max_repetitions", "target_tests", "engines", "workloads", "pin_cpus", "pool_hosts",
+             "capture_every_s", "quiet_wait_s", "evict"}
 PLACEBO = PLACEBO_ENCRYPTION.name
 """The A/A arm's encryption name: `none` again, run and analysed exactly like an encryption."""
 DEFAULT_REPETITIONS = 5
@@ -120,6 +123,12 @@ class Plan:
     # how long a run of the plan took and where, as its author timed it (`tdebench plans` lists it);
     # free text, never computed: e.g. "4 min 37 s, 2 cores, idle machine (2026-11-22)"
     measured: str = ""
+    # the same timed run as figures (`measured_s`, `measured_trials`, `measured_on`): its seconds, its
+    # trials and its day, each None where the plan does not give it; with the first two, `run` and
+    # `plans` say what a run should take (cli/plans.expected)
+    measured_s: float | None = None
+    measured_trials: int | None = None
+    measured_on: datetime.date | None = None
     # a cluster run: pool the figures of hosts whose environments differ (CPU model, flags, kernel,
     # engine versions) instead of reporting each such host apart (report/records.host_blocks)
     pool_hosts: bool = False
@@ -410,10 +419,52 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
         pin_cpus=_pin_cpus(check, data["pin_cpus"]) if "pin_cpus" in data else None,
         description=check.string(data, "description", ""),
         measured=check.string(data, "measured", ""),
+        measured_s=_measured_s(check, data),
+        measured_trials=_measured_trials(check, data),
+        measured_on=_measured_on(check, data),
         pool_hosts=check.boolean(data, "pool_hosts", False),
         capture_every_s=check.number(data, "capture_every_s", 0.5, 0.0, 60.0),
         quiet_wait_s=check.number(data, "quiet_wait_s", 0.0, 0.0, QUIET_WAIT_MOST_S),
     )
+
+
+def _measured_s(check: "Checker", data: dict[str, Any]) -> float | None:
+    """`measured_s`: the seconds the plan's timed run took, a finite number above 0."""
+    value = data.get("measured_s")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise check.error("measured_s must be the seconds the timed run took, a number above 0, "
+                          "e.g. measured_s = 508 for 8 min 28 s", "measured_s")
+    return float(value)
+
+
+def _measured_trials(check: "Checker", data: dict[str, Any]) -> int | None:
+    """`measured_trials`: the trials the plan's timed run had, a whole number above 0."""
+    value = data.get("measured_trials")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise check.error("measured_trials must be the trials the timed run had, a whole number above 0, "
+                          "e.g. measured_trials = 108", "measured_trials")
+    return value
+
+
+def _measured_on(check: "Checker", data: dict[str, Any]) -> datetime.date | None:
+    """`measured_on`: the day of the plan's timed run, a TOML date (measured_on = 2026-12-06) or
+    the same quoted; a time of day is refused, since the key holds a day."""
+    value = data.get("measured_on")
+    if value is None:
+        return None
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        try:
+            return datetime.date.fromisoformat(value)
+        except ValueError:
+            pass  # a day no calendar has (2026-02-30): refused below
+    elif isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return value
+    raise check.error("measured_on must be the day of the timed run, YYYY-MM-DD, e.g. measured_on = 2026-12-06",
+                      "measured_on")
 
 
 _PIN_EXAMPLE = "e.g. pin_cpus = { engine = [1], driver = [0] }"

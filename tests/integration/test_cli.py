@@ -112,6 +112,22 @@ def test_force_replaces_a_run_and_its_derived_files(tmp_path: Path) -> None:
     assert not (out / ".tdebench.lock").exists()
 
 
+def test_run_says_what_to_expect_before_its_first_trial_quiet_too(tmp_path: Path) -> None:
+    """The expected duration (cli/plans.expected: here one trial where one was timed) is the first
+    line a run prints, in --quiet mode too, before the cipher figures and the trial."""
+    from tdebench.cli.plans import expected
+    from tdebench.plan import parse_plan
+
+    text = ('name = "timed"\nmeasured_s = 20\nmeasured_trials = 1\nrepetitions = 1\nwarmups = 0\n\n'
+            '[[engines]]\nname = "sqlite"\nencryptions = ["none"]\n\n'
+            '[[workloads]]\nname = "tpch"\nscale = 0.01\ntests = ["power"]\n')
+    result = invoke("run", str(write(tmp_path / "timed.toml", text)), "--out", str(tmp_path / "out"),
+                    "--work-dir", str(tmp_path), "--quiet")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == expected(parse_plan(text)) == "expected: about 20 s (measured, 1 trial)"
+    assert len(read_run(tmp_path / "out").trials) == 1
+
+
 def test_run_refuses_a_directory_of_user_files_even_with_force(tmp_path: Path) -> None:
     out = tmp_path / "mine"
     (out / "plots").mkdir(parents=True)

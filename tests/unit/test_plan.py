@@ -112,6 +112,20 @@ def test_all_leaves_out_duckdbs_plaintext_temp_files_which_a_plan_names_to_get()
      'evict says how a cold cache is made', 6),
     ('cache = "warm"          # or "cold"', 'cache = "cold"\nevict = "disk"',
      "unknown evict 'disk'; valid: files, os", 6),
+    ("seed = 1", "seed = 1\nmeasured_s = 0", "measured_s must be the seconds the timed run took, a number above 0, "
+     "e.g. measured_s = 508 for 8 min 28 s", 8),
+    ("seed = 1", 'seed = 1\nmeasured_s = "8 min 28 s"', "measured_s must be the seconds the timed run took", 8),
+    ("seed = 1", "seed = 1\nmeasured_s = inf", "measured_s must be the seconds the timed run took", 8),
+    ("seed = 1", "seed = 1\nmeasured_s = true", "measured_s must be the seconds the timed run took", 8),
+    ("seed = 1", "seed = 1\nmeasured_trials = 0", "measured_trials must be the trials the timed run had, a whole "
+     "number above 0, e.g. measured_trials = 108", 8),
+    ("seed = 1", "seed = 1\nmeasured_trials = 10.5", "measured_trials must be the trials the timed run had", 8),
+    ("seed = 1", 'seed = 1\nmeasured_on = "6 Dec 2026"', "measured_on must be the day of the timed run, YYYY-MM-DD, "
+     "e.g. measured_on = 2026-12-06", 8),
+    ("seed = 1", 'seed = 1\nmeasured_on = "2026-02-30"', "measured_on must be the day of the timed run", 8),
+    ("seed = 1", "seed = 1\nmeasured_on = 2026-12-06T10:00:00", "measured_on must be the day of the timed run", 8),
+    ("seed = 1", "seed = 1\nmeasured_on = 20261206", "measured_on must be the day of the timed run", 8),
+    ("seed = 1", "seed = 1\nmeasured_secs = 30", "unknown key 'measured_secs' in plan; valid: ", 8),
 ])
 def test_errors_name_file_line_and_choices(old: str, new: str, message: str, line: int) -> None:
     with pytest.raises(PlanError) as info:
@@ -373,10 +387,12 @@ def test_a_list_option_takes_distinct_choices_in_the_order_written() -> None:
 
 def test_plans_command_reads_at_80_columns() -> None:
     """`tdebench plans`: a block per built-in plan, no line past 80 columns, and each
-    description whole when its lines are joined again (wrapped between words only)."""
+    description and expected duration (what `run` prints) whole when its lines are joined again
+    (wrapped between words only)."""
     from click.testing import CliRunner
 
     from tdebench.cli import builtin_plans, main
+    from tdebench.cli.plans import expected
 
     printed = CliRunner().invoke(main, ["plans"], catch_exceptions=False, terminal_width=80)
     assert printed.exit_code == 0, printed.output
@@ -389,7 +405,8 @@ def test_plans_command_reads_at_80_columns() -> None:
             if not line.startswith("  "):
                 break
             body.append(line.strip())
-        assert " ".join(body).startswith(load_plan(path).description), name
+        plan = load_plan(path)
+        assert " ".join(body) == f"{plan.description}; {expected(plan)}", name
 
 
 def _key_form_plan(engine: str, encryptions: str, key_form: str) -> str:

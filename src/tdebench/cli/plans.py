@@ -1,4 +1,5 @@
-"""The built-in plans (`tdebench plans`) and how a command finds a plan by path or name."""
+"""The built-in plans (`tdebench plans`), what a run of a plan should take, and how a command finds
+a plan by path or name."""
 
 from __future__ import annotations
 
@@ -39,20 +40,69 @@ def plan_or_exit(path: Path) -> Plan:
         raise InputError(str(exc) + hint) from None
 
 
+def trial_count(the_plan: Plan) -> int:
+    """The trials a run of `the_plan` has: for an adaptive plan the least, its first rounds."""
+    from tdebench.plan import schedule
+
+    return len(schedule(the_plan))
+
+
+def expected(the_plan: Plan) -> str:
+    """What a run of `the_plan` should take, as `run` prints it before its first trial and `plans`
+    lists it, from the plan's `measured_s` and `measured_trials`: the measured time where the run has
+    the trials the timed run had, else that time scaled by trials and called an estimate (a run of
+    some engines, `--engine`; an adaptive plan whose timed run added rounds); an adaptive plan's
+    more rounds may take longer. A plan without both keys is not yet timed. The plan's free-text
+    `measured` follows, as the plan notes it."""
+    notes = f"; the plan notes: {the_plan.measured}" if the_plan.measured else ""
+    seconds, timed = the_plan.measured_s, the_plan.measured_trials
+    if seconds is None or timed is None:
+        return "not yet timed: no expected duration" + notes
+    trials = trial_count(the_plan)
+    on = f" {the_plan.measured_on.isoformat()}" if the_plan.measured_on else ""
+    if trials == timed:
+        line = f"expected: about {duration(seconds)} (measured{on}, {_trials(timed)})"
+    else:
+        line = (f"expected: about {duration(_rough(seconds * trials / timed))} for {_trials(trials)}, "
+                f"estimated from the measured {_trials(timed)} ({duration(seconds)}{',' + on if on else ''})")
+    if the_plan.adaptive:
+        budget = f" (its budget: {the_plan.max_minutes:g} min of rounds)" if the_plan.max_minutes else ""
+        line += (f", longer if it adds rounds until every headline CI is within ±{the_plan.target_ci_pct:g}%"
+                 + budget)
+    return line + notes
+
+
+def duration(seconds: float) -> str:
+    """A span of time as a clock reads it, to the second: 45 s, 8 min 28 s, 1 h 5 min."""
+    hours, rest = divmod(round(seconds), 3600)
+    minutes, whole = divmod(rest, 60)
+    parts = [f"{hours} h"] if hours else []
+    parts += [f"{minutes} min"] if minutes else []
+    parts += [f"{whole} s"] if whole or not parts else []
+    return " ".join(parts)
+
+
+def _rough(seconds: float) -> float:
+    """An estimate as precise as it is: to 10 s below 10 minutes, to the minute above."""
+    step = 10 if seconds < 600 else 60
+    return max(step, round(seconds / step) * step)
+
+
+def _trials(count: int) -> str:
+    return f"{count} trial{'' if count == 1 else 's'}"
+
+
 @click.command("plans")
 def plans_command() -> None:
     """List the built-in plans (`tdebench run NAME` runs one): what each compares, how many
-    trials it runs (at least, for an adaptive plan) and how long a run took where its author
-    timed it."""
-    from tdebench.plan import schedule
-
+    trials it runs (at least, for an adaptive plan) and how long a run should take, from the
+    run its author timed."""
     for name, path in builtin_plans().items():
         try:
             the_plan = load_plan(path)
         except PlanError as exc:
             block(f"[bold]{escape(name)}[/]", f"does not load here: {exc}")
             continue
-        trials = len(schedule(the_plan))
+        trials = trial_count(the_plan)
         count = f"≥{trials}" if the_plan.adaptive else str(trials)
-        measured = f"measured: {the_plan.measured}" if the_plan.measured else "not yet timed"
-        block(f"[bold]{escape(name)}[/] · {count} trials", f"{the_plan.description}; {measured}")
+        block(f"[bold]{escape(name)}[/] · {count} trials", f"{the_plan.description}; {expected(the_plan)}")

@@ -13,7 +13,7 @@ import click
 from tdebench import runsetup
 from tdebench.cli.console import err, plain, wrapped
 from tdebench.cli.places import Work, place
-from tdebench.cli.plans import default_plan, plan_or_exit, plan_path
+from tdebench.cli.plans import default_plan, expected, plan_or_exit, plan_path
 from tdebench.cli.progress import ProgressBar
 from tdebench.cli.report import report_or_exit
 from tdebench.errors import InputError
@@ -94,6 +94,7 @@ def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, 
         try:  # the lock is held until the run has written its report
             store = ResultStore(out_dir)
             store.start(the_plan.as_run, where.environment())
+            err.print(expected(the_plan), highlight=False, soft_wrap=True, markup=False)
             _measure(out_dir, quiet, where.work(store))
         finally:
             outdir.unlock(out_dir, out_lock)

@@ -1,0 +1,146 @@
+"""How long a plan takes, as data: the keys `measured_s`, `measured_trials` and `measured_on`,
+their errors (with file and line), their agreement with each built-in plan's free-text
+`measured`, and the expected duration `run` prints and `plans` lists (cli/plans.expected)."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tdebench.cli import builtin_plans, main
+from tdebench.cli.plans import duration, expected, trial_count
+from tdebench.plan import load_plan, only_engines, parse_plan
+
+NOT_YET_TIMED = {
+    # no run of the plan as it is has been timed: its `measured` is empty
+    "assess-mariadb", "assess-postgres", "backup", "claims-sqlcipher", "connections", "connections-raw",
+    "crud", "crud-large", "crud-servers", "embedded", "maintenance", "oltp", "oltp-long", "servers",
+    # timed only with the earlier four SQLite caches (a comment in the plan says so), not its six
+    "cost-curve",
+    # its 6 min 40 s are scripts/demo.sh's, the install included: the run's own time is not stated
+    # (its trials and day are: measured_trials, measured_on)
+    "quick",
+    # two runs, 1 min 30 s and 5 min 27 s: a range, not one duration (its trials and day are given)
+    "strength",
+}
+"""The built-in plans without both `measured_s` and `measured_trials`, each with why."""
+
+DURATION = re.compile(r"(?:(\d+) h )?(?:(\d+) min )?(\d+) s\b")
+TRIALS = re.compile(r"(\d+) trials\b")
+DAY = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+
+
+def test_every_built_in_plan_is_timed_or_listed_as_not_yet_timed() -> None:
+    timed = {name for name, path in builtin_plans().items()
+             if (plan := load_plan(path)).measured_s is not None and plan.measured_trials is not None}
+    assert timed == set(builtin_plans()) - NOT_YET_TIMED
+    assert NOT_YET_TIMED <= set(builtin_plans())  # no name of a plan that is gone
+
+
+@pytest.mark.parametrize("name", sorted(builtin_plans()))
+def test_a_built_in_plans_figures_are_what_its_measured_text_says(name: str) -> None:
+    """The first duration, trial count and day the free text names are the keys' values, and a
+    text that names trials or a day has the key for it: the two cannot drift apart."""
+    plan = load_plan(builtin_plans()[name])
+    text = plan.measured
+    if plan.measured_s is not None:
+        first = DURATION.search(text)
+        assert first, f"{name}: measured_s = {plan.measured_s:g} but its measured text names no duration"
+        hours, minutes, seconds = (int(part or 0) for part in first.groups())
+        assert hours * 3600 + minutes * 60 + seconds == plan.measured_s, f"{name}: {first.group()} in {text!r}"
+    trials = TRIALS.search(text)
+    assert plan.measured_trials == (int(trials.group(1)) if trials else None), f"{name}: {text!r}"
+    day = DAY.search(text)
+    assert plan.measured_on == (datetime.date.fromisoformat(day.group()) if day else None), f"{name}: {text!r}"
+
+
+def test_the_timing_keys_are_read_as_written() -> None:
+    base = 'name = "x"\n{}\n[[engines]]\nname = "duckdb"\n[[workloads]]\nname = "tpch"\nscale = 0.01\n'
+    plan = parse_plan(base.format("measured_s = 508\nmeasured_trials = 108\nmeasured_on = 2026-12-06"))
+    assert (plan.measured_s, plan.measured_trials, plan.measured_on) == (508.0, 108, datetime.date(2026, 12, 6))
+    quoted = parse_plan(base.format('measured_s = 12.5\nmeasured_on = "2026-11-27"'))
+    assert (quoted.measured_s, quoted.measured_trials, quoted.measured_on) == (12.5, None, datetime.date(2026, 11, 27))
+    assert parse_plan(base.format("")).measured_s is None
+
+
+def test_a_bad_timing_key_is_exit_2_with_the_file_and_line(tmp_path: Path) -> None:
+    plan = tmp_path / "timed.toml"
+    plan.write_text('name = "timed"\nmeasured = "8 min 28 s"\nmeasured_s = -508\n'
+                    '[[engines]]\nname = "duckdb"\n[[workloads]]\nname = "tpch"\nscale = 0.01\n')
+    done = CliRunner().invoke(main, ["run", str(plan), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2, done.output
+    assert (f"{plan}:3: measured_s must be the seconds the timed run took, a number above 0, e.g. measured_s = 508 "
+            "for 8 min 28 s") in " ".join(done.output.split())
+    assert not (tmp_path / "out").exists()
+
+
+TIMED = '''name = "timed"
+measured = "2 min 30 s, 12 trials, 2 cores, nothing else running, 2026-12-06"
+measured_s = 150
+measured_trials = 12
+measured_on = 2026-12-06
+repetitions = 3
+warmups = 0
+seed = 1
+
+[[engines]]
+name = "duckdb"
+encryptions = ["aes-256-gcm"]
+
+[[engines]]
+name = "sqlite"
+encryptions = ["aes-256-cbc"]
+
+[[workloads]]
+name = "tpch"
+scale = 0.01
+tests = ["power"]
+'''
+NOTES = "; the plan notes: 2 min 30 s, 12 trials, 2 cores, nothing else running, 2026-12-06"
+
+
+def test_a_run_of_the_trials_timed_expects_the_measured_time() -> None:
+    plan = parse_plan(TIMED)
+    assert trial_count(plan) == 12  # two engines × none and one encryption × 3 rounds
+    assert expected(plan) == "expected: about 2 min 30 s (measured 2026-12-06, 12 trials)" + NOTES
+
+
+def test_a_run_of_other_trials_is_an_estimate_scaled_by_trials_never_called_measured() -> None:
+    """`run --engine sqlite` runs half the trials timed: half the time, said to be estimated."""
+    some = parse_plan(only_engines(TIMED, ["sqlite"]))
+    assert trial_count(some) == 6
+    assert expected(some) == ("expected: about 1 min 20 s for 6 trials, estimated from the measured 12 trials "
+                              "(2 min 30 s, 2026-12-06)" + NOTES)  # 75 s, to 10 s
+    undated = parse_plan(TIMED.replace("measured_on = 2026-12-06\n", "")
+                         .replace("scale = 0.01", "scales = [0.01, 0.1]"))
+    assert expected(undated).startswith("expected: about 5 min for 24 trials, estimated from the measured 12 trials "
+                                        "(2 min 30 s);")
+
+
+def test_an_adaptive_plan_may_take_longer_and_one_whose_timed_run_added_rounds_is_estimated() -> None:
+    adaptive = TIMED.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2\nmax_minutes = 5")
+    longer = (", longer if it adds rounds until every headline CI is within ±2% (its budget: 5 min of rounds)"
+              + NOTES)
+    assert expected(parse_plan(adaptive)) == "expected: about 2 min 30 s (measured 2026-12-06, 12 trials)" + longer
+    added = parse_plan(adaptive.replace("measured_trials = 12", "measured_trials = 30"))
+    assert expected(added) == ("expected: about 1 min for 12 trials, estimated from the measured 30 trials "
+                               "(2 min 30 s, 2026-12-06)" + longer)
+
+
+def test_a_plan_without_both_figures_is_not_yet_timed() -> None:
+    assert expected(parse_plan(TIMED.replace("measured_trials = 12\n", ""))) == \
+        "not yet timed: no expected duration" + NOTES
+    assert expected(parse_plan(TIMED.replace("measured_s = 150\n", ""))) == \
+        "not yet timed: no expected duration" + NOTES
+    untimed = "\n".join(line for line in TIMED.splitlines() if not line.startswith("measured")) + "\n"
+    assert expected(parse_plan(untimed)) == "not yet timed: no expected duration"
+
+
+@pytest.mark.parametrize("seconds, text", [(45, "45 s"), (305, "5 min 5 s"), (508.4, "8 min 28 s"), (540, "9 min"),
+                                           (3062, "51 min 2 s"), (3900, "1 h 5 min")])
+def test_a_duration_reads_as_a_clock(seconds: float, text: str) -> None:
+    assert duration(seconds) == text
