@@ -376,7 +376,8 @@ def test_plans_command_reads_at_80_columns() -> None:
     description whole when its lines are joined again (wrapped between words only)."""
     from click.testing import CliRunner
 
-    from tdebench.cli import builtin_plans, main
+    from tdebench.cli import main
+    from tdebench.cli.plans import builtin_plans
 
     printed = CliRunner().invoke(main, ["plans"], catch_exceptions=False, terminal_width=80)
     assert printed.exit_code == 0, printed.output
