@@ -1,5 +1,14 @@
 """How fast the at-rest scan is, and where its time goes, measured side by side in one run.
 
+First the goal: `tdebench verify` within 2x of `grep -F -c CANARY FILE` (one canary, as a user
+would look for it), with the same findings, on two files in the page cache: random bytes (what
+an encrypted database is) with the canary once in each of its encodings (UTF-8, UTF-16LE,
+UTF-16BE), and a real database file (SQLite's, written by Python's sqlite3: B-tree pages of
+text rows shaped like TPC-H's customer table, the canary in one row). For each it prints
+verify's time as a multiple of grep's (the rows "verify" and "grep -F -c CANARY"), and on the
+random file the `tdebench verify` command's too (Python's start and imports included), with
+where verify's time goes there ("random: search alone", "random: entropy alone").
+
 Every trial ends with a scan of every file its database wrote (verify.scan_file: 4 canaries
 and 4 markers in three encodings, and per-block entropy), so for server engines with a few
 hundred MiB of files the scan is part of every trial's wall-clock time; `tdebench verify` scans
@@ -23,8 +32,8 @@ writes. For files held in the page cache this prints the speed of:
                           time is compared);
   the same four on ciphertext (random bytes, every pattern planted once per MiB too: what an
   encrypted database is, and where grep skips fastest);
-  tdebench verify command `tdebench verify` on the ciphertext file, Python's start and numba's
-                          import included (a fixed cost: it weighs on small files only);
+  tdebench verify command `tdebench verify` on the random file with one canary, Python's start and
+                          the imports included (a fixed cost: it weighs on small files only);
   scan, free pages        verify.scan_file on a sparse file as large, all one hole (InnoDB's
                           system tablespace, sparse regions): read, not mapped (see above);
   entropy, sampled/every  the per-block entropy alone, of the mixed file;
@@ -47,9 +56,12 @@ Run: .venv/bin/python bench/verify_scan.py [MiB] [--rounds N]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import resource
+import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -69,6 +81,8 @@ MARKERS = [f"TDEBENCH-MARKER-{_RANDOM.getrandbits(96):024x}" for _ in range(4)]
 """Shaped as runner.new_canaries makes them (24 random hex digits), fixed so that runs compare. Not
 zero-padded counters: Hyperscan searched the mixed file at half its speed for those, whose runs
 of zeros the text's "Customer#000000001" matches in part everywhere."""
+CANARY = CANARIES[0]
+"""The one canary of the goal's comparison: `grep -F -c CANARY` against `tdebench verify --canary CANARY`."""
 
 
 def chunks(path: Path) -> list[bytes]:
@@ -103,6 +117,34 @@ def write_random(path: Path, mib: int, planted: bytes) -> None:
             fh.write(planted + b"\x01" + os.urandom((1 << 20) - len(planted) - 2) + b"\x01")
 
 
+def write_random_canary(path: Path, mib: int) -> None:
+    """Random bytes with CANARY once in each of its encodings, a third, half and two thirds of the
+    way in, each between two bytes 1 (see write_random)."""
+    size = mib << 20
+    places = zip((size // 3, size // 2, 2 * size // 3), verify.canary_encodings(CANARY).values())
+    with path.open("wb") as fh:
+        written = 0
+        for at, pattern in places:
+            fh.write(os.urandom(at - written - 1) + b"\x01" + pattern + b"\x01")
+            written = at + len(pattern) + 1
+        fh.write(os.urandom(size - written))
+
+
+def write_database(path: Path, mib: int) -> None:
+    """A SQLite database of about `mib` MiB written by Python's sqlite3: rows shaped like TPC-H's
+    customer table, CANARY in the comment of the row in the middle (UTF-8, SQLite's default)."""
+    rows = (mib << 20) // 142  # about 142 bytes a row on disk
+    rng = random.Random(3)
+    words = "regular accounts ironic deposits furiously special packages sleep quickly pending".split()
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("CREATE TABLE customer (c_custkey INTEGER PRIMARY KEY, c_name TEXT, c_address TEXT, "
+                   "c_phone TEXT, c_acctbal REAL, c_mktsegment TEXT, c_comment TEXT)")
+        db.executemany("INSERT INTO customer VALUES (?, ?, ?, ?, ?, ?, ?)", (
+            (key, f"Customer#{key:09d}", f"{rng.getrandbits(64):x}", f"{rng.randrange(10, 35)}-{key % 1000:03d}-"
+             f"{rng.randrange(1000):03d}", rng.randrange(-99999, 999999) / 100, rng.choice(words),
+             CANARY if key == rows // 2 else " ".join(rng.choices(words, k=8))) for key in range(1, rows + 1)))
+
+
 def grep_found(listed: Path, path: Path) -> tuple[int, int]:
     """(canary, marker) matches `grep -F -a -o` prints: one line per match."""
     out = subprocess.run(["grep", "-F", "-a", "-o", "-f", str(listed), str(path)],
@@ -118,23 +160,40 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def interleaved(rounds: int, work: dict[str, Callable[[], object]]) -> tuple[dict[str, float], dict[str, float]]:
-    """The best wall-clock time and the best CPU time of each piece of work over `rounds` rounds
-    that each run every piece once. On a machine shared with other work the CPU time is the
-    speed per core: the wall clock also counts the time the piece waited for a core."""
-    best, best_cpu = dict.fromkeys(work, float("inf")), dict.fromkeys(work, float("inf"))
+def interleaved(rounds: int, work: dict[str, Callable[[], object]]) -> dict[str, list[tuple[float, float]]]:
+    """The wall-clock time and the CPU time of each piece of work in each of `rounds` rounds that
+    each run every piece once. On a machine shared with other work the CPU time is the speed per
+    core: the wall clock also counts the time the piece waited for a core."""
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in work}
     for _ in range(rounds):
         for name, run in work.items():
             start, start_cpu = time.perf_counter(), cpu_seconds()
             run()
-            best[name] = min(best[name], time.perf_counter() - start)
-            best_cpu[name] = min(best_cpu[name], cpu_seconds() - start_cpu)
-    return best, best_cpu
+            times[name].append((time.perf_counter() - start, cpu_seconds() - start_cpu))
+    return times
+
+
+def ratios(times: dict[str, list[tuple[float, float]]], name: str, reference: str) -> str:
+    """`name`'s time as a multiple of `reference`'s: of their best rounds by the wall clock, by CPU
+    time in brackets, then the median of the rounds' own ratios (each of two runs side by side)."""
+    best = [min(t[i] for t in times[name]) / min(t[i] for t in times[reference]) for i in (0, 1)]
+    paired = [statistics.median(a[i] / b[i] for a, b in zip(times[name], times[reference])) for i in (0, 1)]
+    return f"{best[0]:5.2f} ({best[1]:.2f}), paired {paired[0]:5.2f} ({paired[1]:.2f})"
 
 
 def grep_counts(listed: Path, path: Path) -> Callable[[], object]:
     return lambda: subprocess.run(["grep", "-F", "-a", "-c", "-f", str(listed), str(path)], capture_output=True,
                                   check=False)
+
+
+def grep_canary(path: Path) -> Callable[[], object]:
+    """`grep -F -c CANARY FILE`, as the goal states it."""
+    return lambda: subprocess.run(["grep", "-F", "-c", CANARY, str(path)], capture_output=True, check=False)
+
+
+def verify_canary(path: Path) -> tuple[str, tuple[FileScan, ...], str]:
+    """`tdebench verify --canary CANARY FILE`'s scan and verdict, in this process."""
+    return verify.verify_paths([path], [CANARY])
 
 
 def main() -> None:
@@ -154,16 +213,22 @@ def main() -> None:
         with free.open("wb") as fh:
             fh.truncate(mib << 20)
         listed.write_bytes(b"\n".join(p.replace(b"\n", b"") for _, p in patterns) + b"\n")
+        random_file, database = Path(scratch) / "random", Path(scratch) / "database.sqlite"
+        write_random_canary(random_file, mib)
+        write_database(database, mib)
+        one_listed = Path(scratch) / "canary"
+        one_listed.write_bytes(b"\n".join(p for _, p in _patterns([CANARY])) + b"\n")
         data = chunks(path)  # in memory: the searches and the entropy are timed without I/O
-        command = [str(Path(sys.executable).with_name("tdebench")), "verify", str(cipher), *(
-            arg for canary in CANARIES for arg in ("--canary", canary))]
+        random_data = chunks(random_file)
+        one = _Matcher([(False, p) for _, p in _patterns([CANARY])])
+        command = [str(Path(sys.executable).with_name("tdebench")), "verify", str(random_file), "--canary", CANARY]
 
-        def entropy(every: int, compiled: bool = True) -> None:
+        def entropy(every: int, compiled: bool = True, pieces: list[bytes] = data) -> None:
             kernel_blocks = verify.ENTROPY_KERNEL_BLOCKS
             verify.ENTROPY_KERNEL_BLOCKS = kernel_blocks if compiled else 1 << 62  # never the compiled loop
             try:
                 counter = _Entropy(BLOCK_BYTES, every)
-                for chunk in data:
+                for chunk in pieces:
                     counter.add(chunk)
             finally:
                 verify.ENTROPY_KERNEL_BLOCKS = kernel_blocks
@@ -180,7 +245,17 @@ def main() -> None:
                  (("search", matcher), ("sieve", sieve))}
         counted = sum(chunk.count(p) for chunk in data for _, p in patterns)
         verified = subprocess.run(command, capture_output=True, text=True, check=False)
-        best, cpu = interleaved(args.rounds, {
+        goal = {target: (verify_canary(target), grep_found(one_listed, target)[0])
+                for target in (random_file, database)}
+        clean = verify.verify_paths([random_file], [CANARIES[1]])  # no canary in it: judged by entropy alone
+        times = interleaved(args.rounds, {
+            "verify, random": lambda: verify_canary(random_file),
+            "grep -F -c CANARY, random": grep_canary(random_file),
+            "tdebench verify command": lambda: subprocess.run(command, capture_output=True, check=False),
+            "random: search alone": lambda: sum(1 for chunk in random_data for _ in one.matches(chunk, 0)),
+            "random: entropy alone": lambda: entropy(1, pieces=random_data),
+            "verify, database": lambda: verify_canary(database),
+            "grep -F -c CANARY, database": grep_canary(database),
             "read": lambda: read_through(path),
             "scan": scanner(path),
             "scan, by reads": scanner(path, mapped=False),
@@ -191,7 +266,6 @@ def main() -> None:
             "scan, ciphertext, by reads": scanner(cipher, mapped=False),
             "scan, every block, ciphertext": scanner(cipher, 1),
             "grep -F -c, ciphertext": grep_counts(listed, cipher),
-            "tdebench verify command": lambda: subprocess.run(command, capture_output=True, check=False),
             "scan, free pages": scanner(free),
             "entropy, sampled": lambda: entropy(ENTROPY_EVERY),
             "entropy, every": lambda: entropy(1),
@@ -205,6 +279,12 @@ def main() -> None:
         assert (scanned.hits, scanned.marker_hits) == grepped["mixed" if name != "cipher" else "cipher"] == (
             mib * 12, mib * 12), (name, scanned, grepped)
     assert verified.returncode == 1 and "verdict: plaintext" in verified.stdout, verified.stdout + verified.stderr
+    for target, ((state, (scanned_one,), _), grepped_one) in goal.items():  # the same findings as grep -F -a -o
+        assert state == "plaintext" and scanned_one.hits == grepped_one >= 1, (target, scanned_one, grepped_one)
+    assert goal[random_file][0][1][0].hits == 3  # once in each encoding
+    assert clean[0] == "encrypted" and clean[1][0].low_entropy_blocks == 0, clean
+    best = {name: min(t for t, _ in runs) for name, runs in times.items()}
+    cpu = {name: min(c for _, c in runs) for name, runs in times.items()}
     print(f"{mib} MiB, best of {args.rounds} interleaved rounds; {counted} planted hits found by both searches "
           f"(search: {type(matcher).__name__})")
     t_scan = best["scan"]
@@ -226,6 +306,21 @@ def main() -> None:
           "(goal: 954 MiB/s = 1 GB/s per core)")
     gain = cpu["scan, every block, by reads"] / cpu["scan, every block"]
     print(f"tdebench verify's scan of the mixed file through maps: {gain:.2f} x its speed by reads, by CPU time")
+    (_, (random_scan,), _), (_, (database_scan,), _) = (goal[random_file][0], goal[database][0])
+    print("the goal: verify's time as a multiple of grep -F -c CANARY's (one canary; at most 2.00), best rounds by "
+          "the wall clock (by CPU time), then the median of each round's own ratio:")
+    print(f"  random bytes  verify {ratios(times, 'verify, random', 'grep -F -c CANARY, random')}; "
+          f"tdebench verify command {ratios(times, 'tdebench verify command', 'grep -F -c CANARY, random')}")
+    print(f"  database      verify {ratios(times, 'verify, database', 'grep -F -c CANARY, database')}")
+    print(f"  findings as grep -F -a -o: {random_scan.hits} canary hits in the random file (UTF-8, UTF-16LE, "
+          f"UTF-16BE), {database_scan.hits} in the database; entropy {random_scan.low_entropy_blocks} of "
+          f"{random_scan.entropy_blocks} blocks below {verify.LOW_ENTROPY:g} bits/byte in the random file "
+          f"(without a canary: {clean[0]}), {database_scan.low_entropy_blocks} of {database_scan.entropy_blocks} "
+          "in the database")
+    parts = {name: cpu[f"random: {name} alone"] / cpu["verify, random"] for name in ("search", "entropy")}
+    print(f"  where verify's CPU time goes on random bytes (best rounds; the entropy in {verify.ENTROPY_HELPERS} "
+          f"helper thread{'s' * (verify.ENTROPY_HELPERS != 1)} beside the search): search {parts['search']:.0%}, "
+          f"entropy {parts['entropy']:.0%}, the rest (maps, threads, Python) {1 - sum(parts.values()):.0%}")
 
 if __name__ == "__main__":
     main()

@@ -26,6 +26,7 @@ import signal
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -271,13 +272,16 @@ ENTROPY_KERNEL_BLOCKS = 256
 their entropy measured by the compiled loop of `byte_counts` (blocks of whole 4-byte words, as
 every page size is); fewer, by one np.bincount per block (the same bits), so a scan of small
 files never imports numba."""
+ENTROPY_HELPERS = min(3, (os.cpu_count() or 1) - 1)
+"""The helper threads that measure a read's entropy while the scan's own thread searches it: one
+core each beside the scan's, at most 3 (see `_Shares`)."""
 
 
 def _block_bits(blocks: np.ndarray, picked: np.ndarray, c_log_c: np.ndarray) -> np.ndarray:
     """The entropy, bits per byte, of each of `blocks` where `picked` is true and that is not all
     zero (a free page): log2(n) - sum(c * log2(c)) / n over its n bytes' value counts c, the
-    c * log2(c) from `c_log_c` and summed in the order of the byte values (so both ways below
-    give the same bits)."""
+    c * log2(c) from `c_log_c`, added in four lanes (byte values 0, 4, 8, … in order; 1, 5, 9, …;
+    and so on) and the lanes as (0 + 1) + (2 + 3), so that both ways below give the same bits."""
     size = blocks.shape[1]
     if size % 4 == 0 and np.count_nonzero(picked) >= ENTROPY_KERNEL_BLOCKS:
         from tdebench.byte_counts import block_bits  # numba: imported on first need (see its module)
@@ -286,8 +290,56 @@ def _block_bits(blocks: np.ndarray, picked: np.ndarray, c_log_c: np.ndarray) -> 
     chosen = blocks[picked]
     used = (chosen.view(np.uint64) if size % 8 == 0 else chosen).any(axis=1)
     counts = np.array([np.bincount(block, minlength=256) for block in chosen[used]], dtype=np.intp).reshape(-1, 256)
-    # cumsum adds in order, as the compiled loop does (sum would add pairwise); numpy's stubs give Any
-    return cast(np.ndarray, np.log2(size) - np.cumsum(c_log_c[counts], axis=1)[:, -1] / size)
+    # cumsum adds in order, as each lane of the compiled loop does (sum would add pairwise)
+    lanes = np.cumsum(c_log_c[counts].reshape(-1, 64, 4), axis=1)[:, -1]
+    return cast(np.ndarray, np.log2(size) - ((lanes[:, 0] + lanes[:, 1]) + (lanes[:, 2] + lanes[:, 3])) / size)
+
+
+class _Shares:
+    """A read's blocks to measure, in shares of ENTROPY_KERNEL_BLOCKS blocks (the last takes the
+    rest) that the helper threads (`measure`) and the scan's own thread, once it has searched the
+    read (`bits`), take in turn, each the next share no thread has taken, until none is left.
+
+    numba's loop and Hyperscan's search both release the GIL, so they run side by side, on as
+    many cores as are free: the histograms are three quarters of `tdebench verify`'s CPU time on
+    random bytes (`bench/verify_scan.py`, "random: entropy alone"). A helper that a busy machine
+    starts late takes fewer shares or none, and the scan's thread waits only for the shares
+    under way in a helper, never for a helper to start."""
+
+    def __init__(self, blocks: np.ndarray, picked: np.ndarray, c_log_c: np.ndarray) -> None:
+        self.blocks, self.picked, self.c_log_c = blocks, picked, c_log_c
+        starts = range(0, len(blocks) // ENTROPY_KERNEL_BLOCKS * ENTROPY_KERNEL_BLOCKS, ENTROPY_KERNEL_BLOCKS)
+        self._todo = iter(enumerate(zip(starts, [*starts[1:], len(blocks)])))
+        self._left = len(starts)  # shares not measured yet
+        self._changed = threading.Condition()
+        self._bits: list[np.ndarray] = [np.empty(0)] * len(starts)  # each share's, in order
+        self._errors: list[Exception] = []  # raised in the scan's thread by `bits`, whichever thread measured
+
+    def measure(self) -> None:
+        """Measure the next share no thread has taken, until none is left."""
+        while True:
+            with self._changed:
+                share = next(self._todo, None)
+            if share is None:
+                return
+            index, (begin, end) = share
+            try:
+                self._bits[index] = _block_bits(self.blocks[begin:end], self.picked[begin:end], self.c_log_c)
+            except Exception as error:
+                self._errors.append(error)
+            with self._changed:
+                self._left -= 1
+                self._changed.notify_all()
+
+    def bits(self) -> np.ndarray:
+        """Every block's bits, in order (as `_block_bits` gives them): the shares no helper has
+        taken measured in this thread, then those under way in a helper waited for."""
+        self.measure()
+        with self._changed:
+            self._changed.wait_for(lambda: self._left == 0)
+        if self._errors:
+            raise self._errors[0]
+        return np.concatenate(self._bits)
 
 
 @functools.cache
@@ -319,16 +371,33 @@ class _Entropy:
         self.total = 0.0
         self._c_log_c = _c_log_c(block_size)
 
-    def add(self, chunk: bytes | bytearray | memoryview) -> None:
+    def add(self, chunk: bytes | bytearray | memoryview, helpers: Executor | None = None) -> Callable[[], None]:
         """Account every whole block of `chunk` (which starts on a block border). All-zero
-        blocks among those `_sampled` picks are found before any histogram and cost none."""
+        blocks among those `_sampled` picks are found before any histogram and cost none.
+
+        Returns the call that completes it, which must come before `chunk`'s buffer is read into
+        again: with `helpers` and 2 * ENTROPY_KERNEL_BLOCKS blocks to measure or more (every read
+        of `tdebench verify` but a file's last) the helper threads measure them meanwhile, while
+        the caller goes on (to search the same bytes), and the call measures what they have not
+        taken (`_Shares`). The shares' bits are summed as one array, so the figures are those of
+        one thread, to the last bit."""
         data = np.frombuffer(chunk, dtype=np.uint8)
         whole = len(data) // self.block_size
         if not whole:
-            return
+            return lambda: None
         blocks = data[:whole * self.block_size].reshape(whole, self.block_size)
-        bits = _block_bits(blocks, _sampled(self.blocks, whole, self.every), self._c_log_c)
+        picked = _sampled(self.blocks, whole, self.every)
         self.blocks += whole
+        if helpers is None or np.count_nonzero(picked) < 2 * ENTROPY_KERNEL_BLOCKS:
+            self._account(_block_bits(blocks, picked, self._c_log_c))
+            return lambda: None
+        shares = _Shares(blocks, picked, self._c_log_c)
+        for _ in range(ENTROPY_HELPERS):
+            helpers.submit(shares.measure)
+        return lambda: self._account(shares.bits())
+
+    def _account(self, bits: np.ndarray) -> None:
+        """The entropy, bits per byte, of the blocks measured in one read, in order."""
         if len(bits):
             self.measured += len(bits)
             self.total += float(bits.sum())
@@ -493,7 +562,8 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
     entropy = _Entropy(block_size, entropy_every)
     hits = marker_hits = size = 0
     first: int | None = None
-    with path.open("rb") as fh:
+    # the helpers start on the first read with many blocks to measure (_Entropy.add), else never
+    with path.open("rb") as fh, ThreadPoolExecutor(max(1, ENTROPY_HELPERS), thread_name_prefix="entropy") as helpers:
         header = _read_signature(fh, signature)
         status = os.fstat(fh.fileno())
         blocks = -(-status.st_size // block_size)  # whole blocks, even if the file grows
@@ -504,7 +574,7 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
         chunks: Iterator[tuple[bytearray | memoryview, int]] = (
             _mapped(fh, overlap, read_size) if mappable else _reads(fh, overlap, read_size))
         for data, kept in chunks:
-            entropy.add(memoryview(data)[kept:])
+            measured = entropy.add(memoryview(data)[kept:], helpers)  # in the helpers, while this thread searches
             base = size - kept  # file offset of data[0]
             for is_marker, at in matcher.matches(data, kept):
                 if is_marker:
@@ -512,6 +582,7 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
                 else:
                     hits += 1
                     first = base + at if first is None else min(first, base + at)
+            measured()  # before the next read reuses the buffer
             size += len(data) - kept
     return FileScan(path=os.path.relpath(path, root), bytes=size, hits=hits, first_hit_offset=first,
                     entropy_mean=round(entropy.mean, 4), low_entropy_blocks=entropy.low,

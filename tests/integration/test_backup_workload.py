@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tdebench.cli import main, plan_path
+from tdebench.cli import main
+from tdebench.cli.plans import plan_path
 from tdebench.engines.duckdb import DuckDBDatabase
 from tdebench.store import read_run
 

@@ -41,9 +41,11 @@ def test_precision_runs_on_sqlite() -> None:
 def test_verify_scan_prints_every_speed() -> None:
     out = run("verify_scan.py", "4", "--rounds", "2", timeout=300)  # each round starts `tdebench verify` too
     assert "planted hits found by both searches" in out
-    for name in ("read", "scan", "scan, every block", "grep -F -c", "scan, ciphertext", "scan, every block, ciphertext",
-                 "grep -F -c, ciphertext", "tdebench verify command", "scan, free pages", "entropy, sampled",
-                 "entropy, every", "entropy, every, bincount", "search", "search, sieve", "search, count"):
+    for name in ("verify, random", "grep -F -c CANARY, random", "tdebench verify command", "random: search alone",
+                 "random: entropy alone", "verify, database", "grep -F -c CANARY, database", "read", "scan",
+                 "scan, every block", "grep -F -c", "scan, ciphertext", "scan, every block, ciphertext",
+                 "grep -F -c, ciphertext", "scan, free pages", "entropy, sampled", "entropy, every",
+                 "entropy, every, bincount", "search", "search, sieve", "search, count"):
         assert re.search(rf"^  {re.escape(name)}\s+\d+\.\d MiB/s", out, re.M), out
     assert re.search(r"^scan vs grep -F -c: \d+\.\d\d x grep's speed; the same 48 canary and 48 marker matches as grep",
                      out, re.M), out
@@ -52,6 +54,13 @@ def test_verify_scan_prints_every_speed() -> None:
                          r"\(\d+\.\d\d\)$", out, re.M), out
     assert re.search(r"^tdebench verify.s scan: \d+\.\d MiB/s on the mixed file, \d+\.\d MiB/s on ciphertext",
                      out, re.M), out
+    # verify's time as a multiple of grep's, of the best rounds and paired round by round
+    ratio = r"\s*\d+\.\d\d \(\d+\.\d\d\), paired\s+\d+\.\d\d \(\d+\.\d\d\)"
+    assert re.search(rf"^  random bytes  verify{ratio}; tdebench verify command{ratio}$", out, re.M), out
+    assert re.search(rf"^  database      verify{ratio}$", out, re.M), out
+    assert re.search(r"^  findings as grep -F -a -o: 3 canary hits in the random file \(UTF-8, UTF-16LE, UTF-16BE\), "
+                     r"1 in the database; entropy 0 of 1024 blocks below 7 bits/byte in the random file \(without a "
+                     r"canary: encrypted\)", out, re.M), out
 
 
 def test_paired_intervals_prints_every_method_for_every_row() -> None:

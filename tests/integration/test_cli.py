@@ -324,7 +324,7 @@ def test_an_adaptive_run_with_a_placebo_on_duckdb_adds_rounds_and_reports_its_no
 
 def test_a_built_in_plan_by_name_and_an_unknown_one_listing_them(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)  # no file called servers here
-    from tdebench.cli import plan_path
+    from tdebench.cli.plans import plan_path
 
     assert plan_path(Path("servers")).name == "servers.toml" and plan_path(Path("servers")).is_file()
     assert plan_path(Path("quick.toml")).is_file()
@@ -333,7 +333,7 @@ def test_a_built_in_plan_by_name_and_an_unknown_one_listing_them(tmp_path: Path,
     assert result.exit_code == 2
     text = " ".join(result.output.split())
     assert "nosuchplan: cannot read plan" in text and "quick" in text
-    from tdebench.cli import builtin_plans
+    from tdebench.cli.plans import builtin_plans
 
     assert f"built-in plans: {', '.join(builtin_plans())}" in text and "backup, backup-encryption, ciphers" in text
 

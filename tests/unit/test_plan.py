@@ -391,8 +391,8 @@ def test_plans_command_reads_at_80_columns() -> None:
     (wrapped between words only)."""
     from click.testing import CliRunner
 
-    from tdebench.cli import builtin_plans, main
-    from tdebench.cli.plans import expected
+    from tdebench.cli import main
+    from tdebench.cli.plans import builtin_plans, expected
 
     printed = CliRunner().invoke(main, ["plans"], catch_exceptions=False, terminal_width=80)
     assert printed.exit_code == 0, printed.output

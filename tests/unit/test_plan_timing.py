@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tdebench.cli import builtin_plans, main
+from tdebench.cli import main
+from tdebench.cli.plans import builtin_plans
 from tdebench.cli.plans import duration, expected, trial_count
 from tdebench.plan import load_plan, only_engines, parse_plan
 

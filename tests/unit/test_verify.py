@@ -641,15 +641,65 @@ def test_compiled_block_bits_match_bincount_for_picked_rows():
     blocks = np.frombuffer(os.urandom(40 * 4096), dtype=np.uint8).reshape(40, 4096)
     picked = np.arange(40) % 3 != 1
     table = _c_log_c(4096)
-    counts = np.array([np.bincount(b, minlength=256) for b in blocks[picked]])
-    expected = 12 - np.cumsum(table[counts], axis=1)[:, -1] / 4096
+    expected = []
+    for block in blocks[picked]:  # in plain Python floats: four lanes of one byte value in four, in order
+        terms = [float(table[count]) for count in np.bincount(block, minlength=256)]
+        lanes = [0.0] * 4
+        for value, term in enumerate(terms):
+            lanes[value % 4] += term
+        expected.append(12 - ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) / 4096)
     for source in (blocks, blocks.copy()):  # read-only (bytes) and writable (a read's bytearray) alike
-        assert (block_bits(source, picked, table) == expected).all()
+        assert block_bits(source, picked, table).tolist() == expected
     assert block_bits(blocks, np.zeros(40, dtype=bool), table).shape == (0,)
     zeros = np.zeros((3, 4096), dtype=np.uint8)
     assert block_bits(zeros, np.ones(3, dtype=bool), table).shape == (0,)  # free pages: no histogram
     with pytest.raises(ValueError, match="4-byte words"):
         block_bits(blocks[:, :4095], picked, table)
+
+
+@pytest.mark.parametrize("helpers", [0, 1, 3])
+def test_helper_threads_give_the_entropy_one_thread_gives(tmp_path, monkeypatch, helpers):
+    """Reads of many blocks are measured in shares by helper threads and the scan's own thread:
+    the same figures to the last bit as one thread, whatever the number of helpers, with a last
+    read that leaves shares of unequal size."""
+    import tdebench.verify as verify
+
+    text = ("Customer#000000001 regular accounts " * 200).encode()[:4096]
+    data = b"".join(os.urandom(4096) if i % 3 == 0 else text if i % 3 == 1 else bytes(4096) for i in range(1700))
+    path = _file(tmp_path, "db", data + CANARY.encode("utf-16-be"))
+    monkeypatch.setattr(verify, "ENTROPY_HELPERS", helpers)
+    mapped = scan_file(path, [CANARY], tmp_path, None, entropy_every=1)  # reads of 1024 and 676 blocks
+    read = scan_file(path, [CANARY], tmp_path, None, entropy_every=1, mapped=False)
+    monkeypatch.setattr(verify, "ENTROPY_HELPERS", 0)
+    assert mapped == read == scan_file(path, [CANARY], tmp_path, None, entropy_every=1)
+    assert (mapped.hits, mapped.blocks, mapped.entropy_blocks, mapped.low_entropy_blocks) == (1, 1700, 1134, 567)
+
+
+def test_shares_are_measured_by_whichever_thread_takes_them():
+    """A helper that takes every share, one that takes none (it started late): the same bits in
+    order; an error in a helper's share is raised in the scan's thread."""
+    import threading
+
+    import numpy as np
+
+    from tdebench.verify import ENTROPY_KERNEL_BLOCKS, _block_bits, _c_log_c, _Shares
+
+    blocks = np.frombuffer(os.urandom(700 * 64), dtype=np.uint8).reshape(700, 64)
+    picked = np.arange(700) % 5 != 0
+    expected = _block_bits(blocks, picked, _c_log_c(64)).tolist()
+    assert len(expected) == 560 and 700 // ENTROPY_KERNEL_BLOCKS == 2  # shares of 256 and 444 blocks
+    helped = _Shares(blocks, picked, _c_log_c(64))
+    helper = threading.Thread(target=helped.measure)
+    helper.start()
+    helper.join()
+    assert helped.bits().tolist() == expected
+    assert _Shares(blocks, picked, _c_log_c(64)).bits().tolist() == expected
+    failing = _Shares(blocks, picked, np.zeros(3))  # a table too short for the counts: IndexError
+    helper = threading.Thread(target=failing.measure)
+    helper.start()
+    helper.join()
+    with pytest.raises(IndexError):
+        failing.bits()
 
 
 def test_a_file_of_zeros_is_all_free_pages(tmp_path):

@@ -1,10 +1,10 @@
 """The `tdebench` command: run, report, compare, engines, verify, ciphers, script, import.
 
 A thin shell: each command is a module of this package (run.py, report.py, compare.py, …),
-the places a run's trials go are places.py. A command that meets bad input raises an
-`errors.InputError` (or a subclass: PlanError, SetupError, OutDirError, OutputError,
-KeyFileError) with its message, and `_Commands` turns it into one line and its exit code, once
-for every command.
+imported only when that command runs (`COMMANDS`); the places a run's trials go are places.py.
+A command that meets bad input raises an `errors.InputError` (or a subclass: PlanError,
+SetupError, OutDirError, OutputError, KeyFileError) with its message, and `_Commands` turns it
+into one line and its exit code, once for every command.
 
 Exit codes: 0 success; 1 the run finished but something is wrong (a failed trial, a wrong
 answer, an unexpected verdict), `verify` found plaintext or `compare --fail-above` found a
@@ -16,29 +16,47 @@ another key source);
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 import click
 
-from tdebench.cli.ciphers import ciphers_command
-from tdebench.cli.clean import clean_command
-from tdebench.cli.compare import compare_command
 from tdebench.cli.console import err, fail, plain
-from tdebench.cli.engines import engines_command
-from tdebench.cli.kit import import_command, script_command
-from tdebench.cli.plans import builtin_plans, plan_path, plans_command
-from tdebench.cli.report import report_command
-from tdebench.cli.run import run_command
-from tdebench.cli.verify import verify_command
 from tdebench.errors import InputError
+
+COMMANDS = {
+    "ciphers": "tdebench.cli.ciphers:ciphers_command",
+    "clean": "tdebench.cli.clean:clean_command",
+    "compare": "tdebench.cli.compare:compare_command",
+    "engines": "tdebench.cli.engines:engines_command",
+    "import": "tdebench.cli.kit:import_command",
+    "plans": "tdebench.cli.plans:plans_command",
+    "report": "tdebench.cli.report:report_command",
+    "run": "tdebench.cli.run:run_command",
+    "script": "tdebench.cli.kit:script_command",
+    "verify": "tdebench.cli.verify:verify_command",
+}
+"""Every subcommand: the module and name of its click command, imported when it runs (`--help`
+imports them all to list them). So `tdebench verify` loads the scan, not the runner, the plans
+and the workloads: those imports were half a second of its CPU time on this project's 2-core
+machine, about four times what `grep -F -c` takes over 512 MiB (bench/verify_scan.py)."""
 
 
 class _Commands(click.Group):
     """The subcommands: an InputError (errors.py) ends in its one line and exit code, never a
     traceback; Ctrl-C anywhere ends in exit 130 (click's own "Aborted!" is exit 1, the code of a
     finished run that found something wrong)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, _, name = COMMANDS[cmd_name].partition(":")
+        return cast(click.Command, getattr(importlib.import_module(module), name))
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -66,12 +84,6 @@ def main() -> None:
     """
 
 
-for _command in (run_command, plans_command, report_command, compare_command, script_command, import_command,
-                 engines_command, verify_command, clean_command, ciphers_command):
-    main.add_command(_command)
-
-
-
 def command() -> None:
     """The `tdebench` program (pyproject's console script, `python -m tdebench.cli`): `main`, and
     after an interrupt (exit 130) an exit without the interpreter's finalization, which took 1.6 s
@@ -89,4 +101,4 @@ def command() -> None:
         raise
 
 
-__all__ = ["builtin_plans", "command", "main", "plain", "plan_path"]
+__all__ = ["COMMANDS", "command", "main", "plain"]
