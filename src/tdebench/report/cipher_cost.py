@@ -6,7 +6,7 @@ throughput tests; and the timed open, `connection.OPEN_CELL`):
 
   bytes        = the test's median read_bytes + write_bytes (measure/process.py: what the engine's
                  processes, a layer below it included, read from and wrote to the storage layer)
-  cipher time  = bytes ÷ the raw cipher's MiB/s at the encryption's page size (tables.raw_speed),
+  cipher time  = bytes ÷ the raw cipher's MiB/s at the encryption's page size (raw_speed),
                  the cipher, page size and key handling as the run recorded them (report/encryptions.py)
   cost         = none's median × the overhead (and its 95% CI likewise): the encryption's time
                  against none, as the Overhead table's interval says it

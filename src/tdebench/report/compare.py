@@ -268,7 +268,7 @@ apart on this project's virtual machine, moved to another physical host between 
 @dataclass(frozen=True)
 class RawSpeed:
     """One cipher at one page size as both runs measured it (`CipherSpeed`, MiB/s; a cluster
-    run's hosts' median, `tables.raw_speed`)."""
+    run's hosts' median, `cipher_cost.raw_speed`)."""
 
     cipher: str
     page_bytes: int
