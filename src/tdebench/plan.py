@@ -388,7 +388,6 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
                                                        [(e.name, e.remote is not None) for e in engine_choices])
         if problem is not None:
             raise check.within("workloads", i).error(*problem)
-    _check_memory_axis(check, engine_choices, workload_specs)
     tests_measured = ("load", *dict.fromkeys(test for spec in workload_specs for test in spec.tests))
     target_tests = check.choices(data, "target_tests", (), tests_measured) if "target_tests" in data else ()
     for kind, names in (("engines", [e.name for e in engine_choices]), ("workloads", [w.name for w in workload_specs])):
@@ -621,20 +620,6 @@ def _memory(check: "Checker", table: dict[str, Any], engine: Engine) -> tuple[in
         raise check.error(f"memory_mb = {min(values)} is below what {engine.name} starts with: {why}; "
                           f"valid: {least} to {_MEMORY_MB[1]}", "memory_mb")
     return values
-
-
-def _check_memory_axis(check: "Checker", engines: tuple[EngineChoice, ...],
-                       workloads: tuple[WorkloadSpec, ...]) -> None:
-    """Several memory_mb values only with workloads whose reports keep them apart."""
-    if not any(len(e.memory_mb) > 1 for e in engines):
-        return
-    unseparated = [w.name for w in workloads if not WORKLOADS[w.name].memory_axis]
-    if unseparated:
-        separated = ", ".join(name for name, workload in WORKLOADS.items() if workload.memory_axis)
-        raise check.error(f"several memory_mb values are compared by the {separated} workload"
-                          f"{'s' if ', ' in separated else ''} only; the "
-                          f"{unseparated[0]} report does not keep them apart yet: give one value per plan",
-                          "memory_mb")
 
 
 def _check_engines(check: "Checker", spec: WorkloadSpec, table: dict[str, Any],

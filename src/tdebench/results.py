@@ -44,8 +44,9 @@ class TrialKey:
     workload: str
     scale: float
     repetition: int
-    # the plan's memory_mb for the engine (a plan axis: one configuration per value); None when
-    # the plan gave none (the engine's default); written only when set
+    # the plan's memory_mb for the engine (a plan axis: one configuration per value, for every
+    # workload); None when the plan gave none (the engine's default); written only when set, in
+    # every format alike (a record without it, older than the axis too, reads as None)
     memory_mb: int | None = None
 
     @property
@@ -54,9 +55,10 @@ class TrialKey:
         return f"{self.engine}/{self.encryption}/{self.workload}/sf{self.scale:g}{memory}/r{self.repetition}"
 
     @property
-    def config(self) -> tuple[str, str, str, float]:
-        """The cell without the repetition: what repetitions are grouped by."""
-        return (self.engine, self.encryption, self.workload, self.scale)
+    def config(self) -> tuple[str, str, str, float, int | None]:
+        """The cell without the repetition: what repetitions are grouped by, the memory_mb
+        included (an encryption at 64 MB is another configuration than at 2 MB)."""
+        return (self.engine, self.encryption, self.workload, self.scale, self.memory_mb)
 
 
 @dataclass(frozen=True)

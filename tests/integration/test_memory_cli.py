@@ -1,4 +1,5 @@
-"""memory_mb as a plan axis through the real command line: one DuckDB run at two memory sizes."""
+"""memory_mb as a plan axis through the real command line: DuckDB and SQLite TPC-H runs and a
+SQLite crud run, each at two memory sizes."""
 
 from __future__ import annotations
 
@@ -62,10 +63,9 @@ encryptions = {encryptions}
 {memory}
 
 [[workloads]]
-name = "tpch"
-scale = 0.01
-tests = ["power"]
+{workload}
 '''
+POWER = 'name = "tpch"\nscale = 0.01\ntests = ["power"]'
 
 
 def _run_plan(tmp_path: Path, text: str) -> Path:
@@ -79,7 +79,7 @@ def _run_plan(tmp_path: Path, text: str) -> Path:
 def test_a_sqlite_database_larger_than_its_default_page_cache_does_not_fit(tmp_path: Path) -> None:
     """No memory_mb: SQLite's default page cache (2000 KiB a connection) against its 13 MiB of
     TPC-H SF 0.01 — recorded as the engine reports it, and reported as not fitting."""
-    out = _run_plan(tmp_path, SQLITE_PLAN.format(repetitions=1, encryptions='["none"]', memory=""))
+    out = _run_plan(tmp_path, SQLITE_PLAN.format(repetitions=1, encryptions='["none"]', memory="", workload=POWER))
     run = read_run(out)
     (trial,) = run.trials
     assert trial.cache_mb == 2000 / 1024
@@ -95,7 +95,7 @@ def test_a_sqlite_database_larger_than_its_default_page_cache_does_not_fit(tmp_p
 
 def test_two_cache_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tmp_path: Path) -> None:
     out = _run_plan(tmp_path, SQLITE_PLAN.format(repetitions=2, encryptions='["none", "aes-256-cbc"]',
-                                                 memory="memory_mb = [2, 64]"))
+                                                 memory="memory_mb = [2, 64]", workload=POWER))
     with (out / "summary.csv").open() as fh:
         rows = [row for row in csv.DictReader(fh) if (row["test"], row["step"]) == ("power", "geomean")]
     compared = {row["memory_mb"]: row["overhead_pct"] for row in rows if row["encryption"] == "aes-256-cbc"}
@@ -105,3 +105,28 @@ def test_two_cache_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tmp
     first = report.split("**Contents:**")[0]
     assert "the engine's 2 MB cache: pages decrypted again on every read" in first
     assert "data fits in the engine's 64 MB cache" in first
+
+
+def test_crud_at_two_cache_sizes_reports_each_size_apart(tmp_path: Path) -> None:
+    """crud takes several memory_mb values like TPC-H: each size is a configuration of its own,
+    its trials record their cache, and summary.csv and crud.csv have every operation at each
+    size, aes-256-cbc compared with none at the same size."""
+    out = _run_plan(tmp_path, SQLITE_PLAN.format(repetitions=1, encryptions='["none", "aes-256-cbc"]',
+                                                 memory="memory_mb = [2, 64]", workload='name = "crud"\nscale = 1000'))
+    run = read_run(out)
+    assert sorted((t.trial.memory_mb, t.trial.encryption, t.cache_mb) for t in run.trials) == [
+        (2, "aes-256-cbc", 2), (2, "none", 2), (64, "aes-256-cbc", 64), (64, "none", 64)]
+    with (out / "summary.csv").open() as fh:
+        rows = [row for row in csv.DictReader(fh) if (row["workload"], row["step"], row["metric"]) ==
+                ("crud", "total", "elapsed_s") and row["test"] != "load"]
+    operations = {row["test"] for row in rows}
+    assert operations == {"select", "insert", "update", "delete", "lookup", "scan"}
+    assert sorted((row["memory_mb"], row["encryption"]) for row in rows) == sorted(
+        (memory, encryption) for memory in ("2", "64") for encryption in ("none", "aes-256-cbc")
+        for _ in operations)
+    assert all(row["overhead_pct"] for row in rows if row["encryption"] == "aes-256-cbc")
+    with (out / "crud.csv").open() as fh:
+        crud = list(csv.DictReader(fh))
+    assert {(row["memory_mb"], row["operation"]) for row in crud} == {(m, op) for m in ("2", "64") for op in operations}
+    report = (out / "report.md").read_text()
+    assert "sqlite 2 MB" in report and "sqlite 64 MB" in report

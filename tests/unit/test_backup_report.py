@@ -5,6 +5,7 @@ encrypted databases named first in the findings, and nothing at all for a run wi
 from __future__ import annotations
 
 import csv
+import itertools
 from pathlib import Path
 
 import pytest
@@ -32,18 +33,21 @@ CELLS = {
 LOST = TrialKey("sqlite", "chacha20-poly1305", "backup", 0.01, 2)  # its restore lost a row
 
 
-def write_backup_run(directory: Path) -> None:
+def write_backup_run(directory: Path, memories: tuple[int | None, ...] = (None,)) -> None:
+    """CELLS in two rounds; with `memories`, at each of those memory_mb values, where a backup
+    takes memory_mb times longer (none's and every encryption's alike)."""
     store = ResultStore(directory)
     store.start(PLAN, {"cpu": {"model": "fake"}})
-    for repetition in (1, 2):
+    for repetition, memory in itertools.product((1, 2), memories):
         for engine, encryption in sorted({(e, c) for e, c, _ in CELLS}):
-            trial = TrialKey(engine, encryption, "backup", 0.01, repetition)
+            trial = TrialKey(engine, encryption, "backup", 0.01, repetition, memory)
             store.append(Measurement(trial, "load", "total", {"elapsed_s": 1.0}))
             for (e, c, method), (seconds, size, ratio, verdict, without_key) in CELLS.items():
                 if (e, c) != (engine, encryption):
                     continue
                 store.append(Measurement(trial, method, "backup", {
-                    "elapsed_s": seconds * (1 + repetition / 100), "cpu_s": seconds / 2, "size_bytes": size * MIB,
+                    "elapsed_s": seconds * (1 + repetition / 100) * (memory or 1), "cpu_s": seconds / 2,
+                    "size_bytes": size * MIB,
                     "unpacked_bytes": size * ratio * MIB, "ratio": ratio, "database_bytes": 10 * MIB,
                     "compressed": float(method == "full-compressed")}))
                 store.append(Measurement(trial, method, "scan", {"canary_hits": float(verdict == "plaintext")},
@@ -114,6 +118,26 @@ def test_a_run_without_backups_has_no_section_and_no_backups_csv(tmp_path: Path)
     assert not (tmp_path / "backups.csv").exists()  # not a lone header
     assert "Backup and restore" not in (tmp_path / "report.md").read_text()
     assert "Backup and restore" not in (tmp_path / "report.html").read_text()
+
+
+def test_two_memory_sizes_are_kept_apart_in_the_backup_table_and_findings(tmp_path: Path) -> None:
+    """Backups at memory_mb 2 and 64: a row per size in backups.csv and the report, each backup
+    compared with `none` at its own size (pooled, the sizes' times would mix and n double), and
+    the findings name each engine with its memory."""
+    write_backup_run(tmp_path, memories=(2, 64))
+    build(tmp_path)
+    with (tmp_path / "backups.csv").open(newline="") as fh:
+        rows = {(r["engine"], r["memory_mb"], r["encryption"], r["method"]): r for r in csv.DictReader(fh)}
+    assert set(rows) == {(e, str(m), c, method) for e, c, method in CELLS for m in (2, 64)}
+    for memory in (2, 64):
+        gcm = rows[("duckdb", str(memory), "aes-256-gcm", "full-compressed")]
+        assert gcm["n"] == "2" and float(gcm["backup_s"]) == pytest.approx(0.77 * 1.015 * memory)
+        assert float(gcm["backup_overhead_pct"]) == pytest.approx(10.0)
+    report = (tmp_path / "report.md").read_text()
+    assert "| duckdb | 2 | aes-256-gcm | 0.01 | full-compressed |" in report
+    assert "| duckdb | 64 | aes-256-gcm | 0.01 | full-compressed |" in report
+    assert ("Backups in PLAINTEXT although the database is encrypted (2 of 8): duckdb 2 MB (logical: aes-256-gcm), "
+            "duckdb 64 MB (logical: aes-256-gcm).") in report
 
 
 SEALED = {  # (encryption, backup encryption) -> (encrypt seconds, sealed artifact verdict, wrong-key answer)

@@ -4,6 +4,7 @@ the scaling figures and the lookup latency percentiles, alone and beside TPC-H."
 from __future__ import annotations
 
 import csv
+import itertools
 import random
 from pathlib import Path
 
@@ -24,6 +25,7 @@ LATENCY_US = {"p50_elapsed_s": 50.0, "p90_elapsed_s": 90.0, "p99_elapsed_s": 99.
               "mean_elapsed_s": 55.0}  # of a trial's lookups, times the factor
 LOOKUPS = 100
 FAILED = TrialKey("duckdb", "aes-256-gcm", "crud", 10000.0, 3)
+SQUEEZE = {2: 3.0}  # at this memory_mb, encryption costs three times as much (60%, not 20%)
 PLAN = '''name = "crud-fake"
 repetitions = 3
 
@@ -41,7 +43,7 @@ def _noise(*identity: object) -> float:
 
 
 def _trial(trial: TrialKey) -> list[Measurement]:
-    factor = FACTORS[trial.encryption]
+    factor = 1 + (FACTORS[trial.encryption] - 1) * SQUEEZE.get(trial.memory_mb or 0, 1.0)
     k = int(trial.scale // 10)
     records = [Measurement(trial, "load", "database", {"size_bytes": trial.scale * ROW_BYTES * 2})]
     for test, base in BASE_MS.items():
@@ -62,21 +64,22 @@ def _trial(trial: TrialKey) -> list[Measurement]:
     return records
 
 
-def write_crud_run(directory: Path, start: bool = True) -> None:
+def write_crud_run(directory: Path, start: bool = True, memories: tuple[int | None, ...] = (None,)) -> None:
     """A duckdb crud run at two table sizes, or (start=False) the same records added to an
-    existing run directory."""
+    existing run directory; with `memories`, at each of those memory_mb values (SQUEEZE: what
+    encryption costs more at one)."""
     store = ResultStore(directory)
     if start:
-        store.start(PLAN, {"cpu": {"model": "Fake CPU"}})
+        given = f"memory_mb = {list(memories)}\n" if memories != (None,) else ""
+        store.start(PLAN.replace('name = "duckdb"\n', f'name = "duckdb"\n{given}'), {"cpu": {"model": "Fake CPU"}})
     for repetition in range(1, REPETITIONS + 1):
-        for scale in SCALES:
-            for encryption in FACTORS:
-                trial = TrialKey("duckdb", encryption, "crud", scale, repetition)
-                for record in _trial(trial):
-                    store.append(record)
-                failed = trial == FAILED
-                store.append(TrialOutcome(trial, "failed" if failed else "ok", cache="warm", cache_dropped=False,
-                                          elapsed_s=1.0, error="WrongAnswer: crud update" if failed else ""))
+        for scale, memory, encryption in itertools.product(SCALES, memories, FACTORS):
+            trial = TrialKey("duckdb", encryption, "crud", scale, repetition, memory)
+            for record in _trial(trial):
+                store.append(record)
+            failed = trial == FAILED
+            store.append(TrialOutcome(trial, "failed" if failed else "ok", cache="warm", cache_dropped=False,
+                                      elapsed_s=1.0, error="WrongAnswer: crud update" if failed else ""))
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +159,32 @@ def test_a_run_with_tpch_and_crud_reports_both(tmp_path: Path) -> None:
     assert "## CRUD operations by table size" in markdown and "queries-duckdb-tpch" in markdown
     assert {row["operation"] for row in rows_of(tmp_path / "crud.csv")} == set(BASE_MS)
     assert {row["workload"] for row in rows_of(tmp_path / "summary.csv")} == {"tpch", "crud"}
+
+
+def test_two_memory_sizes_are_kept_apart_in_every_crud_table(tmp_path: Path) -> None:
+    """crud at memory_mb 2 and 64: summary.csv, crud.csv and the report each have a row per size,
+    every encryption compared with `none` at its own size (60% at 2 MB, 20% at 64 MB; pooled,
+    the two would read as one 40%), and a scaling figure per size."""
+    write_crud_run(tmp_path, memories=(2, 64))
+    written = build(tmp_path)
+    summary = [row for row in rows_of(tmp_path / "summary.csv")
+               if (row["test"], row["step"], row["metric"]) == ("select", "total", "elapsed_s")]
+    assert sorted((row["memory_mb"], row["encryption"], row["scale"]) for row in summary) == [
+        (memory, encryption, scale) for memory in ("2", "64") for encryption in ("aes-256-gcm", "none")
+        for scale in ("1000.0", "10000.0")]
+    compared = {(row["memory_mb"], row["scale"]): float(row["overhead_pct"]) for row in summary if row["overhead_pct"]}
+    assert compared == pytest.approx({(m, s): 100 * (SQUEEZE.get(int(m), 1.0) * 0.2) for m, s in compared}, abs=1.5)
+    assert set(compared) == {(m, s) for m in ("2", "64") for s in ("1000.0", "10000.0")}
+    operations = rows_of(tmp_path / "crud.csv")
+    assert list(operations[0])[:3] == ["engine", "memory_mb", "encryption"]
+    assert len(operations) == 2 * len(SCALES) * len(FACTORS) * len(BASE_MS)
+    assert [row["memory_mb"] for row in operations] == ["2"] * (len(operations) // 2) + ["64"] * (len(operations) // 2)
+    markdown = (tmp_path / "report.md").read_text()
+    for memory in (2, 64):
+        select = next(line for line in markdown.split("## CRUD operations by table size", 1)[1].splitlines()
+                      if line.startswith(f"| duckdb | {memory} | aes-256-gcm | 1,000 | select |"))
+        vs_none = select.split("|")[9].strip()  # the 9th cell: vs none
+        assert float(vs_none.rstrip("%")) == pytest.approx(SQUEEZE.get(memory, 1.0) * 20, abs=1.5)
+        assert f"| duckdb | {memory} | aes-256-gcm | 1,000 |" in markdown.split("## Point lookup latency", 1)[1]
+        assert tmp_path / "plots" / f"scaling-duckdb_{memory}_MB-crud.png" in written
+    assert "duckdb 2 MB" in markdown and "duckdb 64 MB" in markdown  # In one minute and the findings name both

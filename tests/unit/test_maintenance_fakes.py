@@ -5,6 +5,7 @@ one it was given), and the report's time-to-encrypt, rekey and reindex tables fr
 from __future__ import annotations
 
 import csv
+import itertools
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from tdebench.workloads.maintenance.workload import MaintenanceWorkload
 from tdebench.workloads.tpch import schema
 
 MIB = 1024 * 1024
+GCM = "aes-256-gcm"
 
 
 # --- the workload's own pieces ------------------------------------------------------------
@@ -241,6 +243,38 @@ def test_build_writes_maintenance_csv_and_every_section(maintenance_run: Path) -
     assert "Encrypting an existing duckdb database of 10.00 MiB ran at 5.00 MB/s (aes-256-gcm, 2.00 s)" in markdown
     html = (maintenance_run / "report.html").read_text()
     assert "Time to encrypt an existing database" in html and "not supported" in html
+
+
+def test_two_memory_sizes_are_kept_apart_in_every_maintenance_table(tmp_path: Path) -> None:
+    """duckdb at memory_mb 2 and 64: a row per size in the time to encrypt, in maintenance.csv and
+    in the index rebuild, whose overhead is against `none` at the same size (+50% and +10%) and
+    whose check is that size's; the findings name the engine with its memory."""
+    store = ResultStore(tmp_path)
+    store.start('name = "maintenance-fake"\n', {"cpu": {"model": "fake"}})
+    rebuilt = {2: 1.5, 64: 1.1}  # aes-256-gcm's reindex time against none's at each memory_mb
+    for rep, (memory, factor) in itertools.product((1, 2, 3), rebuilt.items()):
+        none, gcm = (TrialKey("duckdb", encryption, "maintenance", 0.01, rep, memory) for encryption in ("none", GCM))
+        for record in (Measurement(none, "reindex", "rebuild-table", {"elapsed_s": 1.0 + rep / 100}, answer="ok"),
+                       Measurement(gcm, "reindex", "rebuild-table", {"elapsed_s": factor * (1.0 + rep / 100)},
+                                   answer="ok" if memory == 2 else "failed"),
+                       Measurement(gcm, "encrypt", "copy-database", {"elapsed_s": memory / 2, "size_bytes": 10.0 * MIB},
+                                   answer="ok"),
+                       TrialOutcome(none, "ok", "warm", False, 5.0), TrialOutcome(gcm, "ok", "warm", False, 5.0)):
+            store.append(record)
+    build(tmp_path)
+    with (tmp_path / "maintenance.csv").open(newline="") as fh:
+        encrypt = {r["memory_mb"]: r for r in csv.DictReader(fh) if r["test"] == "encrypt"}
+    assert set(encrypt) == {"2", "64"} and [encrypt[m]["seconds"] for m in ("2", "64")] == ["1.0", "32.0"]
+    run = read_run(tmp_path)
+    reindex = {(row["memory_mb"], row["encryption"]): row
+               for row in report.reindex_table(run, summary_records(run)).rows}
+    for memory, factor in rebuilt.items():
+        assert reindex[(memory, GCM)]["overhead"] == pytest.approx((factor - 1) * 100, abs=0.01)
+        assert reindex[(memory, GCM)]["checked"] == ("yes" if memory == 2 else "no")
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| duckdb | 2 | aes-256-gcm | 0.01 | rebuild-table |" in markdown
+    assert "Encrypting an existing duckdb 2 MB database of 10.00 MiB ran at 10.00 MB/s" in markdown
+    assert "Encrypting an existing duckdb 64 MB database of 10.00 MiB ran at 0.312 MB/s" in markdown
 
 
 def test_a_run_without_maintenance_has_no_section_and_no_csv(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.report import cache, plots
 from tdebench.report.records import summary_records
 from tdebench.runner import Runner
-from tdebench.results import RunData, TrialKey, TrialOutcome, from_json, to_json
+from tdebench.results import FORMAT, Measurement, RunData, TrialKey, TrialOutcome, from_json, to_json, upgrade
 from tdebench.store import ResultStore, read_run
 
 
@@ -42,6 +42,18 @@ def test_a_trial_key_with_memory_round_trips_and_old_records_still_load(tmp_path
     assert isinstance(loaded, TrialOutcome)
     assert loaded.trial == TrialKey("duckdb", "none", "tpch", 0.01, 1)
     assert loaded.trial.memory_mb is None and loaded.cache_mb is None
+
+
+@pytest.mark.parametrize("version", [1, FORMAT])
+def test_a_stored_trial_is_grouped_by_its_memory_as_it_is_read(version: int) -> None:
+    """Every format writes a trial's memory_mb when it has one, so a stored crud record reads back
+    with its memory in its configuration (`TrialKey.config`): no format change was needed."""
+    stored = {"kind": "measurement", "test": "select", "step": "total", "metrics": {"elapsed_s": 0.1},
+              "trial": {"engine": "sqlite", "encryption": "none", "workload": "crud", "scale": 1000.0,
+                        "repetition": 1, "memory_mb": 2}}
+    loaded = from_json(upgrade(json.loads(json.dumps(stored)), version))
+    assert isinstance(loaded, Measurement)
+    assert loaded.trial.config == ("sqlite", "none", "crud", 1000.0, 2)
 
 
 def _run(directory: Path, memory_mb: tuple[int, ...]) -> RunData:

@@ -251,19 +251,27 @@ def test_a_rate_that_halves_is_named_apart_and_a_higher_rate_is_not_a_cost() -> 
     ]
 
 
-def test_tpm_and_nopm_are_the_summary_records_per_memory_size(tmp_path: Path) -> None:
-    """A run of one engine at two memory sizes: a row per size, each encryption compared with
-    `none` at its own size, and the figures those of summary.csv's records (cell_data's rates)."""
-    store = ResultStore(tmp_path)
-    store.start(PLAN, {"logical_cores": 2})
-    factors = {64: 0.8, 128: 0.95}  # aes-256-cbc's TPM against none's at each size
+MEMORY_FACTORS = {64: 0.8, 128: 0.95}  # aes-256-cbc's TPM against none's at each memory_mb
+
+
+def _write_memory_run(directory: Path) -> None:
+    """sqlite's load test at the memory sizes of MEMORY_FACTORS, three rounds of each encryption."""
+    store = ResultStore(directory)
+    store.start(PLAN.replace('name = "sqlite"\n', 'name = "sqlite"\nmemory_mb = [64, 128]\n'), {"logical_cores": 2})
     for repetition in range(1, REPETITIONS + 1):
-        for memory, factor in factors.items():
+        for memory, factor in MEMORY_FACTORS.items():
             for encryption in FACTORS:
                 trial = TrialKey("sqlite", encryption, "oltp", 1.0, repetition, memory_mb=memory)
                 for record in _run_records(trial, "load", factor if encryption != "none" else 1.0):
                     store.append(record)
                 store.append(TrialOutcome(trial, "ok", cache="warm", cache_dropped=False, elapsed_s=40.0))
+
+
+def test_tpm_and_nopm_are_the_summary_records_per_memory_size(tmp_path: Path) -> None:
+    """A run of one engine at two memory sizes: a row per size, each encryption compared with
+    `none` at its own size, and the figures those of summary.csv's records (cell_data's rates)."""
+    _write_memory_run(tmp_path)
+    factors = MEMORY_FACTORS
     run = read_run(tmp_path)
     records = summary_records(run)
     table = oltp.throughput_table(run, records)
@@ -277,3 +285,27 @@ def test_tpm_and_nopm_are_the_summary_records_per_memory_size(tmp_path: Path) ->
                for key in rows)
     sentences = oltp.findings(oltp.throughput_table(run, records, csv=False).rows)
     assert [s.split(",")[0] for s in sentences] == ["OLTP on sqlite 64 MB (W=1)", "OLTP on sqlite 128 MB (W=1)"]
+
+
+def test_two_memory_sizes_are_kept_apart_in_the_summary_and_the_report(tmp_path: Path) -> None:
+    """summary.csv holds TPM and NOPM per memory size, each compared with `none` at that size
+    (-20% at 64 MB, -5% at 128 MB), and the report keeps the sizes apart in its throughput and
+    latency tables, its plots over time and its findings."""
+    _write_memory_run(tmp_path)
+    written = build(tmp_path)
+    with (tmp_path / "summary.csv").open() as fh:
+        tpm = {(row["memory_mb"], row["encryption"]): row for row in csv.DictReader(fh)
+               if (row["test"], row["step"], row["metric"]) == ("load", "mix", "tpm")}
+    assert set(tpm) == {(str(m), e) for m in MEMORY_FACTORS for e in FACTORS}
+    for memory, factor in MEMORY_FACTORS.items():
+        assert float(tpm[(str(memory), "aes-256-cbc")]["overhead_pct"]) == pytest.approx(100 * (factor - 1), abs=0.1)
+    report = (tmp_path / "report.md").read_text()
+    throughput = report.split("\n## OLTP throughput", 1)[1].split("\n## ", 1)[0]
+    latency = report.split("\n## OLTP latency", 1)[1].split("\n## ", 1)[0]
+    for memory in MEMORY_FACTORS:
+        assert f"| sqlite | {memory} | 1 | load | aes-256-cbc | client | 2 | 3 |" in throughput
+        assert sum(line.startswith(f"| sqlite | {memory} | 1 | load |") for line in latency.splitlines()) == \
+            len(FACTORS) * len(COMMITTED)
+        assert f"- OLTP on sqlite {memory} MB (W=1), load test" in report
+        assert drawn(tmp_path / "plots" / f"oltp-throughput-sqlite_{memory}_MB-w1.png")
+        assert tmp_path / "plots" / f"oltp-throughput-sqlite_{memory}_MB-w1.png" in written

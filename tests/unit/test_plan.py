@@ -321,14 +321,14 @@ def test_memory_errors_name_file_and_line(value: str, message: str) -> None:
     assert str(error.value).startswith(message)
 
 
-def test_several_memory_values_only_where_the_report_keeps_them_apart() -> None:
+@pytest.mark.parametrize("workload", ["crud", "oltp", "backup", "maintenance"])
+def test_every_workload_takes_several_memory_values(workload: str) -> None:
+    """Every workload's report keeps the memory sizes apart, so none refuses a list of them: each
+    value is a configuration of its own, with every encryption."""
     tpch = 'name = "tpch"\nscale = 0.01\ntests = ["power", "throughput"]\nstreams = 2'
-    crud = _with_memory("[64, 1024]").replace(tpch, 'name = "crud"')
-    with pytest.raises(PlanError, match="my.toml:11: several memory_mb values are compared by the tpch, strength "
-                                        "workloads only; the crud report does not keep them apart yet"):
-        parse_plan(crud, "my.toml")
-    assert parse_plan(_with_memory("64").replace('name = "tpch"\nscale = 0.01\ntests = ["power", "throughput"]'
-                                                 '\nstreams = 2', 'name = "crud"')).engines[0].memory_mb == (64,)
+    plan = parse_plan(_with_memory("[2, 64]").replace(tpch, f'name = "{workload}"'))
+    assert plan.engines[0].memory_mb == (2, 64)
+    assert {(t.key.workload, t.key.memory_mb) for t in schedule(plan)} == {(workload, 2), (workload, 64)}
 
 
 @pytest.mark.parametrize("extra, kind, name", [

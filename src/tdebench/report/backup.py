@@ -4,6 +4,9 @@ method, how long the backup took and what it cost against no encryption, how lar
 how well it compressed, whether it is encrypted at rest, whether its restore brought back every
 row, and whether a restore with a wrong key was refused.
 
+An engine at several memory_mb values is one configuration per value, each compared with `none`
+at its own memory ("sqlite 2 MB" in sentences, a memory column in the tables).
+
 Timings and sizes are the summary's medians (failed trials left out, as everywhere). The
 categorical results come from every measured run, failed trials included, and the worst one
 shows: a single plaintext artifact, lost restore or accepted wrong key is what a reader must see.
@@ -18,9 +21,9 @@ from typing import Any
 
 from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.report.declared import BACKUP
-from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
+from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, engine_label, memory_order, scale_text
 from tdebench.report.sections import Content, block
-from tdebench.report.tables import Column, Table, num, text
+from tdebench.report.tables import Column, Table, engine_columns, num, text
 from tdebench.report.units import interval, mib, ms, percent, ratio, ratio_percent
 from tdebench.results import RunData
 
@@ -29,7 +32,8 @@ WORKLOAD = BACKUP.name
 NONE, BACKUP_ENCRYPTIONS, split_test = BACKUP.unsealed, BACKUP.sealings, BACKUP.split_test
 METHODS = (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL)
 KIND = {BACKUP_FULL: "physical", BACKUP_FULL_COMPRESSED: "physical", BACKUP_LOGICAL: "logical"}
-Config = tuple[str, str, float, str]  # engine, encryption, scale, test (a method, or "<method>+<cipher>")
+Config = tuple[str, int | None, str, float, str]
+"""engine, its memory_mb, encryption, scale, test (a method, or "<method>+<cipher>")."""
 
 
 CSV = "backups.csv"
@@ -59,13 +63,13 @@ def _answers(run: RunData) -> dict[tuple[Config, str], list[str | None]]:
     for m in run.measurements:
         if m.trial.workload == WORKLOAD and split_test(m.test)[0] in METHODS and not m.warmup:
             t = m.trial
-            found[((t.engine, t.encryption, t.scale, m.test), m.step)].append(m.answer)
+            found[((t.engine, t.memory_mb, t.encryption, t.scale, m.test), m.step)].append(m.answer)
     return found
 
 
 def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
          answers: dict[tuple[Config, str], list[str | None]]) -> dict[str, Any]:
-    engine, encryption, scale, test = config
+    engine, memory_mb, encryption, scale, test = config
     method, sealing_name = split_test(test)
 
     def median(step: str, metric: str) -> float | None:
@@ -79,7 +83,7 @@ def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
     backup = figures.get(("backup", "elapsed_s"))
     compressed = median("backup", "compressed")
     return {
-        "engine": engine, "encryption": encryption, "scale": scale, "method": method,
+        "engine": engine, "memory_mb": memory_mb, "encryption": encryption, "scale": scale, "method": method,
         "backup_encryption": sealing_name, "test": test,
         "kind": KIND[method], "compressed": None if compressed is None else bool(compressed),
         "n": backup.summary.n if backup else 0,
@@ -113,19 +117,20 @@ def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
 
 
 def backups_table(run: RunData, records: list[SummaryRecord]) -> Table:
-    """One row per engine, encryption, scale, backup method and backup encryption, with every
-    figure of both views (backups.csv: seconds and bytes)."""
+    """One row per engine (and its memory_mb), encryption, scale, backup method and backup
+    encryption, with every figure of both views (backups.csv: seconds and bytes)."""
     medians: dict[Config, dict[tuple[str, str], SummaryRecord]] = defaultdict(dict)
     for record in records:
         cell = record.cell
         if cell.workload == WORKLOAD and split_test(cell.test)[0] in METHODS:
-            medians[(cell.engine, cell.encryption, cell.scale, cell.test)][(cell.step, cell.metric)] = record
+            medians[(cell.engine, cell.memory_mb, cell.encryption, cell.scale, cell.test)][
+                (cell.step, cell.metric)] = record
     answers = _answers(run)
     rows = [_row(config, medians.get(config, {}), answers) for config in set(medians) | {c for c, _ in answers}]
-    rows.sort(key=lambda row: (row["engine"], row["scale"], METHODS.index(row["method"]),
-                               row["encryption"] != BASELINE, row["encryption"],
+    rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["scale"],
+                               METHODS.index(row["method"]), row["encryption"] != BASELINE, row["encryption"],
                                BACKUP_ENCRYPTIONS.index(row["backup_encryption"])))
-    columns = (Column("engine", "engine"), Column("encryption", "encryption"),
+    columns = (*engine_columns(rows), Column("encryption", "encryption"),
                num("scale", "scale", scale_text), Column("method", "method"),
                Column("backup_encryption", "backup encryption"), Column("construction", "construction"),
                *_PLAIN_COLUMNS[4:], num("compression_share", "compression share", ratio_percent),
@@ -172,12 +177,10 @@ def views(table: Table) -> tuple[Table, Table]:
     and (empty unless the run sealed backups) the backup encryption table, where each sealed
     backup stands under the same method's plain one."""
     plain_rows = [row for row in table.rows if row["backup_encryption"] == NONE]
-    sealed_groups = {(r["engine"], r["encryption"], r["scale"], r["method"])
-                     for r in table.rows if r["backup_encryption"] != NONE}
-    sealed_rows = [row for row in table.rows
-                   if (row["engine"], row["encryption"], row["scale"], row["method"]) in sealed_groups]
+    sealed_groups = {_unsealed(r) for r in table.rows if r["backup_encryption"] != NONE}
+    sealed_rows = [row for row in table.rows if _unsealed(row) in sealed_groups]
     plain = Table(
-        "Backup and restore", _PLAIN_COLUMNS, plain_rows,
+        "Backup and restore", (*engine_columns(plain_rows), *_PLAIN_COLUMNS[1:]), plain_rows,
         intro=("Each backup method of each engine, medians over the repetitions (Madyatmadja et al. "
                "(2021), Dolyetyus (n.d.) and Aydın (2022) measured backups with and without TDE, "
                "compressed and not). Backup at rest: the artifact, decompressed, scanned for the "
@@ -198,7 +201,8 @@ def views(table: Table) -> tuple[Table, Table]:
     constructions = sorted({f"{r['backup_encryption']}: {r['construction']}" for r in sealed_rows
                             if r["construction"]})
     sealed = Table(
-        "Backup encryption", (*_SEALED_COLUMNS[:2], *scales, *_SEALED_COLUMNS[2:]), sealed_rows,
+        "Backup encryption", (*engine_columns(sealed_rows), _SEALED_COLUMNS[1], *scales, *_SEALED_COLUMNS[2:]),
+        sealed_rows,
         intro=("Each backup also sealed into one file with a fresh key of its own, as Aydın (2022) "
                "measured SQL Server's BACKUP … WITH ENCRYPTION (AES-128/192/256 and Triple DES), on "
                "databases with and without TDE, compressed and not: the engines here have no backup "
@@ -220,6 +224,17 @@ def views(table: Table) -> tuple[Table, Table]:
     return plain, sealed
 
 
+def _unsealed(row: dict[str, Any]) -> tuple:
+    """The backup a row seals (or is): engine, memory, encryption, scale and method."""
+    return row["engine"], row["memory_mb"], row["encryption"], row["scale"], row["method"]
+
+
+def _configured(row: dict[str, Any]) -> tuple[str, int, str]:
+    """A row's engine as configured, for sentences: its name and memory ("sqlite 2 MB"), first in
+    name and then in memory order."""
+    return row["engine"], memory_order(row["memory_mb"]), engine_label(row["engine"], row["memory_mb"])
+
+
 def _test_order(test: str) -> tuple[int, int]:
     method, sealing_name = split_test(test)
     return METHODS.index(method), BACKUP_ENCRYPTIONS.index(sealing_name)
@@ -228,11 +243,11 @@ def _test_order(test: str) -> tuple[int, int]:
 def _names(rows: list[dict[str, Any]]) -> str:
     """The rows' configurations, compactly: per engine, the encryptions that share the same
     methods, e.g. "duckdb (logical: aes-256-ctr, aes-256-gcm; full, logical: fs-aes-256-gcm)"."""
-    methods: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    methods: dict[tuple[str, int, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for row in rows:
-        methods[row["engine"]][row["encryption"]].add(row["test"])
+        methods[_configured(row)][row["encryption"]].add(row["test"])
     engines = []
-    for engine, by_encryption in sorted(methods.items()):
+    for (_, _, engine), by_encryption in sorted(methods.items()):
         groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
         for encryption, names in sorted(by_encryption.items()):
             groups[tuple(sorted(names, key=_test_order))].append(encryption)
@@ -285,10 +300,10 @@ def _sealed_sentences(sealed: list[dict[str, Any]]) -> list[str]:
     sentences = [f"Sealed backups NOT shown encrypted at rest ({len(leaked)} of {len(sealed)}): {_names(leaked)}."
                  if leaked else f"Every sealed backup was encrypted at rest ({len(sealed)}): no canary, marker "
                  "or plaintext format's magic bytes in the sealed files."]
-    groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[tuple, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for row in sealed:
-        groups[(row["engine"], row["scale"], row["method"])][row["encryption"]].append(row)
-    for (engine, _, method), by_encryption in sorted(groups.items()):
+        groups[(*_configured(row), row["scale"], row["method"])][row["encryption"]].append(row)
+    for (_, _, engine, _, method), by_encryption in sorted(groups.items()):
         database = BASELINE if BASELINE in by_encryption else sorted(by_encryption)[0]
         shares = ", ".join(f"{row['backup_encryption']} {row['time_share_shown']}" for row in by_encryption[database])
         sentences.append(f"{engine} {method} (database {database}): encrypting the backup took this share of "
@@ -300,12 +315,12 @@ def _compression_sentences(rows: list[dict[str, Any]]) -> list[str]:
     """Per engine and compressed method: how much the compressor shrank the backup without and
     with each encryption (encrypted data barely compresses), and its share of the compressed
     backup's time without encryption (against the same trial's uncompressed backup)."""
-    groups: dict[tuple[str, float, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    groups: dict[tuple, dict[str, dict[str, Any]]] = defaultdict(dict)
     for row in rows:
         if row["compressed"] and row["ratio"] is not None and not math.isnan(row["ratio"]):
-            groups[(row["engine"], row["scale"], row["method"])][row["encryption"]] = row
+            groups[(*_configured(row), row["scale"], row["method"])][row["encryption"]] = row
     sentences = []
-    for (engine, _, method), by_encryption in sorted(groups.items()):
+    for (_, _, engine, _, method), by_encryption in sorted(groups.items()):
         if BASELINE not in by_encryption or len(by_encryption) < 2:
             continue
         baseline = by_encryption[BASELINE]

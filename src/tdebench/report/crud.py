@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
+from typing import Any
 
 from tdebench.report import plots
 from tdebench.report.declared import CRUD
-from tdebench.report.records import BASELINE, SummaryRecord
+from tdebench.report.records import BASELINE, SummaryRecord, memory_order
 from tdebench.report.sections import Content, block
 from tdebench.results import RunData
-from tdebench.report.tables import Column, Table, num, text
+from tdebench.report.tables import Column, Table, engine_columns, num, text
 from tdebench.report.units import MIB, interval, p_value, percent
 
 WORKLOAD, TESTS = CRUD.name, CRUD.tests  # the operations
@@ -46,10 +47,10 @@ def _rows(value: float | None) -> str:
 
 
 def operations_table(records: list[SummaryRecord]) -> Table:
-    """One row per engine, encryption, table size and operation of the crud workload: the
-    median time with its overhead against `none`, CPU, the throughput of Moulianitakis &
-    Asimakopoulos (2019), I/O and the database's size (crud.csv: no rows for a run without
-    crud)."""
+    """One row per engine (and its memory_mb), encryption, table size and operation of the crud
+    workload: the median time with its overhead against `none`, CPU, the throughput of
+    Moulianitakis & Asimakopoulos (2019), I/O and the database's size (crud.csv: no rows for a
+    run without crud)."""
     by_cell = {record.cell: record for record in records}
 
     def median(record: SummaryRecord, metric: str) -> float | None:
@@ -59,14 +60,15 @@ def operations_table(records: list[SummaryRecord]) -> Table:
     def scaled(value: float | None, factor: float) -> float | None:
         return None if value is None else value * factor
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for record in records:
         cell, summary, compared = record.cell, record.summary, record.overhead
         if (cell.workload, cell.step, cell.metric) != (WORKLOAD, STEP, "elapsed_s") or cell.test not in TESTS:
             continue
         processed = median(record, "processed_bytes")
         rows.append({
-            "engine": cell.engine, "encryption": cell.encryption, "table_rows": cell.scale,
+            "engine": cell.engine, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
+            "table_rows": cell.scale,
             "operation": cell.test, "rows": median(record, "rows"), "n": summary.n,
             "median_ms": summary.median * 1000,
             "overhead_pct": compared.pct if compared else None,
@@ -80,9 +82,9 @@ def operations_table(records: list[SummaryRecord]) -> Table:
             "size_after_mib": scaled(median(record, "size_after_bytes"), 1 / MIB),
             "noisy": summary.noisy,
         })
-    rows.sort(key=lambda row: (row["engine"], row["table_rows"], TESTS.index(row["operation"]),
-                               row["encryption"] != BASELINE, row["encryption"]))
-    columns = (Column("engine", "engine"), Column("encryption", "encryption"),
+    rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["table_rows"],
+                               TESTS.index(row["operation"]), row["encryption"] != BASELINE, row["encryption"]))
+    columns = (*engine_columns(rows), Column("encryption", "encryption"),
                num("table_rows", "table rows", _rows), Column("operation", "operation"),
                num("rows", "rows", _rows), num("n", "n", text), num("median_ms", "median (ms)"),
                num("overhead_pct", "vs none", percent), num("overhead_ci", "95% CI", text),
@@ -95,7 +97,7 @@ def operations_table(records: list[SummaryRecord]) -> Table:
         intro=("Each operation measured alone, median over the repetitions: select, insert, update "
                "and delete of k rows (the plan's operation_fraction of the table), all point "
                "lookups together, and a full scan; the overhead against no encryption on the same "
-               "engine and table size with its 95% bootstrap CI and Mann–Whitney U p."),
+               "engine, memory and table size with its 95% bootstrap CI and Mann–Whitney U p."),
         note=("Rows: rows returned or changed, as counted by the check after the operation. MB/s: "
               "the throughput of Moulianitakis & Asimakopoulos (2019), bytes processed ÷ median "
               "elapsed ÷ 1024², where bytes processed = rows × the table's average logical row "
@@ -107,18 +109,19 @@ def operations_table(records: list[SummaryRecord]) -> Table:
 
 def latency_table(records: list[SummaryRecord]) -> Table:
     """The distribution of single point-lookup times: each trial's p50, p90, p99, max and mean,
-    as medians over the repetitions, with the p50's and p99's overheads against `none`."""
-    by_config: dict[tuple[str, str, float], dict[str, SummaryRecord]] = defaultdict(dict)
+    as medians over the repetitions, with the p50's and p99's overheads against `none`; per
+    engine, memory_mb, encryption and table size."""
+    by_config: dict[tuple[str, int | None, str, float], dict[str, SummaryRecord]] = defaultdict(dict)
     for record in records:
         cell = record.cell
         if (cell.workload, cell.test) == (WORKLOAD, "lookup") and (cell.step, cell.metric) in (
                 *((POINT, metric) for metric in LATENCY_METRICS), (STEP, "rows")):
-            by_config[(cell.engine, cell.encryption, cell.scale)][cell.metric] = record
+            by_config[(cell.engine, cell.memory_mb, cell.encryption, cell.scale)][cell.metric] = record
     rows = []
-    for (engine, encryption, scale), figures in by_config.items():
+    for (engine, memory_mb, encryption, scale), figures in by_config.items():
         if "p50_elapsed_s" not in figures:
             continue
-        row: dict = {"engine": engine, "encryption": encryption, "table_rows": scale,
+        row: dict = {"engine": engine, "memory_mb": memory_mb, "encryption": encryption, "table_rows": scale,
                      "lookups": figures["rows"].summary.median if "rows" in figures else None,
                      "n": figures["p50_elapsed_s"].summary.n}
         for metric in LATENCY_METRICS:
@@ -128,8 +131,9 @@ def latency_table(records: list[SummaryRecord]) -> Table:
             row[f"{metric}_overhead"] = compared.pct if compared else None
             row[f"{metric}_ci"] = interval(compared.ci_low, compared.ci_high, percent) if compared else None
         rows.append(row)
-    rows.sort(key=lambda row: (row["engine"], row["table_rows"], row["encryption"] != BASELINE, row["encryption"]))
-    columns = (Column("engine", "engine"), Column("encryption", "encryption"),
+    rows.sort(key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["table_rows"],
+                               row["encryption"] != BASELINE, row["encryption"]))
+    columns = (*engine_columns(rows), Column("encryption", "encryption"),
                num("table_rows", "table rows", _rows), num("lookups", "lookups", _rows), num("n", "n", text),
                num("p50_elapsed_s", "p50 (µs)"), num("p50_elapsed_s_overhead", "p50 vs none", percent),
                num("p50_elapsed_s_ci", "95% CI", text), num("p90_elapsed_s", "p90 (µs)"),

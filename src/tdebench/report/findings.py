@@ -473,7 +473,8 @@ def timeout_alerts(run: RunData) -> list[str]:
     executions: dict[tuple, list[str | None]] = defaultdict(list)
     for m in run.measurements:
         if not m.warmup and is_query(m.step):
-            executions[(engine_label(m.trial.engine, m.trial.memory_mb), *m.trial.config[1:], m.test,
+            t = m.trial
+            executions[(engine_label(t.engine, t.memory_mb), t.encryption, t.workload, t.scale, m.test,
                         m.step)].append(m.answer)
     timed_out = {key: answers for key, answers in executions.items() if "timeout" in answers}
     if not timed_out:

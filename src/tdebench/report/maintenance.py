@@ -5,7 +5,9 @@ Time to encrypt and rekey are built from the raw measurements, failed checks inc
 conversion that left plaintext behind must show as such, not vanish with its trial), each
 cell summarized by stats.py like every other figure; "not supported" and "not applicable"
 are recorded outcomes, never numbers. The index rebuild is an ordinary summary record with
-its overhead against `none` (it is in summary.csv too).
+its overhead against `none` (it is in summary.csv too). An engine at several memory_mb values
+is one configuration per value, in the tables (a memory column) and in the findings ("sqlite
+2 MB").
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from collections import defaultdict
 from typing import Any
 
 from tdebench.report.declared import MAINTENANCE
-from tdebench.report.records import BASELINE, SummaryRecord, scale_text
+from tdebench.report.records import BASELINE, SummaryRecord, engine_label, memory_order, scale_text
 from tdebench.report.sections import Content, block
-from tdebench.report.tables import Column, Table, text
+from tdebench.report.tables import Column, Table, engine_columns, text
 from tdebench.report.units import MIB, interval, number, p_value, percent
 from tdebench.stats import summarize_many
 from tdebench.results import Measurement, RunData
@@ -79,7 +81,7 @@ def _method(step: str) -> str:
 
 
 def _row(key: tuple, measurements: list[Measurement]) -> dict[str, Any]:
-    engine, encryption, workload, scale, test, step = key
+    engine, memory_mb, encryption, workload, scale, test, step = key
     timed = [m for m in measurements if "elapsed_s" in m.metrics and m.metrics["elapsed_s"] > 0]
     answers = [m.answer or "" for m in measurements]  # no answer (None) is no outcome either
     bad = answers.count(_FAILED)
@@ -87,8 +89,9 @@ def _row(key: tuple, measurements: list[Measurement]) -> dict[str, Any]:
         verified = _OUTCOMES[answers[0]]
     else:
         verified = "yes" if not bad else f"no ({bad} of {len(measurements)})"
-    row: dict[str, Any] = {"engine": engine, "encryption": encryption, "workload": workload, "scale": scale,
-                           "test": test, "method": _method(step), "n": len(timed), "verified": verified}
+    row: dict[str, Any] = {"engine": engine, "memory_mb": memory_mb, "encryption": encryption, "workload": workload,
+                           "scale": scale, "test": test, "method": _method(step), "n": len(timed),
+                           "verified": verified}
     if timed:
         elapsed, throughput, cpu, size = summarize_many([
             [m.metrics["elapsed_s"] for m in timed],
@@ -104,15 +107,17 @@ def _row(key: tuple, measurements: list[Measurement]) -> dict[str, Any]:
 
 
 def operations_table(run: RunData) -> Table:
-    """maintenance.csv: one row per engine, encryption, scale, test (encrypt, rekey) and method,
-    over the measured runs (warm-ups left out, failed checks kept and counted)."""
+    """maintenance.csv: one row per engine (and its memory_mb), encryption, scale, test (encrypt,
+    rekey) and method, over the measured runs (warm-ups left out, failed checks kept and counted)."""
     groups: dict[tuple, list[Measurement]] = defaultdict(list)
     for m in run.measurements:
         if m.test in (ENCRYPT, REKEY) and not m.warmup:
             t = m.trial
-            groups[(t.engine, t.encryption, t.workload, t.scale, m.test, m.step)].append(m)
-    order = sorted(groups, key=lambda k: (k[4] != ENCRYPT, k[0], k[1] != BASELINE, k[1], k[3], k[5]))
-    columns = (Column("engine", "engine"), Column("encryption", "encryption"), Column("workload", "workload"),
+            groups[(t.engine, t.memory_mb, t.encryption, t.workload, t.scale, m.test, m.step)].append(m)
+    order = sorted(groups, key=lambda k: (k[5] != ENCRYPT, k[0], memory_order(k[1]), k[2] != BASELINE, k[2], k[4],
+                                          k[6]))
+    rows = [_row(key, groups[key]) for key in order]
+    columns = (*engine_columns(rows), Column("encryption", "encryption"), Column("workload", "workload"),
                Column("scale", "scale", scale_text, numeric=True), Column("test", "test"),
                Column("method", "method"), Column("n", "n", text, numeric=True),
                Column("size_mib", "database (MiB)", number, numeric=True),
@@ -120,7 +125,7 @@ def operations_table(run: RunData) -> Table:
                Column("seconds_ci", "95% CI", text, numeric=True),
                Column("mb_per_s", "MB/s", number, numeric=True),
                Column("cpu_s", "CPU s", number, numeric=True), Column("verified", "verified"))
-    return Table("Maintenance", columns, [_row(key, groups[key]) for key in order])
+    return Table("Maintenance", columns, rows)
 
 
 def _only(table: Table, test: str, title: str, intro: str, verified: str) -> Table:
@@ -144,15 +149,17 @@ def reindex_table(run: RunData, records: list[SummaryRecord]) -> Table:
         cell, summary, compared = record.cell, record.summary, record.overhead
         if cell.test != REINDEX or cell.metric != "elapsed_s":
             continue
-        answers = checked.get((cell.engine, cell.encryption, cell.workload, cell.scale, cell.step), set())
-        rows.append({"engine": cell.engine, "encryption": cell.encryption, "scale": cell.scale,
+        answers = checked.get((cell.engine, cell.encryption, cell.workload, cell.scale, cell.memory_mb, cell.step),
+                              set())
+        rows.append({"engine": cell.engine, "memory_mb": cell.memory_mb, "encryption": cell.encryption,
+                     "scale": cell.scale,
                      "method": cell.step, "n": summary.n, "seconds": summary.median,
                      "seconds_ci": interval(summary.ci_low, summary.ci_high) if summary.n > 1 else None,
                      "overhead": compared.pct if compared else None,
                      "overhead_ci": (interval(compared.ci_low, compared.ci_high, percent) if compared else None),
                      "p": compared.p_value if compared else None,
                      "checked": "yes" if answers == {_OK} else "no"})
-    columns = (Column("engine", "engine"), Column("encryption", "encryption"),
+    columns = (*engine_columns(rows), Column("encryption", "encryption"),
                Column("scale", "scale", scale_text, numeric=True), Column("method", "method"),
                Column("n", "n", text, numeric=True), Column("seconds", "seconds (median)", number, numeric=True),
                Column("seconds_ci", "95% CI", text, numeric=True),
@@ -170,13 +177,15 @@ def reindex_table(run: RunData, records: list[SummaryRecord]) -> Table:
 
 
 def findings(encrypt: Table) -> list[str]:
-    """One sentence per engine and scale: how fast its verified conversions went."""
-    by_engine: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
+    """One sentence per engine (as configured: "sqlite 2 MB") and scale: how fast its verified
+    conversions went."""
+    by_engine: dict[tuple[str, int, str, float], list[dict[str, Any]]] = defaultdict(list)
     for row in encrypt.rows:
         if row.get("mb_per_s") is not None and row["verified"] == "yes":
-            by_engine[(row["engine"], row["scale"])].append(row)
+            by_engine[(row["engine"], memory_order(row["memory_mb"]), engine_label(row["engine"], row["memory_mb"]),
+                       row["scale"])].append(row)
     sentences = []
-    for (engine, _), rows in sorted(by_engine.items()):
+    for (_, _, engine, _), rows in sorted(by_engine.items()):
         slow, fast = min(rows, key=lambda r: r["mb_per_s"]), max(rows, key=lambda r: r["mb_per_s"])
 
         def speed(row: dict[str, Any]) -> str:

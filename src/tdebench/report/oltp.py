@@ -33,7 +33,7 @@ from tdebench.report.declared import OLTP
 from tdebench.report.records import (BASELINE, SummaryRecord, engine_label, host_blocks, measured, memory_order,
                                      per_minute)
 from tdebench.report.sections import Content, block
-from tdebench.report.tables import Column, Table, n_text, num, text, uses_memory
+from tdebench.report.tables import Column, Table, engine_columns, n_text, num, text
 from tdebench.report.units import number, p_value, percent
 from tdebench.stats import SIGNIFICANCE
 from tdebench.results import Measurement, RunData
@@ -233,9 +233,7 @@ def _config_order(key: Config) -> tuple:
 
 def _engine_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
     """The engine; its memory_mb and its hosts' group only when the run has them."""
-    return ((Column("engine", "engine"),) + ((num("memory_mb", "memory (MB)", text),)
-                                             if uses_memory(row["memory_mb"] for row in rows) else ())
-            + ((Column("host", "hosts"),) if any(row["host"] is not None for row in rows) else ()))
+    return engine_columns(rows) + ((Column("host", "hosts"),) if any(row["host"] is not None for row in rows) else ())
 
 
 def _common_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
@@ -291,30 +289,33 @@ def _report_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def latency_table(records: list[SummaryRecord]) -> Table:
-    """Per engine, warehouses, test, encryption and transaction type: the median over the
-    repetitions of each run's latency percentiles, and each type's share of the mix."""
+    """Per engine (and its memory_mb), warehouses, test, encryption and transaction type: the
+    median over the repetitions of each run's latency percentiles, and each type's share of the
+    mix."""
     cells: dict[tuple, dict[str, float]] = defaultdict(dict)
     totals: dict[tuple, float] = defaultdict(float)
     for record in records:
         cell = record.cell
         if cell.workload != WORKLOAD or cell.step not in KINDS:
             continue
-        key = (cell.engine, cell.scale, cell.test, cell.encryption, cell.step)
+        key = (cell.engine, cell.memory_mb, cell.scale, cell.test, cell.encryption, cell.step)
         cells[key][cell.metric] = record.summary.median
         if cell.metric == "committed":
-            totals[key[:4]] += record.summary.median
+            totals[key[:5]] += record.summary.median
     rows = []
-    for key in sorted(cells, key=lambda k: (k[0], k[1], k[2], k[3] != BASELINE, k[3], KINDS.index(k[4]))):
+    for key in sorted(cells, key=lambda k: (k[0], memory_order(k[1]), k[2], k[3], k[4] != BASELINE, k[4],
+                                            KINDS.index(k[5]))):
+        engine, memory_mb, scale, test, encryption, kind = key
         figures = cells[key]
-        total = totals.get(key[:4], 0.0)
-        row: dict[str, Any] = {"engine": key[0], "warehouses": key[1], "test": key[2], "encryption": key[3],
-                               "transaction": key[4], "committed": figures.get("committed"),
+        total = totals.get(key[:5], 0.0)
+        row: dict[str, Any] = {"engine": engine, "memory_mb": memory_mb, "warehouses": scale, "test": test,
+                               "encryption": encryption, "transaction": kind, "committed": figures.get("committed"),
                                "share": 100 * figures.get("committed", 0.0) / total if total else None,
-                               "target": 100 * MIX[key[4]]}
+                               "target": 100 * MIX[kind]}
         row.update({name: figures[f"{name}_elapsed_s"] * 1000 for name in PERCENTILES
                     if f"{name}_elapsed_s" in figures})
         rows.append(row)
-    columns = (Column("engine", "engine"), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+    columns = (*engine_columns(rows), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
                Column("encryption", "encryption"), Column("transaction", "transaction"),
                num("committed", "committed", lambda v: f"{v:,.0f}"), num("share", "share %", lambda v: f"{v:.1f}"),
                num("target", "target %", lambda v: f"{v:g}"),
@@ -330,16 +331,18 @@ def latency_table(records: list[SummaryRecord]) -> Table:
 
 
 def throughput_plots(run: RunData) -> list[plots.Figure]:
-    """Per engine and warehouses: TPM in each interval of the window, one panel per test, one
-    line per encryption, from the lowest measured repetition of each; a line only with
-    plots.MIN_POINTS intervals or more, a figure only with a line."""
+    """Per engine (as configured: its memory_mb) and warehouses: TPM in each interval of the
+    window, one panel per test, one line per encryption, from the lowest measured repetition of
+    each; a line only with plots.MIN_POINTS intervals or more, a figure only with a line."""
     series: dict[tuple, dict[str, dict[str, dict[int, list[Measurement]]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list))))
     for m in measured(run):
         if m.trial.workload == WORKLOAD and m.step == INTERVAL_STEP:
-            series[(m.trial.engine, m.trial.scale)][m.test][m.trial.encryption][m.trial.repetition].append(m)
+            t = m.trial
+            series[(t.engine, memory_order(t.memory_mb), engine_label(t.engine, t.memory_mb), t.scale)][m.test][
+                t.encryption][t.repetition].append(m)
     figures = []
-    for (engine, scale), all_tests in sorted(series.items()):
+    for (_, _, engine, scale), all_tests in sorted(series.items()):
         # one interval is a flat line at the test's TPM, which the throughput table gives already
         by_test = {test: {encryption: runs for encryption, runs in by_enc.items()
                           if len(runs[min(runs)]) >= plots.MIN_POINTS}

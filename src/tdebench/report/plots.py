@@ -260,20 +260,21 @@ def _plain_log_axis(axis) -> None:
 
 def scaling_plots(records: list[SummaryRecord], workload: str, tests: tuple[str, ...], step: str,
                   x_label: str) -> list[Figure]:
-    """The scaling figures of Moulianitakis & Asimakopoulos (2019): per engine, one panel per
-    test with the median elapsed time of its `step` (95% CI as error bars) against the scale,
-    one line per encryption; only tests measured at MIN_POINTS scales or more, and no figure
-    for an engine without one."""
-    points: dict[str, dict[str, dict[str, list[tuple[float, float, float, float]]]]] = defaultdict(
+    """The scaling figures of Moulianitakis & Asimakopoulos (2019): per engine as configured (its
+    memory_mb, its hosts where they are reported apart), one panel per test with the median
+    elapsed time of its `step` (95% CI as error bars) against the scale, one line per
+    encryption; only tests measured at MIN_POINTS scales or more, and no figure for an engine
+    without one."""
+    points: dict[tuple, dict[str, dict[str, list[tuple[float, float, float, float]]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list)))
     for record in records:
         cell, summary = record.cell, record.summary
         if (cell.workload, cell.step, cell.metric) == (workload, step, "elapsed_s") and cell.test in tests:
-            points[cell.engine][cell.test][cell.encryption].append(
+            points[(cell.engine, memory_order(cell.memory_mb), cell.configured)][cell.test][cell.encryption].append(
                 (cell.scale, summary.median * 1000, (summary.median - summary.ci_low) * 1000,
                  (summary.ci_high - summary.median) * 1000))
     figures = []
-    for engine, by_test in sorted(points.items()):
+    for (_, _, engine), by_test in sorted(points.items()):
         # a panel with one table size is a dot per encryption: the operations table says as much
         shown = [test for test in tests if test in by_test
                  and len({scale for by_enc in by_test[test].values() for scale, *_ in by_enc}) >= MIN_POINTS]

@@ -1,10 +1,10 @@
 """Raw measurements grouped into cells, summarized, and compared with the `none` baseline.
 
-A cell is one configuration (engine, encryption, workload, scale) × test × step × metric;
-its values are that step's measurements over all repetitions (and, in the throughput
-test, over all streams). Warm-up runs and trials that failed are left out: a failed
-trial's measurements are partial and would bias the composite figures. A trial with a query
-stopped by the timeout is a failed trial (the runner marks it so).
+A cell is one configuration (engine, memory_mb, encryption, workload, scale: `TrialKey.config`)
+× test × step × metric; its values are that step's measurements over all repetitions (and, in
+the throughput test, over all streams). Warm-up runs and trials that failed are left out: a
+failed trial's measurements are partial and would bias the composite figures. A trial with a
+query stopped by the timeout is a failed trial (the runner marks it so).
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ still do, per engine and encryption, beside the unencrypted baseline as the posi
   backups taken before and after the rekey.
 
 Every figure is a record of what happened (counts and answers), never a timing: no statistics
-beyond the median of the repetitions' shares.
+beyond the median of the repetitions' shares. An outcome does not depend on the cache, so the
+trials of an engine at several memory_mb values (the assess plans) count as more trials of each
+encryption.
 """
 
 from __future__ import annotations

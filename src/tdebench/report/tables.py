@@ -84,10 +84,13 @@ def num(key: str, header: str, fmt: Callable[[Any], str] = number) -> Column:
     return Column(key, header, fmt, numeric=True)
 
 
+_MEMORY = num("memory_mb", "memory (MB)", text)
+
+
 def config_columns(memory: bool = False, hosts: bool = False) -> tuple[Column, ...]:
     """engine, encryption, workload, scale; and after the engine its memory_mb, when the run used
     it, and the kind of host, when a cluster run's hosts differ and are reported apart."""
-    engine = ((Column("engine", "engine"),) + ((num("memory_mb", "memory (MB)", text),) if memory else ())
+    engine = ((Column("engine", "engine"),) + ((_MEMORY,) if memory else ())
               + ((Column("hosts", "hosts"),) if hosts else ()))
     return engine + (Column("encryption", "encryption"), Column("workload", "workload"),
                      num("scale", "scale", scale_text))
@@ -103,6 +106,12 @@ def shown_config_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
 def uses_memory(memories: Iterable[int | None]) -> bool:
     """Whether a run gave any engine memory_mb: only then do its tables show the memory column."""
     return any(memory is not None for memory in memories)
+
+
+def engine_columns(rows: Iterable[dict[str, Any]]) -> tuple[Column, ...]:
+    """The engine, and after it its memory_mb when a row has one: the first columns of a
+    workload's own table (crud, oltp, backup, maintenance), whose rows keep each memory apart."""
+    return (Column("engine", "engine"),) + ((_MEMORY,) if uses_memory(row["memory_mb"] for row in rows) else ())
 
 
 # --- summary.csv -----------------------------------------------------------------------
@@ -443,7 +452,7 @@ def samples_by_config(samples: Iterable[Sample]) -> dict[tuple[str, str, str, fl
     trial and time order."""
     groups: dict[tuple[str, str, str, float, int | None], list[Sample]] = defaultdict(list)
     for sample in sorted(samples, key=lambda s: (s.trial, s.t_s)):
-        groups[(*sample.trial.config, sample.trial.memory_mb)].append(sample)
+        groups[sample.trial.config].append(sample)
     order = sorted(groups, key=lambda c: (c[0], memory_order(c[4]), c[2], c[3], c[1] != BASELINE, c[1]))
     return {config: groups[config] for config in order}
 

@@ -217,10 +217,6 @@ class Workload(ABC):
     # plan refuses them at the workload's line rather than fail every trial (e.g. backup's,
     # which need the engine's own backup tools on files tdebench owns)
     local_tests: ClassVar[dict[str, str]] = {}
-    # whether the workload's report keeps configurations that differ only in memory_mb apart, so
-    # a plan may give an engine several memory values (a workload's own section, e.g. crud's,
-    # groups by engine, encryption and scale)
-    memory_axis: ClassVar[bool] = False
     # subdirectories of the trial's workspace (glob patterns) holding what the workload judges by
     # itself (RunContext.judge_at_rest: backup's artifacts and restores, maintenance's plaintext
     # source): the trial's transient capture leaves them out, as its at-rest scan of the database does

@@ -74,9 +74,6 @@ class StrengthWorkload(Workload):
     scale_format = "{} rows"
     max_streams = 1
     timed = False  # its results are outcomes, not timings (its plans run one repetition)
-    # a plan may give an engine several memory_mb values beside it (the assess plans): an outcome does
-    # not depend on the cache, and its report counts each memory's trial as one more of the encryption
-    memory_axis = True
     local_tests = {test: "it reads and changes the database's files at rest, which only an engine tdebench owns "
                          "has" for test in tests}
     # for its report (report/strength.py): the words its records answer with

@@ -52,7 +52,6 @@ class TpchWorkload(Workload):
     scale_max = data.SCALE_MAX
     max_streams = streams.MAX_STREAMS
     dialects = tuple(d for d in schema.DIALECTS if d in DIALECTS)  # a schema and the 22 queries
-    memory_axis = True
     options = {
         "passes": Option(1, "measured passes of each test per trial; statistics take each query's median over "
                             "them (the trial's database is loaded once)", low=1, high=100),
