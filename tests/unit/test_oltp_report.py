@@ -233,13 +233,18 @@ def test_a_plan_of_the_load_test_alone_is_read_for_its_rates_not_its_data_load(t
 
 
 def test_a_rate_that_halves_is_named_apart_and_a_higher_rate_is_not_a_cost() -> None:
+    from dataclasses import dataclass
     from types import SimpleNamespace
 
     from tdebench.report.headline import _grouped
     from tdebench.stats import PAIRED, Overhead
 
+    @dataclass(frozen=True)
+    class Cell:  # what the grouping reads of a cell; hashable, as the layer splits look cells up
+        encryption: str
+
     def rate(encryption: str, pct: float, low: float, high: float) -> SimpleNamespace:
-        return SimpleNamespace(cell=SimpleNamespace(encryption=encryption),
+        return SimpleNamespace(cell=Cell(encryption),
                                overhead=Overhead(pct, low, high, 0.001, 5, 5, PAIRED))
 
     groups = _grouped([rate("half", -60.0, -65.0, -55.0), rate("drop", -8.0, -10.0, -6.0),
