@@ -569,9 +569,10 @@ class Database(ABC):
 
     def spill_rows(self) -> int:
         """How many rows the spill test sorts on `spilling()`'s connection: enough to pass its
-        cache many times over (the default: DuckDB's 64 MiB memory_limit; the servers' sort and
-        temp-table sizes are a few kB, so any count past the default passes them too)."""
-        return 1_500_000
+        cache many times over. The default, about 10 MB of sort records, passes SQLite's 1 MiB
+        cache and the servers' sort and temp-table sizes of a few kB (1.5M rows took MariaDB a
+        minute a trial, writing 520 MB of temp files)."""
+        return 200_000
 
     def sealed_value(self, table: str, column: str, key_column: str, key: int) -> SealedValue | None:
         """The stored, sealed form of `column` in the row of `table` whose `key_column` is `key`,

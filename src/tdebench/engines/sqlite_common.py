@@ -156,11 +156,6 @@ class SQLiteFamilyDatabase(Database, Reencrypts, Backups):
         and a 1 MiB page cache, whatever the plan's: its sorts and temp tables go to files."""
         return self._connect(TEMP_FILE, 1)
 
-    def spill_rows(self) -> int:
-        """About 10 MB of sort records past the spilling connection's 1 MiB cache (the default's
-        1.5M rows took 5-15 s a trial, a sort SQLite does row by row)."""
-        return 200_000
-
     def _connect(self, temp_store: str, memory_mb: int | None) -> Connection:
         conn = self._open(self.path)
         try:
