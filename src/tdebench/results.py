@@ -179,8 +179,8 @@ class TrialOutcome:
     elapsed_s: float
     error: str = ""
     key_derived: bool = False  # key from the user's key file (True) or random (False)
-    # how the engine took the key (engines/base.py KEY_FORMS): "passphrase" (its key derivation ran on
-    # every open) or "raw" (a plan's key_form = "raw"); "" without a key, or not recorded (`upgrade`)
+    # how the engine took the key (KEY_FORMS): "passphrase" (its key derivation ran on every open)
+    # or "raw" (a plan's key_form = "raw"); "" without a key, or not recorded (`upgrade`)
     key_form: str = ""
     # the 1-minute load average as the trial started and ended; None: not recorded (`upgrade`)
     load_start: float | None = None
@@ -222,6 +222,26 @@ class CipherSpeed:
         return self.mib_per_s is not None
 
 
+PASSPHRASE, RAW = "passphrase", "raw"
+KEY_FORMS = (PASSPHRASE, RAW)
+"""How a plan has an engine take the trial's key (`key_form`, recorded in `TrialOutcome.key_form`):
+"passphrase", the engine's own way (its key derivation, if it has one, runs on every open); "raw",
+the key itself where the engine takes one for the encryption (`Encryption.raw_key_bytes`), as
+performance-minded users configure it and Zetetic advises for fair comparisons of SQLCipher."""
+
+ON_OPEN = "derived on every open"
+AT_START = "taken once, when the server starts"
+AT_MOUNT = "derived once, when the layer mounts"
+PER_VALUE = "derived for every value"
+"""When an encryption turns the trial's key into its cipher's (`EncryptionFacts.key_taken`,
+`Engine.key_taken`): on every open (SQLite3MC's KDFs, DuckDB's ATTACH: part of an open's time),
+once when the server starts (MariaDB reads its key file) or the file-system layer mounts
+(gocryptfs's scrypt): part of no open timed after it, or for every value a column layer encrypts
+or decrypts (pgcrypto's S2K)."""
+
+BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL = "full", "full-compressed", "logical"
+"""The backup methods (`BackupMethod.name`): the backup workload's tests are named by them."""
+
 ENCRYPTIONS = "encryptions"
 """environment.json's record of each engine's encryptions as the run's tdebench defined them
 (`EncryptionFacts` by engine and encryption name, beside the engines' versions): what the report
@@ -235,7 +255,7 @@ class EncryptionFacts:
     "native", "fs", "column"), its raw cipher as `tdebench ciphers` names it ("" when it encrypts
     nothing: none, placebo, a layer without its cipher), what the engine adds to it per page
     ("HMAC-SHA512"), the bytes encrypted under one nonce (the engine's page or block; 0: per
-    value) and when it takes the key (engines/base.py ON_OPEN, AT_START, AT_MOUNT, PER_VALUE)."""
+    value) and when it takes the key (ON_OPEN, AT_START, AT_MOUNT, PER_VALUE)."""
 
     layer: str
     cipher: str

@@ -12,13 +12,12 @@ import pytest
 
 from tdebench import runsetup
 from tdebench.engines import get_engine
-from tdebench.engines.base import AT_MOUNT, ON_OPEN, RAW
 from tdebench.report.cipher_cost import COVERED, KEY, NO_BYTES, WAIT, Parts, cipher_cost_table, rest, rows
 from tdebench.report.encryptions import TODAYS, known
 from tdebench.report.records import summary_records
 from tdebench.report.tables import environment_table
-from tdebench.results import (ENCRYPTIONS, CipherSpeed, EncryptionFacts, Measurement, RunData, TrialKey, TrialOutcome,
-                              recorded_encryptions)
+from tdebench.results import (AT_MOUNT, ENCRYPTIONS, ON_OPEN, RAW, CipherSpeed, EncryptionFacts, Measurement, RunData,
+                              TrialKey, TrialOutcome, recorded_encryptions)
 
 MIB = 1 << 20
 PLAN = 'name = "bytes"\norder = "lockstep"\n'

@@ -61,7 +61,7 @@ def test_an_open_is_said_to_derive_a_key_only_where_the_encryption_derives_one_o
     """The io-bound report had said "passphrase key" of gocryptfs under PostgreSQL, whose key
     derivation ran when the layer mounted, before any timed open: what its opens cost more than
     none's is the connection's reads through the layer. Each encryption says when it takes the key."""
-    from tdebench.engines.base import AT_MOUNT, AT_START, ON_OPEN, PER_VALUE
+    from tdebench.results import AT_MOUNT, AT_START, ON_OPEN, PER_VALUE
     from tdebench.report.connection import key_text
 
     assert key_text("sqlite", "sqlcipher", "passphrase") == f"key {ON_OPEN}"

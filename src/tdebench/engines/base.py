@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import psutil
 
 from tdebench.keys import Secret
-from tdebench.results import EncryptionFacts
+from tdebench.results import AT_MOUNT, ON_OPEN, PASSPHRASE, PER_VALUE, RAW, EncryptionFacts
 
 
 class Layer(Protocol):
@@ -127,23 +127,6 @@ PLACEBO = Encryption(
     name="placebo", algorithm="none", key_bits=0, mode="none", layer="none", covers=(),
     notes="A/A control: the baseline again, run and analysed like an encryption; its overhead is the noise floor",
 )
-
-
-PASSPHRASE, RAW = "passphrase", "raw"
-KEY_FORMS = (PASSPHRASE, RAW)
-"""How a plan has an engine take the trial's key (`key_form`): "passphrase", the engine's own way
-(its key derivation, if it has one, runs on every open); "raw", the key itself where the engine
-takes one for the encryption (`Encryption.raw_key_bytes`), as performance-minded users configure
-it and Zetetic advises for fair comparisons of SQLCipher."""
-
-ON_OPEN = "derived on every open"
-AT_START = "taken once, when the server starts"
-AT_MOUNT = "derived once, when the layer mounts"
-PER_VALUE = "derived for every value"
-"""When an encryption turns the trial's key into its cipher's (`Engine.key_taken`): on every open
-(SQLite3MC's KDFs, DuckDB's ATTACH: part of an open's time), once when the server starts (MariaDB
-reads its key file) or the file-system layer mounts (gocryptfs's scrypt): part of no open timed
-after it, or for every value a column layer encrypts or decrypts (pgcrypto's S2K)."""
 
 
 @dataclass(frozen=True)
@@ -272,9 +255,6 @@ def execute_in_turn(conn: Connection, statements: Sequence[Statement]) -> list[l
     """`Connection.execute_batch` one statement at a time: for a connection with nothing to
     gain from sending them together (an engine in this process), or no way to."""
     return [conn.execute(sql, params) for sql, params in statements]
-
-
-BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL = "full", "full-compressed", "logical"
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tdebench.engines import dialects, duckdb_wal
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
-                                   BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   EncryptionNotActive, LogFile, PageLayout, PlainChecksum, Reencrypts, Statement,
-                                   execute_in_turn, raises_conflicts)
+from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Capabilities, Connection,
+                                   Database, Encryption, Engine, EncryptionNotActive, LogFile, PageLayout,
+                                   PlainChecksum, Reencrypts, Statement, execute_in_turn, raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_LAYER
 from tdebench.engines.page_checksums import duckdb_checksum_change
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
+from tdebench.results import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 
 if TYPE_CHECKING:
     from tdebench.engines.duckdb_extensions import Config

@@ -16,13 +16,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.report.declared import BACKUP
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, scale_text
 from tdebench.report.sections import Content, block
 from tdebench.report.tables import Column, Table, num, text
 from tdebench.report.units import interval, mib, ms, percent, ratio, ratio_percent
-from tdebench.results import RunData
+from tdebench.results import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, RunData
 
 WORKLOAD = BACKUP.name
 # how a sealed backup is named: its method and sealing (none: the tool's artifact as it is)

@@ -38,7 +38,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tdebench.engines.base import ON_OPEN, RAW
 from tdebench.report.connection import OPEN_CELL
 from tdebench.report.encryptions import TODAYS, Known, known
 from tdebench.report.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, below_resolution, failed_trials,
@@ -46,7 +45,7 @@ from tdebench.report.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, 
 from tdebench.report.resources import per_test
 from tdebench.report.tables import UNAVAILABLE, Column, Table, num, shown_config_columns, text
 from tdebench.report.units import MIB, MS, interval, mib, number, ratio_percent, signed_ms
-from tdebench.results import CipherSpeed, EncryptionFacts, RunData
+from tdebench.results import ON_OPEN, RAW, CipherSpeed, EncryptionFacts, RunData
 
 TITLE = "Against the raw cipher"
 NOT_MEASURED = "not measured"

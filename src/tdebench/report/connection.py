@@ -19,12 +19,11 @@ from collections import defaultdict
 from typing import Any
 
 from tdebench.engines import ENGINES
-from tdebench.engines.base import RAW
 from tdebench.report.records import (BASELINE, SummaryRecord, deterministic, engine_label, failed_trials, floors,
                                      scale_label)
 from tdebench.report.tables import Column, Table, config_columns, n_text, num, reading, uses_memory
 from tdebench.report.units import MS, interval, number, signed_ms, times
-from tdebench.results import RunData
+from tdebench.results import RAW, RunData
 
 OPEN_CELL = ("open", "connect", "elapsed_s")
 """The test, step and metric of a timed open (runner.OPENS of them per trial)."""
