@@ -1,4 +1,4 @@
-"""The `tdebench` command: run, report, compare, engines, verify, ciphers, script, import.
+"""The `tdebench` command: run, report, compare, upgrade, engines, verify, ciphers, script, import.
 
 A thin shell: each command is a module of this package (run.py, report.py, compare.py, …),
 the places a run's trials go are places.py. A command that meets bad input raises an
@@ -31,6 +31,7 @@ from tdebench.cli.kit import import_command, script_command
 from tdebench.cli.plans import builtin_plans, plan_path, plans_command
 from tdebench.cli.report import report_command
 from tdebench.cli.run import run_command
+from tdebench.cli.upgrade import upgrade_command
 from tdebench.cli.verify import verify_command
 from tdebench.errors import InputError
 
@@ -66,8 +67,8 @@ def main() -> None:
     """
 
 
-for _command in (run_command, plans_command, report_command, compare_command, script_command, import_command,
-                 engines_command, verify_command, clean_command, ciphers_command):
+for _command in (run_command, plans_command, report_command, compare_command, upgrade_command, script_command,
+                 import_command, engines_command, verify_command, clean_command, ciphers_command):
     main.add_command(_command)
 
 
