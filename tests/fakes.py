@@ -23,11 +23,14 @@ placed on purpose (no failure, no fs layer).
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tdebench import runsetup
+from tdebench.engines import get_engine
 from tdebench.results import CipherSpeed, FileScan, Measurement, Sample, TrialKey, TrialOutcome, Verdict
 from tdebench.store import ResultStore
 
@@ -258,7 +261,7 @@ project's machine: DuckDB's 80% of 23.5 GiB, SQLite's 2000 KiB page cache."""
 def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False,
                    memories: tuple[int | None, ...] | None = None, cache: str = "warm",
                    shape: Shape = Shape(), slow: dict[str, float] | None = None,
-                   environment: dict | None = None) -> None:
+                   environment: dict | None = None, facts: dict | None = None) -> None:
     """Write plan.toml, environment.json and results.jsonl of a small two-engine run; with
     `placebo`, both engines also ran the A/A arm (none again: same times, same size). With
     `memories` (memory_mb values; None: the engine's default), every configuration ran at each,
@@ -269,9 +272,13 @@ def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False,
     placebo and memories=(None,)). `slow`
     multiplies every time of an engine's trials (every encryption's, `none`'s too; sizes stay),
     e.g. {"duckdb": 1.1}; the noise stays the same, so two fake runs differ by exactly that
-    factor. `environment` replaces the shape's environment."""
+    factor. `environment` replaces the shape's environment; beside either, the run records its
+    engines' `facts` (environment.json's keys: {} for a run from before they were recorded), by
+    default as a run of today's engines does (runsetup.engine_facts)."""
     store = ResultStore(directory)
-    store.start(plan, shape.environment if environment is None else environment)
+    if facts is None:
+        facts = runsetup.engine_facts({name: get_engine(name) for name in shape.settings})
+    store.start(plan, {**facts, **(shape.environment if environment is None else environment)})
     for cipher, chunk, speed in shape.ciphers:
         store.append(CipherSpeed(cipher, chunk, speed, library="OpenSSL 3.0.fake"))
     for trial, factor, size in _trials(shape, placebo, memories or (None,)):
@@ -295,3 +302,13 @@ def write_fake_run(directory: Path, plan: str = PLAN, placebo: bool = False,
                                             else trial.memory_mb or DEFAULT_CACHE_MB[trial.engine]),
                                   load_start=samples[0].load_1m if samples else None,
                                   load_end=samples[-1].load_1m if samples else None))
+
+
+def as_before_defaults_were_recorded(directory: Path) -> None:
+    """Every trial's cache_mb 0, as runs stored it before the engines' defaults were recorded."""
+    results = directory / "results.jsonl"
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    for line in lines:
+        if line["kind"] == "trial":
+            line["cache_mb"] = 0
+    results.write_text("".join(json.dumps(line) + "\n" for line in lines))

@@ -19,11 +19,11 @@ from typing import Any
 
 from tdebench.errors import InputError
 from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
-from tdebench.engines.base import KEY_FORMS, PASSPHRASE, RAW, Engine
+from tdebench.engines.base import Engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.engines.remote import RemoteTarget, parse_url, password_file_problem
 from tdebench.measure.affinity import CpuPinning, available_cpus
-from tdebench.results import RunData, TrialKey
+from tdebench.results import KEY_FORMS, PASSPHRASE, RAW, RunData, TrialKey
 from tdebench.measure.oscache import EVICTIONS
 from tdebench.workloads import WORKLOADS, Option
 

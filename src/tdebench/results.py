@@ -181,8 +181,8 @@ class TrialOutcome:
     elapsed_s: float
     error: str = ""
     key_derived: bool = False  # key from the user's key file (True) or random (False)
-    # how the engine took the key (engines/base.py KEY_FORMS): "passphrase" (its key derivation ran on
-    # every open) or "raw" (a plan's key_form = "raw"); "" without a key, or not recorded (`upgrade`)
+    # how the engine took the key (KEY_FORMS): "passphrase" (its key derivation ran on every open)
+    # or "raw" (a plan's key_form = "raw"); "" without a key, or not recorded (`upgrade`)
     key_form: str = ""
     # the 1-minute load average as the trial started and ended; None: not recorded (`upgrade`)
     load_start: float | None = None
@@ -224,11 +224,54 @@ class CipherSpeed:
         return self.mib_per_s is not None
 
 
+PASSPHRASE, RAW = "passphrase", "raw"
+KEY_FORMS = (PASSPHRASE, RAW)
+"""How a plan has an engine take the trial's key (`key_form`, recorded in `TrialOutcome.key_form`):
+"passphrase", the engine's own way (its key derivation, if it has one, runs on every open); "raw",
+the key itself where the engine takes one for the encryption (`Encryption.raw_key_bytes`), as
+performance-minded users configure it and Zetetic advises for fair comparisons of SQLCipher."""
+
+ON_OPEN = "derived on every open"
+AT_START = "taken once, when the server starts"
+AT_MOUNT = "derived once, when the layer mounts"
+PER_VALUE = "derived for every value"
+"""When an encryption turns the trial's key into its cipher's (`EncryptionFacts.key_taken`,
+`Engine.key_taken`): on every open (SQLite3MC's KDFs, DuckDB's ATTACH: part of an open's time),
+once when the server starts (MariaDB reads its key file) or the file-system layer mounts
+(gocryptfs's scrypt): part of no open timed after it, or for every value a column layer encrypts
+or decrypts (pgcrypto's S2K)."""
+
+BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL = "full", "full-compressed", "logical"
+"""The backup methods (`BackupMethod.name`): the backup workload's tests are named by them."""
+
 ENCRYPTIONS = "encryptions"
 """environment.json's record of each engine's encryptions as the run's tdebench defined them
 (`EncryptionFacts` by engine and encryption name, beside the engines' versions): what the report
 reads a cipher's page size and key handling from, never from the engine registry of the
-tdebench that builds it. Runs from before it was recorded have no such key."""
+tdebench that builds it. Runs from before it was recorded have no such key (`FILLED_IN`)."""
+
+ENGINE_FACTS = "engine_facts"
+"""environment.json's record of what the report needs to know of each engine (`EngineFacts` by
+engine name), beside its encryptions and for the same reason. Runs from before it was recorded
+have no such key (`FILLED_IN`)."""
+
+FILLED_IN = "facts_filled_in"
+"""environment.json's record of the facts `tdebench upgrade` filled in for a run from before they
+were recorded: the key it filled (ENCRYPTIONS, ENGINE_FACTS) and the version of tdebench whose
+definitions they are, which the report names beside them. A run that recorded its own has none."""
+
+
+@dataclass(frozen=True)
+class EngineFacts:
+    """An engine as a run recorded it (`ENGINE_FACTS`): what it documents as different in an
+    encrypted database besides the cipher ("" when nothing is known), and the cache it has without
+    memory_mb, which a trial's cache_mb of 0 meant before trials recorded their default (format 1):
+    the MiB every machine has (SQLite's compiled-in page cache) or the share of the machine's memory
+    (DuckDB's 80%); both 0 where it has none of its own (a server, whose trials record theirs)."""
+
+    encrypted_differences: str
+    default_cache_mb: float
+    default_cache_share: float
 
 
 @dataclass(frozen=True)
@@ -237,7 +280,7 @@ class EncryptionFacts:
     "native", "fs", "column"), its raw cipher as `tdebench ciphers` names it ("" when it encrypts
     nothing: none, placebo, a layer without its cipher), what the engine adds to it per page
     ("HMAC-SHA512"), the bytes encrypted under one nonce (the engine's page or block; 0: per
-    value) and when it takes the key (engines/base.py ON_OPEN, AT_START, AT_MOUNT, PER_VALUE)."""
+    value) and when it takes the key (ON_OPEN, AT_START, AT_MOUNT, PER_VALUE)."""
 
     layer: str
     cipher: str
@@ -255,16 +298,27 @@ def recorded_encryptions(environment: dict[str, Any]) -> dict[tuple[str, str], E
     from before they were recorded. A cluster run's hosts that all recorded the same are read at
     its top, as every fact the hosts share."""
     recorded = environment.get(ENCRYPTIONS)
-    if not isinstance(recorded, dict):
-        return {}
-    convert = _converter(EncryptionFacts)
-    found: dict[tuple[str, str], EncryptionFacts] = {}
-    for engine, named in recorded.items():
-        for name, facts in (named.items() if isinstance(named, dict) else ()):
-            try:
-                found[(engine, name)] = convert(facts)
-            except _Shape as exc:
-                raise ValueError(f"environment.json {ENCRYPTIONS}.{engine}.{name}{exc.path}: {exc.problem}") from None
+    named = recorded.items() if isinstance(recorded, dict) else ()
+    return {(engine, name): facts for engine, by_name in named
+            for name, facts in _recorded(by_name, EncryptionFacts, f"{ENCRYPTIONS}.{engine}").items()}
+
+
+def recorded_engines(environment: dict[str, Any]) -> dict[str, EngineFacts]:
+    """The engines' facts a run recorded (`ENGINE_FACTS`), by engine; empty for a run from before
+    they were recorded."""
+    return _recorded(environment.get(ENGINE_FACTS), EngineFacts, ENGINE_FACTS)
+
+
+def _recorded(recorded: Any, cls: type, where: str) -> dict[str, Any]:
+    """An environment.json object of `cls` facts by name ({} when it is not an object); ValueError
+    naming the field whose shape is wrong."""
+    convert = _converter(cls)
+    found = {}
+    for name, facts in (recorded.items() if isinstance(recorded, dict) else ()):
+        try:
+            found[name] = convert(facts)
+        except _Shape as exc:
+            raise ValueError(f"environment.json {where}.{name}{exc.path}: {exc.problem}") from None
     return found
 
 

@@ -36,7 +36,7 @@ import psutil
 from tdebench import runstate, verify
 from tdebench.capture import Capture
 from tdebench.engines import Engine, get_engine
-from tdebench.engines.base import NONE, PASSPHRASE, Database, PlaintextViewGone
+from tdebench.engines.base import NONE, Database, PlaintextViewGone
 from tdebench.engines.dialects import DIALECTS
 from tdebench.keys import KeySource, Secret
 from tdebench.measure import affinity, oscache
@@ -46,8 +46,8 @@ from tdebench.measure.recorder import Recorder
 from tdebench.measure.sampler import Sampler, load_1m
 from tdebench.plan import (Group, Plan, TrialSpec, comparison_group, finished_rounds, group_of, lockstep_groups,
                            round_trials, schedule, to_run)
-from tdebench.results import (BUDGET, MOST_ROUNDS, REACHED, Record, RunData, Stopping, TrialKey, TrialOutcome,
-                              Verdict)
+from tdebench.results import (BUDGET, MOST_ROUNDS, PASSPHRASE, REACHED, Record, RunData, Stopping, TrialKey,
+                              TrialOutcome, Verdict)
 from tdebench.store import OutputError, ResultStore, read_run
 from tdebench.workloads import WORKLOADS, RunContext, Workload
 from tdebench.workloads.base import OtherDrivers, Session, read_canaries, write_canaries

@@ -25,7 +25,7 @@ from tdebench import runstate
 from tdebench.engines import Engine, get_engine, server
 from tdebench.keys import KeyFileError, KeySource
 from tdebench.plan import Plan, planned, to_run
-from tdebench.results import ENCRYPTIONS, Resumed, RunData
+from tdebench.results import ENCRYPTIONS, ENGINE_FACTS, Resumed, RunData
 from tdebench.store import RESULTS, Cut, ResultStore, keep_complete, read_run
 
 
@@ -137,14 +137,20 @@ def engine_versions(engines: Mapping[str, Engine]) -> dict[str, str]:
     return {name: engine.version() for name, engine in engines.items()}
 
 
+def engine_facts(engines: Mapping[str, Engine | type[Engine]]) -> dict[str, Any]:
+    """What a run records of its engines for the report, which reads them from the run alone:
+    each engine's facts (results.ENGINE_FACTS) and its encryptions (results.ENCRYPTIONS: each
+    one's cipher, page size and key handling)."""
+    return {ENGINE_FACTS: {name: asdict(engine.facts()) for name, engine in engines.items()},
+            ENCRYPTIONS: {name: {encryption: asdict(facts) for encryption, facts in engine.encryption_facts().items()}
+                          for name, engine in engines.items()}}
+
+
 def environment(engines: Mapping[str, Engine]) -> dict[str, Any]:
-    """This machine's environment snapshot with the engines' versions and their encryptions
-    (results.ENCRYPTIONS: each one's cipher, page size and key handling, which the report reads)."""
+    """This machine's environment snapshot with the engines' versions and facts (`engine_facts`)."""
     from tdebench.measure.environment import snapshot
 
-    encryptions = {name: {encryption: asdict(facts) for encryption, facts in engine.encryption_facts().items()}
-                   for name, engine in engines.items()}
-    return {**snapshot(engine_versions(engines)), ENCRYPTIONS: encryptions}
+    return {**snapshot(engine_versions(engines)), **engine_facts(engines)}
 
 
 def measure_cipher_speeds(store: ResultStore, plan: Plan, engines: Mapping[str, Engine],

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from tdebench.engines import get_engine
-from tdebench.engines.base import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, Database
+from tdebench.engines.base import Backup, Database
 from tdebench import verify
 from tdebench.keys import Secret
 from tdebench.measure.clock import MonotonicClock
 from tdebench.measure.recorder import Recorder
-from tdebench.results import TrialKey
+from tdebench.results import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, TrialKey
 from tdebench.workloads.backup import artifact, sealing
 from tdebench.workloads.backup.checksum import TableChecksum, checksums
 from tdebench.workloads.base import CANARY_TABLE, RunContext, write_canaries

@@ -12,13 +12,12 @@ import pytest
 
 from tdebench import runsetup
 from tdebench.engines import get_engine
-from tdebench.engines.base import AT_MOUNT, ON_OPEN, RAW
 from tdebench.report.cipher_cost import COVERED, KEY, NO_BYTES, WAIT, Parts, cipher_cost_table, rest, rows
-from tdebench.report.encryptions import TODAYS, known
+from tdebench.report.encryptions import known
 from tdebench.report.records import summary_records
 from tdebench.report.tables import environment_table
-from tdebench.results import (ENCRYPTIONS, CipherSpeed, EncryptionFacts, Measurement, RunData, TrialKey, TrialOutcome,
-                              recorded_encryptions)
+from tdebench.results import (AT_MOUNT, ENCRYPTIONS, ENGINE_FACTS, ON_OPEN, RAW, CipherSpeed, EncryptionFacts,
+                              Measurement, RunData, TrialKey, TrialOutcome, recorded_encryptions, recorded_engines)
 
 MIB = 1 << 20
 PLAN = 'name = "bytes"\norder = "lockstep"\n'
@@ -72,7 +71,7 @@ def test_the_bytes_read_and_written_over_the_cipher_speed_are_the_cipher_time_an
     assert power["rest"] == "CPU beyond the cipher +150 ms; the rest, +100 ms: " + WAIT
     table = cipher_cost_table(run, summary_records(run))
     assert "the cipher's time is 0.0% to 50.0% of it" in table.intro  # the open reads and writes nothing
-    assert TODAYS not in table.note  # the run recorded its encryptions
+    assert not known(run).caveat  # the run recorded its encryptions
 
 
 def test_a_run_without_the_bytes_says_so_and_sets_no_size_against_the_cipher() -> None:
@@ -118,16 +117,19 @@ def test_the_rest_is_named_in_order_and_never_left_unnamed() -> None:
     assert rest(0.002, 0.0, Parts(key_on_open=True, cpu_extra_s=0.0015)) == f"{KEY} (CPU beyond the cipher +1.50 ms)"
 
 
-def test_a_run_records_its_encryptions_and_the_report_reads_them_back_and_not_in_the_environment_table() -> None:
+def test_a_run_records_its_engines_and_encryptions_and_the_report_reads_them_back_not_in_the_environment_table(
+) -> None:
     engines = {name: get_engine(name) for name in ("sqlite", "postgres")}
     environment = runsetup.environment(engines)
-    recorded = recorded_encryptions(json.loads(json.dumps(environment)))  # as environment.json holds it
+    stored = json.loads(json.dumps(environment))  # as environment.json holds it
+    recorded = recorded_encryptions(stored)
     assert recorded == {(name, encryption): facts for name, engine in engines.items()
                         for encryption, facts in engine.encryption_facts().items()}
     assert recorded[("sqlite", "sqlcipher")] == EncryptionFacts("native", "aes-256-cbc", "HMAC-SHA512", 4096, ON_OPEN)
+    assert recorded_engines(stored) == {name: engine.facts() for name, engine in engines.items()}
     run = RunData(directory=Path("."), plan_text=PLAN, environment=environment)
-    assert known(run).recorded and known(run).bare_layer("postgres", "fs-aes-256-gcm") == "fs-passthrough"
+    assert not known(run).caveat and known(run).bare_layer("postgres", "fs-aes-256-gcm") == "fs-passthrough"
     keys = [row["key"] for row in environment_table(run).rows]
-    assert "engines.sqlite" in keys and not any(key.startswith(ENCRYPTIONS) for key in keys)
+    assert "engines.sqlite" in keys and not any(key.startswith((ENCRYPTIONS, ENGINE_FACTS)) for key in keys)
     with pytest.raises(ValueError, match=r"encryptions\.sqlite\.rc4\.page_bytes: must be int"):
         recorded_encryptions({ENCRYPTIONS: {"sqlite": {"rc4": {**asdict(GCM), "page_bytes": "4096"}}}})

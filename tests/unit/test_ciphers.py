@@ -14,12 +14,11 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
 from tdebench.engines import ENGINES
-from tdebench.engines.base import AT_MOUNT, AT_START, ON_OPEN, PER_VALUE
 from tdebench.measure.ciphers import (CIPHERS, PAGE_SIZES, RawCipher, library, measure_ciphers, openssl_speed,
                                      page_speed)
 from tdebench.report.cipher_cost import raw_speed
 from tdebench.report.tables import UNAVAILABLE, size_text, speeds_table
-from tdebench.results import CipherSpeed, EncryptionFacts, from_json, to_json
+from tdebench.results import AT_MOUNT, AT_START, ON_OPEN, PER_VALUE, CipherSpeed, EncryptionFacts, from_json, to_json
 
 PAGE = 4096
 NAMES = [f"aes-{bits}-{mode}" for bits in (128, 192, 256) for mode in ("gcm", "ctr", "cbc", "cfb")] + [

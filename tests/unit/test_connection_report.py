@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tdebench.report.connection import connection_table, findings
+from tdebench import runsetup
+from tdebench.engines import ENGINES, get_engine
+from tdebench.report.connection import connection_table, findings, key_text
 from tdebench.report.document import assemble
 from tdebench.report.records import summary_records
-from tdebench.results import Measurement, TrialKey, TrialOutcome
+from tdebench.results import AT_MOUNT, AT_START, ON_OPEN, PER_VALUE, Measurement, TrialKey, TrialOutcome
 from tdebench.store import ResultStore, read_run
 
 PLAN = 'name = "x"\norder = "lockstep"\n'
@@ -20,7 +22,7 @@ FORMS = {"none": "", "sqlcipher": "passphrase", "chacha20-poly1305": "raw"}
 
 def stored_run(tmp_path: Path, opens: dict[str, list[float]] = OPENS) -> object:
     store = ResultStore(tmp_path)
-    store.start(PLAN, {})
+    store.start(PLAN, runsetup.engine_facts({"sqlite": get_engine("sqlite")}))  # as a run records them
     for encryption, values in opens.items():
         for round_number, value in enumerate(values, start=1):
             trial = TrialKey("sqlite", encryption, "tpch", 0.01, round_number)
@@ -60,15 +62,17 @@ def test_the_report_has_the_section_only_for_a_run_that_timed_opens(tmp_path: Pa
 def test_an_open_is_said_to_derive_a_key_only_where_the_encryption_derives_one_on_open() -> None:
     """The io-bound report had said "passphrase key" of gocryptfs under PostgreSQL, whose key
     derivation ran when the layer mounted, before any timed open: what its opens cost more than
-    none's is the connection's reads through the layer. Each encryption says when it takes the key."""
-    from tdebench.engines.base import AT_MOUNT, AT_START, ON_OPEN, PER_VALUE
-    from tdebench.report.connection import key_text
+    none's is the connection's reads through the layer. Each encryption says when it takes the key,
+    as a run records it."""
 
-    assert key_text("sqlite", "sqlcipher", "passphrase") == f"key {ON_OPEN}"
-    assert key_text("duckdb", "aes-256-gcm", "passphrase") == f"key {ON_OPEN}"
-    assert key_text("mariadb", "aes-256-ctr", "passphrase") == f"key {AT_START}"
-    assert key_text("postgres", "fs-aes-256-gcm", "passphrase") == f"key {AT_MOUNT}"
-    assert key_text("sqlite", "fs-aes-256-gcm", "passphrase") == f"key {AT_MOUNT}"  # the layer's, not SQLite's
-    assert key_text("postgres", "column-aes-256", "passphrase") == f"key {PER_VALUE}"
-    assert key_text("sqlite", "sqlcipher", "raw") == "raw key"
-    assert key_text("an-engine-tdebench-does-not-know", "x", "passphrase") == "passphrase key"
+    def said(engine: str, encryption: str, form: str = "passphrase") -> str:
+        return key_text(ENGINES[engine].encryption_facts()[encryption], form)
+
+    assert said("sqlite", "sqlcipher") == f"key {ON_OPEN}"
+    assert said("duckdb", "aes-256-gcm") == f"key {ON_OPEN}"
+    assert said("mariadb", "aes-256-ctr") == f"key {AT_START}"
+    assert said("postgres", "fs-aes-256-gcm") == f"key {AT_MOUNT}"
+    assert said("sqlite", "fs-aes-256-gcm") == f"key {AT_MOUNT}"  # the layer's, not SQLite's
+    assert said("postgres", "column-aes-256") == f"key {PER_VALUE}"
+    assert said("sqlite", "sqlcipher", "raw") == "raw key"
+    assert key_text(None, "passphrase") == "passphrase key"  # the run did not record the encryption

@@ -32,9 +32,9 @@ import pytest
 from tdebench.measure.environment import cpu_text
 from tdebench.report import connection, noise
 from tdebench.report.cache import cache_fit_table
+from tdebench.report.cipher_cost import raw_speed
 from tdebench.report.records import (PLACEBO, CellKey, SummaryRecord, headline_records, measured, resolution,
                                      summary_records)
-from tdebench.report.cipher_cost import raw_speed
 from tdebench.report.units import change, mib, number, percent, signed_ms, times
 from tdebench.results import RunData
 from tdebench.stats import PAIRED

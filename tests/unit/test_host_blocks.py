@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tdebench import runsetup
+from tdebench.engines import get_engine
 from tdebench.report.cipher_cost import cipher_cost_table
 from tdebench.report.findings import hosts_sentence
 from tdebench.report.records import host_blocks, host_groups, summary_records
@@ -19,6 +21,9 @@ from tdebench.stats import PAIRED
 
 PLAN = 'name = "hosts"\norder = "lockstep"\n'
 ALIKE = {"cpu_model": "Fake CPU", "cpu_flags": {"aes": True}, "kernel": "6.1", "engines": {"duckdb": "1.5.5"}}
+FACTS = runsetup.engine_facts({"duckdb": get_engine("duckdb")})
+"""What every host recorded of DuckDB and its encryptions, at the run's top as a cluster run keeps
+what its hosts share (cluster.work.cluster_environment)."""
 
 
 def trial(encryption: str, repetition: int, host: str, seconds: float, run: RunData) -> None:
@@ -133,7 +138,7 @@ def _loaded(encryption: str, repetition: int, host: str, seconds: float, run: Ru
 def test_against_the_raw_cipher_each_kind_of_host_is_set_against_its_own_cipher_speed() -> None:
     # host b's CPU has no fast AES: its cipher is 4× slower and its load's overhead larger
     hosts = {"a": ALIKE, "b": {**ALIKE, "cpu_model": "Other CPU"}}
-    run = RunData(directory=Path("."), plan_text=PLAN, environment={"hosts": hosts})
+    run = RunData(directory=Path("."), plan_text=PLAN, environment={**FACTS, "hosts": hosts})
     for repetition in range(1, 5):
         host = "ab"[repetition % 2]
         wobble = 0.001 * repetition
@@ -151,7 +156,8 @@ def test_against_the_raw_cipher_each_kind_of_host_is_set_against_its_own_cipher_
 
 
 def test_against_the_raw_cipher_hosts_alike_share_the_median_of_their_cipher_speeds() -> None:
-    run = RunData(directory=Path("."), plan_text=PLAN, environment={"hosts": {"a": ALIKE, "b": ALIKE, "c": ALIKE}})
+    run = RunData(directory=Path("."), plan_text=PLAN,
+                  environment={**FACTS, "hosts": {"a": ALIKE, "b": ALIKE, "c": ALIKE}})
     for repetition in range(1, 4):
         _loaded("none", repetition, "abc"[repetition - 1], 1.0 + 0.001 * repetition, run)
         _loaded("aes-256-gcm", repetition, "abc"[repetition - 1], 1.1 + 0.001 * repetition, run)

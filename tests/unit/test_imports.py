@@ -6,8 +6,8 @@ of a module, `if TYPE_CHECKING:` blocks included), so nothing is imported and no
 effects run. Between the top-level pieces (a package such as `engines`, or a module such as
 `store`) an arrow may point to a lower tier; the few that stay within a tier are listed in
 SIDEWAYS with the reason. The report reads the workloads through their registry in one module
-(report/declared.py), and a workload judges what it writes at rest through `RunContext`, never
-through verify.py or store.py."""
+(report/declared.py) and nothing of the engines (what it needs of them the run recorded), and a
+workload judges what it writes at rest through `RunContext`, never through verify.py or store.py."""
 
 from __future__ import annotations
 
@@ -138,6 +138,16 @@ def test_the_report_reads_the_workloads_only_through_their_registry_in_one_modul
     readers = {module: sorted(t for t in targets if _piece(t) == "workloads")
                for module, targets in GRAPH.items() if _piece(module) == "report"}
     assert {module: targets for module, targets in readers.items() if targets} == {REGISTRY_READER: [REGISTRY]}
+
+
+def test_the_report_imports_nothing_of_the_engines() -> None:
+    """The report is a function of the stored run: what it needs to know of an engine (its
+    encryptions' ciphers, page sizes and key handling, its default cache, what it documents as
+    different when encrypted) the run recorded (results.ENGINE_FACTS, ENCRYPTIONS), and the run
+    format's names (key forms, backup methods) are results.py's, so an engine this tdebench does not
+    have, or has changed since, reports as the run recorded it (tests/unit/test_recorded_facts.py)."""
+    assert "tdebench.report.encryptions" in GRAPH  # the walker sees report/
+    assert [(m, t) for m, t in _arrows() if _piece(m) == "report" and _piece(t) == "engines"] == []
 
 
 @pytest.mark.parametrize("below", ["engines", "measure", "verify", "keys", "store", "stats"])

@@ -23,7 +23,7 @@ def _records(directory: Path, placebo: bool):
 
 def test_a_resolved_faster_than_none_is_located_not_dismissed(tmp_path: Path) -> None:
     run, records = _records(tmp_path, placebo=True)
-    located = findings.faster_sentences(records)
+    located = findings.faster_sentences(run, records)
     power = next(s for s in located if "on the power test" in s)
     assert power.startswith("duckdb aes-256-gcm (tpch sf0.01) is faster than none on the power test, -15.")
     assert "beyond its noise floor" in power and "a real effect of this configuration, not noise" in power
@@ -32,13 +32,13 @@ def test_a_resolved_faster_than_none_is_located_not_dismissed(tmp_path: Path) ->
     first = " ".join(headline.headline(run, records))
     assert "resolved beyond the noise floor (where it arises: the findings)" in first
     assert "only noise" not in first
-    text = " ".join(findings.findings(records))
+    text = " ".join(findings.findings(run, records))
     assert "beyond the noise floor, so a real effect" in text and "suspect the baseline" not in text
 
 
 def test_without_a_placebo_a_faster_than_none_is_not_called_resolved(tmp_path: Path) -> None:
     run, records = _records(tmp_path, placebo=False)
-    assert findings.faster_sentences(records) == []
+    assert findings.faster_sentences(run, records) == []
     first = " ".join(headline.headline(run, records))
     assert "with no placebo arm to tell it from noise" in first and "resolved" not in first
-    assert "suspect the baseline" in " ".join(findings.findings(records))
+    assert "suspect the baseline" in " ".join(findings.findings(run, records))

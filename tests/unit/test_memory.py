@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fake_engine import FAKE_ENC, FakeEngine, FakeWorkload
-from fakes import PLAN, SQUEEZE, write_fake_run
+from fakes import PLAN, SQUEEZE, as_before_defaults_were_recorded, write_fake_run
 from tdebench import report
 from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
@@ -169,21 +169,11 @@ def test_sqlites_default_page_cache_is_its_2000_kib_and_a_larger_database_does_n
     assert "data 4.2× the engine's 1.95 MB cache: pages decrypted again on every read" in first
 
 
-def _as_before_defaults_were_recorded(directory: Path) -> None:
-    """Every trial's cache_mb 0, as runs stored it before the engines' defaults were recorded."""
-    results = directory / "results.jsonl"
-    lines = [json.loads(line) for line in results.read_text().splitlines()]
-    for line in lines:
-        if line["kind"] == "trial":
-            line["cache_mb"] = 0
-    results.write_text("".join(json.dumps(line) + "\n" for line in lines))
-
-
 def test_an_older_runs_no_limit_is_read_as_the_embedded_engines_default(tmp_path: Path) -> None:
     """Runs from before the defaults were recorded stored 0 ("no limit set"): the report reads an
-    embedded engine's default as this tdebench's engine reports it, and says so."""
+    embedded engine's default as the run's facts of the engine give it, and says so."""
     write_fake_run(tmp_path, memories=(None,))
-    _as_before_defaults_were_recorded(tmp_path)
+    as_before_defaults_were_recorded(tmp_path)
     table = cache.cache_fit_table(read_run(tmp_path))
     assert table is not None
     sqlite_rows = [row for row in table.rows if row["engine"] == "sqlite"]
@@ -219,7 +209,7 @@ def test_a_cache_not_known_is_never_read_as_fitting(tmp_path: Path) -> None:
     """An older run's 0 for DuckDB on a machine whose memory was not recorded: its cache is not
     known, so neither "fits" nor "runs entirely in cache" is claimed for it."""
     write_fake_run(tmp_path, memories=(None,), environment={})
-    _as_before_defaults_were_recorded(tmp_path)
+    as_before_defaults_were_recorded(tmp_path)
     run_data = read_run(tmp_path)
     table = cache.cache_fit_table(run_data)
     assert table is not None

@@ -22,7 +22,6 @@ from tdebench.report.noise import noisy_figures, widest_headlines  # noqa: E402
 from tdebench.report.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
 from tdebench.report.cipher_cost import NO_BYTES, cipher_cost_table  # noqa: E402
-from tdebench.report.encryptions import TODAYS  # noqa: E402
 from tdebench.report.tables import overhead_table, query_answer, resources_table, size_table  # noqa: E402
 from tdebench.stats import overhead, summarize  # noqa: E402
 from tdebench.results import Measurement, RunData, Sample, TrialKey, TrialOutcome, Verdict  # noqa: E402
@@ -206,13 +205,13 @@ def test_sequential_runs_are_compared_unpaired(tmp_path: Path) -> None:
     assert geomean.overhead is not None and geomean.overhead.method == "unpaired"
     assert geomean.overhead.pct == pytest.approx(3.0, abs=1.0)
     assert geomean.overhead.p_value == pytest.approx(0.1)
-    bullets = findings(records)
+    bullets = findings(run, records)
     assert "With n=3 repetitions the smallest possible p of the exact test is 0.10" in bullets[-1]
 
 
 def test_raw_cipher_beside_the_overheads_says_where_the_bytes_were_not_recorded(run_dir: Path) -> None:
-    """The fake run records no bytes read and written, nor its encryptions: each row says so rather
-    than setting a size against the cipher, and the note says whose definitions the ciphers are."""
+    """The fake run records no bytes read and written: each row says so rather than setting a size
+    against the cipher; it recorded its encryptions, so the note says nothing of where they come from."""
     text = (run_dir / "report.md").read_text()
     section = text.split("## Against the raw cipher")[1].split("## ")[0]
     gcm = next(line for line in section.splitlines() if line.startswith("| duckdb | aes-256-gcm | load"))
@@ -222,7 +221,7 @@ def test_raw_cipher_beside_the_overheads_says_where_the_bytes_were_not_recorded(
     assert cells[-2:] == ["–", NO_BYTES]
     chacha = next(line for line in section.splitlines() if "chacha20-poly1305" in line)
     assert "1,048,576" in chacha  # no 4 KiB figure: the page size it was measured at is shown
-    assert "no size stands in for them" in section and TODAYS in section
+    assert "no size stands in for them" in section and "did not record its encryptions" not in section
     assert "Cipher time = those bytes ÷ the raw throughput" in section
 
 

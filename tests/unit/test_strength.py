@@ -20,15 +20,15 @@ import psutil
 import pytest
 
 from tdebench.engines import page_checksums, pgcrypto
-from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, BackupMethod, Backups, Connection, Database, Encryption,
-                                   LogFile, PageLayout, PlainChecksum, Reencrypts)
+from tdebench.engines.base import (NONE, Backup, BackupMethod, Backups, Connection, Database, Encryption, LogFile,
+                                   PageLayout, PlainChecksum, Reencrypts)
 from tdebench.keys import Secret
 from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
 from tdebench.report import core, strength as report
 from tdebench.report.records import summary_records
 from tdebench.report import workloads as report_workloads
-from tdebench.results import Measurement, RunData, TrialKey
+from tdebench.results import BACKUP_FULL, Measurement, RunData, TrialKey
 from tdebench.workloads import WORKLOADS
 from tdebench.workloads.base import RunContext
 from tdebench.workloads.strength import data, forgery, repeats, tamper

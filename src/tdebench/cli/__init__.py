@@ -1,4 +1,4 @@
-"""The `tdebench` command: run, report, compare, engines, verify, ciphers, script, import.
+"""The `tdebench` command: run, report, compare, upgrade, engines, verify, ciphers, script, import.
 
 A thin shell: each command is a module of this package (run.py, report.py, compare.py, …),
 imported only when that command runs (`COMMANDS`); the places a run's trials go are places.py.
@@ -36,6 +36,7 @@ COMMANDS = {
     "report": "tdebench.cli.report:report_command",
     "run": "tdebench.cli.run:run_command",
     "script": "tdebench.cli.kit:script_command",
+    "upgrade": "tdebench.cli.upgrade:upgrade_command",
     "verify": "tdebench.cli.verify:verify_command",
 }
 """Every subcommand: the module and name of its click command, imported when it runs (`--help`

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tdebench.engines.base import NONE, PASSPHRASE, Availability, Capabilities, Connection, Database, Engine, Encryption
+from tdebench.engines.base import NONE, Availability, Capabilities, Connection, Database, Engine, Encryption
 from tdebench.engines.duckdb import DuckDBEngine
 from tdebench.engines.mariadb import MariaDBEngine
 from tdebench.engines.postgres import PostgresEngine
@@ -16,6 +16,7 @@ from tdebench.engines.remote_postgres import RemotePostgresEngine
 from tdebench.engines.remote_sqlserver import RemoteSQLServerEngine
 from tdebench.engines.sqlcipher import SQLCipherEngine
 from tdebench.engines.sqlite import SQLiteEngine
+from tdebench.results import PASSPHRASE
 
 ENGINES: dict[str, type[Engine]] = {
     DuckDBEngine.name: DuckDBEngine,

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import psutil
 
 from tdebench.keys import Secret
-from tdebench.results import EncryptionFacts
+from tdebench.results import AT_MOUNT, ON_OPEN, PASSPHRASE, PER_VALUE, RAW, EncryptionFacts, EngineFacts
 
 
 class Layer(Protocol):
@@ -127,23 +127,6 @@ PLACEBO = Encryption(
     name="placebo", algorithm="none", key_bits=0, mode="none", layer="none", covers=(),
     notes="A/A control: the baseline again, run and analysed like an encryption; its overhead is the noise floor",
 )
-
-
-PASSPHRASE, RAW = "passphrase", "raw"
-KEY_FORMS = (PASSPHRASE, RAW)
-"""How a plan has an engine take the trial's key (`key_form`): "passphrase", the engine's own way
-(its key derivation, if it has one, runs on every open); "raw", the key itself where the engine
-takes one for the encryption (`Encryption.raw_key_bytes`), as performance-minded users configure
-it and Zetetic advises for fair comparisons of SQLCipher."""
-
-ON_OPEN = "derived on every open"
-AT_START = "taken once, when the server starts"
-AT_MOUNT = "derived once, when the layer mounts"
-PER_VALUE = "derived for every value"
-"""When an encryption turns the trial's key into its cipher's (`Engine.key_taken`): on every open
-(SQLite3MC's KDFs, DuckDB's ATTACH: part of an open's time), once when the server starts (MariaDB
-reads its key file) or the file-system layer mounts (gocryptfs's scrypt): part of no open timed
-after it, or for every value a column layer encrypts or decrypts (pgcrypto's S2K)."""
 
 
 @dataclass(frozen=True)
@@ -272,9 +255,6 @@ def execute_in_turn(conn: Connection, statements: Sequence[Statement]) -> list[l
     """`Connection.execute_batch` one statement at a time: for a connection with nothing to
     gain from sending them together (an engine in this process), or no way to."""
     return [conn.execute(sql, params) for sql, params in statements]
-
-
-BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL = "full", "full-compressed", "logical"
 
 
 @dataclass(frozen=True)
@@ -784,13 +764,16 @@ class Engine(ABC):
     # the smallest memory_mb the engine starts with, and why (a plan asking less is refused at its line)
     memory_min_mb: ClassVar[tuple[int, str]] = (2, "SQLite's default page cache, the smallest regime measured")
     # what the engine documents as different in an encrypted database besides the cipher (page
-    # layout, what else is written), with its source: the report's hint when an encryption is
-    # resolved as faster than none (report/findings.faster_sentence); "" when nothing is known
+    # layout, what else is written), with its source, recorded with the run (`facts`): the report's
+    # hint when an encryption is resolved as faster than none (report/findings.faster_sentence); ""
+    # when nothing is known
     encrypted_differences: ClassVar[str] = ""
     # what the engine does with a key when a connection opens: why key_form = "raw" helps or is refused
     key_derivation: ClassVar[str] = "tdebench knows of no key derivation it runs"
     # when its native encryptions take the key (ON_OPEN or AT_START); the layers' own: `key_taken`
     native_key_taken: ClassVar[str] = ON_OPEN
+    # the share of the machine's memory its cache has without memory_mb (as `default_cache_mb`); 0: none such
+    default_cache_share: ClassVar[float] = 0.0
     # plan keys of this engine alone ([[engines]]): name -> its valid values, the first the default
     # (sqlite's temp_store); a plan gives them only for the engine that has them
     settings: ClassVar[dict[str, tuple[str, ...]]] = {}
@@ -819,9 +802,12 @@ class Engine(ABC):
         engine); 0 only where it is not known (a server tdebench did not start)."""
         return self.memory_mb or 0
 
-    def default_cache_mb(self, memory_bytes: float | None) -> float:
-        """The cache this engine has without memory_mb on a machine with `memory_bytes` of memory
-        (None: not known), in MiB, for runs from before trials recorded it; 0 when not known."""
+    @classmethod
+    def default_cache_mb(cls) -> float:
+        """The cache this engine has without memory_mb where it is the same on every machine (a
+        compile-time default), in MiB, as a run records it (`facts`): what the report reads a
+        trial's 0 as, from before trials recorded their default; 0 when it has none such
+        (`default_cache_share`, or a server's)."""
         return 0.0
 
     @abstractmethod
@@ -870,6 +856,12 @@ class Engine(ABC):
         if found is None or not found.encrypts:
             return ""
         return {"fs": AT_MOUNT, "column": PER_VALUE}.get(found.layer, cls.native_key_taken)
+
+    @classmethod
+    def facts(cls) -> EngineFacts:
+        """The engine as a run records it (results.ENGINE_FACTS, beside its encryptions): what the
+        report needs to know of it, so that it never asks the engine registry."""
+        return EngineFacts(cls.encrypted_differences, cls.default_cache_mb(), cls.default_cache_share)
 
     @classmethod
     def encryption_facts(cls) -> dict[str, EncryptionFacts]:

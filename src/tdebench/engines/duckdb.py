@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tdebench.engines import dialects, duckdb_wal
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
-                                   BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   EncryptionNotActive, LogFile, PageLayout, PlainChecksum, Reencrypts, Statement,
-                                   execute_in_turn, raises_conflicts)
+from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Capabilities, Connection,
+                                   Database, Encryption, Engine, EncryptionNotActive, LogFile, PageLayout,
+                                   PlainChecksum, Reencrypts, Statement, execute_in_turn, raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.fs import FS_LAYER
 from tdebench.engines.page_checksums import duckdb_checksum_change
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
+from tdebench.results import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 
 if TYPE_CHECKING:
     from tdebench.engines.duckdb_extensions import Config
@@ -420,6 +420,7 @@ class DuckDBEngine(Engine):
     settings = {"allocator": (ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH)}
     memory_use = ("memory_limit (its buffer manager: data pages, hash tables, sorts; what does not fit "
                   "spills to temp files in the workspace); without it DuckDB's default, 80% of RAM")
+    default_cache_share = DEFAULT_MEMORY_SHARE
     encrypted_differences = (
         "every block is written with its own random nonce and (GCM) authentication tag, and the WAL and "
         "temporary files are encrypted too (Felius & Mühleisen, “Data-at-Rest Encryption in DuckDB”, DuckDB "
@@ -459,10 +460,6 @@ class DuckDBEngine(Engine):
         """memory_mb, or the memory_limit DuckDB sets itself (80% of this machine's memory), as
         DuckDB reports it."""
         return self.memory_mb or default_cache_mb()
-
-    def default_cache_mb(self, memory_bytes: float | None) -> float:
-        """DuckDB's documented default memory_limit, 80% of the machine's memory."""
-        return 0.0 if memory_bytes is None else DEFAULT_MEMORY_SHARE * memory_bytes / (1024 * 1024)
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb,

@@ -61,10 +61,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tdebench.engines import dialects, innodb_redo, timeout
-from tdebench.engines.base import (AT_START, BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability,
-                                   Backup, BackupMethod, Backups, Capabilities, Connection, Database, Encryption,
-                                   EncryptionNotActive, Engine, LogFile, NotSupported, PageLayout, QueryTimeout,
-                                   Reencrypts, SensitiveColumns, Statement, raises_conflicts)
+from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Capabilities, Connection,
+                                   Database, Encryption, EncryptionNotActive, Engine, LogFile, NotSupported, PageLayout,
+                                   QueryTimeout, Reencrypts, SensitiveColumns, Statement, raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines.backup_tools import copy_tree, gzip_command, pipeline, run_backup_tool
 from tdebench.engines.fs import FS_LAYER
@@ -75,6 +74,7 @@ from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess,
                                      private_dir, run_tool, start_on_free_port, user_ids, workspace_problem,
                                      write_private)
 from tdebench.keys import Secret
+from tdebench.results import AT_START, BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.runstate import new_dir
 
 USER = "mysql"  # the Debian package's system user: every server tdebench starts runs as it

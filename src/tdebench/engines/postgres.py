@@ -53,10 +53,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tdebench.engines import dialects
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, NONE, Availability, Backup,
-                                   BackupMethod, Backups, Capabilities, Connection, Database, Encryption, Engine,
-                                   LogFile, NotSupported, PageLayout, QueryTimeout, Reencrypts, SealedValue,
-                                   SensitiveColumns, Statement, execute_in_turn, raises_conflicts)
+from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Capabilities, Connection,
+                                   Database, Encryption, Engine, LogFile, NotSupported, PageLayout, QueryTimeout,
+                                   Reencrypts, SealedValue, SensitiveColumns, Statement, execute_in_turn,
+                                   raises_conflicts)
 from tdebench.engines.dbapi import parquet_to_csv, qmark_to_format
 from tdebench.engines import pg_wal, pgcrypto, timeout
 from tdebench.engines.backup_tools import copy_tree, gunzip, run_backup_tool
@@ -66,6 +66,7 @@ from tdebench.engines.postgresql import DEFAULT_PORT
 from tdebench.engines.server import (ServerDatabase, ServerError, ServerProcess, chown_tree, run_tool, unreachable_by,
                                      user_ids, workspace_problem)
 from tdebench.keys import KEY_BYTES, Secret
+from tdebench.results import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 
 USER = "postgres"  # the Debian package's system user, owner of every cluster tdebench makes
 DEFAULT_MEMORY_MB = 256

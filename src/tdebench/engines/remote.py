@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, unquote, urlsplit
 
-from tdebench.engines.base import AT_START, Availability, Database, Encryption, Engine
+from tdebench.engines.base import Availability, Database, Encryption, Engine
 from tdebench.keys import Secret
+from tdebench.results import AT_START
 
 T = TypeVar("T")
 PREFIX = "tdebench_"

@@ -273,7 +273,8 @@ class SQLCipherEngine(Engine):
         """memory_mb, or the page cache SQLCipher's build gives a connection by default, as it reports it."""
         return self.memory_mb or _asked()[2]
 
-    def default_cache_mb(self, memory_bytes: float | None) -> float:
+    @classmethod
+    def default_cache_mb(cls) -> float:
         return _asked()[2]  # a compile-time default, the same on every machine
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:

@@ -204,7 +204,8 @@ class SQLiteEngine(Engine):
         """memory_mb, or the page cache SQLite gives a connection by default, as SQLite reports it."""
         return self.memory_mb or default_cache_mb()
 
-    def default_cache_mb(self, memory_bytes: float | None) -> float:
+    @classmethod
+    def default_cache_mb(cls) -> float:
         return default_cache_mb()  # a compile-time default, the same on every machine
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:

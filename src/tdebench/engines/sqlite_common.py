@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
 from tdebench.engines import dialects
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, PASSPHRASE, RAW, Backup,
-                                   BackupMethod, Backups, Connection, Database, LogFile, PageLayout, Reencrypts,
+from tdebench.engines.base import (Backup, BackupMethod, Backups, Connection, Database, LogFile, PageLayout, Reencrypts,
                                    Statement, execute_in_turn, raises_conflicts)
 from tdebench.engines.backup_tools import finished, gunzip, gunzipped
 from tdebench.engines.page_checksums import SQLITE_FRAME_HEADER_BYTES, SQLITE_WAL_HEADER_BYTES, sqlite_wal_checksums
 from tdebench.engines.timeout import Watchdog
 from tdebench.keys import Secret
+from tdebench.results import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, PASSPHRASE, RAW
 
 COVERS = ("main file", "WAL/journal")
 PAGE_BYTES = 4096  # SQLite's default page_size (and SQLCipher 4's cipher_page_size): each page encrypted whole

@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tdebench import runsetup
+from tdebench.engines import REMOTE_ENGINES
 from tdebench.kit import logs
 from tdebench.kit.scripts import LOGS, KitPlan, KitTrial, Script, marker_text, pass_labels, read_kit
 from tdebench.results import Measurement, TrialKey, TrialOutcome
@@ -78,8 +80,10 @@ def import_kit(kit: Path, engine: str, out: Path) -> Imported:
 
 
 def _environment(kit: Path, engine: str, tool: str) -> dict[str, Any]:
-    """environment.json of an imported run: where it came from, not this machine (which ran nothing)."""
-    return {"imported": True, "imported_from": tool, "engine": engine, "kit": str(kit.resolve()),
+    """environment.json of an imported run: where it came from, not this machine (which ran nothing),
+    and the facts of the engine by url it stands for (runsetup.engine_facts), which the report reads."""
+    return {**runsetup.engine_facts({engine: REMOTE_ENGINES[engine]}),
+            "imported": True, "imported_from": tool, "engine": engine, "kit": str(kit.resolve()),
             "timestamp_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "note": "timings from the client's console logs; this machine's environment was not the server's"}
 

@@ -26,11 +26,12 @@ from typing import Any
 from tdebench.report import advice, cache, declared, headline, layers
 from tdebench.report.connection import OPEN_CELL, key_text
 from tdebench.report.declared import STRENGTH
+from tdebench.report.encryptions import known
 from tdebench.report.findings import judged
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, failed_trials, scale_label
 from tdebench.report.tables import Column, Table
 from tdebench.report.units import change, ratio_percent, signed_ms, times, MS
-from tdebench.results import FILE_KIND_TITLES, RunData, Verdict
+from tdebench.results import FILE_KIND_TITLES, EncryptionFacts, RunData, Verdict
 
 KINDS = ("data", "log", "temp", "backup")
 """The file kinds the table has a column for (results.FILE_KINDS less "other": keys, pid files)."""
@@ -340,9 +341,9 @@ def _key_forms(run: RunData) -> dict[tuple[str, str], set[str]]:
     return forms
 
 
-def key_cell(engine: str, encryption: str, opens: list[SummaryRecord], forms: set[str],
+def key_cell(engine: str, facts: EncryptionFacts | None, opens: list[SummaryRecord], forms: set[str],
              strength: Strength | None, baselines: dict[tuple, SummaryRecord]) -> str:
-    parts = sorted({key_text(engine, encryption, form) for form in forms})
+    parts = sorted({key_text(facts, form) for form in forms})
     for record in opens[:1]:
         baseline = baselines.get(record.cell.comparison)
         compared = record.overhead
@@ -371,7 +372,7 @@ def _order(run: RunData) -> list[tuple[str, str]]:
 
 def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
     found_costs, covered, strong = costs(run, records), coverage(run), strengths(run)
-    opens, forms = _open_costs(records), _key_forms(run)
+    opens, forms, encryptions = _open_costs(records), _key_forms(run), known(run)
     open_baselines = {r.cell.comparison: r for r in records
                       if (r.cell.test, r.cell.step, r.cell.metric) == OPEN_CELL and r.cell.encryption == BASELINE}
     kinds = [kind for kind in KINDS if any(kind in cells for cells in covered.values())]
@@ -393,7 +394,8 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
             "leaks": (leak_text(strength, None if baseline else strong.get((engine, BASELINE)))
                       if strength is not None and strength.repeated is not None
                       else _not_measured(engine, (STRENGTH.name, REPEATS))),
-            "keys": "" if baseline else key_cell(engine, encryption, opens.get((engine, encryption), []),
+            "keys": "" if baseline else key_cell(engine, encryptions.get(engine, encryption),
+                                                 opens.get((engine, encryption), []),
                                                  forms.get((engine, encryption), set()), strength, open_baselines),
         }
         missing = {"backup": lambda: _not_measured(engine, ("backup", None)),

@@ -10,8 +10,9 @@ WAL or log; every file's `size_bytes` for a run from before it was recorded) aga
 connection, DuckDB's 80% of memory, the servers' pools as tdebench starts them), and what the
 plan's cache mode did to the OS page cache. Runs that recorded 0 for an embedded engine's
 default (before the default was recorded) are read against that engine's default on the run's
-machine (`Engine.default_cache_mb`), and say so; a server tdebench did not start has a cache
-tdebench does not know. Runs from before `cache_mb` was recorded have no such section.
+machine, from the engine's facts the run holds (results.EngineFacts: recorded, or filled in by
+`tdebench upgrade`), and say so; without them, and for a server tdebench did not start, the cache
+is not known. Runs from before `cache_mb` was recorded have no such section.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from tdebench.engines import ENGINES
+from tdebench.report.encryptions import known
 from tdebench.report.records import (BASELINE, engine_label, failed_trials, memory_order, scale_label,
                                      scale_text)
 from tdebench.report.tables import Column, Table, text, uses_memory
 from tdebench.report.units import MIB, number, times
-from tdebench.results import RunData, TrialKey, TrialOutcome
+from tdebench.results import EngineFacts, RunData, TrialKey, TrialOutcome
 
 COLD = ("dropped", "evicted")
 """The OS cache states of a cold trial whose cache really was emptied (`TrialFit.os_cache`)."""
@@ -92,19 +93,16 @@ def _os_cache(outcome: TrialOutcome) -> str:
     return "evicted" if outcome.evicted == "files" else "dropped"
 
 
-def _recorded_cache(outcome: TrialOutcome, memory_bytes: float | None) -> tuple[float, bool]:
+def _recorded_cache(outcome: TrialOutcome, engine: EngineFacts | None, memory_bytes: float) -> tuple[float, bool]:
     """The trial's cache in MiB, and whether it is an older run's 0 ("no limit set by tdebench")
-    read as the default the embedded engine has on the run's machine (`memory_bytes`, from its
-    environment.json): SQLite's page cache, DuckDB's share of memory. 0 stays 0 for a server
-    tdebench did not start."""
+    read as the default its engine has on the run's machine (`memory_bytes`, from its
+    environment.json; 0: not recorded), as the run's facts of the engine give it: SQLite's page
+    cache, DuckDB's share of memory. 0 stays 0 for a server tdebench did not start, and for an
+    engine whose facts the run does not hold."""
     assert outcome.cache_mb is not None
-    engine = ENGINES.get(outcome.trial.engine)
-    if outcome.cache_mb or outcome.trial.memory_mb is not None or engine is None or not engine.capabilities.embedded:
+    if outcome.cache_mb or outcome.trial.memory_mb is not None or engine is None:
         return outcome.cache_mb, False
-    try:
-        default = engine().default_cache_mb(memory_bytes)
-    except Exception:  # the engine is not installed where the report is built: not known
-        return 0.0, False
+    default = engine.default_cache_mb or engine.default_cache_share * memory_bytes / MIB
     return default, default > 0
 
 
@@ -115,11 +113,11 @@ def trial_fits(run: RunData) -> list[TrialFit]:
              if (m.test, m.step) == ("load", "database") and "size_bytes" in m.metrics}
     failed = failed_trials(run)
     memory = run.environment.get("memory_bytes")
-    memory_bytes = float(memory) if isinstance(memory, int | float) else None
+    memory_bytes, engines = float(memory) if isinstance(memory, int | float) else 0.0, known(run)
     fits = []
     for outcome in run.trials:
         if outcome.cache_mb is not None and outcome.trial in sizes and outcome.trial not in failed:
-            cache_mb, not_recorded = _recorded_cache(outcome, memory_bytes)
+            cache_mb, not_recorded = _recorded_cache(outcome, engines.engine(outcome.trial.engine), memory_bytes)
             fits.append(TrialFit(outcome.trial, sizes[outcome.trial], cache_mb, _os_cache(outcome), not_recorded))
     return fits
 

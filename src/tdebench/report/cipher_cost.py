@@ -25,7 +25,7 @@ this order, each part with its figure (`rest`):
 4. what is left after those: I/O wait or allocation, not separated by this run.
 
 A run that did not record a test's bytes says so in the row (no size stands in for them), and one
-whose encryptions were not recorded reads today's definitions and says so in the note.
+that did not record its encryptions says so in the note (report/encryptions.py).
 """
 
 from __future__ import annotations
@@ -38,18 +38,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tdebench.engines.base import ON_OPEN, RAW
 from tdebench.report.connection import OPEN_CELL
-from tdebench.report.encryptions import TODAYS, Known, known
+from tdebench.report.encryptions import Known, known
 from tdebench.report.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, below_resolution, failed_trials,
                                      floors, host_blocks, memory_order)
 from tdebench.report.resources import per_test
 from tdebench.report.tables import UNAVAILABLE, Column, Table, num, shown_config_columns, text
 from tdebench.report.units import MIB, MS, interval, mib, number, ratio_percent, signed_ms
-from tdebench.results import CipherSpeed, EncryptionFacts, RunData
+from tdebench.results import ON_OPEN, RAW, CipherSpeed, EncryptionFacts, RunData
 
 TITLE = "Against the raw cipher"
 NOT_MEASURED = "not measured"
+NOT_RECORDED = "not recorded by this run"  # the encryption's facts (report/encryptions.py)
 ELAPSED, CPU, READ, WRITTEN = "elapsed_s", "cpu_s", "read_bytes", "write_bytes"
 
 # why a row has no cipher time
@@ -196,7 +196,7 @@ def _cipher(run: RunData, cell: CellKey, facts: EncryptionFacts | None) -> dict[
     """The raw cipher of a cell's encryption as the table shows it, and its figure at the
     encryption's page size (`chunk`, `mib_per_s`) where the run measured one."""
     if facts is None:
-        return {"cipher": NOT_MEASURED}
+        return {"cipher": NOT_RECORDED}
     speeds = speeds_of(run, cell.host)
     speed = raw_speed(speeds, facts.cipher, facts.page_bytes) if facts.page_bytes else None
     unavailable = any(s.cipher == facts.cipher and not s.available for s in speeds)
@@ -256,7 +256,7 @@ def cipher_cost_table(run: RunData, records: list[SummaryRecord]) -> Table:
         num("cipher_s", "cipher time (ms)", _ms), num("cost_s", "measured cost (ms)", _signed_ms),
         num("cost_ci", "95% CI (ms)", _ms_interval), num("share", "cipher's share", ratio_percent),
         Column("rest", "the rest", prose=True))
-    return Table(TITLE, columns, found, intro=intro(found), note=note(known(run).recorded),
+    return Table(TITLE, columns, found, intro=intro(found), note=note(known(run).caveat),
                  summary=f"{len(found)} encryptions and tests: " + (
                      f"the cipher's time is {span} of the costs resolved, the rest named"
                      if (span := _span(found)) else "no cost resolved"))
@@ -298,8 +298,9 @@ def intro(found: list[dict[str, Any]]) -> str:
     return words
 
 
-def note(recorded: bool) -> str:
-    """The arithmetic, and where its figures come from."""
+def note(caveat: str) -> str:
+    """The arithmetic, and where its figures come from (`caveat`: where the encryptions' facts do,
+    `Known.caveat`)."""
     return ("Read + written: the test's median bytes that the engine's processes (a file-system layer's "
             "included) read from and wrote to the storage layer; each byte of an encrypted file among them "
             "crossed the cipher once. "
@@ -315,4 +316,4 @@ def note(recorded: bool) -> str:
             "they are not in these bytes, so where the data is larger than the engine's cache their cipher "
             "work shows as CPU beyond the cipher. A CBC cipher's decryption runs in parallel and is faster "
             "than the encryption measured, so reads can take less than their cipher time."
-            + ("" if recorded else f" {TODAYS}"))
+            + (f" {caveat}" if caveat else ""))

@@ -5,12 +5,12 @@ PBKDF2-HMAC-SHA512 iterations, the other SQLite3MC ciphers' PBKDF2 or Argon2id, 
 ATTACH), never inside a query: an application that keeps its connections open pays it once, one
 that opens a connection per request pays it every time. So it is a figure of its own, in
 milliseconds per open, beside how the trial took its key (`TrialOutcome.key_form`) and when the
-encryption turns it into its cipher's (`Engine.key_taken`): a raw key (a plan's key_form = "raw")
-skips the derivation; MariaDB takes its key once, when the server starts, and gocryptfs derives
-its key once, when it mounts, so what their opens cost more than none's is the connection's own
-work through the encryption (a file-system layer's reads), no key derivation. The runner times
-OPENS opens per trial (test "open", step "connect"); their median is the trial's value, and the
-rounds give the interval.
+encryption turns it into its cipher's (`EncryptionFacts.key_taken`, as the run recorded it): a raw
+key (a plan's key_form = "raw") skips the derivation; MariaDB takes its key once, when the server
+starts, and gocryptfs derives its key once, when it mounts, so what their opens cost more than
+none's is the connection's own work through the encryption (a file-system layer's reads), no key
+derivation. The runner times OPENS opens per trial (test "open", step "connect"); their median is
+the trial's value, and the rounds give the interval.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from tdebench.engines import ENGINES
-from tdebench.engines.base import RAW
+from tdebench.report.encryptions import known
 from tdebench.report.records import (BASELINE, SummaryRecord, deterministic, engine_label, failed_trials, floors,
                                      scale_label)
 from tdebench.report.tables import Column, Table, config_columns, n_text, num, reading, uses_memory
 from tdebench.report.units import MS, interval, number, signed_ms, times
-from tdebench.results import RunData
+from tdebench.results import RAW, EncryptionFacts, RunData
 
 OPEN_CELL = ("open", "connect", "elapsed_s")
 """The test, step and metric of a timed open (runner.OPENS of them per trial)."""
@@ -42,24 +41,23 @@ NOTE = ("Open: a new connection to the loaded database, up to its first answer (
 def _key_forms(run: RunData) -> dict[tuple, str]:
     """Per configuration (engine, encryption, workload, scale, memory_mb): how its trials took
     their key (`key_text`), joined ("" before key forms were recorded, or without a key)."""
-    failed = failed_trials(run)
+    failed, encryptions = failed_trials(run), known(run)
     forms: dict[tuple, set[str]] = defaultdict(set)
     for outcome in run.trials:
         if outcome.trial not in failed and outcome.key_form:
             t = outcome.trial
             forms[(t.engine, t.encryption, t.workload, t.scale, t.memory_mb)].add(outcome.key_form)
-    return {config: ", ".join(sorted(key_text(config[0], config[1], form) for form in found))
+    return {config: ", ".join(sorted(key_text(encryptions.get(config[0], config[1]), form) for form in found))
             for config, found in forms.items()}
 
 
-def key_text(engine: str, encryption: str, form: str) -> str:
+def key_text(facts: EncryptionFacts | None, form: str) -> str:
     """A trial's key as the report names it: "raw key", else "key" and when the encryption takes
-    it (`Engine.key_taken`: "key derived on every open", "key taken once, when the server
-    starts"…); "passphrase key" where tdebench does not know the engine (a remote one)."""
+    it (its recorded `key_taken`: "key derived on every open", "key taken once, when the server
+    starts"…); "passphrase key" where the run did not record it."""
     if form == RAW:
         return "raw key"
-    engine_class = ENGINES.get(engine)
-    taken = engine_class.key_taken(encryption) if engine_class is not None else ""
+    taken = facts.key_taken if facts is not None else ""
     return f"key {taken}" if taken else f"{form} key"
 
 

@@ -129,7 +129,7 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         headline_details=headline.config_sentences(run, records),
         findings=([sentence for content in entries for sentence in content.findings]
                   + cache.findings(run, headline.layer_bound_configs(run, records))
-                  + findings.findings(records) + connection.findings(run, records)
+                  + findings.findings(run, records) + connection.findings(run, records)
                   + claims.claim_lines(run, records)
                   + noise.findings(noise.noisy_figures(records), noise.trial_loads(run), run_order(run) or "")),
         verdict_summary=findings.verdict_summary(run),

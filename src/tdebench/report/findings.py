@@ -14,10 +14,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from tdebench.engines import ENGINES
 from tdebench.plan import DEFAULT_REPETITIONS, finished_rounds, order_before_recorded
 from tdebench.report import declared, noise
 from tdebench.report.declared import Headline
+from tdebench.report.encryptions import known
 from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks, SummaryRecord,
                                      below_resolution, deterministic, engine_label, floors, headline_records,
                                      host_blocks, is_query, is_size, memory_order, resolution, scale_label, scale_text,
@@ -358,11 +358,12 @@ def where_faster(record: SummaryRecord, records: list[SummaryRecord]) -> list[tu
     return sorted(found, key=lambda item: -item[1])[:LOCATED_STEPS]
 
 
-def faster_sentence(name: str, record: SummaryRecord, records: list[SummaryRecord], floor: SummaryRecord) -> str:
+def faster_sentence(name: str, record: SummaryRecord, records: list[SummaryRecord], floor: SummaryRecord,
+                    hint: str) -> str:
     """A resolved "faster than none", located: e.g. "duckdb aes-256-gcm (tpch sf0.1) is faster than
     none on the data load, -14.5% [-15.6, -13.3], beyond its noise floor (±2.1%): a real effect,
     not noise. It arises in lineitem −20.1% [−22.0, −18.2] (0.61 s less), … What the engine
-    documents as different in an encrypted database: …"."""
+    documents as different in an encrypted database: `hint` (its recorded encrypted_differences)"."""
     compared = record.overhead
     assert compared is not None
     cell = record.cell
@@ -376,8 +377,6 @@ def faster_sentence(name: str, record: SummaryRecord, records: list[SummaryRecor
             f"{step.cell.step} {_change(step)} ({duration(saved)} less)" for step, saved in steps) + "."
     else:
         text += " No single step of the test is resolved as faster on its own: it is spread over them."
-    engine = ENGINES.get(cell.engine)
-    hint = engine.encrypted_differences if engine is not None else ""
     if hint:
         text += f" What the engine documents as different in an encrypted database, besides the cipher: {hint}"
     return text
@@ -390,19 +389,21 @@ def _change(record: SummaryRecord) -> str:
     return change(compared.pct, compared.ci_low, compared.ci_high)
 
 
-def faster_sentences(records: list[SummaryRecord]) -> list[str]:
+def faster_sentences(run: RunData, records: list[SummaryRecord]) -> list[str]:
     """One located sentence per resolved "faster than none" of a timed headline figure."""
-    floor_of = floors(records)
+    floor_of, recorded = floors(records), known(run)
     sentences = []
     for headline, record in headline_records(records):
         floor = floor_of.get(record.cell.comparison)
         if headline.metric == "elapsed_s" and resolved_faster(record, floor):
             assert floor is not None
-            sentences.append(faster_sentence(headline.short or headline.label, record, records, floor))
+            facts = recorded.engine(record.cell.engine)
+            sentences.append(faster_sentence(headline.short or headline.label, record, records, floor,
+                                             facts.encrypted_differences if facts is not None else ""))
     return sentences
 
 
-def findings(records: list[SummaryRecord]) -> list[str]:
+def findings(run: RunData, records: list[SummaryRecord]) -> list[str]:
     """An analyst's summary: per engine the noise floor its placebo measured (if the plan ran
     one), a ranking of its encryptions by power-test overhead, then one bullet per encryption
     with its headline figures together, and a word on statistical power (the noise advice is
@@ -429,7 +430,7 @@ def findings(records: list[SummaryRecord]) -> list[str]:
         for encryption, chosen in sorted(by_encryption.items()):
             sentences.append(encryption_sentence(f"{engine} {encryption}{where}", _figures(chosen, baselines),
                                                  floor_of))
-    sentences += faster_sentences(records)
+    sentences += faster_sentences(run, records)
     if not sentences:
         sentences.append("No overhead figures: no configuration was measured both with and "
                          f"without encryption (“{BASELINE}”).")

@@ -21,8 +21,8 @@ from tdebench.report.records import (BASELINE, LOCKSTEP_RESOURCES, PLACEBO, Summ
                                      memory_order, resolution, run_order, scale_text, step_order)
 from tdebench.stats import NOISY_CV, PAIRED, Overhead, noise_advice
 from tdebench.report.units import MIB, display_unit, interval, mib, number, p_value, percent, ratio_percent
-from tdebench.results import (ENCRYPTIONS, FILE_KIND_TITLES, FILE_KINDS, CipherSpeed, Measurement, RunData, Sample,
-                              TrialKey, Verdict)
+from tdebench.results import (ENCRYPTIONS, ENGINE_FACTS, FILE_KIND_TITLES, FILE_KINDS, FILLED_IN, CipherSpeed,
+                              Measurement, RunData, Sample, TrialKey, Verdict)
 
 
 def text(value: Any) -> str:
@@ -564,20 +564,24 @@ def cipher_table(run: RunData) -> Table:
     return speeds_table(run.ciphers)
 
 
-def _without_encryptions(environment: dict[str, Any]) -> dict[str, Any]:
-    """environment.json less its encryptions, at its top and in each host's (a cluster run)."""
-    shown = {key: value for key, value in environment.items() if key != ENCRYPTIONS}
+FACTS = (ENGINE_FACTS, ENCRYPTIONS, FILLED_IN)
+"""environment.json's facts of the engines (report/encryptions.py), shown where they are used."""
+
+
+def _without_facts(environment: dict[str, Any]) -> dict[str, Any]:
+    """environment.json less the engines' facts, at its top and in each host's (a cluster run)."""
+    shown = {key: value for key, value in environment.items() if key not in FACTS}
     if isinstance(shown.get("hosts"), dict):
-        shown["hosts"] = {host: _without_encryptions(own) if isinstance(own, dict) else own
+        shown["hosts"] = {host: _without_facts(own) if isinstance(own, dict) else own
                           for host, own in shown["hosts"].items()}
     return shown
 
 
 def environment_table(run: RunData) -> Table:
     """The environment rendered generically: nested keys joined by dots, lists by commas; the
-    engines' encryptions left out (results.ENCRYPTIONS: each one's facts, shown where they are
-    used, "Against the raw cipher")."""
-    rows = [{"key": key, "value": value} for key, value in flatten(_without_encryptions(run.environment))]
+    engines' facts left out (`FACTS`: each shown where it is used, an encryption's in "Against the
+    raw cipher")."""
+    rows = [{"key": key, "value": value} for key, value in flatten(_without_facts(run.environment))]
     return Table("Environment", (Column("key", "key"), _prose("value", "value")), rows,
                  summary=f"{len(rows)} settings of the machine and its software, as the run recorded them")
 

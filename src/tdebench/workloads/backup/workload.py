@@ -47,9 +47,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from tdebench.engines.base import (BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, Backup, BackupMethod,
-                                   Connection, Database, Encryption, backups)
+from tdebench.engines.base import Backup, BackupMethod, Connection, Database, Encryption, backups
 from tdebench.keys import Secret
+from tdebench.results import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.workloads.backup import artifact, sealing, usage
 from tdebench.workloads.backup.checksum import TableChecksum, checksums, differences
 from tdebench.workloads.base import (CANARY_TABLE, LOAD_HEADLINES, Headline, Option, RunContext, Workload, WrongAnswer,

@@ -18,8 +18,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tdebench.engines.base import BACKUP_FULL, Backup, Backups, Database, NotSupported, backups, reencrypts
+from tdebench.engines.base import Backup, Backups, Database, NotSupported, backups, reencrypts
 from tdebench.keys import Secret
+from tdebench.results import BACKUP_FULL
 from tdebench.workloads.base import RunContext, WrongAnswer
 from tdebench.workloads.strength import data, tamper
 

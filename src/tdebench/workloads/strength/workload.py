@@ -31,8 +31,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench.engines.base import (BACKUP_FULL, NONE, Backup, Backups, Connection, Database, LogFile, NotSupported,
-                                   PageLayout, SealedValue, backups)
+from tdebench.engines.base import (NONE, Backup, Backups, Connection, Database, LogFile, NotSupported, PageLayout,
+                                   SealedValue, backups)
+from tdebench.results import BACKUP_FULL
 from tdebench.workloads import sqlfiles
 from tdebench.workloads.base import CANARY_TABLE, RunContext, Workload, WrongAnswer
 from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
