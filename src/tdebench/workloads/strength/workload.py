@@ -25,6 +25,7 @@ Its results are records of what happened (answers and counts), not timings; the 
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -298,8 +299,10 @@ class StrengthWorkload(Workload):
             except ValueError as exc:
                 _record(ctx, FORGERY, LOG, {}, oldkeys.UNSUPPORTED, str(exc), warmup)
                 return
-        if _forged(ctx, LOG, log.layout(), twin.log, twin.row, old, new, _reader(ctx, {twin.row: new}, keep_log=True),
-                   plan, warmup, blocks=frames, changes=changes):
+        with _files_put_back(ctx):
+            forged = _forged(ctx, LOG, log.layout(), twin.log, twin.row, old, new,
+                             _reader(ctx, {twin.row: new}, keep_log=True), plan, warmup, blocks=frames, changes=changes)
+        if forged:
             _restored(ctx, _reader(ctx, keep_log=True))
 
     def _forged_own_log(self, ctx: RunContext, row: int, warmup: bool) -> None:
@@ -366,6 +369,32 @@ def _backed_up(ctx: RunContext, copies: Backups) -> Iterator[tuple[Backup, Path,
         backup = _verbatim_backup(ctx.database, copies, area / "backup")
         ctx.database.close()
         yield backup, copies.backup_contents(backup, area / "unpacked"), area
+
+
+@contextmanager
+def _files_put_back(ctx: RunContext) -> Iterator[None]:
+    """Every file of the stopped database as it was before the block, put back after it (the
+    owner and mode kept): replaying a forged log writes its pages to the data files as well (InnoDB
+    with a buffer pool too small to keep them evicts them during recovery), and those pages then
+    carry log sequence numbers past the log put back, which the next start refuses ("log sequence
+    number is in the future")."""
+    area = ctx.database.workspace / f"{forgery.DIRECTORY}-files"
+    shutil.rmtree(area, ignore_errors=True)
+    area.mkdir(mode=0o700)
+    saved = {path: (area / str(number), path.stat()) for number, path in enumerate(ctx.database.files())}
+    try:
+        for path, (copy, _) in saved.items():
+            shutil.copyfile(path, copy)
+        yield
+    finally:
+        for path, (copy, stat) in saved.items():
+            if copy.exists():
+                existed = path.exists()
+                shutil.copyfile(copy, path)  # into the file where it is still there: its owner and mode stay
+                if not existed:
+                    os.chmod(path, stat.st_mode)
+                    os.chown(path, stat.st_uid, stat.st_gid)
+        shutil.rmtree(area, ignore_errors=True)
 
 
 @contextmanager
