@@ -547,13 +547,6 @@ class Database(ABC):
         where a connection cannot make the engine spill."""
         raise NotSupported("spill", "tdebench does not know how to make this engine spill from a connection")
 
-    def spill_rows(self) -> int:
-        """How many rows the spill test sorts on `spilling()`'s connection: enough to pass its
-        cache many times over. The default, about 10 MB of sort records, passes SQLite's 1 MiB
-        cache and the servers' sort and temp-table sizes of a few kB (1.5M rows took MariaDB a
-        minute a trial, writing 520 MB of temp files)."""
-        return 200_000
-
     def sealed_value(self, table: str, column: str, key_column: str, key: int) -> SealedValue | None:
         """The stored, sealed form of `column` in the row of `table` whose `key_column` is `key`,
         and where its plaintext lies in it (a column layer's value is a message of its own, at an

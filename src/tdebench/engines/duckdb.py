@@ -132,10 +132,6 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
         conn = self.connect()
         conn.close()
 
-    def spill_rows(self) -> int:
-        """Past SPILL_LIMIT: 1.5M rows of the canaries sort in about 100 MB."""
-        return 1_500_000
-
     def spilling(self, conn: Connection) -> Connection:
         """`conn` with the instance's memory_limit at SPILL_LIMIT: a sort past it spills to
         temp_directory in the workspace (encrypted only with temp_file_encryption)."""

@@ -191,9 +191,6 @@ class LayerDatabase(Database, Backups):
         """The engine's own way, inside the mount."""
         return self._inner().spilling(conn)
 
-    def spill_rows(self) -> int:
-        return self._inner().spill_rows()
-
     def connect(self) -> Connection:
         """Mounts again after `close()` (gocryptfs's scrypt key derivation: timed as `open`),
         then the engine's connect."""

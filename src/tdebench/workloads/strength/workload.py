@@ -40,6 +40,7 @@ from tdebench.workloads.base import CANARY_TABLE, RunContext, Workload, WrongAns
 from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
 
 REPEATS, TAMPER, OLD_KEY, FORGERY, SPILL = "repeats", "tamper", oldkeys.TEST, "forgery", "spill"
+SPILL_ROWS = 1_500_000  # rows the spill test sorts: past any small cache (the canaries, repeated)
 # the forgery's steps: in the database's file, in a physical backup of it, in its write-ahead log
 DATA_FILE, BACKUP, LOG = "value", "backup", "wal"
 FLIP_AT = 0.75  # the page flipped: this far into the file's pages, among the rows loaded last
@@ -113,8 +114,8 @@ class StrengthWorkload(Workload):
 
     @staticmethod
     def _spill(ctx: RunContext, conn: Connection, warmup: bool) -> None:
-        """The canaries, repeated to the engine's `spill_rows()` rows, sorted in a window on a
-        connection whose sorts spill (`Database.spilling`), the answer checked; recorded as step `sort` (answer ok,
+        """The canaries, repeated to SPILL_ROWS rows, sorted in a window on a connection whose
+        sorts spill (`Database.spilling`), the answer checked; recorded as step `sort` (answer ok,
         failed or unsupported). What reached the temp files is the trial's verdict's to say."""
         statement = sqlfiles.read(__package__, ctx.dialect, SPILL)
         try:
@@ -126,7 +127,7 @@ class StrengthWorkload(Workload):
             return
         try:
             canaries = int(spilling.execute(f"SELECT count(*) FROM {CANARY_TABLE}")[0][0])
-            copies = ctx.database.spill_rows() // max(canaries, 1)
+            copies = SPILL_ROWS // max(canaries, 1)
             rows, metrics = ctx.recorder.timed(lambda: spilling.execute(statement.format(n=copies)))
         finally:
             if spilling is not conn:
