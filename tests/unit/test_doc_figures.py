@@ -33,6 +33,7 @@ from tdebench.measure.environment import cpu_text
 from tdebench.report import connection, noise
 from tdebench.report.cache import cache_fit_table
 from tdebench.report.cipher_cost import raw_speed
+from tdebench.report.declared import timed
 from tdebench.report.records import (PLACEBO, CellKey, SummaryRecord, headline_records, measured, resolution,
                                      summary_records)
 from tdebench.report.units import change, mib, number, percent, signed_ms, times
@@ -158,9 +159,10 @@ def _trials(found: Example, chosen: Selection, busy_only: bool) -> str:
 
 
 def _cache_fit(found: Example, chosen: Selection, column: str, shown: Callable[[Any], str]) -> str:
+    """A Cache fit figure of the timed workloads (not the strength tests' own small tables)."""
     table = cache_fit_table(found.run)
     rows = [row for row in (table.rows if table is not None else [])
-            if chosen.takes(row["engine"], row["memory_mb"], row["encryption"])]
+            if chosen.takes(row["engine"], row["memory_mb"], row["encryption"]) and timed(row["workload"])]
     return _spread((row[column], shown(row[column])) for row in rows)
 
 
@@ -178,7 +180,8 @@ def _open(found: Example, chosen: Selection) -> str:
     """What an open costs more than none's ("+207 ms"), as the "Per connection" table has it."""
     table = connection.connection_table(found.run, found.records)
     rows = [row for row in (table.rows if table is not None else [])
-            if chosen.takes(row["engine"], row["memory_mb"], row["encryption"]) and row["extra"] is not None]
+            if chosen.takes(row["engine"], row["memory_mb"], row["encryption"]) and row["extra"] is not None
+            and timed(row["workload"])]
     return _spread((row["extra"], typeset(f"{signed_ms(row['extra'])} ms")) for row in rows)
 
 

@@ -22,9 +22,6 @@ NOT_YET_TIMED = {
     "crud", "crud-large", "crud-servers", "embedded", "maintenance", "oltp", "oltp-long", "servers",
     # timed only with the earlier four SQLite caches (a comment in the plan says so), not its six
     "cost-curve",
-    # its 6 min 40 s are scripts/demo.sh's, the install included: the run's own time is not stated
-    # (its trials and day are: measured_trials, measured_on)
-    "quick",
     # two runs, 1 min 30 s and 5 min 27 s: a range, not one duration (its trials and day are given)
     "strength",
 }
