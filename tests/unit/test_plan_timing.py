@@ -119,14 +119,16 @@ def test_a_run_of_other_trials_is_an_estimate_scaled_by_trials_never_called_meas
                                         "(2 min 30 s);")
 
 
-def test_an_adaptive_plan_may_take_longer_and_one_whose_timed_run_added_rounds_is_estimated() -> None:
+def test_an_adaptive_plan_expects_its_measured_time_with_the_rounds_its_timed_run_added() -> None:
+    """Its first rounds' trials are all a plan can count; a new run adds rounds as the timed one
+    did, so the time stands, not scaled down to the first rounds."""
     adaptive = TIMED.replace("seed = 1", "seed = 1\ntarget_ci_pct = 2\nmax_minutes = 5")
-    longer = (", longer if it adds rounds until every headline CI is within ±2% (its budget: 5 min of rounds)"
+    rounds = (", as its rounds go: added until every headline CI is within ±2% (its budget: 5 min of rounds)"
               + NOTES)
-    assert expected(parse_plan(adaptive)) == "expected: about 2 min 30 s (measured 2026-12-06, 12 trials)" + longer
+    assert expected(parse_plan(adaptive)) == "expected: about 2 min 30 s (measured 2026-12-06, 12 trials)" + rounds
     added = parse_plan(adaptive.replace("measured_trials = 12", "measured_trials = 30"))
-    assert expected(added) == ("expected: about 1 min for 12 trials, estimated from the measured 30 trials "
-                               "(2 min 30 s, 2026-12-06)" + longer)
+    assert expected(added) == ("expected: about 2 min 30 s (measured 2026-12-06, 30 trials, its added rounds "
+                               "included)" + rounds)
 
 
 def test_a_plan_without_both_figures_is_not_yet_timed() -> None:

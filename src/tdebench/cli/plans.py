@@ -51,23 +51,25 @@ def expected(the_plan: Plan) -> str:
     """What a run of `the_plan` should take, as `run` prints it before its first trial and `plans`
     lists it, from the plan's `measured_s` and `measured_trials`: the measured time where the run has
     the trials the timed run had, else that time scaled by trials and called an estimate (a run of
-    some engines, `--engine`; an adaptive plan whose timed run added rounds); an adaptive plan's
-    more rounds may take longer. A plan without both keys is not yet timed. The plan's free-text
-    `measured` follows, as the plan notes it."""
+    some engines, `--engine`). An adaptive plan counts only its first rounds' trials, and its timed
+    run added rounds until its target or budget, as a new run will: its measured time stands for
+    any run with no more first-round trials (`--engine` on it takes less). A plan without both keys
+    is not yet timed. The plan's free-text `measured` follows, as the plan notes it."""
     notes = f"; the plan notes: {the_plan.measured}" if the_plan.measured else ""
     seconds, timed = the_plan.measured_s, the_plan.measured_trials
     if seconds is None or timed is None:
         return "not yet timed: no expected duration" + notes
     trials = trial_count(the_plan)
     on = f" {the_plan.measured_on.isoformat()}" if the_plan.measured_on else ""
-    if trials == timed:
-        line = f"expected: about {duration(seconds)} (measured{on}, {_trials(timed)})"
+    if trials == timed or (the_plan.adaptive and trials < timed):
+        added = ", its added rounds included" if trials < timed else ""
+        line = f"expected: about {duration(seconds)} (measured{on}, {_trials(timed)}{added})"
     else:
         line = (f"expected: about {duration(_rough(seconds * trials / timed))} for {_trials(trials)}, "
                 f"estimated from the measured {_trials(timed)} ({duration(seconds)}{',' + on if on else ''})")
     if the_plan.adaptive:
         budget = f" (its budget: {the_plan.max_minutes:g} min of rounds)" if the_plan.max_minutes else ""
-        line += (f", longer if it adds rounds until every headline CI is within ±{the_plan.target_ci_pct:g}%"
+        line += (f", as its rounds go: added until every headline CI is within ±{the_plan.target_ci_pct:g}%"
                  + budget)
     return line + notes
 
