@@ -1,8 +1,9 @@
 """The answer table from real runs (report/answer.py). The built-in plans `assess-sqlite` and
 `assess-duckdb`, run through `tdebench run PLAN --engine NAME` and cut to one round (no warm-up,
-placebo or adaptive rounds, one pass, SF 0.01: what fills a column is the plan's shape — every
-encryption, both caches, TPC-H's power test and the strength tests with the forced spill — not
-its precision), fill every column of every row from measurements: RC4 broken, AES-256-CTR
+placebo or adaptive rounds, one pass, SF 0.01, one encryption of each kind the plan holds: what
+fills a column is the plan's shape — both caches, TPC-H's power test and the strength tests with
+the forced spill — not its precision or every key length), fill every column of every row from
+measurements: RC4 broken, AES-256-CTR
 forgeable, AES-256-GCM refusing changes by its tag, the spill's temp files encrypted against the
 baseline's plaintext (the positive control), and DuckDB's -plaintemp arms named plaintext.
 `tdebench run --engine` runs one engine's rows of a plan."""
@@ -49,9 +50,19 @@ tests = ["spill", "repeats", "tamper", "forgery", "old-key"]
 '''
 
 
+KINDS = {  # one encryption of each kind the plan holds: tag, forgeable, broken, fs layer, plaintext spills
+    "assess-sqlite": ["none", "aes-256-cbc", "chacha20-poly1305", "rc4", "fs-aes-256-gcm"],
+    "assess-duckdb": ["none", "aes-256-gcm", "aes-256-ctr", "aes-256-gcm-plaintemp", "fs-aes-256-gcm"],
+}
+
+
 def _one_round(name: str) -> str:
-    """The built-in plan `name` cut to one round: what each row's columns need, not its precision."""
+    """The built-in plan `name` cut to one round and one encryption of each kind (KINDS, each
+    checked to be the plan's): what each row's columns need, not its precision (the suite's time)."""
     text = builtin_plans()[name].read_text()
+    listed = re.search(r"(?ms)^encryptions = \[(.*?)\]", text)
+    assert listed is not None and set(KINDS[name]) <= set(re.findall(r'"([^"]+)"', listed.group(1)))
+    text = text[:listed.start()] + f"encryptions = {KINDS[name]!r}".replace("'", '"') + text[listed.end():]
     for pattern, replacement in ((r"(?m)^repetitions = \d+", "repetitions = 1"), (r"(?m)^warmups = \d+", "warmups = 0"),
                                  (r"(?m)^placebo = true", "placebo = false"), (r"(?m)^passes = \d+", "passes = 1"),
                                  (r"(?m)^(target_ci_pct|target_tests|max_minutes) = .*$", ""),
