@@ -58,9 +58,11 @@ def test_a_lockstep_sqlite_round_records_more_cpu_for_sqlcipher_than_for_none(tm
         cpu[m.trial.encryption][m.step] = m.metrics["cpu_s"]
     queries = [f"q{n}" for n in range(1, 23)]
     assert all(cpu["none"][q] > 0 and _ns(cpu["none"][q]) % TICK_NS for q in queries), cpu["none"]
+    # the configuration decrypts more: its total, and nearly every query (one round: a query of
+    # tens of ms may take less CPU once, q1 did in a clean-clone suite at 0.059 s against 0.066 s)
     dearer = [q for q in queries if cpu["sqlcipher"][q] > cpu["none"][q]]
-    assert dearer == queries, {q: (cpu["none"][q], cpu["sqlcipher"][q]) for q in queries}
-    assert cpu["sqlcipher"]["total"] > cpu["none"]["total"]
+    assert len(dearer) >= 19, {q: (cpu["none"][q], cpu["sqlcipher"][q]) for q in queries}
+    assert cpu["sqlcipher"]["total"] > 1.5 * cpu["none"]["total"]
 
 
 @pytest.fixture
