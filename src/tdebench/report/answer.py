@@ -31,7 +31,7 @@ from tdebench.report.findings import judged
 from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, failed_trials, scale_label
 from tdebench.report.tables import Column, Table
 from tdebench.report.units import change, ratio_percent, signed_ms, times, MS
-from tdebench.results import FILE_KIND_TITLES, EncryptionFacts, RunData, Verdict
+from tdebench.results import FILE_KIND_TITLES, EncryptionFacts, RunData, TrialKey, Verdict
 
 KINDS = ("data", "log", "temp", "backup")
 """The file kinds the table has a column for (results.FILE_KINDS less "other": keys, pid files)."""
@@ -99,23 +99,23 @@ class Cost:
     split: layers.Split | None = None  # an fs-layer encryption's cost in layer and cipher (report/layers.py)
 
 
-def _os_caches(run: RunData) -> dict[tuple, str]:
+def _per_config(found: Iterable[tuple[TrialKey, str]]) -> dict[tuple, str]:
+    """Per engine, memory, workload and scale, the words its trials said, "/"-joined."""
     seen: dict[tuple, set[str]] = defaultdict(set)
-    for outcome in run.trials:
-        t = outcome.trial
-        seen[(t.engine, t.memory_mb, t.workload, t.scale)].add(outcome.cache)
-    return {config: "/".join(sorted(found)) for config, found in seen.items()}
+    for t, word in found:
+        seen[(t.engine, t.memory_mb, t.workload, t.scale)].add(word)
+    return {config: "/".join(sorted(words)) for config, words in seen.items()}
+
+
+def _os_caches(run: RunData) -> dict[tuple, str]:
+    return _per_config((outcome.trial, outcome.cache) for outcome in run.trials)
 
 
 def _statistics(run: RunData) -> dict[tuple, str]:
-    """Per engine, memory, workload and scale: the planner statistics the load left (the note of
-    TPC-H's load `indexes` record: ANALYZE run or not), which move a query's plan and its cost."""
-    seen: dict[tuple, set[str]] = defaultdict(set)
-    for m in run.measurements:
-        if m.test == "load" and m.step == "indexes" and m.note:
-            t = m.trial
-            seen[(t.engine, t.memory_mb, t.workload, t.scale)].add(m.note)
-    return {config: "/".join(sorted(found)) for config, found in seen.items()}
+    """The planner statistics the load left (the note of TPC-H's load `indexes` record: ANALYZE
+    run or not), which move a query's plan and its cost."""
+    return _per_config((m.trial, m.note) for m in run.measurements
+                       if m.test == "load" and m.step == "indexes" and m.note)
 
 
 def costs(run: RunData, records: list[SummaryRecord]) -> dict[tuple[str, str], list[Cost]]:
