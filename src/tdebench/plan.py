@@ -47,7 +47,7 @@ _ENGINE_KEYS = {"name", "encryptions", "memory_mb", "key_form"}
 _SETTING_KEYS = {key for engine in ENGINES.values() for key in engine.settings}  # engines' own keys
 _REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
 """An engine's keys for a server tdebench did not start (engines/remote.py)."""
-_WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s", "repetitions"}
+_WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s", "repetitions", "memory_mb"}
 
 
 class PlanError(InputError, ValueError):
@@ -88,6 +88,12 @@ class WorkloadSpec:
     # rounds this workload runs in, at most (None: every round): a workload whose results are
     # outcomes, not timings (strength), runs once beside a timed one that runs every round
     repetitions: int | None = None
+    # the engines' memory_mb values it runs at (None: every one): a workload whose outcomes do not
+    # move with the cache (strength) runs at one of them beside a timed one that runs at each
+    memory_mb: tuple[int, ...] | None = None
+
+    def runs_at(self, memory: int | None) -> bool:
+        return self.memory_mb is None or memory in self.memory_mb
 
     def option_values(self) -> dict[str, Any]:
         return dict(self.options)
@@ -161,7 +167,7 @@ class Plan:
         return [(e.name, enc, w, scale, memory)
                 for e in self.engines for memory in e.memories() for enc in e.encryptions
                 for w in self.workloads for scale in w.scales
-                if enc != PLACEBO or getattr(WORKLOADS.get(w.name), "timed", True)]
+                if w.runs_at(memory) and (enc != PLACEBO or getattr(WORKLOADS.get(w.name), "timed", True))]
 
     def workload(self, name: str) -> WorkloadSpec:
         return next(w for w in self.workloads if w.name == name)
@@ -605,6 +611,16 @@ def _memory(check: "Checker", table: dict[str, Any], engine: Engine) -> tuple[in
     below what the engine starts with (`Engine.memory_min_mb`)."""
     if "memory_mb" not in table:
         return ()
+    values = _memory_values(check, table)
+    least, why = engine.memory_min_mb
+    if min(values) < least:
+        raise check.error(f"memory_mb = {min(values)} is below what {engine.name} starts with: {why}; "
+                          f"valid: {least} to {_MEMORY_MB[1]}", "memory_mb")
+    return values
+
+
+def _memory_values(check: "Checker", table: dict[str, Any]) -> tuple[int, ...]:
+    """`memory_mb` as written: one whole number of MB or a non-empty list of them, none twice."""
     raw = table["memory_mb"]
     if not isinstance(raw, list):
         values: tuple[int, ...] = (check.integer(table, "memory_mb", 0, *_MEMORY_MB),)
@@ -615,10 +631,6 @@ def _memory(check: "Checker", table: dict[str, Any], engine: Engine) -> tuple[in
         values = tuple(check.integer({"memory_mb": value}, "memory_mb", 0, *_MEMORY_MB) for value in raw)
     if len(set(values)) != len(values):
         raise check.error("memory_mb lists a value twice", "memory_mb")
-    least, why = engine.memory_min_mb
-    if min(values) < least:
-        raise check.error(f"memory_mb = {min(values)} is below what {engine.name} starts with: {why}; "
-                          f"valid: {least} to {_MEMORY_MB[1]}", "memory_mb")
     return values
 
 
@@ -628,9 +640,19 @@ def _check_engines(check: "Checker", spec: WorkloadSpec, table: dict[str, Any],
     whose SQL dialect it has no statements for (e.g. maintenance on a SQL Server reached by url),
     one its keys as written cannot run on (`Workload.plan_problem`, e.g. oltp's procedures on
     Oracle), or a server by url asked for tests only engines tdebench starts can run
-    (`Workload.local_tests`, e.g. backup's)."""
+    (`Workload.local_tests`, e.g. backup's); and memory_mb values the engines do not give."""
     workload = WORKLOADS[spec.name]
+    given_all = sorted({memory for choice in engines for memory in choice.memory_mb})
+    stray = sorted(set(spec.memory_mb or ()) - set(given_all))
+    if stray and given_all:
+        raise check.error(f"memory_mb = {stray[0]} is none of the engines' memory_mb; valid: "
+                          f"{', '.join(map(str, given_all))}", "memory_mb")
     for choice in engines:
+        if spec.memory_mb is not None and not set(spec.memory_mb) & set(choice.memory_mb):
+            given = ", ".join(map(str, choice.memory_mb)) or "none (its default cache)"
+            raise check.error(f"memory_mb picks which of the engines' memory_mb values the {spec.name} workload "
+                              f"runs at, and {choice.name} gives none of {list(spec.memory_mb)}; its memory_mb: "
+                              f"{given}", "memory_mb")
         engine = get_engine(choice.name, remote=choice.remote)
         if workload.dialects is not None and engine.dialect not in workload.dialects:
             raise check.error(f"the {spec.name} workload has no SQL for {choice.name} (dialect {engine.dialect}); "
@@ -681,7 +703,8 @@ def workload_spec(check: "Checker", table: dict[str, Any]) -> WorkloadSpec:
     timeout = check.number(table, "query_timeout_s", 600.0, 0.001, 86400.0)
     options = tuple((key, check.option(table, key, option)) for key, option in sorted(workload.options.items()))
     repetitions = check.integer(table, "repetitions", 0, 1, 1000) if "repetitions" in table else None
-    return WorkloadSpec(name, tuple(scales), tuple(tests), streams, timeout, options, repetitions)
+    memory = _memory_values(check, table) if "memory_mb" in table else None
+    return WorkloadSpec(name, tuple(scales), tuple(tests), streams, timeout, options, repetitions, memory)
 
 
 def shown(value: Any, limit: int = 60) -> str:

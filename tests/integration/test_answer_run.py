@@ -2,8 +2,8 @@
 `assess-duckdb`, run through `tdebench run PLAN --engine NAME` and cut to one round (no warm-up,
 placebo or adaptive rounds, one pass, SF 0.01, one encryption of each kind the plan holds: what
 fills a column is the plan's shape — both caches, TPC-H's power test and the strength tests with
-the forced spill — not its precision or every key length), fill every column of every row from
-measurements: RC4 broken, AES-256-CTR
+the forced spill and the kept backup — not its precision or every key length), fill every column
+of every row from measurements: RC4 broken, AES-256-CTR
 forgeable, AES-256-GCM refusing changes by its tag, the spill's temp files encrypted against the
 baseline's plaintext (the positive control), and DuckDB's -plaintemp arms named plaintext.
 `tdebench run --engine` runs one engine's rows of a plan."""
@@ -46,7 +46,7 @@ tests = ["power"]
 name = "strength"
 scale = 2000
 repetitions = 1
-tests = ["spill", "repeats", "tamper", "forgery", "old-key"]
+tests = ["spill", "repeats", "tamper", "forgery", "old-key", "backup"]
 '''
 
 
@@ -88,15 +88,17 @@ def test_the_assess_plan_fills_every_column_of_every_row(tmp_path: Path, engine:
     assert {t.trial.workload for t in run.trials} == {"tpch", "strength"}
     found = {r["encryption"]: r for r in rows(run, summary_records(run)) if r["engine"] == engine}
     assert set(found) == encryptions  # a row per encryption the run measured
-    assert found["none"]["temp"] == "plaintext (control)"  # the spill's positive control
+    assert found["none"]["temp"] == found["none"]["backup"] == "plaintext (control)"  # the positive controls
     for encryption, row in found.items():
         if encryption == "none":
             continue
-        for column in ("cost", "data", "log", "temp", "integrity", "leaks", "keys", "advice"):
+        for column in ("cost", "data", "log", "temp", "backup", "integrity", "leaks", "keys", "advice"):
             assert "not measured" not in row[column], (encryption, column, row[column])
             assert "not exercised" not in row[column], (encryption, column, row[column])
         assert row["data"] == "encrypted", (encryption, row)
         assert row["temp"] == "encrypted" or encryption.endswith("-plaintemp"), (encryption, row)
+        # the engine's backup carries its encryption; a file-system layer's, written outside its mount, does not
+        assert row["backup"] == ("plaintext (its physical backup)" if encryption.startswith("fs-") else "encrypted")
         assert row["cost"].count(" MB: ") == 2, row["cost"]  # the cost at each cache size
     if engine == "sqlite":
         assert found["rc4"]["advice"].startswith("broken")

@@ -55,7 +55,7 @@ def test_without_strength_tests_no_row_shows_encrypted_without_saying_what_is_mi
         assert row["advice"].startswith(answer.advice.UNASSESSED) and row["weak"]
         assert row["cost"].startswith("power test ") and "[" in row["cost"]  # the figure with its interval
         assert row["log"] == answer.UNEXERCISED and row["temp"] == f"not measured — run plan assess-{engine}"
-        assert row["backup"] == "not measured — run plan backup"
+        assert row["backup"] == f"not measured — run plan assess-{engine}"
 
 
 def test_strength_tests_fill_integrity_leaks_and_the_recommendation(tmp_path: Path) -> None:
@@ -86,6 +86,38 @@ def test_the_report_carries_the_table_before_in_full(tmp_path: Path) -> None:
     assert "broken" in rc4
     html = (tmp_path / "report.html").read_text()
     assert html.index("The answer:") < html.index("In full: every encryption")
+
+
+def test_the_backup_column_is_the_kept_backups_scan_against_the_baselines(tmp_path: Path) -> None:
+    """The strength workload's `backup` test scans a physical backup: encrypted only where the
+    baseline's backup showed the canary; a plaintext backup named; a run without it says what is missing."""
+    write_fake_run(tmp_path, DEMO_PLAN, placebo=True, shape=KINDS)
+    _add_strength(tmp_path)
+    store = ResultStore(tmp_path)
+    scans = (("none", "plaintext"), ("aes-256-cbc", "encrypted"), ("chacha20-poly1305", "plaintext"))
+    for encryption, verdict in scans:
+        store.append(Measurement(TrialKey("sqlite", encryption, "strength", 20000.0, 1), "backup", "scan",
+                                 {"canary_hits": float(verdict == "plaintext")}, answer=verdict))
+    store.sync()
+    rows = _rows(tmp_path)
+    assert rows[("sqlite", "none")]["backup"] == answer.CONTROL
+    assert rows[("sqlite", "aes-256-cbc")]["backup"] == answer.ENCRYPTED
+    chacha = rows[("sqlite", "chacha20-poly1305")]
+    assert chacha["backup"] == "plaintext (its physical backup)"  # a tag, but its backup in plaintext: not recommended
+    assert chacha["advice"] == answer.advice.LEAKS.format(kinds="backup")
+    assert rows[("sqlite", "rc4")]["backup"] == "not measured — run plan assess-sqlite"
+
+
+def test_without_the_baselines_canary_in_its_backup_an_encrypted_backup_proves_nothing(tmp_path: Path) -> None:
+    write_fake_run(tmp_path, DEMO_PLAN, placebo=True, shape=KINDS)
+    store = ResultStore(tmp_path)
+    for encryption, verdict in (("none", "inconclusive"), ("aes-256-cbc", "encrypted")):
+        store.append(Measurement(TrialKey("sqlite", encryption, "strength", 20000.0, 1), "backup", "scan", {},
+                                 answer=verdict))
+    store.sync()
+    rows = _rows(tmp_path)
+    assert rows[("sqlite", "none")]["backup"] == answer.NO_CANARY
+    assert rows[("sqlite", "aes-256-cbc")]["backup"] == answer.UNEXERCISED
 
 
 def test_a_run_without_file_kinds_says_so(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -213,7 +214,8 @@ def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: py
             parse_plan(base + bad + "\n", "p.toml")
         assert info.value.line == len((base + bad).splitlines())
     with pytest.raises(PlanError,
-                       match="unknown key 'virtual_users'.*valid: load_part_rows, name, passes, query_timeout_s"):
+                       match="unknown key 'virtual_users'.*valid: load_part_rows, memory_mb, name, passes, "
+                             "query_timeout_s"):
         parse_plan(EXAMPLE_PLAN + "virtual_users = 8\n")
 
 
@@ -306,6 +308,31 @@ def test_memory_is_an_axis_compared_within_each_value() -> None:
     assert trials[0].key.id.endswith(f"/m{trials[0].key.memory_mb}/r1")
     assert all(t.key.memory_mb is None and "/m" not in t.key.id for t in schedule(parse_plan(EXAMPLE_PLAN)))
     assert [t.key.memory_mb for t in schedule(parse_plan(_with_memory("64")))] == [64] * 9
+
+
+STRENGTH_AT = '\n[[workloads]]\nname = "strength"\nscale = 2000\nrepetitions = 1\nmemory_mb = {}\n'
+
+
+def test_a_workload_runs_at_the_memory_values_it_picks() -> None:
+    """A workload's memory_mb picks which of the engines' values it runs at (strength's outcomes at
+    one cache, beside TPC-H at each); the others run at every value."""
+    plan = parse_plan(_with_memory("[64, 1024]") + STRENGTH_AT.format(64))
+    assert plan.workloads[1].memory_mb == (64,)
+    assert Counter((cell[2].name, cell[4]) for cell in plan.cells()) == \
+        {("tpch", 64): 3, ("tpch", 1024): 3, ("strength", 64): 3}
+    assert {(t.key.workload, t.key.memory_mb) for t in schedule(plan)} == \
+        {("tpch", 64), ("tpch", 1024), ("strength", 64)}
+
+
+@pytest.mark.parametrize("engine_memory, picked, message", [
+    ("[64, 1024]", "128", "memory_mb = 128 is none of the engines' memory_mb; valid: 64, 1024"),
+    (None, "64", "duckdb gives none of [64]; its memory_mb: none (its default cache)"),
+])
+def test_a_workloads_memory_must_be_one_the_engines_give(engine_memory: str | None, picked: str, message: str) -> None:
+    text = (_with_memory(engine_memory) if engine_memory else EXAMPLE_PLAN) + STRENGTH_AT.format(picked)
+    with pytest.raises(PlanError, match=re.escape(message)) as error:
+        parse_plan(text, "my.toml")
+    assert error.value.line == len(text.splitlines())
 
 
 @pytest.mark.parametrize("value, message", [

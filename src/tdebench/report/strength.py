@@ -29,7 +29,7 @@ from tdebench.report.units import ratio_percent
 from tdebench.results import Measurement, RunData
 
 CSV = "strength.csv"
-SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY = STRENGTH.tests
+SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY, _ = STRENGTH.tests
 EXCESS = 0.01
 """A share of repeated blocks above the random reference's by more than this (1 point) is a finding."""
 

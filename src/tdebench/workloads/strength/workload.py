@@ -10,7 +10,11 @@ files can still do. Two tables of known rows (data.py) and five tests:
   the ciphertext at the offset an unencrypted twin holds it at (forgery.py);
 - `spill`: the trial's canaries sorted past a small cache, so that the engine writes them to temp
   files in the workspace (`Database.spilling`): the at-rest check and the transient capture then
-  say whether the encryption covers temp files, with the baseline's as the positive control.
+  say whether the encryption covers temp files, with the baseline's as the positive control;
+- `backup`: a physical full backup of the database, taken with the engine's own tool, unpacked
+  and scanned by the trial's at-rest rules: whether the encryption covers the engine's backups,
+  with the baseline's as the positive control (a file-system layer's backup, written outside its
+  mount, is not covered).
 
 Every test works on the database at rest: the runner's connection is released and the database
 closed first (a server stopped, a gocryptfs mount unmounted), the runner reconnects after. A
@@ -36,10 +40,12 @@ from tdebench.engines.base import (NONE, Backup, Backups, Connection, Database, 
                                    SealedValue, backups)
 from tdebench.results import BACKUP_FULL
 from tdebench.workloads import sqlfiles
-from tdebench.workloads.base import CANARY_TABLE, RunContext, Workload, WrongAnswer
+from tdebench.workloads.backup import artifact
+from tdebench.workloads.base import CANARY_TABLE, RunContext, Workload, WrongAnswer, read_canaries
 from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
 
-REPEATS, TAMPER, OLD_KEY, FORGERY, SPILL = "repeats", "tamper", oldkeys.TEST, "forgery", "spill"
+REPEATS, TAMPER, OLD_KEY, FORGERY, SPILL, KEPT_BACKUP = "repeats", "tamper", oldkeys.TEST, "forgery", "spill", "backup"
+KEPT_BACKUP_DIRECTORY = "strength-backup"  # in the trial's workspace: that backup, removed once judged
 SPILL_ROWS = 1_500_000  # rows the spill test sorts: past any small cache (the canaries, repeated)
 # the forgery's steps: in the database's file, in a physical backup of it, in its write-ahead log
 DATA_FILE, BACKUP, LOG = "value", "backup", "wal"
@@ -63,10 +69,11 @@ class StrengthWorkload(Workload):
     name = "strength"
     # the forgery before old-key: a rekey may rewrite the file (DuckDB copies the database into a new
     # one), whose layout then no longer matches the unencrypted twin's
-    # the spill first, on the runner's connection, before the others close the database
-    tests = (SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY)
+    # the spill first, on the runner's connection, before the others close the database; the kept
+    # backup last, of the database as the trial leaves it (rekeyed)
+    tests = (SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY, KEPT_BACKUP)
     # the backups it takes around a rekey and the forgery's unencrypted twin, removed when their test ends
-    judged_apart = (oldkeys.DIRECTORY, forgery.DIRECTORY)
+    judged_apart = (oldkeys.DIRECTORY, forgery.DIRECTORY, KEPT_BACKUP_DIRECTORY)
     # its statements (data.py) in every dialect of an engine whose files tdebench holds; a server is
     # stopped before a byte is flipped and started again to read it back
     dialects = ("duckdb", "sqlite", "mysql", "postgres")
@@ -109,6 +116,8 @@ class StrengthWorkload(Workload):
             oldkeys.run(ctx, int(ctx.scale), f"strength-rekey-{self._rekeys}", warmup=warmup)
         elif test == FORGERY:
             self._forgery(ctx, warmup)
+        elif test == KEPT_BACKUP:
+            self._kept_backup(ctx, warmup)
         else:
             raise ValueError(f"strength has no test {test!r}; valid: {', '.join(self.tests)}")
 
@@ -138,6 +147,33 @@ class StrengthWorkload(Workload):
         ctx.recorder.record(SPILL, "sort", metrics, warmup=warmup, answer="ok" if got == expected else "failed")
         if got != expected:
             raise WrongAnswer(f"strength spill: {got} where the sort should give {expected}")
+
+    @staticmethod
+    def _kept_backup(ctx: RunContext, warmup: bool) -> None:
+        """A physical full backup (as the forgery takes one: values stored as written), unpacked
+        where the method packs it (a compressed plaintext would hide its canaries), scanned and
+        judged by the trial's at-rest rules (backup/artifact.py, as the backup workload judges its
+        artifacts), then removed; recorded as step `scan` with the verdict as its answer, or
+        `unsupported` where the engine has no physical backup."""
+        copies = oldkeys.full_backups(ctx.database)
+        if copies is None:
+            _record(ctx, KEPT_BACKUP, "scan", {}, oldkeys.UNSUPPORTED, "the engine has no physical backup", warmup)
+            return
+        area = ctx.database.workspace / KEPT_BACKUP_DIRECTORY
+        shutil.rmtree(area, ignore_errors=True)
+        area.mkdir(mode=0o711)  # a server's user writes its backup below it
+        try:
+            conn = ctx.database.connect()
+            try:  # the positive control's premise: the canaries read back through the engine
+                readable = read_canaries(conn) == set(ctx.canaries)
+            finally:
+                conn.close()
+            backup = _verbatim_backup(ctx.database, copies, area / "backup")
+            checked = artifact.check(ctx, ctx.database, copies.backup_contents(backup, area / "unpacked"), readable)
+            ctx.recorder.record(KEPT_BACKUP, "scan", {**checked.metrics, "bytes": float(backup.size_bytes())},
+                                warmup=warmup, answer=checked.verdict, note=backup.method.tool)
+        finally:
+            shutil.rmtree(area, ignore_errors=True)
 
     @staticmethod
     def _at_rest(ctx: RunContext) -> None:
