@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 
 from tdebench.cli.console import out, plain, wrapped
-from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
+from tdebench.engines import BY_URL, PROVISIONED, get_engine
 
 
 @click.command("engines")
@@ -21,7 +21,7 @@ def engines_command(as_json: bool) -> None:
     engines a plan reaches by url on a server tdebench does not start (whether their driver is
     installed, and the encryptions they turn on by SQL)."""
     rows: list[dict[str, Any]] = []
-    for name in ENGINES:
+    for name in PROVISIONED:
         engine = get_engine(name)
         available = engine.availability()
         rows.append({
@@ -34,7 +34,7 @@ def engines_command(as_json: bool) -> None:
             "memory_mb": engine.memory_use,
             "encryptions": [_encryption_row(engine, e) for e in engine.encryptions],
         })
-    for name, remote_class in REMOTE_ENGINES.items():  # usable: its driver is installed
+    for name, remote_class in BY_URL.items():  # usable: its driver is installed
         remote = remote_class()
         available = remote.availability()
         rows.append({"name": name, "version": None, "usable": available.usable, "reason": available.reason,
