@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tdebench.errors import InputError
-from tdebench.engines import BY_URL, PROVISIONED, get_engine
+from tdebench.engines import BY_URL, KIT, PROVISIONED, get_engine
 from tdebench.engines.base import Engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.engines.remote import RemoteTarget, parse_url, password_file_problem
@@ -506,8 +506,10 @@ def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here
         only_remote = tuple(name for name in BY_URL if name not in PROVISIONED)
         if table.get("name") in only_remote:
             example = BY_URL[table["name"]].url_example()
+            kit = (f", or write its script kit: tdebench script PLAN --engine {table['name']}" if table["name"] in KIT
+                   else "")
             raise check.error(f"tdebench does not start {table['name']} servers: reach yours by url, e.g. "
-                              f"url = \"{example}\" with password_env or password_file",
+                              f"url = \"{example}\" with password_env or password_file{kit}",
                               str(table["name"]))
     name = remote.engine if remote is not None else check.choice(table, "name", None, tuple(PROVISIONED))
     engine = get_engine(name, remote=remote)
