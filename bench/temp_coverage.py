@@ -48,7 +48,7 @@ from pathlib import Path
 
 import duckdb
 
-from tdebench.engines import ENGINES, get_engine
+from tdebench.engines import PROVISIONED, get_engine
 from tdebench.engines.base import Database, Encryption
 from tdebench.keys import Secret
 from tdebench.verify import scan_file
@@ -221,7 +221,7 @@ def chosen(engine: str, everything: bool, fs: bool) -> list[Encryption]:
     `--encryptions all` shows it: SQLite3MC's ciphers alike), legacy ciphers left out. The fs
     layer's only with `fs`: it holds every file of the engine's directory alike, whatever the
     engine, and each of its configurations takes the longest (a mount and unmount)."""
-    encryptions = [e for e in ENGINES[engine].encryptions if fs or e.layer != "fs"]
+    encryptions = [e for e in PROVISIONED[engine].encryptions if fs or e.layer != "fs"]
     if everything:
         return encryptions
     kinds: dict[tuple[str, ...], Encryption] = {}
@@ -325,10 +325,10 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="times each engine's rows (default 1: "
                         + ", ".join(f"{e} {n:,}" for e, n in ROWS.items()) + ")")
-    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=list(ENGINES))
+    parser.add_argument("--engines", nargs="+", default=list(PROVISIONED), choices=list(PROVISIONED))
     parser.add_argument("--encryptions", choices=[ALL, "kinds"], default="kinds",
                         help="every encryption, or one of each kind (default)")
-    parser.add_argument("--fs-on", nargs="*", default=["postgres"], choices=list(ENGINES), metavar="ENGINE",
+    parser.add_argument("--fs-on", nargs="*", default=["postgres"], choices=list(PROVISIONED), metavar="ENGINE",
                         help="the engines measured on the gocryptfs layer too (default: postgres)")
     args = parser.parse_args()
     canary = "TDEBENCH-CANARY-temp-" + secrets.token_hex(6)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tdebench.errors import InputError
-from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
+from tdebench.engines import BY_URL, KIT, PROVISIONED, get_engine
 from tdebench.engines.base import Engine
 from tdebench.engines.base import PLACEBO as PLACEBO_ENCRYPTION
 from tdebench.engines.remote import RemoteTarget, parse_url, password_file_problem
@@ -44,7 +44,7 @@ of freedom and needs an effect twice the noise floor's size."""
 QUIET_WAIT_MOST_S = 24 * 3600.0
 """quiet_wait_s's ceiling: a day before one trial; a machine busy longer needs its user, not a wait."""
 _ENGINE_KEYS = {"name", "encryptions", "memory_mb", "key_form"}
-_SETTING_KEYS = {key for engine in ENGINES.values() for key in engine.settings}  # engines' own keys
+_SETTING_KEYS = {key for engine in PROVISIONED.values() for key in engine.settings}  # engines' own keys
 _REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
 """An engine's keys for a server tdebench did not start (engines/remote.py)."""
 _WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s", "repetitions", "memory_mb"}
@@ -509,13 +509,15 @@ def _engine(check: "Checker", table: dict[str, Any], placebo: bool = False, here
         given = sorted(set(table) & _REMOTE_KEYS)
         if given:
             raise check.error(f"{given[0]} is for a server reached by url; add url = \"…\" or remove it", given[0])
-        only_remote = tuple(name for name in REMOTE_ENGINES if name not in ENGINES)
+        only_remote = tuple(name for name in BY_URL if name not in PROVISIONED)
         if table.get("name") in only_remote:
-            example = REMOTE_ENGINES[table["name"]].url_example()
+            example = BY_URL[table["name"]].url_example()
+            kit = (f", or write its script kit: tdebench script PLAN --engine {table['name']}" if table["name"] in KIT
+                   else "")
             raise check.error(f"tdebench does not start {table['name']} servers: reach yours by url, e.g. "
-                              f"url = \"{example}\" with password_env or password_file",
+                              f"url = \"{example}\" with password_env or password_file{kit}",
                               str(table["name"]))
-    name = remote.engine if remote is not None else check.choice(table, "name", None, tuple(ENGINES))
+    name = remote.engine if remote is not None else check.choice(table, "name", None, tuple(PROVISIONED))
     engine = get_engine(name, remote=remote)
     valid = tuple(e.name for e in engine.encryptions)
     if table.get("encryptions") in ("all", ["all"]):  # legacy ciphers and plaintext defaults only by name
@@ -540,7 +542,7 @@ def _settings(check: "Checker", table: dict[str, Any], engine: Engine) -> tuple[
     chosen = []
     for key in sorted(set(table) & _SETTING_KEYS):
         if key not in engine.settings:
-            owners = [e.name for e in ENGINES.values() if key in e.settings]
+            owners = [e.name for e in PROVISIONED.values() if key in e.settings]
             raise check.error(f"{key} is a setting of {', '.join(owners)} only, not of {engine.name}: remove it", key)
         chosen.append((key, check.choice(table, key, None, engine.settings[key])))
     return tuple(chosen)
@@ -567,7 +569,7 @@ def _remote(check: "Checker", table: dict[str, Any], here: bool = True) -> Remot
     password_env and password_file, a 0600 file), where its data files are readable (data_path,
     optional) and, for MariaDB, the key id of its encrypted tables. The two paths are checked
     only `here` (see parse_plan)."""
-    name = check.choice(table, "name", None, tuple(REMOTE_ENGINES))
+    name = check.choice(table, "name", None, tuple(BY_URL))
     url = check.string(table, "url", "")
     try:
         user, host, port, database = parse_url(name, url)
@@ -592,7 +594,7 @@ def _remote(check: "Checker", table: dict[str, Any], here: bool = True) -> Remot
     if data_path and here and not Path(data_path).is_dir():
         raise check.error(f"data_path {data_path} is not a directory tdebench can read (where the {name} server's "
                           "data files are, scanned read-only for the at-rest verdict)", "data_path")
-    if "key_id" in table and not REMOTE_ENGINES[name].takes_key_id:
+    if "key_id" in table and not BY_URL[name].takes_key_id:
         raise check.error(f"key_id names the key of MariaDB's encrypted tables; {name} has none", "key_id")
     key_id = check.integer(table, "key_id", 1, 1, 2**32 - 1)
     return RemoteTarget(engine=name, url=url, user=user, host=host, port=port, database=database,
@@ -665,7 +667,7 @@ def _check_engines(check: "Checker", spec: WorkloadSpec, table: dict[str, Any],
         if engine.capabilities.remote and local:
             rest = [test for test in spec.tests if test not in workload.local_tests]
             fix = (f"give tests = [{', '.join(repr(test) for test in rest)}]" if rest
-                   else f"run it on an engine tdebench starts ({', '.join(ENGINES)})")
+                   else f"run it on an engine tdebench starts ({', '.join(PROVISIONED)})")
             raise check.error(f"the {spec.name} workload's {', '.join(local)} cannot run on {choice.name} by url: "
                               f"{workload.local_tests[local[0]]}; {fix}", "tests" if "tests" in table else "name")
 

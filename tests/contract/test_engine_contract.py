@@ -1,7 +1,7 @@
 """The engine contract, exercised on every engine and every encryption it offers, for real.
 
-Adding an engine means adding it to tdebench.engines.ENGINES; these tests then hold it to
-the same promises as the others.
+Adding an engine tdebench provisions means its entry in tdebench.engines.REGISTRY (`here`); these
+tests then hold it to the same promises as the others.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tdebench import verify
-from tdebench.engines import ENGINES, get_engine
+from tdebench.engines import PROVISIONED, get_engine
 from tdebench.engines.base import Database
 from tdebench.keys import Secret
 from tdebench.results import TrialKey
@@ -24,7 +24,7 @@ from workspaces import server_reachable_dir
 COLUMN_HERE = ("column-aes-256", "column-3des")
 """The column layer's ciphers the contract runs: the others differ from these only in pgcrypto's
 cipher option, and tests/contract/test_pgcrypto.py seals and checks every one on one server."""
-CASES = [(name, enc.name) for name, cls in ENGINES.items() for enc in cls.encryptions
+CASES = [(name, enc.name) for name, cls in PROVISIONED.items() for enc in cls.encryptions
          if enc.layer != "column" or enc.name in COLUMN_HERE]
 CANARY = "TDEBENCH-CANARY-contract-0123456789"
 MARKER = "TDEBENCH-MARKER-contract-0123456789"
@@ -34,10 +34,10 @@ def key_for(encryption: str) -> Secret | None:
     return None if encryption in UNENCRYPTED else Secret(os.urandom(32))
 
 
-UNENCRYPTED = {enc.name for cls in ENGINES.values() for enc in cls.encryptions if not enc.encrypts}
+UNENCRYPTED = {enc.name for cls in PROVISIONED.values() for enc in cls.encryptions if not enc.encrypts}
 """none, and a layer with no cipher (fs-passthrough): no key, plaintext at rest."""
 ENCRYPTED = [case for case in CASES if case[1] not in UNENCRYPTED]
-BASELINES = [(name, "none") for name in ENGINES]
+BASELINES = [(name, "none") for name in PROVISIONED]
 ROWS = 1000
 
 
@@ -118,7 +118,7 @@ def test_wrong_key_cannot_open_and_error_does_not_leak_the_key(written) -> None:
         database.close()
 
 
-@pytest.mark.parametrize("engine_name", list(ENGINES))
+@pytest.mark.parametrize("engine_name", list(PROVISIONED))
 def test_engine_describes_itself(engine_name: str) -> None:
     engine = get_engine(engine_name)
     assert engine.version()
@@ -135,7 +135,7 @@ def test_engine_describes_itself(engine_name: str) -> None:
         engine.encryption("rot13")
 
 
-@pytest.mark.parametrize("written", BASELINES, ids=list(ENGINES), indirect=True)
+@pytest.mark.parametrize("written", BASELINES, ids=list(PROVISIONED), indirect=True)
 def test_statement_timeout_stops_a_long_query(written) -> None:
     from tdebench.engines.base import QueryTimeout
 
@@ -155,7 +155,7 @@ def test_statement_timeout_stops_a_long_query(written) -> None:
         db.close()
 
 
-@pytest.mark.parametrize("written", BASELINES, ids=list(ENGINES), indirect=True)
+@pytest.mark.parametrize("written", BASELINES, ids=list(PROVISIONED), indirect=True)
 def test_a_batch_gives_each_statements_rows_and_a_failure_in_it_is_rolled_back_whole(written) -> None:
     """`Connection.execute_batch` (a server sends the statements together): each statement's
     rows in order, as `execute` gives them, `?` inside quotes left as text; in a transaction, a statement that fails

@@ -197,6 +197,7 @@ def test_engines_lists_every_encryption(tmp_path: Path) -> None:
     rows = {row["name"]: row for row in listed if not row.get("by_url")}
     by_url = {row["name"]: row for row in listed if row.get("by_url")}
     assert list(by_url) == ["mariadb", "mysql", "postgres", "sqlserver", "oracle"]
+    assert [name for name, row in by_url.items() if row["kit"]] == ["mysql", "sqlserver", "oracle"]
     assert [e["name"] for e in by_url["sqlserver"]["encryptions"]] == ["none", "aes-128", "aes-192", "aes-256",
                                                                        "3des-168"]
     assert by_url["mariadb"]["usable"] and by_url["postgres"]["usable"]  # their drivers are tdebench's own

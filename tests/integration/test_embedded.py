@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from tdebench.cli import main
-from tdebench.engines import ENGINES
+from tdebench.engines import PROVISIONED
 from tdebench.store import read_run
 
 PLAN = '''name = "every-embedded-encryption"
@@ -42,7 +42,7 @@ load_part_rows = 20000  # lineitem in four parts, through every cipher and gocry
 LEFT_OUT = {("duckdb", "fs-aes-256-gcm"), ("sqlite", "aes-128-cbc"), ("sqlite", "fs-xchacha20-poly1305")}
 """What "all" would add: each differs from a configuration here only in its key length or its
 gocryptfs cipher."""
-EVERY = {(engine, enc.name) for engine, cls in ENGINES.items() for enc in cls.encryptions
+EVERY = {(engine, enc.name) for engine, cls in PROVISIONED.items() for enc in cls.encryptions
          if cls.capabilities.embedded and not enc.by_name_only and engine != "sqlcipher"} - LEFT_OUT
 """sqlcipher, Zetetic's SQLCipher, runs every workload in test_sqlcipher_engine.py instead: the same
 SQLite files and SQL as sqlite's, its power and throughput tests here would add five trials."""

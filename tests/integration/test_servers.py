@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from tdebench.cli import main
-from tdebench.engines import ENGINES
+from tdebench.engines import PROVISIONED
 from tdebench.store import read_run
 
 PLAN = '''name = "every-server-encryption"
@@ -46,7 +46,7 @@ EVERY = {("mariadb", "none"), ("mariadb", "aes-128-cbc"), ("mariadb", "aes-256-c
          ("postgres", "fs-xchacha20-poly1305")}
 """The plan's configurations: every layer of each server, both modes of MariaDB's native TDE, both
 gocryptfs ciphers (one on each server)."""
-LAYER = {(engine, enc.name): enc.layer for engine, cls in ENGINES.items() for enc in cls.encryptions}
+LAYER = {(engine, enc.name): enc.layer for engine, cls in PROVISIONED.items() for enc in cls.encryptions}
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_verdicts_prove_each_layer_with_its_own_positive_control(run_dir: Path) 
     assert set(rows) == EVERY
     for engine in ("mariadb", "postgres"):  # a layer a server gains is added to the plan
         assert {LAYER[config] for config in EVERY if config[0] == engine} == {
-            enc.layer for enc in ENGINES[engine].encryptions}
+            enc.layer for enc in PROVISIONED[engine].encryptions}
     for config, row in rows.items():
         expected = "plaintext" if config[1] == "none" else "encrypted"
         assert (row["verdict"], row["as_expected"]) == (expected, "true"), row

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebench.engines import ENGINES
+from tdebench.engines import PROVISIONED
 from tdebench.engines.base import Database, Encryption
 from tdebench.keys import Secret
 from fake_clock import FakeClock
@@ -38,7 +38,7 @@ def _trial(tmp_path: Path, engine_name: str, encryption: str, tests: tuple[str, 
            rows: int = ROWS, memory_mb: int | None = None) -> dict[tuple[str, str], Measurement]:
     """A database of `engine_name` with `encryption` (and the plan's `memory_mb`), loaded by the
     workload and put through `tests`: the records by (test, step)."""
-    engine = ENGINES[engine_name](memory_mb)
+    engine = PROVISIONED[engine_name](memory_mb)
     chosen = engine.encryption(encryption)
     keys = iter(Secret(os.urandom(32)) for _ in range(10))
     database = engine.provision(tmp_path / "db", chosen, None if chosen.is_baseline else next(keys))

@@ -13,7 +13,7 @@ from cryptography.hazmat.decrepit.ciphers.modes import CFB
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
-from tdebench.engines import ENGINES
+from tdebench.engines import PROVISIONED
 from tdebench.measure.ciphers import (CIPHERS, PAGE_SIZES, RawCipher, library, measure_ciphers, openssl_speed,
                                      page_speed)
 from tdebench.report.cipher_cost import raw_speed
@@ -112,7 +112,7 @@ def test_every_engine_encryption_maps_to_a_cipher_and_its_page_size():
     pages_of = {("sqlcipher", "aes-256-cbc-hmac-sha1"): 1024}  # cipher_compatibility = 3: SQLCipher 3's pages
     measured = {raw.name for raw in CIPHERS}
     unmatched = set()
-    for name, engine in ENGINES.items():
+    for name, engine in PROVISIONED.items():
         for encryption in engine.encryptions:
             facts = engine.encryption_facts()[encryption.name]  # what a run records (results.ENCRYPTIONS)
             if not encryption.encrypts:  # none, and a layer with no cipher (fs-passthrough)
@@ -128,7 +128,7 @@ def test_every_engine_encryption_maps_to_a_cipher_and_its_page_size():
             if cipher not in measured:
                 unmatched.add((name, encryption.name, cipher))
     assert not unmatched  # pgcrypto's column ciphers too: their CFB (OpenPGP) figures
-    facts = {name: engine.encryption_facts() for name, engine in ENGINES.items()}
+    facts = {name: engine.encryption_facts() for name, engine in PROVISIONED.items()}
     assert facts["postgres"]["column-3des"] == EncryptionFacts("column", "3des-168-cfb", "", 0, PER_VALUE)
     assert facts["sqlite"]["sqlcipher"] == EncryptionFacts("native", "aes-256-cbc", "HMAC-SHA512", 4096, ON_OPEN)
     assert facts["duckdb"]["fs-xchacha20-poly1305"] == EncryptionFacts("fs", "xchacha20-poly1305", "", 4096, AT_MOUNT)

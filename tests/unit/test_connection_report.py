@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tdebench import runsetup
-from tdebench.engines import ENGINES, get_engine
+from tdebench.engines import PROVISIONED, get_engine
 from tdebench.report.connection import connection_table, findings, key_text
 from tdebench.report.document import assemble
 from tdebench.report.records import summary_records
@@ -66,7 +66,7 @@ def test_an_open_is_said_to_derive_a_key_only_where_the_encryption_derives_one_o
     as a run records it."""
 
     def said(engine: str, encryption: str, form: str = "passphrase") -> str:
-        return key_text(ENGINES[engine].encryption_facts()[encryption], form)
+        return key_text(PROVISIONED[engine].encryption_facts()[encryption], form)
 
     assert said("sqlite", "sqlcipher") == f"key {ON_OPEN}"
     assert said("duckdb", "aes-256-gcm") == f"key {ON_OPEN}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tdebench.engines import REMOTE_ENGINES, get_engine
+from tdebench.engines import BY_URL, get_engine
 from tdebench.engines.duckdb import DEFAULT_MEMORY_SHARE
 
 
@@ -33,6 +33,6 @@ def test_memory_mb_is_the_cache_for_every_engine(name: str) -> None:
 
 def test_the_servers_get_tdebenchs_256_mb_and_a_server_by_url_is_not_known() -> None:
     assert get_engine("mariadb").cache_mb() == get_engine("postgres").cache_mb() == 256
-    assert {name: engine().cache_mb() for name, engine in REMOTE_ENGINES.items()} == dict.fromkeys(REMOTE_ENGINES, 0)
+    assert {name: engine().cache_mb() for name, engine in BY_URL.items()} == dict.fromkeys(BY_URL, 0)
     facts = get_engine("mariadb").facts()
     assert facts.default_cache_mb == facts.default_cache_share == 0.0  # recorded by every trial: never guessed

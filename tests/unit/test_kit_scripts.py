@@ -13,7 +13,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
-from tdebench.engines import sqlserver
+from tdebench.engines import KIT, sqlserver
 from tdebench.kit import importer, scripts, targets
 from tdebench.plan import PlanError
 from tdebench.store import read_run
@@ -84,7 +84,7 @@ def kit_scripts(engine: str) -> list[tuple[scripts.Script, str]]:
                                                        ["TDEBENCH-MARKER-a"])]
 
 
-@pytest.mark.parametrize("engine", targets.TARGETS)
+@pytest.mark.parametrize("engine", KIT)
 def test_every_statement_parses_with_the_dialect(engine: str) -> None:
     target = targets.target(engine)
     unparsed, parsed = set(), 0
@@ -104,7 +104,7 @@ def test_every_statement_parses_with_the_dialect(engine: str) -> None:
     assert unparsed == set(UNPARSED[target.dialect]) and parsed > 22
 
 
-@pytest.mark.parametrize("engine", targets.TARGETS)
+@pytest.mark.parametrize("engine", KIT)
 def test_markers_follow_the_spec_orders_with_warmups_first(engine: str) -> None:
     by_file = {script.file.rsplit("/", 1)[1]: text for script, text in kit_scripts(engine) if "/none/" in script.file}
     power = re.findall(r"tdebench-step power 0 (\S+) q(\d+)", by_file["05-power.sql"])

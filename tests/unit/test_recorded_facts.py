@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from fakes import Shape, write_fake_run
-from tdebench.engines import ENGINES, REMOTE_ENGINES
+from tdebench.engines import REGISTRY
 from tdebench.report import build
 from tdebench.results import (AT_MOUNT, ENCRYPTIONS, ENGINE_FACTS, ON_OPEN, EncryptionFacts, EngineFacts, Measurement,
                               TrialKey, to_json)
@@ -76,7 +76,7 @@ def _row(section: str, *cells: str) -> list[str]:
 
 
 def test_a_run_of_an_engine_this_tdebench_does_not_have_reports_from_its_recorded_facts(tmp_path: Path) -> None:
-    assert ENGINE not in ENGINES and ENGINE not in REMOTE_ENGINES
+    assert ENGINE not in REGISTRY
     write_fake_run(tmp_path, PLAN, placebo=True, facts=FACTS,
                    shape=Shape(settings={ENGINE: SETTINGS}, repetitions=6, streams=(), placed=False, spread=0.005))
     _as_an_older_vault_stored_it(tmp_path)

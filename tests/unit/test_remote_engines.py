@@ -244,7 +244,8 @@ def test_a_password_file_others_may_read_is_refused(tmp_path: Path) -> None:
 
 
 def test_remote_only_engines_need_a_url_and_cold_caches_are_refused() -> None:
-    with pytest.raises(PlanError, match="does not start sqlserver servers: reach yours by url"):
+    with pytest.raises(PlanError, match="does not start sqlserver servers: reach yours by url, .*, or write its "
+                                        "script kit: tdebench script PLAN --engine sqlserver"):
         parse_plan('[[engines]]\nname = "sqlserver"\n[[workloads]]\nname = "crud"\n', "p.toml")
     with pytest.raises(PlanError, match="p.toml:1: cache = \"cold\" .* use cache = \"warm\""):
         parse_plan('cache = "cold"\n' + PLAN.format(engine="mysql", url="mysql://b@db/x", extra='password_env = "X"'),

@@ -4,7 +4,7 @@ copies of a fact disagreed before, the one chosen, and every user reading the sa
 
 from __future__ import annotations
 
-from tdebench.engines import mysql, oracle, pgcrypto, postgresql, sqlserver
+from tdebench.engines import KIT, mysql, oracle, pgcrypto, postgresql, sqlserver
 from tdebench.engines.mariadb import MariaDBEngine
 from tdebench.engines.remote_mysql import RemoteMariaDBEngine, RemoteMySQLEngine
 from tdebench.engines.remote_oracle import RemoteOracleEngine
@@ -64,7 +64,7 @@ def test_the_kit_and_the_bulk_loader_send_one_load_data_statement() -> None:
 def test_the_kit_readme_warns_of_sql_server_s_tempdb_from_its_module_and_no_other_engine_s() -> None:
     from tdebench.kit import readme
 
-    notes = {name: readme._order_note(target) for name, target in targets.TARGETS.items()}
+    notes = {name: readme._order_note(targets.target(name)) for name in KIT}
     assert notes["sqlserver"] == (f" {sqlserver.TEMPDB}: a `none` trial after an encrypted one shares that cost "
                                   "unless you restart the instance.")
     assert "tempdb" in sqlserver.TEMPDB and notes["oracle"] == notes["mysql"] == ""

@@ -1,4 +1,5 @@
-"""`tdebench engines`: every engine, whether it can run here, and its encryptions."""
+"""`tdebench engines`: every engine of the registry (engines/__init__.py) by the ways it is reached,
+whether it can run here, and its encryptions."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich import box
 from rich.table import Table
 
 from tdebench.cli.console import out, plain, wrapped
-from tdebench.engines import ENGINES, REMOTE_ENGINES, get_engine
+from tdebench.engines import BY_URL, KIT, PROVISIONED, get_engine
 
 
 @click.command("engines")
@@ -19,9 +20,10 @@ def engines_command(as_json: bool) -> None:
     """List every engine: version, whether it can run here (and if not, why and the fix), and
     each encryption with its algorithm, key bits, mode, layer and what it covers; then the
     engines a plan reaches by url on a server tdebench does not start (whether their driver is
-    installed, and the encryptions they turn on by SQL)."""
+    installed, the encryptions they turn on by SQL, and whether `tdebench script` writes a kit
+    for them)."""
     rows: list[dict[str, Any]] = []
-    for name in ENGINES:
+    for name in PROVISIONED:
         engine = get_engine(name)
         available = engine.availability()
         rows.append({
@@ -34,11 +36,12 @@ def engines_command(as_json: bool) -> None:
             "memory_mb": engine.memory_use,
             "encryptions": [_encryption_row(engine, e) for e in engine.encryptions],
         })
-    for name, remote_class in REMOTE_ENGINES.items():  # usable: its driver is installed
+    for name, remote_class in BY_URL.items():  # usable: its driver is installed
         remote = remote_class()
         available = remote.availability()
         rows.append({"name": name, "version": None, "usable": available.usable, "reason": available.reason,
                      "fix": available.fix, "embedded": False, "memory_mb": remote.memory_use, "by_url": True,
+                     "kit": name in KIT,
                      "encryptions": [{**e.to_dict(), "usable": available.usable, "reason": "by url", "fix": ""}
                                      for e in remote.encryptions]})
     if as_json:
@@ -55,6 +58,9 @@ def engines_command(as_json: bool) -> None:
                      f"[red]driver missing[/]: {plain(row['reason'])}\n  fix: {plain(row['fix'])}")
             out.print(f"[bold]{plain(row['name'])}[/] by url (a server tdebench does not start; docs/manual.md) — "
                       f"{state}", highlight=False)
+            if row["kit"]:
+                out.print(f"also a script kit: tdebench script PLAN --engine {row['name']} (docs/kit.md)",
+                          highlight=False, markup=False)
         elif row["usable"]:
             out.print(f"[bold]{plain(row['name'])}[/] {plain(row['version'] or '')} — [green]usable[/]",
                       highlight=False)

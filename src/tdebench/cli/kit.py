@@ -13,16 +13,13 @@ from tdebench.cli.compare import empty_out_or_exit
 from tdebench.cli.console import err, out, plain
 from tdebench.cli.plans import builtin_plans, plan_path
 from tdebench.cli.report import report_or_exit
+from tdebench.engines import KIT
 from tdebench.errors import InputError
-
-
-KIT_ENGINES = ("sqlserver", "oracle", "mysql")
-"""The script kit's engines (kit/targets.py): servers tdebench cannot run here."""
 
 
 @click.command("script")
 @click.argument("plan", type=click.Path(path_type=Path))
-@click.option("--engine", required=True, type=click.Choice(KIT_ENGINES), help="The engine to write scripts for.")
+@click.option("--engine", required=True, type=click.Choice(KIT), help="The engine to write scripts for.")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
               help="A new or empty directory for the kit: scripts, CSV data, run.sh, README.md, kit.json.")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
@@ -54,7 +51,7 @@ def script_command(plan: Path, engine: str, out_dir: Path, data_dir: Path | None
 
 @click.command("import")
 @click.argument("kit_dir", metavar="DIR", type=click.Path(path_type=Path))
-@click.option("--engine", required=True, type=click.Choice(KIT_ENGINES), help="The engine the kit was written for.")
+@click.option("--engine", required=True, type=click.Choice(KIT), help="The engine the kit was written for.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="The run directory to write (new or empty). [default: DIR/run]")
 def import_command(kit_dir: Path, engine: str, out_dir: Path | None) -> None:

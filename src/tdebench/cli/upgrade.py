@@ -11,7 +11,7 @@ import click
 from tdebench import runsetup
 from tdebench.cli.console import out, plain
 from tdebench.cli.report import run_or_exit
-from tdebench.engines import ENGINES, REMOTE_ENGINES, Engine
+from tdebench.engines import BY_URL, PROVISIONED, Engine
 from tdebench.results import FILLED_IN, RunData
 from tdebench.store import ENVIRONMENT, ResultStore
 
@@ -51,6 +51,6 @@ def _engines(run: RunData) -> tuple[dict[str, type[Engine]], list[str]]:
     if run.environment.get("imported"):
         remote.add(run.environment.get("engine"))
     names = sorted({o.trial.engine for o in run.trials} | {m.trial.engine for m in run.measurements})
-    registry = {name: (REMOTE_ENGINES if name in remote else ENGINES).get(name) for name in names}
-    return ({name: engine for name, engine in registry.items() if engine is not None},
-            [name for name, engine in registry.items() if engine is None])
+    classes = {name: (BY_URL if name in remote else PROVISIONED).get(name) for name in names}
+    return ({name: engine for name, engine in classes.items() if engine is not None},
+            [name for name, engine in classes.items() if engine is None])

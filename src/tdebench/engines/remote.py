@@ -84,10 +84,10 @@ class Password:
 def parse_url(engine: str, url: str) -> tuple[str, str, int, str]:
     """(user, host, port, database) of a remote engine's URL; ValueError saying what is wrong.
     A password in the URL is refused: it would be in the plan's text, stored with the results."""
-    from tdebench.engines import REMOTE_ENGINES  # here: the package imports this module first
+    from tdebench.engines import BY_URL  # here: the package imports this module first
 
     parts = urlsplit(url)
-    server = REMOTE_ENGINES[engine]
+    server = BY_URL[engine]
     schemes, default_port = server.schemes, server.default_port
     if parts.scheme not in schemes:
         valid = ", ".join(f"{scheme}://" for scheme in schemes)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tdebench import runsetup
-from tdebench.engines import REMOTE_ENGINES
+from tdebench.engines import BY_URL
 from tdebench.kit import logs
 from tdebench.kit.scripts import LOGS, KitPlan, KitTrial, Script, marker_text, pass_labels, read_kit
 from tdebench.results import Measurement, TrialKey, TrialOutcome
@@ -82,7 +82,7 @@ def import_kit(kit: Path, engine: str, out: Path) -> Imported:
 def _environment(kit: Path, engine: str, tool: str) -> dict[str, Any]:
     """environment.json of an imported run: where it came from, not this machine (which ran nothing),
     and the facts of the engine by url it stands for (runsetup.engine_facts), which the report reads."""
-    return {**runsetup.engine_facts({engine: REMOTE_ENGINES[engine]}),
+    return {**runsetup.engine_facts({engine: BY_URL[engine]}),
             "imported": True, "imported_from": tool, "engine": engine, "kit": str(kit.resolve()),
             "timestamp_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "note": "timings from the client's console logs; this machine's environment was not the server's"}

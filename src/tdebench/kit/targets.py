@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tdebench.engines import mysql, oracle, sqlserver
+from tdebench.engines import KIT, REGISTRY, mysql, oracle, sqlserver
 
 DATABASE = "tdebench_kit"
 """The database (SQL Server, MySQL) or schema and tablespace stem (Oracle) the kit creates and drops."""
@@ -263,13 +263,13 @@ MYSQL = Target(
     timing_on=[],  # the client's -vvv prints "(0.01 sec)" after every statement
 )
 
-TARGETS: dict[str, Target] = {t.name: t for t in (SQLSERVER, ORACLE, MYSQL)}
-
 
 def target(name: str) -> Target:
-    """The kit's engine `name`; ValueError naming the valid ones."""
-    try:
-        return TARGETS[name]
-    except KeyError:
-        raise ValueError(f"the script kit has no engine {name!r}; valid: {', '.join(TARGETS)}") from None
+    """The kit's engine `name`: the Target of this module its registry entry names (`Reach.kit`,
+    engines/__init__.py); ValueError naming the valid ones."""
+    reach = REGISTRY.get(name)
+    if reach is None or reach.kit is None:
+        raise ValueError(f"the script kit has no engine {name!r}; valid: {', '.join(KIT)}")
+    found: Target = globals()[reach.kit]
+    return found
 
