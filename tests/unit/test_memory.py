@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from fakes import PLAN, SQUEEZE, as_before_defaults_were_recorded, write_fake_ru
 from tdebench import report
 from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
-from tdebench.report import cache, plots
+from tdebench.report import answer, cache, plots, units
 from tdebench.report.records import summary_records
 from tdebench.runner import Runner
 from tdebench.results import FORMAT, Measurement, RunData, TrialKey, TrialOutcome, from_json, to_json, upgrade
@@ -238,3 +239,19 @@ def test_two_memory_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tw
     assert "## Cost curve" in text and "plots/cost-curve-sqlite--tpch-sf0.01.png" in text
     assert "cost-curve-sqlite" in (tmp_path / "manifest.json").read_text()
     assert "Cost curve" in (tmp_path / "report.html").read_text()
+
+
+def test_the_answer_states_each_encryptions_own_data_to_cache_ratio_as_the_cache_fit_table_does(
+        two_memories: Path) -> None:
+    """An encryption's database can be larger than none's (here 2.1× to 2.6× the 4 MB cache): its
+    answer row states its own ratio, the one the Cache fit table gives it, not its group's median."""
+    run_data = read_run(two_memories)
+    table = cache.cache_fit_table(run_data)
+    assert table is not None
+    given = {(row["engine"], row["encryption"], row["memory_mb"]): units.times(row["times"]) for row in table.rows}
+    rows = [row for row in answer.rows(run_data, summary_records(run_data)) if row["encryption"] != "none"]
+    stated = {(row["engine"], row["encryption"]): re.findall(r"(\d+) MB: [^;]*?\(data ([^ ]+) cache", row["cost"])
+              for row in rows}
+    assert len({ratio for found in stated.values() for memory, ratio in found if memory == "4"}) > 1
+    for (engine, encryption), found in stated.items():
+        assert [ratio for _, ratio in found] == [given[(engine, encryption, int(memory))] for memory, _ in found]

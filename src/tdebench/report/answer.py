@@ -76,7 +76,7 @@ def plan_for(engine: str, workload: str, test: str | None = None) -> str | None:
 def _not_measured(engine: str, *wanted: tuple[str, str | None]) -> str:
     """"not measured — run plan X": the first of `wanted` (workload, test) a built-in plan measures."""
     plan = next((found for workload, test in wanted if (found := plan_for(engine, workload, test))), None)
-    return NOT_MEASURED.format(plan=plan or f"a plan with the {wanted[0][0]} workload")
+    return NOT_MEASURED.format(plan=plan) if plan else f"not measured — run a plan with the {wanted[0][0]} workload"
 
 
 # --- cost -----------------------------------------------------------------------------
@@ -120,7 +120,7 @@ def _statistics(run: RunData) -> dict[tuple, str]:
 
 def costs(run: RunData, records: list[SummaryRecord]) -> dict[tuple[str, str], list[Cost]]:
     """Per (engine, encryption), its headline figure at each memory, workload and scale."""
-    regimes, os_caches, statistics = cache.regimes(run), _os_caches(run), _statistics(run)
+    regimes, os_caches, statistics = cache.regimes(run, per_encryption=True), _os_caches(run), _statistics(run)
     figures = headline.chosen_figures(records)
     splits = layers.splits(run, records, [record for _, _, chosen, _ in figures for record in chosen])
     found: dict[tuple[str, str], list[Cost]] = defaultdict(list)
@@ -130,7 +130,7 @@ def costs(run: RunData, records: list[SummaryRecord]) -> dict[tuple[str, str], l
             found[(engine, record.cell.encryption)].append(Cost(
                 memory, workload, scale, figure.short or figure.label, record,
                 headline.resolved(record, floor) and (record.overhead.pct > 0),  # type: ignore[union-attr]
-                regimes.get(config), os_caches.get(config, ""), statistics.get(config, ""), splits.get(record.cell)))
+                regimes.get((*config, record.cell.encryption)), os_caches.get(config, ""), statistics.get(config, ""), splits.get(record.cell)))
     return found
 
 

@@ -286,14 +286,17 @@ class Regime:
         return f"{self.fit}: {REREAD if layer_bound else SPILLS}" if self.spills else self.fit
 
 
-def regimes(run: RunData) -> dict[tuple, Regime]:
+def regimes(run: RunData, per_encryption: bool = False) -> dict[tuple, Regime]:
     """Per configuration (engine, memory_mb, workload, scale), the regime its figures belong to:
     "data 6.6× the engine's 1.95 MB cache: pages decrypted again on every read" or "data fits in
-    the engine's 64 MB cache"; configurations whose cache is not known are left out."""
+    the engine's 64 MB cache"; configurations whose cache is not known are left out. The ratio is
+    the median over the group's trials, every encryption's; `per_encryption`: per configuration
+    and encryption (the key's last item), each its own database's ratio, as the Cache fit table
+    gives it (an encryption's pages can be larger: SQLCipher's reserve bytes)."""
     groups: dict[tuple, list[TrialFit]] = defaultdict(list)
     for fit in trial_fits(run):
         t = fit.trial
-        groups[(t.engine, t.memory_mb, t.workload, t.scale)].append(fit)
+        groups[(t.engine, t.memory_mb, t.workload, t.scale) + ((t.encryption,) if per_encryption else ())].append(fit)
     found = {}
     for config, group in groups.items():
         known = [fit for fit in group if fit.known]
