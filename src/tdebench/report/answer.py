@@ -130,7 +130,8 @@ def costs(run: RunData, records: list[SummaryRecord]) -> dict[tuple[str, str], l
             found[(engine, record.cell.encryption)].append(Cost(
                 memory, workload, scale, figure.short or figure.label, record,
                 headline.resolved(record, floor) and (record.overhead.pct > 0),  # type: ignore[union-attr]
-                regimes.get((*config, record.cell.encryption)), os_caches.get(config, ""), statistics.get(config, ""), splits.get(record.cell)))
+                regimes.get((*config, record.cell.encryption)), os_caches.get(config, ""), statistics.get(config, ""),
+                splits.get(record.cell)))
     return found
 
 
