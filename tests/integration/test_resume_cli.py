@@ -83,6 +83,7 @@ def test_a_run_killed_mid_trial_is_finished_by_resume_with_its_trials_kept(tmp_p
     left = len(planned) - len(complete)
     assert (f"resuming {out}: {len(complete)} of {len(planned)} trials complete, {left} to run"
             in " ".join(resumed.stderr.split()))
+    assert "not yet timed: no expected duration" in resumed.stderr  # what a resume expects, as a run says it
     assert f"{len(planned)} trials ({len(complete)} kept from before the interruption), all trials ok" in resumed.stderr
     # the resume first cleaned up after the killed run (its state file names it)
     assert f"removed {leftover}" in resumed.stdout, resumed.stdout

@@ -119,6 +119,13 @@ def test_a_run_of_other_trials_is_an_estimate_scaled_by_trials_never_called_meas
                                         "(2 min 30 s);")
 
 
+def test_a_resumed_run_expects_the_measured_time_scaled_to_the_trials_it_has_left() -> None:
+    plan = parse_plan(TIMED)
+    assert expected(plan, left=3) == ("expected: about 40 s for the 3 trials left, estimated from the measured "
+                                      "12 trials (2 min 30 s, 2026-12-06)" + NOTES)  # 37.5 s, to 10 s
+    assert expected(plan, left=12).startswith("expected: about 2 min 30 s for the 12 trials left, estimated")
+
+
 def test_an_adaptive_plan_expects_its_measured_time_with_the_rounds_its_timed_run_added() -> None:
     """Its first rounds' trials are all a plan can count; a new run adds rounds as the timed one
     did, so the time stands, not scaled down to the first rounds."""

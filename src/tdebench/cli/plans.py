@@ -47,25 +47,27 @@ def trial_count(the_plan: Plan) -> int:
     return len(schedule(the_plan))
 
 
-def expected(the_plan: Plan) -> str:
+def expected(the_plan: Plan, left: int | None = None) -> str:
     """What a run of `the_plan` should take, as `run` prints it before its first trial and `plans`
     lists it, from the plan's `measured_s` and `measured_trials`: the measured time where the run has
     the trials the timed run had, else that time scaled by trials and called an estimate (a run of
     some engines, `--engine`). An adaptive plan counts only its first rounds' trials, and its timed
     run added rounds until its target or budget, as a new run will: its measured time stands for
     any run with no more first-round trials (`--engine` on it takes less). A plan without both keys
-    is not yet timed. The plan's free-text `measured` follows, as the plan notes it."""
+    is not yet timed. The plan's free-text `measured` follows, as the plan notes it. `left`: the
+    trials a resumed run has left, whose time is the measured time scaled to them."""
     notes = f"; the plan notes: {the_plan.measured}" if the_plan.measured else ""
     seconds, timed = the_plan.measured_s, the_plan.measured_trials
     if seconds is None or timed is None:
         return "not yet timed: no expected duration" + notes
-    trials = trial_count(the_plan)
+    trials = trial_count(the_plan) if left is None else left
     on = f" {the_plan.measured_on.isoformat()}" if the_plan.measured_on else ""
-    if trials == timed or (the_plan.adaptive and trials < timed):
+    if left is None and (trials == timed or (the_plan.adaptive and trials < timed)):
         added = ", its added rounds included" if trials < timed else ""
         line = f"expected: about {duration(seconds)} (measured{on}, {_trials(timed)}{added})"
     else:
-        line = (f"expected: about {duration(_rough(seconds * trials / timed))} for {_trials(trials)}, "
+        which = _trials(trials) if left is None else f"the {_trials(left)} left"
+        line = (f"expected: about {duration(_rough(seconds * trials / timed))} for {which}, "
                 f"estimated from the measured {_trials(timed)} ({duration(seconds)}{',' + on if on else ''})")
     if the_plan.adaptive:
         budget = f" (its budget: {the_plan.max_minutes:g} min of rounds)" if the_plan.max_minutes else ""

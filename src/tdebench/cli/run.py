@@ -156,6 +156,7 @@ def _cut(directory: Path, the_plan: Plan, environment: dict, retry_failed: bool 
             if resumed.more_rounds else "")
     err.print(f"resuming {directory}: {total - left} of {total} trials complete, {left} to run{more}"
               + (f" ({'; '.join(dropped)})" if dropped else ""), highlight=False, soft_wrap=True, markup=False)
+    err.print(expected(the_plan, left), highlight=False, soft_wrap=True, markup=False)
     if changed:
         err.print("[yellow]warning:[/] the environment differs from the run's start (environment.json); the "
                   f"report will say so: {'; '.join(changed)}", highlight=False, soft_wrap=True)
