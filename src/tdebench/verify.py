@@ -882,8 +882,9 @@ few blocks, plaintext or compressed data is most of them."""
 VERDICT_SAMPLE = 1024
 """`tdebench verify` decides which side of ENCRYPTED_LOW_SHARE its files are on from a sample of
 about this many blocks, then of 8 times as many while the sample cannot tell, and from every
-block when it still cannot (see `_sample_verdict`): a sample of this size tells uniformly random
-data, and data with more than 12% of its blocks low, at the first look."""
+block when it still cannot (see `_sample_verdict`): a sample of this size tells data with at most
+1% of its blocks low (uniformly random data from 453 blocks on), or 10.4% and more, at the first
+look (docs/method/scan-speed.md)."""
 VERDICT_ERROR = 1e-9
 """The chance, at most, that a sampled decision differs from the one every block would give."""
 VERDICT_COUNTED_BLOCKS = 8192
