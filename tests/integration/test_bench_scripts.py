@@ -42,7 +42,8 @@ def test_verify_scan_prints_every_speed() -> None:
     out = run("verify_scan.py", "4", "--rounds", "2", timeout=300)  # each round starts `tdebench verify` too
     assert "planted hits found by both searches" in out
     for name in ("verify, random", "grep -F -c CANARY, random", "tdebench verify command", "random: search alone",
-                 "verify, random, no canary", "random: entropy sample alone", "verify, database", "grep -F -c CANARY, database", "read", "scan",
+                 "verify, random, no canary", "random: entropy sample alone", "verify, database",
+                 "grep -F -c CANARY, database", "read", "scan",
                  "scan, every block", "grep -F -c", "scan, ciphertext", "scan, every block, ciphertext",
                  "grep -F -c, ciphertext", "scan, free pages", "entropy, sampled", "entropy, every",
                  "entropy, every, bincount", "search", "search, sieve", "search, count"):
