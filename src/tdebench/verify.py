@@ -10,8 +10,9 @@ readable: under such an encryption the marker must be found (the scan sees the t
 and shows which files hold the other columns' plaintext. Entropy per block is reported as
 supporting evidence, never as a trial's verdict: compressed plaintext has high entropy too, and
 encrypted files carry low-entropy headers. A trial measures it on a sample of the blocks
-(ENTROPY_EVERY); `tdebench verify`, whose verdict without a positive control rests on it, on
-every block.
+(ENTROPY_EVERY); `tdebench verify`, whose verdict without a positive control rests on it, on a
+sample large enough to tell which side of ENCRYPTED_LOW_SHARE the files are on but for a chance
+of VERDICT_ERROR, and on every block where none is (`verify_paths`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import fcntl
 import functools
 import io
+import math
 import mmap
 import os
 import signal
@@ -55,7 +57,8 @@ ENTROPY_FIRST_BLOCKS = 256  # the blocks at the start of a file whose entropy is
 ENTROPY_EVERY = 16
 """A trial's scan measures the entropy of one block in this many beyond a file's first
 ENTROPY_FIRST_BLOCKS (see `_sampled`): no trial verdict rests on the entropy (`judge`), and the
-histograms were half the scan's time. `tdebench verify`, whose verdict does, measures every block."""
+histograms were half the scan's time. `tdebench verify`, whose verdict does, samples its own way
+(`verify_paths`)."""
 
 
 def canary_encodings(canary: str) -> dict[str, bytes]:
@@ -262,9 +265,17 @@ def _sampled(first: int, count: int, every: int) -> np.ndarray:
     if every == 1:
         return np.ones(count, dtype=bool)
     index = np.arange(first, first + count, dtype=np.uint64)
-    top_bits = np.uint64(every.bit_length() - 1)  # log2(every): picked where these bits are all zero
-    picked = (index * np.uint64(0x9E3779B97F4A7C15)) >> (np.uint64(64) - top_bits) == 0
-    return cast(np.ndarray, (index < ENTROPY_FIRST_BLOCKS) | picked)
+    return cast(np.ndarray, (index < ENTROPY_FIRST_BLOCKS) | _hashed(index, every))
+
+
+def _hashed(index: np.ndarray, every: int) -> np.ndarray:
+    """Where `index` (uint64 block numbers) is one of the one in `every` (a power of two) that
+    Fibonacci hashing picks: the top log2(every) bits of index * 2**64 / golden ratio all zero.
+    The picks at `every` are among those at every // 2."""
+    top_bits = np.uint64(every.bit_length() - 1)
+    if not top_bits:
+        return np.ones(len(index), dtype=bool)
+    return cast(np.ndarray, (index * np.uint64(0x9E3779B97F4A7C15)) >> (np.uint64(64) - top_bits) == 0)
 
 
 ENTROPY_KERNEL_BLOCKS = 256
@@ -287,7 +298,12 @@ def _block_bits(blocks: np.ndarray, picked: np.ndarray, c_log_c: np.ndarray) -> 
         from tdebench.byte_counts import block_bits  # numba: imported on first need (see its module)
 
         return block_bits(blocks, picked, c_log_c)
-    chosen = blocks[picked]
+    return _counted_bits(blocks[picked], c_log_c)
+
+
+def _counted_bits(chosen: np.ndarray, c_log_c: np.ndarray) -> np.ndarray:
+    """`_block_bits` of every one of the blocks `chosen`, by one np.bincount per block: no numba."""
+    size = chosen.shape[1]
     used = (chosen.view(np.uint64) if size % 8 == 0 else chosen).any(axis=1)
     counts = np.array([np.bincount(block, minlength=256) for block in chosen[used]], dtype=np.intp).reshape(-1, 256)
     # cumsum adds in order, as each lane of the compiled loop does (sum would add pairwise)
@@ -356,7 +372,7 @@ class _Entropy:
 
     Every whole block counts in `blocks` and is tested for being all zero (a free page: neither
     plaintext nor ciphertext, it gets no histogram); the others' entropy is measured where
-    `_sampled` picks them (`measured`; `mean` and `low` are over those). A block's entropy is
+    `_sampled` picks them, none when `every` is 0 (`measured`; `mean` and `low` are over those). A block's entropy is
     log2(n) - sum(c * log2(c)) / n over its n bytes' value counts c, the c * log2(c) from a
     table, for all the blocks of a read at once (`_block_bits`: a compiled loop for many blocks,
     one bincount per block for a few).
@@ -383,7 +399,8 @@ class _Entropy:
         one thread, to the last bit."""
         data = np.frombuffer(chunk, dtype=np.uint8)
         whole = len(data) // self.block_size
-        if not whole:
+        if not whole or not self.every:
+            self.blocks += whole
             return lambda: None
         blocks = data[:whole * self.block_size].reshape(whole, self.block_size)
         picked = _sampled(self.blocks, whole, self.every)
@@ -543,7 +560,8 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
     Entropy covers whole blocks only: a short trailing block cannot reach 8 bits/byte and
     would look like plaintext. All-zero blocks (free pages) count in `blocks` but not in
     the entropy mean or the low-entropy count, and neither do blocks `_sampled` leaves out
-    with `entropy_every` above 1; `entropy_blocks` counts those measured. `plaintext_header`
+    with `entropy_every` above 1 (with 0, none is: `verify_paths` samples them itself);
+    `entropy_blocks` counts those measured. `plaintext_header`
     compares the bytes at the signature's offset with the signature (None when there is no
     signature). `mapped`: read through memory maps where a read lease allows (`_mapped`); a
     capture scanning files the engine may open for writing again at any moment reads instead,
@@ -555,8 +573,8 @@ def scan_file(path: Path, canaries: Sequence[str], root: Path, signature: tuple[
     """
     if chunk_size % block_size:
         raise ValueError(f"chunk_size {chunk_size} must be a multiple of block_size {block_size}")
-    if entropy_every < 1 or entropy_every & (entropy_every - 1):
-        raise ValueError(f"entropy_every {entropy_every} must be a power of two")
+    if entropy_every < 0 or entropy_every & (entropy_every - 1):
+        raise ValueError(f"entropy_every {entropy_every} must be a power of two, or 0")
     matcher = _matcher(tuple(canaries), tuple(markers))
     overlap = matcher.longest - 1
     entropy = _Entropy(block_size, entropy_every)
@@ -861,6 +879,126 @@ ENCRYPTED_LOW_SHARE = 0.05
 their blocks (zero blocks left out) is below LOW_ENTROPY: a database's plaintext headers are a
 few blocks, plaintext or compressed data is most of them."""
 
+VERDICT_SAMPLE = 1024
+"""`tdebench verify` decides which side of ENCRYPTED_LOW_SHARE its files are on from a sample of
+about this many blocks, then of 8 times as many while the sample cannot tell, and from every
+block when it still cannot (see `_sample_verdict`): a sample of this size tells data with at most
+1% of its blocks low (uniformly random data from 453 blocks on), or 10.4% and more, at the first
+look (docs/method/scan-speed.md)."""
+VERDICT_ERROR = 1e-9
+"""The chance, at most, that a sampled decision differs from the one every block would give."""
+VERDICT_COUNTED_BLOCKS = 8192
+"""Files of at most this many blocks in all (32 MiB) have every block measured by bincount in
+`_sample`; larger ones by the scan itself (numba's loop: its import and first call cost more CPU
+time than counting these blocks)."""
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """The measured blocks of one file in a sample: `picked` whole blocks, `measured` of them not
+    all zero, `low` of those below LOW_ENTROPY, their entropy summed in `bits`. Not `counted`: the
+    sample picked none of the file's blocks, and its first block was measured to describe it,
+    outside the sample."""
+
+    picked: int
+    measured: int
+    low: int
+    bits: float
+    counted: bool = True
+
+
+def _rates(blocks: int) -> list[int]:
+    """The sampling rates `verify_paths` tries in turn for `blocks` blocks in all: one block in
+    the largest power of two that still picks about VERDICT_SAMPLE, then in an eighth of that,
+    and so on, down to 1 (every block)."""
+    every = 1 << max(0, (blocks // VERDICT_SAMPLE).bit_length() - 1)
+    rates = []
+    while every > 1:
+        rates.append(every)
+        every //= 8
+    return [*rates, 1]
+
+
+def _sample(scans: Sequence[FileScan], root: Path, every: int, block_size: int = BLOCK_BYTES) -> list[_Tally]:
+    """The entropy of the blocks Fibonacci hashing (`_hashed`) picks one in `every` of all the
+    scanned files' whole blocks, numbered in one sequence (file after file, as `scans` lists
+    them), so that the picks are one sample of the set: each read alone, counted by bincount.
+    A block the file no longer holds whole (it shrank since the scan) is not picked; a file none
+    of whose blocks is picked has its first block measured, outside the sample (`_Tally.counted`)."""
+    c_log_c = _c_log_c(block_size)
+    tallies, first = [], 0
+    for scanned in scans:
+        picked: list[np.ndarray] = []
+        for start in range(first, first + scanned.blocks, 1 << 20):  # the indices in pieces: a big file's are many
+            index = np.arange(start, min(first + scanned.blocks, start + (1 << 20)), dtype=np.uint64)
+            picked.append(np.flatnonzero(_hashed(index, every)) + (start - first))
+        offsets = np.concatenate(picked or [np.empty(0, np.intp)]) * block_size
+        counted = bool(len(offsets)) or not scanned.blocks
+        offsets = offsets if counted else np.zeros(1, np.intp)
+        rows = np.empty((len(offsets), block_size), dtype=np.uint8)
+        whole = np.zeros(len(offsets), dtype=bool)
+        with (root / scanned.path).open("rb", buffering=0) as fh:
+            for row, offset in enumerate(offsets.tolist()):
+                whole[row] = _pread_into(fh.fileno(), memoryview(rows[row]), offset) == block_size
+        bits = _counted_bits(rows[whole], c_log_c)
+        tallies.append(_Tally(int(whole.sum()), len(bits), int((bits < LOW_ENTROPY).sum()), float(bits.sum()),
+                              counted))
+        first += scanned.blocks
+    return tallies
+
+
+def _bound(count: int, picked: int, log_odds: float, upper: bool) -> float:
+    """The largest (`upper`) or smallest share p of a set that `count` of `picked` blocks sampled
+    from it leave plausible: Chernoff's bound, p with picked * KL(count / picked || p) at most
+    `log_odds` (KL, the binomial's relative entropy), so that a share beyond it shows so few (or
+    so many) in a sample with a chance of at most exp(-log_odds); a sample without replacement
+    is as concentrated (Hoeffding, "Probability inequalities for sums of bounded random
+    variables", 1963, section 6). By bisection, ending on the safe side."""
+    seen = count / picked
+
+    def divergence(p: float) -> float:
+        return sum(a * math.log(a / b) for a, b in ((seen, p), (1 - seen, 1 - p)) if a)
+
+    low, high = (seen, 1.0) if upper else (0.0, seen)
+    for _ in range(60):
+        middle = (low + high) / 2
+        if (picked * divergence(middle) <= log_odds) == upper:
+            low = middle
+        else:
+            high = middle
+    return high if upper else low
+
+
+def _sample_verdict(tallies: Sequence[_Tally], looks: int) -> str | None:
+    """"encrypted" when at most ENCRYPTED_LOW_SHARE of the non-zero blocks of the whole set are
+    low, "inconclusive" when more are, each only where the sample shows it but for a chance of
+    VERDICT_ERROR / `looks` (the samples of one verify that may be looked at); else None.
+
+    At most s = ENCRYPTED_LOW_SHARE of the non-zero blocks are low when L * (1 - s) <= s * H, L
+    and H the shares of low and of high blocks among all blocks, zero ones included; the sample
+    bounds each of them on both sides (`_bound`) at a chance of VERDICT_ERROR / (4 * looks), and
+    the decision holds for every L and H within the bounds."""
+    tallies = [t for t in tallies if t.counted]
+    picked = sum(t.picked for t in tallies)
+    if not picked:
+        return None
+    low, high = sum(t.low for t in tallies), sum(t.measured - t.low for t in tallies)
+    log_odds = math.log(4 * looks / VERDICT_ERROR)
+    share = ENCRYPTED_LOW_SHARE
+    lows = [_bound(low, picked, log_odds, upper) for upper in (False, True)]
+    highs = [_bound(high, picked, log_odds, upper) for upper in (False, True)]
+    if lows[1] * (1 - share) <= share * highs[0]:
+        return "encrypted"
+    if lows[0] * (1 - share) > share * highs[1]:
+        return "inconclusive"
+    return None
+
+
+def _tallied(scans: Sequence[FileScan], tallies: Sequence[_Tally]) -> tuple[FileScan, ...]:
+    """`scans` with the entropy of their sampled blocks."""
+    return tuple(replace(s, entropy_mean=round(t.bits / t.measured, 4) if t.measured else 0.0,
+                         low_entropy_blocks=t.low, entropy_blocks=t.measured) for s, t in zip(scans, tallies))
+
 
 def verify_paths(paths: Sequence[Path], canaries: Sequence[str]) -> tuple[str, tuple[FileScan, ...], str]:
     """`tdebench verify`: scan files or directory trees for canaries and judge them, without
@@ -871,24 +1009,48 @@ def verify_paths(paths: Sequence[Path], canaries: Sequence[str]) -> tuple[str, t
     canary, but the data is not uniformly random, or too small or all zeros to tell: the canary
     may just not be in these files) or "empty" (no byte scanned). Paths in the scans are relative to the
     deepest directory holding every path. A missing path raises FileNotFoundError naming it.
+
+    Every byte is searched; the entropy is then measured on a sample of the blocks (`_rates`,
+    `_sample`), larger while it cannot tell which side of ENCRYPTED_LOW_SHARE the files are on
+    (`_sample_verdict`), and on every block when no sample can; with a canary found, on the
+    first sample alone (the scans' entropy is then only a description).
     """
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("no path to verify")
-    scans = scan(paths, canaries, _root(paths), entropy_every=1)  # the verdict rests on every block
+    root = _root(paths)
+    scans = scan(paths, canaries, root, entropy_every=0)  # the search: the entropy is sampled below
     if sum(s.bytes for s in scans) == 0:
         return "empty", scans, "no bytes to scan"
     found = [s for s in scans if s.hits]
+    blocks = sum(s.blocks for s in scans)
+    rates = _rates(blocks)
+    decided, share = None, ""
+    for every in rates:
+        if every == 1 and blocks > VERDICT_COUNTED_BLOCKS:
+            scans = scan(paths, canaries, root, entropy_every=1)  # every block, by the scan's compiled loop
+            break
+        tallies = _sample(scans, root, every)
+        scans = _tallied(scans, tallies)
+        if every == 1 or found:
+            break
+        if decided := _sample_verdict(tallies, len(rates) - 1):
+            counted = [t for t in tallies if t.counted]
+            share = (f"{sum(t.low for t in counted):,}/{sum(t.measured for t in counted):,} blocks below "
+                     f"{LOW_ENTROPY:g} bits/byte in a sample of one block in {every:,} of {blocks:,}: all of them "
+                     f"on this side of {ENCRYPTED_LOW_SHARE:.0%} but for a chance under {VERDICT_ERROR:g}")
+            break
     if found:
         return "plaintext", scans, (f"a canary found {sum(s.hits for s in found)} times in {len(found)} "
                                     f"file{'' if len(found) == 1 else 's'}")
-    # every non-zero block is measured here; all-zero ones (free pages) are neither plaintext nor ciphertext
-    blocks, low = sum(_measured(s) for s in scans), sum(s.low_entropy_blocks for s in scans)
-    if not blocks:
-        return "inconclusive", scans, ("no canary, but no block to judge by entropy: the files are too small "
-                                       "or all zeros")
-    share = f"{low:,}/{blocks:,} blocks below {LOW_ENTROPY:g} bits/byte"
-    if low <= ENCRYPTED_LOW_SHARE * blocks:
+    if decided is None:  # from every block: all-zero ones (free pages) are neither plaintext nor ciphertext
+        measured, low = sum(_measured(s) for s in scans), sum(s.low_entropy_blocks for s in scans)
+        if not measured:
+            return "inconclusive", scans, ("no canary, but no block to judge by entropy: the files are too small "
+                                           "or all zeros")
+        share = f"{low:,}/{measured:,} blocks below {LOW_ENTROPY:g} bits/byte"
+        decided = "encrypted" if low <= ENCRYPTED_LOW_SHARE * measured else "inconclusive"
+    if decided == "encrypted":
         return "encrypted", scans, f"no canary, and the data looks like ciphertext ({share})"
     return "inconclusive", scans, (f"no canary, but {share}: plaintext, compressed or structured data, "
                                    "so the canary may simply not be in these files")
@@ -899,8 +1061,10 @@ def describe(scans: Sequence[FileScan]) -> list[str]:
     lines = []
     for s in scans:
         first = f" (first at byte {s.first_hit_offset:,})" if s.hits else ""
-        entropy = (f"entropy {s.entropy_mean:.2f} bits/byte, {s.low_entropy_blocks}/{_measured(s)} blocks low"
-                   if _measured(s) else "all zeros: no entropy" if s.blocks else "too small for entropy")
+        whole = f" ({s.blocks:,} in all)" if _measured(s) < s.blocks else ""  # zero ones, or a sample
+        low = f"{s.low_entropy_blocks:,}/{_measured(s):,} blocks low{whole}"
+        entropy = (f"entropy {s.entropy_mean:.2f} bits/byte, {low}" if _measured(s)
+                   else "all zeros: no entropy" if s.blocks else "too small for entropy")
         header = {True: ", plaintext header", False: ", no plaintext header", None: ""}[s.plaintext_header]
         lines.append(f"{s.path}: {s.bytes:,} bytes, {s.hits} canary hits{first}, {entropy}{header}")
     return lines

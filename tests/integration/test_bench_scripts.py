@@ -42,7 +42,8 @@ def test_verify_scan_prints_every_speed() -> None:
     out = run("verify_scan.py", "4", "--rounds", "2", timeout=300)  # each round starts `tdebench verify` too
     assert "planted hits found by both searches" in out
     for name in ("verify, random", "grep -F -c CANARY, random", "tdebench verify command", "random: search alone",
-                 "random: entropy alone", "verify, database", "grep -F -c CANARY, database", "read", "scan",
+                 "verify, random, no canary", "random: entropy sample alone", "verify, database",
+                 "grep -F -c CANARY, database", "read", "scan",
                  "scan, every block", "grep -F -c", "scan, ciphertext", "scan, every block, ciphertext",
                  "grep -F -c, ciphertext", "scan, free pages", "entropy, sampled", "entropy, every",
                  "entropy, every, bincount", "search", "search, sieve", "search, count"):
@@ -57,6 +58,7 @@ def test_verify_scan_prints_every_speed() -> None:
     # verify's time as a multiple of grep's, of the best rounds and paired round by round
     ratio = r"\s*\d+\.\d\d \(\d+\.\d\d\), paired\s+\d+\.\d\d \(\d+\.\d\d\)"
     assert re.search(rf"^  random bytes  verify{ratio}; tdebench verify command{ratio}$", out, re.M), out
+    assert re.search(rf"^  random bytes, no canary in them  verify{ratio}$", out, re.M), out
     assert re.search(rf"^  database      verify{ratio}$", out, re.M), out
     assert re.search(r"^  findings as grep -F -a -o: 3 canary hits in the random file \(UTF-8, UTF-16LE, UTF-16BE\), "
                      r"1 in the database; entropy 0 of 1024 blocks below 7 bits/byte in the random file \(without a "

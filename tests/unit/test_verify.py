@@ -49,10 +49,11 @@ def test_canary_found_in_every_encoding(tmp_path, encoding):
     assert label_first_hit([result], tmp_path, [CANARY]) == f"db@5000 ({encoding})"
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16-le", "utf-16-be"])
 @pytest.mark.parametrize("offset", range(4096 - 45, 4096 + 1))
-def test_canary_spanning_a_chunk_border_is_found_once(tmp_path, offset):
+def test_canary_spanning_a_chunk_border_is_found_once(tmp_path, offset, encoding):
     data = bytearray(_noise(3 * 4096))
-    pattern = CANARY.encode("utf-16-le")  # the longest pattern: 40 bytes
+    pattern = CANARY.encode(encoding)  # UTF-16: the longest pattern, 40 bytes
     data[offset:offset + len(pattern)] = pattern
     path = _file(tmp_path, "db", bytes(data))
     result = scan_file(path, [CANARY], tmp_path, None, block_size=4096, chunk_size=4096)
