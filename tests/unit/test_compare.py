@@ -12,7 +12,9 @@ from click.testing import CliRunner
 
 from fakes import ENVIRONMENT, FAILED, TIMED_OUT, Shape, write_fake_run
 from tdebench.cli import main
-from tdebench.report import compare
+from tdebench.report import compare, html, markdown
+from tdebench.report.sections import Part
+from tdebench.report.tables import Table
 from tdebench.results import RunData
 from tdebench.store import read_run
 
@@ -154,11 +156,12 @@ def test_differing_environments_and_plans_are_listed_first(runs: dict[str, Path]
                                       "note: <script>alert('not escaped')</script> → <b>newer</b>",
                                       "plan.warmups: 1 → 2"]
     report = compare.document(comparison)
-    text = compare.render_markdown(report)
+    text = markdown.render_comparison(report)
     assert text.index("## What differs between the runs") < text.index("## Findings") < text.index("## Change of")
     assert "- kernel: 6.1.0-fake-amd64 → 6.9.0-fake-amd64" in text
-    assert any(s.startswith("The runs differ in engines.duckdb, kernel, note, plan.warmups") for s in report.findings)
-    page = compare.render_html(report)
+    assert any(s.startswith("The runs differ in engines.duckdb, kernel, note, plan.warmups")
+               for s in compare.comparison_findings(comparison))
+    page = html.render_comparison(report)
     assert "<b>newer</b>" not in page and "&lt;b&gt;newer&lt;/b&gt;" in page  # escaped, like the report
     assert page.index("What differs") < page.index("Findings")
 
@@ -167,7 +170,7 @@ def test_configurations_and_figures_in_one_run_only_are_listed(runs: dict[str, P
     comparison = compared(runs["a"], runs["placebo_a"])
     assert comparison.only_a == []
     assert comparison.only_b == ["duckdb placebo tpch sf0.01", "sqlite placebo tpch sf0.01"]
-    assert "- only in B: duckdb placebo tpch sf0.01" in compare.render_markdown(compare.document(comparison))
+    assert "- only in B: duckdb placebo tpch sf0.01" in markdown.render_comparison(compare.document(comparison))
     run = read_run(runs["a"])
     run.measurements[:] = [m for m in run.measurements if m.test != "throughput"]
     fewer = compare.compare_runs(compare.side("A", runs["a"], read_run(runs["a"])), compare.side("B", runs["a"], run))
@@ -180,7 +183,7 @@ def test_each_runs_resolution_is_stated_where_both_ran_a_placebo(runs: dict[str,
     found = [s for s in compare.comparison_findings(comparison) if s.startswith("Resolution of the overheads")]
     assert len(found) == 1 and "duckdb tpch sf0.01 power geomean ±" in found[0]
     assert " in A, ±" in found[0] and " in B" in found[0]
-    overheads = compare.document(comparison).tables[1]
+    overheads = overhead_table(compare.document(comparison))
     assert {"resolution_a", "resolution_b"} <= set(overheads.keys)
     gcm = next(row for row in overheads.rows if row["encryption"] == "aes-256-gcm" and row["figure"] == "power geomean")
     assert gcm["resolution_a"] == pytest.approx(gcm["resolution_b"]) and gcm["resolution_a"] > 0
@@ -261,8 +264,8 @@ def test_a_different_cpu_is_said_in_the_first_line(tmp_path: Path) -> None:
     lines = first_lines(a, b)
     assert lines[0] == "tdebench compare: B against A, from different hosts"
     assert lines[1].startswith("Different hosts: CPU AMD EPYC → Intel Xeon; CPU flags avx512f no → yes.")
-    markdown = compare.render_markdown(compare.document(compared(a, b)))
-    assert markdown.splitlines()[0] == "# tdebench compare: B against A, from different hosts"
+    text = markdown.render_comparison(compare.document(compared(a, b)))
+    assert text.splitlines()[0] == "# tdebench compare: B against A, from different hosts"
 
 
 def test_raw_cipher_speeds_more_than_ten_percent_apart_are_another_host(tmp_path: Path) -> None:
@@ -276,15 +279,22 @@ def test_raw_cipher_speeds_more_than_ten_percent_apart_are_another_host(tmp_path
     assert lines[0].endswith(", from different hosts")
     assert "  raw aes-256-cbc, 1 MiB pages: 1,100 → 814 MiB/s (0.74×)" in lines
     report = compare.document(comparison)
-    assert report.ciphers == [f"raw {cipher}, 1 MiB pages: {a_speed} → {b_speed} MiB/s (0.74×)"
+    assert compare.cipher_lines(comparison) == [f"raw {cipher}, 1 MiB pages: {a_speed} → {b_speed} MiB/s (0.74×)"
                               for cipher, a_speed, b_speed in (("aes-256-ctr", "5,200", "3,848"),
                                                                ("aes-256-gcm", "4,100", "3,034"),
                                                                ("aes-256-cbc", "1,100", "814"),
                                                                ("chacha20-poly1305", "1,900", "1,406"))]
-    overheads = report.tables[1]
+    overheads = overhead_table(report)
     gcm = next(row for row in overheads.rows if row["encryption"] == "aes-256-gcm")
     assert "raw_ratio" in overheads.keys and gcm["raw_ratio"] == pytest.approx(0.74)
-    assert "## Raw cipher speed, A → B" in compare.render_markdown(report)
+    assert "## Raw cipher speed, A → B" in markdown.render_comparison(report)
+
+
+def overhead_table(report: compare.CompareReport) -> Table:
+    """The comparison's table of the overheads' changes, as its section shows it."""
+    section = report.section("Change of the overhead against none")
+    assert section is not None and isinstance(section.parts[0], Part)
+    return section.parts[0].table
 
 
 # --- the command line ----------------------------------------------------------------------

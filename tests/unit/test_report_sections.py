@@ -1,21 +1,20 @@
-"""A workload's report section plugs in through one interface: a module with `section` and
-`CSV`, listed in report/workloads.py. A made-up workload's section, registered the same way,
+"""A workload's report section plugs in through one interface: a `Source` (its `section` and
+the `CSV` it writes) in document.SOURCES. A made-up workload's section, registered the same way,
 shows up in report.md, report.html, the findings, the manifest and its own CSV
 with nothing else in report/ changed; and a run without it gets none of these."""
 
 from __future__ import annotations
 
 import csv
-import types
 from pathlib import Path
 
 import pytest
 
 from fakes import write_fake_run
 
-from tdebench.report import build, workloads
+from tdebench.report import build, core, document
 from tdebench.report.records import SummaryRecord
-from tdebench.report.sections import Block, Content, Part, block
+from tdebench.report.sections import Block, Content, Part, SectionFunction, Source, block
 from tdebench.report.tables import Column, Table
 from tdebench.results import RunData
 from tdebench.store import manifest
@@ -35,10 +34,16 @@ def section(run: RunData, records: list[SummaryRecord]) -> Content | None:
                    csvs=((CSV, table),), findings=(SENTENCE,))
 
 
+def register(monkeypatch: pytest.MonkeyPatch, function: SectionFunction) -> None:
+    """`function` as a workload's section: right after the per-query plots, with its CSV."""
+    after = [source.content for source in document.SOURCES].index(core.per_query) + 1
+    monkeypatch.setattr(document, "SOURCES", (*document.SOURCES[:after], Source(function, csvs=(CSV,)),
+                                              *document.SOURCES[after:]))
+
+
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    vacuum = types.SimpleNamespace(CSV=CSV, section=section)
-    monkeypatch.setattr(workloads, "MODULES", (*workloads.MODULES, vacuum))
+    register(monkeypatch, section)
 
 
 def test_a_registered_section_reaches_every_output(registered: None, tmp_path: Path) -> None:
@@ -59,8 +64,16 @@ def test_a_registered_section_reaches_every_output(registered: None, tmp_path: P
 
 
 def test_a_run_without_the_workload_gets_nothing_of_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(workloads, "MODULES", (types.SimpleNamespace(CSV=CSV, section=lambda run, records: None),))
+    register(monkeypatch, lambda run, records: None)
     write_fake_run(tmp_path)
     written = build(tmp_path)
     assert not (tmp_path / CSV).exists() and tmp_path / CSV not in written
     assert "Vacuum" not in (tmp_path / "report.md").read_text()
+
+
+def test_a_csv_its_source_does_not_declare_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every CSV a report writes is one report.DERIVED names, so `run --force` can remove it."""
+    monkeypatch.setattr(document, "SOURCES", (*document.SOURCES, Source(section)))
+    write_fake_run(tmp_path)
+    with pytest.raises(ValueError, match="writes vacuum.csv, which its Source does not declare"):
+        build(tmp_path)

@@ -44,7 +44,7 @@ def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: 
     figures with fewer than 3 trials in a run never count); 2 bad input, or no figure in both
     runs.
     """
-    from tdebench.report import compare
+    from tdebench.report import compare, markdown
 
     if fail_above is not None and not (math.isfinite(fail_above) and fail_above >= 0):
         raise InputError(f"--fail-above {fail_above:g}: give a percentage of 0 or more, e.g. --fail-above 5")
@@ -59,7 +59,7 @@ def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: 
         empty_out_or_exit(out_dir)
     comparison = compare.compare_runs(*sides)
     if out_dir is None and as_markdown:
-        click.echo(compare.render_markdown(compare.document(comparison)))
+        click.echo(markdown.render_comparison(compare.document(comparison)))
     elif out_dir is None:
         click.echo(compare.render_text(compare.document(comparison), comparison, width=max(out.width, 40)))
     else:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench.report import answer, csvfiles, html, markdown, tables, workloads
-from tdebench.report.document import assemble
+from tdebench.report import answer, csvfiles, html, markdown
+from tdebench.report.document import CSV_FILES, assemble
 from tdebench.report.headline import Glance
 from tdebench.report.plots import Figure
 from tdebench.report.records import summary_records
@@ -20,11 +20,8 @@ from tdebench.store import RAW_FILES, manifest, read_run, record_written, writin
 
 __all__ = ["DERIVED", "Built", "build", "build_report"]
 
-SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV = "summary.csv", "queries.csv", "verdicts.csv"
-RESOURCES_CSV = "resources.csv"
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
-DERIVED = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV, *workloads.CSV_FILES, REPORT_MD, REPORT_HTML,
-           markdown.PLOTS_DIR)
+DERIVED = (*CSV_FILES, REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
 """Every file and directory `build` writes at the top of a run directory: all derived, so
 they may be deleted and rebuilt from the raw records. `run --force` removes what the run's
 manifest lists; these names serve runs from before manifests (outdir.py)."""
@@ -57,10 +54,11 @@ class Built:
 
 
 def build(run_dir: Path) -> list[Path]:
-    """Read the run in `run_dir` and write summary.csv, queries.csv, verdicts.csv,
-    resources.csv, the CSV of each workload section the report has (crud.csv, oltp.csv,
-    backups.csv, maintenance.csv), report.md (with plots/*.png) and a self-contained report.html into it.
-    Returns the paths written."""
+    """Read the run in `run_dir` and write the CSV files of its report's sources (summary.csv,
+    queries.csv, verdicts.csv, resources.csv, and the CSV of each workload section the report
+    has: crud.csv, oltp.csv, backups.csv, maintenance.csv, strength.csv; document.SOURCES),
+    report.md (with plots/*.png) and a self-contained report.html into it. Returns the paths
+    written."""
     return build_report(run_dir).paths
 
 
@@ -76,10 +74,7 @@ def _write(run_dir: Path, run: RunData) -> Built:
     (a full disk) leaves no file behind that `run --force` would not know to remove."""
     records = summary_records(run)
     report = assemble(run, records)
-    csvs = [(tables.summary_table(records), run_dir / SUMMARY_CSV), (tables.queries_table(run), run_dir / QUERIES_CSV),
-            (tables.verdicts_table(run), run_dir / VERDICTS_CSV),
-            (tables.resources_table(run), run_dir / RESOURCES_CSV)]
-    csvs += [(table, run_dir / name) for name, table in report.csvs]  # only the sections the run has
+    csvs = [(table, run_dir / name) for name, table in report.csvs]  # only the sources the run has
     texts = [(run_dir / REPORT_MD, markdown.render(report)), (run_dir / REPORT_HTML, html.render(report))]
     planned = [path for _, path in csvs] + [run_dir / markdown.PLOTS_DIR / f.name for f in report.figures]
     record_written(run_dir, [run_dir / name for name in RAW_FILES] + planned + [path for path, _ in texts])

@@ -17,6 +17,11 @@ run has fewer than 3 trials of the figure (stats.MIN_BOOTSTRAP); "exact" for a f
 measurement noise (a size). The p-value stands beside it: with 3 trials against 3 the exact
 test cannot go below 0.10, so a rule on p would never flag anything in small runs.
 `regressions` (the CLI's `--fail-above`) applies the same reading.
+
+Its sections keep the report's contract (report/sections.py) with the comparison for their
+argument, listed once in `VIEWS`, and compare.md and compare.html are drawn by the report's own
+writers (markdown.py, html.py); the terminal's summary, a block per configuration, is
+`render_text`'s.
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, RATE_UNIT, C
                                      cell_data, deterministic, engine_label, failed_trials, floors, memory_order,
                                      resolution, scale_label, step_order, summary_records)
 from tdebench.report.cipher_cost import raw_speed
+from tdebench.report.document import CompareReport
 from tdebench.report.encryptions import Known, known
+from tdebench.report.sections import Block, Bullets, Content, Paragraph, Source, block
 from tdebench.report.tables import Column, Table, config_columns, num, text, uses_memory
 from tdebench.report import units
 from tdebench.report.units import display_unit, interval, number, p_value, percent
@@ -49,9 +56,6 @@ from tdebench.results import CipherSpeed, EncryptionFacts, RunData
 from tdebench.store import PLAN, writing
 
 COMPARE_MD, COMPARE_HTML, COMPARE_CSV = "compare.md", "compare.html", "compare.csv"
-WRITTEN = (COMPARE_MD, COMPARE_HTML, COMPARE_CSV)
-"""Every file `write` puts into its directory, and nothing else."""
-TEMPLATE = "compare.html.j2"
 
 SLOWER, FASTER = "slower", "faster"
 HIGHER, LOWER = "higher", "lower"
@@ -692,19 +696,59 @@ def _plus_minus(value: float | None) -> str:
 # --- the document -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CompareReport:
-    """What compare.md, compare.html and the printed comparison show, in reading order."""
+SAME = ("The runs' environments and plan settings agree on everything both recorded (the time, the load average "
+        "and the output's file system aside).")
 
-    title: str  # says "from different hosts" when they are (`Hosts.differ`): the first line of every form
-    hosts: str  # why the hosts differ, right under the title; "" on the same host
-    runs: list[str]  # A and B: where, which plan, when, on which host and CPU
-    differences: list[str]
-    same: str  # said instead of the differences when there are none
-    only: list[str]  # "only in A: …"
-    findings: list[str]
-    ciphers: list[str]  # the raw speed of each compared encryption's cipher, A → B, where both measured it
-    tables: list[Table]
+
+def _differences_section(comparison: Comparison) -> Content:
+    """What differs between the runs' environments and plans, or that nothing does."""
+    found = comparison.differences
+    return Content(blocks=(Block("What differs between the runs",
+                                 (Bullets(tuple(found)) if found else Paragraph(SAME),)),))
+
+
+def only_lines(comparison: Comparison) -> list[str]:
+    """"only in A: …", then "only in B: …"."""
+    return [f"only in A: {item}" for item in comparison.only_a] + [f"only in B: {item}" for item in comparison.only_b]
+
+
+def _only_section(comparison: Comparison) -> Content | None:
+    only = only_lines(comparison)
+    return Content(blocks=(Block("Only in one run", (Bullets(tuple(only)),)),)) if only else None
+
+
+def _findings_section(comparison: Comparison) -> Content:
+    return Content(blocks=(Block("Findings", (Bullets(tuple(comparison_findings(comparison))),)),))
+
+
+def cipher_lines(comparison: Comparison) -> list[str]:
+    """The raw speed of each compared encryption's cipher, A → B, where both runs measured it."""
+    speeds = (comparison.speed_of(change.cell) for change in comparison.changes)
+    return list(dict.fromkeys(speed.text for speed in speeds if speed is not None))
+
+
+def _ciphers_section(comparison: Comparison) -> Content | None:
+    lines = cipher_lines(comparison)
+    return Content(blocks=(Block("Raw cipher speed, A → B", (Bullets(tuple(lines)),)),)) if lines else None
+
+
+def _tables_section(comparison: Comparison) -> Content:
+    """The changes of the medians and of the overheads as tables, every figure in compare.csv."""
+    rows = _rows(comparison)
+    return Content(blocks=(block(median_table(comparison, rows)), block(overhead_change_table(comparison, rows))),
+                   csvs=((COMPARE_CSV, csv_table(comparison)),))
+
+
+VIEWS: tuple[Source[[Comparison]], ...] = (
+    Source(_differences_section), Source(_only_section), Source(_findings_section), Source(_ciphers_section),
+    Source(_tables_section, csvs=(COMPARE_CSV,)),
+)
+"""Every section of the comparison after its runs, in reading order, with the report's contract
+(report/sections.py): each makes its content from the comparison (None: nothing to show), and
+compare.md and compare.html walk them through the report's own writers (markdown.py, html.py)."""
+
+WRITTEN = (COMPARE_MD, COMPARE_HTML, *(name for view in VIEWS for name in view.csvs))
+"""Every file `write` puts into its directory, and nothing else."""
 
 
 def _run_line(each: Side, cpu: str) -> str:
@@ -725,37 +769,12 @@ def _hosts_text(found: Hosts) -> str:
 
 
 def document(comparison: Comparison) -> CompareReport:
-    rows = _rows(comparison)
-    only = ([f"only in A: {item}" for item in comparison.only_a] + [f"only in B: {item}" for item in comparison.only_b])
     found = comparison.hosts
-    speeds = (comparison.speed_of(change.cell) for change in comparison.changes)
     return CompareReport(
         title="tdebench compare: B against A" + (", from different hosts" if found.differ else ""),
         hosts=_hosts_text(found),
         runs=[_run_line(comparison.a, found.a), _run_line(comparison.b, found.b)],
-        differences=comparison.differences,
-        same=("The runs' environments and plan settings agree on everything both recorded (the time, the load "
-              "average and the output's file system aside)."),
-        only=only,
-        findings=comparison_findings(comparison),
-        ciphers=list(dict.fromkeys(speed.text for speed in speeds if speed is not None)),
-        tables=[median_table(comparison, rows), overhead_change_table(comparison, rows)])
-
-
-def render_markdown(report: CompareReport) -> str:
-    escape = markdown.escape
-    lines = [f"# {escape(report.title)}", ""] + ([escape(report.hosts), ""] if report.hosts else [])
-    lines += [*(f"- {escape(line)}" for line in report.runs), ""]
-    lines += markdown.section("What differs between the runs", [f"- {escape(d)}" for d in report.differences] + [""]
-                              if report.differences else [escape(report.same), ""])
-    if report.only:
-        lines += markdown.section("Only in one run", [f"- {escape(item)}" for item in report.only] + [""])
-    lines += markdown.section("Findings", [f"- {escape(sentence)}" for sentence in report.findings] + [""])
-    if report.ciphers:
-        lines += markdown.section("Raw cipher speed, A → B", [f"- {escape(line)}" for line in report.ciphers] + [""])
-    for block in report.tables:
-        lines += markdown.section(block.title, markdown.table(block))
-    return "\n".join(lines)
+        entries=tuple(content for view in VIEWS if (content := view(comparison)) is not None))
 
 
 def render_text(report: CompareReport, comparison: Comparison, width: int = 80) -> str:
@@ -772,10 +791,11 @@ def render_text(report: CompareReport, comparison: Comparison, width: int = 80) 
     if report.hosts:
         lines += [textwrap.fill(report.hosts, width=width, break_long_words=False, break_on_hyphens=False)]
     lines += ["", *bullets(report.runs), "", "What differs between the runs:"]
-    lines += bullets(report.differences) if report.differences else bullets([report.same])
-    if report.only:
-        lines += ["", "Only in one run:", *bullets(report.only)]
-    lines += ["", "Findings:", *bullets(report.findings), ""]
+    lines += bullets(comparison.differences or [SAME])
+    only = only_lines(comparison)
+    if only:
+        lines += ["", "Only in one run:", *bullets(only)]
+    lines += ["", "Findings:", *bullets(comparison_findings(comparison)), ""]
     lines += bullets(["Per configuration and figure: the change of the median, B against A, with its 95% CI and "
                       "reading; then the overhead against none in A → B, under the raw speed of the "
                       "encryption's cipher where both runs measured it."])
@@ -805,17 +825,13 @@ def _by_config(changes: list[FigureChange], rows: list[dict[str, Any]]) -> list[
     return list(grouped.items())
 
 
-def render_html(report: CompareReport) -> str:
-    return html.render_template(TEMPLATE, report=report)
-
-
 def write(comparison: Comparison, directory: Path) -> list[Path]:
     """compare.md, compare.html and compare.csv into `directory` (which must exist); an
     OutputError when they cannot be written (no space left, read-only)."""
     report = document(comparison)
-    paths = [directory / name for name in WRITTEN]
+    texts = [(directory / COMPARE_MD, markdown.render_comparison(report)),
+             (directory / COMPARE_HTML, html.render_comparison(report))]
     with writing(directory):
-        paths[0].write_text(render_markdown(report), encoding="utf-8")
-        paths[1].write_text(render_html(report), encoding="utf-8")
-        csvfiles.write(csv_table(comparison), paths[2])
-    return paths
+        for path, text in texts:
+            path.write_text(text, encoding="utf-8")
+        return [path for path, _ in texts] + [csvfiles.write(table, directory / name) for name, table in report.csvs]

@@ -1,7 +1,8 @@
-"""The report's own sections, each one function with the contract of a workload's section.
+"""The report's own sources, each one function with the contract of a workload's section.
 
-Every section of the report (after Findings, which the renderers draw themselves) is a function
-`(run, records) -> Content | None` listed once, in reading order, in `document.SECTIONS`; it
+Every section of the report (after Findings, which the renderers draw themselves), every source
+of findings without a section of its own and the run's own CSV files come from a function
+`(run, records) -> Content | None` listed once, in reading order, in `document.SOURCES`; it
 returns None when the run has nothing for it to show, so a run gets only the sections that
 apply to it. The timing sections (overhead, cache fit, cipher context, per connection) read only the
 configurations of timed workloads (`Workload.timed`): a strength run's outcomes are not
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tdebench.report import (cache, cipher_cost, connection as open_cost, declared, knee, noise, plots,
-                             resources as resource_use, tables)
+from tdebench.report import (cache, cipher_cost, claims as claimed, connection as open_cost, declared,
+                             findings as overheads, headline, knee, noise, plots, resources as resource_use, tables)
 from tdebench.report.records import SummaryRecord, run_order
-from tdebench.report.sections import Block, Content, Part, long_part
+from tdebench.report.sections import Block, Content, Part, findings_only, long_part
 from tdebench.results import RunData
 
 
@@ -39,6 +40,19 @@ def _timed_run(run: RunData) -> RunData:
     """The run's trials and measurements of timed workloads only."""
     return replace(run, trials=[t for t in run.trials if declared.timed(t.trial.workload)],
                    measurements=[m for m in run.measurements if declared.timed(m.trial.workload)])
+
+
+SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV = "summary.csv", "queries.csv", "verdicts.csv", "resources.csv"
+CSV_FILES = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV)
+
+
+def csv_files(run: RunData, records: list[SummaryRecord]) -> Content:
+    """The CSV files every run gets, whatever its sections: every figure, every query's time,
+    every trial's verdict, every resource sample (report/csvfiles.py writes them raw)."""
+    return Content(blocks=(), csvs=((SUMMARY_CSV, tables.summary_table(records)),
+                                    (QUERIES_CSV, tables.queries_table(run)),
+                                    (VERDICTS_CSV, tables.verdicts_table(run)),
+                                    (RESOURCES_CSV, tables.resources_table(run))))
 
 
 def failures(run: RunData, records: list[SummaryRecord]) -> Content | None:
@@ -125,3 +139,34 @@ def noisy(run: RunData, records: list[SummaryRecord]) -> Content | None:
 def machine_load(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """Every trial with the machine's load around it, busy ones marked."""
     return _reference(tables.machine_load_table(noise.trial_loads(run)))
+
+
+# --- findings without a section of their own --------------------------------------------
+
+
+def cache_findings(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """Whether each configuration's data fit its cache, and what that means for its overheads
+    (report/cache.py); configurations whose cost an fs layer bounds are said so there."""
+    return findings_only(cache.findings(run, headline.layer_bound_configs(run, records)))
+
+
+def overhead_findings(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """The overheads in words (report/findings.py): per engine its placebo's noise floor, its
+    encryptions ranked, a bullet per encryption and a word on statistical power."""
+    return findings_only(overheads.findings(run, records))
+
+
+def connection_findings(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """What opening a connection costs, in words (report/connection.py)."""
+    return findings_only(open_cost.findings(run, records))
+
+
+def claims(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """The engines' published overheads beside what the run measured, where its regime matches
+    theirs (report/claims.py)."""
+    return findings_only(claimed.claim_lines(run, records))
+
+
+def noise_findings(run: RunData, records: list[SummaryRecord]) -> Content | None:
+    """Noisy figures and busy trials, last: what weakens the findings before them (report/noise.py)."""
+    return findings_only(noise.findings(noise.noisy_figures(records), noise.trial_loads(run), run_order(run) or ""))

@@ -1,4 +1,4 @@
-"""report.html (and compare.html): one self-contained file (inline CSS, plots as data URIs, one
+"""report.html and compare.html: each one self-contained file (inline CSS, plots as data URIs, one
 inline script that sorts and filters the tables, nothing loaded from elsewhere) so it can be
 mailed, archived or opened offline and still show everything."""
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import jinja2
 
-from tdebench.report.document import Report
+from tdebench.report.document import CompareReport, Report
 
-TEMPLATE = "report.html.j2"
+TEMPLATE, COMPARE_TEMPLATE = "report.html.j2", "compare.html.j2"
 
 
 def _environment() -> jinja2.Environment:
@@ -26,3 +26,7 @@ def render_template(name: str, **context: Any) -> str:
 
 def render(report: Report) -> str:
     return render_template(TEMPLATE, report=report)
+
+
+def render_comparison(report: CompareReport) -> str:
+    return render_template(COMPARE_TEMPLATE, report=report)

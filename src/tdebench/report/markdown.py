@@ -1,9 +1,13 @@
-"""report.md: the report as GitHub-flavoured markdown, plots referenced as PNG files."""
+"""report.md and compare.md: the documents as GitHub-flavoured markdown, plots referenced as PNG
+files."""
 
 from __future__ import annotations
 
-from tdebench.report.document import FINDINGS, Report
+from collections.abc import Iterable
+
+from tdebench.report.document import FINDINGS, CompareReport, Report, Section
 from tdebench.report.plots import Figure
+from tdebench.report.sections import Bullets, Paragraph, Piece
 from tdebench.report.tables import Table
 
 PLOTS_DIR = "plots"
@@ -39,6 +43,26 @@ def section(title: str, body: list[str]) -> list[str]:
     return [f"## {escape(title)}", "", *body]
 
 
+def bullets(items: Iterable[str]) -> list[str]:
+    return [f"- {escape(item)}" for item in items] + [""]
+
+
+def piece(part: Piece) -> list[str]:
+    """A table (unless it is for report.html alone), a list or a note, as markdown lines."""
+    if isinstance(part, Bullets):
+        return bullets(part.items)
+    if isinstance(part, Paragraph):
+        return [escape(part.text), ""]
+    return table(part.table) if part.markdown else []
+
+
+def sections(entries: Iterable[Section]) -> list[str]:
+    """Every section in order: its title, its parts, then its plots."""
+    return [line for entry in entries
+            for line in section(entry.title, [line for part in entry.parts for line in piece(part)]
+                                + [line for plot in entry.figures for line in figure(plot)])]
+
+
 def contents(report: Report) -> list[str]:
     """The table of contents: one line of links to the sections' anchors (GitHub's own)."""
     links = " · ".join(f"[{escape(title)}](#{anchor})" for title, anchor in report.contents)
@@ -61,10 +85,14 @@ def render(report: Report) -> str:
     if report.alerts:
         findings += ["> **⚠ Do not trust these results blindly:**", ">"]
         findings += [f"> - **{escape(alert)}**" for alert in report.alerts] + [""]
-    findings += [f"- {escape(sentence)}" for sentence in report.findings] + [""]
+    findings += bullets(report.findings)
     findings += [f"**At rest:** {escape(report.verdict_summary)}", ""]
     lines += section(FINDINGS, findings)
-    for entry in report.sections:
-        lines += section(entry.title, [line for part in entry.parts if part.markdown for line in table(part.table)]
-                         + [line for plot in entry.figures for line in figure(plot)])
-    return "\n".join(lines)
+    return "\n".join(lines + sections(report.sections))
+
+
+def render_comparison(report: CompareReport) -> str:
+    """compare.md (and `tdebench compare --markdown`)."""
+    lines = [f"# {escape(report.title)}", ""] + ([escape(report.hosts), ""] if report.hosts else [])
+    lines += bullets(report.runs)
+    return "\n".join(lines + sections(report.sections))

@@ -1,20 +1,28 @@
-"""The pieces a report is made of, and the one contract every section of it keeps.
+"""The pieces a report is made of, and the one contract every way into it keeps.
 
-A section is a function `(run, records) -> Content | None`: None when the run has nothing for
-it to show, else its blocks (h2 sections), sentences for the findings and the CSV files it
-writes. The report's own sections (report/core.py) and each workload's (report/crud.py,
-oltp.py, backup.py, maintenance.py, strength.py, listed in report/workloads.py) keep the same
-contract; document.SECTIONS lists them in reading order, and the renderers and `build` walk the
-contents without knowing where they came from: adding a section means writing its function and
-adding one line to a list.
+Everything a report holds beyond its first lines comes from a `Source`: a function `(run,
+records) -> Content | None`, None when the run has nothing for it, else its blocks (h2
+sections), sentences for the findings and the CSV files it writes, with the names of the CSV
+files it may write declared beside it. A section with tables (report/core.py's, each
+workload's: report/crud.py, oltp.py, backup.py, maintenance.py, strength.py), a source of
+findings alone and the run's own CSV files (summary.csv, …) are all sources; document.SOURCES
+lists every one of them once, in reading order, and the renderers and `build` walk what they
+return without knowing where it came from: adding a section means writing its function and
+adding one line to that list. `tdebench compare` keeps the same contract with a comparison
+for its argument (compare.VIEWS), and both render through the same writers (markdown.py,
+html.py). tests/unit/test_report_sources.py lists the sources and fails on a second way in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, ParamSpec
 
 from tdebench.report import plots
+from tdebench.report.records import SummaryRecord
 from tdebench.report.tables import Table
+from tdebench.results import RunData
 
 FOLD_ABOVE = 10
 """A reference table longer than this many rows is folded in report.html (a <details> under its
@@ -31,6 +39,24 @@ class Part:
     markdown: bool = True
 
 
+@dataclass(frozen=True)
+class Bullets:
+    """Sentences as a list (a comparison's findings, what differs between two runs)."""
+
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """One sentence or more as a note (what a comparison says when nothing differs)."""
+
+    text: str
+
+
+Piece = Part | Bullets | Paragraph
+"""What a block holds, in order; every writer draws each kind (markdown.py, html.py)."""
+
+
 def long_part(table: Table) -> Part:
     """A reference table, folded when it is longer than FOLD_ABOVE rows."""
     return Part(table, folded=len(table.rows) > FOLD_ABOVE)
@@ -42,7 +68,7 @@ class Block:
     adds the anchor once every title is known)."""
 
     title: str
-    parts: tuple[Part, ...] = ()
+    parts: tuple[Piece, ...] = ()
     figures: tuple[plots.Figure, ...] = ()
 
 
@@ -60,3 +86,33 @@ class Content:
     blocks: tuple[Block, ...]
     findings: tuple[str, ...] = ()
     csvs: tuple[tuple[str, Table], ...] = ()
+
+
+Arguments = ParamSpec("Arguments")
+SectionFunction = Callable[[RunData, list[SummaryRecord]], "Content | None"]
+"""A report's source: the run and its summary records in, its content out."""
+
+
+@dataclass(frozen=True)
+class Source(Generic[Arguments]):
+    """One way into a document: the function that makes its content, and the name of every CSV
+    file it may write (derived files: `run --force` removes them from runs older than
+    manifests, report.DERIVED), which `check` holds it to."""
+
+    content: Callable[Arguments, Content | None]
+    csvs: tuple[str, ...] = ()
+
+    def __call__(self, *args: Arguments.args, **kwargs: Arguments.kwargs) -> Content | None:
+        return self.check(self.content(*args, **kwargs))
+
+    def check(self, content: Content | None) -> Content | None:
+        undeclared = [name for name, _ in content.csvs if name not in self.csvs] if content else []
+        if undeclared:
+            raise ValueError(f"{self.content.__qualname__} writes {', '.join(undeclared)}, which its Source does "
+                             "not declare")
+        return content
+
+
+def findings_only(sentences: list[str]) -> Content | None:
+    """The content of a source of findings alone (no section of its own); None without a sentence."""
+    return Content(blocks=(), findings=tuple(sentences)) if sentences else None
