@@ -2,8 +2,8 @@
 is a `Source` in document.SOURCES, every section and CSV file of `tdebench compare` one in
 compare.VIEWS, and both documents are drawn by the same writers (markdown.py, html.py's
 templates). The lists are spelled out here, so that a source added or moved is seen in review,
-and report/ is scanned for a second way in: a CSV file written, a findings function called or a
-section drawn anywhere else."""
+and report/ is scanned for a second way in: a workload's `section` or a CSV name no source lists,
+a CSV file written, a findings function called or a section drawn anywhere else."""
 
 from __future__ import annotations
 
@@ -54,6 +54,20 @@ def calls(tree: ast.Module) -> list[tuple[str, str]]:
     return [(node.func.value.id, node.func.attr) for node in ast.walk(tree)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and isinstance(node.func.value, ast.Name)]
+
+
+def test_every_section_and_csv_name_in_report_is_registered() -> None:
+    """A module's `section` or `CSV` that no source lists would be a section the report never shows."""
+    registered = {(source.content.__module__.rsplit(".", 1)[-1], source.content.__name__)
+                  for source in document.SOURCES}
+    for name, tree in modules().items():
+        for node in tree.body:
+            if (isinstance(node, ast.FunctionDef) and node.name == "section"
+                    and [arg.arg for arg in node.args.args] == ["run", "records"]):
+                assert (name.removesuffix(".py"), "section") in registered, name
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                    and isinstance(node.value.value, str) and node.value.value.endswith(".csv")):
+                assert node.value.value in (*document.CSV_FILES, *compare.WRITTEN), (name, node.value.value)
 
 
 def test_csv_files_are_written_where_each_command_writes_its_documents_alone() -> None:
