@@ -25,7 +25,7 @@ import re
 import statistics
 from pathlib import Path
 
-from tdebench.report.records import BASELINE, PLACEBO
+from tdebench.report.data.records import BASELINE, PLACEBO
 
 ENGINE_NAMES = {"duckdb": "DuckDB", "sqlite": "SQLite", "mariadb": "MariaDB", "postgres": "PostgreSQL"}
 

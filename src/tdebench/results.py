@@ -194,7 +194,7 @@ class TrialOutcome:
     # the memory the engine's own cache really had, in MiB (Engine.cache_mb): memory_mb, or the
     # engine's default (SQLite's 2000 KiB page cache, DuckDB's 80% of memory, the servers' pools);
     # 0 when not known: a server tdebench did not start (and in format 1, an embedded engine's
-    # default: "no limit set by tdebench", see report/cache.py); None: not recorded (`upgrade`)
+    # default: "no limit set by tdebench", see report/summaries/cache.py); None: not recorded (`upgrade`)
     cache_mb: float | None = None
     # the host that ran the trial in a cluster run (cluster.host_identity: its hostname, and the
     # worker's name where a machine runs several); None in a run on one machine

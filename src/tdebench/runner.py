@@ -55,7 +55,7 @@ from tdebench.workloads.base import OtherDrivers, Session, read_canaries, write_
 OPENS = 5
 """Connections opened and timed per trial after its load (test "open", step "connect"), the last
 one kept for the tests: a key derivation is paid per connection, not per query, so the report
-gives it as a figure of its own (report/connection.py); the median of five opens per trial
+gives it as a figure of its own (report/summaries/connection.py); the median of five opens per trial
 keeps one slow open (a page not yet in the OS cache, a scheduler hiccup) from being the figure."""
 CANARY_COUNT = 4
 DIED_WAIT_S = 0.5
@@ -682,8 +682,8 @@ def next_rounds(plan: Plan, run: RunData, elapsed_s: float,
     runner and a cluster run's client (each host's rounds pair within it) both add rounds so.
     The report's modules are imported here, not with the runner: they bring in matplotlib and
     SciPy, a couple of seconds of every cluster unit's start, which runs trials and never this."""
-    from tdebench.report.noise import widest_headlines, widest_of
-    from tdebench.report.records import group_label, summary_records
+    from tdebench.report.summaries.noise import widest_headlines, widest_of
+    from tdebench.report.data.records import group_label, summary_records
 
     assert plan.target_ci_pct is not None
     widths = widest_headlines(run, summary_records(run), plan.target_tests)

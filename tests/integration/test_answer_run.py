@@ -1,4 +1,4 @@
-"""The answer table from real runs (report/answer.py). The built-in plans `assess-sqlite` and
+"""The answer table from real runs (report/sections/answer.py). The built-in plans `assess-sqlite` and
 `assess-duckdb`, run through `tdebench run PLAN --engine NAME` and cut to one round (no warm-up,
 placebo or adaptive rounds, one pass, SF 0.01, one encryption of each kind the plan holds: what
 fills a column is the plan's shape — both caches, TPC-H's power test and the strength tests with
@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from tdebench.cli import main
 from tdebench.cli.plans import builtin_plans
-from tdebench.report.answer import rows
-from tdebench.report.records import summary_records
+from tdebench.report.sections.answer import rows
+from tdebench.report.data.records import summary_records
 from tdebench.store import read_run
 
 PLAN = '''name = "answer"

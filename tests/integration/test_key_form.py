@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from tdebench.cli import main
 from tdebench.engines import get_engine
 from tdebench.keys import KeySource, Secret
-from tdebench.report.connection import OPEN_CELL
-from tdebench.report.records import summary_records
+from tdebench.report.summaries.connection import OPEN_CELL
+from tdebench.report.data.records import summary_records
 from tdebench.store import read_run
 
 pytestmark = pytest.mark.serial  # its runs time opens: alone, not beside another test (scripts/test.sh)

@@ -1,12 +1,12 @@
-"""The answer table's recommendation (report/advice.py): every phrase reachable from the rules, and
+"""The answer table's recommendation (report/data/advice.py): every phrase reachable from the rules, and
 no weak encryption ever recommended."""
 
 from __future__ import annotations
 
 import itertools
 
-from tdebench.report import advice
-from tdebench.report.advice import Facts, recommend
+from tdebench.report.data import advice
+from tdebench.report.data.advice import Facts, recommend
 
 TAG = Facts(integrity=advice.TAG, repeated_share=0.0, random_share=0.0, old_key_opens=False)
 

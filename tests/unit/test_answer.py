@@ -1,4 +1,4 @@
-"""The answer table (report/answer.py): one row per engine and encryption with its cost, coverage per
+"""The answer table (report/sections/answer.py): one row per engine and encryption with its cost, coverage per
 file kind, integrity, leaks, keys and recommendation, from a fake run's records; what the run did
 not measure says so and names the plan that does."""
 
@@ -8,8 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from fakes import DEMO, DEMO_PLAN, write_fake_run
-from tdebench.report import answer, build
-from tdebench.report.records import summary_records
+from tdebench.report.sections import answer
+from tdebench.report import build
+from tdebench.report.data.records import summary_records
 from tdebench.results import Measurement, TrialKey, TrialOutcome
 from tdebench.store import ResultStore, read_run
 

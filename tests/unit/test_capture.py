@@ -13,8 +13,8 @@ from pathlib import Path
 
 from tdebench.capture import Capture
 from tdebench.engines.base import default_file_kind
-from tdebench.report.findings import verdict_summary
-from tdebench.report.tables import verdicts_table
+from tdebench.report.summaries.findings import verdict_summary
+from tdebench.report.summaries.tables import verdicts_table
 from tdebench.results import (TRANSIENT_CANARIES, TRANSIENT_CLEAN, TRANSIENT_NONE, FileScan, RunData, TrialKey,
                               TrialOutcome, from_json, to_json)
 from tdebench.verify import TrialScan, judge

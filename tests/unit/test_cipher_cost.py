@@ -1,4 +1,4 @@
-"""Against the raw cipher (report/cipher_cost.py): the cipher time the bytes read and written imply,
+"""Against the raw cipher (report/summaries/cipher_cost.py): the cipher time the bytes read and written imply,
 its share of the measured cost and the rest named from what the run measured, on hand-made runs
 whose bytes, speeds and times are known; a run without the bytes says so."""
 
@@ -12,10 +12,10 @@ import pytest
 
 from tdebench import runsetup
 from tdebench.engines import get_engine
-from tdebench.report.cipher_cost import COVERED, KEY, NO_BYTES, WAIT, Parts, cipher_cost_table, rest, rows
-from tdebench.report.encryptions import known
-from tdebench.report.records import summary_records
-from tdebench.report.tables import environment_table
+from tdebench.report.summaries.cipher_cost import COVERED, KEY, NO_BYTES, WAIT, Parts, cipher_cost_table, rest, rows
+from tdebench.report.data.encryptions import known
+from tdebench.report.data.records import summary_records
+from tdebench.report.summaries.tables import environment_table
 from tdebench.results import (AT_MOUNT, ENCRYPTIONS, ENGINE_FACTS, ON_OPEN, RAW, CipherSpeed, EncryptionFacts,
                               Measurement, RunData, TrialKey, TrialOutcome, recorded_encryptions, recorded_engines)
 

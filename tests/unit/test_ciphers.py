@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from tdebench.engines import PROVISIONED
 from tdebench.measure.ciphers import (CIPHERS, PAGE_SIZES, RawCipher, library, measure_ciphers, openssl_speed,
                                      page_speed)
-from tdebench.report.cipher_cost import raw_speed
-from tdebench.report.tables import UNAVAILABLE, size_text, speeds_table
+from tdebench.report.summaries.cipher_cost import raw_speed
+from tdebench.report.summaries.tables import UNAVAILABLE, size_text, speeds_table
 from tdebench.results import AT_MOUNT, AT_START, ON_OPEN, PER_VALUE, CipherSpeed, EncryptionFacts, from_json, to_json
 
 PAGE = 4096

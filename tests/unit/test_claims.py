@@ -1,4 +1,4 @@
-"""Vendor claims beside measurements (report/claims.py): a claim's line appears only where a run
+"""Vendor claims beside measurements (report/summaries/claims.py): a claim's line appears only where a run
 matches its regime (engine, workload, encryption, test, and whether the data fit the cache)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tdebench.report.claims import CLAIMS, claim_lines
-from tdebench.report.records import summary_records
+from tdebench.report.summaries.claims import CLAIMS, claim_lines
+from tdebench.report.data.records import summary_records
 from tdebench.results import Measurement, RunData, TrialKey, TrialOutcome
 from tdebench.store import ResultStore, read_run
 

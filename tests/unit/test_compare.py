@@ -12,9 +12,10 @@ from click.testing import CliRunner
 
 from fakes import ENVIRONMENT, FAILED, TIMED_OUT, Shape, write_fake_run
 from tdebench.cli import main
-from tdebench.report import compare, html, markdown
-from tdebench.report.sections import Part
-from tdebench.report.tables import Table
+from tdebench.report import write_comparison
+from tdebench.report.sections import Part, compare
+from tdebench.report.writers import html, markdown
+from tdebench.report.summaries.tables import Table
 from tdebench.results import RunData
 from tdebench.store import read_run
 
@@ -213,7 +214,7 @@ def test_a_changed_overhead_is_found_and_exact_sizes_are_exact(runs: dict[str, P
 
 
 def test_write_makes_the_three_files_with_every_figure(slower: compare.Comparison, tmp_path: Path) -> None:
-    written = compare.write(slower, tmp_path)
+    written = write_comparison(slower, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(compare.WRITTEN) == sorted(p.name for p in written)
     with (tmp_path / compare.COMPARE_CSV).open(newline="") as fh:
         rows = list(csv.DictReader(fh))

@@ -1,4 +1,4 @@
-"""The per-connection figure (report/connection.py): the open's time per encryption against
+"""The per-connection figure (report/summaries/connection.py): the open's time per encryption against
 none's, with the key form each trial recorded, from hand-made records."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 from tdebench import runsetup
 from tdebench.engines import PROVISIONED, get_engine
-from tdebench.report.connection import connection_table, findings, key_text
-from tdebench.report.document import assemble
-from tdebench.report.records import summary_records
+from tdebench.report.summaries.connection import connection_table, findings, key_text
+from tdebench.report.sections.document import assemble
+from tdebench.report.data.records import summary_records
 from tdebench.results import AT_MOUNT, AT_START, ON_OPEN, PER_VALUE, Measurement, TrialKey, TrialOutcome
 from tdebench.store import ResultStore, read_run
 

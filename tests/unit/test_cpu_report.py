@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fakes import DEMO, DEMO_PLAN, write_fake_run
 from tdebench.report import build
-from tdebench.report.units import number, percent
+from tdebench.report.data.units import number, percent
 from tdebench.stats import NO_RATIO
 
 OVERHEAD_COLUMNS = ("overhead_pct", "overhead_ci_low", "overhead_ci_high")

@@ -11,7 +11,7 @@ aside), reads the example's raw data (docs/examples/NAME: results.jsonl.xz, plan
 environment.json, from which tests/integration/test_examples.py rebuilds its report.md
 unchanged), computes the figure with the report's functions (summary records, the placebo's
 resolution, the cache-fit table, the per-connection table, the raw cipher figures) and its
-formatting (report/units.py, the minus sign typeset as − as the docs write it), and fails
+formatting (report/data/units.py, the minus sign typeset as − as the docs write it), and fails
 where the text before the marker does not end with it, and where a marker names an example, a
 configuration or a figure that does not exist.
 """
@@ -30,13 +30,13 @@ from typing import Any
 import pytest
 
 from tdebench.measure.environment import cpu_text
-from tdebench.report import connection, noise
-from tdebench.report.cache import cache_fit_table
-from tdebench.report.cipher_cost import raw_speed
-from tdebench.report.declared import timed
-from tdebench.report.records import (PLACEBO, CellKey, SummaryRecord, headline_records, measured, resolution,
-                                     summary_records)
-from tdebench.report.units import change, mib, number, percent, signed_ms, times
+from tdebench.report.summaries import connection, noise
+from tdebench.report.summaries.cache import cache_fit_table
+from tdebench.report.summaries.cipher_cost import raw_speed
+from tdebench.report.data.declared import timed
+from tdebench.report.data.records import (PLACEBO, CellKey, SummaryRecord, headline_records, measured, resolution,
+                                          summary_records)
+from tdebench.report.data.units import change, mib, number, percent, signed_ms, times
 from tdebench.results import RunData
 from tdebench.stats import PAIRED
 from tdebench.store import ENVIRONMENT, PLAN, RESULTS, read_run

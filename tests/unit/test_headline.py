@@ -1,4 +1,4 @@
-"""The report's opening lines (report/headline.py): each encryption's cost in plain words,
+"""The report's opening lines (report/sections/headline.py): each encryption's cost in plain words,
 grouped as a DBA decides, first under the title of report.md and report.html."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from fakes import write_fake_run
 from tdebench.report import build
-from tdebench.report.headline import _grouped, headline
-from tdebench.report.records import CellKey, summary_records
+from tdebench.report.sections.headline import _grouped, headline
+from tdebench.report.data.records import CellKey, summary_records
 from tdebench.stats import PAIRED, Overhead
 from tdebench.store import read_run
 
@@ -112,7 +112,7 @@ def test_a_figure_with_a_resolved_cost_leads_over_a_narrower_one_with_none(tmp_p
     """As in the io-bound example: SQLite's load within a few percent of none (the narrowest
     interval, no cost) and its power test +20% beyond the placebo's floor: the sentence, the
     line in one minute and the picture read the power test."""
-    from tdebench.report.headline import chosen_figures, summary_lines
+    from tdebench.report.sections.headline import chosen_figures, summary_lines
     from tdebench.results import Measurement, TrialKey, TrialOutcome
     from tdebench.store import ResultStore
 
@@ -141,7 +141,7 @@ def test_a_resolved_power_test_leads_over_a_narrower_resolved_load(tmp_path: Pat
     """As in the io-bound example of 2026-12-02: SQLite's load +9.5% with a narrow interval and
     its power test +33%, both resolved: the headline reads the power test, what the queries cost,
     not the load a DBA pays once."""
-    from tdebench.report.headline import chosen_figures
+    from tdebench.report.sections.headline import chosen_figures
     from tdebench.results import Measurement, TrialKey, TrialOutcome
     from tdebench.store import ResultStore
 
@@ -172,8 +172,8 @@ def test_the_headline_picture_has_a_panel_per_sentence_with_verdicts_and_floor(t
     picture is drawn first in report.md and report.html."""
     from dataclasses import replace
 
-    from tdebench.report.headline import panels
-    from tdebench.report.plots import headline_plot
+    from tdebench.report.sections.headline import panels
+    from tdebench.report.summaries.plots import headline_plot
     from tdebench.results import RunData
 
     write_fake_run(tmp_path, placebo=True)
@@ -206,7 +206,7 @@ def test_a_run_ends_with_its_cost_lines_cut_but_never_the_at_rest_line() -> None
     """The lines `tdebench run` prints: the io-bound run's four engines had printed three cost
     lines and neither the busy machine nor the at-rest verdicts; now at most `most` cost lines,
     a line counting the rest, then always the machine and at-rest lines."""
-    from tdebench.report.headline import Glance
+    from tdebench.report.sections.headline import Glance
 
     costs = [f"engine {n}: +{n}%; noise floor ±1.0%." for n in range(1, 5)]
     tail = ["The machine was busy: 6 of 222 trials …", "At rest: 222/222 verdicts as expected. …"]
@@ -221,7 +221,7 @@ def test_in_one_minute_is_a_short_line_per_engine_and_the_findings_have_the_rest
     """summary_lines: per engine its cheapest and dearest encryption, the floor and the regime
     in at most 30 words; the full sentences (every encryption with its interval) follow, "In
     full" (folded in the HTML)."""
-    from tdebench.report.headline import config_sentences, summary_lines
+    from tdebench.report.sections.headline import config_sentences, summary_lines
 
     write_fake_run(tmp_path, placebo=True)
     run = read_run(tmp_path)

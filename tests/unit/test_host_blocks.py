@@ -12,10 +12,10 @@ import pytest
 
 from tdebench import runsetup
 from tdebench.engines import get_engine
-from tdebench.report.cipher_cost import cipher_cost_table
-from tdebench.report.findings import hosts_sentence
-from tdebench.report.records import host_blocks, host_groups, summary_records
-from tdebench.report.tables import summary_table
+from tdebench.report.summaries.cipher_cost import cipher_cost_table
+from tdebench.report.summaries.findings import hosts_sentence
+from tdebench.report.data.records import host_blocks, host_groups, summary_records
+from tdebench.report.summaries.tables import summary_table
 from tdebench.results import CipherSpeed, Measurement, RunData, TrialKey, TrialOutcome
 from tdebench.stats import PAIRED
 

@@ -6,7 +6,7 @@ of a module, `if TYPE_CHECKING:` blocks included), so nothing is imported and no
 effects run. Between the top-level pieces (a package such as `engines`, or a module such as
 `store`) an arrow may point to a lower tier; the few that stay within a tier are listed in
 SIDEWAYS with the reason. The report reads the workloads through their registry in one module
-(report/declared.py) and nothing of the engines (what it needs of them the run recorded), and a
+(report/data/declared.py) and nothing of the engines (what it needs of them the run recorded), and a
 workload judges what it writes at rest through `RunContext`, never through verify.py or store.py."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ SIDEWAYS = {
 
 REGISTRY = "tdebench.workloads"
 """The one module of workloads/ the report may import ..."""
-REGISTRY_READER = "tdebench.report.declared"
+REGISTRY_READER = "tdebench.report.data.declared"
 """... and the one module of report/ that imports it."""
 
 
@@ -106,7 +106,7 @@ def _arrows() -> list[tuple[str, str]]:
 def test_the_graph_is_read_from_the_source() -> None:
     """The walker finds the arrows it checks (a walker that found none would pass everything)."""
     assert ("tdebench.runner", "tdebench.verify") in _arrows()
-    assert "tdebench.report.declared" in GRAPH and REGISTRY in GRAPH[REGISTRY_READER]
+    assert "tdebench.report.data.declared" in GRAPH and REGISTRY in GRAPH[REGISTRY_READER]
     assert ("tdebench.kit.readme", "tdebench.kit.scripts") in [(m, t) for m, ts in GRAPH.items() for t in ts]
 
 
@@ -146,7 +146,7 @@ def test_the_report_imports_nothing_of_the_engines() -> None:
     different when encrypted) the run recorded (results.ENGINE_FACTS, ENCRYPTIONS), and the run
     format's names (key forms, backup methods) are results.py's, so an engine this tdebench does not
     have, or has changed since, reports as the run recorded it (tests/unit/test_recorded_facts.py)."""
-    assert "tdebench.report.encryptions" in GRAPH  # the walker sees report/
+    assert "tdebench.report.data.encryptions" in GRAPH  # the walker sees report/
     assert [(m, t) for m, t in _arrows() if _piece(m) == "report" and _piece(t) == "engines"] == []
 
 

@@ -1,4 +1,4 @@
-"""Where a cost sets in (report/knee.py), and a cost curve that draws no line across a gap."""
+"""Where a cost sets in (report/sections/knee.py), and a cost curve that draws no line across a gap."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import lzma
 from pathlib import Path
 
 from fakes import write_fake_run
-from tdebench.report import knee
-from tdebench.report.plots import GAP, _runs
-from tdebench.report.records import summary_records
+from tdebench.report.sections import knee
+from tdebench.report.summaries.plots import GAP, _runs
+from tdebench.report.data.records import summary_records
 from tdebench.store import read_run
 
 

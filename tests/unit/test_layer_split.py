@@ -1,4 +1,4 @@
-"""An fs-layer encryption's cost split in two (report/layers.py): the bare layer against none,
+"""An fs-layer encryption's cost split in two (report/sections/layers.py): the bare layer against none,
 and the cipher against the bare layer, each with its paired interval, on a fake lockstep run
 whose true factors are known; and the passthrough modelled as a layer with no cipher."""
 
@@ -13,10 +13,12 @@ import pytest
 from fakes import Shape, write_fake_run
 
 from tdebench.engines import get_engine
-from tdebench.report import answer, build, cache, headline
-from tdebench.report.encryptions import Known
-from tdebench.report.layers import CIPHER, LAYER, NEITHER, dominant, layer_share, split_rows
-from tdebench.report.records import summary_records
+from tdebench.report.sections import answer, headline
+from tdebench.report import build
+from tdebench.report.summaries import cache
+from tdebench.report.data.encryptions import Known
+from tdebench.report.sections.layers import CIPHER, LAYER, NEITHER, dominant, layer_share, split_rows
+from tdebench.report.data.records import summary_records
 from tdebench.stats import PAIRED, Overhead
 from tdebench.store import read_run
 

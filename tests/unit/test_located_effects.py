@@ -8,8 +8,9 @@ from pathlib import Path
 
 from fakes import PLAN, Shape, write_fake_run
 from tdebench.engines.duckdb import DuckDBEngine
-from tdebench.report import findings, headline
-from tdebench.report.records import summary_records
+from tdebench.report.summaries import findings
+from tdebench.report.sections import headline
+from tdebench.report.data.records import summary_records
 from tdebench.store import read_run
 
 FASTER = Shape(settings={"duckdb": {"none": (1.0, 10.0), "aes-256-gcm": (0.85, 10.4)}}, placed=False)

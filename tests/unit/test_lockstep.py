@@ -10,8 +10,8 @@ import pytest
 from fake_engine import FAKE_ENC, FakeEngine, SteppedFakeWorkload
 from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec, lockstep_groups, schedule
-from tdebench.report.noise import comparison_noise, noisy_figures
-from tdebench.report.records import BASELINE, PLACEBO, over_passes, summary_records
+from tdebench.report.summaries.noise import comparison_noise, noisy_figures
+from tdebench.report.data.records import BASELINE, PLACEBO, over_passes, summary_records
 from tdebench.runner import Runner
 from tdebench.results import Measurement, TrialKey
 from tdebench.store import ResultStore, read_run

@@ -17,8 +17,8 @@ from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.report import build
-from tdebench.report import maintenance as report
-from tdebench.report.records import summary_records
+from tdebench.report.sections import maintenance as report
+from tdebench.report.data.records import summary_records
 from tdebench.runner import Runner
 from tdebench.results import Measurement, TrialKey, TrialOutcome
 from tdebench.store import ResultStore, read_run

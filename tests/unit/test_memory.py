@@ -15,8 +15,10 @@ from fakes import PLAN, SQUEEZE, as_before_defaults_were_recorded, write_fake_ru
 from tdebench import report
 from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
-from tdebench.report import answer, cache, plots, units
-from tdebench.report.records import summary_records
+from tdebench.report.data import units
+from tdebench.report.sections import answer
+from tdebench.report.summaries import cache, plots
+from tdebench.report.data.records import summary_records
 from tdebench.runner import Runner
 from tdebench.results import FORMAT, Measurement, RunData, TrialKey, TrialOutcome, from_json, to_json, upgrade
 from tdebench.store import ResultStore, read_run

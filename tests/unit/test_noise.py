@@ -1,4 +1,4 @@
-"""Noise flags for headline figures only, and busy trials (report/noise.py), from hand-made records."""
+"""Noise flags for headline figures only, and busy trials (report/summaries/noise.py), from hand-made records."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tdebench.report.headline import headline
-from tdebench.report.noise import (BUSY_OTHERS_PCT, busy_headline, busy_sentence, findings, is_headline,
-                                   noise_sentence, noisy, noisy_figures, quiet_sentence, trial_loads)
-from tdebench.report.records import CellKey, SummaryRecord, summary_records, unit_of
-from tdebench.report.tables import machine_load_table, noisy_table, summary_table
+from tdebench.report.sections.headline import headline
+from tdebench.report.summaries.noise import (BUSY_OTHERS_PCT, busy_headline, busy_sentence, findings, is_headline,
+                                             noise_sentence, noisy, noisy_figures, quiet_sentence, trial_loads)
+from tdebench.report.data.records import CellKey, SummaryRecord, summary_records, unit_of
+from tdebench.report.summaries.tables import machine_load_table, noisy_table, summary_table
 from tdebench.stats import summarize
 from tdebench.results import Sample, TrialKey, TrialOutcome
 from tdebench.store import RESULTS, ResultStore, read_run

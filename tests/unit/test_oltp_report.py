@@ -12,9 +12,10 @@ import pytest
 
 from fakes import write_fake_run
 from plots import drawn
-from tdebench.report import build, oltp
-from tdebench.report.noise import widest_headline
-from tdebench.report.records import summary_records
+from tdebench.report import build
+from tdebench.report.sections import oltp
+from tdebench.report.summaries.noise import widest_headline
+from tdebench.report.data.records import summary_records
 from tdebench.results import Measurement, TrialKey, TrialOutcome
 from tdebench.store import ResultStore, read_run
 
@@ -201,7 +202,7 @@ def test_an_embedded_run_has_no_saturation_table(run_dir: Path) -> None:
 def test_in_one_minute_leads_with_the_rates_and_calls_a_drop_a_cost(run_dir: Path) -> None:
     """An oltp plan is read for its TPM and NOPM, not its load: 10% fewer transactions is a cost
     of -10%, a drop, in the first sentence."""
-    from tdebench.report.headline import headline
+    from tdebench.report.sections.headline import headline
 
     run = read_run(run_dir)
     (sentence, *_) = headline(run, summary_records(run))
@@ -214,7 +215,7 @@ def test_a_plan_of_the_load_test_alone_is_read_for_its_rates_not_its_data_load(t
     """oltp's load test shares its name with the data load's records (test "load", step
     "total", TPC-H's headline): with no stress test beside it, the first sentence is still about
     TPM or NOPM, not the data load (here 2.5 times slower encrypted, "more than doubles")."""
-    from tdebench.report.headline import headline
+    from tdebench.report.sections.headline import headline
 
     store = ResultStore(tmp_path)
     store.start(PLAN, {"cpu": {"cores": 2}})
@@ -236,7 +237,7 @@ def test_a_rate_that_halves_is_named_apart_and_a_higher_rate_is_not_a_cost() -> 
     from dataclasses import dataclass
     from types import SimpleNamespace
 
-    from tdebench.report.headline import _grouped
+    from tdebench.report.sections.headline import _grouped
     from tdebench.stats import PAIRED, Overhead
 
     @dataclass(frozen=True)

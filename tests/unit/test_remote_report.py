@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tdebench.report.findings import alerts, judged, overview, verdict_summary
-from tdebench.report.tables import failures_table, verdict_summary_table
+from tdebench.report.summaries.findings import alerts, judged, overview, verdict_summary
+from tdebench.report.summaries.tables import failures_table, verdict_summary_table
 from tdebench.results import NOT_VERIFIED, RunData, TrialKey, TrialOutcome, Verdict
 
 PLAN = '''name = "remote"

@@ -16,13 +16,14 @@ from fakes import (BASELINE_CPU_MAX, BASELINE_MEM_MAX_MIB, FAILED, LAYERED, MIB,
 
 from plots import drawn
 from tdebench.report import DERIVED, build  # noqa: E402
-from tdebench.report.findings import (DEFAULT_QUERY_TIMEOUT_S, alerts, at_rest_ok, figure_text, findings,  # noqa: E402
-                                      overhead_sentence, query_timeouts, timeout_alerts, verdict_summary)
-from tdebench.report.noise import noisy_figures, widest_headlines  # noqa: E402
-from tdebench.report.plots import needs_log_scale, resource_plots  # noqa: E402
-from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
-from tdebench.report.cipher_cost import NO_BYTES, cipher_cost_table  # noqa: E402
-from tdebench.report.tables import overhead_table, query_answer, resources_table, size_table  # noqa: E402
+from tdebench.report.summaries.findings import (DEFAULT_QUERY_TIMEOUT_S, alerts, at_rest_ok, figure_text,  # noqa: E402
+                                                findings, overhead_sentence, query_timeouts, timeout_alerts,
+                                                verdict_summary)
+from tdebench.report.summaries.noise import noisy_figures, widest_headlines  # noqa: E402
+from tdebench.report.summaries.plots import needs_log_scale, resource_plots  # noqa: E402
+from tdebench.report.data.records import CellKey, SummaryRecord, summary_records  # noqa: E402
+from tdebench.report.summaries.cipher_cost import NO_BYTES, cipher_cost_table  # noqa: E402
+from tdebench.report.summaries.tables import overhead_table, query_answer, resources_table, size_table  # noqa: E402
 from tdebench.stats import overhead, summarize  # noqa: E402
 from tdebench.results import Measurement, RunData, Sample, TrialKey, TrialOutcome, Verdict  # noqa: E402
 from tdebench.store import read_run  # noqa: E402
@@ -395,7 +396,7 @@ def test_resource_plot_falls_back_to_the_lowest_sampled_repetition() -> None:
 
 
 def test_scales_read_in_their_workloads_words() -> None:
-    from tdebench.report.records import scale_label, scale_text
+    from tdebench.report.data.records import scale_label, scale_text
 
     assert [scale_text(s) for s in (0.01, 1.0, 10.0, 1_000_000.0)] == ["0.01", "1", "10", "1,000,000"]
     assert scale_label("tpch", 0.1) == "sf0.1" and scale_label("crud", 1e6) == "1,000,000 rows"
@@ -521,7 +522,7 @@ def test_a_build_cut_short_by_a_full_disk_leaves_no_file_the_manifest_does_not_n
     a half-written one; nothing else of the directory is touched."""
     import errno
 
-    from tdebench.report import csvfiles
+    from tdebench.report.writers import csvfiles
     from tdebench.store import OutputError, manifest
 
     write_fake_run(tmp_path)

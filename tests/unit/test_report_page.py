@@ -13,11 +13,11 @@ import pytest
 from fakes import DEMO, DEMO_PLAN, FAILED, MIB, Shape, write_fake_run  # noqa: E402
 
 from tdebench.report import build  # noqa: E402
-from tdebench.report.document import anchors, slug  # noqa: E402
+from tdebench.report.sections.document import anchors, slug  # noqa: E402
 from tdebench.report.sections import FOLD_ABOVE  # noqa: E402
-from tdebench.report.plots import overhead_plots, resource_plots, scaling_plots  # noqa: E402
-from tdebench.report.records import CellKey, SummaryRecord, summary_records  # noqa: E402
-from tdebench.report.tables import verdict_summary_table  # noqa: E402
+from tdebench.report.summaries.plots import overhead_plots, resource_plots, scaling_plots  # noqa: E402
+from tdebench.report.data.records import CellKey, SummaryRecord, summary_records  # noqa: E402
+from tdebench.report.summaries.tables import verdict_summary_table  # noqa: E402
 from tdebench.stats import summarize  # noqa: E402
 from tdebench.results import Sample, TrialKey  # noqa: E402
 from tdebench.store import read_run  # noqa: E402

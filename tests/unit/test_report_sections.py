@@ -12,10 +12,11 @@ import pytest
 
 from fakes import write_fake_run
 
-from tdebench.report import build, core, document
-from tdebench.report.records import SummaryRecord
+from tdebench.report import build
+from tdebench.report.sections import core, document
+from tdebench.report.data.records import SummaryRecord
 from tdebench.report.sections import Block, Content, Part, SectionFunction, Source, block
-from tdebench.report.tables import Column, Table
+from tdebench.report.summaries.tables import Column, Table
 from tdebench.results import RunData
 from tdebench.store import manifest
 

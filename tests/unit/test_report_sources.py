@@ -11,10 +11,14 @@ import ast
 from collections import Counter
 from pathlib import Path
 
-from tdebench.report import DERIVED, compare, document
-from tdebench.report.sections import Source
+from tdebench import report
+from tdebench.report import DERIVED
+from tdebench.report.sections import Source, compare, document
 
-REPORT = Path(document.__file__).parent
+REPORT = Path(report.__file__).parent
+LAYERS = ("data", "summaries", "sections", "writers")
+"""report/'s subpackages, lowest first: a module imports only from its own layer and lower ones
+(report/__init__.py, `build`, stands above them all)."""
 
 SOURCES = (
     "core.csv_files", "core.failures", "core.overhead", "core.cost_curve", "core.cache_fit", "core.cipher_context",
@@ -46,7 +50,25 @@ def test_every_csv_file_is_declared_by_its_source_and_derived() -> None:
 
 
 def modules() -> dict[str, ast.Module]:
-    return {path.name: ast.parse(path.read_text(), str(path)) for path in sorted(REPORT.glob("*.py"))}
+    """Every module of report/ by its file's name (each name is used once), its package's
+    `__init__.py` by the package's."""
+    paths = sorted(REPORT.rglob("*.py"))
+    return {(f"{path.parent.name}.py" if path.name == "__init__.py" and path.parent != REPORT else path.name):
+            ast.parse(path.read_text(), str(path)) for path in paths}
+
+
+def test_each_layer_imports_only_its_own_and_lower_ones() -> None:
+    for path in sorted(REPORT.rglob("*.py")):
+        layer = path.relative_to(REPORT).parts[0]
+        if layer not in LAYERS:
+            continue  # report/__init__.py
+        allowed = {f"tdebench.report.{below}" for below in LAYERS[:LAYERS.index(layer) + 1]}
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tdebench.report"):
+                imported = [node.module] if node.module != "tdebench.report" else [
+                    f"tdebench.report.{alias.name}" for alias in node.names]
+                for module in imported:
+                    assert ".".join(module.split(".")[:3]) in allowed, f"{path.relative_to(REPORT)} imports {module}"
 
 
 def calls(tree: ast.Module) -> list[tuple[str, str]]:
@@ -71,17 +93,17 @@ def test_every_section_and_csv_name_in_report_is_registered() -> None:
 
 
 def test_csv_files_are_written_where_each_command_writes_its_documents_alone() -> None:
-    """report/__init__.py writes what the report's sources hold, compare.write what its views
-    hold: no module writes a CSV file of its own."""
+    """report/__init__.py writes what the report's sources hold (`build`) and what compare's
+    views hold (`write_comparison`): no module writes a CSV file of its own."""
     written = Counter(name for name, tree in modules().items() for call in calls(tree)
                       if call == ("csvfiles", "write"))
-    assert written == Counter({"__init__.py": 1, "compare.py": 1})
+    assert written == Counter({"__init__.py": 2})
     writers = [name for name, tree in modules().items() for call in calls(tree) if call == ("csv", "writer")]
     assert writers == ["csvfiles.py"]
 
 
 def test_findings_reach_the_report_through_its_sources_alone() -> None:
-    """Another module's findings are called only by the sources of findings (report/core.py) and
+    """Another module's findings are called only by the sources of findings (report/sections/core.py) and
     by the first lines (headline.py, which quote the cache's caveat); the report's findings are
     what its entries hold, nothing wired in beside them."""
     callers = {name for name, tree in modules().items() for _, function in calls(tree)
@@ -97,8 +119,9 @@ def test_findings_reach_the_report_through_its_sources_alone() -> None:
 def test_sections_are_drawn_by_the_writers_alone() -> None:
     """An h2 is drawn in markdown.py and in the templates' section macro; report.html draws its
     own Findings (with the alerts and the at-rest verdict) and nothing else."""
-    drawn = [path.name for path in sorted(REPORT.glob("*.py")) if '"## ' in path.read_text()]
+    drawn = [path.name for path in sorted(REPORT.rglob("*.py")) if '"## ' in path.read_text()]
     assert drawn == ["markdown.py"]
-    templates = {path.name: path.read_text().count("<h2>") for path in sorted((REPORT / "templates").glob("*.j2"))}
+    templates = {path.name: path.read_text().count("<h2>")
+                 for path in sorted((REPORT / "writers" / "templates").glob("*.j2"))}
     assert {name: count for name, count in templates.items() if count} == {"macros.html.j2": 1,
                                                                           "report.html.j2": 1}

@@ -15,9 +15,9 @@ from tdebench.measure import affinity
 from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan
 from tdebench.runner import Runner, _within_budget
-from tdebench.report.findings import UNSTOPPED, overview
-from tdebench.report.noise import is_headline, widest_headline
-from tdebench.report.records import resolution, summary_records
+from tdebench.report.summaries.findings import UNSTOPPED, overview
+from tdebench.report.summaries.noise import is_headline, widest_headline
+from tdebench.report.data.records import resolution, summary_records
 from tdebench.results import BUDGET, MOST_ROUNDS, REACHED, Record, TrialOutcome, from_json, to_json
 from tdebench.store import ResultStore, read_run
 

@@ -25,9 +25,9 @@ from tdebench.engines.base import (NONE, Backup, BackupMethod, Backups, Connecti
 from tdebench.keys import Secret
 from fake_clock import FakeClock
 from tdebench.measure.recorder import Recorder
-from tdebench.report import core, strength as report
-from tdebench.report.records import summary_records
-from tdebench.report.document import SOURCES
+from tdebench.report.sections import core, strength as report
+from tdebench.report.data.records import summary_records
+from tdebench.report.sections.document import SOURCES
 from tdebench.results import BACKUP_FULL, Measurement, RunData, TrialKey
 from tdebench.workloads import WORKLOADS
 from tdebench.workloads.base import RunContext

@@ -1,11 +1,11 @@
-"""One printer per unit (report/units.py): a multiple, an interval and an overhead read the same in
+"""One printer per unit (report/data/units.py): a multiple, an interval and an overhead read the same in
 every table and sentence, a missing value is a dash, and no rounding turns a figure into another."""
 
 from __future__ import annotations
 
 import math
 
-from tdebench.report.units import MIB, change, duration, interval, mib, ms, percent, ratio, signed_ms, times
+from tdebench.report.data.units import MIB, change, duration, interval, mib, ms, percent, ratio, signed_ms, times
 
 
 def test_a_multiple_has_two_significant_digits_below_one_one_decimal_below_ten_none_above() -> None:

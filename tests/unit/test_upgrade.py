@@ -1,7 +1,7 @@
 """A run from before tdebench recorded its engines' facts (results.ENGINE_FACTS, ENCRYPTIONS): its
 report says they are missing rather than looking them up in the engine registry, and `tdebench
 upgrade` fills them in as this tdebench defines them, which the report then names
-(report/encryptions.py, cli/upgrade.py)."""
+(report/data/encryptions.py, cli/upgrade.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from fakes import as_before_defaults_were_recorded, write_fake_run
 from tdebench.cli import main
 from tdebench.engines import get_engine
-from tdebench.report import cache
-from tdebench.report.cipher_cost import NOT_RECORDED, cipher_cost_table
-from tdebench.report.encryptions import FILLED, MISSING, known
-from tdebench.report.records import summary_records
+from tdebench.report.summaries import cache
+from tdebench.report.summaries.cipher_cost import NOT_RECORDED, cipher_cost_table
+from tdebench.report.data.encryptions import FILLED, MISSING, known
+from tdebench.report.data.records import summary_records
 from tdebench.results import ENCRYPTIONS, ENGINE_FACTS, FILLED_IN, recorded_encryptions, recorded_engines
 from tdebench.store import ENVIRONMENT, read_run
 

@@ -23,7 +23,7 @@ def ciphers_command(seconds: float) -> None:
     """This machine's raw cipher throughput in MiB/s by page size, one core (the physical
     limit of any encryption overhead): one context per key, a new nonce per page."""
     from tdebench.measure.ciphers import measure_ciphers
-    from tdebench.report.tables import speeds_table
+    from tdebench.report.summaries.tables import speeds_table
 
     if not (math.isfinite(seconds) and 0 < seconds <= MOST_CIPHER_SECONDS):
         raise InputError(f"--seconds {seconds:g}: give the CPU seconds per cipher and page size, more than 0 and at "

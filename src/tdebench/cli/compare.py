@@ -44,7 +44,9 @@ def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: 
     figures with fewer than 3 trials in a run never count); 2 bad input, or no figure in both
     runs.
     """
-    from tdebench.report import compare, markdown
+    from tdebench import report
+    from tdebench.report.sections import compare
+    from tdebench.report.writers import markdown
 
     if fail_above is not None and not (math.isfinite(fail_above) and fail_above >= 0):
         raise InputError(f"--fail-above {fail_above:g}: give a percentage of 0 or more, e.g. --fail-above 5")
@@ -63,7 +65,7 @@ def compare_command(run_a: Path, run_b: Path, out_dir: Path | None, fail_above: 
     elif out_dir is None:
         click.echo(compare.render_text(compare.document(comparison), comparison, width=max(out.width, 40)))
     else:
-        for path in compare.write(comparison, out_dir):
+        for path in report.write_comparison(comparison, out_dir):
             out.print(str(path), highlight=False, soft_wrap=True, markup=False)
     if not comparison.changes:
         raise InputError(f"no headline figure of the same configuration is in both {run_a} and {run_b}: nothing "

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import psutil
 
 BUSY_OTHERS_PCT = 10.0
-"""A trial is busy (report/noise.py), and the runner waits before a trial (`wait_for_quiet`),
+"""A trial is busy (report/summaries/noise.py), and the runner waits before a trial (`wait_for_quiet`),
 when other processes use more than 10% of one core on average. An idle machine's background
 (the kernel's threads, a shell, systemd) stays near 1–3%; at 10% of a core a neighbour takes a
 few percent of a 2-core machine's time, the size of the overheads this tool has to resolve."""

@@ -2,7 +2,12 @@
 
 `build` is a pure function of `results.jsonl`, `plan.toml` and `environment.json`: it can be
 re-run at any time (after a crash, after a fix to the statistics) and overwrites what it
-wrote before.
+wrote before; `write_comparison` writes what `tdebench compare` found.
+
+The package's layout is its layers, each importing only its own and lower ones
+(tests/unit/test_report_sources.py): data/ (the run's records as summary records, what the
+workloads declare, units), summaries/ (tables, plots and sentences of them), sections/ (the
+contract, the sources in reading order, the documents) and writers/ (Markdown, HTML, CSV).
 """
 
 from __future__ import annotations
@@ -10,15 +15,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdebench.report import answer, csvfiles, html, markdown
-from tdebench.report.document import CSV_FILES, assemble
-from tdebench.report.headline import Glance
-from tdebench.report.plots import Figure
-from tdebench.report.records import summary_records
+from tdebench.report.sections import answer
+from tdebench.report.sections.compare import COMPARE_HTML, COMPARE_MD, Comparison, document
+from tdebench.report.writers import csvfiles, html, markdown
+from tdebench.report.sections.document import CSV_FILES, assemble
+from tdebench.report.sections.headline import Glance
+from tdebench.report.summaries.plots import Figure
+from tdebench.report.data.records import summary_records
 from tdebench.results import RunData
 from tdebench.store import RAW_FILES, manifest, read_run, record_written, writing
 
-__all__ = ["DERIVED", "Built", "build", "build_report"]
+__all__ = ["DERIVED", "Built", "build", "build_report", "write_comparison"]
 
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
 DERIVED = (*CSV_FILES, REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
@@ -84,3 +91,16 @@ def _write(run_dir: Path, run: RunData) -> Built:
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return Built(written, report.glance, answer.lines(report.answer) if report.answer is not None else [])
+
+
+def write_comparison(comparison: Comparison, directory: Path) -> list[Path]:
+    """compare.md, compare.html and compare.csv into `directory` (which must exist); an
+    OutputError when they cannot be written (no space left, read-only)."""
+    compared = document(comparison)
+    texts = [(directory / COMPARE_MD, markdown.render_comparison(compared)),
+             (directory / COMPARE_HTML, html.render_comparison(compared))]
+    with writing(directory):
+        for path, text in texts:
+            path.write_text(text, encoding="utf-8")
+        return [path for path, _ in texts] + [csvfiles.write(table, directory / name)
+                                              for name, table in compared.csvs]

@@ -1,4 +1,4 @@
-"""Workloads by name: the registry, which the plan, the runner and the report (report/declared.py) read."""
+"""Workloads by name: the registry, which the plan, the runner and the report (report/data/declared.py) read."""
 
 from __future__ import annotations
 

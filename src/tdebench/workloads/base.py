@@ -43,7 +43,7 @@ class Option:
 class Headline:
     """A figure a workload's readers draw conclusions from: the one description of a headline,
     which the report reads for its first lines, its overhead tables and plots, what it calls
-    noisy and what adaptive repetitions wait on (report/declared.py gathers them).
+    noisy and what adaptive repetitions wait on (report/data/declared.py gathers them).
 
     A headline with a `label` is one figure per configuration (TPC-H's power geometric mean, the
     data load): the first of `steps` the run measured, of `test`, shown in the report's overhead
@@ -66,7 +66,7 @@ class Headline:
 
 GEOMEAN_STEP = "geomean"
 """The step the report derives for each of a workload's `query_tests`: the geometric mean of its
-query times (report/records.py), which a headline may name like a measured step."""
+query times (report/data/records.py), which a headline may name like a measured step."""
 
 LOAD_HEADLINES = (
     Headline("elapsed_s", ("total", "database"), "load", "data load elapsed", "data load"),
@@ -222,7 +222,7 @@ class Workload(ABC):
     # source): the trial's transient capture leaves them out, as its at-rest scan of the database does
     judged_apart: ClassVar[tuple[str, ...]] = ()
     # What its report needs of it, declared as data that report/ reads through the workloads
-    # registry (report/declared.py) instead of importing the workload's modules: the figures it
+    # registry (report/data/declared.py) instead of importing the workload's modules: the figures it
     # leads with, in the order its tables show them (its own, then the load's), and for a
     # workload that measures a window of counts (oltp) the step recording the window and the
     # rates derived from it, each a count per minute of the window's elapsed_s (rate → count). A

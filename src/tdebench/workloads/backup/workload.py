@@ -93,7 +93,7 @@ class BackupWorkload(Workload):
             "into one file by a streaming encryptor with a fresh key (aes-128/192/256: GCM; 3des: CBC then "
             "HMAC-SHA256)", choices=sealing.BACKUP_ENCRYPTIONS),
     }
-    # for its report (report/backup.py): the backups and restores, and how a sealed one is named
+    # for its report (report/sections/backup.py): the backups and restores, and how a sealed one is named
     headlines = (Headline("elapsed_s", ("backup", "restore")), *LOAD_HEADLINES)
     sealings: ClassVar[tuple[str, ...]] = sealing.BACKUP_ENCRYPTIONS  # in the report's order, unsealed first
     unsealed: ClassVar[str] = sealing.NONE

@@ -261,7 +261,7 @@ class CrudWorkload(Workload):
     whole_scale = True  # rows
     scale_format = "{} rows"
     max_streams = 1
-    # for its report (report/crud.py): every operation's measured step, the lookups' distribution
+    # for its report (report/sections/crud.py): every operation's measured step, the lookups' distribution
     headlines = (Headline("elapsed_s", (STEP,)), *LOAD_HEADLINES)
     step: ClassVar[str] = STEP
     point_step: ClassVar[str] = POINT

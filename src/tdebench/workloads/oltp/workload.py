@@ -171,7 +171,7 @@ class OltpWorkload(Workload):
     max_streams = 1  # oltp's concurrency is `virtual_users`, not `streams`
     dialects = tuple(d for d in schema.DIALECTS if d in transactions.DIALECTS)
     options = OPTIONS
-    # for its report (report/records.py, oltp.py): the measured window (`_record`'s steps "mix"
+    # for its report (report/data/records.py, oltp.py): the measured window (`_record`'s steps "mix"
     # and "interval") and its rates, TPM and NOPM of Madyatmadja et al. (2021); the mix
     window_step = WINDOW_STEP
     interval_step: ClassVar[str] = INTERVAL_STEP

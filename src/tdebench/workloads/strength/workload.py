@@ -23,7 +23,7 @@ refusal as its client library gives it), in a child process for an engine runnin
 one. The file a test changes is the one holding its table (`Database.page_layout`): the main file
 of an embedded engine, a server's tablespace or heap file, the cipher file behind it on gocryptfs.
 Its results are records of what happened (answers and counts), not timings; the report's
-`strength` section reads them (report/strength.py).
+`strength` section reads them (report/sections/strength.py).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class StrengthWorkload(Workload):
     timed = False  # its results are outcomes, not timings (its plans run one repetition)
     local_tests = {test: "it reads and changes the database's files at rest, which only an engine tdebench owns "
                          "has" for test in tests}
-    # for its report (report/strength.py): the words its records answer with
+    # for its report (report/sections/strength.py): the words its records answer with
     classes = tamper.CLASSES
     weak_classes = frozenset({tamper.ALTERED, tamper.FORGEABLE, tamper.CRASHED})
     unchanged = tamper.UNCHANGED

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 REPEAT_EXCESS = 0.01
 """A share of repeated 16-byte blocks above random bytes' by more than this (1 point) repeats like
-plaintext (report/strength.py flags the same)."""
+plaintext (report/sections/strength.py flags the same)."""
 
 BASELINE = "no encryption: nothing protected at rest"
 UNENCRYPTED_ARM = "measuring arm, no encryption: what its layer costs without a cipher"

@@ -18,10 +18,10 @@ measurement noise (a size). The p-value stands beside it: with 3 trials against 
 test cannot go below 0.10, so a rule on p would never flag anything in small runs.
 `regressions` (the CLI's `--fail-above`) applies the same reading.
 
-Its sections keep the report's contract (report/sections.py) with the comparison for their
+Its sections keep the report's contract (report/sections/__init__.py) with the comparison for their
 argument, listed once in `VIEWS`, and compare.md and compare.html are drawn by the report's own
-writers (markdown.py, html.py); the terminal's summary, a block per configuration, is
-`render_text`'s.
+writers (report/writers/: `report.write_comparison`); the terminal's summary, a block per
+configuration, is `render_text`'s.
 """
 
 from __future__ import annotations
@@ -39,21 +39,22 @@ from typing import Any
 
 from tdebench.measure.environment import cpu_text, differences
 from tdebench.plan import PlanError, as_stored, parse_plan
-from tdebench.report import csvfiles, declared, findings as report_findings, html, markdown
-from tdebench.report.noise import is_headline
-from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord,
-                                     cell_data, deterministic, engine_label, failed_trials, floors, memory_order,
-                                     resolution, scale_label, step_order, summary_records)
-from tdebench.report.cipher_cost import raw_speed
-from tdebench.report.document import CompareReport
-from tdebench.report.encryptions import Known, known
+from tdebench.report.data import declared
+from tdebench.report.summaries import findings as report_findings
+from tdebench.report.summaries.noise import is_headline
+from tdebench.report.data.records import (BASELINE, PER_MINUTE, PLACEBO, RATE_UNIT, CellKey, SummaryRecord, cell_data,
+                                          deterministic, engine_label, failed_trials, floors, memory_order, resolution,
+                                          scale_label, step_order, summary_records)
+from tdebench.report.summaries.cipher_cost import raw_speed
+from tdebench.report.sections.document import CompareReport
+from tdebench.report.data.encryptions import Known, known
 from tdebench.report.sections import Block, Bullets, Content, Paragraph, Source, block
-from tdebench.report.tables import Column, Table, config_columns, num, text, uses_memory
-from tdebench.report import units
-from tdebench.report.units import display_unit, interval, number, p_value, percent
+from tdebench.report.summaries.tables import Column, Table, config_columns, num, text, uses_memory
+from tdebench.report.data import units
+from tdebench.report.data.units import display_unit, interval, number, p_value, percent
 from tdebench.stats import MIN_BOOTSTRAP, SIGNIFICANCE, Overhead, overhead_change, overheads
 from tdebench.results import CipherSpeed, EncryptionFacts, RunData
-from tdebench.store import PLAN, writing
+from tdebench.store import PLAN
 
 COMPARE_MD, COMPARE_HTML, COMPARE_CSV = "compare.md", "compare.html", "compare.csv"
 
@@ -87,7 +88,7 @@ def side(label: str, directory: Path, run: RunData) -> Side:
 
 
 def figure_name(cell: CellKey) -> str:
-    """A headline figure as tables name it: "power geomean", "database size" (report/records.py's
+    """A headline figure as tables name it: "power geomean", "database size" (report/data/records.py's
     labelled headlines), else its test and step ("full backup", "encrypt rewrite"; crud's "insert")."""
     labelled = declared.labelled_headline(cell.workload, cell.test, cell.step, cell.metric)
     if labelled is not None:
@@ -744,11 +745,11 @@ VIEWS: tuple[Source[[Comparison]], ...] = (
     Source(_tables_section, csvs=(COMPARE_CSV,)),
 )
 """Every section of the comparison after its runs, in reading order, with the report's contract
-(report/sections.py): each makes its content from the comparison (None: nothing to show), and
+(report/sections/__init__.py): each makes its content from the comparison (None: nothing to show), and
 compare.md and compare.html walk them through the report's own writers (markdown.py, html.py)."""
 
 WRITTEN = (COMPARE_MD, COMPARE_HTML, *(name for view in VIEWS for name in view.csvs))
-"""Every file `write` puts into its directory, and nothing else."""
+"""Every file `report.write_comparison` puts into its directory, and nothing else."""
 
 
 def _run_line(each: Side, cpu: str) -> str:
@@ -823,15 +824,3 @@ def _by_config(changes: list[FigureChange], rows: list[dict[str, Any]]) -> list[
     for change, row in zip(changes, rows):
         grouped.setdefault(change.where, []).append(row)
     return list(grouped.items())
-
-
-def write(comparison: Comparison, directory: Path) -> list[Path]:
-    """compare.md, compare.html and compare.csv into `directory` (which must exist); an
-    OutputError when they cannot be written (no space left, read-only)."""
-    report = document(comparison)
-    texts = [(directory / COMPARE_MD, markdown.render_comparison(report)),
-             (directory / COMPARE_HTML, html.render_comparison(report))]
-    with writing(directory):
-        for path, text in texts:
-            path.write_text(text, encoding="utf-8")
-        return [path for path, _ in texts] + [csvfiles.write(table, directory / name) for name, table in report.csvs]

@@ -7,7 +7,7 @@ throughput tests; and the timed open, `connection.OPEN_CELL`):
   bytes        = the test's median read_bytes + write_bytes (measure/process.py: what the engine's
                  processes, a layer below it included, read from and wrote to the storage layer)
   cipher time  = bytes ÷ the raw cipher's MiB/s at the encryption's page size (raw_speed),
-                 the cipher, page size and key handling as the run recorded them (report/encryptions.py)
+                 the cipher, page size and key handling as the run recorded them (report/data/encryptions.py)
   cost         = none's median × the overhead (and its 95% CI likewise): the encryption's time
                  against none, as the Overhead table's interval says it
   share        = cipher time ÷ cost, where the run resolves a cost (its interval above zero and
@@ -17,7 +17,7 @@ What the cipher does not explain (cost − cipher time) is named from what the r
 this order, each part with its figure (`rest`):
 
 1. the file-system layer: where the run has the encryption's bare layer (fs-passthrough) in the
-   same configuration, its cost against none (report/layers.py);
+   same configuration, its cost against none (report/sections/layers.py);
 2. key derivation on every open: on the timed open, where the encryption derives its key there
    and the trials took a passphrase (not a raw key), the whole rest of the open's cost;
 3. CPU beyond the cipher: the configuration's median CPU time less none's (the bare layer's where
@@ -25,7 +25,7 @@ this order, each part with its figure (`rest`):
 4. what is left after those: I/O wait or allocation, not separated by this run.
 
 A run that did not record a test's bytes says so in the row (no size stands in for them), and one
-that did not record its encryptions says so in the note (report/encryptions.py).
+that did not record its encryptions says so in the note (report/data/encryptions.py).
 """
 
 from __future__ import annotations
@@ -38,18 +38,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tdebench.report.connection import OPEN_CELL
-from tdebench.report.encryptions import Known, known
-from tdebench.report.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, below_resolution, failed_trials,
-                                     floors, host_blocks, memory_order)
-from tdebench.report.resources import per_test
-from tdebench.report.tables import UNAVAILABLE, Column, Table, num, shown_config_columns, text
-from tdebench.report.units import MIB, MS, interval, mib, number, ratio_percent, signed_ms
+from tdebench.report.summaries.connection import OPEN_CELL
+from tdebench.report.data.encryptions import Known, known
+from tdebench.report.data.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, below_resolution, failed_trials,
+                                          floors, host_blocks, memory_order)
+from tdebench.report.summaries.resources import per_test
+from tdebench.report.summaries.tables import UNAVAILABLE, Column, Table, num, shown_config_columns, text
+from tdebench.report.data.units import MIB, MS, interval, mib, number, ratio_percent, signed_ms
 from tdebench.results import ON_OPEN, RAW, CipherSpeed, EncryptionFacts, RunData
 
 TITLE = "Against the raw cipher"
 NOT_MEASURED = "not measured"
-NOT_RECORDED = "not recorded by this run"  # the encryption's facts (report/encryptions.py)
+NOT_RECORDED = "not recorded by this run"  # the encryption's facts (report/data/encryptions.py)
 ELAPSED, CPU, READ, WRITTEN = "elapsed_s", "cpu_s", "read_bytes", "write_bytes"
 
 # why a row has no cipher time

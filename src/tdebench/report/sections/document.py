@@ -1,5 +1,5 @@
 """The documents tdebench writes: a run's report (`Report`, assembled once from the run) and
-the comparison of two runs (`CompareReport`, report/compare.py), each rendered as markdown and
+the comparison of two runs (`CompareReport`, report/sections/compare.py), each rendered as markdown and
 HTML by the same writers (markdown.py, html.py).
 
 Both renderers walk the same sections (`Report.sections`, `CompareReport.sections`) in the same
@@ -14,9 +14,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tdebench.report import (answer, backup, core, crud, findings, headline, layers, maintenance, oltp, plots,
-                             sections, strength, tables)
-from tdebench.report.records import SummaryRecord
+from tdebench.report.sections import answer, backup, core, crud, headline, layers, maintenance, oltp, strength
+from tdebench.report.summaries import findings, plots, tables
+from tdebench.report import sections
+from tdebench.report.data.records import SummaryRecord
 from tdebench.report.sections import Content, Source
 from tdebench.results import RunData
 
@@ -88,7 +89,7 @@ SOURCES: tuple[Source[[RunData, list[SummaryRecord]]], ...] = (
     Source(core.claims), Source(core.noise_findings),
 )
 """Every way into the report, in reading order: its sections after Findings (the report's own,
-report/core.py, and after the per-query plots the workloads', each a module of report/ with
+report/sections/core.py, and after the per-query plots the workloads', each a module of report/ with
 `section` and `CSV`), the findings they hold in the same order, then the findings of sources
 without a section of their own, and the CSV files of all of them (the run's own first). Each
 decides whether the run has anything for it (None: nothing); adding a section is one function
@@ -113,7 +114,7 @@ class Report:
     at_rest_ok: bool  # every judged verdict as expected, and there was at least one (findings.at_rest_ok)
     entries: tuple[Content, ...] = ()  # what each of SOURCES that applies to the run holds, in order
     headline_figure: plots.Figure | None = None  # the first picture: headline.panels as a forest plot
-    answer: tables.Table | None = None  # after “In one minute”, before “In full”: report/answer.py
+    answer: tables.Table | None = None  # after “In one minute”, before “In full”: report/sections/answer.py
 
     @property
     def headline(self) -> list[str]:

@@ -21,11 +21,11 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from tdebench.report.declared import STRENGTH
-from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord
+from tdebench.report.data.declared import STRENGTH
+from tdebench.report.data.records import BASELINE, PLACEBO, SummaryRecord
 from tdebench.report.sections import Content, block
-from tdebench.report.tables import Column, Table
-from tdebench.report.units import ratio_percent
+from tdebench.report.summaries.tables import Column, Table
+from tdebench.report.data.units import ratio_percent
 from tdebench.results import Measurement, RunData
 
 CSV = "strength.csv"

@@ -24,12 +24,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
 from tdebench.measure.process import LAYER_CPU
-from tdebench.report.plots import DPI, WIDTH_INCHES, Figure, _file_name, _png
-from tdebench.report.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, cell_order,
-                                     engine_label, memory_order, run_order, scale_label)
-from tdebench.report.tables import (Column, Table, config_columns, n_text, num, samples_by_config, text,
-                                    uses_memory)
-from tdebench.report.units import MIB, interval, mib, p_value, percent
+from tdebench.report.summaries.plots import DPI, WIDTH_INCHES, Figure, _file_name, _png
+from tdebench.report.data.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, cell_order, engine_label,
+                                          memory_order, run_order, scale_label)
+from tdebench.report.summaries.tables import (Column, Table, config_columns, n_text, num, samples_by_config, text,
+                                              uses_memory)
+from tdebench.report.data.units import MIB, interval, mib, p_value, percent
 from tdebench.results import RunData
 
 TOTAL = "total"

@@ -30,14 +30,15 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tdebench.report import cache, declared, layers, plots
-from tdebench.report.declared import LABELLED, Headline
-from tdebench.report.noise import busy_headline, is_headline, trial_loads
-from tdebench.report.findings import judged, verdict_summary
-from tdebench.report.records import (BASELINE, PER_MINUTE, PLACEBO, CellKey, SummaryRecord,
-                                     below_resolution, engine_label, floors, headline_records, memory_order,
-                                     resolution, scale_label)
-from tdebench.report.units import change, percent, times
+from tdebench.report.summaries import cache, plots
+from tdebench.report.data import declared
+from tdebench.report.sections import layers
+from tdebench.report.data.declared import LABELLED, Headline
+from tdebench.report.summaries.noise import busy_headline, is_headline, trial_loads
+from tdebench.report.summaries.findings import judged, verdict_summary
+from tdebench.report.data.records import (BASELINE, PER_MINUTE, PLACEBO, CellKey, SummaryRecord, below_resolution,
+                                          engine_label, floors, headline_records, memory_order, resolution, scale_label)
+from tdebench.report.data.units import change, percent, times
 from tdebench.results import RunData
 
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from tdebench.report.encryptions import known
-from tdebench.report.records import (BASELINE, SummaryRecord, deterministic, engine_label, failed_trials, floors,
-                                     scale_label)
-from tdebench.report.tables import Column, Table, config_columns, n_text, num, reading, uses_memory
-from tdebench.report.units import MS, interval, number, signed_ms, times
+from tdebench.report.data.encryptions import known
+from tdebench.report.data.records import (BASELINE, SummaryRecord, deterministic, engine_label, failed_trials, floors,
+                                          scale_label)
+from tdebench.report.summaries.tables import Column, Table, config_columns, n_text, num, reading, uses_memory
+from tdebench.report.data.units import MS, interval, number, signed_ms, times
 from tdebench.results import RAW, EncryptionFacts, RunData
 
 OPEN_CELL = ("open", "connect", "elapsed_s")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tdebench.report.document import FINDINGS, CompareReport, Report, Section
-from tdebench.report.plots import Figure
+from tdebench.report.sections.document import FINDINGS, CompareReport, Report, Section
+from tdebench.report.summaries.plots import Figure
 from tdebench.report.sections import Bullets, Paragraph, Piece
-from tdebench.report.tables import Table
+from tdebench.report.summaries.tables import Table
 
 PLOTS_DIR = "plots"
 

@@ -22,11 +22,10 @@ from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from tdebench.report.encryptions import known
-from tdebench.report.records import (BASELINE, engine_label, failed_trials, memory_order, scale_label,
-                                     scale_text)
-from tdebench.report.tables import Column, Table, text, uses_memory
-from tdebench.report.units import MIB, number, times
+from tdebench.report.data.encryptions import known
+from tdebench.report.data.records import BASELINE, engine_label, failed_trials, memory_order, scale_label, scale_text
+from tdebench.report.summaries.tables import Column, Table, text, uses_memory
+from tdebench.report.data.units import MIB, number, times
 from tdebench.results import EngineFacts, RunData, TrialKey, TrialOutcome
 
 COLD = ("dropped", "evicted")
@@ -40,7 +39,7 @@ SPILLS, SPILLS_VERB = "pages decrypted again on every read", "decrypt pages agai
 REREAD, REREAD_VERB = ("evicted pages read again through the file-system layer, whose cost dominates the cipher's",
                        "read evicted pages again through the file-system layer, whose cost dominates the cipher's")
 """Instead of SPILLS where the run's bare-layer arm shows the file-system layer, not the cipher,
-to be most of the cost (report/layers.py): the layer's reads, not pages decrypted, explain it."""
+to be most of the cost (report/sections/layers.py): the layer's reads, not pages decrypted, explain it."""
 UNKNOWN = "not known: the engine's cache was not recorded (a server's own, or an old run's)"
 
 
@@ -214,7 +213,7 @@ def findings(run: RunData, layer_bound: Collection[tuple] = ()) -> list[str]:
     """One sentence per workload and scale: that it ran entirely in cache (the overheads are the
     cipher path's CPU cost, not I/O), or which configurations did not fit — whose pages are
     decrypted again on every read, or for those of `layer_bound` (engine, memory_mb, workload,
-    scale: the file-system layer dominates their cost, report/layers.py) read again through the
+    scale: the file-system layer dominates their cost, report/sections/layers.py) read again through the
     layer — and where their pages came from. Nothing for runs that did not record their cache."""
     per_scale: dict[tuple[str, float], list[TrialFit]] = defaultdict(list)
     for fit in trial_fits(run):

@@ -8,13 +8,13 @@ from typing import Any
 
 import jinja2
 
-from tdebench.report.document import CompareReport, Report
+from tdebench.report.sections.document import CompareReport, Report
 
 TEMPLATE, COMPARE_TEMPLATE = "report.html.j2", "compare.html.j2"
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("tdebench.report", "templates"),
+    return jinja2.Environment(loader=jinja2.PackageLoader("tdebench.report.writers", "templates"),
                               autoescape=True, undefined=jinja2.StrictUndefined,
                               trim_blocks=True, lstrip_blocks=True)
 

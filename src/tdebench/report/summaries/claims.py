@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tdebench.report import cache, noise
-from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, engine_label, scale_label
-from tdebench.report.units import interval, percent
+from tdebench.report.summaries import cache, noise
+from tdebench.report.data.records import BASELINE, PLACEBO, SummaryRecord, engine_label, scale_label
+from tdebench.report.data.units import interval, percent
 from tdebench.results import RunData
 
 _MARIADB_NATIVE = tuple(f"aes-{bits}-{mode}" for bits in (128, 192, 256) for mode in ("cbc", "ctr"))
@@ -74,7 +74,7 @@ def _matches(claim: Claim, record: SummaryRecord) -> bool:
 
 def _fits(run: RunData) -> dict[tuple, set[bool]]:
     """Per configuration (engine, encryption, workload, scale, memory_mb): whether its trials'
-    data fit the engine's cache (report/cache.py); trials whose cache is not known are left out."""
+    data fit the engine's cache (report/summaries/cache.py); trials whose cache is not known are left out."""
     found: dict[tuple, set[bool]] = defaultdict(set)
     for fit in cache.trial_fits(run):
         t = fit.trial

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from tdebench.plan import DEFAULT_REPETITIONS, finished_rounds, order_before_recorded
-from tdebench.report import declared, noise
-from tdebench.report.declared import Headline
-from tdebench.report.encryptions import known
-from tdebench.report.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks, SummaryRecord,
-                                     below_resolution, deterministic, engine_label, floors, headline_records,
-                                     host_blocks, is_query, is_size, memory_order, resolution, scale_label, scale_text,
-                                     step_order)
-from tdebench.report.units import change, display_unit, duration, number, p_value, percent, ratio_percent
+from tdebench.report.data import declared
+from tdebench.report.summaries import noise
+from tdebench.report.data.declared import Headline
+from tdebench.report.data.encryptions import known
+from tdebench.report.data.records import (BASELINE, GEOMEAN_STEP, PLACEBO, HostBlocks, SummaryRecord, below_resolution,
+                                          deterministic, engine_label, floors, headline_records, host_blocks, is_query,
+                                          is_size, memory_order, resolution, scale_label, scale_text, step_order)
+from tdebench.report.data.units import change, display_unit, duration, number, p_value, percent, ratio_percent
 from tdebench.stats import PAIRED, SIGNIFICANCE, UNPAIRED, minimum_detectable_effect
 from tdebench.results import NOT_VERIFIED, TRANSIENT_CANARIES, Resumed, RunData, Stopping, TrialKey, Verdict
 
@@ -407,7 +407,7 @@ def findings(run: RunData, records: list[SummaryRecord]) -> list[str]:
     """An analyst's summary: per engine the noise floor its placebo measured (if the plan ran
     one), a ranking of its encryptions by power-test overhead, then one bullet per encryption
     with its headline figures together, and a word on statistical power (the noise advice is
-    report/noise.py's)."""
+    report/summaries/noise.py's)."""
     baselines = {r.cell.comparison: r for r in records if r.cell.encryption == BASELINE}
     floor_of = floors(records)
     per_config: dict[tuple, dict[str, list[tuple[Headline, SummaryRecord]]]] = defaultdict(lambda: defaultdict(list))

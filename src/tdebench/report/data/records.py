@@ -21,8 +21,8 @@ import numpy as np
 from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, overheads, paired_overhead,
                             pairable, summarize_many)
 from tdebench.plan import PAIRED_ORDERS, Group, order_before_recorded
-from tdebench.report import declared
-from tdebench.report.declared import Headline
+from tdebench.report.data import declared
+from tdebench.report.data.declared import Headline
 from tdebench.results import Measurement, RunData, TrialKey
 
 BASELINE = "none"

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from tdebench.report.tables import Table
+from tdebench.report.summaries.tables import Table
 
 
 def cell(value: Any) -> str:

@@ -1,16 +1,18 @@
-"""The pieces a report is made of, and the one contract every way into it keeps.
+"""The sections layer: the pieces a report is made of, and the one contract every way into it keeps
+(here); the modules of this package are the sources (core.py, each workload's) and the documents
+they make (document.py; compare.py, the comparison of two runs).
 
 Everything a report holds beyond its first lines comes from a `Source`: a function `(run,
 records) -> Content | None`, None when the run has nothing for it, else its blocks (h2
 sections), sentences for the findings and the CSV files it writes, with the names of the CSV
-files it may write declared beside it. A section with tables (report/core.py's, each
-workload's: report/crud.py, oltp.py, backup.py, maintenance.py, strength.py), a source of
-findings alone and the run's own CSV files (summary.csv, …) are all sources; document.SOURCES
+files it may write declared beside it. A section with tables (report/sections/core.py's, each
+workload's: report/sections/crud.py, oltp.py, backup.py, maintenance.py, strength.py), a source
+of findings alone and the run's own CSV files (summary.csv, …) are all sources; document.SOURCES
 lists every one of them once, in reading order, and the renderers and `build` walk what they
 return without knowing where it came from: adding a section means writing its function and
-adding one line to that list. `tdebench compare` keeps the same contract with a comparison
-for its argument (compare.VIEWS), and both render through the same writers (markdown.py,
-html.py). tests/unit/test_report_sources.py lists the sources and fails on a second way in.
+adding one line to that list. `tdebench compare` keeps the same contract with a comparison for
+its argument (compare.VIEWS), and both render through the same writers (report/writers/).
+tests/unit/test_report_sources.py lists the sources and fails on a second way in.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, ParamSpec
 
-from tdebench.report import plots
-from tdebench.report.records import SummaryRecord
-from tdebench.report.tables import Table
+from tdebench.report.summaries import plots
+from tdebench.report.data.records import SummaryRecord
+from tdebench.report.summaries.tables import Table
 from tdebench.results import RunData
 
 FOLD_ABOVE = 10

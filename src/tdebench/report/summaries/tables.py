@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tdebench.measure.environment import flatten
-from tdebench.report import declared, noise
-from tdebench.report.records import (BASELINE, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord,
-                                     below_resolution, deterministic, floors, headline_records, is_query,
-                                     memory_order, resolution, run_order, scale_text, step_order)
+from tdebench.report.data import declared
+from tdebench.report.summaries import noise
+from tdebench.report.data.records import (BASELINE, LOCKSTEP_RESOURCES, PLACEBO, SummaryRecord, below_resolution,
+                                          deterministic, floors, headline_records, is_query, memory_order, resolution,
+                                          run_order, scale_text, step_order)
 from tdebench.stats import NOISY_CV, PAIRED, Overhead, noise_advice
-from tdebench.report.units import MIB, display_unit, interval, mib, number, p_value, percent, ratio_percent
+from tdebench.report.data.units import MIB, display_unit, interval, mib, number, p_value, percent, ratio_percent
 from tdebench.results import (ENCRYPTIONS, ENGINE_FACTS, FILE_KIND_TITLES, FILE_KINDS, FILLED_IN, CipherSpeed,
                               Measurement, RunData, Sample, TrialKey, Verdict)
 
@@ -565,7 +566,7 @@ def cipher_table(run: RunData) -> Table:
 
 
 FACTS = (ENGINE_FACTS, ENCRYPTIONS, FILLED_IN)
-"""environment.json's facts of the engines (report/encryptions.py), shown where they are used."""
+"""environment.json's facts of the engines (report/data/encryptions.py), shown where they are used."""
 
 
 def _without_facts(environment: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ Ratios multiply (fs-* ÷ none = layer × cipher), so the layer's share of the co
 the log scale: ln(layer ratio) ÷ (ln(layer ratio) + ln(cipher ratio)), given only where both
 parts are costs. Which part dominates is said only where their intervals do not overlap.
 
-Which setting is the bare layer, the run's recorded encryptions say (report/encryptions.py): an
+Which setting is the bare layer, the run's recorded encryptions say (report/data/encryptions.py): an
 encryption of the same layer that does not encrypt, so nothing here names an engine or a layer.
 
 Which part dominates is said in one set of phrases (`in_words`, `DOMINANCE`), which the answer
@@ -30,13 +30,13 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tdebench.report import declared
-from tdebench.report.encryptions import known
-from tdebench.report.records import (BASELINE, CellKey, SummaryRecord, cell_data, compare, headline_records,
-                                     paired_design, scale_label)
+from tdebench.report.data import declared
+from tdebench.report.data.encryptions import known
+from tdebench.report.data.records import (BASELINE, CellKey, SummaryRecord, cell_data, compare, headline_records,
+                                          paired_design, scale_label)
 from tdebench.report.sections import Block, Content, Part
-from tdebench.report.tables import Column, Table, num, text
-from tdebench.report.units import change, interval, percent, ratio_percent
+from tdebench.report.summaries.tables import Column, Table, num, text
+from tdebench.report.data.units import change, interval, percent, ratio_percent
 from tdebench.results import RunData
 from tdebench.stats import Overhead
 

@@ -9,7 +9,7 @@ has; the coverage per file kind from the at-rest verdicts' scanned files, agains
 integrity, leaks and the old key from the strength workload; the key's cost per open from the timed
 opens. What the run did not measure says so and names a built-in plan that measures it (`plan_for`),
 so no row shows "encrypted" without its integrity and leak cells beside it. The recommendation comes
-from report/advice.py's written rules only.
+from report/data/advice.py's written rules only.
 """
 
 from __future__ import annotations
@@ -23,14 +23,16 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from tdebench.report import advice, cache, declared, headline, layers
-from tdebench.report.connection import OPEN_CELL, key_text
-from tdebench.report.declared import STRENGTH
-from tdebench.report.encryptions import known
-from tdebench.report.findings import judged
-from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, failed_trials, scale_label
-from tdebench.report.tables import Column, Table
-from tdebench.report.units import change, ratio_percent, signed_ms, times, MS
+from tdebench.report.data import advice, declared
+from tdebench.report.summaries import cache
+from tdebench.report.sections import headline, layers
+from tdebench.report.summaries.connection import OPEN_CELL, key_text
+from tdebench.report.data.declared import STRENGTH
+from tdebench.report.data.encryptions import known
+from tdebench.report.summaries.findings import judged
+from tdebench.report.data.records import BASELINE, PLACEBO, SummaryRecord, failed_trials, scale_label
+from tdebench.report.summaries.tables import Column, Table
+from tdebench.report.data.units import change, ratio_percent, signed_ms, times, MS
 from tdebench.results import FILE_KIND_TITLES, EncryptionFacts, RunData, TrialKey, Verdict
 
 KINDS = ("data", "log", "temp", "backup")
@@ -96,7 +98,7 @@ class Cost:
     regime: cache.Regime | None
     os_cache: str
     statistics: str  # what the planner knew of the data (TPC-H's load `indexes` note), "" not recorded
-    split: layers.Split | None = None  # an fs-layer encryption's cost in layer and cipher (report/layers.py)
+    split: layers.Split | None = None  # an fs-layer encryption's cost in layer and cipher (report/sections/layers.py)
 
 
 def _per_config(found: Iterable[tuple[TrialKey, str]]) -> dict[tuple, str]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tdebench.report import cache, headline
-from tdebench.report.records import (BASELINE, PLACEBO, SummaryRecord, floors, headline_records, scale_label)
-from tdebench.report.units import change, times
+from tdebench.report.summaries import cache
+from tdebench.report.sections import headline
+from tdebench.report.data.records import BASELINE, PLACEBO, SummaryRecord, floors, headline_records, scale_label
+from tdebench.report.data.units import change, times
 from tdebench.results import RunData
 
 

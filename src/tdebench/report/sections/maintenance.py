@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from tdebench.report.declared import MAINTENANCE
-from tdebench.report.records import BASELINE, SummaryRecord, engine_label, memory_order, scale_text
+from tdebench.report.data.declared import MAINTENANCE
+from tdebench.report.data.records import BASELINE, SummaryRecord, engine_label, memory_order, scale_text
 from tdebench.report.sections import Content, block
-from tdebench.report.tables import Column, Table, engine_columns, text
-from tdebench.report.units import MIB, interval, number, p_value, percent
+from tdebench.report.summaries.tables import Column, Table, engine_columns, text
+from tdebench.report.data.units import MIB, interval, number, p_value, percent
 from tdebench.stats import summarize_many
 from tdebench.results import Measurement, RunData
 

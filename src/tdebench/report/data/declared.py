@@ -19,7 +19,7 @@ from tdebench.workloads import (GEOMEAN_STEP, WORKLOADS, BackupWorkload, CrudWor
 
 BACKUP, CRUD, MAINTENANCE, OLTP, STRENGTH = (BackupWorkload, CrudWorkload, MaintenanceWorkload, OltpWorkload,
                                              StrengthWorkload)
-"""The workloads whose own sections (report/backup.py, crud.py, maintenance.py, oltp.py, strength.py) read
+"""The workloads whose own sections (report/sections/backup.py, crud.py, maintenance.py, oltp.py, strength.py) read
 their names."""
 
 PER_MINUTE: dict[str, str] = {rate: count for workload in WORKLOADS.values()

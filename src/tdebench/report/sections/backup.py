@@ -19,11 +19,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from tdebench.report.declared import BACKUP
-from tdebench.report.records import BASELINE, PLACEBO, SummaryRecord, engine_label, memory_order, scale_text
+from tdebench.report.data.declared import BACKUP
+from tdebench.report.data.records import BASELINE, PLACEBO, SummaryRecord, engine_label, memory_order, scale_text
 from tdebench.report.sections import Content, block
-from tdebench.report.tables import Column, Table, engine_columns, num, text
-from tdebench.report.units import interval, mib, ms, percent, ratio, ratio_percent
+from tdebench.report.summaries.tables import Column, Table, engine_columns, num, text
+from tdebench.report.data.units import interval, mib, ms, percent, ratio, ratio_percent
 from tdebench.results import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL, RunData
 
 WORKLOAD = BACKUP.name

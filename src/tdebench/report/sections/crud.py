@@ -13,13 +13,13 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from tdebench.report import plots
-from tdebench.report.declared import CRUD
-from tdebench.report.records import BASELINE, SummaryRecord, memory_order
+from tdebench.report.summaries import plots
+from tdebench.report.data.declared import CRUD
+from tdebench.report.data.records import BASELINE, SummaryRecord, memory_order
 from tdebench.report.sections import Content, block
 from tdebench.results import RunData
-from tdebench.report.tables import Column, Table, engine_columns, num, text
-from tdebench.report.units import MIB, interval, p_value, percent
+from tdebench.report.summaries.tables import Column, Table, engine_columns, num, text
+from tdebench.report.data.units import MIB, interval, p_value, percent
 
 WORKLOAD, TESTS = CRUD.name, CRUD.tests  # the operations
 STEP, POINT, LATENCY_METRICS = CRUD.step, CRUD.point_step, CRUD.latency_metrics

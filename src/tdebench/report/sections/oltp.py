@@ -28,13 +28,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter
 
-from tdebench.report import plots
-from tdebench.report.declared import OLTP
-from tdebench.report.records import (BASELINE, SummaryRecord, engine_label, host_blocks, measured, memory_order,
-                                     per_minute)
+from tdebench.report.summaries import plots
+from tdebench.report.data.declared import OLTP
+from tdebench.report.data.records import (BASELINE, SummaryRecord, engine_label, host_blocks, measured, memory_order,
+                                          per_minute)
 from tdebench.report.sections import Content, block
-from tdebench.report.tables import Column, Table, engine_columns, n_text, num, text
-from tdebench.report.units import number, p_value, percent
+from tdebench.report.summaries.tables import Column, Table, engine_columns, n_text, num, text
+from tdebench.report.data.units import number, p_value, percent
 from tdebench.stats import SIGNIFICANCE
 from tdebench.results import Measurement, RunData
 

@@ -23,9 +23,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from tdebench.measure.load import BUSY_OTHERS_PCT
-from tdebench.report import declared
-from tdebench.report.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, deterministic, is_size,
-                                     resolution)
+from tdebench.report.data import declared
+from tdebench.report.data.records import BASELINE, PLACEBO, CellKey, SummaryRecord, deterministic, is_size, resolution
 from tdebench.plan import Group
 from tdebench.stats import NOISY_CV, PAIRED, is_noisy, noise_advice
 from tdebench.results import RunData, TrialKey

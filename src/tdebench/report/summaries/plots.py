@@ -24,11 +24,11 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from PIL import Image
 
-from tdebench.report.declared import LABELLED
-from tdebench.report.records import (BASELINE, PLACEBO, QUERY_TESTS, SummaryRecord, engine_label,
-                                     headline_records, is_query, memory_order, resolution, scale_label)
-from tdebench.report.tables import samples_by_config
-from tdebench.report.units import MIB
+from tdebench.report.data.declared import LABELLED
+from tdebench.report.data.records import (BASELINE, PLACEBO, QUERY_TESTS, SummaryRecord, engine_label, headline_records,
+                                          is_query, memory_order, resolution, scale_label)
+from tdebench.report.summaries.tables import samples_by_config
+from tdebench.report.data.units import MIB
 from tdebench.results import Sample
 
 WIDTH_INCHES = 11.0

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tdebench.report import (cache, cipher_cost, claims as claimed, connection as open_cost, declared,
-                             findings as overheads, headline, knee, noise, plots, resources as resource_use, tables)
-from tdebench.report.records import SummaryRecord, run_order
+from tdebench.report.summaries import (cache, cipher_cost, claims as claimed, connection as open_cost,
+                                       findings as overheads, noise, plots, resources as resource_use, tables)
+from tdebench.report.data import declared
+from tdebench.report.sections import headline, knee
+from tdebench.report.data.records import SummaryRecord, run_order
 from tdebench.report.sections import Block, Content, Part, findings_only, long_part
 from tdebench.results import RunData
 
@@ -48,7 +50,7 @@ CSV_FILES = (SUMMARY_CSV, QUERIES_CSV, VERDICTS_CSV, RESOURCES_CSV)
 
 def csv_files(run: RunData, records: list[SummaryRecord]) -> Content:
     """The CSV files every run gets, whatever its sections: every figure, every query's time,
-    every trial's verdict, every resource sample (report/csvfiles.py writes them raw)."""
+    every trial's verdict, every resource sample (report/writers/csvfiles.py writes them raw)."""
     return Content(blocks=(), csvs=((SUMMARY_CSV, tables.summary_table(records)),
                                     (QUERIES_CSV, tables.queries_table(run)),
                                     (VERDICTS_CSV, tables.verdicts_table(run)),
@@ -79,20 +81,20 @@ def cost_curve(run: RunData, records: list[SummaryRecord]) -> Content | None:
 
 
 def cache_fit(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """Whether each configuration's data fit its cache, for runs that recorded it (report/cache.py)."""
+    """Whether each configuration's data fit its cache, for runs that recorded it (report/summaries/cache.py)."""
     table = cache.cache_fit_table(_timed_run(run))
     return _reference(table) if table is not None else None
 
 
 def cipher_context(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """Right after the overheads: how much of each test's cost the cipher itself explains, from the
-    bytes read and written, and what the rest is (report/cipher_cost.py)."""
+    bytes read and written, and what the rest is (report/summaries/cipher_cost.py)."""
     table = cipher_cost.cipher_cost_table(run, _timed(records))
     return _one(table.title, (long_part(table),)) if table.rows else None
 
 
 def connection(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """What opening a connection costs, for runs that timed an open (report/connection.py)."""
+    """What opening a connection costs, for runs that timed an open (report/summaries/connection.py)."""
     table = open_cost.connection_table(_timed_run(run), _timed(records))
     return _reference(table) if table is not None else None
 
@@ -104,7 +106,7 @@ def per_query(run: RunData, records: list[SummaryRecord]) -> Content | None:
 
 
 def resources(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """Each configuration's own CPU time, I/O and memory (report/resources.py), with none and each
+    """Each configuration's own CPU time, I/O and memory (report/summaries/resources.py), with none and each
     encryption side by side; then the 1 Hz sampler's machine-wide view (its one-line `empty`
     text when no samples were taken)."""
     lockstep = run_order(run) == "lockstep"
@@ -146,27 +148,27 @@ def machine_load(run: RunData, records: list[SummaryRecord]) -> Content | None:
 
 def cache_findings(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """Whether each configuration's data fit its cache, and what that means for its overheads
-    (report/cache.py); configurations whose cost an fs layer bounds are said so there."""
+    (report/summaries/cache.py); configurations whose cost an fs layer bounds are said so there."""
     return findings_only(cache.findings(run, headline.layer_bound_configs(run, records)))
 
 
 def overhead_findings(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """The overheads in words (report/findings.py): per engine its placebo's noise floor, its
+    """The overheads in words (report/summaries/findings.py): per engine its placebo's noise floor, its
     encryptions ranked, a bullet per encryption and a word on statistical power."""
     return findings_only(overheads.findings(run, records))
 
 
 def connection_findings(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """What opening a connection costs, in words (report/connection.py)."""
+    """What opening a connection costs, in words (report/summaries/connection.py)."""
     return findings_only(open_cost.findings(run, records))
 
 
 def claims(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """The engines' published overheads beside what the run measured, where its regime matches
-    theirs (report/claims.py)."""
+    theirs (report/summaries/claims.py)."""
     return findings_only(claimed.claim_lines(run, records))
 
 
 def noise_findings(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """Noisy figures and busy trials, last: what weakens the findings before them (report/noise.py)."""
+    """Noisy figures and busy trials, last: what weakens the findings before them (report/summaries/noise.py)."""
     return findings_only(noise.findings(noise.noisy_figures(records), noise.trial_loads(run), run_order(run) or ""))
