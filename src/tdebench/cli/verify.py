@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from tdebench.cli.console import out, plain
+from tdebench.cli.console import line
 from tdebench.errors import InputError
 
 
@@ -44,10 +44,10 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
         raise InputError(f"cannot read {exc.filename or ', '.join(map(str, paths))}: {exc.strerror or exc}") from None
     if state == "empty":
         raise InputError(f"nothing to scan: no bytes in {', '.join(map(str, paths))}")
-    for line in verify.describe(scans):
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    for described in verify.describe(scans):
+        line(described)
     colour = {"plaintext": "red", "encrypted": "green", "inconclusive": "yellow"}[state]
-    out.print(f"verdict: [bold {colour}]{state}[/]: {plain(why)}", highlight=False, soft_wrap=True)
+    line("verdict: ", (state, f"bold {colour}"), f": {why}")
     sys.exit(VERIFY_EXIT[state])
 
 
