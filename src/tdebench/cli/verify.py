@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -26,7 +29,8 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
     entropy of each 4 KiB block. Use it on a data directory, a backup, a dump. Unlike a trial,
     it cannot prove the canary was ever written: write it yourself before you scan.
     """
-    from tdebench import verify
+    with _one_blas_thread():
+        from tdebench import verify  # numpy: see _one_blas_thread
 
     if any(len(c) < 4 for c in canaries):
         raise InputError("a canary needs at least 4 characters, or every file would match by chance")
@@ -53,3 +57,20 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
 
 VERIFY_EXIT = {"encrypted": 0, "plaintext": 1, "inconclusive": 3}
 """`tdebench verify`'s exit code per verdict (2 is bad input, as for every command)."""
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """numpy imported, where no one has, with OpenBLAS's pool of one thread: the scan does no
+    linear algebra, and the pool's threads, one per core but one, started as numpy loads: 15 to
+    45 ms of CPU time per command on this project's 2-core machine, more with more cores
+    (docs/method/scan-speed.md). OPENBLAS_NUM_THREADS is set around the import alone (OpenBLAS reads it as it
+    loads), and never over the user's own."""
+    if "OPENBLAS_NUM_THREADS" in os.environ or "numpy" in sys.modules:
+        yield
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
