@@ -35,7 +35,12 @@ writes. For files held in the page cache this prints the speed of:
   the same four on ciphertext (random bytes, every pattern planted once per MiB too: what an
   encrypted database is, and where grep skips fastest);
   tdebench verify command `tdebench verify` on the random file with one canary, Python's start and
-                          the imports included (a fixed cost: it weighs on small files only);
+                          the imports included (a fixed cost: it weighs on small files only), run
+                          as an installed tdebench runs: its bytecode written by the first run and
+                          read by the others, even where PYTHONDONTWRITEBYTECODE is set (it is on
+                          this project's machine, where every run compiled tdebench's sources);
+  tdebench verify, 4 KiB  the same command on 4 KiB of random bytes: its fixed cost alone;
+  python -c pass          the interpreter's start alone, the part of that cost no import makes;
   scan, free pages        verify.scan_file on a sparse file as large, all one hole (InnoDB's
                           system tablespace, sparse regions): read, not mapped (see above);
   entropy, sampled/every  the per-block entropy alone, of the mixed file;
@@ -223,7 +228,13 @@ def main() -> None:
         data = chunks(path)  # in memory: the searches and the entropy are timed without I/O
         random_data = chunks(random_file)
         one = _Matcher([(False, p) for _, p in _patterns([CANARY])])
+        small = Path(scratch) / "small"
+        small.write_bytes(os.urandom(4096))
         command = [str(Path(sys.executable).with_name("tdebench")), "verify", str(random_file), "--canary", CANARY]
+        installed = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+        def run_command(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(args, capture_output=True, text=True, check=False, env=installed)
 
         def entropy(every: int, compiled: bool = True, pieces: list[bytes] = data) -> None:
             kernel_blocks = verify.ENTROPY_KERNEL_BLOCKS
@@ -246,7 +257,7 @@ def main() -> None:
         found = {name: sum(1 for chunk in data for _ in m.matches(chunk, 0)) for name, m in
                  (("search", matcher), ("sieve", sieve))}
         counted = sum(chunk.count(p) for chunk in data for _, p in patterns)
-        verified = subprocess.run(command, capture_output=True, text=True, check=False)
+        verified = run_command(*command)  # writes the bytecode the timed runs read
         goal = {target: (verify_canary(target), grep_found(one_listed, target)[0])
                 for target in (random_file, database)}
         clean = verify.verify_paths([random_file], [CANARIES[1]])  # no canary in it: judged by entropy alone
@@ -255,7 +266,9 @@ def main() -> None:
         times = interleaved(args.rounds, {
             "verify, random": lambda: verify_canary(random_file),
             "grep -F -c CANARY, random": grep_canary(random_file),
-            "tdebench verify command": lambda: subprocess.run(command, capture_output=True, check=False),
+            "tdebench verify command": lambda: run_command(*command),
+            "tdebench verify, 4 KiB": lambda: run_command(*command[:2], str(small), *command[3:]),
+            "python -c pass": lambda: run_command(sys.executable, "-c", "pass"),
             "random: search alone": lambda: sum(1 for chunk in random_data for _ in one.matches(chunk, 0)),
             "verify, random, no canary": lambda: verify.verify_paths([random_file], [CANARIES[1]]),
             "random: entropy sample alone": lambda: verify._sample(searched, random_file.parent, first_rate),
@@ -316,6 +329,9 @@ def main() -> None:
           "the wall clock (by CPU time), then the median of each round's own ratio:")
     print(f"  random bytes  verify {ratios(times, 'verify, random', 'grep -F -c CANARY, random')}; "
           f"tdebench verify command {ratios(times, 'tdebench verify command', 'grep -F -c CANARY, random')}")
+    print(f"  the command's fixed cost: tdebench verify on 4 KiB "
+          f"{ratios(times, 'tdebench verify, 4 KiB', 'grep -F -c CANARY, random')}, of which python -c pass "
+          f"{ratios(times, 'python -c pass', 'grep -F -c CANARY, random')}")
     print(f"  random bytes, no canary in them  verify "
           f"{ratios(times, 'verify, random, no canary', 'grep -F -c CANARY, random')}")
     print(f"  database      verify {ratios(times, 'verify, database', 'grep -F -c CANARY, database')}")

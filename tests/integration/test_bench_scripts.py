@@ -41,7 +41,8 @@ def test_precision_runs_on_sqlite() -> None:
 def test_verify_scan_prints_every_speed() -> None:
     out = run("verify_scan.py", "4", "--rounds", "2", timeout=300)  # each round starts `tdebench verify` too
     assert "planted hits found by both searches" in out
-    for name in ("verify, random", "grep -F -c CANARY, random", "tdebench verify command", "random: search alone",
+    for name in ("verify, random", "grep -F -c CANARY, random", "tdebench verify command", "tdebench verify, 4 KiB",
+                 "python -c pass", "random: search alone",
                  "verify, random, no canary", "random: entropy sample alone", "verify, database",
                  "grep -F -c CANARY, database", "read", "scan",
                  "scan, every block", "grep -F -c", "scan, ciphertext", "scan, every block, ciphertext",
@@ -58,6 +59,8 @@ def test_verify_scan_prints_every_speed() -> None:
     # verify's time as a multiple of grep's, of the best rounds and paired round by round
     ratio = r"\s*\d+\.\d\d \(\d+\.\d\d\), paired\s+\d+\.\d\d \(\d+\.\d\d\)"
     assert re.search(rf"^  random bytes  verify{ratio}; tdebench verify command{ratio}$", out, re.M), out
+    assert re.search(rf"^  the command's fixed cost: tdebench verify on 4 KiB{ratio}, of which python -c pass{ratio}$",
+                     out, re.M), out
     assert re.search(rf"^  random bytes, no canary in them  verify{ratio}$", out, re.M), out
     assert re.search(rf"^  database      verify{ratio}$", out, re.M), out
     assert re.search(r"^  findings as grep -F -a -o: 3 canary hits in the random file \(UTF-8, UTF-16LE, UTF-16BE\), "

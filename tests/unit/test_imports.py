@@ -12,6 +12,7 @@ workload judges what it writes at rest through `RunContext`, never through verif
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -178,3 +179,23 @@ def test_what_runs_trials_loads_no_plots_statistics_or_dask_client() -> None:
               f"print(sorted({{name.split('.')[0] for name in sys.modules}} & {set(HEAVY)!r}))")
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
     assert found.stdout.strip() == "[]", found.stdout + found.stderr
+
+
+def test_verify_into_a_pipe_loads_no_rich_nor_numba_and_numpy_with_one_blas_thread(tmp_path: Path) -> None:
+    """`tdebench verify`'s start-up is most of its time on a file in the page cache
+    (docs/method/scan-speed.md): into a pipe it prints without rich (console.line), and numpy
+    loads with OpenBLAS's pool of one thread (the process's only thread after the scan), the
+    environment as it was."""
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(1 << 20))
+    script = ("import os, sys\nfrom tdebench.cli import main\ntry:\n"
+              "    main(['verify', sys.argv[1], '--canary', 'XXXX'])\nexcept SystemExit:\n"
+              "    loaded = {name.split('.')[0] for name in sys.modules}\n"
+              "    print(sorted(loaded & {'rich', 'numba', 'numpy'}), len(os.listdir('/proc/self/task')),"
+              " os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {name: value for name, value in os.environ.items() if name not in ("OPENBLAS_NUM_THREADS", "FORCE_COLOR",
+                                                                              "TTY_COMPATIBLE")}
+    found = subprocess.run([sys.executable, "-c", script, str(data)], capture_output=True, text=True, env=env,
+                           timeout=120)
+    assert found.stdout.endswith("verdict: encrypted: no canary, and the data looks like ciphertext (0/256 blocks "
+                                 "below 7 bits/byte)\n['numpy'] 1 None\n"), found.stdout + found.stderr

@@ -23,7 +23,8 @@ from typing import Any, cast
 
 import click
 
-from tdebench.cli.console import err, fail, plain
+from tdebench.cli import console
+from tdebench.cli.console import fail, plain
 from tdebench.errors import InputError
 
 COMMANDS = {
@@ -65,7 +66,7 @@ class _Commands(click.Group):
         except InputError as exc:
             fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
-            err.print("[yellow]interrupted[/]", highlight=False)
+            console.err.print("[yellow]interrupted[/]", highlight=False)
             sys.exit(130)
 
 

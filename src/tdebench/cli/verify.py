@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from tdebench.cli.console import out, plain
+from tdebench.cli.console import line
 from tdebench.errors import InputError
 
 
@@ -26,7 +29,8 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
     entropy of each 4 KiB block. Use it on a data directory, a backup, a dump. Unlike a trial,
     it cannot prove the canary was ever written: write it yourself before you scan.
     """
-    from tdebench import verify
+    with _one_blas_thread():
+        from tdebench import verify  # numpy: see _one_blas_thread
 
     if any(len(c) < 4 for c in canaries):
         raise InputError("a canary needs at least 4 characters, or every file would match by chance")
@@ -44,12 +48,29 @@ def verify_command(paths: tuple[Path, ...], canaries: tuple[str, ...]) -> None:
         raise InputError(f"cannot read {exc.filename or ', '.join(map(str, paths))}: {exc.strerror or exc}") from None
     if state == "empty":
         raise InputError(f"nothing to scan: no bytes in {', '.join(map(str, paths))}")
-    for line in verify.describe(scans):
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    for described in verify.describe(scans):
+        line(described)
     colour = {"plaintext": "red", "encrypted": "green", "inconclusive": "yellow"}[state]
-    out.print(f"verdict: [bold {colour}]{state}[/]: {plain(why)}", highlight=False, soft_wrap=True)
+    line("verdict: ", (state, f"bold {colour}"), f": {why}")
     sys.exit(VERIFY_EXIT[state])
 
 
 VERIFY_EXIT = {"encrypted": 0, "plaintext": 1, "inconclusive": 3}
 """`tdebench verify`'s exit code per verdict (2 is bad input, as for every command)."""
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """numpy imported, where no one has, with OpenBLAS's pool of one thread: the scan does no
+    linear algebra, and the pool's threads, one per core but one, started as numpy loads: 15 to
+    45 ms of CPU time per command on this project's 2-core machine, more with more cores
+    (docs/method/scan-speed.md). OPENBLAS_NUM_THREADS is set around the import alone (OpenBLAS reads it as it
+    loads), and never over the user's own."""
+    if "OPENBLAS_NUM_THREADS" in os.environ or "numpy" in sys.modules:
+        yield
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
