@@ -5,10 +5,18 @@
 # which no longer hold). Run it on a quiet machine: the examples' intervals are only as narrow as
 # the machine is quiet.
 #
-# Usage: scripts/examples.sh [NAME...]   (default: every example; e.g. scripts/examples.sh quick)
+# With --rebuild it runs nothing: each example's report is built again from its stored raw data
+# (what tests/integration/test_examples.py checks after a change to the report).
+#
+# Usage: scripts/examples.sh [--rebuild] [NAME...]   (default: every example; e.g. scripts/examples.sh quick)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+rebuild=0
+if [ "${1:-}" = --rebuild ]; then
+  rebuild=1
+  shift
+fi
 names=("$@")
 if [ ${#names[@]} = 0 ]; then
   for dir in docs/examples/*/; do names+=("$(basename "$dir")"); done
@@ -19,6 +27,24 @@ for name in "${names[@]}"; do
     exit 2
   fi
 done
+kept=(results.jsonl.xz plan.toml manifest.json environment.json report.md report.html plots
+      queries.csv verdicts.csv resources.csv)
+if [ "$rebuild" = 1 ]; then
+  for name in "${names[@]}"; do
+    out=$(mktemp -d "${TMPDIR:-/tmp}/tdebench-example-$name.XXXXXX")
+    trap 'rm -rf "$out"' EXIT
+    cp -r "docs/examples/$name/." "$out/"
+    xz -dk "$out/results.jsonl.xz"
+    .venv/bin/tdebench report "$out" > /dev/null
+    for file in report.md report.html plots manifest.json queries.csv verdicts.csv resources.csv; do
+      if [ -e "$out/$file" ]; then rm -rf "docs/examples/$name/$file" && cp -r "$out/$file" "docs/examples/$name/"; fi
+    done
+    rm -rf "$out"
+    trap - EXIT
+    echo "examples: $name: report rebuilt from its raw data"
+  done
+  exit 0
+fi
 servers=""
 for name in "${names[@]}"; do
   grep -qE '^name = "(mariadb|postgres)"' "docs/examples/$name/plan.toml" && servers="--servers"
@@ -42,8 +68,7 @@ for name in "${names[@]}"; do
   target="docs/examples/$name"
   find "$target" -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
   xz -9 -T0 "$out/results.jsonl"
-  for file in results.jsonl.xz plan.toml manifest.json environment.json report.md report.html plots \
-              queries.csv verdicts.csv resources.csv; do
+  for file in "${kept[@]}"; do
     if [ -e "$out/$file" ]; then cp -r "$out/$file" "$target/"; fi
   done
   rm -rf "$out"

@@ -1,9 +1,8 @@
 """The published example runs (docs/examples/): each stays under 1.5 MiB, and its reports are
 what today's tdebench builds from its raw data, so a reader never studies a stale layout.
 
-A change to the report makes the second test fail until the examples are rebuilt, as their
-READMEs say: `xz -dk docs/examples/X/results.jsonl.xz && tdebench report docs/examples/X`
-(then remove the decompressed results.jsonl and summary.csv again)."""
+A change to the report makes the second test fail until the examples are rebuilt from their raw
+data: `scripts/examples.sh --rebuild` (every example) or `scripts/examples.sh --rebuild X`."""
 
 from __future__ import annotations
 
