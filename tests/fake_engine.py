@@ -173,7 +173,7 @@ class SteppedFakeWorkload(FakeWorkload):
 def run_fake(directory: Path, engine: type[FakeEngine], workspace_parent: Path) -> None:
     """Run the fake plan (one round) with `engine`, its results in `directory`/out, its trial
     workspaces below `workspace_parent`: a real runner, for what happens around the trials."""
-    from tdebench.runner import Runner
+    from tdebench.run.runner import Runner
     from tdebench.store import ResultStore
 
     clock = FakeClock()

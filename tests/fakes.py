@@ -29,7 +29,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.engines import get_engine
 from tdebench.results import CipherSpeed, FileScan, Measurement, Sample, TrialKey, TrialOutcome, Verdict
 from tdebench.store import ResultStore

@@ -142,7 +142,7 @@ class Plan:
     # and rescans growing ones; 0: no capture, the verdict judges the files at rest only
     capture_every_s: float = 0.5
     # before each trial (in lockstep: each round of a group), wait while other processes keep the
-    # machine busy, this many seconds at most (runner.py, measure/load.wait_for_quiet); 0: no wait
+    # machine busy, this many seconds at most (run/runner.py, measure/load.wait_for_quiet); 0: no wait
     quiet_wait_s: float = 0.0
 
     @property

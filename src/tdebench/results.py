@@ -199,7 +199,7 @@ class TrialOutcome:
     # the host that ran the trial in a cluster run (cluster.host_identity: its hostname, and the
     # worker's name where a machine runs several); None in a run on one machine
     host: str | None = None
-    # the plan's quiet_wait_s (runner.py, measure/load.wait_for_quiet): the seconds the run waited
+    # the plan's quiet_wait_s (run/runner.py, measure/load.wait_for_quiet): the seconds the run waited
     # before the trial for other processes to quiet down, and their CPU (% of one core) when it
     # started (above BUSY_OTHERS_PCT: the wait ran out); None: no wait (quiet_wait_s = 0, `upgrade`)
     quiet_waited_s: float | None = None

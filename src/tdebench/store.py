@@ -5,7 +5,7 @@ kinds are results.py's), `plan.toml` (the plan exactly as given) and `environmen
 Everything else in the directory is derived from these three by `tdebench report`, so a crash
 loses at most the trial that was running. `manifest.json` lists every file tdebench wrote
 there (the raw files, the report's): `run --force` removes those and nothing else (see
-outdir.py); it also holds the raw format's version (results.FORMAT), which reading passes to
+run/outdir.py); it also holds the raw format's version (results.FORMAT), which reading passes to
 `results.upgrade`, so a run written by an older tdebench reads in the current shape.
 `keep_complete` cuts an interrupted run's results.jsonl down to its complete trials before
 `run --resume` continues it.

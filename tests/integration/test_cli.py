@@ -344,7 +344,7 @@ def test_an_error_after_ctrl_c_is_the_interrupt(tmp_path: Path, monkeypatch, int
     """shutil.rmtree, interrupted while it closes a directory, raises "Bad file descriptor"
     instead of KeyboardInterrupt (a clean-clone CI run hit it during priming): after Ctrl-C any
     error ends the run as interrupted (exit 130); without Ctrl-C an error stays an error."""
-    from tdebench import runner as runner_module
+    from tdebench.run import runner as runner_module
     from tdebench.measure import ciphers
 
     def failing_run(self):

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 from scipy.stats import binomtest
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.cli import main
 from tdebench.engines import get_engine
 from tdebench.engines.base import Connection, Database

@@ -17,7 +17,7 @@ from tdebench.engines.base import Connection, Database
 from tdebench.engines.fs import GocryptfsDatabase
 from tdebench.engines.server import user_ids
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
-from tdebench.runner import Runner, RunSummary
+from tdebench.run.runner import Runner, RunSummary
 from tdebench.results import RunData
 from tdebench.store import ResultStore, read_run
 from tdebench.workloads.base import RunContext, Workload, WrongAnswer

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from tdebench import outdir
+from tdebench.run import outdir
 from tdebench.cli import main
 from tdebench.keys import KeySource
 from tdebench.plan import parse_plan, schedule

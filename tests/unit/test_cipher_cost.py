@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.engines import get_engine
 from tdebench.report.summaries.cipher_cost import COVERED, KEY, NO_BYTES, WAIT, Parts, cipher_cost_table, rest, rows
 from tdebench.report.data.encryptions import known

@@ -84,7 +84,7 @@ def test_an_input_error_no_command_caught_is_one_line_and_its_exit_code(monkeypa
     """The error base (errors.InputError) is caught once, in the CLI: a SetupError from a place
     no command expected ends as a one-line error and exit 2, not a traceback."""
     from tdebench import plan
-    from tdebench.runsetup import SetupError
+    from tdebench.run.setup import SetupError
 
     def broken(*_: object) -> list:
         raise SetupError("the engines moved")

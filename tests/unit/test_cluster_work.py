@@ -12,7 +12,7 @@ from tdebench.cluster import work
 from tdebench.cluster.collect import Collector
 from tdebench.plan import group_of, parse_plan, schedule
 from tdebench.results import CipherSpeed, Measurement, TrialKey, TrialOutcome, Verdict, to_json
-from tdebench.runner import RunSummary, SilentProgress
+from tdebench.run.runner import RunSummary, SilentProgress
 from tdebench.store import ResultStore, read_run
 
 PLAN = '''name = "units"

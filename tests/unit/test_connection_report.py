@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.engines import PROVISIONED, get_engine
 from tdebench.report.summaries.connection import connection_table, findings, key_text
 from tdebench.report.sections.document import assemble

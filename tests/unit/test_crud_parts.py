@@ -13,7 +13,7 @@ import pytest
 from fake_engine import FAKE_ENC, FakeConnection, FakeDatabase, FakeEngine, FakeWorkload
 from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, PlanError, WorkloadSpec, parse_plan
-from tdebench.runner import Runner
+from tdebench.run.runner import Runner
 from tdebench.store import ResultStore, read_run
 from tdebench.workloads.crud import data, names, schema
 from tdebench.workloads.crud.workload import CrudWorkload, lookup_ids, operation_rows, table_rows

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.engines import get_engine
 from tdebench.report.summaries.cipher_cost import cipher_cost_table
 from tdebench.report.summaries.findings import hosts_sentence

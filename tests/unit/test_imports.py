@@ -25,7 +25,7 @@ PACKAGE = SOURCE / "tdebench"
 TIERS = (
     ("cli",),
     ("cluster", "kit"),  # the commands cli hands whole runs to: --cluster, the script kit and its import
-    ("runner", "runsetup", "outdir"),
+    ("run",),  # the trial loop, a run's setup and its --out directory (run/)
     ("plan", "workloads", "report", "capture"),  # capture: the transient scan while a trial runs (verify below)
     ("engines", "measure", "verify"),
     ("keys", "store", "stats", "byte_counts"),  # byte_counts: verify's compiled entropy loop (numba)
@@ -106,7 +106,7 @@ def _arrows() -> list[tuple[str, str]]:
 
 def test_the_graph_is_read_from_the_source() -> None:
     """The walker finds the arrows it checks (a walker that found none would pass everything)."""
-    assert ("tdebench.runner", "tdebench.verify") in _arrows()
+    assert ("tdebench.run.runner", "tdebench.verify") in _arrows()
     assert "tdebench.report.data.declared" in GRAPH and REGISTRY in GRAPH[REGISTRY_READER]
     assert ("tdebench.kit.readme", "tdebench.kit.scripts") in [(m, t) for m, ts in GRAPH.items() for t in ts]
 
@@ -153,7 +153,7 @@ def test_the_report_imports_nothing_of_the_engines() -> None:
 
 @pytest.mark.parametrize("below", ["engines", "measure", "verify", "keys", "store", "stats"])
 def test_the_lower_pieces_import_no_runner_cli_report_or_workload(below: str) -> None:
-    above = {"runner", "cli", "report", "workloads"}
+    above = {"run", "cli", "report", "workloads"}
     assert [(m, t) for m, t in _arrows() if _piece(m) == below and _piece(t) in above] == []
 
 
@@ -166,7 +166,7 @@ def test_no_workload_imports_verify_or_store() -> None:
 HEAVY = ("matplotlib", "scipy", "distributed")
 """Libraries that take seconds to import on a loaded 2-core machine: the report's plots and
 statistics, and Dask's client."""
-RUNS_TRIALS = ("tdebench.cli", "tdebench.cli.run", "tdebench.outdir", "tdebench.runsetup", "tdebench.runner",
+RUNS_TRIALS = ("tdebench.cli", "tdebench.cli.run", "tdebench.run.outdir", "tdebench.run.setup", "tdebench.run.runner",
                "tdebench.cluster.unit")
 """What `tdebench run` loads before its first trial, and a cluster unit's process in all."""
 

@@ -12,7 +12,7 @@ from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec, lockstep_groups, schedule
 from tdebench.report.summaries.noise import comparison_noise, noisy_figures
 from tdebench.report.data.records import BASELINE, PLACEBO, over_passes, summary_records
-from tdebench.runner import Runner
+from tdebench.run.runner import Runner
 from tdebench.results import Measurement, TrialKey
 from tdebench.store import ResultStore, read_run
 

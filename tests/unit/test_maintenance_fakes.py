@@ -19,7 +19,7 @@ from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.report import build
 from tdebench.report.sections import maintenance as report
 from tdebench.report.data.records import summary_records
-from tdebench.runner import Runner
+from tdebench.run.runner import Runner
 from tdebench.results import Measurement, TrialKey, TrialOutcome
 from tdebench.store import ResultStore, read_run
 from tdebench.workloads import WORKLOADS

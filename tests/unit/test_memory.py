@@ -19,7 +19,7 @@ from tdebench.report.data import units
 from tdebench.report.sections import answer
 from tdebench.report.summaries import cache, plots
 from tdebench.report.data.records import summary_records
-from tdebench.runner import Runner
+from tdebench.run.runner import Runner
 from tdebench.results import FORMAT, Measurement, RunData, TrialKey, TrialOutcome, from_json, to_json, upgrade
 from tdebench.store import ResultStore, read_run
 

@@ -1,5 +1,5 @@
 """The --out directory: a user's files are never removed, --force removes only what a run
-wrote, and one run at a time holds the directory (outdir.py)."""
+wrote, and one run at a time holds the directory (run/outdir.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebench import outdir
+from tdebench.run import outdir
 from tdebench.store import MANIFEST, RAW_FILES, ResultStore, manifest, record_written
 
 
@@ -93,7 +93,7 @@ def test_a_run_from_before_manifests_loses_only_its_known_files(tmp_path: Path) 
 
 def test_a_second_run_is_refused_with_the_first_ones_pid(tmp_path: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from tdebench import outdir\n"
+        "import sys, time; from pathlib import Path; from tdebench.run import outdir\n"
         f"held = outdir.prepare(Path({str(tmp_path)!r}), force=False); print('locked', flush=True); time.sleep(60)")],
         stdout=subprocess.PIPE, text=True)
     try:

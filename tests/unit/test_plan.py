@@ -540,7 +540,7 @@ def test_a_workloads_own_rounds_are_its_rounds_in_the_adaptive_count() -> None:
     """The runner's count of each group's rounds (what the report's stopping sentence names): a
     workload that runs in the first round only has run 1, not the plan's 3."""
     from tdebench.results import RunData
-    from tdebench.runner import _rounds_by_group
+    from tdebench.run.runner import _rounds_by_group
 
     plan = parse_plan(EXAMPLE_PLAN + '\n[[workloads]]\nname = "strength"\nscale = 20000\nrepetitions = 1\n')
     rounds = _rounds_by_group(plan, RunData(Path("."), plan.text, {}))

@@ -17,7 +17,7 @@ from fake_clock import FakeClock
 from tdebench.measure.environment import differences
 from tdebench.plan import EngineChoice, Plan, parse_plan, schedule
 from tdebench.report.summaries.findings import alerts, overview
-from tdebench.runner import Runner
+from tdebench.run.runner import Runner
 from tdebench.results import BUDGET, CipherSpeed, MOST_ROUNDS, Resumed, TrialKey, to_json
 from tdebench.store import RESULTS, OutputError, ResultStore, keep_complete, read_run
 

@@ -14,7 +14,7 @@ from fake_engine import FAKE_ENC, QUERY_NS, FakeEngine, FakeWorkload, fake_plan
 from tdebench.measure import affinity
 from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan
-from tdebench.runner import Runner, _within_budget
+from tdebench.run.runner import Runner, _within_budget
 from tdebench.report.summaries.findings import UNSTOPPED, overview
 from tdebench.report.summaries.noise import is_headline, widest_headline
 from tdebench.report.data.records import resolution, summary_records
@@ -426,7 +426,7 @@ def test_a_budget_too_small_for_one_groups_round_still_adds_a_cheaper_groups(tmp
 def test_every_trial_times_its_opens_apart_and_records_how_it_took_its_key(tmp_path: Path) -> None:
     """A key derivation is paid per connection: runner.OPENS timed opens per trial (the last one
     the tests' connection), counted once per trial as their median, and each trial's key form."""
-    from tdebench.runner import OPENS
+    from tdebench.run.runner import OPENS
 
     summary, data, _ = run(tmp_path, make_plan())
     opens = [m for m in data.measurements if (m.test, m.step) == ("open", "connect")]
@@ -448,7 +448,7 @@ def test_every_trial_runs_a_transient_capture_and_one_that_cannot_start_is_said_
     def no_inotify(*args: object, **kwargs: object) -> None:
         raise OSError(24, "Too many open files")
 
-    monkeypatch.setattr("tdebench.runner.Capture", no_inotify)
+    monkeypatch.setattr("tdebench.run.runner.Capture", no_inotify)
     summary, data, _ = run(tmp_path / "b", make_plan())
     assert summary.ok and {v.transient for v in data.verdicts} == {""}
     assert {v.capture_cpu_s for v in data.verdicts} == {None}  # no capture ran, no cost made up

@@ -117,7 +117,7 @@ def test_a_new_run_is_not_hurried_by_one_interrupted_before_it_in_the_process(fr
     interrupt handler ends it, so that run's servers get a clean shutdown again."""
     import signal
 
-    from tdebench import runsetup
+    from tdebench.run import setup as runsetup
 
     server_module.hurry()
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.cli.console import err, out, plain, print_cleaned
 from tdebench.cli.places import cluster_client
 from tdebench.errors import InputError

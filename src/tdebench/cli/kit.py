@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.cli.compare import empty_out_or_exit
 from tdebench.cli.console import err, out, plain
 from tdebench.cli.plans import builtin_plans, plan_path
@@ -60,7 +60,7 @@ def import_command(kit_dir: Path, engine: str, out_dir: Path | None) -> None:
     timing: sqlcmd's STATISTICS TIME, sqlplus's Elapsed, the mysql client's "(0.01 sec)"),
     then its report; `tdebench report` and `tdebench compare` read it like any run. A failed
     statement makes its query failed and the trial failed (exit 1); a missing log is exit 2."""
-    from tdebench import outdir
+    from tdebench.run import outdir
     from tdebench.kit import importer, scripts
 
     try:

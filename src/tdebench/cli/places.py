@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.cli.console import err, print_cleaned
 from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.errors import InputError
@@ -20,7 +20,7 @@ from tdebench.store import Cut, ResultStore, read_run
 
 if TYPE_CHECKING:
     from tdebench.cli.progress import ProgressBar
-    from tdebench.runner import RunSummary
+    from tdebench.run.runner import RunSummary
 
 
 def ready_or_exit(the_plan: Plan, key_file: Path | None, work_dir: Path | None,
@@ -80,7 +80,7 @@ class Here:
 
     def work(self, store: ResultStore, resumed: Cut | None = None) -> Work:
         def trials(progress: ProgressBar, interrupted: threading.Event) -> RunSummary:
-            from tdebench.runner import Runner
+            from tdebench.run.runner import Runner
 
             with interrupt_on_signals():  # Ctrl-C also stops a long embedded query at once
                 if resumed is None or not resumed.ciphers:
@@ -144,7 +144,7 @@ class OnCluster:
         def trials(progress: ProgressBar, interrupted: threading.Event) -> RunSummary:
             from tdebench.cluster.client import Collector
             from tdebench.plan import to_run
-            from tdebench.runner import elapsed_before, kept_summary
+            from tdebench.run.runner import elapsed_before, kept_summary
 
             stored = read_run(store.directory)
             done = stored.complete_trials()
@@ -167,7 +167,7 @@ class OnCluster:
         (runner.more_rounds, as a local run adds them: every overhead is within one host, so the
         rounds of all hosts make each group's interval); once none is added, the `Stopping` record
         stored."""
-        from tdebench.runner import more_rounds
+        from tdebench.run.runner import more_rounds
 
         start = time.monotonic() - before_s
 

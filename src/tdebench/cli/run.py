@@ -10,7 +10,7 @@ from typing import NoReturn
 
 import click
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.cli.console import err, plain, wrapped
 from tdebench.cli.places import Work, place
 from tdebench.cli.plans import default_plan, expected, plan_or_exit, plan_path
@@ -88,7 +88,7 @@ def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, 
     the_plan = plan_or_exit(plan or default_plan())
     if engines:
         the_plan = _only(the_plan, engines, str(plan_file))
-    from tdebench import outdir
+    from tdebench.run import outdir
     with place(cluster, the_plan, str(plan_file), key_file, data_dir, work_dir, owned) as where:
         out_lock = outdir.prepare(out_dir, force)
         try:  # the lock is held until the run has written its report
@@ -121,7 +121,7 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
             owned: bool = False) -> NoReturn:
     """`run --resume DIR`: check the run in DIR and its plan, lock DIR, cut its results down to
     the complete trials, record the resume, and run the rest."""
-    from tdebench import outdir
+    from tdebench.run import outdir
 
     try:
         stored = read_run(directory)

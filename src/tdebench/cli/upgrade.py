@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.cli.console import out, plain
 from tdebench.cli.report import run_or_exit
 from tdebench.engines import BY_URL, PROVISIONED, Engine

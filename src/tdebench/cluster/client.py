@@ -32,7 +32,7 @@ from distributed import Client, Event, Future, LocalCluster, Queue, wait
 from tdebench.cluster import drivers, work, worker
 from tdebench.cluster.collect import Collector
 from tdebench.plan import Plan, TrialSpec
-from tdebench.runsetup import SetupError
+from tdebench.run.setup import SetupError
 
 CONNECT_TIMEOUT = "20s"
 DRAIN_S = 0.5

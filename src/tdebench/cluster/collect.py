@@ -15,7 +15,7 @@ from typing import Any
 from tdebench.cluster import work
 from tdebench.plan import TrialSpec
 from tdebench.results import CipherSpeed, Record, TrialKey, TrialOutcome, Verdict, from_json
-from tdebench.runner import Progress, RunSummary
+from tdebench.run.runner import Progress, RunSummary
 from tdebench.store import ResultStore
 
 

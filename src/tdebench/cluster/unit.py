@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.engines.timeout import interrupt_on_signals
 from tdebench.plan import Plan, PlanError, TrialSpec, parse_plan
 from tdebench.results import Record, TrialKey, TrialOutcome, to_json
@@ -96,7 +96,7 @@ def other_drivers(request: dict[str, Any], interrupted: threading.Event) -> Iter
 
 def run(request: dict[str, Any], out: IO[str]) -> int:
     """Check this machine, then run the unit's trials, streaming their records to `out`."""
-    from tdebench.runner import Runner
+    from tdebench.run.runner import Runner
 
     interrupted = threading.Event()
     runsetup.handle_interrupts(interrupted)

@@ -24,7 +24,8 @@ from typing import Any
 
 from distributed import Event, get_client, get_worker
 
-from tdebench import runsetup, runstate
+from tdebench import runstate
+from tdebench.run import setup as runsetup
 from tdebench.cluster import work
 from tdebench.plan import parse_plan
 from tdebench.results import TrialKey, to_json

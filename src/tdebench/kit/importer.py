@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tdebench import runsetup
+from tdebench.run import setup as runsetup
 from tdebench.engines import BY_URL
 from tdebench.kit import logs
 from tdebench.kit.scripts import LOGS, KitPlan, KitTrial, Script, marker_text, pass_labels, read_kit

@@ -18,7 +18,7 @@ from typing import Any
 from tdebench.engines.dbapi import parquet_to_csv
 from tdebench.kit.targets import CANARY_TABLE, STEP, Directive, Item, Sql, Target, data_dir
 from tdebench.plan import DEFAULT_REPETITIONS, Checker, PlanError, workload_spec
-from tdebench.runner import new_canaries
+from tdebench.run.runner import new_canaries
 from tdebench.workloads.tpch import data, schema, streams
 from tdebench.workloads.tpch.queries import query
 

@@ -31,7 +31,7 @@ REPORT_MD, REPORT_HTML = "report.md", "report.html"
 DERIVED = (*CSV_FILES, REPORT_MD, REPORT_HTML, markdown.PLOTS_DIR)
 """Every file and directory `build` writes at the top of a run directory: all derived, so
 they may be deleted and rebuilt from the raw records. `run --force` removes what the run's
-manifest lists; these names serve runs from before manifests (outdir.py)."""
+manifest lists; these names serve runs from before manifests (run/outdir.py)."""
 
 
 def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
