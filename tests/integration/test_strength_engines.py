@@ -265,3 +265,48 @@ def test_mariadb_cbc_redo_log_forgery_is_refused_with_the_reason_its_log_gives(s
     assert logged.answer == "refused without a tag", logged
     note = logged.note or ""
     assert "its log ends:" in note and "[ERROR] InnoDB:" in note, note  # e.g. a page id garbled
+
+
+BACKUP_PLAN = '''name = "kept-backup"
+repetitions = 1
+warmups = 0
+[[engines]]
+name = "mariadb"
+encryptions = ["none", "aes-128-ctr", "fs-passthrough"]
+memory_mb = [6]
+[[engines]]
+name = "postgres"
+encryptions = ["none", "column-aes-128"]
+memory_mb = [4]
+[[workloads]]
+name = "strength"
+scale = 1000
+tests = ["backup"]
+'''
+
+
+def test_the_servers_backups_are_scanned_against_the_baselines(tmp_path: Path) -> None:
+    """The strength workload's `backup` test through the runner (its at-rest rules): mariadb-backup
+    and pg_basebackup copies of the baselines hold the canary (the control), InnoDB's and pgcrypto's
+    hold none, and a backup of a database on a FUSE layer, written outside the mount, is plaintext."""
+    from click.testing import CliRunner
+
+    from tdebench.cli import main
+    from tdebench.report.sections.answer import rows
+    from tdebench.report.data.records import summary_records
+    from tdebench.store import read_run
+
+    (tmp_path / "plan.toml").write_text(BACKUP_PLAN)
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "plan.toml"), "--out", str(tmp_path / "out"), "--quiet"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output  # a plaintext backup is the answer's to say, not a failed verdict
+    run = read_run(tmp_path / "out")
+    scans = {(m.trial.engine, m.trial.encryption): m for m in run.measurements if (m.test, m.step) == ("backup", "scan")}
+    assert {key: m.answer for key, m in scans.items()} == {
+        ("mariadb", "none"): "plaintext", ("mariadb", "aes-128-ctr"): "encrypted",
+        ("mariadb", "fs-passthrough"): "plaintext", ("postgres", "none"): "plaintext",
+        ("postgres", "column-aes-128"): "encrypted"}
+    assert scans[("postgres", "column-aes-128")].metrics["marker_hits"] > 0  # the column layer's rows were there
+    backup = {(row["engine"], row["encryption"]): row["backup"] for row in rows(run, summary_records(run))}
+    assert backup[("mariadb", "aes-128-ctr")] == backup[("postgres", "column-aes-128")] == "encrypted"
+    assert backup[("mariadb", "none")] == "plaintext (control)"
