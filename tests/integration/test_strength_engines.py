@@ -301,7 +301,8 @@ def test_the_servers_backups_are_scanned_against_the_baselines(tmp_path: Path) -
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output  # a plaintext backup is the answer's to say, not a failed verdict
     run = read_run(tmp_path / "out")
-    scans = {(m.trial.engine, m.trial.encryption): m for m in run.measurements if (m.test, m.step) == ("backup", "scan")}
+    scans = {(m.trial.engine, m.trial.encryption): m for m in run.measurements
+             if (m.test, m.step) == ("backup", "scan")}
     assert {key: m.answer for key, m in scans.items()} == {
         ("mariadb", "none"): "plaintext", ("mariadb", "aes-128-ctr"): "encrypted",
         ("mariadb", "fs-passthrough"): "plaintext", ("postgres", "none"): "plaintext",
