@@ -3,7 +3,8 @@ temp dir, its records kept in memory). What the workload must show is asserted â
 refuses a flipped byte by its tag, the baseline accepts a forgery, an unencrypted baseline repeats
 many blocks where an encryption repeats none, the old key opens nothing after a rekey â€” and the
 rest as measured on DuckDB 1.5.5 and SQLite3MC 2.6.1, so a change of an engine's behaviour shows.
-Servers (MariaDB, PostgreSQL) and the gocryptfs layer: one trial each, started by the test."""
+Servers (MariaDB, PostgreSQL) and the gocryptfs layer: one trial each, started by the test; the
+backup test, which judges by the runner's at-rest rules, through `tdebench run`."""
 
 from __future__ import annotations
 
