@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 import numpy as np
-from scipy.stats import mannwhitneyu, t as student_t
+from scipy.special import stdtr, stdtrit
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240601
@@ -149,58 +149,52 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
-@functools.lru_cache(maxsize=128)
-def _summary_indices(n: int) -> np.ndarray:
-    """The resampling indices of `summarize` for a group of n values: the first draw of a
-    freshly seeded generator, so they depend on n alone and are drawn once per size."""
-    return _frozen(_rng().integers(0, n, size=(BOOTSTRAP_RESAMPLES, n)))
+def _draw_counts(indices: np.ndarray, n: int) -> np.ndarray:
+    """How often each of n values is drawn in each resample (a row of `indices`): all that a
+    resample's median needs (`_bootstrap_medians`), in the smallest integer type that holds n."""
+    resamples = indices.shape[0]
+    flat = (np.arange(resamples)[:, None] * n + indices).reshape(-1)
+    return _frozen(np.bincount(flat, minlength=resamples * n).reshape(resamples, n).astype(np.min_scalar_type(n)))
 
 
 @functools.lru_cache(maxsize=128)
-def _pair_indices(n_baseline: int, n_treatment: int) -> tuple[np.ndarray, np.ndarray]:
-    """The resampling indices of `overhead`: baseline then treatment from one seeded generator."""
+def _summary_draws(n: int) -> np.ndarray:
+    """The resamples of `summarize` for a group of n values, as `_draw_counts`: the first draw
+    of a freshly seeded generator, so they depend on n alone and are drawn once per size."""
+    return _draw_counts(_rng().integers(0, n, size=(BOOTSTRAP_RESAMPLES, n)), n)
+
+
+@functools.lru_cache(maxsize=128)
+def _pair_draws(n_baseline: int, n_treatment: int) -> tuple[np.ndarray, np.ndarray]:
+    """The resamples of `overhead`: baseline then treatment from one seeded generator."""
     rng = _rng()
     base = rng.integers(0, n_baseline, size=(BOOTSTRAP_RESAMPLES, n_baseline))
     treat = rng.integers(0, n_treatment, size=(BOOTSTRAP_RESAMPLES, n_treatment))
-    return _frozen(base), _frozen(treat)
+    return _draw_counts(base, n_baseline), _draw_counts(treat, n_treatment)
 
 
-def _medians(block: np.ndarray) -> np.ndarray:
-    """`np.median(block, axis=-1)`, bit for bit, but by a full sort of the short last axis,
-    which is several times faster than numpy's partition on millions of tiny rows."""
-    # numpy types a median and an array's item as Any: each is an array here (block has 2+ axes)
-    if np.isnan(block).any():
-        return cast(np.ndarray, np.median(block, axis=-1))
-    size, middle = block.shape[-1], block.shape[-1] // 2
-    if size <= _NETWORK_MAX and not (block == 0).any():  # zeros: keep ±0.0 exactly as numpy orders them
-        ordered = _sorting_network(block)
-        return cast(np.ndarray, ordered[middle] if size % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0)
-    ordered = np.sort(block, axis=-1)
+def _bootstrap_medians(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per row of `rows` (groups of n values), the median of each resample `counts` draws
+    (`_draw_counts`), bit for bit numpy's median of the resampled values, shape (rows,
+    resamples). No resample is sorted: with a row's values in order, a resample's k-th smallest
+    value is the first whose running count of draws exceeds k."""
+    size = rows.shape[-1]
+    order = np.argsort(rows, axis=-1)  # NaN last
+    ordered = np.take_along_axis(rows, order, axis=-1)
+    # (n, rows, resamples): the running sum over the values in order, a whole plane at a time
+    running = np.cumsum(np.ascontiguousarray(counts.T)[order.T], axis=0, dtype=counts.dtype)
+
+    def smallest(k: int) -> np.ndarray:
+        return np.take_along_axis(ordered, np.count_nonzero(running <= k, axis=0), axis=-1)
+
+    middle = size // 2
     # + 0.0: numpy's median is a mean, a sum that starts at +0.0, so it never gives -0.0
-    if size % 2:
-        return ordered[..., middle] + 0.0
-    return cast(np.ndarray, (ordered[..., middle - 1] + ordered[..., middle]) / 2.0 + 0.0)
-
-
-_NETWORK_MAX = 5
-"""Up to this many values a sorting network over whole columns beats sorting each tiny row."""
-
-
-def _sorting_network(block: np.ndarray) -> np.ndarray:
-    """The last axis of `block` sorted by odd–even transposition, moved to the front."""
-    columns = np.moveaxis(block, -1, 0).copy()
-    size = columns.shape[0]
-    for round_ in range(size):
-        for i in range(round_ % 2, size - 1, 2):
-            low = np.minimum(columns[i], columns[i + 1])
-            np.maximum(columns[i], columns[i + 1], out=columns[i + 1])
-            columns[i] = low
-    return columns
-
-
-def _bootstrap_medians(rows: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """Per row of `rows` (groups of equal size), the medians of its resamples by `indices`."""
-    return _medians(rows[:, indices])
+    medians = smallest(middle) + 0.0 if size % 2 else (smallest(middle - 1) + smallest(middle)) / 2.0 + 0.0
+    valid = size - np.count_nonzero(np.isnan(rows), axis=-1)
+    if (valid < size).any():  # numpy: a resample that draws a NaN has a NaN median
+        last_drawn = np.count_nonzero(running < size, axis=0)
+        medians[last_drawn >= valid[:, None]] = math.nan
+    return cast(np.ndarray, medians)
 
 
 def _percentile_interval(samples: np.ndarray) -> tuple[float, float]:
@@ -221,11 +215,11 @@ def _chunks(indices: list[int], width: int) -> list[list[int]]:
     return [indices[i:i + step] for i in range(0, len(indices), step)]
 
 
-def tukey_outliers(array: np.ndarray) -> int:
-    """How many values lie outside the Tukey fences Q1 - 1.5 IQR and Q3 + 1.5 IQR."""
-    q1, q3 = np.percentile(array, [25.0, 75.0])
+def _tukey_outliers(rows: np.ndarray) -> np.ndarray:
+    """Per row, how many values lie outside the Tukey fences Q1 - 1.5 IQR and Q3 + 1.5 IQR."""
+    q1, q3 = np.percentile(rows, [25.0, 75.0], axis=-1, keepdims=True)
     spread = 1.5 * (q3 - q1)
-    return int(np.count_nonzero((array < q1 - spread) | (array > q3 + spread)))
+    return cast(np.ndarray, np.count_nonzero((rows < q1 - spread) | (rows > q3 + spread), axis=-1))  # typed Any
 
 
 def summarize(values: Sequence[float]) -> Summary:
@@ -234,34 +228,33 @@ def summarize(values: Sequence[float]) -> Summary:
 
 
 def summarize_many(groups: Sequence[Sequence[float]]) -> list[Summary]:
-    """`summarize` of every group, the same figures, with the bootstrap of all groups of one
-    size done in one vectorized step (a run has thousands of small cells)."""
+    """`summarize` of every group, the same figures, computed for all groups of one size at once
+    (a run has thousands of small cells): numpy's figures of each row of them are bit for bit
+    those of each group alone."""
     arrays = [_as_array(values) for values in groups]
     by_size: dict[int, list[int]] = defaultdict(list)
     for index, array in enumerate(arrays):
-        if array.size > 1:
-            by_size[array.size].append(index)
-    intervals: dict[int, tuple[float, float]] = {}
+        by_size[array.size].append(index)
+    summaries: dict[int, Summary] = {}
     for size, members in by_size.items():
         for chunk in _chunks(members, size):
-            rows = np.stack([arrays[index] for index in chunk])
-            bounds = _percentile_intervals(_bootstrap_medians(rows, _summary_indices(size)))
-            intervals.update({index: (float(low), float(high))
-                              for index, (low, high) in zip(chunk, bounds)})
-    summaries = []
-    for index, array in enumerate(arrays):
-        median = float(np.median(array))
-        mean = float(np.mean(array))
-        if array.size == 1:
-            summaries.append(Summary(n=1, median=median, mean=mean, stdev=math.nan, cv=math.nan,
-                                     ci_low=median, ci_high=median, outliers=0))
-            continue
-        stdev = float(np.std(array, ddof=1))
-        cv = stdev / mean if mean != 0 else math.nan
-        ci_low, ci_high = intervals[index]
-        summaries.append(Summary(n=int(array.size), median=median, mean=mean, stdev=stdev, cv=cv,
-                                 ci_low=ci_low, ci_high=ci_high, outliers=tukey_outliers(array)))
-    return summaries
+            summaries.update(zip(chunk, _summaries(np.stack([arrays[index] for index in chunk]))))
+    return [summaries[index] for index in range(len(arrays))]
+
+
+def _summaries(rows: np.ndarray) -> list[Summary]:
+    """The `Summary` of every row of `rows` (groups of one size)."""
+    medians, means = np.median(rows, axis=-1).tolist(), np.mean(rows, axis=-1).tolist()
+    size = rows.shape[-1]
+    if size == 1:  # spread unknown, the interval the value itself
+        return [Summary(n=1, median=median, mean=mean, stdev=math.nan, cv=math.nan, ci_low=median, ci_high=median,
+                        outliers=0) for median, mean in zip(medians, means)]
+    stdevs = np.std(rows, ddof=1, axis=-1).tolist()
+    bounds = _percentile_intervals(_bootstrap_medians(rows, _summary_draws(size))).tolist()
+    return [Summary(n=size, median=median, mean=mean, stdev=stdev, cv=stdev / mean if mean != 0 else math.nan,
+                    ci_low=low, ci_high=high, outliers=outliers)
+            for median, mean, stdev, (low, high), outliers
+            in zip(medians, means, stdevs, bounds, _tukey_outliers(rows).tolist())]
 
 
 def _percent_change(baseline: np.ndarray | float, treatment: np.ndarray | float) -> np.ndarray:
@@ -290,6 +283,8 @@ def _mann_whitney(bases: np.ndarray, treats: np.ndarray, ties: bool) -> np.ndarr
     ties so the whole batch takes the method each row would take alone."""
     n_base, n_treat = bases.shape[1], treats.shape[1]
     method: Literal["asymptotic", "exact"] = "asymptotic" if (n_base > 8 and n_treat > 8) or ties else "exact"
+    from scipy.stats import mannwhitneyu  # scipy.stats takes a second to import: on first need, unpaired only
+
     result = mannwhitneyu(treats, bases, alternative="two-sided", axis=-1, method=method)
     return np.atleast_1d(result.pvalue)
 
@@ -303,14 +298,14 @@ def overheads(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[
         batches[(base.size, treat.size, _has_ties(base, treat))].append(index)
     results: dict[int, Overhead] = {}
     for (n_base, n_treat, ties), members in batches.items():
-        base_indices, treat_indices = _pair_indices(n_base, n_treat)
+        base_draws, treat_draws = _pair_draws(n_base, n_treat)
         for chunk in _chunks(members, max(n_base, n_treat)):
             bases = np.stack([arrays[index][0] for index in chunk])
             treats = np.stack([arrays[index][1] for index in chunk])
             # one baseline is compared with every encryption: resample each distinct one once
             distinct, which = np.unique(bases, axis=0, return_inverse=True)
-            base_medians = _bootstrap_medians(distinct, base_indices)[which.reshape(-1)]
-            ratios = _percent_change(base_medians, _bootstrap_medians(treats, treat_indices))
+            base_medians = _bootstrap_medians(distinct, base_draws)[which.reshape(-1)]
+            ratios = _percent_change(base_medians, _bootstrap_medians(treats, treat_draws))
             finite_rows = np.all(np.isfinite(ratios), axis=1)
             bounds = np.full((len(chunk), 2), math.nan)
             if finite_rows.any():
@@ -402,7 +397,7 @@ def paired_overhead(baseline: np.ndarray, treatment: np.ndarray, how: str = SUM_
         standard_error = deviation / math.sqrt(rounds)
         half = _critical(rounds - 1) * standard_error
         low, high = mean - half, mean + half
-        p = float(2.0 * student_t.sf(abs(mean) / standard_error, rounds - 1))
+        p = _two_sided_p(abs(mean) / standard_error, rounds - 1)
     return Overhead(pct=math.expm1(mean) * 100.0, ci_low=math.expm1(low) * 100.0,
                     ci_high=math.expm1(high) * 100.0, p_value=p, n_baseline=rounds,
                     n_treatment=rounds, method=PAIRED, spread=deviation)
@@ -417,12 +412,19 @@ def minimum_detectable_effect(compared: Overhead, power: float = 0.8) -> float:
     standard_error, df = log_standard_error(compared)
     if math.isnan(standard_error):
         return math.nan
-    return math.expm1((_critical(df) + float(student_t.ppf(power, df))) * standard_error) * 100.0
+    return math.expm1((_critical(df) + float(stdtrit(df, power))) * standard_error) * 100.0
 
 
 def _critical(df: float) -> float:
-    """The two-sided critical value of Student's t at CONFIDENCE (the normal's at df = ∞)."""
-    return float(student_t.ppf(1.0 - (1.0 - CONFIDENCE) / 2.0, df))
+    """The two-sided critical value of Student's t at CONFIDENCE (the normal's at df = ∞).
+    Student's t here and in `_two_sided_p` is scipy.special's, which scipy.stats.t's ppf and sf
+    call, bit for bit the same, without scipy.stats's import."""
+    return float(stdtrit(df, 1.0 - (1.0 - CONFIDENCE) / 2.0))
+
+
+def _two_sided_p(t_value: float, df: float) -> float:
+    """The two-sided p-value of Student's t at |t| = `t_value`."""
+    return float(2.0 * stdtr(df, -t_value))
 
 
 def log_standard_error(compared: Overhead) -> tuple[float, float]:
@@ -467,7 +469,7 @@ def overhead_change(before: Overhead, after: Overhead) -> Overhead:
         df = standard_error ** 4 / shares if shares > 0 else math.inf
         half = _critical(df) * standard_error
         low, high = change - half, change + half
-        p = float(2.0 * student_t.sf(abs(change) / standard_error, df))
+        p = _two_sided_p(abs(change) / standard_error, df)
     return Overhead(pct=math.expm1(change) * 100.0, ci_low=math.expm1(low) * 100.0,
                     ci_high=math.expm1(high) * 100.0, p_value=p, n_baseline=before.n_treatment,
                     n_treatment=after.n_treatment, method=BETWEEN_RUNS)

@@ -1,23 +1,24 @@
-"""stats._medians, the bootstrap's median of every short row (a sorting network up to
-_NETWORK_MAX values, a full sort above), against numpy.median: bit for bit, as its docstring
-promises, on random rows of 1 to 50 values, with ties, signed zeros, infinities and NaN (a block
-holding a NaN is numpy's own median: NaN in the rows that hold one)."""
+"""stats._bootstrap_medians, the median of every resample of a group (read from the group's values
+in order and the resample's counts of draws, no resample sorted), against numpy.median of the
+resampled values: bit for bit, as its docstring promises, on random groups of 1 to 50 values, with
+ties, signed zeros, infinities and NaN (a resample that draws a NaN has numpy's NaN median)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tdebench.stats import _NETWORK_MAX, _bootstrap_medians, _medians, _sorting_network
+from tdebench.stats import _bootstrap_medians, _draw_counts
 
 SIZES = range(1, 51)
 RNG_SEED = 20261124
+RESAMPLES = 100
 
 
 def _block(rng: np.random.Generator, kind: str, shape: tuple[int, ...]) -> np.ndarray:
     if kind == "continuous":
         return rng.lognormal(0.0, 1.0, shape)
-    if kind == "ties":  # a few distinct values: most rows have repeated ones at the middle
+    if kind == "ties":  # a few distinct values: most resamples have repeated ones at the middle
         return rng.integers(1, 4, shape).astype(float)
     if kind == "signed zeros":  # ±0.0 and ties around them: numpy's median is never -0.0
         return rng.choice([-1.5, -0.0, 0.0, 0.0, 2.5], shape)
@@ -26,10 +27,11 @@ def _block(rng: np.random.Generator, kind: str, shape: tuple[int, ...]) -> np.nd
         block[rng.random(shape) < 0.2] = np.inf
         block[rng.random(shape) < 0.1] = -np.inf
         return block
-    if kind == "nan":  # about one row in three holds a NaN
+    if kind == "nan":  # about one group in three holds a NaN, a few two or only NaN
         block = rng.normal(0.0, 1.0, shape)
         rows = rng.random(shape[:-1]) < 0.33
         block[rows, rng.integers(0, shape[-1], rows.sum())] = np.nan
+        block[rng.random(shape) < 0.02] = np.nan
         return block
     raise ValueError(kind)
 
@@ -39,38 +41,25 @@ def _same_bits(ours: np.ndarray, reference: np.ndarray) -> bool:
 
 
 @pytest.mark.parametrize("kind", ["continuous", "ties", "signed zeros", "infinite", "nan"])
-def test_medians_equal_numpys_bit_for_bit(kind: str) -> None:
+def test_bootstrap_medians_equal_numpys_medians_of_the_resamples_bit_for_bit(kind: str) -> None:
     rng = np.random.default_rng([RNG_SEED, len(kind)])
     for size in SIZES:
-        for shape in ((9, size), (3, 5, size)):  # rows of a group, and resamples of several groups
-            block = _block(rng, kind, shape)
-            with np.errstate(invalid="ignore"):  # inf and -inf in the middle: NaN, in both
-                ours, reference = _medians(block), np.median(block, axis=-1)
-            assert _same_bits(ours, reference), (kind, shape, block, ours, reference)
+        rows = _block(rng, kind, (9, size))
+        indices = rng.integers(0, size, (RESAMPLES, size))
+        with np.errstate(invalid="ignore"):  # inf and -inf in the middle: NaN, in both
+            ours = _bootstrap_medians(rows, _draw_counts(indices, size))
+            reference = np.median(rows[:, indices], axis=-1)
+        assert _same_bits(ours, reference), (kind, size, rows, ours, reference)
 
 
-def test_a_nan_makes_its_row_nan_and_leaves_the_others_as_numpy_has_them() -> None:
-    block = np.array([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0], [4.0, 4.0, np.nan]])
-    ours = _medians(block)
-    assert np.isnan(ours[0]) and ours[1] == 2.0 and np.isnan(ours[2])
-    assert _same_bits(ours, np.median(block, axis=-1))
+def test_a_resample_that_draws_a_nan_has_a_nan_median_and_the_others_their_own() -> None:
+    rows = np.array([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0]])
+    indices = np.array([[0, 0, 2], [1, 0, 2], [2, 2, 2]])
+    ours = _bootstrap_medians(rows, _draw_counts(indices, 3))
+    assert ours[0, 0] == 1.0 and np.isnan(ours[0, 1]) and ours[0, 2] == 3.0
+    assert ours[1].tolist() == [1.0, 2.0, 3.0]
 
 
-def test_the_sorting_network_sorts_every_short_row() -> None:
-    """The network itself, on every size it is used for, against np.sort (its output has the
-    sorted axis first)."""
-    rng = np.random.default_rng(RNG_SEED)
-    for size in range(1, _NETWORK_MAX + 1):
-        for kind in ("continuous", "ties", "infinite"):
-            block = _block(rng, kind, (200, size))
-            assert np.array_equal(np.moveaxis(_sorting_network(block), 0, -1), np.sort(block, axis=-1))
-
-
-def test_bootstrap_medians_are_the_medians_of_the_resamples() -> None:
-    rng = np.random.default_rng(RNG_SEED)
-    for size in SIZES:
-        rows = rng.integers(1, 20, (4, size)).astype(float)  # ties, as timings rounded to a tick have
-        indices = rng.integers(0, size, (100, size))
-        ours = _bootstrap_medians(rows, indices)
-        assert ours.shape == (4, 100)
-        assert _same_bits(ours, np.median(rows[:, indices], axis=-1)), size
+def test_draw_counts_count_each_value_of_each_resample() -> None:
+    counts = _draw_counts(np.array([[0, 0, 2], [1, 1, 1]]), 3)
+    assert counts.tolist() == [[2, 0, 1], [0, 3, 0]]
