@@ -177,23 +177,30 @@ def _bootstrap_medians(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Per row of `rows` (groups of n values), the median of each resample `counts` draws
     (`_draw_counts`), bit for bit numpy's median of the resampled values, shape (rows,
     resamples). No resample is sorted: with a row's values in order, a resample's k-th smallest
-    value is the first whose running count of draws exceeds k."""
-    size = rows.shape[-1]
+    value is the first whose running count of draws exceeds k, so walking the values in order
+    once and counting, per resample, the places whose running count is still k or less finds it."""
+    size, middle = rows.shape[-1], rows.shape[-1] // 2
     order = np.argsort(rows, axis=-1)  # NaN last
-    ordered = np.take_along_axis(rows, order, axis=-1)
-    # (n, rows, resamples): the running sum over the values in order, a whole plane at a time
-    running = np.cumsum(np.ascontiguousarray(counts.T)[order.T], axis=0, dtype=counts.dtype)
-
-    def smallest(k: int) -> np.ndarray:
-        return np.take_along_axis(ordered, np.count_nonzero(running <= k, axis=0), axis=-1)
-
-    middle = size // 2
-    # + 0.0: numpy's median is a mean, a sum that starts at +0.0, so it never gives -0.0
-    medians = smallest(middle) + 0.0 if size % 2 else (smallest(middle - 1) + smallest(middle)) / 2.0 + 0.0
     valid = size - np.count_nonzero(np.isnan(rows), axis=-1)
-    if (valid < size).any():  # numpy: a resample that draws a NaN has a NaN median
-        last_drawn = np.count_nonzero(running < size, axis=0)
-        medians[last_drawn >= valid[:, None]] = math.nan
+    has_nan = bool((valid < size).any())
+    by_value = np.ascontiguousarray(counts.T)  # a value's draws in every resample
+    shape = (rows.shape[0], counts.shape[0])
+    running, upper, lower, unfinished = (np.zeros(shape, counts.dtype) for _ in range(4))
+    for place in range(size):
+        running += by_value[order[:, place]]
+        upper += running <= middle
+        if size % 2 == 0:
+            lower += running <= middle - 1
+        if has_nan:
+            unfinished += running < size
+    ordered = np.take_along_axis(rows, order, axis=-1)
+
+    def at(places: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(ordered, places.astype(np.intp), axis=-1)
+
+    # + 0.0: numpy's median is a mean, a sum that starts at +0.0, so it never gives -0.0
+    medians = at(upper) + 0.0 if size % 2 else (at(lower) + at(upper)) / 2.0 + 0.0
+    medians[unfinished >= valid[:, None]] = math.nan  # numpy: a resample that draws a NaN has a NaN median
     return cast(np.ndarray, medians)
 
 
@@ -220,6 +227,19 @@ def _tukey_outliers(rows: np.ndarray) -> np.ndarray:
     q1, q3 = np.percentile(rows, [25.0, 75.0], axis=-1, keepdims=True)
     spread = 1.5 * (q3 - q1)
     return cast(np.ndarray, np.count_nonzero((rows < q1 - spread) | (rows > q3 + spread), axis=-1))  # typed Any
+
+
+def median(values: Sequence[float]) -> float:
+    """`np.median` of a few values, bit for bit, without numpy's cost per call (a run's passes
+    are thousands of groups of two or three values)."""
+    ordered = sorted(float(value) for value in values)
+    if not ordered or any(math.isnan(value) for value in ordered):  # numpy's own NaN (and error)
+        return float(np.median(values))
+    middle = len(ordered) // 2
+    # + 0.0: numpy's median is a mean, a sum that starts at +0.0, so it never gives -0.0
+    if len(ordered) % 2:
+        return ordered[middle] + 0.0
+    return (ordered[middle - 1] + ordered[middle]) / 2.0 + 0.0
 
 
 def summarize(values: Sequence[float]) -> Summary:

@@ -1,14 +1,15 @@
 """stats._bootstrap_medians, the median of every resample of a group (read from the group's values
 in order and the resample's counts of draws, no resample sorted), against numpy.median of the
 resampled values: bit for bit, as its docstring promises, on random groups of 1 to 50 values, with
-ties, signed zeros, infinities and NaN (a resample that draws a NaN has numpy's NaN median)."""
+ties, signed zeros, infinities and NaN (a resample that draws a NaN has numpy's NaN median); and
+stats.median, a step's median over its passes, against numpy.median on a few values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tdebench.stats import _bootstrap_medians, _draw_counts
+from tdebench.stats import _bootstrap_medians, _draw_counts, median
 
 SIZES = range(1, 51)
 RNG_SEED = 20261124
@@ -63,3 +64,18 @@ def test_a_resample_that_draws_a_nan_has_a_nan_median_and_the_others_their_own()
 def test_draw_counts_count_each_value_of_each_resample() -> None:
     counts = _draw_counts(np.array([[0, 0, 2], [1, 1, 1]]), 3)
     assert counts.tolist() == [[2, 0, 1], [0, 3, 0]]
+
+
+@pytest.mark.parametrize("kind", ["continuous", "ties", "signed zeros", "infinite", "nan"])
+def test_median_of_a_few_values_is_numpys_bit_for_bit(kind: str) -> None:
+    rng = np.random.default_rng([RNG_SEED, len(kind), 1])
+    for size in range(1, 8):  # a step's passes
+        for row in _block(rng, kind, (50, size)):
+            with np.errstate(invalid="ignore"):
+                reference = np.median(row)
+            assert _same_bits(np.array(median(row.tolist())), reference), (kind, row)
+
+
+def test_median_of_integers_is_numpys() -> None:
+    for values in ([3, 1], [2**40 + 1, 2**40 + 4, 7], [5]):
+        assert _same_bits(np.array(median(values)), np.median(values)), values

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, overheads, paired_overhead,
+from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, median, overheads, paired_overhead,
                             pairable, summarize_many)
 from tdebench.plan import PAIRED_ORDERS, Group, order_before_recorded
 from tdebench.report.data import declared
@@ -184,7 +184,7 @@ def over_passes(measurements: list[Measurement]) -> list[Measurement]:
             merged.append(group[0])
             continue
         names = dict.fromkeys(name for m in group for name in m.metrics)
-        metrics = {name: float(np.median([m.metrics[name] for m in group if name in m.metrics])) for name in names}
+        metrics = {name: median([m.metrics[name] for m in group if name in m.metrics]) for name in names}
         merged.append(replace(group[0], metrics=metrics, pass_number=0))
     return merged
 
@@ -299,12 +299,14 @@ def _with_rates(m: Measurement) -> dict[str, float]:
 def cell_data(run: RunData) -> dict[CellKey, CellData]:
     """Every cell's values over repetitions, including the derived geomean step and rates."""
     kept, blocks = measured(run), host_blocks(run)
+    trial_order = {trial: rank for rank, trial in enumerate(sorted({m.trial for m in kept}))}  # compared once each
     groups: dict[CellKey, CellData] = defaultdict(CellData)
-    for m in sorted(kept, key=lambda m: (m.trial, m.test, m.stream or 0, step_order(m.step))):
+    for m in sorted(kept, key=lambda m: (trial_order[m.trial], m.test, m.stream or 0, step_order(m.step))):
+        host, round_, unit = blocks.group(m.trial), blocks.round_of(m.trial), (m.stream or 0, m.step)
         for metric, value in _with_rates(m).items():
-            data = groups[_cell(m.trial, m.test, m.step, metric, blocks.group(m.trial))]
+            data = groups[_cell(m.trial, m.test, m.step, metric, host)]
             data.values.append(float(value))
-            data.rounds[blocks.round_of(m.trial)][(m.stream or 0, m.step)] = float(value)
+            data.rounds[round_][unit] = float(value)
     groups.update(_geomean_values(kept, blocks))
     return groups
 
