@@ -175,22 +175,23 @@ def _records(path: Path) -> tuple[list[tuple[bytes, Record]], int | None]:
     return records, None
 
 
-def torn_line(directory: Path) -> int | None:
-    """The number of the half-written last line of a run's results.jsonl that reading leaves
-    out (None: every line is whole); what `report` warns of."""
-    return _records(directory / RESULTS)[1]
-
-
 def read_run(directory: Path) -> RunData:
     """Read a run directory; a torn last line (a crash mid-write) is ignored."""
+    return read_run_torn(directory)[0]
+
+
+def read_run_torn(directory: Path) -> tuple[RunData, int | None]:
+    """`read_run`, and the number of the half-written last line of its results.jsonl that it left
+    out (None: every line is whole), what `report` warns of, from one reading of the file."""
     missing = [name for name in RAW_FILES if not (directory / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{directory} is not a tdebench run directory: missing {', '.join(missing)}")
     run = RunData(directory=directory, plan_text=(directory / PLAN).read_text(),
                   environment=json.loads((directory / ENVIRONMENT).read_text()))
-    for _, record in _records(directory / RESULTS)[0]:
+    records, torn = _records(directory / RESULTS)
+    for _, record in records:
         run.add(record)
-    return run
+    return run, torn
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tdebench.results import Measurement, TrialKey, TrialOutcome, Verdict
-from tdebench.store import RESULTS, ResultStore, keep_complete, read_run, torn_line
+from tdebench.store import RESULTS, ResultStore, keep_complete, read_run, read_run_torn
 
 KEY = TrialKey("duckdb", "none", "tpch", 0.01, 1)
 RECORDS = [
@@ -88,6 +88,7 @@ def test_a_line_of_invalid_utf8_is_an_error_naming_file_and_line(tmp_path: Path)
 
 def test_the_torn_line_is_named(tmp_path: Path) -> None:
     lines = _run(tmp_path)
-    assert torn_line(tmp_path) is None
+    assert read_run_torn(tmp_path)[1] is None
     (tmp_path / RESULTS).write_bytes(b"".join(lines[:-1]) + lines[-1][:20])
-    assert torn_line(tmp_path) == len(lines)
+    run, torn = read_run_torn(tmp_path)
+    assert torn == len(lines) and len(run.trials) == len(read_run(tmp_path).trials)

@@ -10,16 +10,16 @@ import click
 from tdebench.cli.console import err, out, plain
 from tdebench.errors import InputError
 from tdebench.results import RunData
-from tdebench.store import RESULTS, OutputError, read_run, torn_line
+from tdebench.store import RESULTS, OutputError, read_run_torn
 
 
-def report_or_exit(run_dir: Path):
-    """Build the report of `run_dir` (a report.Built); exit 2 if it cannot be written (no space
-    left, …)."""
+def report_or_exit(run_dir: Path, run: RunData | None = None):
+    """Build the report of `run_dir` (a report.Built; `run`: the run in it, when read already); exit
+    2 if it cannot be written (no space left, …)."""
     from tdebench import report
 
     try:
-        return report.build_report(run_dir)
+        return report.build_report(run_dir, run)
     except OutputError as exc:
         raise OutputError(f"{exc}; the raw records are kept: `tdebench report {run_dir}` writes the report later") \
             from None
@@ -31,8 +31,7 @@ def report_command(run_dir: Path) -> None:
     """Rebuild every derived file of RUN_DIR from its raw results.jsonl, plan.toml and environment.json.
     A half-written last line of results.jsonl (a run killed mid-write) is left out, with a
     warning naming it; a results.jsonl without a trial is exit 2."""
-    run_or_exit(run_dir)
-    for path in report_or_exit(run_dir).paths:
+    for path in report_or_exit(run_dir, run_or_exit(run_dir)).paths:
         out.print(str(path), highlight=False)
 
 
@@ -40,7 +39,7 @@ def run_or_exit(run_dir: Path, label: str = "") -> RunData:
     """The run in `run_dir` as `report` and `compare` read it: exit 2 if it cannot be read or
     holds no trial; a warning naming a half-written last line, which is left out (`label`: "A: ")."""
     try:
-        run, torn = read_run(run_dir), torn_line(run_dir)
+        run, torn = read_run_torn(run_dir)
     except (OSError, ValueError) as exc:
         raise InputError(f"{label}{exc}") from None
     if torn is not None:

@@ -69,9 +69,10 @@ def build(run_dir: Path) -> list[Path]:
     return build_report(run_dir).paths
 
 
-def build_report(run_dir: Path) -> Built:
-    """`build`, also returning the report's "In one minute" sentences."""
-    run = read_run(run_dir)
+def build_report(run_dir: Path, run: RunData | None = None) -> Built:
+    """`build`, also returning the report's "In one minute" sentences; `run`: the run in `run_dir`
+    when the caller has read it already."""
+    run = run if run is not None else read_run(run_dir)
     with writing(run_dir):  # no space left, read-only: an OutputError that says so
         return _write(run_dir, run)
 
