@@ -37,7 +37,6 @@ from tdebench.store import ENVIRONMENT, PLAN, RESULTS
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = "f14cb6c"
 """The last commit before the report build was sped up: what a user waited for until then."""
-BUILD = "import sys; from tdebench.report import build; from pathlib import Path; build(Path(sys.argv[1]))"
 
 
 def raw_files(source: Path, target: Path, trials: int | None) -> int:
@@ -70,11 +69,13 @@ def exported(rev: str, into: Path) -> Path:
 
 def timed_build(src: Path, run_dir: Path) -> tuple[float, float]:
     """Wall and CPU seconds of one `tdebench report` with the code in `src`, its process's start
-    included (the CPU time says what a machine shared with other work hides in the wall time)."""
+    included, and its children's (the CPU time says what a machine shared with other work hides in
+    the wall time)."""
     environment = {**os.environ, "PYTHONPATH": str(src)}
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", BUILD, str(run_dir)], env=environment, check=True)
+    subprocess.run([sys.executable, "-m", "tdebench.cli", "report", str(run_dir)], env=environment, check=True,
+                   stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
     now = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
