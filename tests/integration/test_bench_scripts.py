@@ -156,3 +156,14 @@ def test_place_in_turn_prints_a_servers_query_by_place_with_its_reads() -> None:
     assert re.search(r"^MariaDB's Q18 in .*: (\d+) rounds, by place in the lockstep turn\n"
                      r"  1: \1 runs, median \d+ ms \(CPU \d+ ms, read \d+ MiB, \d+–\d+\); times \[", out, re.M), out
     assert re.search(r"^  3: \d+ runs", out, re.M) and "the placebo's spread over rounds" in out, out
+
+
+def test_report_build_prints_both_codes_times_and_whether_their_reports_are_alike() -> None:
+    # the published cost-curve run cut to its first 6 trials, built once by HEAD's code and once by the
+    # working tree's: the same report unless the working tree changed what a report says
+    out = run("report_build.py", "--trials", "6", "--repeats", "1", "--before", "HEAD", timeout=300)
+    assert "cost-curve, 6 trials, 1 alternating repetitions; before: HEAD" in out
+    for label in ("wall", "CPU "):
+        assert re.search(rf"^{label}: before \d+\.\d\d s, after \d+\.\d\d s, ratio \d+\.\d\d  \(each: \d+\.\d\d \| "
+                         r"\d+\.\d\d\)$", out, re.M), out
+    assert re.search(r"^(same report: every file alike|differ: .+)$", out, re.M), out
