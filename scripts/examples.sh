@@ -36,8 +36,10 @@ if [ "$rebuild" = 1 ]; then
     cp -r "docs/examples/$name/." "$out/"
     xz -dk "$out/results.jsonl.xz"
     .venv/bin/tdebench report "$out" > /dev/null
-    for file in report.md report.html plots manifest.json queries.csv verdicts.csv resources.csv; do
-      if [ -e "$out/$file" ]; then rm -rf "docs/examples/$name/$file" && cp -r "$out/$file" "docs/examples/$name/"; fi
+    for file in report.md report.html plots manifest.json queries.csv verdicts.csv resources.csv; do  # as published
+      if [ -e "$out/$file" ] && [ -e "docs/examples/$name/$file" ]; then
+        rm -rf "docs/examples/$name/$file" && cp -r "$out/$file" "docs/examples/$name/"
+      fi
     done
     rm -rf "$out"
     trap - EXIT
