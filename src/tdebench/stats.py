@@ -64,6 +64,9 @@ class Summary:
 
 NO_RATIO = "no ratio: the baseline's median is 0"
 """`Overhead.reason` where the baseline's median is 0: a percentage of it would be infinite."""
+ONE_VALUE = "no interval: one measurement on a side"
+"""`Overhead.reason` where a side has one value (a run of one round): the ratio stands, but a
+resampled interval of one value would be the point itself, a precision nothing measured."""
 
 UNPAIRED = "unpaired"
 PAIRED = "paired"
@@ -103,7 +106,7 @@ class Overhead:
     # cancels in the pairing); NaN unpaired
     spread: float = math.nan
     # why there is no overhead (NaN figures), when the groups were there but give no ratio
-    # (NO_RATIO); "" otherwise
+    # (NO_RATIO), or no interval (ONE_VALUE); "" otherwise
     reason: str = ""
 
     @property
@@ -284,7 +287,8 @@ def _percent_change(baseline: np.ndarray | float, treatment: np.ndarray | float)
 
 def overhead(baseline: Sequence[float], treatment: Sequence[float]) -> Overhead:
     """Ratio of medians as a percentage, its 95% bootstrap CI and a Mann–Whitney U p-value;
-    NaN figures with `reason` NO_RATIO when the baseline's median is 0.
+    NaN figures with `reason` NO_RATIO when the baseline's median is 0; with one value on a side
+    the ratio and NaN for the interval and p (`reason` ONE_VALUE).
 
     Both groups are resampled independently (they come from different trials) from one
     seeded generator, so the interval is reproducible.
@@ -340,13 +344,15 @@ def overheads(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[
                 if finite.size:
                     bounds[row] = _percentile_interval(finite)
             p_values = _mann_whitney(bases, treats, ties)
+            single = min(n_base, n_treat) < 2
             for row, index in enumerate(chunk):
                 base, treat = arrays[index]
                 results[index] = Overhead(
                     pct=float(_percent_change(np.median(base), np.median(treat))),
-                    ci_low=float(bounds[row, 0]), ci_high=float(bounds[row, 1]),
-                    p_value=float(p_values[row]), n_baseline=int(base.size),
-                    n_treatment=int(treat.size))
+                    ci_low=math.nan if single else float(bounds[row, 0]),
+                    ci_high=math.nan if single else float(bounds[row, 1]),
+                    p_value=math.nan if single else float(p_values[row]), n_baseline=int(base.size),
+                    n_treatment=int(treat.size), reason=ONE_VALUE if single else "")
     return [results[index] for index in range(len(arrays))]
 
 

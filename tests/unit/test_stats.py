@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from tdebench.stats import (BETWEEN_RUNS, NOISY_CV, Overhead, geomean, log_standard_error, noise_advice, overhead,
-                            overhead_change, overheads, paired_overhead, summarize, summarize_many)
+from tdebench.report.data.units import change
+from tdebench.stats import (BETWEEN_RUNS, NOISY_CV, ONE_VALUE, Overhead, geomean, log_standard_error, noise_advice,
+                            overhead, overhead_change, overheads, paired_overhead, summarize, summarize_many)
 
 
 def normal(n: int, mean: float = 100.0, sd: float = 2.0, seed: int = 7) -> np.ndarray:
@@ -201,3 +202,15 @@ def test_half_width_is_relative_to_the_ratio_so_a_target_means_the_same_at_any_o
     assert Overhead(1.0, -1.0, 3.0, 0.5, 5, 5).half_width == pytest.approx(2.00, abs=0.01)
     assert math.isnan(Overhead(1.0, math.nan, math.nan, 1.0, 1, 1).half_width)
     assert Overhead(-50.0, -100.0, 10.0, 0.5, 3, 3).half_width == math.inf
+
+
+def test_one_value_on_a_side_gives_the_ratio_and_no_interval() -> None:
+    """A run of one round: a resampled interval of one value would be the point itself ([+30, +30]),
+    a precision nothing measured; the ratio stands, the interval and p are NaN, and a sentence
+    says why."""
+    compared = overhead([1.0], [1.3])
+    assert compared.pct == pytest.approx(30.0) and compared.reason == ONE_VALUE
+    assert math.isnan(compared.ci_low) and math.isnan(compared.ci_high) and math.isnan(compared.p_value)
+    assert change(compared.pct, compared.ci_low, compared.ci_high) == "+30.0% (no interval: one measurement)"
+    two = overhead([1.0, 1.1], [1.3, 1.4])
+    assert two.reason == "" and two.ci_low < two.pct < two.ci_high

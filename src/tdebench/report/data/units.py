@@ -105,7 +105,10 @@ def signed(value: float) -> str:
 
 
 def change(pct: float, low: float, high: float) -> str:
-    """An overhead and its 95% interval as sentences write it: +3.1% [+1.2, +5.0]."""
+    """An overhead and its 95% interval as sentences write it: +3.1% [+1.2, +5.0]; without an
+    interval (one measurement on a side), +3.1% (no interval: one measurement)."""
+    if math.isnan(low) or math.isnan(high):
+        return f"{percent(pct)} (no interval: one measurement)"
     return f"{percent(pct)} [{signed(low)}, {signed(high)}]"
 
 

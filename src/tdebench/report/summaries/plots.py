@@ -7,6 +7,8 @@ manager to register with and close, so nothing leaks between plots and setup is 
 
 from __future__ import annotations
 
+import math
+
 import base64
 import io
 import re
@@ -330,6 +332,12 @@ class PanelRow:
     # "no tag", "broken" or "" (not measured); None in a plot that does not show it
     integrity: str | None = None
 
+    @property
+    def drawn(self) -> tuple[float, float]:
+        """The interval as drawn: the point alone where there is none (one measurement on a side)."""
+        return ((self.pct, self.pct) if math.isnan(self.ci_low) or math.isnan(self.ci_high)
+                else (self.ci_low, self.ci_high))
+
 
 @dataclass(frozen=True)
 class Panel:
@@ -411,8 +419,8 @@ def _x_limits(panels: list[Panel]) -> tuple[float, float]:
     """The x-range that shows every interval and floor of `panels`, with room for the labels."""
     rows = [row for panel in panels for row in panel.rows]
     floors = [panel.floor or 0.0 for panel in panels]
-    low = min([row.ci_low for row in rows] + [-f for f in floors] + [0])
-    high = max([row.ci_high for row in rows] + floors + [0])
+    low = min([row.drawn[0] for row in rows] + [-f for f in floors] + [0])
+    high = max([row.drawn[1] for row in rows] + floors + [0])
     span = max(high - low, 1.0)
     return low - 0.05 * span, high + 0.3 * span  # room for the labels right of each interval
 
@@ -430,10 +438,11 @@ def _forest(axes: Axes, panel: Panel, shown: dict[str, bool], limits: tuple[floa
             marker, filled, _ = INTEGRITY_MARKS[row.integrity]
             shown[f"integrity:{row.integrity}"] = True
         shown[row.verdict] = True
-        axes.errorbar(row.pct, y, xerr=[[row.pct - row.ci_low], [row.ci_high - row.pct]], fmt=marker, color=colour,
+        low, high = row.drawn
+        axes.errorbar(row.pct, y, xerr=[[row.pct - low], [high - row.pct]], fmt=marker, color=colour,
                       markerfacecolor=colour if filled else "white", markersize=7, capsize=3, linewidth=1.2,
                       zorder=2)
-        axes.annotate(f"{row.pct:+.1f}%", (row.ci_high, y), xytext=(4, 0), textcoords="offset points",
+        axes.annotate(f"{row.pct:+.1f}%", (high, y), xytext=(4, 0), textcoords="offset points",
                       va="center", fontsize="small")
     axes.set_yticks(positions, [row.encryption for row in rows])
     axes.set_ylim(-0.7, len(rows) - 0.3)

@@ -144,7 +144,7 @@ def summary_table(records: list[SummaryRecord]) -> Table:
         num("cv", "CV", ratio_percent), num("outliers", "outliers", text), Column("noisy", "noisy"),
         num("overhead_pct", "overhead", percent), num("overhead_ci_low", "overhead CI low", percent),
         num("overhead_ci_high", "overhead CI high", percent), Column("overhead_method", "method"),
-        num("p_value", "p", p_value), Column("overhead_note", "no overhead because"))
+        num("p_value", "p", p_value), Column("overhead_note", "no overhead or interval because"))
     return Table("Summary", columns, [_summary_row(record) for record in records])
 
 
