@@ -52,6 +52,16 @@ def test_exact_times_are_recorded_and_warmups_marked(tmp_path: Path) -> None:
     assert len(sizes) == 4 and all(m.metrics["size_bytes"] > 0 for m in sizes)
 
 
+def test_a_workload_of_outcomes_runs_no_warm_ups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workload whose results are outcomes, not timings (strength), is not warmed up: a warm-up
+    would run its tests twice (a spill through a file-system layer takes minutes) for nothing."""
+    monkeypatch.setattr(FakeWorkload, "timed", False)
+    summary, data, workload = run(tmp_path, make_plan())
+    assert summary.ok and summary.trials == 4
+    assert not [m for m in data.measurements if m.warmup]
+    assert not [step for step in workload.order if step[3]]  # nothing run as a warm-up
+
+
 def test_verdicts_baseline_plaintext_and_encrypted_clean(tmp_path: Path) -> None:
     summary, data, _ = run(tmp_path, make_plan())
     by_enc = {(v.trial.encryption, v.verdict) for v in data.verdicts}

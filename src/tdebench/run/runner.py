@@ -525,6 +525,11 @@ class Runner:
             trial.ctx.session.connection()
 
     def _warm_up(self, trial: "_Trial", test: str) -> None:
+        """The plan's warm-ups of `test`, unrecorded as figures; none for a workload whose results
+        are outcomes, not timings (`Workload.timed` False: strength), which a warm-up would only
+        repeat — its spill through a file-system layer takes minutes."""
+        if not trial.workload.timed:
+            return
         for _ in range(self.plan.warmups):
             trial.workload.run(test, trial.ctx, trial.ctx.session.connection(), warmup=True)
 
