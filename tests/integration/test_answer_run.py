@@ -2,7 +2,7 @@
 `assess-duckdb`, run through `tdebench run PLAN --engine NAME` and cut to one round (no warm-up,
 placebo or adaptive rounds, one pass, SF 0.01, one encryption of each kind the plan holds: what
 fills a column is the plan's shape — both caches, TPC-H's power test and the strength tests with
-the forced spill and the kept backup — not its precision or every key length), fill every column
+the forced spill and the scanned backup — not its precision or every key length), fill every column
 of every row from measurements: RC4 broken, AES-256-CTR
 forgeable, AES-256-GCM refusing changes by its tag, the spill's temp files encrypted against the
 baseline's plaintext (the positive control), and DuckDB's -plaintemp arms named plaintext.

@@ -89,7 +89,7 @@ def test_the_report_carries_the_table_before_in_full(tmp_path: Path) -> None:
     assert html.index("The answer:") < html.index("In full: every encryption")
 
 
-def test_the_backup_column_is_the_kept_backups_scan_against_the_baselines(tmp_path: Path) -> None:
+def test_the_backup_column_is_the_scanned_backups_scan_against_the_baselines(tmp_path: Path) -> None:
     """The strength workload's `backup` test scans a physical backup: encrypted only where the
     baseline's backup showed the canary; a plaintext backup named; a run without it says what is missing."""
     write_fake_run(tmp_path, DEMO_PLAN, placebo=True, shape=KINDS)

@@ -41,7 +41,7 @@ ENCRYPTED, PLAINTEXT, UNEXERCISED, CONTROL, NO_CANARY, UNRECORDED = (
     "encrypted", "plaintext", "not exercised", "plaintext (control)", "no canary",
     "not recorded (a run before file kinds)")
 NOT_MEASURED = "not measured — run plan {plan}"
-SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY, KEPT_BACKUP = STRENGTH.tests
+SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY, SCANNED_BACKUP = STRENGTH.tests
 
 
 @functools.cache
@@ -223,19 +223,19 @@ def coverage(run: RunData) -> dict[tuple[str, str], dict[str, str]]:
             else:
                 cells[kind] = UNEXERCISED
         result[(engine, encryption)] = cells
-    for (engine, encryption), cell in _kept_backups(run).items():
+    for (engine, encryption), cell in _scanned_backups(run).items():
         result.setdefault((engine, encryption), {})["backup"] = cell
     return result
 
 
-def _kept_backups(run: RunData) -> dict[tuple[str, str], str]:
+def _scanned_backups(run: RunData) -> dict[tuple[str, str], str]:
     """Per (engine, encryption), the backup cell from the strength workload's `backup` test: the
     scan of a physical full backup (its answer the verdict), against the baseline's (the positive
     control: its backup must show the canary)."""
     failed = failed_trials(run)
     answers: dict[tuple[str, str], set[str]] = defaultdict(set)
     for m in run.measurements:
-        if (m.trial.workload == STRENGTH.name and m.test == KEPT_BACKUP and m.step == "scan" and not m.warmup
+        if (m.trial.workload == STRENGTH.name and m.test == SCANNED_BACKUP and m.step == "scan" and not m.warmup
                 and m.trial not in failed and m.trial.encryption != PLACEBO and m.answer not in _IGNORED):
             answers[(m.trial.engine, m.trial.encryption)].add(m.answer or "")
     cells = {}
@@ -427,7 +427,7 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
                                                  opens.get((engine, encryption), []),
                                                  forms.get((engine, encryption), set()), strength, open_baselines),
         }
-        missing = {"backup": lambda: _not_measured(engine, (STRENGTH.name, KEPT_BACKUP)),
+        missing = {"backup": lambda: _not_measured(engine, (STRENGTH.name, SCANNED_BACKUP)),
                    "temp": lambda: _not_measured(engine, (STRENGTH.name, SPILL), ("tpch", "spill"))}
         for kind in KINDS:
             row[kind] = cells.get(kind) or missing.get(kind, lambda: UNEXERCISED)()

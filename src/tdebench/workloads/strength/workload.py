@@ -44,8 +44,9 @@ from tdebench.workloads.backup import artifact
 from tdebench.workloads.base import CANARY_TABLE, RunContext, Workload, WrongAnswer, read_canaries
 from tdebench.workloads.strength import data, forgery, oldkeys, repeats, tamper
 
-REPEATS, TAMPER, OLD_KEY, FORGERY, SPILL, KEPT_BACKUP = "repeats", "tamper", oldkeys.TEST, "forgery", "spill", "backup"
-KEPT_BACKUP_DIRECTORY = "strength-backup"  # in the trial's workspace: that backup, removed once judged
+REPEATS, TAMPER, OLD_KEY, FORGERY, SPILL = "repeats", "tamper", oldkeys.TEST, "forgery", "spill"
+SCANNED_BACKUP = "backup"  # the test: a physical backup of the database scanned at rest
+SCANNED_BACKUP_DIRECTORY = "strength-backup"  # in the trial's workspace: that backup, removed once judged
 SPILL_ROWS = 1_500_000  # rows the spill test sorts: past any small cache (the canaries, repeated)
 # the forgery's steps: in the database's file, in a physical backup of it, in its write-ahead log
 DATA_FILE, BACKUP, LOG = "value", "backup", "wal"
@@ -69,11 +70,11 @@ class StrengthWorkload(Workload):
     name = "strength"
     # the forgery before old-key: a rekey may rewrite the file (DuckDB copies the database into a new
     # one), whose layout then no longer matches the unencrypted twin's
-    # the spill first, on the runner's connection, before the others close the database; the kept
-    # backup last, of the database as the trial leaves it (rekeyed)
-    tests = (SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY, KEPT_BACKUP)
+    # the spill first, on the runner's connection, before the others close the database; the backup
+    # last, of the database as the trial leaves it (rekeyed)
+    tests = (SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY, SCANNED_BACKUP)
     # the backups it takes around a rekey and the forgery's unencrypted twin, removed when their test ends
-    judged_apart = (oldkeys.DIRECTORY, forgery.DIRECTORY, KEPT_BACKUP_DIRECTORY)
+    judged_apart = (oldkeys.DIRECTORY, forgery.DIRECTORY, SCANNED_BACKUP_DIRECTORY)
     # its statements (data.py) in every dialect of an engine whose files tdebench holds; a server is
     # stopped before a byte is flipped and started again to read it back
     dialects = ("duckdb", "sqlite", "mysql", "postgres")
@@ -116,8 +117,8 @@ class StrengthWorkload(Workload):
             oldkeys.run(ctx, int(ctx.scale), f"strength-rekey-{self._rekeys}", warmup=warmup)
         elif test == FORGERY:
             self._forgery(ctx, warmup)
-        elif test == KEPT_BACKUP:
-            self._kept_backup(ctx, warmup)
+        elif test == SCANNED_BACKUP:
+            self._scanned_backup(ctx, warmup)
         else:
             raise ValueError(f"strength has no test {test!r}; valid: {', '.join(self.tests)}")
 
@@ -149,7 +150,7 @@ class StrengthWorkload(Workload):
             raise WrongAnswer(f"strength spill: {got} where the sort should give {expected}")
 
     @staticmethod
-    def _kept_backup(ctx: RunContext, warmup: bool) -> None:
+    def _scanned_backup(ctx: RunContext, warmup: bool) -> None:
         """A physical full backup (as the forgery takes one: values stored as written), unpacked
         where the method packs it (a compressed plaintext would hide its canaries), scanned and
         judged by the trial's at-rest rules (backup/artifact.py, as the backup workload judges its
@@ -157,9 +158,9 @@ class StrengthWorkload(Workload):
         `unsupported` where the engine has no physical backup."""
         copies = oldkeys.full_backups(ctx.database)
         if copies is None:
-            _record(ctx, KEPT_BACKUP, "scan", {}, oldkeys.UNSUPPORTED, "the engine has no physical backup", warmup)
+            _record(ctx, SCANNED_BACKUP, "scan", {}, oldkeys.UNSUPPORTED, "the engine has no physical backup", warmup)
             return
-        area = ctx.database.workspace / KEPT_BACKUP_DIRECTORY
+        area = ctx.database.workspace / SCANNED_BACKUP_DIRECTORY
         shutil.rmtree(area, ignore_errors=True)
         area.mkdir(mode=0o711)  # a server's user writes its backup below it
         try:
@@ -170,7 +171,7 @@ class StrengthWorkload(Workload):
                 conn.close()
             backup = _verbatim_backup(ctx.database, copies, area / "backup")
             checked = artifact.check(ctx, ctx.database, copies.backup_contents(backup, area / "unpacked"), readable)
-            ctx.recorder.record(KEPT_BACKUP, "scan", {**checked.metrics, "bytes": float(backup.size_bytes())},
+            ctx.recorder.record(SCANNED_BACKUP, "scan", {**checked.metrics, "bytes": float(backup.size_bytes())},
                                 warmup=warmup, answer=checked.verdict, note=backup.method.tool)
         finally:
             shutil.rmtree(area, ignore_errors=True)
