@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from tdebench.cli import main
 from tdebench.engines import PROVISIONED
+from tdebench.stats import ONE_VALUE
 from tdebench.store import read_run
 
 PLAN = '''name = "every-embedded-encryption"
@@ -102,4 +103,6 @@ def test_report_covers_every_engine_and_encryption(run_dir: Path) -> None:
         assert enc in html
         assert any(r["engine"] == engine and r["encryption"] == enc for r in summary)
     overheads = [r for r in summary if r["encryption"] != "none" and r["step"] == "geomean"]
-    assert overheads and all(r["overhead_pct"] != "" and r["p_value"] != "" for r in overheads)
+    # one round: each overhead a ratio with no interval or p, and the reason written beside it
+    assert overheads and all(r["overhead_pct"] != "" and r["overhead_ci_low"] == r["p_value"] == ""
+                             and r["overhead_note"] == ONE_VALUE for r in overheads)
