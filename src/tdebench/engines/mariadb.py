@@ -690,9 +690,10 @@ class MariaDBEngine(Engine):
     encrypted_differences = (
         "InnoDB opens its data files with O_DIRECT (innodb_flush_method's default since MariaDB 10.6), so "
         "natively a page the buffer pool misses is read from the disk; under the file-system layer (fs-*, "
-        "fs-passthrough too) that read goes through FUSE to gocryptfs, which reads its own files through the "
-        "OS page cache: with the data larger than the buffer pool and the OS cache warm, the layer can be "
-        "faster than none (its part in the fs-passthrough arm).")
+        "fs-passthrough too) that read goes through FUSE to the layer's daemon (gocryptfs; bindfs for the "
+        "passthrough), which reads its own files through the OS page cache (gocryptfs's are open without "
+        "O_DIRECT): with the data larger than the buffer pool and the OS cache warm, the layer can be faster "
+        "than none (its part in the fs-passthrough arm).")
     encryptions = (
         NONE,
         *(Encryption(f"aes-{bits}-{mode.lower()}", "AES", bits, mode, "native", _COVERS, _NOTES, _PAGE_BYTES)
