@@ -33,7 +33,7 @@ from tdebench.report.summaries.findings import judged
 from tdebench.report.data.records import BASELINE, PLACEBO, SummaryRecord, failed_trials, scale_label
 from tdebench.report.summaries.tables import Column, Table
 from tdebench.report.data.units import change, ratio_percent, signed_ms, times, MS
-from tdebench.results import FILE_KIND_TITLES, EncryptionFacts, RunData, TrialKey, Verdict
+from tdebench.results import FILE_KIND_TITLES, EncryptionFacts, Measurement, RunData, TrialKey, Verdict
 
 KINDS = ("data", "log", "temp", "backup")
 """The file kinds the table has a column for (results.FILE_KINDS less "other": keys, pid files)."""
@@ -232,11 +232,9 @@ def _scanned_backups(run: RunData) -> dict[tuple[str, str], str]:
     """Per (engine, encryption), the backup cell from the strength workload's `backup` test: the
     scan of a physical full backup (its answer the verdict), against the baseline's (the positive
     control: its backup must show the canary)."""
-    failed = failed_trials(run)
     answers: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for m in run.measurements:
-        if (m.trial.workload == STRENGTH.name and m.test == SCANNED_BACKUP and m.step == "scan" and not m.warmup
-                and m.trial not in failed and m.trial.encryption != PLACEBO and m.answer not in _IGNORED):
+    for m in _strength_records(run):
+        if (m.test, m.step) == (SCANNED_BACKUP, "scan") and m.trial.encryption != PLACEBO and m.answer not in _IGNORED:
             answers[(m.trial.engine, m.trial.encryption)].add(m.answer or "")
     cells = {}
     for (engine, encryption), said in answers.items():
@@ -270,12 +268,16 @@ _WHERE = {STRENGTH.forged_backup: "backup", STRENGTH.forged_log: "WAL"}
 _IGNORED = ("unsupported", "not applicable", "")
 
 
-def strengths(run: RunData) -> dict[tuple[str, str], Strength]:
+def _strength_records(run: RunData) -> list[Measurement]:
+    """The strength workload's records of the trials that ended ok, warm-ups left out."""
     failed = failed_trials(run)
-    ours = [m for m in run.measurements if m.trial.workload == STRENGTH.name and not m.warmup
+    return [m for m in run.measurements if m.trial.workload == STRENGTH.name and not m.warmup
             and m.trial not in failed]
+
+
+def strengths(run: RunData) -> dict[tuple[str, str], Strength]:
     grouped: dict[tuple[str, str], list] = defaultdict(list)
-    for m in ours:
+    for m in _strength_records(run):
         grouped[(m.trial.engine, m.trial.encryption)].append(m)
     result = {}
     for key, measurements in grouped.items():
