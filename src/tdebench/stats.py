@@ -316,7 +316,8 @@ def _mann_whitney(bases: np.ndarray, treats: np.ndarray, ties: bool) -> np.ndarr
 def overheads(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[Overhead]:
     """`overhead` of every (baseline, treatment) pair, the same figures, computed in
     vectorized batches of pairs with equal group sizes; a pair without a ratio (NO_RATIO: most of
-    a run's unpaired pairs, bytes a test never read or wrote) is neither resampled nor tested."""
+    a run's unpaired pairs, bytes a test never read or wrote) or with one value on a side
+    (ONE_VALUE) is neither resampled nor tested."""
     arrays = [(_as_array(base), _as_array(treat)) for base, treat in pairs]
     batches: dict[tuple[int, int, bool], list[int]] = defaultdict(list)
     results: dict[int, Overhead] = {}
@@ -324,6 +325,10 @@ def overheads(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[
         if np.median(base) == 0.0:  # no ratio: NaN with the reason, never an infinite percentage
             results[index] = Overhead(pct=math.nan, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
                                       n_baseline=int(base.size), n_treatment=int(treat.size), reason=NO_RATIO)
+        elif min(base.size, treat.size) < 2:  # the ratio alone: nothing to resample or test
+            results[index] = Overhead(pct=float(_percent_change(np.median(base), np.median(treat))), ci_low=math.nan,
+                                      ci_high=math.nan, p_value=math.nan, n_baseline=int(base.size),
+                                      n_treatment=int(treat.size), reason=ONE_VALUE)
         else:
             batches[(base.size, treat.size, _has_ties(base, treat))].append(index)
     for (n_base, n_treat, ties), members in batches.items():
@@ -344,15 +349,13 @@ def overheads(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[
                 if finite.size:
                     bounds[row] = _percentile_interval(finite)
             p_values = _mann_whitney(bases, treats, ties)
-            single = min(n_base, n_treat) < 2
             for row, index in enumerate(chunk):
                 base, treat = arrays[index]
                 results[index] = Overhead(
                     pct=float(_percent_change(np.median(base), np.median(treat))),
-                    ci_low=math.nan if single else float(bounds[row, 0]),
-                    ci_high=math.nan if single else float(bounds[row, 1]),
-                    p_value=math.nan if single else float(p_values[row]), n_baseline=int(base.size),
-                    n_treatment=int(treat.size), reason=ONE_VALUE if single else "")
+                    ci_low=float(bounds[row, 0]), ci_high=float(bounds[row, 1]),
+                    p_value=float(p_values[row]), n_baseline=int(base.size),
+                    n_treatment=int(treat.size))
     return [results[index] for index in range(len(arrays))]
 
 
