@@ -398,14 +398,17 @@ _CLASSES: dict[str, type] = {name: cls for name, cls, _ in KINDS}
 _PLACES: dict[type, str] = {cls: place for _, cls, place in KINDS}
 
 
-FORMAT = 5
+FORMAT = 6
 """The version of the raw format this tdebench writes (store.py keeps it in manifest.json).
 1: every run before the format had a version, a shape that grew field by field (each new field
 optional); 2: the same records, each written whole (`to_json` leaves out only a trial's unset
 memory_mb and a measurement's unset imported_from); 3: a verdict holds the CPU time of the
 transient capture (`capture_cpu_s`); 4: a trial holds the wait for a quiet machine before it
 (`quiet_waited_s`, `quiet_others_pct`); 5: a trial holds how its cold cache was made
-(`evicted`: before it, a cold trial's whole OS cache was dropped, "os")."""
+(`evicted`: before it, a cold trial's whole OS cache was dropped, "os"); 6: a file-system
+layer's file scans carry the kind of the engine's file behind each cipher file (before, the kind
+its encrypted name gave: "data" for nearly all, and the layer's own files taken for a log or a
+temp file), so an older run's fs-* scans read as kinds not recorded."""
 
 _ABSENT_IN_1: dict[str, dict[str, Any]] = {
     "measurement": {"stream": None, "warmup": False, "answer": None, "pass_number": 1, "imported_from": None},
@@ -432,7 +435,8 @@ _ABSENT_IN_3: dict[str, dict[str, Any]] = {"trial": {"quiet_waited_s": None, "qu
 def upgrade(data: Any, version: int) -> Any:
     """The JSON object of a record written in format `version`, in the current format's shape:
     each field an older tdebench did not write set to what its absence meant. Fields present are
-    never changed, so a record already in the current shape comes back as it was."""
+    not changed, but for one an older tdebench recorded wrongly (a file-system layer's file
+    kinds before format 6: "not recorded"), so a record in the current shape comes back as it was."""
     if version >= FORMAT or not isinstance(data, dict):
         return data
     kind = data.get("kind")
@@ -445,6 +449,9 @@ def upgrade(data: Any, version: int) -> Any:
     if version < 2 and kind == "verdict" and isinstance(data.get("files"), list):
         data["files"] = [{**_SCAN_ABSENT_IN_1, "entropy_blocks": scan.get("blocks"), **scan}
                          if isinstance(scan, dict) else scan for scan in data["files"]]
+    if (version < 6 and kind == "verdict" and isinstance(data.get("files"), list)
+            and str((data.get("trial") or {}).get("encryption", "")).startswith("fs-")):
+        data["files"] = [{**scan, "kind": ""} if isinstance(scan, dict) else scan for scan in data["files"]]
     return data
 
 

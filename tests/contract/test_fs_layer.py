@@ -129,6 +129,45 @@ def test_postgres_on_the_mount_owns_its_files_and_no_argv_holds_the_key(encrypti
     assert not any(str(database.workspace) in " ".join(p.info["cmdline"] or ())
                    for p in psutil.process_iter(["cmdline"]))
     assert hits(tmp_path) == 0
+    # each cipher file has the kind of PostgreSQL's file behind it, learnt before the unmount
+    kinds = {p: database.file_kind(str(p.relative_to(tmp_path))) for p in database.files()}
+    assert kinds[database.cipher_dir / "gocryptfs.conf"] == "other"
+    assert {"data", "log"} <= set(kinds.values())
+    assert sum(kind == "log" for kind in kinds.values()) >= 1  # pg_wal's segment and pg_xact
+    assert database.file_kind("gocryptfs.log") == "other"  # the layer's log, not the engine's
+
+
+def test_a_cipher_files_kind_is_its_engine_files_even_once_deleted_or_unmounted(tmp_path: Path) -> None:
+    """The names gocryptfs encrypts say nothing; its control socket decrypts them (reached
+    through a descriptor: this workspace's path is longer than a socket's may be)."""
+    workspace = tmp_path / ("w" * 120)
+    database = fs_database("sqlite", workspace)
+    try:
+        database.create()
+        conn = database.connect()
+        write_canaries(database, conn, [CANARY], [MARKER])  # into the WAL, kept at rest
+        conn.close()
+        temp = database.inner.workspace / "tmp"
+        temp.mkdir(exist_ok=True)
+        spill = temp / "etilqs_0123456789"
+        spill.write_bytes(b"x" * 8192)
+        behind = {p.stat().st_ino: p for p in database.files()}[spill.stat().st_ino]
+        name = str(behind.relative_to(workspace))
+        assert len(str(database.control_dir / "gocryptfs.sock")) > 108
+        spill.unlink()  # the name decrypts from itself and its directory's IV
+        assert database.file_kind(name) == "temp"
+        assert database.file_kind(name) == "temp"  # kept
+        inner = database.inner
+        (inner.workspace / "database.sqlite-journal").write_bytes(b"j" * 4096)  # a log the engine would name
+        view = {p.stat().st_ino: inner.file_kind(str(p.relative_to(inner.workspace)))
+                for p in inner.workspace.rglob("*") if p.is_file()}
+        expected = {str(p.relative_to(workspace)): view[p.stat().st_ino] for p in database.files()
+                    if p.stat().st_ino in view}
+    finally:
+        database.close()
+    assert {"data", "log"} <= set(expected.values())  # the database and its journal
+    assert {name: database.file_kind(name) for name in expected} == expected  # learnt before the unmount
+    assert not list(database.control_dir.iterdir())  # gocryptfs removed its socket
 
 
 CONCURRENT_CREATES = '''

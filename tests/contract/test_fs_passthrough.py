@@ -74,6 +74,10 @@ def test_an_embedded_engine_writes_plaintext_through_the_mount_and_close_unmount
     scans = verify.scan(database.files(), [CANARY], tmp_path)
     verdict = verify.judge(TrialKey("sqlite", "fs-passthrough", "tpch", 0.01, 1), "plaintext", scans, True)
     assert verdict.verdict == "plaintext" and verdict.as_expected  # what the runner expects of it, as of none
+    # each file's kind is the engine's for its own name, below files/<engine>/; the layer's log is no engine's
+    kinds = {database.file_kind(str(p.relative_to(tmp_path))) for p in database.files()}
+    assert {"data"} <= kinds <= {"data", "log"}  # the database, its WAL if kept
+    assert database.file_kind("files/sqlite/tmp/etilqs_0123") == "temp" and database.file_kind("bindfs.log") == "other"
     database.close()  # idempotent
 
 

@@ -78,3 +78,16 @@ def test_a_format_4_cold_trial_dropped_the_whole_os_cache() -> None:
         upgraded = from_json(upgrade(older, 4))
         assert isinstance(upgraded, TrialOutcome) and upgraded.evicted == evicted  # before format 5: drop_caches
         assert from_json(upgrade(current, 4)) == from_json(current)  # a field present is never changed
+
+
+def test_a_format_5_file_system_layers_file_kinds_read_as_not_recorded() -> None:
+    """Before format 6 a gocryptfs cipher file's kind came from its encrypted name: "data", or a
+    log for the layer's own log; the kinds an engine's names give (native TDE) stand."""
+    scans = (FileScan("cipher/x", 8192, 0, None, 7.9, 0, 2, None, kind="data"),
+             FileScan("gocryptfs.log", 100, 0, None, 4.0, 0, 1, None, kind="log"))
+    for encryption, kinds in (("fs-aes-256-gcm", ["", ""]), ("aes-256-gcm", ["data", "log"])):
+        key = TrialKey("duckdb", encryption, "tpch", 0.01, 1)
+        current = json.loads(json.dumps(to_json(Verdict(key, "encrypted", "encrypted", 2, 8292, None, files=scans))))
+        upgraded = from_json(upgrade(current, 5))
+        assert isinstance(upgraded, Verdict) and [s.kind for s in upgraded.files] == kinds
+        assert from_json(upgrade(current, FORMAT)) == from_json(current)

@@ -14,6 +14,15 @@ the mount, else 0700):
   plain/<engine>/  the inner engine's own workspace (0700, the server's user's)
   gocryptfs.log    gocryptfs's messages, 0600 (informational ones included: its "ready" line
                    is the readiness signal; none of them carries key material)
+  ctl/             gocryptfs's control socket while mounted (0700, gocryptfs's user's): it turns
+                   a cipher file's name into the engine's (`file_kind`), nothing else
+
+What kind each cipher file is (data, WAL/log, temp; `Database.file_kind`) is the kind of the
+engine's file behind it: its encrypted name says nothing, so gocryptfs's control socket
+decrypts it (`DecryptPath`, from the name and its directory's IV, so a file already deleted
+decrypts too) and the engine names the kind. Names are learnt while mounted, as the transient
+capture meets each file, and all at once before each unmount, since the at-rest scan comes
+after the last.
 
 The trial's key (hex) is the gocryptfs password. It is written to a 0600 pass file only for
 the moment gocryptfs reads it (init, mount) and removed right after, so it is never on any
@@ -71,9 +80,12 @@ Ctrl-C are gocryptfs's (LayerDatabase).
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
+import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -84,7 +96,8 @@ from typing import ClassVar
 import psutil
 
 from tdebench.engines.base import (NONE, Availability, Backup, BackupMethod, Backups, Connection, Database, Encryption,
-                                   Engine, PageLayout, PlaintextViewGone, Reencrypts, SensitiveColumns, backups)
+                                   Engine, PageLayout, PlaintextViewGone, Reencrypts, SensitiveColumns, backups,
+                                   default_file_kind)
 from tdebench.engines.server import (ServerError, ServerProcess, hurried, log_since, log_size, log_tail, run_tool,
                                      user_ids)
 from tdebench.runstate import register_mount
@@ -100,6 +113,9 @@ _NOT_HIDDEN = ("not hidden: file sizes (rounded to 4 KiB blocks plus 32 B per bl
                "anything the engine writes outside its directory (e.g. the system temp dir) is not covered")
 _INIT_FLAGS = {"fs-aes-256-gcm": [], "fs-xchacha20-poly1305": ["-xchacha"]}
 _READY = "Filesystem mounted and ready."
+_CONTROL_SOCKET, _CONTROL_TIMEOUT_S = "gocryptfs.sock", 5.0
+_GOCRYPTFS_OWN = ("gocryptfs.conf", "gocryptfs.conf.tmp", "gocryptfs.conf.bak", "gocryptfs.diriv")
+_LONGNAME = "gocryptfs.longname."  # a long name's file; its name is in a file beside it (".name")
 _UNMOUNT_TRIES = 50  # x 0.1 s while the mount is busy, then a lazy unmount
 _COPY_TIMEOUT_S = 24 * 3600.0  # copying a large database into a mount takes a while; a hung copy must end
 # bindfs in the foreground (-f: tdebench owns it), one thread per request (--multithreaded; bindfs
@@ -206,9 +222,14 @@ class LayerDatabase(Database, Backups):
         finally:
             self._unmount()
 
+    def _learn_names(self) -> None:
+        """Learn the view's name of every file below the layer's directory while the view is
+        mounted (called before each unmount): the at-rest scan names kinds after it."""
+
     def _unmount(self) -> None:
         try:
             if self.is_mounted:
+                self._learn_names()
                 for _ in range(_UNMOUNT_TRIES // 10 if hurried() else _UNMOUNT_TRIES):
                     done = subprocess.run(["fusermount3", "-u", str(self.mount_point)], capture_output=True,
                                           text=True, check=False)
@@ -236,6 +257,34 @@ class LayerDatabase(Database, Backups):
     def data_bytes(self) -> int:
         """The engine's own data files, as its view shows them (the cipher files' names say nothing)."""
         return self._inner().data_bytes()
+
+    @property
+    def layer_dir(self) -> Path:
+        """What is on disk below the view: gocryptfs's cipher directory, bindfs's source."""
+        raise NotImplementedError
+
+    def file_kind(self, path: str) -> str:
+        """The kind of the engine's file behind `path` (relative to the workspace): below the
+        layer's directory, the kind the engine gives the file's name in the view (`_view_name`);
+        the layer's own files (its configuration, per-directory IVs, name files) and its log are
+        "other"; the rest of the workspace by the default names."""
+        parts = Path(path).parts
+        if path == self.log.name:
+            return "other"
+        if len(parts) < 2 or parts[0] != self.layer_dir.name:
+            return default_file_kind(path)
+        view = self._view_name(str(Path(*parts[1:])))
+        if view is None:
+            return "other"
+        if not view:  # not known: what the default names make of it
+            return default_file_kind(path)
+        relative = os.path.relpath(self.mount_point / view, self._inner().workspace)
+        return self._inner().file_kind(relative) if not relative.startswith("..") else default_file_kind(view)
+
+    def _view_name(self, path: str) -> str | None:
+        """The name in the view of `path` (relative to the layer's directory): None for the
+        layer's own files, "" where it cannot be told."""
+        raise NotImplementedError
 
     @property
     def connect_starts_processes(self) -> bool:
@@ -321,9 +370,66 @@ class GocryptfsDatabase(LayerDatabase, Reencrypts):
         database.inner = engine.provision_native(database.mount_point / engine.name, NONE, None)
         return database
 
+    _names: dict[str, str] = field(default_factory=dict, init=False, repr=False)  # `_view_name`'s
+    _names_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
     @property
     def cipher_dir(self) -> Path:
         return self.workspace / "cipher"
+
+    @property
+    def layer_dir(self) -> Path:
+        return self.cipher_dir
+
+    @property
+    def control_dir(self) -> Path:
+        return self.workspace / "ctl"
+
+    def _view_name(self, path: str) -> str | None:
+        """The name gocryptfs's control socket decrypts `path` to (learnt once, kept: a name
+        stays what it was after the file is gone or the view unmounted); None for gocryptfs's
+        own files, "" where the socket cannot tell (not mounted, and never learnt)."""
+        name = Path(path).name
+        if name in _GOCRYPTFS_OWN or (name.startswith(_LONGNAME) and name.endswith(".name")):
+            return None
+        with self._names_lock:
+            if path not in self._names:
+                view = self._decrypt(path)
+                if view is None:
+                    return ""  # asked again later: a mount may answer
+                self._names[path] = view
+            return self._names[path]
+
+    def _decrypt(self, path: str) -> str | None:
+        """`DecryptPath` through the control socket (reached by a descriptor of its directory:
+        a workspace's path may be longer than a socket's may be); None when there is no answer."""
+        try:
+            directory = os.open(self.control_dir, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as control:
+                control.settimeout(_CONTROL_TIMEOUT_S)
+                control.connect(f"/proc/self/fd/{directory}/{_CONTROL_SOCKET}")
+                control.sendall(json.dumps({"DecryptPath": path}).encode())
+                reply = b""
+                while not reply.endswith(b"\n"):
+                    chunk = control.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+            answer = json.loads(reply)
+        except (OSError, ValueError):
+            return None
+        finally:
+            os.close(directory)
+        return (answer.get("Result") or None) if answer.get("ErrNo") == 0 else None
+
+    def _learn_names(self) -> None:
+        if not self.control_dir.exists():
+            return
+        for path in self.files():
+            self._view_name(str(path.relative_to(self.cipher_dir)))
 
     @contextmanager
     def passfile(self) -> Iterator[Path]:
@@ -346,6 +452,9 @@ class GocryptfsDatabase(LayerDatabase, Reencrypts):
     def _set_up(self, make: Callable[[Database], None]) -> None:
         """A new cipher directory with this key, mounted, and the engine's database made in it by `make`."""
         _make_private(self, self.cipher_dir)
+        self.control_dir.mkdir(mode=0o700, exist_ok=True)
+        _own(self.control_dir, *self._owner(), 0o700)
+        self._names.clear()  # a new cipher directory: new names
         with self.passfile() as password:
             run_tool(["gocryptfs", "-init", *_INIT_FLAGS[self.encryption.name], "-q", "-passfile", str(password),
                       str(self.cipher_dir)], self.log, run_as=self.server_user, timeout=120)
@@ -364,17 +473,23 @@ class GocryptfsDatabase(LayerDatabase, Reencrypts):
         self._log_start = log_size(self.log)
         fuse = _fuse_mount(str(self.cipher_dir), self.mount_point, *self._owner())
         register_mount(self.mount_point)  # a killed run's decrypted view is found and unmounted
+        control = -1
         try:
+            # the control socket in ctl/, named through a descriptor (a path may be too long for a socket)
+            control = os.open(self.control_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             with self.passfile() as password:
-                argv = ["gocryptfs", "-fg", "-passfile", str(password), str(self.cipher_dir), f"/dev/fd/{fuse}"]
-                process = ServerProcess("gocryptfs", argv, self.log, ready=self._ready,
-                                        run_as=self.server_user, start_timeout=60, stop_timeout=10, pass_fds=(fuse,))
+                argv = ["gocryptfs", "-fg", "-passfile", str(password), "-ctlsock",
+                        f"/dev/fd/{control}/{_CONTROL_SOCKET}", str(self.cipher_dir), f"/dev/fd/{fuse}"]
+                process = ServerProcess("gocryptfs", argv, self.log, ready=self._ready, run_as=self.server_user,
+                                        start_timeout=60, stop_timeout=10, pass_fds=(fuse, control))
                 process.start()
         except BaseException:
             _detach(self.mount_point)  # mounted, but nobody serves it (a wrong key, Ctrl-C)
             raise
         finally:
-            os.close(fuse)  # gocryptfs holds its own copy
+            os.close(fuse)  # gocryptfs holds its own copies
+            if control >= 0:
+                os.close(control)
         self._daemon = process
 
     def _ready(self) -> bool:
@@ -416,7 +531,7 @@ class GocryptfsDatabase(LayerDatabase, Reencrypts):
                 or not source.encryption.is_baseline):
             raise ValueError(f"the fs layer encrypts an unencrypted {type(inner).__name__} in {self.workspace}, "
                              f"not a {source.encryption.name} {type(source).__name__} in {source.workspace}")
-        own = {self.cipher_dir.name, self.mount_point.name, self.log.name}
+        own = {self.cipher_dir.name, self.control_dir.name, self.mount_point.name, self.log.name}
         originals = sorted(p for p in source.workspace.iterdir() if p.name not in own)
         self._set_up(lambda database: self._move_into(originals, database.workspace))
         return "copy-into-mount"
@@ -487,6 +602,13 @@ class PassthroughDatabase(LayerDatabase):
     def source_dir(self) -> Path:
         """What bindfs serves, and what is on disk: the engine's files as it wrote them."""
         return self.workspace / "files"
+
+    @property
+    def layer_dir(self) -> Path:
+        return self.source_dir
+
+    def _view_name(self, path: str) -> str | None:
+        return path  # the engine's own names
 
     def _set_up(self, make: Callable[[Database], None]) -> None:
         """The source directory, mounted, and the engine's database made in the view by `make`."""

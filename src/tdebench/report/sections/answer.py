@@ -39,7 +39,7 @@ KINDS = ("data", "log", "temp", "backup")
 """The file kinds the table has a column for (results.FILE_KINDS less "other": keys, pid files)."""
 ENCRYPTED, PLAINTEXT, UNEXERCISED, CONTROL, NO_CANARY, UNRECORDED = (
     "encrypted", "plaintext", "not exercised", "plaintext (control)", "no canary",
-    "not recorded (a run before file kinds)")
+    "not recorded (an older run: run it again)")
 NOT_MEASURED = "not measured — run plan {plan}"
 SPILL, REPEATS, TAMPER, FORGERY, OLD_KEY, SCANNED_BACKUP = STRENGTH.tests
 
