@@ -65,7 +65,8 @@ class TrialKey:
 class Measurement:
     """One measured step. Metric names carry their unit: `elapsed_s`, `cpu_s`, `read_bytes`,
     `write_bytes`, `read_chars`, `write_chars`, `size_bytes`; with a layer below the engine
-    (gocryptfs) `layer_cpu_s`, its part of `cpu_s`. `cpu_s` is the scheduler's CPU time in ns
+    (gocryptfs) `layer_cpu_s`, `layer_read_chars` and `layer_write_chars`, its part of `cpu_s`,
+    `read_chars` and `write_chars`. `cpu_s` is the scheduler's CPU time in ns
     (measure/process.py); a run written before that holds the same metric in 10 ms clock ticks
     of the whole process, read as it is (the metrics are an open mapping: no format change)."""
 
@@ -408,7 +409,10 @@ transient capture (`capture_cpu_s`); 4: a trial holds the wait for a quiet machi
 (`evicted`: before it, a cold trial's whole OS cache was dropped, "os"); 6: a file-system
 layer's file scans carry the kind of the engine's file behind each cipher file (before, the kind
 its encrypted name gave: "data" for nearly all, and the layer's own files taken for a log or a
-temp file), so an older run's fs-* scans read as kinds not recorded."""
+temp file), so an older run's fs-* scans read as kinds not recorded; and a step's `read_chars`
+and `write_chars` leave out tdebench's helper threads (an embedded engine) and have a layer's
+apart (`layer_read_chars`, `layer_write_chars`), so an older run's, which counted the capture's
+scans and the layer's reads beside the engine's, are not read."""
 
 _ABSENT_IN_1: dict[str, dict[str, Any]] = {
     "measurement": {"stream": None, "warmup": False, "answer": None, "pass_number": 1, "imported_from": None},
@@ -435,8 +439,9 @@ _ABSENT_IN_3: dict[str, dict[str, Any]] = {"trial": {"quiet_waited_s": None, "qu
 def upgrade(data: Any, version: int) -> Any:
     """The JSON object of a record written in format `version`, in the current format's shape:
     each field an older tdebench did not write set to what its absence meant. Fields present are
-    not changed, but for one an older tdebench recorded wrongly (a file-system layer's file
-    kinds before format 6: "not recorded"), so a record in the current shape comes back as it was."""
+    not changed, but for those an older tdebench recorded wrongly (before format 6: a file-system
+    layer's file kinds, "not recorded"; the bytes through system calls, left out), so a record in
+    the current shape comes back as it was."""
     if version >= FORMAT or not isinstance(data, dict):
         return data
     kind = data.get("kind")
@@ -449,6 +454,9 @@ def upgrade(data: Any, version: int) -> Any:
     if version < 2 and kind == "verdict" and isinstance(data.get("files"), list):
         data["files"] = [{**_SCAN_ABSENT_IN_1, "entropy_blocks": scan.get("blocks"), **scan}
                          if isinstance(scan, dict) else scan for scan in data["files"]]
+    if version < 6 and kind == "measurement" and isinstance(data.get("metrics"), dict):
+        data = {**data, "metrics": {name: value for name, value in data["metrics"].items()
+                                    if name not in ("read_chars", "write_chars")}}
     if (version < 6 and kind == "verdict" and isinstance(data.get("files"), list)
             and str((data.get("trial") or {}).get("encryption", "")).startswith("fs-")):
         data["files"] = [{**scan, "kind": ""} if isinstance(scan, dict) else scan for scan in data["files"]]

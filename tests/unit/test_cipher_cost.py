@@ -29,12 +29,13 @@ NONE = EncryptionFacts("none", "", "", 0, "")
 
 
 def fake_run(times: dict[str, tuple[float, float]], facts: dict[str, EncryptionFacts], io: bool = True,
-             key_form: str = "passphrase") -> RunData:
+             key_form: str = "passphrase", chars: dict[str, float] | None = None) -> RunData:
     """A lockstep run of "fake" (its encryptions `facts`, recorded) whose power test took `times`
     (encryption → (elapsed s, CPU s), their median in every configuration, ±0.1% from round to round) and
     read 800 MiB and wrote 200 MiB in every configuration (`io`; else no bytes recorded); each
     trial's open took 0.5 ms more per second of its power test beyond none's one second; and the
-    machine encrypts with AES-256-GCM at 4,000 MiB/s on 4 KiB pages."""
+    machine encrypts with AES-256-GCM at 4,000 MiB/s on 4 KiB pages. `chars`: metrics of the bytes
+    through system calls (`read_chars`, `layer_read_chars`, …) in MiB, recorded beside those."""
     run = RunData(directory=Path("."), plan_text=PLAN,
                   environment={"encryptions": {"fake": {name: asdict(found) for name, found in facts.items()}}})
     run.ciphers.append(CipherSpeed("aes-256-gcm", 4096, 4000.0, reused_context=True))
@@ -45,9 +46,11 @@ def fake_run(times: dict[str, tuple[float, float]], facts: dict[str, EncryptionF
             metrics = {"elapsed_s": elapsed * wobble, "cpu_s": cpu * wobble}
             if io:
                 metrics |= {"read_bytes": 800.0 * MIB, "write_bytes": 200.0 * MIB}
+            metrics |= {name: mib * MIB for name, mib in (chars or {}).items()}
             run.measurements.append(Measurement(key, "power", "total", metrics))
             run.measurements.append(Measurement(key, "open", "connect", {
-                "elapsed_s": (0.0005 + 0.0005 * (elapsed - 1.0)) * wobble, "read_bytes": 0.0, "write_bytes": 0.0}))
+                "elapsed_s": (0.0005 + 0.0005 * (elapsed - 1.0)) * wobble, "read_bytes": 0.0, "write_bytes": 0.0,
+                **dict.fromkeys(chars or (), 0.0)}))
             run.trials.append(TrialOutcome(key, "ok", "warm", False, 10.0, key_form=key_form if encryption != "none"
                                            else ""))
     return run
@@ -72,6 +75,24 @@ def test_the_bytes_read_and_written_over_the_cipher_speed_are_the_cipher_time_an
     table = cipher_cost_table(run, summary_records(run))
     assert "the cipher's time is 0.0% to 50.0% of it" in table.intro  # the open reads and writes nothing
     assert not known(run).caveat  # the run recorded its encryptions
+
+
+def test_the_bytes_are_what_passed_through_the_cipher_cached_or_not() -> None:
+    """An engine decrypts every page it reads, from the disk or the OS cache (read_chars, not
+    read_bytes); under a layer, its daemon does (layer_read_chars). An older run with storage
+    bytes only is a lower bound, and the table says so."""
+    chars = {"read_chars": 1600.0, "write_chars": 400.0, "layer_read_chars": 1200.0, "layer_write_chars": 200.0}
+    facts = {"none": NONE, "aes-256-gcm": GCM, "fs-aes-256-gcm": FS}
+    times = {"none": (1.0, 1.0), "aes-256-gcm": (1.5, 1.4), "fs-aes-256-gcm": (1.65, 1.2)}
+    found = by_test(fake_run(times, facts, chars=chars))
+    native = fake_run({name: times[name] for name in ("none", "aes-256-gcm")}, facts, io=False,
+                      chars={"read_chars": 1600.0, "write_chars": 400.0})
+    assert by_test(native)[("aes-256-gcm", "power")]["cipher_s"] == pytest.approx(0.5)  # 2,000 MiB at 4,000 MiB/s
+    assert found[("fs-aes-256-gcm", "power")]["bytes"] == 1400 * MIB  # gocryptfs's own reads and writes
+    assert "lower bound" not in cipher_cost_table(native, summary_records(native)).intro
+    older = fake_run(times, facts)
+    assert by_test(older)[("aes-256-gcm", "power")]["bytes"] == 1000 * MIB
+    assert "cipher times are a lower bound" in cipher_cost_table(older, summary_records(older)).intro
 
 
 def test_a_run_without_the_bytes_says_so_and_sets_no_size_against_the_cipher() -> None:

@@ -1,4 +1,3 @@
-import dataclasses
 import os
 import threading
 import time
@@ -90,11 +89,39 @@ def test_monotonic_clock_moves_forward():
     assert clock.now_ns() >= first
 
 
-def test_a_layers_cpu_is_recorded_apart_and_within_the_total():
-    engine, layer = process.ProcessCounters(1.0, 0, 0, 0, 0), process.ProcessCounters(2.0, 0, 0, 0, 0)
-    spent = process.delta({1: engine, 2: layer}, {1: dataclasses.replace(engine, cpu_s=1.25),
-                                                  2: dataclasses.replace(layer, cpu_s=2.5)}, layer={2})
+def test_a_layers_cpu_reads_and_writes_are_recorded_apart_and_within_the_total():
+    engine, layer = process.ProcessCounters(1.0, 0, 0, 10, 20), process.ProcessCounters(2.0, 0, 0, 100, 200)
+    spent = process.delta({1: engine, 2: layer}, {1: process.ProcessCounters(1.25, 0, 0, 15, 30),
+                                                  2: process.ProcessCounters(2.5, 0, 0, 140, 260)}, layer={2})
     assert spent["cpu_s"] == 0.75 and spent[process.LAYER_CPU] == 0.5
+    assert (spent["read_chars"], spent["write_chars"]) == (45, 70)
+    assert (spent[process.LAYER_READ], spent[process.LAYER_WRITTEN]) == (40, 60)
+    assert process.LAYER_READ not in process.delta({1: engine}, {1: engine})  # no layer, no layer metrics
+
+
+def test_this_processes_reads_leave_out_tdebenchs_helper_threads(tmp_path):
+    """The capture's scans of the trial's files (a helper thread reading) are no engine's
+    reads, while the helper runs and after it ended; the step's own reads count."""
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(1 << 20))
+    reading, stop = threading.Event(), threading.Event()
+
+    def scan() -> None:
+        data.read_bytes()
+        reading.set()
+        stop.wait()
+
+    helper = threading.Thread(target=process.helper(scan))
+    before = process.take()
+    helper.start()
+    reading.wait()
+    assert process.delta(before, process.take())["read_chars"] < 64 << 10  # running
+    stop.set()
+    helper.join()
+    assert process.delta(before, process.take())["read_chars"] < 64 << 10  # ended
+    before = process.take()
+    data.read_bytes()
+    assert process.delta(before, process.take())["read_chars"] >= 1 << 20
 
 
 def test_this_processes_cpu_leaves_out_tdebenchs_helper_threads():

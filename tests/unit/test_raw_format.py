@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tdebench.results import FORMAT, FileScan, TrialKey, TrialOutcome, Verdict, from_json, to_json, upgrade
+from tdebench.results import FORMAT, FileScan, Measurement, TrialKey, TrialOutcome, Verdict, from_json, to_json, upgrade
 from tdebench.store import MANIFEST, RESULTS, ResultStore, format_version, read_run, record_written
 
 KEY = TrialKey("duckdb", "none", "tpch", 0.01, 1)
@@ -91,3 +91,12 @@ def test_a_format_5_file_system_layers_file_kinds_read_as_not_recorded() -> None
         upgraded = from_json(upgrade(current, 5))
         assert isinstance(upgraded, Verdict) and [s.kind for s in upgraded.files] == kinds
         assert from_json(upgrade(current, FORMAT)) == from_json(current)
+
+
+def test_a_format_5_steps_bytes_through_system_calls_are_not_read() -> None:
+    """Before format 6 they counted the transient capture's scans and a layer's reads beside the
+    engine's: no figure may read them as what the cipher handled; the storage bytes stand."""
+    metrics = {"elapsed_s": 1.0, "read_bytes": 10.0, "write_bytes": 20.0, "read_chars": 30.0, "write_chars": 40.0}
+    current = json.loads(json.dumps(to_json(Measurement(KEY, "power", "total", metrics))))
+    assert from_json(upgrade(current, 5)).metrics == {"elapsed_s": 1.0, "read_bytes": 10.0, "write_bytes": 20.0}
+    assert from_json(upgrade(current, FORMAT)).metrics == metrics

@@ -20,9 +20,12 @@ short-lived child (a PostgreSQL parallel worker) is counted only while it is see
 
 `read_bytes`/`write_bytes` are what reached the storage layer (page cache misses and
 write-back), `read_chars`/`write_chars` what passed through read/write system calls, cached or
-not; the pair tells a warm run from a cold one. These are the whole process's (/proc/<pid>/io):
-the helpers' reads of the trial's files count for an embedded engine. Linux only (/proc/<pid>/io;
-reading another user's process needs root).
+not (what an engine that encrypts its pages had to decrypt and encrypt); the pair tells a warm
+run from a cold one. These are the process's (/proc/<pid>/io), for this process less the helper
+threads' (/proc/self/task/<tid>/io: the capture's scans of the trial's files are no engine's
+reads), as with the CPU time. A layer's daemon's reads and writes are also recorded apart
+(`LAYER_READ`, `LAYER_WRITTEN`): what gocryptfs read from and wrote to its cipher files is what it
+decrypted and encrypted. Linux only (/proc/<pid>/io; reading another user's process needs root).
 """
 
 from __future__ import annotations
@@ -54,15 +57,36 @@ ZERO = ProcessCounters(0.0, 0, 0, 0, 0)
 Snapshot = dict[int, ProcessCounters]
 
 
+_IO_FIELDS = {"read_bytes": "read_bytes", "write_bytes": "write_bytes", "rchar": "read_chars",
+              "wchar": "write_chars"}  # /proc/…/io's names → ProcessCounters's
+
+
+def _thread_io(path: str) -> dict[str, int]:
+    """A thread's I/O counters (its /proc/…/task/<tid>/io) by ProcessCounters's names; zeros
+    when it cannot be read (the thread ended)."""
+    found = dict.fromkeys(_IO_FIELDS.values(), 0)
+    try:
+        with open(path) as counters:
+            for line in counters:
+                name, _, value = line.partition(":")
+                if name in _IO_FIELDS:
+                    found[_IO_FIELDS[name]] = int(value)
+    except OSError:
+        pass
+    return found
+
+
 class HelperThreads:
     """tdebench's own threads that run beside an embedded engine (the sampler, the transient
-    capture, the query watchdog): each runs its body inside `running()`, so that their CPU time,
-    which this process's clock also counts, can be taken out of the engine's (`cpu_ns`)."""
+    capture, the query watchdog): each runs its body inside `running()`, so that their CPU time
+    and I/O, which this process's counters also count, can be taken out of the engine's
+    (`cpu_ns`, `io`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._live: dict[int, int] = {}  # token → thread ident, while the helper runs
+        self._live: dict[int, tuple[int, int]] = {}  # token → (thread ident, its tid), while the helper runs
         self._ended_ns = 0  # CPU time of the helpers that ended
+        self._ended_io = dict.fromkeys(_IO_FIELDS.values(), 0)  # their I/O
         self._tokens = count()
 
     @contextmanager
@@ -70,19 +94,30 @@ class HelperThreads:
         """Around a helper thread's body, in that thread."""
         token = next(self._tokens)
         with self._lock:
-            self._live[token] = threading.get_ident()
+            self._live[token] = (threading.get_ident(), threading.get_native_id())
         try:
             yield
         finally:
-            with self._lock:  # gone from `_live` before its clock is: never read after the thread ends
+            with self._lock:  # gone from `_live` before its counters are: never read after the thread ends
                 del self._live[token]
                 self._ended_ns += time.thread_time_ns()
+                for name, value in _thread_io("/proc/thread-self/io").items():
+                    self._ended_io[name] += value
 
     def cpu_ns(self) -> int:
         """The CPU time every helper has used so far, ended ones included (monotonic)."""
         with self._lock:
             return self._ended_ns + sum(time.clock_gettime_ns(time.pthread_getcpuclockid(ident))
-                                        for ident in self._live.values())
+                                        for ident, _ in self._live.values())
+
+    def io(self) -> dict[str, int]:
+        """The I/O every helper has done so far, ended ones included, by ProcessCounters's names."""
+        with self._lock:
+            total = dict(self._ended_io)
+            for _, tid in self._live.values():
+                for name, value in _thread_io(f"/proc/self/task/{tid}/io").items():
+                    total[name] += value
+            return total
 
 
 HELPERS = HelperThreads()
@@ -117,13 +152,17 @@ def engine_cpu_ns(pid: int) -> int:
 
 
 def counters_of(process: psutil.Process) -> ProcessCounters:
+    """The process's counters; this process's less its helper threads' (`HELPERS`)."""
     try:
         cpu_ns = engine_cpu_ns(process.pid)
     except ProcessLookupError:
         raise psutil.NoSuchProcess(process.pid) from None
     io = process.io_counters()
-    return ProcessCounters(cpu_s=cpu_ns / 1e9, read_bytes=io.read_bytes, write_bytes=io.write_bytes,
-                           read_chars=io.read_chars, write_chars=io.write_chars)
+    helpers = HELPERS.io() if process.pid == os.getpid() else dict.fromkeys(_IO_FIELDS.values(), 0)
+    return ProcessCounters(cpu_s=cpu_ns / 1e9, read_bytes=io.read_bytes - helpers["read_bytes"],
+                           write_bytes=io.write_bytes - helpers["write_bytes"],
+                           read_chars=io.read_chars - helpers["read_chars"],
+                           write_chars=io.write_chars - helpers["write_chars"])
 
 
 def take(processes: Sequence[psutil.Process] | None = None) -> Snapshot:
@@ -138,26 +177,29 @@ def take(processes: Sequence[psutil.Process] | None = None) -> Snapshot:
     return snapshot
 
 
-LAYER_CPU = "layer_cpu_s"
-"""The metric of the CPU time of a layer below the engine (gocryptfs), recorded apart; it is
-part of `cpu_s` too, which is the whole configuration's."""
+LAYER_CPU, LAYER_READ, LAYER_WRITTEN = "layer_cpu_s", "layer_read_chars", "layer_write_chars"
+"""The metrics of a layer below the engine (gocryptfs), recorded apart: its CPU time and what it
+read and wrote through system calls (its cipher files); each is part of the whole configuration's
+`cpu_s`, `read_chars`, `write_chars` too."""
 
 
 def delta(before: Snapshot, after: Snapshot, layer: Collection[int] = ()) -> dict[str, float]:
     """What was spent between two snapshots, as metrics named for `Measurement`; with `layer`
-    (the pids of a layer below the engine), also their CPU time apart as LAYER_CPU.
+    (the pids of a layer below the engine), also their CPU time, reads and writes apart
+    (LAYER_CPU, LAYER_READ, LAYER_WRITTEN).
 
     Per pid: a process that started in between counts from zero; one that ended in between
     is missing from `after` and its last interval is lost (undercounted, never invented).
     """
     names = [f.name for f in fields(ProcessCounters)]
     total = dict.fromkeys(names, 0.0)
-    if layer:
-        total[LAYER_CPU] = 0.0
+    apart = {LAYER_CPU: "cpu_s", LAYER_READ: "read_chars", LAYER_WRITTEN: "write_chars"} if layer else {}
+    total.update(dict.fromkeys(apart, 0.0))
     for pid, end in after.items():
-        start = asdict(before.get(pid, ZERO))
-        for name, value in asdict(end).items():
+        start, now = asdict(before.get(pid, ZERO)), asdict(end)
+        for name, value in now.items():
             total[name] += value - start[name]
         if pid in layer:
-            total[LAYER_CPU] += end.cpu_s - start["cpu_s"]
+            for metric, name in apart.items():
+                total[metric] += now[name] - start[name]
     return total

@@ -89,7 +89,7 @@ class Recorder:
     # process counters are recorded rather than this process's passed off as the engine's
     process_counters: bool = True
     # of those processes, a layer's below the engine (Database.layer_processes: gocryptfs), whose
-    # CPU time is recorded apart as well (process.LAYER_CPU)
+    # CPU time, reads and writes are recorded apart as well (process.LAYER_CPU, LAYER_READ, LAYER_WRITTEN)
     layer_processes: Callable[[], Sequence[psutil.Process]] | None = None
     # what the server itself counts, cumulative (Database.server_counters); recorded as server_<name> deltas
     server_counters: Callable[[], dict[str, float] | None] | None = None

@@ -4,8 +4,12 @@ each configuration really read and wrote, and what the rest is.
 Per engine, encryption and test (its `total` step, or its one step: the load, TPC-H's power and
 throughput tests; and the timed open, `connection.OPEN_CELL`):
 
-  bytes        = the test's median read_bytes + write_bytes (measure/process.py: what the engine's
-                 processes, a layer below it included, read from and wrote to the storage layer)
+  bytes        = what the cipher had to handle: the test's median read_chars + write_chars
+                 (measure/process.py: what the engine read from and wrote to its files through
+                 system calls, cached by the OS or not: an engine decrypts every page it reads),
+                 under a file-system layer its daemon's (layer_read_chars + layer_write_chars:
+                 what gocryptfs read from and wrote to its cipher files); a run that recorded
+                 neither, read_bytes + write_bytes (what reached the storage layer), said so
   cipher time  = bytes ÷ the raw cipher's MiB/s at the encryption's page size (raw_speed),
                  the cipher, page size and key handling as the run recorded them (report/data/encryptions.py)
   cost         = none's median × the overhead (and its 95% CI likewise): the encryption's time
@@ -38,6 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tdebench.measure.process import LAYER_READ, LAYER_WRITTEN
 from tdebench.report.summaries.connection import OPEN_CELL
 from tdebench.report.data.encryptions import Known, known
 from tdebench.report.data.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, below_resolution, failed_trials,
@@ -50,7 +55,11 @@ from tdebench.results import ON_OPEN, RAW, CipherSpeed, EncryptionFacts, RunData
 TITLE = "Against the raw cipher"
 NOT_MEASURED = "not measured"
 NOT_RECORDED = "not recorded by this run"  # the encryption's facts (report/data/encryptions.py)
-ELAPSED, CPU, READ, WRITTEN = "elapsed_s", "cpu_s", "read_bytes", "write_bytes"
+ELAPSED, CPU = "elapsed_s", "cpu_s"
+LAYER_BYTES, ENGINE_BYTES, STORAGE_BYTES = ((LAYER_READ, LAYER_WRITTEN), ("read_chars", "write_chars"),
+                                           ("read_bytes", "write_bytes"))
+"""The metrics of the bytes the cipher handled: a file-system layer's daemon's, the engine's
+through system calls; a run from before those, what reached storage (`_bytes`)."""
 
 # why a row has no cipher time
 NO_BYTES = "bytes not recorded in this run: no cipher time"
@@ -224,9 +233,8 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"engine": cell.engine, "memory_mb": cell.memory_mb, "hosts": cell.host or "",
                                "encryption": cell.encryption, "workload": cell.workload, "scale": cell.scale,
                                "test": cell.test, **_cipher(run, cell, facts)}
-        read, written = (by_cell.get(replace(cell, metric=metric)) for metric in (READ, WRITTEN))
-        if read is not None and written is not None:
-            row["bytes"] = read.summary.median + written.summary.median
+        row |= _bytes(cell, by_cell, facts)
+        if "bytes" in row:
             if "mib_per_s" in row:
                 row["cipher_s"] = row["bytes"] / MIB / row["mib_per_s"]
         row["cost_s"], row["cost_ci"] = _cost(record, base)
@@ -242,6 +250,19 @@ def rows(run: RunData, records: list[SummaryRecord]) -> list[dict[str, Any]]:
         found.append(row)
     return sorted(found, key=lambda row: (row["engine"], memory_order(row["memory_mb"]), row["hosts"],
                                           row["encryption"], row["workload"], row["scale"], row["test"]))
+
+
+def _bytes(cell: CellKey, by_cell: dict[CellKey, SummaryRecord], facts: EncryptionFacts | None) -> dict[str, Any]:
+    """The bytes the cipher handled (median read + written) and the metrics they came from: a
+    file-system layer's daemon's, else the engine's through system calls; what reached storage
+    where a run recorded neither (an older run; the engine's chars there would count the layer's
+    reads beside the engine's own, and the helper threads'). {} where none was recorded."""
+    layer = facts is not None and facts.layer == "fs"
+    for pair in ((LAYER_BYTES if layer else ENGINE_BYTES), STORAGE_BYTES):
+        read, written = (by_cell.get(replace(cell, metric=metric)) for metric in pair)
+        if read is not None and written is not None:
+            return {"bytes": read.summary.median + written.summary.median, "bytes_of": pair}
+    return {}
 
 
 def cipher_cost_table(run: RunData, records: list[SummaryRecord]) -> Table:
@@ -286,7 +307,9 @@ def _span(found: list[dict[str, Any]]) -> str:
 def intro(found: list[dict[str, Any]]) -> str:
     """What the table answers, and the span of the shares it found."""
     words = ("How much of each measured cost does the cipher itself explain? Below, per encryption and test, "
-             "the bytes the configuration read from and wrote to storage, the time its raw cipher needs for "
+             "the bytes the cipher had to handle (what the engine read from and wrote to its files, cached by "
+             "the OS or not; under a file-system layer, what its daemon read from and wrote to its cipher "
+             "files), the time its raw cipher needs for "
              "them at the engine's page size on the machine that ran it (cipher time), the cost the run "
              "measured against none, the cipher's share of that cost, and what the rest is, named from what "
              "the run measured.")
@@ -295,6 +318,9 @@ def intro(found: list[dict[str, Any]]) -> str:
         words += f" Where the run resolved a cost, the cipher's time is {span} of it."
     if any(row["rest"] == NO_BYTES for row in found):
         words += " Where this run did not record the bytes, the row says so: no size stands in for them."
+    if any(row.get("bytes_of") == STORAGE_BYTES for row in found):
+        words += (" This run recorded only what reached storage (an older run): pages the OS cache served, "
+                  "which the engine still decrypted, are not counted, so its cipher times are a lower bound.")
     return words
 
 
