@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tdebench.workloads.backup import BackupWorkload
-from tdebench.workloads.base import GEOMEAN_STEP, Headline, Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import GEOMEAN_STEP, Headline, Option, Reporting, RunContext, Workload, WrongAnswer
 from tdebench.workloads.crud import CrudWorkload
 from tdebench.workloads.oltp import OltpWorkload
 from tdebench.workloads.maintenance import MaintenanceWorkload
@@ -20,4 +20,5 @@ WORKLOADS: dict[str, type[Workload]] = {
 }
 
 __all__ = ["GEOMEAN_STEP", "WORKLOADS", "BackupWorkload", "CrudWorkload", "Headline", "MaintenanceWorkload",
-           "OltpWorkload", "Option", "RunContext", "StrengthWorkload", "TpchWorkload", "Workload", "WrongAnswer"]
+           "OltpWorkload", "Option", "Reporting", "RunContext", "StrengthWorkload", "TpchWorkload", "Workload",
+           "WrongAnswer"]

@@ -65,7 +65,7 @@ class Headline:
 
 
 GEOMEAN_STEP = "geomean"
-"""The step the report derives for each of a workload's `query_tests`: the geometric mean of its
+"""The step the report derives for each of a workload's `Reporting.query_tests`: the geometric mean of its
 query times (report/data/records.py), which a headline may name like a measured step."""
 
 LOAD_HEADLINES = (
@@ -74,6 +74,26 @@ LOAD_HEADLINES = (
 )
 """What every workload leads with after its own figures: its data load (`Workload.load`, which
 the runner measures as test `load`) and the database it made."""
+
+
+@dataclass(frozen=True)
+class Reporting:
+    """What a workload's report needs of it, declared as data that report/ reads through the
+    workloads registry (report/data/declared.py) instead of importing the workload's modules.
+    Apart from the workload's settings (its tests, scales, options): these only say how its
+    results read. A workload with a section of its own declares its own names beside them."""
+
+    # the figures it leads with, in the order its tables show them (its own, then the load's)
+    headlines: tuple[Headline, ...] = LOAD_HEADLINES
+    # its tests whose steps are numbered queries (`q1`, …), each timed: the report's per-query
+    # tables and plots (TPC-H's power and throughput tests)
+    query_tests: tuple[str, ...] = ()
+    # for a workload that measures a window of counts (oltp): the step recording the window, the
+    # step of its intervals, and the rates derived from it, each a count per minute of the
+    # window's elapsed_s (rate → count)
+    window_step: str | None = None
+    interval_step: str | None = None
+    per_minute: Mapping[str, str] = field(default_factory=dict)
 
 
 class Session:
@@ -221,22 +241,13 @@ class Workload(ABC):
     # itself (RunContext.judge_at_rest: backup's artifacts and restores, maintenance's plaintext
     # source): the trial's transient capture leaves them out, as its at-rest scan of the database does
     judged_apart: ClassVar[tuple[str, ...]] = ()
-    # What its report needs of it, declared as data that report/ reads through the workloads
-    # registry (report/data/declared.py) instead of importing the workload's modules: the figures it
-    # leads with, in the order its tables show them (its own, then the load's), and for a
-    # workload that measures a window of counts (oltp) the step recording the window and the
-    # rates derived from it, each a count per minute of the window's elapsed_s (rate → count). A
-    # workload with a section of its own declares its own names beside them.
-    headlines: ClassVar[tuple[Headline, ...]] = LOAD_HEADLINES
     # whether its figures are timings a reader compares against none; False for a workload whose
-    # results are outcomes (strength: repeated blocks, refused tampering): the report's timing
-    # sections (overhead, cache fit, per connection) leave its configurations out
+    # results are outcomes (strength: repeated blocks, refused tampering): the runner warms none of
+    # its tests up, and the report's timing sections (overhead, cache fit, per connection) leave its
+    # configurations out
     timed: ClassVar[bool] = True
-    # its tests whose steps are numbered queries (`q1`, …), each timed: the report's per-query
-    # tables and plots (TPC-H's power and throughput tests)
-    query_tests: ClassVar[tuple[str, ...]] = ()
-    window_step: ClassVar[str | None] = None
-    per_minute: ClassVar[dict[str, str]] = {}
+    # what its report needs of it (`Reporting`): data that report/ reads, apart from the settings above
+    reporting: ClassVar[Reporting] = Reporting()
 
     @classmethod
     def plan_problem(cls, dialect: str, given: Mapping[str, Any]) -> tuple[str, str] | None:

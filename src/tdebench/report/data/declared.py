@@ -2,7 +2,7 @@
 registry (tdebench.workloads), and no other module of workloads/.
 
 Each workload declares on its class, as data, what its report needs: the cells it leads with
-(`Workload.headlines`), how its scale reads (`scale_format`), the window and rates of a workload
+(`Workload.reporting`'s headlines), how its scale reads (`scale_format`), the window and rates of a workload
 that measures one (oltp's TPM and NOPM), and the names its own section lays out (crud's steps
 and latency metrics, oltp's transaction mix, backup's sealings). The report's modules read them
 here, so a workload's internals can change without the report following them, and the imports
@@ -23,15 +23,15 @@ BACKUP, CRUD, MAINTENANCE, OLTP, STRENGTH = (BackupWorkload, CrudWorkload, Maint
 their names."""
 
 PER_MINUTE: dict[str, str] = {rate: count for workload in WORKLOADS.values()
-                              for rate, count in workload.per_minute.items()}
+                              for rate, count in workload.reporting.per_minute.items()}
 """Every rate a workload's measured window has (oltp's TPM and NOPM): rate → the count it is per
 minute of."""
 QUERY_TESTS: tuple[str, ...] = tuple(dict.fromkeys(test for workload in WORKLOADS.values()
-                                                   for test in workload.query_tests))
+                                                   for test in workload.reporting.query_tests))
 """The tests whose steps are numbered queries, as their workloads declare them (TPC-H's power
 and throughput)."""
 LABELLED: tuple[Headline, ...] = tuple(dict.fromkeys(headline for workload in WORKLOADS.values()
-                                                     for headline in workload.headlines if headline.label))
+                                                     for headline in workload.reporting.headlines if headline.label))
 """Every labelled headline (one figure per configuration) any workload declares, in the order the
 report's tables and plots show them: the registry's order, each workload's in its own."""
 __all__ = ["BACKUP", "CRUD", "GEOMEAN_STEP", "LABELLED", "MAINTENANCE", "OLTP", "PER_MINUTE", "QUERY_TESTS",
@@ -49,7 +49,7 @@ def headlines_of(name: str) -> tuple[Headline, ...]:
     """The headlines of a stored workload name; for one this tdebench does not know, every
     labelled one (it is read as TPC-H and the load are)."""
     known = WORKLOADS.get(name)
-    return known.headlines if known is not None else LABELLED
+    return known.reporting.headlines if known is not None else LABELLED
 
 
 @functools.cache

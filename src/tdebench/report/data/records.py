@@ -31,7 +31,7 @@ GEOMEAN_STEP = declared.GEOMEAN_STEP
 QUERY_TESTS = declared.QUERY_TESTS
 PER_MINUTE = declared.PER_MINUTE
 """The derived rates of a measured window (oltp's TPM and NOPM, Madyatmadja et al. (2021)), as
-its workload declares them (`Workload.per_minute`): rate → the count it is per minute of.
+its workload declares them (`Reporting.per_minute`): rate → the count it is per minute of.
 `cell_data` adds them as metrics of the window step, so they are summary records like any other
 figure (summary.csv, noise, compare)."""
 RATE_UNIT = "/min"
@@ -288,11 +288,11 @@ def per_minute(m: Measurement, count: str) -> float | None:
 
 def _with_rates(m: Measurement) -> dict[str, float]:
     """A measurement's metrics, and for a measured window (its workload's `window_step`) the
-    rates its workload declares (`per_minute`) of the counts it recorded."""
+    rates its workload declares (`Reporting.per_minute`) of the counts it recorded."""
     declaring = declared.workload(m.trial.workload)
-    if declaring is None or m.step != declaring.window_step:
+    if declaring is None or m.step != declaring.reporting.window_step:
         return m.metrics
-    rates = {rate: per_minute(m, count) for rate, count in declaring.per_minute.items() if count in m.metrics}
+    rates = {rate: per_minute(m, count) for rate, count in declaring.reporting.per_minute.items() if count in m.metrics}
     return {**m.metrics, **{rate: value for rate, value in rates.items() if value is not None}}
 
 

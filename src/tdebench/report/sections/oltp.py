@@ -39,9 +39,9 @@ from tdebench.stats import SIGNIFICANCE
 from tdebench.results import Measurement, RunData
 
 WORKLOAD, KINDS, MIX = OLTP.name, OLTP.kinds, OLTP.mix  # the transaction types and their target shares
-MIX_STEP, INTERVAL_STEP = OLTP.window_step, OLTP.interval_step
+MIX_STEP, INTERVAL_STEP = OLTP.reporting.window_step, OLTP.reporting.interval_step
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
-RATES = OLTP.per_minute  # figure → the count it is per minute of
+RATES = OLTP.reporting.per_minute  # figure → the count it is per minute of
 CPU_SHARES = {"server_cpu_pct": "cpu_s", "driver_cpu_pct": "driver_cpu_s"}  # % of the machine ← CPU seconds
 CLIENT_BOUND_PCT = 20.0  # the driver used at least this much of the machine: the server was not alone in the way
 IDLE_PCT = 30.0  # server and driver left at least this much of the machine idle: the server was not CPU-bound

@@ -35,7 +35,7 @@ BUSY_ADVICE = ("stop what else runs on the machine (or give the benchmark cores 
 
 
 def is_headline(cell: CellKey) -> bool:
-    """Whether a cell is one of the headline figures its workload declares (`Workload.headlines`):
+    """Whether a cell is one of the headline figures its workload declares (`Reporting.headlines`):
     TPC-H's power and throughput composites, every workload's load, crud's operations, a
     backup's backups and restores, maintenance's operations, oltp's TPM and NOPM."""
     tests = declared.tests_of(cell.workload)

@@ -52,7 +52,8 @@ from tdebench.keys import Secret
 from tdebench.results import BACKUP_FULL, BACKUP_FULL_COMPRESSED, BACKUP_LOGICAL
 from tdebench.workloads.backup import artifact, sealing, usage
 from tdebench.workloads.backup.checksum import TableChecksum, checksums, differences
-from tdebench.workloads.base import (CANARY_TABLE, LOAD_HEADLINES, Headline, Option, RunContext, Workload, WrongAnswer,
+from tdebench.workloads.base import (CANARY_TABLE, LOAD_HEADLINES, Headline, Option, Reporting, RunContext, Workload,
+                                     WrongAnswer,
                                      read_canaries)
 from tdebench.workloads.tpch import TABLES as TPCH_TABLES
 from tdebench.workloads.tpch import TpchWorkload
@@ -94,7 +95,7 @@ class BackupWorkload(Workload):
             "HMAC-SHA256)", choices=sealing.BACKUP_ENCRYPTIONS),
     }
     # for its report (report/sections/backup.py): the backups and restores, and how a sealed one is named
-    headlines = (Headline("elapsed_s", ("backup", "restore")), *LOAD_HEADLINES)
+    reporting = Reporting(headlines=(Headline("elapsed_s", ("backup", "restore")), *LOAD_HEADLINES))
     sealings: ClassVar[tuple[str, ...]] = sealing.BACKUP_ENCRYPTIONS  # in the report's order, unsealed first
     unsealed: ClassVar[str] = sealing.NONE
     constructions: ClassVar[dict[str, str]] = {c.name: c.construction for c in sealing.CIPHERS.values()}

@@ -46,7 +46,7 @@ import numpy as np
 
 from tdebench.engines.base import Connection, QueryTimeout
 from tdebench.workloads import transpile
-from tdebench.workloads.base import LOAD_HEADLINES, Headline, Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import LOAD_HEADLINES, Headline, Option, Reporting, RunContext, Workload, WrongAnswer
 from tdebench.workloads.crud import data, schema
 from tdebench.workloads.crud.data import COLUMNS
 
@@ -262,7 +262,7 @@ class CrudWorkload(Workload):
     scale_format = "{} rows"
     max_streams = 1
     # for its report (report/sections/crud.py): every operation's measured step, the lookups' distribution
-    headlines = (Headline("elapsed_s", (STEP,)), *LOAD_HEADLINES)
+    reporting = Reporting(headlines=(Headline("elapsed_s", (STEP,)), *LOAD_HEADLINES))
     step: ClassVar[str] = STEP
     point_step: ClassVar[str] = POINT
     latency_metrics: ClassVar[tuple[str, ...]] = LATENCY_METRICS

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tdebench.engines.base import Connection
-from tdebench.workloads.base import LOAD_HEADLINES, Headline, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import LOAD_HEADLINES, Headline, Reporting, RunContext, Workload, WrongAnswer
 from tdebench.workloads.maintenance import encrypt, reindex, rekey
 from tdebench.workloads.maintenance.outcomes import FAILED, NOT_APPLICABLE, OK, UNSUPPORTED
 from tdebench.workloads.tpch import TpchWorkload
@@ -32,7 +32,8 @@ class MaintenanceWorkload(Workload):
         "rekey": "it changes the key of database files tdebench owns; a server by url keeps its keys in its own "
                  "keystore",
     }
-    headlines = (Headline("elapsed_s"), *LOAD_HEADLINES)  # every step: each one the method that ran
+    # every step a headline: each one is the method that ran
+    reporting = Reporting(headlines=(Headline("elapsed_s"), *LOAD_HEADLINES))
     # how a step ended (outcomes.py, stored as its answer) and how the report says it
     ok, failed = OK, FAILED
     outcome_words = {OK: "yes", UNSUPPORTED: "not supported", NOT_APPLICABLE: "not applicable"}

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from tdebench.engines import dialects
 from tdebench.engines.base import Connection, Database
 from tdebench.measure.affinity import available_cpus
-from tdebench.workloads.base import LOAD_HEADLINES, Headline, Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import LOAD_HEADLINES, Headline, Option, Reporting, RunContext, Workload, WrongAnswer
 from tdebench.workloads.oltp import checks, data, procedures, schema, transactions
 from tdebench.workloads.oltp.driver import Outcome, Settings, UserLog, drive
 from tdebench.workloads.oltp.inputs import KINDS, MIX, NEW_ORDER, Constants, Terminal
@@ -173,10 +173,10 @@ class OltpWorkload(Workload):
     options = OPTIONS
     # for its report (report/data/records.py, oltp.py): the measured window (`_record`'s steps "mix"
     # and "interval") and its rates, TPM and NOPM of Madyatmadja et al. (2021); the mix
-    window_step = WINDOW_STEP
-    interval_step: ClassVar[str] = INTERVAL_STEP
-    per_minute = {"tpm": "committed", "nopm": "new_orders"}
-    headlines = (Headline("tpm", (WINDOW_STEP,)), Headline("nopm", (WINDOW_STEP,)), *LOAD_HEADLINES)
+    reporting = Reporting(window_step=WINDOW_STEP, interval_step=INTERVAL_STEP,
+                          per_minute={"tpm": "committed", "nopm": "new_orders"},
+                          headlines=(Headline("tpm", (WINDOW_STEP,)), Headline("nopm", (WINDOW_STEP,)),
+                                     *LOAD_HEADLINES))
     kinds: ClassVar[tuple[str, ...]] = KINDS
     mix: ClassVar[dict[str, float]] = MIX
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tdebench.engines.base import Connection, QueryTimeout
-from tdebench.workloads.base import GEOMEAN_STEP, LOAD_HEADLINES, Headline, Option, RunContext, Workload, WrongAnswer
+from tdebench.workloads.base import (GEOMEAN_STEP, LOAD_HEADLINES, Headline, Option, Reporting, RunContext, Workload,
+                                     WrongAnswer)
 from tdebench.workloads.tpch import answers, data, schema, spill, streams
 from tdebench.workloads.tpch.queries import DIALECTS, query
 
@@ -43,10 +44,11 @@ class TpchWorkload(Workload):
     name = "tpch"
     tests = ("power", "throughput", "spill")
     default_tests = ("power", "throughput")  # spill only by name: it exists to make engines write temp files
-    query_tests = ("power", "throughput")
-    headlines = (Headline("elapsed_s", (GEOMEAN_STEP,), "power", "power geomean", "power test", ranks=True),
-                 Headline("elapsed_s", ("total",), "throughput", "throughput total", "throughput"),
-                 *LOAD_HEADLINES)
+    reporting = Reporting(
+        query_tests=("power", "throughput"),
+        headlines=(Headline("elapsed_s", (GEOMEAN_STEP,), "power", "power geomean", "power test", ranks=True),
+                   Headline("elapsed_s", ("total",), "throughput", "throughput total", "throughput"),
+                   *LOAD_HEADLINES))
     default_scale = 0.01
     scale_min = data.SCALE_MIN
     scale_max = data.SCALE_MAX
