@@ -61,8 +61,7 @@ Why bindfs (Debian's package): gocryptfs has no mode without a cipher (-plaintex
 encrypts contents). bindfs is a plain libfuse file system whose caching is what gocryptfs's
 is: gocryptfs sets go-fuse's entry, attribute and negative timeouts to 1 s, saying so to match
 libfuse's defaults, which bindfs keeps; neither asks the kernel to keep its page cache across
-opens (kernel_cache), both write in requests of up to 128 KiB (bindfs with `big_writes`), both
-unlink a file at once, open or not (bindfs with `hard_remove`), and tdebench gives both the
+opens (kernel_cache), both write in requests of up to 128 KiB (bindfs with `big_writes`), and tdebench gives both the
 same mount options (allow_other, default_permissions, nosuid, nodev). `--multithreaded` has
 bindfs serve requests concurrently, as gocryptfs does (one goroutine each); bindfs's default
 is one thread for all. go-fuse's own loopback example would share gocryptfs's library too,
@@ -122,11 +121,8 @@ _COPY_TIMEOUT_S = 24 * 3600.0  # copying a large database into a mount takes a w
 # bindfs in the foreground (-f: tdebench owns it), one thread per request (--multithreaded; bindfs
 # defaults to one thread for all, gocryptfs serves requests concurrently), writes of up to 128 KiB as
 # gocryptfs's (big_writes: libfuse 2 otherwise sends every write in 4 KiB requests; a first run without
-# it had PostgreSQL's load cost +117% on the passthrough, +60% on gocryptfs), a file unlinked at once as
-# gocryptfs does (hard_remove: libfuse 2 otherwise renames a file the kernel has not released yet to
-# .fuse_hidden*, so a server's rmdir right after closing and unlinking it failed "Directory not empty"),
-# with gocryptfs's mount options
-_BINDFS_OPTIONS = ("--multithreaded", "-o", "big_writes,hard_remove,allow_other,default_permissions,nosuid,nodev")
+# it had PostgreSQL's load cost +117% on the passthrough, +60% on gocryptfs), with gocryptfs's mount options
+_BINDFS_OPTIONS = ("--multithreaded", "-o", "big_writes,allow_other,default_permissions,nosuid,nodev")
 
 
 def _fuse_availability(daemon: str, package: str, as_root: str) -> Availability:
