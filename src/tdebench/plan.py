@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tdebench.errors import InputError
 from tdebench.engines import BY_URL, KIT, PROVISIONED, get_engine
@@ -48,6 +48,8 @@ _SETTING_KEYS = {key for engine in PROVISIONED.values() for key in engine.settin
 _REMOTE_KEYS = {"url", "password_env", "password_file", "data_path", "key_id"}
 """An engine's keys for a server tdebench did not start (engines/remote.py)."""
 _WORKLOAD_KEYS = {"name", "scale", "scales", "tests", "streams", "query_timeout_s", "repetitions", "memory_mb"}
+
+T = TypeVar("T")
 
 
 class PlanError(InputError, ValueError):
@@ -762,9 +764,13 @@ class Checker:
         return value
 
     def string(self, table: dict[str, Any], key: str, default: str) -> str:
+        return self._typed(table, key, default, str, "a string")
+
+    def _typed(self, table: dict[str, Any], key: str, default: T, kind: type[T], words: str) -> T:
+        """`table[key]` (`default` when absent), refused at its line unless a `kind`."""
         value = table.get(key, default)
-        if not isinstance(value, str):
-            raise self.error(f"{key} must be a string", key)
+        if not isinstance(value, kind):
+            raise self.error(f"{key} must be {words}", key)
         return value
 
     def integer(self, table: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
@@ -776,10 +782,7 @@ class Checker:
         return value
 
     def boolean(self, table: dict[str, Any], key: str, default: bool) -> bool:
-        value = table.get(key, default)
-        if not isinstance(value, bool):
-            raise self.error(f"{key} must be true or false", key)
-        return value
+        return self._typed(table, key, default, bool, "true or false")
 
     def number(self, table: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
         value = table.get(key, default)

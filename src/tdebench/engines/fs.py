@@ -91,7 +91,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
 
 import psutil
 
@@ -193,6 +193,17 @@ class LayerDatabase(Database, Backups):
         assert self.inner is not None, f"use {type(self).__name__}.wrapping()"
         return self.inner
 
+    @classmethod
+    def wrapping(cls, engine: Engine, workspace: Path, encryption: Encryption, key: Secret | None) -> LayerDatabase:
+        """The layer over `engine`'s own database (encryption none) in its view, `plain/<engine>`."""
+        raise NotImplementedError
+
+    @classmethod
+    def _wrapping(cls, engine: Engine, workspace: Path, encryption: Encryption, key: Secret | None) -> Self:
+        database = cls(workspace=workspace, encryption=encryption, key=key)
+        database.inner = engine.provision_native(database.mount_point / engine.name, NONE, None)
+        return database
+
     def create(self) -> None:
         self._set_up(lambda inner: inner.create())
 
@@ -202,6 +213,23 @@ class LayerDatabase(Database, Backups):
 
     def _mount(self) -> None:
         raise NotImplementedError
+
+    def _mount_and_make(self, make: Callable[[Database], None]) -> None:
+        """Mount, then the engine's directory in the view (0700, the server's user's) and its
+        database made in it by `make`; unmounted again if anything fails."""
+        try:
+            self._mount()
+            directory = self._inner().workspace
+            directory.mkdir(mode=0o700, exist_ok=True)
+            self._own_engine_dir(directory)
+            make(self._inner())
+        except BaseException:
+            self.close()
+            raise
+
+    def _own_engine_dir(self, directory: Path) -> None:
+        """Give the engine's directory in the view to the server's user, where the daemon made it
+        as another (nothing by default: gocryptfs serves as that user, so it is that user's)."""
 
     def spilling(self, conn: Connection) -> Connection:
         """The engine's own way, inside the mount."""
@@ -258,10 +286,12 @@ class LayerDatabase(Database, Backups):
         """The engine's own data files, as its view shows them (the cipher files' names say nothing)."""
         return self._inner().data_bytes()
 
+    layer_name: ClassVar[str] = ""  # the directory of the workspace below the view
+
     @property
     def layer_dir(self) -> Path:
         """What is on disk below the view: gocryptfs's cipher directory, bindfs's source."""
-        raise NotImplementedError
+        return self.workspace / self.layer_name
 
     def file_kind(self, path: str) -> str:
         """The kind of the engine's file behind `path` (relative to the workspace): below the
@@ -366,20 +396,13 @@ class GocryptfsDatabase(LayerDatabase, Reencrypts):
                  key: Secret | None) -> GocryptfsDatabase:
         if encryption.name not in _INIT_FLAGS:
             raise KeyError(f"no gocryptfs setting {encryption.name!r}; valid: {', '.join(_INIT_FLAGS)}")
-        database = cls(workspace=workspace, encryption=encryption, key=key)
-        database.inner = engine.provision_native(database.mount_point / engine.name, NONE, None)
-        return database
+        return cls._wrapping(engine, workspace, encryption, key)
 
     _names: dict[str, str] = field(default_factory=dict, init=False, repr=False)  # `_view_name`'s
     _names_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
-    @property
-    def cipher_dir(self) -> Path:
-        return self.workspace / "cipher"
-
-    @property
-    def layer_dir(self) -> Path:
-        return self.cipher_dir
+    layer_name: ClassVar[str] = "cipher"
+    cipher_dir = LayerDatabase.layer_dir  # what gocryptfs writes: the encrypted files
 
     @property
     def control_dir(self) -> Path:
@@ -458,14 +481,7 @@ class GocryptfsDatabase(LayerDatabase, Reencrypts):
         with self.passfile() as password:
             run_tool(["gocryptfs", "-init", *_INIT_FLAGS[self.encryption.name], "-q", "-passfile", str(password),
                       str(self.cipher_dir)], self.log, run_as=self.server_user, timeout=120)
-        try:
-            self._mount()
-            directory = self._inner().workspace
-            directory.mkdir(mode=0o700, exist_ok=True)  # gocryptfs's user's, as everything it creates
-            make(self._inner())
-        except BaseException:
-            self.close()
-            raise
+        self._mount_and_make(make)
 
     def _mount(self) -> None:
         """Mount the view (as root) and have gocryptfs serve it as the server's user (see the module)."""
@@ -594,18 +610,10 @@ class PassthroughDatabase(LayerDatabase):
     @classmethod
     def wrapping(cls, engine: Engine, workspace: Path, encryption: Encryption,
                  key: Secret | None) -> PassthroughDatabase:
-        database = cls(workspace=workspace, encryption=encryption, key=None)  # no cipher, so no key
-        database.inner = engine.provision_native(database.mount_point / engine.name, NONE, None)
-        return database
+        return cls._wrapping(engine, workspace, encryption, None)  # no cipher, so no key
 
-    @property
-    def source_dir(self) -> Path:
-        """What bindfs serves, and what is on disk: the engine's files as it wrote them."""
-        return self.workspace / "files"
-
-    @property
-    def layer_dir(self) -> Path:
-        return self.source_dir
+    layer_name: ClassVar[str] = "files"
+    source_dir = LayerDatabase.layer_dir  # what bindfs serves, and what is on disk: the engine's files as it wrote them
 
     def _view_name(self, path: str) -> str | None:
         return path  # the engine's own names
@@ -613,15 +621,10 @@ class PassthroughDatabase(LayerDatabase):
     def _set_up(self, make: Callable[[Database], None]) -> None:
         """The source directory, mounted, and the engine's database made in the view by `make`."""
         _make_private(self, self.source_dir)
-        try:
-            self._mount()
-            directory = self._inner().workspace
-            directory.mkdir(mode=0o700, exist_ok=True)
-            _own(directory, *self._owner(), 0o700)  # made by root here: the server's, as under gocryptfs
-            make(self._inner())
-        except BaseException:
-            self.close()
-            raise
+        self._mount_and_make(make)
+
+    def _own_engine_dir(self, directory: Path) -> None:
+        _own(directory, *self._owner(), 0o700)  # made by root here: the server's, as under gocryptfs
 
     def _mount(self) -> None:
         """bindfs mounts the view itself, as root (see the module), and serves it until unmounted."""
@@ -694,33 +697,24 @@ def _detach(target: Path) -> None:
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-class _Gocryptfs:
-    """The gocryptfs layer as `Encryption.provider`: what `Engine.provision` calls for an fs-*
-    encryption, so the engine contract (base.py) needs no import of this module."""
+@dataclass(frozen=True)
+class _Layer:
+    """A layer as `Encryption.provider`: what `Engine.provision` calls for an fs-* encryption, so
+    the engine contract (base.py) needs no import of this module."""
+
+    database: type[LayerDatabase]
+    check: Callable[[], Availability]
 
     def availability(self) -> Availability:
-        return fs_availability()
+        return self.check()
 
     def provision(self, engine: Engine, workspace: Path, encryption: Encryption,
                   key: Secret | None) -> Database:
-        return GocryptfsDatabase.wrapping(engine, workspace, encryption, key)
+        return self.database.wrapping(engine, workspace, encryption, key)
 
 
-GOCRYPTFS = _Gocryptfs()
-
-
-class _Passthrough:
-    """The passthrough as `Encryption.provider` (see _Gocryptfs)."""
-
-    def availability(self) -> Availability:
-        return passthrough_availability()
-
-    def provision(self, engine: Engine, workspace: Path, encryption: Encryption,
-                  key: Secret | None) -> Database:
-        return PassthroughDatabase.wrapping(engine, workspace, encryption, key)
-
-
-PASSTHROUGH = _Passthrough()
+GOCRYPTFS = _Layer(GocryptfsDatabase, fs_availability)
+PASSTHROUGH = _Layer(PassthroughDatabase, passthrough_availability)
 FS_ENCRYPTIONS: tuple[Encryption, ...] = (
     Encryption("fs-aes-256-gcm", "AES", 256, "GCM", "fs", _COVERS,
                f"gocryptfs default; {_NOT_HIDDEN}", _BLOCK_BYTES, provider=GOCRYPTFS),

@@ -255,16 +255,22 @@ class RemoteMySQLEngine(RemoteEngine):
     key_fix: ClassVar[str] = ("load a keyring component (e.g. component_keyring_file, with its manifest) and restart "
                               "the server; see MySQL's 'Keyring Components'")
 
+    key_plugins_where: ClassVar[str] = "PLUGIN_NAME LIKE 'keyring%'"  # which of its plugins manage keys
+
     def key_management(self) -> list[str]:
-        """The server's active key management (keyring plugins and components)."""
+        """The server's active key management: its plugins that manage keys, and its keyring
+        components (`_key_components`)."""
         rows = self._query("SELECT PLUGIN_NAME FROM information_schema.PLUGINS "
-                           "WHERE PLUGIN_NAME LIKE 'keyring%' AND PLUGIN_STATUS = 'ACTIVE'")
+                           f"WHERE {self.key_plugins_where} AND PLUGIN_STATUS = 'ACTIVE'")
+        return [str(name) for (name,) in [*rows, *self._key_components()]]
+
+    def _key_components(self) -> list[tuple[Any, ...]]:
+        """MySQL's keyring components (since 8.0.24; none before)."""
         try:
-            rows += self._query("SELECT STATUS_VALUE FROM performance_schema.keyring_component_status "
-                                "WHERE STATUS_KEY = 'Component_name'")
-        except RemoteError:  # before 8.0.24: no keyring components
-            pass
-        return [str(name) for (name,) in rows]
+            return list(self._query("SELECT STATUS_VALUE FROM performance_schema.keyring_component_status "
+                                    "WHERE STATUS_KEY = 'Component_name'"))
+        except RemoteError:
+            return []
 
     def database_options(self, encryption: Encryption) -> str:
         return mysql.mysql_database_options(not encryption.is_baseline)
@@ -324,10 +330,10 @@ class RemoteMariaDBEngine(RemoteMySQLEngine):
     key_fix: ClassVar[str] = ("load one in the server's configuration, e.g. plugin_load_add = file_key_management "
                               "with file_key_management_filename, and restart it")
 
-    def key_management(self) -> list[str]:
-        rows = self._query("SELECT PLUGIN_NAME FROM information_schema.PLUGINS "
-                           "WHERE PLUGIN_TYPE = 'ENCRYPTION' AND PLUGIN_STATUS = 'ACTIVE'")
-        return [str(name) for (name,) in rows]
+    key_plugins_where: ClassVar[str] = "PLUGIN_TYPE = 'ENCRYPTION'"
+
+    def _key_components(self) -> list[tuple[Any, ...]]:
+        return []  # MariaDB has key management plugins only
 
     def database_options(self, encryption: Encryption) -> str:
         return ""
