@@ -457,8 +457,9 @@ def upgrade(data: Any, version: int) -> Any:
     if version < 6 and kind == "measurement" and isinstance(data.get("metrics"), dict):
         data = {**data, "metrics": {name: value for name, value in data["metrics"].items()
                                     if name not in ("read_chars", "write_chars")}}
+    trial = data.get("trial")
     if (version < 6 and kind == "verdict" and isinstance(data.get("files"), list)
-            and str((data.get("trial") or {}).get("encryption", "")).startswith("fs-")):
+            and isinstance(trial, dict) and str(trial.get("encryption", "")).startswith("fs-")):
         data["files"] = [{**scan, "kind": ""} if isinstance(scan, dict) else scan for scan in data["files"]]
     return data
 
