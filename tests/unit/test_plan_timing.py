@@ -18,12 +18,9 @@ from tdebench.plan import load_plan, only_engines, parse_plan
 
 NOT_YET_TIMED = {
     # no run of the plan as it is has been timed: its `measured` is empty
-    "backup", "claims-sqlcipher", "connections", "connections-raw",
-    "crud", "crud-large", "crud-servers", "embedded", "maintenance", "oltp", "oltp-long", "servers",
+    "crud-large", "crud-servers", "embedded", "oltp", "oltp-long", "servers",
     # timed only with the earlier four SQLite caches (a comment in the plan says so), not its six
     "cost-curve",
-    # two runs, 1 min 30 s and 5 min 27 s: a range, not one duration (its trials and day are given)
-    "strength",
 }
 """The built-in plans without both `measured_s` and `measured_trials`, each with why."""
 
