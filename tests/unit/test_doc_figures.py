@@ -30,13 +30,14 @@ from typing import Any
 import pytest
 
 from tdebench.measure.environment import cpu_text
+from tdebench.report.sections import layers
 from tdebench.report.summaries import connection, noise
 from tdebench.report.summaries.cache import cache_fit_table
 from tdebench.report.summaries.cipher_cost import raw_speed
 from tdebench.report.data.declared import timed
 from tdebench.report.data.records import (PLACEBO, CellKey, SummaryRecord, headline_records, measured, resolution,
                                           summary_records)
-from tdebench.report.data.units import change, mib, number, percent, signed_ms, times
+from tdebench.report.data.units import change, mib, number, percent, ratio_percent, signed_ms, times
 from tdebench.results import RunData
 from tdebench.stats import PAIRED
 from tdebench.store import ENVIRONMENT, PLAN, RESULTS, read_run
@@ -49,7 +50,13 @@ LOOK_BACK = 400
 HEADLINES = {"power": "power geomean", "throughput": "throughput total", "load": "data load elapsed",
              "size": "database size"}
 """A headline figure's word in a marker → its label in the report (workloads' `Headline.label`)."""
-FIGURES = {*HEADLINES, "rounds", "trials", "busy", "data", "fit", "sizes", "open", "raw", "host"}
+FIGURES = {*HEADLINES, "cost", "rounds", "trials", "busy", "data", "fit", "sizes", "open", "raw", "host"}
+HOW = ("point", "floor")
+"""What may follow a headline's words: its overhead alone, or the placebo's resolution."""
+PARTS = ("layer", "cipher", "share")
+"""What may follow a headline of an fs-layer encryption run beside its bare layer: the layer's part
+(the bare layer against none), the cipher's (the encryption against the bare layer), the layer's
+share of the cost (report/sections/layers.py)."""
 RUN_WIDE = ("raw", "host")
 """Figures of the whole run, named without an engine."""
 MEMORY = re.compile(r"(\d+)MB")
@@ -124,10 +131,19 @@ def _headline(found: Example, chosen: Selection, word: str) -> list[SummaryRecor
             and chosen.takes(record.cell.engine, record.cell.memory_mb, record.cell.encryption)]
 
 
-def _overhead(found: Example, chosen: Selection, word: str, how: str) -> str:
+def _cost(found: Example, chosen: Selection, test: str, step: str, scale: str | None) -> list[SummaryRecord]:
+    """The records of a workload's own headline figure (a crud operation, a backup and its restore:
+    test and step) at `scale` (any, if None)."""
+    return [r for r in found.records
+            if (r.cell.test, r.cell.step) == (test, step) and noise.is_headline(r.cell)
+            and (scale is None or r.cell.scale == float(scale))
+            and chosen.takes(r.cell.engine, r.cell.memory_mb, r.cell.encryption)]
+
+
+def _overhead(found: Example, chosen: Selection, records: list[SummaryRecord], how: str) -> str:
     """A headline's overhead against none with its 95% CI (`how` ""), its point ("point"), or
     the placebo's resolution ("floor"); several configurations give a range of points or floors."""
-    records = [r for r in _headline(found, chosen, word) if r.overhead is not None]
+    records = [r for r in records if r.overhead is not None]
     if how == "floor":
         floors = [r for r in records if r.cell.encryption == PLACEBO]
         if not floors:
@@ -141,6 +157,22 @@ def _overhead(found: Example, chosen: Selection, word: str, how: str) -> str:
         raise FigureError(f"names {len(records)} overheads; name the engine, memory and encryption of one")
     compared = records[0].overhead
     assert compared is not None
+    return typeset(change(compared.pct, compared.ci_low, compared.ci_high))
+
+
+def _part(found: Example, chosen: Selection, records: list[SummaryRecord], part: str) -> str:
+    """One part of an fs-layer encryption's headline (PARTS), as the report's "Layer and cipher" states it."""
+    records = [r for r in records if r.overhead is not None]
+    if len(records) != 1:
+        raise FigureError(f"names {len(records)} overheads; name the engine, memory and encryption of one")
+    split = layers.splits(found.run, found.records, records).get(records[0].cell)
+    if split is None:
+        raise FigureError(f"names the {part} of {records[0].cell.encryption}, which ran without its bare layer beside it")
+    if part == "share":
+        if split.share is None:
+            raise FigureError("names the layer's share, and not both parts are costs")
+        return ratio_percent(split.share)
+    compared = split.layer if part == "layer" else split.cipher
     return typeset(change(compared.pct, compared.ci_low, compared.ci_high))
 
 
@@ -218,7 +250,10 @@ def _takes(word: str, args: list[str]) -> bool:
     """Whether a figure's words after it are its own: a headline's "point" or "floor", raw's
     cipher and page size, nothing for the others."""
     if word in HEADLINES:
-        return args in ([], ["point"], ["floor"])
+        return args == [] or (len(args) == 1 and args[0] in HOW + PARTS)
+    if word == "cost":  # TEST STEP [SCALE] [point|floor]
+        own = args[:-1] if args and args[-1] in HOW else args
+        return len(own) == 2 or (len(own) == 3 and own[2].replace(".", "", 1).isdigit())
     return len(args) == (2 if word == "raw" else 0)
 
 
@@ -233,10 +268,17 @@ def figure(spec: str) -> str:
     if word in RUN_WIDE and chosen != Selection():
         raise FigureError(f"{word} is a figure of the whole run: name no engine before it")
     if not _takes(word, args):
-        takes = "point, floor or nothing" if word in HEADLINES else "CIPHER BYTES" if word == "raw" else "nothing"
+        takes = ("point, floor, layer, cipher, share or nothing" if word in HEADLINES else "CIPHER BYTES" if word == "raw"
+                 else "TEST STEP [SCALE] [point|floor]" if word == "cost" else "nothing")
         raise FigureError(f"{word} takes {takes} after it, not {' '.join(args) or 'nothing'}")
+    if word in HEADLINES and args and args[0] in PARTS:
+        return _part(found, chosen, _headline(found, chosen, word), args[0])
     if word in HEADLINES:
-        return _overhead(found, chosen, word, args[0] if args else "")
+        return _overhead(found, chosen, _headline(found, chosen, word), args[0] if args else "")
+    if word == "cost":
+        how = args.pop() if args[-1] in HOW else ""
+        return _overhead(found, chosen, _cost(found, chosen, args[0], args[1], args[2] if len(args) > 2 else None),
+                         how)
     computed: dict[str, Callable[[], str]] = {
         "rounds": lambda: _rounds(found, chosen),
         "trials": lambda: _trials(found, chosen, busy_only=False),
@@ -316,10 +358,14 @@ def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
     ("quick sqlite 64MB aes-256-cbc power", "quick ran no sqlite 64 MB aes-256-cbc"),
     ("quick sqlite power", "overheads; name the engine, memory and encryption of one"),
     ("quick sqlite aes-256-cbc speed", "names no figure: speed"),
-    ("quick sqlite aes-256-cbc power median", "power takes point, floor or nothing after it, not median"),
+    ("quick sqlite aes-256-cbc power median", "power takes point, floor, layer, cipher, share or nothing after it, not median"),
+    ("quick sqlite aes-256-cbc power cipher", "ran without its bare layer beside it"),
     ("quick raw aes-256-gcm", "raw takes CIPHER BYTES after it, not aes-256-gcm"),
     ("servers mariadb power floor", "there is no placebo there"),
     ("quick raw aes-256-gcm 12345", "did not measure"),
+    ("quick sqlite aes-256-cbc cost", "cost takes TEST STEP [SCALE] [point|floor] after it, not nothing"),
+    ("quick sqlite aes-256-cbc cost power geomean x", "cost takes TEST STEP [SCALE] [point|floor]"),
+    ("quick sqlite aes-256-cbc cost power nothing", "names 0 overheads"),
     ("quick sqlite host", "name no engine before it"),
 ])
 def test_a_marker_naming_what_does_not_exist_fails(spec: str, why: str) -> None:
@@ -336,3 +382,11 @@ def test_a_figure_edited_in_the_docs_no_longer_reads_as_its_example() -> None:
     assert not reads_as("AES-256-CBC's power test " + expected.replace("+", "+1", 1), expected)
     trials = figure("quick trials")
     assert reads_as(f"in {trials}", trials) and not reads_as(f"in 1{trials}", trials)
+
+
+def test_a_workloads_own_figure_by_test_and_step_is_the_headline_it_names() -> None:
+    """`cost TEST STEP` names any headline cell (a crud operation, a backup's restore); on TPC-H's
+    power test it is the `power` headline, with its point and floor alike."""
+    for how in ("", " point"):
+        assert figure(f"quick sqlite aes-256-cbc cost power geomean{how}") == figure(f"quick sqlite aes-256-cbc power{how}")
+    assert figure("quick sqlite cost power geomean 0.01 floor") == figure("quick sqlite power floor")
