@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from fakes import write_fake_run
 from tdebench.report import build
-from tdebench.report.sections.headline import _grouped, headline
+from tdebench.report.sections.headline import _floor_text, _grouped, _short, headline
 from tdebench.report.data.records import CellKey, summary_records
 from tdebench.stats import PAIRED, Overhead
 from tdebench.store import read_run
@@ -47,6 +47,17 @@ def test_encryptions_are_grouped_by_what_they_cost() -> None:
     # one round has no interval: its figure is neither a cost nor "no measurable cost"
     assert _grouped([record("single", 23.3, 23.3, 23.3, float("nan"), rounds=1)], None) == [
         "measured once, so no interval and no conclusion: single +23.3%"]
+
+
+def test_a_placebo_measured_once_is_no_floor_and_a_single_figure_says_so() -> None:
+    """One repetition (the backup plan's): neither "±nan%" nor "(noise)", which no figure measured."""
+    nan = float("nan")
+    once = record("placebo", 0.4, nan, nan, nan, rounds=1)
+    assert _floor_text(once, "no placebo") == "no noise floor (the placebo measured once)"
+    assert _floor_text(None, "no placebo") == "no placebo"
+    assert _floor_text(record("placebo", 0.2, -2.0, 1.5, 0.8), "no placebo") == "noise floor ±2.0%"
+    assert _short(record("single", 23.3, nan, nan, nan, rounds=1), once, {}) == "single +23.3% (measured once)"
+    assert _short(record("cheap", 1.0, -1.5, 3.5, 0.4), None, {}) == "cheap +1.0% (noise)"
 
 
 def test_one_sentence_per_engine_with_its_noise_floor_and_the_at_rest_line(tmp_path: Path) -> None:

@@ -17,14 +17,14 @@ from fakes import (BASELINE_CPU_MAX, BASELINE_MEM_MAX_MIB, FAILED, LAYERED, MIB,
 from plots import drawn
 from tdebench.report import DERIVED, build  # noqa: E402
 from tdebench.report.summaries.findings import (DEFAULT_QUERY_TIMEOUT_S, alerts, at_rest_ok, figure_text,  # noqa: E402
-                                                findings, overhead_sentence, query_timeouts, timeout_alerts,
+                                                findings, floor_sentence, overhead_sentence, query_timeouts, timeout_alerts,
                                                 verdict_summary)
 from tdebench.report.summaries.noise import noisy_figures, widest_headlines  # noqa: E402
 from tdebench.report.summaries.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.data.records import CellKey, SummaryRecord, summary_records  # noqa: E402
 from tdebench.report.summaries.cipher_cost import NO_BYTES, cipher_cost_table  # noqa: E402
 from tdebench.report.summaries.tables import overhead_table, query_answer, resources_table, size_table  # noqa: E402
-from tdebench.stats import overhead, summarize  # noqa: E402
+from tdebench.stats import PAIRED, Overhead, overhead, summarize  # noqa: E402
 from tdebench.results import Measurement, RunData, Sample, TrialKey, TrialOutcome, Verdict  # noqa: E402
 from tdebench.store import read_run  # noqa: E402
 
@@ -541,3 +541,26 @@ def test_a_build_cut_short_by_a_full_disk_leaves_no_file_the_manifest_does_not_n
     listed = set(manifest(tmp_path) or ())
     present = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
     assert "queries.csv" in present and present <= listed, present - listed
+
+
+def test_a_figure_measured_once_has_no_p_value() -> None:
+    """One measurement a side: no interval, so no test of it either (not "(p=–)")."""
+    timing = CellKey("sqlite", "aes-256-cbc", "backup", 0.01, "backup", "full", "elapsed_s")
+    record = SummaryRecord(timing, "s", summarize([1.233]), overhead([1.0], [1.233]))
+    baseline = SummaryRecord(timing, "s", summarize([1.0]), None)
+    assert figure_text("full backup", record, baseline) == (
+        "full backup +23.3% (no interval: one measurement) (n=1)")
+    assert figure_text("full backup", record, baseline, with_n=False) == (
+        "full backup +23.3% (no interval: one measurement)")
+
+
+def test_a_placebo_measured_once_has_no_resolution() -> None:
+    """One round (the backup plan's): the floor's sentence says so, not "resolution ±nan%", "1 rounds"."""
+    load = CellKey("duckdb", "placebo", "backup", 0.01, "load", "total", "elapsed_s")
+    nan = float("nan")
+    record = SummaryRecord(load, "s", summarize([0.868]), Overhead(-13.2, nan, nan, nan, 1, 1, PAIRED))
+    baseline = SummaryRecord(load, "s", summarize([1.0]), None)
+    assert floor_sentence("duckdb", [("data load", record, baseline)]) == (
+        "duckdb noise floor (placebo: none against none, 1 round): data load -13.2% (no interval: one "
+        "measurement), no resolution: measured once. An encryption whose interval overlaps it is below this "
+        "run's resolution.")

@@ -9,8 +9,8 @@ from tdebench.report.data.units import MIB, change, duration, interval, mib, ms,
 
 
 def test_a_multiple_has_two_significant_digits_below_one_one_decimal_below_ten_none_above() -> None:
-    assert [times(v) for v in (0.0395, 0.963, 0.998, 1.04, 4.23, 12.5, 2048.4)] == [
-        "0.04×", "0.96×", "1.0×", "1.0×", "4.2×", "12×", "2,048×"]
+    assert [times(v) for v in (9.2e-05, 0.0395, 0.963, 0.998, 1.04, 4.23, 12.5, 2048.4)] == [
+        "<0.01×", "0.04×", "0.96×", "1.0×", "1.0×", "4.2×", "12×", "2,048×"]
     assert times(None) == times(math.nan) == "–"
 
 

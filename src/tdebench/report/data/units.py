@@ -46,6 +46,21 @@ def ratio_percent(value: float | None) -> str:
     return DASH if value is None or math.isnan(value) else f"{value * 100:.1f}%"
 
 
+def general(value: float | None) -> str:
+    """A number as Python's general format writes it: 1, 2.5, 1e+06 (warehouses, users, a target)."""
+    return DASH if value is None or math.isnan(value) else f"{value:g}"
+
+
+def whole(value: float | None) -> str:
+    """A count, rounded, with thousands separated: 12,345."""
+    return DASH if value is None or math.isnan(value) else f"{value:,.0f}"
+
+
+def tenths(value: float | None) -> str:
+    """A number to one decimal: 43.1."""
+    return DASH if value is None or math.isnan(value) else f"{value:.1f}"
+
+
 def mib(value: float | None) -> str:
     """Bytes, shown in MiB."""
     return DASH if value is None or math.isnan(value) else number(value / MIB)
@@ -58,9 +73,12 @@ def ms(value: float | None) -> str:
 
 def times(value: float | None) -> str:
     """A ratio as a multiple (data ÷ cache, a time ÷ none's): two significant digits below 1,
-    one decimal below 10, whole above (0.47×, 4.2×, 2,048×)."""
+    one decimal below 10, whole above (0.47×, 4.2×, 2,048×); below 0.01, "<0.01×" (a database in
+    a default cache of gigabytes: 9.2e-05× says nothing more)."""
     if value is None or math.isnan(value):
         return DASH
+    if value < 0.01:
+        return "<0.01×"
     below_one = f"{value:.2g}"
     if value < 1 and below_one != "1":  # 0.998 is 1.0×, as above one
         return f"{below_one}×"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tdebench.report.sections import answer, backup, core, crud, headline, layers, maintenance, oltp, strength
+from tdebench.report.sections import answer, backup, core, crud, gather, headline, layers, maintenance, oltp, strength
 from tdebench.report.summaries import findings, plots, tables
 from tdebench.report import sections
 from tdebench.report.data.records import SummaryRecord
@@ -142,13 +142,19 @@ class Report:
         return placed(self.entries, taken=[FINDINGS])[1:]
 
 
-def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
-    """The report of a run: what every one of SOURCES that applies to it holds."""
-    described = findings.overview(run)
-    entries = tuple(content for source in SOURCES if (content := source(run, records)) is not None)
+def assemble(run: RunData, records: list[SummaryRecord], workers: int | None = None) -> Report:
+    """The report of a run: what every one of SOURCES that applies to it holds. The sources run
+    on `workers` processes (gather.py; None: as many as this machine allows) while this one makes
+    the rest: the same report either way."""
+    with gather.Gathering(SOURCES, (run, records), gather.workers_here() if workers is None else workers) as gathering:
+        described = findings.overview(run)
+        first = headline.glance(run, records)
+        figure = plots.headline_plot(headline.panels(run, records, answer.integrity_marks(run)))
+        table = answer.answer_table(run, records)
+        entries = tuple(content for content in gathering.results() if content is not None)
     return Report(
         title=f"tdebench report: {described.plan_name}",
-        glance=headline.glance(run, records),
+        glance=first,
         overview=described,
         alerts=findings.alerts(run),
         headline_details=headline.config_sentences(run, records),
@@ -156,8 +162,8 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=findings.at_rest_ok(run),
         entries=entries,
-        headline_figure=plots.headline_plot(headline.panels(run, records, answer.integrity_marks(run))),
-        answer=answer.answer_table(run, records),
+        headline_figure=figure,
+        answer=table,
     )
 
 

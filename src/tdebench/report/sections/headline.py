@@ -26,6 +26,7 @@ excludes zero but overlaps the placebo's is "inside the noise floor, so not reso
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -152,8 +153,7 @@ def _sentence(engine: str, memory: int | None, workload: str, scale: float, figu
     rounds = {r.overhead.n_treatment for r in records}  # type: ignore[union-attr]
     count = rounds.pop() if len(rounds) == 1 else None
     counted = f"{count} round{'' if count == 1 else 's'}; " if count is not None else ""
-    floor_text = (f"noise floor ±{resolution(floor):.1f}%" if floor is not None
-                  else "no placebo arm, so no measured noise floor")
+    floor_text = _floor_text(floor, "no placebo arm, so no measured noise floor")
     regime_text = f"; {regime.said(layer_bound(records, splits))}" if regime else ""
     groups = _grouped(records, floor, figure.metric in PER_MINUTE, spills=regime is not None and regime.spills,
                       splits=splits)
@@ -288,6 +288,15 @@ def panels(run: RunData, records: list[SummaryRecord],
     return result
 
 
+def _floor_text(floor: SummaryRecord | None, without: str) -> str:
+    """The placebo's noise floor as a headline names it; `without` where the run has no placebo. A
+    placebo measured once has no interval, so no floor either (not "±nan%")."""
+    if floor is None:
+        return without
+    width = resolution(floor)
+    return f"noise floor ±{width:.1f}%" if math.isfinite(width) else "no noise floor (the placebo measured once)"
+
+
 def resolved(record: SummaryRecord, floor: SummaryRecord | None) -> bool:
     """An overhead the run resolves: measured in two rounds or more, its interval off zero and
     outside the placebo's (what _grouped calls a cost, or faster)."""
@@ -303,7 +312,9 @@ def _short(record: SummaryRecord, floor: SummaryRecord | None, splits: Splits) -
     compared = record.overhead
     assert compared is not None
     split = splits.get(record.cell)
-    notes = ([] if resolved(record, floor) else ["noise"]) + ([layers.in_words(split, short=True)] if split else [])
+    once = min(compared.n_treatment, compared.n_baseline) < 2
+    notes = ([] if resolved(record, floor) else ["measured once" if once else "noise"]) + (
+        [layers.in_words(split, short=True)] if split else [])
     return f"{record.cell.encryption} {percent(compared.pct)}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -350,7 +361,7 @@ def glance(run: RunData, records: list[SummaryRecord]) -> Glance:
                f"{figure.short or figure.label}")
         costs = (_short(ranked[0], floor, splits) if len(ranked) == 1
                  else f"cheapest {_short(ranked[0], floor, splits)}, dearest {_short(ranked[-1], floor, splits)}")
-        floor_text = f"noise floor ±{resolution(floor):.1f}%" if floor is not None else "no placebo"
+        floor_text = _floor_text(floor, "no placebo")
         regime = regimes.get((engine, memory, workload, scale))
         regime_text = ("" if regime is None else "; data fits its cache" if not regime.spills
                        else f"; data {times(regime.ratio)} its cache" if layer_bound(chosen, splits)  # no "decrypted"

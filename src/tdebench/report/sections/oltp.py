@@ -34,7 +34,7 @@ from tdebench.report.data.records import (BASELINE, SummaryRecord, engine_label,
                                           per_minute)
 from tdebench.report.sections import Content, block
 from tdebench.report.summaries.tables import Column, Table, engine_columns, n_text, num, text
-from tdebench.report.data.units import number, p_value, percent
+from tdebench.report.data.units import general, number, p_value, percent, tenths, whole
 from tdebench.stats import SIGNIFICANCE
 from tdebench.results import Measurement, RunData
 
@@ -129,9 +129,9 @@ def saturation_table(rows: list[dict[str, Any]]) -> Table:
     shown = [row | {"machine_cpu_pct": row["server_cpu_pct"] + row["driver_cpu_pct"]} for row in rows
              if not math.isnan(row.get("server_cpu_pct", math.nan))
              and not math.isnan(row.get("driver_cpu_pct", math.nan))]
-    columns = (*_engine_columns(shown), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+    columns = (*_engine_columns(shown), num("warehouses", "W", general), Column("test", "test"),
                Column("encryption", "encryption"), Column("driver", "driver"),
-               num("virtual_users", "users", lambda v: f"{v:g}"), Column("users_as", "users as"),
+               num("virtual_users", "users", general), Column("users_as", "users as"),
                num("tpm", "TPM (median)"), num("server_cpu_pct", "server CPU %", _whole),
                num("driver_cpu_pct", "driver CPU %", _whole), num("machine_cpu_pct", "both %", _whole))
     return Table(
@@ -237,9 +237,9 @@ def _engine_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
 
 
 def _common_columns(rows: list[dict[str, Any]]) -> tuple[Column, ...]:
-    return (*_engine_columns(rows), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+    return (*_engine_columns(rows), num("warehouses", "W", general), Column("test", "test"),
             Column("encryption", "encryption"), Column("driver", "driver"),
-            num("virtual_users", "users", lambda v: f"{v:g}"), num("n", "n", text))
+            num("virtual_users", "users", general), num("n", "n", text))
 
 
 def _csv_table(rows: list[dict[str, Any]]) -> Table:
@@ -315,10 +315,10 @@ def latency_table(records: list[SummaryRecord]) -> Table:
         row.update({name: figures[f"{name}_elapsed_s"] * 1000 for name in PERCENTILES
                     if f"{name}_elapsed_s" in figures})
         rows.append(row)
-    columns = (*engine_columns(rows), num("warehouses", "W", lambda w: f"{w:g}"), Column("test", "test"),
+    columns = (*engine_columns(rows), num("warehouses", "W", general), Column("test", "test"),
                Column("encryption", "encryption"), Column("transaction", "transaction"),
-               num("committed", "committed", lambda v: f"{v:,.0f}"), num("share", "share %", lambda v: f"{v:.1f}"),
-               num("target", "target %", lambda v: f"{v:g}"),
+               num("committed", "committed", whole), num("share", "share %", tenths),
+               num("target", "target %", general),
                *(num(name, f"{name} (ms)") for name in PERCENTILES))
     return Table(
         "OLTP latency", columns, rows,

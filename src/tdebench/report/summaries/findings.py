@@ -203,7 +203,7 @@ def smallest_p(n1: int, n2: int) -> float:
 
 def _n_text(n_treatment: int, n_baseline: int, method: str = UNPAIRED) -> str:
     if method == PAIRED:
-        return f"{n_treatment} rounds"
+        return f"{n_treatment} round{'' if n_treatment == 1 else 's'}"
     return f"n={n_treatment}" if n_treatment == n_baseline else f"n={n_treatment} vs {n_baseline}"
 
 
@@ -235,7 +235,8 @@ def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_
     interval = _change(record)
     spans_zero = compared.ci_low <= 0.0 <= compared.ci_high
     unresolved = not spans_zero and below_resolution(record, floor)
-    details = [] if spans_zero or unresolved else [f"p={p_value(compared.p_value)}"]
+    once = math.isnan(compared.ci_low) or math.isnan(compared.ci_high)  # one measurement: no interval, no test
+    details = [] if spans_zero or unresolved or once else [f"p={p_value(compared.p_value)}"]
     if with_n:
         details.append(_n_text(compared.n_treatment, compared.n_baseline, compared.method))
     if unresolved:
@@ -249,7 +250,7 @@ def figure_text(name: str, record: SummaryRecord, baseline: SummaryRecord, with_
     mark = _noise_mark(record, baseline)
     if mark:
         inside = f"{inside}; {mark}" if inside else mark
-    text = f"{name} {interval} ({inside})"
+    text = f"{name} {interval}" + (f" ({inside})" if inside else "")
     if compared.significant and compared.pct < 0 and not unresolved and record.cell.encryption != PLACEBO:
         text += (": lower than without encryption, beyond the noise floor, so a real effect (where it arises: "
                  "below)" if floor is not None and floor.overhead is not None else
@@ -314,8 +315,9 @@ def floor_sentence(who: str, figures: list[tuple[str, SummaryRecord, SummaryReco
             continue  # a size's floor reads its sizes (below resolution), but is no run's resolution
         mde = minimum_detectable_effect(compared)
         power = f", 80% power for effects of {mde:.1f}% or more" if not math.isnan(mde) else ""
-        parts.append(f"{name} {_change(record)}, "
-                     f"resolution ±{resolution(record):.1f}%{power}")
+        width = resolution(record)
+        parts.append(f"{name} {_change(record)}, " + (f"resolution ±{width:.1f}%{power}" if math.isfinite(width)
+                                                      else "no resolution: measured once"))
     rounds = {r.overhead.n_treatment for _, r, _ in figures if r.overhead}
     count = f", {_n_text(rounds.pop(), 0, PAIRED)}" if len(rounds) == 1 else ""
     return (f"{who} noise floor ({PLACEBO}: {BASELINE} against {BASELINE}{count}): {'; '.join(parts)}. "

@@ -229,7 +229,7 @@ def verdicts_table(run: RunData, csv: bool = True) -> Table:
     config = config_columns(uses_memory(v.trial.memory_mb for v in run.verdicts))
     columns = (num("repetition", "rep", text), Column("verdict", "verdict"), Column("expected", "expected"),
                Column("as_expected", "as expected"), num("files_scanned", "files", text),
-               num("bytes_scanned", "MiB scanned", lambda b: number(b / MIB)),
+               num("bytes_scanned", "MiB scanned", mib),
                _prose("first_hit", "first canary hit"), _prose("detail", "detail"))
     extra: tuple[Column, ...] = (_prose("engine_state", "engine reports"),
                                  num("view_hits", "canaries in decrypted view", text),
