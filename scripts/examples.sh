@@ -28,7 +28,7 @@ for name in "${names[@]}"; do
   fi
 done
 kept=(results.jsonl.xz plan.toml manifest.json environment.json report.md report.html plots
-      queries.csv verdicts.csv resources.csv)
+      queries.csv verdicts.csv resources.csv crud.csv oltp.csv backups.csv maintenance.csv strength.csv)
 if [ "$rebuild" = 1 ]; then
   for name in "${names[@]}"; do
     out=$(mktemp -d "${TMPDIR:-/tmp}/tdebench-example-$name.XXXXXX")
@@ -36,7 +36,7 @@ if [ "$rebuild" = 1 ]; then
     cp -r "docs/examples/$name/." "$out/"
     xz -dk "$out/results.jsonl.xz"
     .venv/bin/tdebench report "$out" > /dev/null
-    for file in report.md report.html plots manifest.json queries.csv verdicts.csv resources.csv; do  # as published
+    for file in "${kept[@]}"; do  # as published (the raw files are copied back unchanged)
       if [ -e "$out/$file" ] && [ -e "docs/examples/$name/$file" ]; then
         rm -rf "docs/examples/$name/$file" && cp -r "$out/$file" "docs/examples/$name/"
       fi

@@ -132,6 +132,16 @@ def test_load_parts_prints_each_grains_spread_and_floor_for_the_load_and_lineite
                              r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\]$", out, re.M), out
 
 
+def test_duckdb_memory_floor_prints_each_limit_with_its_load_and_failed_queries() -> None:
+    out = run("duckdb_memory_floor.py", "--scale", "0.01", "--memory-mb", "4", "64")
+    assert re.search(r"^DuckDB [\d.]+, TPC-H SF 0\.01: \d+\.\d MiB of tables and indexes", out, re.M), out
+    rows = re.findall(r"^ +(\d+) MB +\d+\.\d× +(ran|out of memory) +(.+)$", out, re.M)
+    assert [row[0] for row in rows] == ["4", "64"], out
+    assert rows[0][1:] != ("ran", "none"), out  # 4 MB is far below what DuckDB needs: something runs out
+    assert rows[1][1:] == ("ran", "none"), out  # 64 MB holds SF 0.01's data and queries
+    assert "the least limit at which the load and every query ran: 64 MB" in out, out
+
+
 def test_duckdb_q10_prints_each_settings_modes_and_a_stored_runs_q10_by_place_in_turn() -> None:
     out = run("duckdb_q10.py", "--scale", "0.01", "--rounds", "2", "--arms", "2", "--memory-mb", "48",
               "--threads", "1")

@@ -167,7 +167,8 @@ def _part(found: Example, chosen: Selection, records: list[SummaryRecord], part:
         raise FigureError(f"names {len(records)} overheads; name the engine, memory and encryption of one")
     split = layers.splits(found.run, found.records, records).get(records[0].cell)
     if split is None:
-        raise FigureError(f"names the {part} of {records[0].cell.encryption}, which ran without its bare layer beside it")
+        raise FigureError(f"names the {part} of {records[0].cell.encryption}, which ran without its bare layer "
+                          "beside it")
     if part == "share":
         if split.share is None:
             raise FigureError("names the layer's share, and not both parts are costs")
@@ -268,8 +269,9 @@ def figure(spec: str) -> str:
     if word in RUN_WIDE and chosen != Selection():
         raise FigureError(f"{word} is a figure of the whole run: name no engine before it")
     if not _takes(word, args):
-        takes = ("point, floor, layer, cipher, share or nothing" if word in HEADLINES else "CIPHER BYTES" if word == "raw"
-                 else "TEST STEP [SCALE] [point|floor]" if word == "cost" else "nothing")
+        takes = ("point, floor, layer, cipher, share or nothing" if word in HEADLINES
+                 else "CIPHER BYTES" if word == "raw" else "TEST STEP [SCALE] [point|floor]" if word == "cost"
+                 else "nothing")
         raise FigureError(f"{word} takes {takes} after it, not {' '.join(args) or 'nothing'}")
     if word in HEADLINES and args and args[0] in PARTS:
         return _part(found, chosen, _headline(found, chosen, word), args[0])
@@ -358,7 +360,8 @@ def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
     ("quick sqlite 64MB aes-256-cbc power", "quick ran no sqlite 64 MB aes-256-cbc"),
     ("quick sqlite power", "overheads; name the engine, memory and encryption of one"),
     ("quick sqlite aes-256-cbc speed", "names no figure: speed"),
-    ("quick sqlite aes-256-cbc power median", "power takes point, floor, layer, cipher, share or nothing after it, not median"),
+    ("quick sqlite aes-256-cbc power median",
+     "power takes point, floor, layer, cipher, share or nothing after it, not median"),
     ("quick sqlite aes-256-cbc power cipher", "ran without its bare layer beside it"),
     ("quick raw aes-256-gcm", "raw takes CIPHER BYTES after it, not aes-256-gcm"),
     ("servers mariadb power floor", "there is no placebo there"),
@@ -388,5 +391,18 @@ def test_a_workloads_own_figure_by_test_and_step_is_the_headline_it_names() -> N
     """`cost TEST STEP` names any headline cell (a crud operation, a backup's restore); on TPC-H's
     power test it is the `power` headline, with its point and floor alike."""
     for how in ("", " point"):
-        assert figure(f"quick sqlite aes-256-cbc cost power geomean{how}") == figure(f"quick sqlite aes-256-cbc power{how}")
+        assert (figure(f"quick sqlite aes-256-cbc cost power geomean{how}")
+                == figure(f"quick sqlite aes-256-cbc power{how}"))
     assert figure("quick sqlite cost power geomean 0.01 floor") == figure("quick sqlite power floor")
+
+
+def test_an_fs_layer_costs_layer_part_is_its_bare_layers_own_overhead() -> None:
+    """The io-bound example ran PostgreSQL on gocryptfs beside its bare FUSE layer: the `layer` part
+    of gocryptfs's figure is the passthrough's overhead against none, and the parts multiply to the whole."""
+    for word in ("power", "load"):
+        assert (figure(f"io-bound postgres fs-aes-256-gcm {word} layer")
+                == figure(f"io-bound postgres fs-passthrough {word}"))
+    point = {part: float(figure(f"io-bound postgres fs-aes-256-gcm power {part}").split("%")[0]) for part in
+             ("layer", "cipher")}
+    whole = float(figure("io-bound postgres fs-aes-256-gcm power point").rstrip("%"))
+    assert (1 + point["layer"] / 100) * (1 + point["cipher"] / 100) == pytest.approx(1 + whole / 100, abs=0.02)
