@@ -17,8 +17,8 @@ from fakes import (BASELINE_CPU_MAX, BASELINE_MEM_MAX_MIB, FAILED, LAYERED, MIB,
 from plots import drawn
 from tdebench.report import DERIVED, build  # noqa: E402
 from tdebench.report.summaries.findings import (DEFAULT_QUERY_TIMEOUT_S, alerts, at_rest_ok, figure_text,  # noqa: E402
-                                                findings, floor_sentence, overhead_sentence, query_timeouts, timeout_alerts,
-                                                verdict_summary)
+                                                findings, floor_sentence, overhead_sentence, query_timeouts,
+                                                timeout_alerts, verdict_summary)
 from tdebench.report.summaries.noise import noisy_figures, widest_headlines  # noqa: E402
 from tdebench.report.summaries.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.data.records import CellKey, SummaryRecord, summary_records  # noqa: E402
