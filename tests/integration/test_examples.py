@@ -28,7 +28,7 @@ since the crud example's three table sizes on two engines (a resource view and t
 
 def test_there_are_examples() -> None:
     assert {"quick", "servers", "io-bound", "cost-curve", "sqlcipher", "crud", "maintenance", "backup", "strength",
-            "connections"} <= set(NAMES)
+            "strength-servers", "at-rest", "connections"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
