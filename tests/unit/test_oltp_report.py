@@ -5,7 +5,6 @@ time, a failed run kept out, and reports of runs without oltp unchanged."""
 from __future__ import annotations
 
 import csv
-import pickle
 import re
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from fakes import write_fake_run
 from plots import drawn
 from tdebench.report import build
 from tdebench.report.sections import oltp
-from tdebench.report.sections.document import SOURCES
 from tdebench.report.summaries.noise import widest_headline
 from tdebench.report.data.records import summary_records
 from tdebench.results import Measurement, TrialKey, TrialOutcome
@@ -318,10 +316,3 @@ def test_two_memory_sizes_are_kept_apart_in_the_summary_and_the_report(tmp_path:
         assert drawn(tmp_path / "plots" / f"oltp-throughput-sqlite_{memory}_MB-w1.png")
         assert tmp_path / "plots" / f"oltp-throughput-sqlite_{memory}_MB-w1.png" in written
 
-
-def test_every_source_of_an_oltp_report_pickles(run_dir: Path) -> None:
-    """What a gathering worker sends back (report/sections/gather.py): no lambda in a column."""
-    run = read_run(run_dir)
-    records = summary_records(run)
-    for source in SOURCES:
-        pickle.dumps(source(run, records))

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tdebench.report.sections import answer, backup, core, crud, gather, headline, layers, maintenance, oltp, strength
+from tdebench.report.sections import answer, backup, core, crud, headline, layers, maintenance, oltp, strength
 from tdebench.report.summaries import findings, plots, tables
 from tdebench.report import sections
 from tdebench.report.data.records import SummaryRecord
@@ -142,16 +142,13 @@ class Report:
         return placed(self.entries, taken=[FINDINGS])[1:]
 
 
-def assemble(run: RunData, records: list[SummaryRecord], workers: int | None = None) -> Report:
-    """The report of a run: what every one of SOURCES that applies to it holds. The sources run
-    on `workers` processes (gather.py; None: as many as this machine allows) while this one makes
-    the rest: the same report either way."""
-    with gather.Gathering(SOURCES, (run, records), gather.workers_here() if workers is None else workers) as gathering:
-        described = findings.overview(run)
-        first = headline.glance(run, records)
-        figure = plots.headline_plot(headline.panels(run, records, answer.integrity_marks(run)))
-        table = answer.answer_table(run, records)
-        entries = tuple(content for content in gathering.results() if content is not None)
+def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
+    """The report of a run: what every one of SOURCES that applies to it holds."""
+    described = findings.overview(run)
+    entries = tuple(content for source in SOURCES if (content := source(run, records)) is not None)
+    first = headline.glance(run, records)
+    figure = plots.headline_plot(headline.panels(run, records, answer.integrity_marks(run)))
+    table = answer.answer_table(run, records)
     return Report(
         title=f"tdebench report: {described.plan_name}",
         glance=first,
