@@ -25,12 +25,13 @@ from harness_overhead import data_arguments, loaded_duckdb, tpch_context
 
 from tdebench.engines import NONE, get_engine
 from tdebench.engines.duckdb import DuckDBDatabase
+from tdebench.report.data.units import MIB
 from tdebench.store import ResultStore
 from tdebench.workloads.tpch import TpchWorkload
 from tdebench.workloads.tpch.queries import query
+from tdebench.workloads.tpch.streams import POWER_ORDER
 
-MIB = 1024 * 1024
-QUERIES = range(1, 23)
+QUERIES = sorted(POWER_ORDER)
 
 
 def out_of_memory(exc: Exception) -> bool:

@@ -110,6 +110,11 @@ class Overhead:
     reason: str = ""
 
     @property
+    def measured_once(self) -> bool:
+        """One measurement (or one round) on a side: a ratio, but no interval and no test of it."""
+        return min(self.n_treatment, self.n_baseline) < 2
+
+    @property
     def half_width(self) -> float:
         """Half the CI's width relative to the ratio, in percent: the precision a plan's
         `target_ci_pct` asks for (NaN when there is no interval). Taken on the log scale, where

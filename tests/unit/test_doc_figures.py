@@ -39,7 +39,7 @@ from tdebench.report.data.records import (PLACEBO, CellKey, SummaryRecord, headl
                                           summary_records)
 from tdebench.report.data.units import change, mib, number, percent, ratio_percent, signed_ms, times
 from tdebench.results import RunData
-from tdebench.stats import PAIRED
+from tdebench.stats import PAIRED, Overhead
 from tdebench.store import ENVIRONMENT, PLAN, RESULTS, read_run
 
 ROOT = Path(__file__).parents[2]
@@ -140,6 +140,18 @@ def _cost(found: Example, chosen: Selection, test: str, step: str, scale: str | 
             and chosen.takes(r.cell.engine, r.cell.memory_mb, r.cell.encryption)]
 
 
+def _one(records: list[SummaryRecord]) -> SummaryRecord:
+    """The one record of an overhead the words name."""
+    if len(records) != 1:
+        raise FigureError(f"names {len(records)} overheads; name the engine, memory and encryption of one")
+    return records[0]
+
+
+def _with_interval(compared: Overhead) -> str:
+    """An overhead with its 95% CI, as the report's sentences write it."""
+    return typeset(change(compared.pct, compared.ci_low, compared.ci_high))
+
+
 def _overhead(found: Example, chosen: Selection, records: list[SummaryRecord], how: str) -> str:
     """A headline's overhead against none with its 95% CI (`how` ""), its point ("point"), or
     the placebo's resolution ("floor"); several configurations give a range of points or floors."""
@@ -153,28 +165,23 @@ def _overhead(found: Example, chosen: Selection, records: list[SummaryRecord], h
         records = [r for r in records if r.cell.encryption != PLACEBO]
     if how == "point":
         return _spread((r.overhead.pct, typeset(percent(r.overhead.pct))) for r in records)  # type: ignore[union-attr]
-    if len(records) != 1:
-        raise FigureError(f"names {len(records)} overheads; name the engine, memory and encryption of one")
-    compared = records[0].overhead
+    compared = _one(records).overhead
     assert compared is not None
-    return typeset(change(compared.pct, compared.ci_low, compared.ci_high))
+    return _with_interval(compared)
 
 
-def _part(found: Example, chosen: Selection, records: list[SummaryRecord], part: str) -> str:
+def _part(found: Example, records: list[SummaryRecord], part: str) -> str:
     """One part of an fs-layer encryption's headline (PARTS), as the report's "Layer and cipher" states it."""
-    records = [r for r in records if r.overhead is not None]
-    if len(records) != 1:
-        raise FigureError(f"names {len(records)} overheads; name the engine, memory and encryption of one")
-    split = layers.splits(found.run, found.records, records).get(records[0].cell)
+    record = _one([r for r in records if r.overhead is not None])
+    split = layers.splits(found.run, found.records, [record]).get(record.cell)
     if split is None:
-        raise FigureError(f"names the {part} of {records[0].cell.encryption}, which ran without its bare layer "
+        raise FigureError(f"names the {part} of {record.cell.encryption}, which ran without its bare layer "
                           "beside it")
     if part == "share":
         if split.share is None:
             raise FigureError("names the layer's share, and not both parts are costs")
         return ratio_percent(split.share)
-    compared = split.layer if part == "layer" else split.cipher
-    return typeset(change(compared.pct, compared.ci_low, compared.ci_high))
+    return _with_interval(split.layer if part == "layer" else split.cipher)
 
 
 def _rounds(found: Example, chosen: Selection) -> str:
@@ -274,7 +281,7 @@ def figure(spec: str) -> str:
                  else "nothing")
         raise FigureError(f"{word} takes {takes} after it, not {' '.join(args) or 'nothing'}")
     if word in HEADLINES and args and args[0] in PARTS:
-        return _part(found, chosen, _headline(found, chosen, word), args[0])
+        return _part(found, _headline(found, chosen, word), args[0])
     if word in HEADLINES:
         return _overhead(found, chosen, _headline(found, chosen, word), args[0] if args else "")
     if word == "cost":

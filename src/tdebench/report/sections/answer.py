@@ -381,7 +381,7 @@ def key_cell(engine: str, facts: EncryptionFacts | None, opens: list[SummaryReco
         if baseline is not None and compared is not None:
             extra = (record.summary.median - baseline.summary.median) * MS
             ratio = (f" ({change(compared.pct, compared.ci_low, compared.ci_high)})"
-                     if min(compared.n_treatment, compared.n_baseline) >= 2 else "")
+                     if not compared.measured_once else "")
             parts.append(f"open {signed_ms(extra)} ms{ratio}")
     if strength is None:
         parts.append(f"rekey {_not_measured(engine, (STRENGTH.name, OLD_KEY))}")

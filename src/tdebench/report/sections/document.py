@@ -146,12 +146,9 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
     """The report of a run: what every one of SOURCES that applies to it holds."""
     described = findings.overview(run)
     entries = tuple(content for source in SOURCES if (content := source(run, records)) is not None)
-    first = headline.glance(run, records)
-    figure = plots.headline_plot(headline.panels(run, records, answer.integrity_marks(run)))
-    table = answer.answer_table(run, records)
     return Report(
         title=f"tdebench report: {described.plan_name}",
-        glance=first,
+        glance=headline.glance(run, records),
         overview=described,
         alerts=findings.alerts(run),
         headline_details=headline.config_sentences(run, records),
@@ -159,8 +156,8 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         verdict_summary=findings.verdict_summary(run),
         at_rest_ok=findings.at_rest_ok(run),
         entries=entries,
-        headline_figure=figure,
-        answer=table,
+        headline_figure=plots.headline_plot(headline.panels(run, records, answer.integrity_marks(run))),
+        answer=answer.answer_table(run, records),
     )
 
 

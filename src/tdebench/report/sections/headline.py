@@ -107,7 +107,7 @@ def _grouped(records: list[SummaryRecord], floor: SummaryRecord | None, rate: bo
     for record in sorted(records, key=lambda r: (sign * r.overhead.pct, r.cell.encryption)):  # type: ignore[union-attr]
         compared = record.overhead
         assert compared is not None
-        if min(compared.n_treatment, compared.n_baseline) < 2:
+        if compared.measured_once:
             once.append(record)
         elif not compared.significant:
             free.append(record)
@@ -302,7 +302,7 @@ def resolved(record: SummaryRecord, floor: SummaryRecord | None) -> bool:
     outside the placebo's (what _grouped calls a cost, or faster)."""
     compared = record.overhead
     assert compared is not None
-    return (min(compared.n_treatment, compared.n_baseline) >= 2 and compared.significant
+    return (not compared.measured_once and compared.significant
             and not below_resolution(record, floor))
 
 
@@ -312,8 +312,7 @@ def _short(record: SummaryRecord, floor: SummaryRecord | None, splits: Splits) -
     compared = record.overhead
     assert compared is not None
     split = splits.get(record.cell)
-    once = min(compared.n_treatment, compared.n_baseline) < 2
-    notes = ([] if resolved(record, floor) else ["measured once" if once else "noise"]) + (
+    notes = ([] if resolved(record, floor) else ["measured once" if compared.measured_once else "noise"]) + (
         [layers.in_words(split, short=True)] if split else [])
     return f"{record.cell.encryption} {percent(compared.pct)}" + (f" ({'; '.join(notes)})" if notes else "")
 

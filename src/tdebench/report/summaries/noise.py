@@ -65,9 +65,8 @@ def widest_headlines(run: RunData, records: list[SummaryRecord],
                 or (tests and _test_named(record.cell) not in tests)
                 or is_size(record) or deterministic(record, baselines[record.cell.comparison])):
             continue
-        one_round = min(compared.n_baseline, compared.n_treatment) < 2
         cell = record.cell
-        width = (math.inf if one_round or math.isnan(compared.half_width)
+        width = (math.inf if compared.measured_once or math.isnan(compared.half_width)
                  else resolution(record) if record.cell.encryption == PLACEBO else compared.half_width)
         widths[(cell.engine, cell.memory_mb, cell.workload, cell.scale)].append((width, cell.label))
     return {group: (label, width) for group, (width, label) in ((g, max(w)) for g, w in widths.items())}
