@@ -32,6 +32,7 @@ ORDERS = ("interleaved", "lockstep", "sequential")
 PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
 _TOP_KEYS = {"name", "description", "measured", "measured_s", "measured_trials", "measured_on", "only",
+             "estimated", "estimated_s", "estimated_trials",
              "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s", "placebo", "target_ci_pct",
              "max_minutes", "max_repetitions", "target_tests", "engines", "workloads", "pin_cpus", "pool_hosts",
              "capture_every_s", "quiet_wait_s", "evict"}
@@ -137,6 +138,12 @@ class Plan:
     measured_s: float | None = None
     measured_trials: int | None = None
     measured_on: datetime.date | None = None
+    # a plan too long to run here (days): what a whole run would take, estimated from measured
+    # per-trial times and never measured whole (`estimated`: how, in free text; `estimated_s`,
+    # `estimated_trials`: the estimate as figures); `run` and `plans` call it an estimate
+    estimated: str = ""
+    estimated_s: float | None = None
+    estimated_trials: int | None = None
     # a cluster run: pool the figures of hosts whose environments differ (CPU model, flags, kernel,
     # engine versions) instead of reporting each such host apart (report/records.host_blocks)
     pool_hosts: bool = False
@@ -426,34 +433,39 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
         pin_cpus=_pin_cpus(check, data["pin_cpus"]) if "pin_cpus" in data else None,
         description=check.string(data, "description", ""),
         measured=check.string(data, "measured", ""),
-        measured_s=_measured_s(check, data),
-        measured_trials=_measured_trials(check, data),
+        measured_s=_seconds(check, data, "measured_s", "the timed run took"),
+        measured_trials=_trials(check, data, "measured_trials", "the timed run had"),
         measured_on=_measured_on(check, data),
+        estimated=check.string(data, "estimated", ""),
+        estimated_s=_seconds(check, data, "estimated_s", "a whole run would take"),
+        estimated_trials=_trials(check, data, "estimated_trials", "the estimate is for"),
         pool_hosts=check.boolean(data, "pool_hosts", False),
         capture_every_s=check.number(data, "capture_every_s", 0.5, 0.0, 60.0),
         quiet_wait_s=check.number(data, "quiet_wait_s", 0.0, 0.0, QUIET_WAIT_MOST_S),
     )
 
 
-def _measured_s(check: "Checker", data: dict[str, Any]) -> float | None:
-    """`measured_s`: the seconds the plan's timed run took, a finite number above 0."""
-    value = data.get("measured_s")
+def _seconds(check: "Checker", data: dict[str, Any], key: str, what: str) -> float | None:
+    """`measured_s` or `estimated_s`: the seconds `what` ("the timed run took"), a finite number
+    above 0."""
+    value = data.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise check.error("measured_s must be the seconds the timed run took, a number above 0, "
-                          "e.g. measured_s = 508 for 8 min 28 s", "measured_s")
+        raise check.error(f"{key} must be the seconds {what}, a number above 0, "
+                          f"e.g. {key} = 508 for 8 min 28 s", key)
     return float(value)
 
 
-def _measured_trials(check: "Checker", data: dict[str, Any]) -> int | None:
-    """`measured_trials`: the trials the plan's timed run had, a whole number above 0."""
-    value = data.get("measured_trials")
+def _trials(check: "Checker", data: dict[str, Any], key: str, what: str) -> int | None:
+    """`measured_trials` or `estimated_trials`: the trials `what` ("the timed run had"), a whole
+    number above 0."""
+    value = data.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise check.error("measured_trials must be the trials the timed run had, a whole number above 0, "
-                          "e.g. measured_trials = 108", "measured_trials")
+        raise check.error(f"{key} must be the trials {what}, a whole number above 0, "
+                          f"e.g. {key} = 108", key)
     return value
 
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from tdebench.cli import main
 from tdebench.cli.plans import builtin_plans
 from tdebench.cli.plans import duration, expected, trial_count
-from tdebench.plan import load_plan, only_engines, parse_plan
+from tdebench.plan import PlanError, load_plan, only_engines, parse_plan
 
 NOT_YET_TIMED = {
     # no run of the plan as it is has been timed: its `measured` is empty
@@ -29,11 +29,29 @@ TRIALS = re.compile(r"(\d+) trials\b")
 DAY = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 
 
-def test_every_built_in_plan_is_timed_or_listed_as_not_yet_timed() -> None:
-    timed = {name for name, path in builtin_plans().items()
-             if (plan := load_plan(path)).measured_s is not None and plan.measured_trials is not None}
-    assert timed == set(builtin_plans()) - NOT_YET_TIMED
+def _timed(name: str) -> bool:
+    plan = load_plan(builtin_plans()[name])
+    return plan.measured_s is not None and plan.measured_trials is not None
+
+
+def _estimated(name: str) -> bool:
+    plan = load_plan(builtin_plans()[name])
+    return plan.estimated_s is not None and plan.estimated_trials is not None and not _timed(name)
+
+
+def test_every_built_in_plan_is_timed_estimated_or_listed_as_not_yet_timed() -> None:
+    known = {name for name in builtin_plans() if _timed(name) or _estimated(name)}
+    assert known == set(builtin_plans()) - NOT_YET_TIMED
     assert NOT_YET_TIMED <= set(builtin_plans())  # no name of a plan that is gone
+
+
+@pytest.mark.parametrize("name", sorted(name for name in builtin_plans() if _estimated(name)))
+def test_a_plan_only_estimated_names_the_timed_plan_cut_from_it(name: str) -> None:
+    """A plan too long to run here says how it was estimated and which plan, timed, runs here instead."""
+    text = load_plan(builtin_plans()[name]).estimated
+    cut = re.search(r"cut to run here: (\S+?)[,;.)]", text)
+    assert cut, f"{name}: its estimated text names no plan cut from it ('cut to run here: NAME,'): {text!r}"
+    assert cut.group(1) in builtin_plans() and _timed(cut.group(1)), f"{name}: {cut.group(1)} is no timed plan"
 
 
 @pytest.mark.parametrize("name", sorted(builtin_plans()))
@@ -144,7 +162,36 @@ def test_a_plan_without_both_figures_is_not_yet_timed() -> None:
     assert expected(parse_plan(untimed)) == "not yet timed: no expected duration"
 
 
+ESTIMATED = "\n".join(line for line in TIMED.splitlines() if not line.startswith("measured")).replace(
+    "seed = 1", 'seed = 1\nestimated = "from measured per-trial times: 1 h 5 min a trial × 12 trials"'
+    "\nestimated_s = 46800\nestimated_trials = 12") + "\n"
+
+
+def test_a_plan_too_long_to_run_here_is_expected_as_an_estimate_never_as_measured() -> None:
+    """A plan of days carries its author's estimate: `run` and `plans` call it one, with its basis."""
+    plan = parse_plan(ESTIMATED)
+    basis = "; estimated from measured per-trial times: 1 h 5 min a trial × 12 trials"
+    assert expected(plan) == "expected: about 13 h, estimated (a whole run was never measured here)" + basis
+    assert "measured 2026" not in expected(plan)
+    assert expected(parse_plan(only_engines(ESTIMATED, ["sqlite"]))) == (
+        "expected: about 6 h 30 min for 6 trials, scaled from the estimate of 13 h for 12 trials (a whole run was "
+        "never measured here)" + basis)
+    assert expected(plan, left=3).startswith("expected: about 3 h 15 min for the 3 trials left, scaled from the "
+                                             "estimate")
+    days = parse_plan(ESTIMATED.replace("estimated_s = 46800", "estimated_s = 208800"))
+    assert expected(days).startswith("expected: about 2 d 10 h, estimated")
+    assert expected(parse_plan(ESTIMATED.replace("estimated_trials = 12\n", ""))).startswith("not yet timed")
+
+
+@pytest.mark.parametrize("key", ["estimated_s = 0", "estimated_s = \"2 days\"", "estimated_trials = 1.5",
+                                 "measured_trials = 0"])
+def test_a_bad_estimate_or_count_is_an_error_with_its_line(key: str) -> None:
+    with pytest.raises(PlanError, match=rf":2: {key.split()[0]} must be the (seconds|trials) "):
+        parse_plan(f'name = "x"\n{key}\n[[engines]]\nname = "duckdb"\n[[workloads]]\nname = "tpch"\n', "x.toml")
+
+
 @pytest.mark.parametrize("seconds, text", [(45, "45 s"), (305, "5 min 5 s"), (508.4, "8 min 28 s"), (540, "9 min"),
-                                           (3062, "51 min 2 s"), (3900, "1 h 5 min")])
+                                           (3062, "51 min 2 s"), (3900, "1 h 5 min"), (90000, "1 d 1 h"),
+                                           (172800, "2 d")])
 def test_a_duration_reads_as_a_clock(seconds: float, text: str) -> None:
     assert duration(seconds) == text

@@ -59,6 +59,8 @@ def expected(the_plan: Plan, left: int | None = None) -> str:
     notes = f"; the plan notes: {the_plan.measured}" if the_plan.measured else ""
     seconds, timed = the_plan.measured_s, the_plan.measured_trials
     if seconds is None or timed is None:
+        if the_plan.estimated_s is not None and the_plan.estimated_trials is not None:
+            return _estimate(the_plan, left) + notes
         return "not yet timed: no expected duration" + notes
     trials = trial_count(the_plan) if left is None else left
     on = f" {the_plan.measured_on.isoformat()}" if the_plan.measured_on else ""
@@ -76,10 +78,27 @@ def expected(the_plan: Plan, left: int | None = None) -> str:
     return line + notes
 
 
+def _estimate(the_plan: Plan, left: int | None) -> str:
+    """The expected line of a plan too long to run here: its author's estimate of a whole run
+    (`estimated_s` for `estimated_trials`, from measured per-trial times), scaled by trials where a
+    run has others (`--engine`, a resumed run), and how it was estimated (`estimated`)."""
+    assert the_plan.estimated_s is not None and the_plan.estimated_trials is not None
+    seconds, whole = the_plan.estimated_s, the_plan.estimated_trials
+    trials = trial_count(the_plan) if left is None else left
+    line = f"expected: about {duration(_rough(seconds))}, estimated (a whole run was never measured here)"
+    if left is not None or trials != whole:
+        which = _trials(trials) if left is None else f"the {_trials(left)} left"
+        line = (f"expected: about {duration(_rough(seconds * trials / whole))} for {which}, scaled from the "
+                f"estimate of {duration(_rough(seconds))} for {_trials(whole)} (a whole run was never measured here)")
+    return line + (f"; estimated {the_plan.estimated}" if the_plan.estimated else "")
+
+
 def duration(seconds: float) -> str:
-    """A span of time as a clock reads it, to the second: 45 s, 8 min 28 s, 1 h 5 min."""
+    """A span of time as a clock reads it, to the second: 45 s, 8 min 28 s, 1 h 5 min, 2 d 9 h."""
     hours, rest = divmod(round(seconds), 3600)
     minutes, whole = divmod(rest, 60)
+    if hours >= 24:
+        return f"{hours // 24} d" + (f" {hours % 24} h" if hours % 24 else "")
     parts = [f"{hours} h"] if hours else []
     parts += [f"{minutes} min"] if minutes else []
     parts += [f"{whole} s"] if whole or not parts else []
@@ -87,8 +106,9 @@ def duration(seconds: float) -> str:
 
 
 def _rough(seconds: float) -> float:
-    """An estimate as precise as it is: to 10 s below 10 minutes, to the minute above."""
-    step = 10 if seconds < 600 else 60
+    """An estimate as precise as it is: to 10 s below 10 minutes, to the minute below 10 hours,
+    to 10 minutes above."""
+    step = 10 if seconds < 600 else 60 if seconds < 36000 else 600
     return max(step, round(seconds / step) * step)
 
 
