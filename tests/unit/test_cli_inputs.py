@@ -62,6 +62,17 @@ def test_report_names_a_half_written_last_line(tmp_path: Path) -> None:
     assert f"{tmp_path / RESULTS}:{len(lines)}: a half-written last line" in " ".join(done.output.split())
 
 
+def test_report_warns_of_a_run_without_its_manifest_read_in_the_oldest_format(tmp_path: Path) -> None:
+    """A run copied without manifest.json is read as one from before manifests: said, not silent."""
+    write_fake_run(tmp_path)
+    assert "no manifest.json" not in " ".join(invoke("report", str(tmp_path)).output.split())
+    (tmp_path / MANIFEST).unlink()
+    done = invoke("report", str(tmp_path))
+    assert done.exit_code == 0, done.output
+    assert (f"warning: {tmp_path} has no manifest.json: its records are read in the oldest raw format"
+            in " ".join(done.output.split()))
+
+
 @pytest.mark.parametrize("command", ["report", "compare"])
 def test_a_run_without_a_trial_is_exit_2(tmp_path: Path, command: str) -> None:
     write_fake_run(tmp_path / "a")

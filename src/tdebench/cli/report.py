@@ -10,7 +10,7 @@ import click
 from tdebench.cli.console import err, out, plain
 from tdebench.errors import InputError
 from tdebench.results import RunData
-from tdebench.store import RESULTS, OutputError, read_run_torn
+from tdebench.store import MANIFEST, RESULTS, OutputError, read_run_torn
 
 
 def report_or_exit(run_dir: Path, run: RunData | None = None):
@@ -37,7 +37,8 @@ def report_command(run_dir: Path) -> None:
 
 def run_or_exit(run_dir: Path, label: str = "") -> RunData:
     """The run in `run_dir` as `report` and `compare` read it: exit 2 if it cannot be read or
-    holds no trial; a warning naming a half-written last line, which is left out (`label`: "A: ")."""
+    holds no trial; a warning naming a half-written last line, which is left out, and one for a run
+    without its manifest, whose records are read in the oldest format (`label`: "A: ")."""
     try:
         run, torn = read_run_torn(run_dir)
     except (OSError, ValueError) as exc:
@@ -45,6 +46,11 @@ def run_or_exit(run_dir: Path, label: str = "") -> RunData:
     if torn is not None:
         err.print(f"[yellow]warning:[/] {plain(f'{label}{run_dir / RESULTS}:{torn}')}: a half-written last line (a run "
                   "killed mid-write, or a file cut short) is left out; what it held is not in what follows",
+                  highlight=False, soft_wrap=True)
+    if not (run_dir / MANIFEST).is_file():
+        err.print(f"[yellow]warning:[/] {plain(f'{label}{run_dir}')} has no {MANIFEST}: its records are read in the "
+                  "oldest raw format, as a run from before manifests; a copy of a newer run needs its "
+                  f"{MANIFEST} beside {RESULTS}, or figures it stores differently are misread or left out",
                   highlight=False, soft_wrap=True)
     if not (run.trials or run.measurements or run.verdicts):
         raise InputError(f"{label}{run_dir / RESULTS} holds no trial: the run stopped before its first "
