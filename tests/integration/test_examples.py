@@ -1,4 +1,4 @@
-"""The published example runs (docs/examples/): each stays under 1.5 MiB, and its reports are
+"""The published example runs (docs/examples/): each stays under 3.5 MiB, and its reports are
 what today's tdebench builds from its raw data, so a reader never studies a stale layout.
 
 A change to the report makes the second test fail until the examples are rebuilt from their raw
@@ -17,13 +17,14 @@ from tdebench.store import RESULTS
 
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
 NAMES = sorted(path.name for path in EXAMPLES.iterdir() if path.is_dir())
-LIMIT_BYTES = 3 << 20
-"""3 MiB: the raw data (xz), report.html with its plots embedded and the same plots as PNGs for
+LIMIT_BYTES = 7 << 19
+"""3.5 MiB: the raw data (xz), report.html with its plots embedded and the same plots as PNGs for
 report.md; it was 1 MiB until the headline picture and the forest plots came (about 0.1 MiB an
 example), 1.5 MiB for the cost-curve example's six configurations' plots (about 1.2 MiB), and is
 2.5 MiB since the io-bound example's 258 trials (its raw data 1.2 MB as xz; 2.3 MB in all), 3 MiB
 since the crud example's three table sizes on two engines (a resource view and two plots each:
-2.7 MB in all)."""
+2.7 MB in all), 3.5 MiB since the servers example's 215 trials (its raw data 1.6 MB as xz, most of
+it the verdicts' per-file scans of two servers' data directories: 3.2 MB in all)."""
 
 
 def test_there_are_examples() -> None:

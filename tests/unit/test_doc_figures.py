@@ -371,7 +371,7 @@ def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
      "power takes point, floor, layer, cipher, share or nothing after it, not median"),
     ("quick sqlite aes-256-cbc power cipher", "ran without its bare layer beside it"),
     ("quick raw aes-256-gcm", "raw takes CIPHER BYTES after it, not aes-256-gcm"),
-    ("servers mariadb power floor", "there is no placebo there"),
+    ("at-rest mariadb power floor", "there is no placebo there"),
     ("quick raw aes-256-gcm 12345", "did not measure"),
     ("quick sqlite aes-256-cbc cost", "cost takes TEST STEP [SCALE] [point|floor] after it, not nothing"),
     ("quick sqlite aes-256-cbc cost power geomean x", "cost takes TEST STEP [SCALE] [point|floor]"),
