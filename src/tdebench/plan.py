@@ -31,7 +31,7 @@ CACHE_MODES = ("warm", "cold")
 ORDERS = ("interleaved", "lockstep", "sequential")
 PAIRED_ORDERS = ("interleaved", "lockstep")
 """Orders whose repetitions are rounds of every configuration: the report pairs them by round."""
-_TOP_KEYS = {"name", "description", "measured", "measured_s", "measured_trials", "measured_on", "only",
+_TOP_KEYS = {"name", "description", "measured", "measured_s", "measured_trials", "measured_on", "measured_host", "only",
              "estimated", "estimated_s", "estimated_trials",
              "repetitions", "warmups", "cache", "order", "seed", "sample_interval_s", "placebo", "target_ci_pct",
              "max_minutes", "max_repetitions", "target_tests", "engines", "workloads", "pin_cpus", "pool_hosts",
@@ -138,6 +138,10 @@ class Plan:
     measured_s: float | None = None
     measured_trials: int | None = None
     measured_on: datetime.date | None = None
+    # the host of the timed run, as its report names it: the CPU with its crypto flags
+    # (measure/environment.cpu_text) and the raw AES-256-GCM speed on 1 MiB pages, e.g. "AMD EPYC
+    # with aes, …, avx512f; raw AES-256-GCM 21,255 MiB/s"; "" where not given
+    measured_host: str = ""
     # a plan too long to run here (days): what a whole run would take, estimated from measured
     # per-trial times and never measured whole (`estimated`: how, in free text; `estimated_s`,
     # `estimated_trials`: the estimate as figures); `run` and `plans` call it an estimate
@@ -436,6 +440,7 @@ def parse_plan(text: str, source: str = "<plan>", here: bool = True) -> Plan:
         measured_s=_seconds(check, data, "measured_s", "the timed run took"),
         measured_trials=_trials(check, data, "measured_trials", "the timed run had"),
         measured_on=_measured_on(check, data),
+        measured_host=check.string(data, "measured_host", ""),
         estimated=check.string(data, "estimated", ""),
         estimated_s=_seconds(check, data, "estimated_s", "a whole run would take"),
         estimated_trials=_trials(check, data, "estimated_trials", "the estimate is for"),

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tdebench.cli.plans import builtin_plans
 from tdebench.measure.environment import cpu_text
 from tdebench.report.sections import layers
 from tdebench.report.summaries import connection, noise
@@ -40,7 +41,8 @@ from tdebench.report.data.records import (PLACEBO, CellKey, SummaryRecord, headl
 from tdebench.report.data.units import change, mib, number, percent, ratio_percent, signed_ms, times
 from tdebench.results import RunData
 from tdebench.stats import PAIRED, Overhead
-from tdebench.store import ENVIRONMENT, PLAN, RESULTS, read_run
+from tdebench.plan import load_plan
+from tdebench.store import ENVIRONMENT, MANIFEST, PLAN, RESULTS, read_run
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -86,7 +88,7 @@ def example(name: str) -> Example:
         raise FigureError(f"no example {name!r} in docs/examples (there are {', '.join(example_names())})")
     with tempfile.TemporaryDirectory() as scratch:
         run_dir = Path(scratch)
-        for raw in (PLAN, ENVIRONMENT):
+        for raw in (PLAN, ENVIRONMENT, MANIFEST):  # the manifest: the raw format the records are in
             (run_dir / raw).write_bytes((directory / raw).read_bytes())
         (run_dir / RESULTS).write_bytes(lzma.decompress((directory / f"{RESULTS}.xz").read_bytes()))
         run = read_run(run_dir)
@@ -413,3 +415,25 @@ def test_an_fs_layer_costs_layer_part_is_its_bare_layers_own_overhead() -> None:
              ("layer", "cipher")}
     whole = float(figure("io-bound postgres fs-aes-256-gcm power point").rstrip("%"))
     assert (1 + point["layer"] / 100) * (1 + point["cipher"] / 100) == pytest.approx(1 + whole / 100, abs=0.02)
+
+
+def host_of(name: str) -> str:
+    """An example's host as a plan's `measured_host` names it: the CPU with its crypto flags and
+    the raw AES-256-GCM speed on 1 MiB pages (a run that measured only other ciphers: the first
+    of them on its largest pages)."""
+    ciphers = sorted({speed.cipher for speed in example(name).run.ciphers if speed.available})
+    cipher = "aes-256-gcm" if "aes-256-gcm" in ciphers else ciphers[0]
+    largest = max(s.chunk_bytes for s in example(name).run.ciphers if s.cipher == cipher and s.available)
+    return f"{figure(f'{name} host')}; raw {cipher.upper()} {figure(f'{name} raw {cipher} {largest}')} MiB/s"
+
+
+PUBLISHED = {name: match.group(1) for name, path in builtin_plans().items()
+             if (match := re.search(r"docs/examples/([\w-]+)", load_plan(path).measured))}
+"""The built-in plans whose timed run is a published example, by the example's name."""
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_a_plan_timed_by_a_published_run_names_that_runs_host(name: str) -> None:
+    """`tdebench plans` says on what host a plan was timed: where that run is published, its
+    `measured_host` is the example's own, so the two cannot drift apart."""
+    assert load_plan(builtin_plans()[name]).measured_host == host_of(PUBLISHED[name])

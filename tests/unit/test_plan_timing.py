@@ -5,6 +5,7 @@ their errors (with file and line), their agreement with each built-in plan's fre
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import re
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tdebench.cli.plans import builtin_plans
 from tdebench.cli.plans import duration, expected, trial_count
 from tdebench.plan import PlanError, load_plan, only_engines, parse_plan
 
+ROOT = Path(__file__).resolve().parents[2]
 NOT_YET_TIMED = {
     # no run of the plan as it is has been timed: its `measured` is empty
     "crud-large", "crud-servers", "embedded", "oltp", "oltp-long",
@@ -45,6 +47,27 @@ def test_every_built_in_plan_is_timed_estimated_or_listed_as_not_yet_timed() -> 
     assert NOT_YET_TIMED <= set(builtin_plans())  # no name of a plan that is gone
 
 
+UNKNOWN_HOST = {"ciphers", "backup-encryption"}
+"""Timed plans whose timing run's host is not known: runs on a shared machine whose record did not
+keep it."""
+
+
+def test_every_timed_plan_names_the_host_it_was_timed_on_or_is_listed() -> None:
+    named = {name for name in builtin_plans() if _timed(name) and load_plan(builtin_plans()[name]).measured_host}
+    assert named == {name for name in builtin_plans() if _timed(name)} - UNKNOWN_HOST
+    assert all(_timed(name) for name in UNKNOWN_HOST)
+
+
+def test_the_expected_line_names_the_host_of_the_timed_run() -> None:
+    host = 'measured_host = "AMD EPYC with aes; raw AES-256-GCM 9,951 MiB/s"'
+    hosted = parse_plan(TIMED.replace("seed = 1", f"seed = 1\n{host}"))
+    assert expected(hosted) == ("expected: about 2 min 30 s (measured 2026-12-06, 12 trials; host: AMD EPYC with aes; "
+                                "raw AES-256-GCM 9,951 MiB/s)" + NOTES)
+    assert expected(parse_plan(only_engines(hosted.text, ["sqlite"]))).startswith(
+        "expected: about 1 min 20 s for 6 trials, estimated from the measured 12 trials (2 min 30 s, 2026-12-06; host: "
+        "AMD EPYC with aes;")
+
+
 @pytest.mark.parametrize("name", sorted(name for name in builtin_plans() if _estimated(name)))
 def test_a_plan_only_estimated_names_the_timed_plan_cut_from_it(name: str) -> None:
     """A plan too long to run here says how it was estimated and which plan, timed, runs here instead."""
@@ -69,6 +92,20 @@ def test_a_built_in_plans_figures_are_what_its_measured_text_says(name: str) -> 
     assert plan.measured_trials == (int(trials.group(1)) if trials else None), f"{name}: {text!r}"
     day = DAY.search(text)
     assert plan.measured_on == (datetime.date.fromisoformat(day.group()) if day else None), f"{name}: {text!r}"
+
+
+@pytest.mark.parametrize("name", sorted(name for name in builtin_plans() if _estimated(name)))
+def test_a_plans_estimate_is_what_scripts_estimate_computes_from_the_published_runs(name: str) -> None:
+    """`estimated_s` and `estimated_trials` are scripts/estimate.py's, from the examples' stored
+    per-trial times: an estimate changes with the runs it stands on, or this test says so."""
+    spec = importlib.util.spec_from_file_location("estimate", ROOT / "scripts" / "estimate.py")
+    assert spec and spec.loader
+    estimate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(estimate)
+    plan = load_plan(builtin_plans()[name])
+    seconds, trials = estimate.ESTIMATES[name]()
+    assert (plan.estimated_s, plan.estimated_trials) == (round(seconds), trials), \
+        f"{name}: scripts/estimate.py {name} gives estimated_s = {seconds:.0f}, estimated_trials = {trials}"
 
 
 def test_the_timing_keys_are_read_as_written() -> None:

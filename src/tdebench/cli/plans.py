@@ -64,13 +64,14 @@ def expected(the_plan: Plan, left: int | None = None) -> str:
         return "not yet timed: no expected duration" + notes
     trials = trial_count(the_plan) if left is None else left
     on = f" {the_plan.measured_on.isoformat()}" if the_plan.measured_on else ""
+    host = f"; host: {the_plan.measured_host}" if the_plan.measured_host else ""
     if left is None and (trials == timed or (the_plan.adaptive and trials < timed)):
         added = ", its added rounds included" if trials < timed else ""
-        line = f"expected: about {duration(seconds)} (measured{on}, {_trials(timed)}{added})"
+        line = f"expected: about {duration(seconds)} (measured{on}, {_trials(timed)}{added}{host})"
     else:
         which = _trials(trials) if left is None else f"the {_trials(left)} left"
         line = (f"expected: about {duration(_rough(seconds * trials / timed))} for {which}, "
-                f"estimated from the measured {_trials(timed)} ({duration(seconds)}{',' + on if on else ''})")
+                f"estimated from the measured {_trials(timed)} ({duration(seconds)}{',' + on if on else ''}{host})")
     if the_plan.adaptive:
         budget = f" (its budget: {the_plan.max_minutes:g} min of rounds)" if the_plan.max_minutes else ""
         line += (f", as its rounds go: added until every headline CI is within ±{the_plan.target_ci_pct:g}%"
