@@ -14,15 +14,14 @@ after 1 s of ramp-up, a 4 s stress test after 1 s) is taken with what the long o
 more warehouses loaded at the speed the trial loaded its one, two ramp-ups of 120 s instead of
 1 s, the 100,000 transactions of its load test at the rate of the trial's own load test, and a
 stress test of 1,800 s instead of 4 s; per encryption the median over its rounds, times the long
-plan's three repetitions. It assumes the rate of 4 users is that of 2 and that a database of 4
-warehouses commits at the rate of one: both lower bounds where more users contend, so the estimate
-is a floor.
+plan's three repetitions. The transactions' time assumes 4 users on 4 warehouses commit at the
+rate of 2 on one (they may be faster or slower); the fixed windows, 2,040 s a trial, are most of it.
 
 crud-large (docs/examples/crud and docs/examples/crud-servers): per engine and encryption, the
 straight line through its per-trial times at the two largest tables the cut plans measured (500,000
 rows embedded, 100,000 on MariaDB), read at each of crud-large's 1 to 5 million rows, times its
 repetitions. A table that outgrows a cache on the way costs more per row than the line says, so
-this too is a floor.
+the estimate may fall short.
 """
 
 from __future__ import annotations

@@ -133,11 +133,13 @@ def _headline(found: Example, chosen: Selection, word: str) -> list[SummaryRecor
             and chosen.takes(record.cell.engine, record.cell.memory_mb, record.cell.encryption)]
 
 
-def _cost(found: Example, chosen: Selection, test: str, step: str, scale: str | None) -> list[SummaryRecord]:
+def _cost(found: Example, chosen: Selection, test: str, step: str, metric: str | None,
+          scale: str | None) -> list[SummaryRecord]:
     """The records of a workload's own headline figure (a crud operation, a backup and its restore:
-    test and step) at `scale` (any, if None)."""
+    test and step; oltp's mix: its metric, tpm or nopm) of `metric` and at `scale` (any, if None)."""
     return [r for r in found.records
             if (r.cell.test, r.cell.step) == (test, step) and noise.is_headline(r.cell)
+            and (metric is None or r.cell.metric == metric)
             and (scale is None or r.cell.scale == float(scale))
             and chosen.takes(r.cell.engine, r.cell.memory_mb, r.cell.encryption)]
 
@@ -261,10 +263,22 @@ def _takes(word: str, args: list[str]) -> bool:
     cipher and page size, nothing for the others."""
     if word in HEADLINES:
         return args == [] or (len(args) == 1 and args[0] in HOW + PARTS)
-    if word == "cost":  # TEST STEP [SCALE] [point|floor]
-        own = args[:-1] if args and args[-1] in HOW else args
-        return len(own) == 2 or (len(own) == 3 and own[2].replace(".", "", 1).isdigit())
+    if word == "cost":  # TEST STEP [METRIC] [SCALE] [point|floor]
+        return _cost_words(args) is not None
     return len(args) == (2 if word == "raw" else 0)
+
+
+def _cost_words(args: list[str]) -> tuple[str, str, str | None, str | None] | None:
+    """`cost`'s words after it, TEST STEP [METRIC] [SCALE] (a trailing point or floor aside): the
+    metric where the step has several headline figures (oltp's `tpm` and `nopm`), the scale where
+    the run had several; None where they are not that."""
+    own = args[:-1] if args and args[-1] in HOW else args
+    if len(own) < 2:
+        return None
+    test, step, *rest = own
+    metric = rest.pop(0) if rest and not rest[0].replace(".", "", 1).isdigit() else None
+    scale = rest.pop(0) if rest and rest[0].replace(".", "", 1).isdigit() else None
+    return None if rest else (test, step, metric, scale)
 
 
 def figure(spec: str) -> str:
@@ -279,7 +293,7 @@ def figure(spec: str) -> str:
         raise FigureError(f"{word} is a figure of the whole run: name no engine before it")
     if not _takes(word, args):
         takes = ("point, floor, layer, cipher, share or nothing" if word in HEADLINES
-                 else "CIPHER BYTES" if word == "raw" else "TEST STEP [SCALE] [point|floor]" if word == "cost"
+                 else "CIPHER BYTES" if word == "raw" else "TEST STEP [METRIC] [SCALE] [point|floor]" if word == "cost"
                  else "nothing")
         raise FigureError(f"{word} takes {takes} after it, not {' '.join(args) or 'nothing'}")
     if word in HEADLINES and args and args[0] in PARTS:
@@ -287,9 +301,10 @@ def figure(spec: str) -> str:
     if word in HEADLINES:
         return _overhead(found, chosen, _headline(found, chosen, word), args[0] if args else "")
     if word == "cost":
-        how = args.pop() if args[-1] in HOW else ""
-        return _overhead(found, chosen, _cost(found, chosen, args[0], args[1], args[2] if len(args) > 2 else None),
-                         how)
+        how = args[-1] if args[-1] in HOW else ""
+        cost = _cost_words(args)
+        assert cost is not None  # _takes checked it
+        return _overhead(found, chosen, _cost(found, chosen, *cost), how)
     computed: dict[str, Callable[[], str]] = {
         "rounds": lambda: _rounds(found, chosen),
         "trials": lambda: _trials(found, chosen, busy_only=False),
@@ -375,8 +390,9 @@ def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
     ("quick raw aes-256-gcm", "raw takes CIPHER BYTES after it, not aes-256-gcm"),
     ("at-rest mariadb power floor", "there is no placebo there"),
     ("quick raw aes-256-gcm 12345", "did not measure"),
-    ("quick sqlite aes-256-cbc cost", "cost takes TEST STEP [SCALE] [point|floor] after it, not nothing"),
-    ("quick sqlite aes-256-cbc cost power geomean x", "cost takes TEST STEP [SCALE] [point|floor]"),
+    ("quick sqlite aes-256-cbc cost", "cost takes TEST STEP [METRIC] [SCALE] [point|floor] after it, not nothing"),
+    ("quick sqlite aes-256-cbc cost power geomean elapsed_s 0.01 x", "cost takes TEST STEP [METRIC] [SCALE]"),
+    ("quick sqlite aes-256-cbc cost power geomean nopm", "names 0 overheads"),
     ("quick sqlite aes-256-cbc cost power nothing", "names 0 overheads"),
     ("quick sqlite host", "name no engine before it"),
 ])
