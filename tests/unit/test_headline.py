@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from fakes import write_fake_run
 from tdebench.report import build
 from tdebench.report.sections.headline import _floor_text, _grouped, _short, headline
@@ -252,3 +254,14 @@ def test_in_one_minute_is_a_short_line_per_engine_and_the_findings_have_the_rest
     assert in_full.count("\n- ") == len(full) and full[0].split(" (")[0] in in_full
     page = (tmp_path / "report.html").read_text()
     assert "<details><summary>In full: every encryption with its 95% CI</summary>" in page
+
+
+def test_a_forest_panel_never_reaches_below_a_full_drop() -> None:
+    """A two-round placebo of ±1786.9% draws its band and sets the x-range from -100% (nothing
+    falls by more than all of it), not from -1786.9%, beside intervals that reach +327.9%."""
+    from tdebench.report.summaries import plots
+
+    row = plots.PanelRow("column-aes-128", -52.4, -94.7, 327.9, "plain")
+    wide = plots.Panel("postgres · oltp · stress NOPM", (row,), floor=1786.9, rate=True)
+    low, high = plots._x_limits([wide])
+    assert low == pytest.approx(-100 - 0.05 * (1786.9 + 100)) and high > 1786.9

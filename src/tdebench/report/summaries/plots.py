@@ -23,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from PIL import Image
 
 from tdebench.report.data.declared import LABELLED
@@ -45,6 +45,8 @@ ROTATE_LABELS_ABOVE = 24
 MIN_POINTS = 2
 """A line over time needs this many readings to show anything the tables do not: a single
 reading is a dot that the resources table already gives as its mean and peak."""
+FULL_DROP = 100.0
+"""A time or a rate falls by at most all of it: no interval or floor band is drawn below -100%."""
 MIN_SERIES = 2
 """An overhead plot compares encryptions: with a single one its few bars only repeat the
 overhead table's rows, so it is not drawn."""
@@ -419,7 +421,7 @@ def _x_limits(panels: list[Panel]) -> tuple[float, float]:
     """The x-range that shows every interval and floor of `panels`, with room for the labels."""
     rows = [row for panel in panels for row in panel.rows]
     floors = [panel.floor or 0.0 for panel in panels]
-    low = min([row.drawn[0] for row in rows] + [-f for f in floors] + [0])
+    low = min([row.drawn[0] for row in rows] + [-min(f, FULL_DROP) for f in floors] + [0])
     high = max([row.drawn[1] for row in rows] + floors + [0])
     span = max(high - low, 1.0)
     return low - 0.05 * span, high + 0.3 * span  # room for the labels right of each interval
@@ -428,8 +430,8 @@ def _x_limits(panels: list[Panel]) -> tuple[float, float]:
 def _forest(axes: Axes, panel: Panel, shown: dict[str, bool], limits: tuple[float, float] | None = None) -> None:
     rows = sorted(panel.rows, key=lambda r: (-r.pct if panel.rate else r.pct, r.encryption), reverse=True)
     positions = np.arange(len(rows))
-    if panel.floor is not None:
-        axes.axvspan(-panel.floor, panel.floor, color="0.85", zorder=0)
+    if panel.floor is not None:  # no time or rate falls by more than all of it: the band stops at -100%
+        axes.axvspan(-min(panel.floor, FULL_DROP), panel.floor, color="0.85", zorder=0)
     axes.axvline(0, color="black", linewidth=0.8, zorder=1)
     for y, row in zip(positions, rows):
         marker, colour, _ = _MARKS[row.verdict]
@@ -447,6 +449,7 @@ def _forest(axes: Axes, panel: Panel, shown: dict[str, bool], limits: tuple[floa
     axes.set_yticks(positions, [row.encryption for row in rows])
     axes.set_ylim(-0.7, len(rows) - 0.3)
     axes.set_xlim(*(limits or _x_limits([panel])))
+    axes.xaxis.set_major_locator(MaxNLocator(nbins=5))  # "+1500%" labels do not run into each other
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:+.0f}%"))
     axes.set_xlabel("change of the rate vs none (a cost is below 0)" if panel.rate
                     else "overhead vs none (95% CI)", fontsize="small")
