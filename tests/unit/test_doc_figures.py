@@ -31,7 +31,7 @@ import pytest
 
 from tdebench.cli.plans import builtin_plans
 from tdebench.measure.environment import cpu_text
-from tdebench.report.sections import layers
+from tdebench.report.sections import backup, layers
 from tdebench.report.summaries import connection, noise
 from tdebench.report.summaries.cache import cache_fit_table
 from tdebench.report.summaries.cipher_cost import raw_speed
@@ -52,7 +52,7 @@ LOOK_BACK = 400
 HEADLINES = {"power": "power geomean", "throughput": "throughput total", "load": "data load elapsed",
              "size": "database size"}
 """A headline figure's word in a marker → its label in the report (workloads' `Headline.label`)."""
-FIGURES = {*HEADLINES, "cost", "rounds", "trials", "busy", "data", "fit", "sizes", "open", "raw", "host"}
+FIGURES = {*HEADLINES, "cost", "rounds", "trials", "busy", "data", "fit", "sizes", "open", "raw", "host", "sealed"}
 HOW = ("point", "floor")
 """What may follow a headline's words: its overhead alone, or the placebo's resolution."""
 PARTS = ("layer", "cipher", "share")
@@ -237,6 +237,28 @@ def _raw(found: Example, cipher: str, page_bytes: str) -> str:
     return number(speed.mib_per_s)
 
 
+@functools.cache
+def _backups(name: str) -> list[dict[str, Any]]:
+    """The rows of an example's "Backup encryption" and "Backup and restore" tables."""
+    run = example(name).run
+    return backup.backups_table(run, summary_records(run)).rows
+
+
+def _sealed(found: Example, chosen: Selection, method: str, cipher: str, what: str = "time") -> str:
+    """A backup's own encryption (`cipher`, the backup_encryption) of one engine and encryption:
+    its share of the backup and encryption's time (or CPU), as the "Backup encryption" table
+    writes it, "69.3% [67.9, 70.3]"."""
+    if chosen.engine is None or chosen.encryption is None:
+        raise FigureError("sealed names one engine and encryption's backup: name both before it")
+    rows = [row for row in _backups(found.name) if (row["engine"], row["encryption"], row["method"],
+                                                   row["backup_encryption"]) == (chosen.engine, chosen.encryption,
+                                                                                 method, cipher)
+            and chosen.takes(row["engine"], row["memory_mb"], row["encryption"])]
+    if len(rows) != 1:
+        raise FigureError(f"names {len(rows)} backups sealed with {cipher} by {method}")
+    return str(rows[0]["cpu_share_shown" if what == "cpu" else "time_share_shown"])
+
+
 def _selection(found: Example, words: list[str]) -> Selection:
     """The engine, memory and encryption at the front of `words` (taken from it), each checked
     against the configurations the example ran."""
@@ -265,6 +287,8 @@ def _takes(word: str, args: list[str]) -> bool:
         return args == [] or (len(args) == 1 and args[0] in HOW + PARTS)
     if word == "cost":  # TEST STEP [METRIC] [SCALE] [point|floor]
         return _cost_words(args) is not None
+    if word == "sealed":  # METHOD CIPHER [cpu]
+        return len(args) == 2 or (len(args) == 3 and args[2] == "cpu")
     return len(args) == (2 if word == "raw" else 0)
 
 
@@ -294,6 +318,7 @@ def figure(spec: str) -> str:
     if not _takes(word, args):
         takes = ("point, floor, layer, cipher, share or nothing" if word in HEADLINES
                  else "CIPHER BYTES" if word == "raw" else "TEST STEP [METRIC] [SCALE] [point|floor]" if word == "cost"
+                 else "METHOD CIPHER [cpu]" if word == "sealed"
                  else "nothing")
         raise FigureError(f"{word} takes {takes} after it, not {' '.join(args) or 'nothing'}")
     if word in HEADLINES and args and args[0] in PARTS:
@@ -315,6 +340,7 @@ def figure(spec: str) -> str:
         "open": lambda: _open(found, chosen),
         "raw": lambda: _raw(found, *args),
         "host": lambda: cpu_text(found.run.environment),
+        "sealed": lambda: _sealed(found, chosen, *args),
     }
     return computed[word]()
 
@@ -395,6 +421,9 @@ def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
     ("quick sqlite aes-256-cbc cost power geomean nopm", "names 0 overheads"),
     ("quick sqlite aes-256-cbc cost power nothing", "names 0 overheads"),
     ("quick sqlite host", "name no engine before it"),
+    ("backup-encryption duckdb sealed full aes-256", "name both before it"),
+    ("quick sqlite aes-256-cbc sealed full aes-256", "names 0 backups sealed with aes-256 by full"),
+    ("backup-encryption duckdb none sealed full", "sealed takes METHOD CIPHER [cpu] after it"),
 ])
 def test_a_marker_naming_what_does_not_exist_fails(spec: str, why: str) -> None:
     with pytest.raises(FigureError, match=re.escape(why)):
