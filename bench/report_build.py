@@ -4,7 +4,7 @@ commit and by the current code, side by side.
     .venv/bin/python bench/report_build.py [RUN] [--before REV] [--repeats 5] [--trials N]
 
 RUN is a run directory, or a published example's (its results.jsonl.xz beside plan.toml and
-environment.json); the default is docs/examples/cost-curve, 248 trials. `--trials N` keeps the
+environment.json); the default is docs/examples/cost-curve, 329 trials. `--trials N` keeps the
 records of its first N trials only (the tiny setting CI runs). The code at REV (default: the
 last commit before the report build was sped up) is exported with `git archive` into a temporary
 directory. Each repetition runs `tdebench report` once with each code, in a fresh process

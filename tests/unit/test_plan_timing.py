@@ -21,8 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 NOT_YET_TIMED = {
     # no run of the plan as it is has been timed: its `measured` is empty
     "crud-large", "crud-servers", "embedded",
-    # timed only with the earlier four SQLite caches (a comment in the plan says so), not its six
-    "cost-curve",
 }
 """The built-in plans without both `measured_s` and `measured_trials`, each with why."""
 
