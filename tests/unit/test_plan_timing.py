@@ -205,7 +205,7 @@ ESTIMATED = "\n".join(line for line in TIMED.splitlines() if not line.startswith
 def test_a_plan_too_long_to_run_here_is_expected_as_an_estimate_never_as_measured() -> None:
     """A plan of days carries its author's estimate: `run` and `plans` call it one, with its basis."""
     plan = parse_plan(ESTIMATED)
-    basis = "; estimated from measured per-trial times: 1 h 5 min a trial × 12 trials"
+    basis = ": from measured per-trial times: 1 h 5 min a trial × 12 trials"
     assert expected(plan) == "expected: about 13 h, estimated (a whole run was never measured here)" + basis
     assert "measured 2026" not in expected(plan)
     assert expected(parse_plan(only_engines(ESTIMATED, ["sqlite"]))) == (

@@ -91,7 +91,7 @@ def _estimate(the_plan: Plan, left: int | None) -> str:
         which = _trials(trials) if left is None else f"the {_trials(left)} left"
         line = (f"expected: about {duration(_rough(seconds * trials / whole))} for {which}, scaled from the "
                 f"estimate of {duration(_rough(seconds))} for {_trials(whole)} (a whole run was never measured here)")
-    return line + (f"; estimated {the_plan.estimated}" if the_plan.estimated else "")
+    return line + (f": {the_plan.estimated}" if the_plan.estimated else "")
 
 
 def duration(seconds: float) -> str:
