@@ -29,7 +29,8 @@ it the verdicts' per-file scans of two servers' data directories: 3.2 MB in all)
 
 def test_there_are_examples() -> None:
     assert {"quick", "servers", "io-bound", "cost-curve", "sqlcipher", "crud", "maintenance", "backup", "strength",
-            "strength-servers", "at-rest", "connections", "oltp", "backup-encryption", "crud-servers"} <= set(NAMES)
+            "strength-servers", "at-rest", "connections", "oltp", "backup-encryption", "crud-servers",
+            "ciphers"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

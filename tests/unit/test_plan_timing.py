@@ -42,7 +42,7 @@ def test_every_built_in_plan_is_timed_estimated_or_listed_as_not_yet_timed() -> 
     assert NOT_YET_TIMED <= set(builtin_plans())  # no name of a plan that is gone
 
 
-UNKNOWN_HOST = {"ciphers"}
+UNKNOWN_HOST: set[str] = set()
 """Timed plans whose timing run's host is not known: runs on a shared machine whose record did not
 keep it."""
 
