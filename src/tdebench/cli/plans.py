@@ -69,7 +69,7 @@ def expected(the_plan: Plan, left: int | None = None) -> str:
         added = ", its added rounds included" if trials < timed else ""
         line = f"expected: about {duration(seconds)} (measured{on}, {_trials(timed)}{added}{host})"
     else:
-        which = _trials(trials) if left is None else f"the {_trials(left)} left"
+        which = _which(trials, left)
         line = (f"expected: about {duration(_rough(seconds * trials / timed))} for {which}, "
                 f"estimated from the measured {_trials(timed)} ({duration(seconds)}{',' + on if on else ''}{host})")
     if the_plan.adaptive:
@@ -88,7 +88,7 @@ def _estimate(the_plan: Plan, left: int | None) -> str:
     trials = trial_count(the_plan) if left is None else left
     line = f"expected: about {duration(_rough(seconds))}, estimated (a whole run was never measured here)"
     if left is not None or trials != whole:
-        which = _trials(trials) if left is None else f"the {_trials(left)} left"
+        which = _which(trials, left)
         line = (f"expected: about {duration(_rough(seconds * trials / whole))} for {which}, scaled from the "
                 f"estimate of {duration(_rough(seconds))} for {_trials(whole)} (a whole run was never measured here)")
     return line + (f": {the_plan.estimated}" if the_plan.estimated else "")
@@ -111,6 +111,11 @@ def _rough(seconds: float) -> float:
     to 10 minutes above."""
     step = 10 if seconds < 600 else 60 if seconds < 36000 else 600
     return max(step, round(seconds / step) * step)
+
+
+def _which(trials: int, left: int | None) -> str:
+    """The trials a scaled expectation is for: the run's, or a resumed run's `left`."""
+    return _trials(trials) if left is None else f"the {_trials(left)} left"
 
 
 def _trials(count: int) -> str:
