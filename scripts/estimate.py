@@ -27,18 +27,15 @@ the estimate may fall short.
 from __future__ import annotations
 
 import argparse
-import lzma
-import shutil
 import statistics
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 from tdebench.cli.plans import builtin_plans, duration
 from tdebench.plan import load_plan
 from tdebench.results import RunData, TrialKey
-from tdebench.store import ENVIRONMENT, MANIFEST, PLAN, RESULTS, read_run
+from tdebench.store import read_published
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -46,12 +43,7 @@ EXAMPLES = ROOT / "docs" / "examples"
 
 def published_run(name: str) -> RunData:
     """The published example `name`, read from its stored raw data."""
-    with tempfile.TemporaryDirectory(prefix="tdebench-estimate-") as tmp:
-        run = Path(tmp)
-        for file in (PLAN, ENVIRONMENT, MANIFEST):
-            shutil.copy(EXAMPLES / name / file, run / file)
-        (run / RESULTS).write_bytes(lzma.decompress((EXAMPLES / name / f"{RESULTS}.xz").read_bytes()))
-        return read_run(run)
+    return read_published(EXAMPLES / name)
 
 
 def shares(run: RunData) -> dict[TrialKey, float]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import json
+import lzma
 import os
 import threading
 from collections.abc import Iterator
@@ -33,6 +34,8 @@ PLAN = "plan.toml"
 ENVIRONMENT = "environment.json"
 RAW_FILES = (RESULTS, PLAN, ENVIRONMENT)
 MANIFEST = "manifest.json"
+PACKED_RESULTS = RESULTS + ".xz"
+"""A published example's results.jsonl, packed with xz (docs/examples/NAME; scripts/examples.sh)."""
 
 
 class ResultStore:
@@ -146,7 +149,7 @@ def record_written(directory: Path, paths: list[Path], version: int | None = Non
         temporary.replace(directory / MANIFEST)
 
 
-def _records(path: Path) -> tuple[list[tuple[bytes, Record]], int | None]:
+def _records(path: Path, text: bytes | None = None) -> tuple[list[tuple[bytes, Record]], int | None]:
     """Every line of a results.jsonl with its record (in the current format's shape, see
     `format_version`), and the number of a torn last line (a crash mid-write, a file cut short)
     that was left out; ValueError (with file and line) for a line that is not JSON, or not
@@ -156,7 +159,7 @@ def _records(path: Path) -> tuple[list[tuple[bytes, Record]], int | None]:
     if version > FORMAT:
         raise NewerFormat(f"{path.parent}: written by a newer tdebench: format {version}, this one reads up to "
                           f"{FORMAT} (upgrade tdebench to read it)")
-    lines = path.read_bytes().splitlines(keepends=True)
+    lines = (path.read_bytes() if text is None else text).splitlines(keepends=True)
     records: list[tuple[bytes, Record]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -186,12 +189,26 @@ def read_run_torn(directory: Path) -> tuple[RunData, int | None]:
     missing = [name for name in RAW_FILES if not (directory / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{directory} is not a tdebench run directory: missing {', '.join(missing)}")
+    records, torn = _records(directory / RESULTS)
+    return _run(directory, records), torn
+
+
+def _run(directory: Path, records: list[tuple[bytes, Record]]) -> RunData:
+    """The run of `records`, with the plan and environment stored beside them in `directory`."""
     run = RunData(directory=directory, plan_text=(directory / PLAN).read_text(),
                   environment=json.loads((directory / ENVIRONMENT).read_text()))
-    records, torn = _records(directory / RESULTS)
     for _, record in records:
         run.add(record)
-    return run, torn
+    return run
+
+
+def read_published(directory: Path) -> RunData:
+    """A published example (docs/examples/NAME), read where it lies: its results.jsonl packed as
+    PACKED_RESULTS beside plan.toml, environment.json and manifest.json (the raw format's version)."""
+    packed = directory / PACKED_RESULTS
+    if not packed.is_file():
+        raise FileNotFoundError(f"{directory} is not a published example: no {PACKED_RESULTS}")
+    return _run(directory, _records(directory / RESULTS, lzma.decompress(packed.read_bytes()))[0])
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,7 @@ configuration or a figure that does not exist.
 from __future__ import annotations
 
 import functools
-import lzma
 import re
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +40,7 @@ from tdebench.report.data.units import change, mib, number, percent, ratio_perce
 from tdebench.results import RunData
 from tdebench.stats import PAIRED, Overhead
 from tdebench.plan import load_plan
-from tdebench.store import ENVIRONMENT, MANIFEST, PLAN, RESULTS, read_run
+from tdebench.store import PACKED_RESULTS, read_published
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -84,14 +82,9 @@ class Example:
 @functools.cache
 def example(name: str) -> Example:
     directory = EXAMPLES / name
-    if not (directory / f"{RESULTS}.xz").is_file():
+    if not (directory / PACKED_RESULTS).is_file():
         raise FigureError(f"no example {name!r} in docs/examples (there are {', '.join(example_names())})")
-    with tempfile.TemporaryDirectory() as scratch:
-        run_dir = Path(scratch)
-        for raw in (PLAN, ENVIRONMENT, MANIFEST):  # the manifest: the raw format the records are in
-            (run_dir / raw).write_bytes((directory / raw).read_bytes())
-        (run_dir / RESULTS).write_bytes(lzma.decompress((directory / f"{RESULTS}.xz").read_bytes()))
-        run = read_run(run_dir)
+    run = read_published(directory)
     return Example(name, run, summary_records(run, keep=_quoted))
 
 
@@ -101,7 +94,7 @@ def _quoted(cell: CellKey) -> bool:
 
 
 def example_names() -> list[str]:
-    return sorted(path.name for path in EXAMPLES.iterdir() if (path / f"{RESULTS}.xz").is_file())
+    return sorted(path.name for path in EXAMPLES.iterdir() if (path / PACKED_RESULTS).is_file())
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import lzma
 from pathlib import Path
 
 from fakes import write_fake_run
 from tdebench.report.sections import knee
 from tdebench.report.summaries.plots import GAP, _runs
 from tdebench.report.data.records import summary_records
-from tdebench.store import read_run
+from tdebench.store import read_published, read_run
 
 
 def test_the_knee_names_the_caches_either_side_of_where_the_cost_is_resolved(tmp_path: Path) -> None:
@@ -22,15 +21,11 @@ def test_the_knee_names_the_caches_either_side_of_where_the_cost_is_resolved(tmp
     assert "a cost at every cache measured, already at data 0.16× (64 MB: +3." in gcm
 
 
-def test_the_knee_lies_between_an_unresolved_and_a_resolved_cache(tmp_path: Path) -> None:
+def test_the_knee_lies_between_an_unresolved_and_a_resolved_cache() -> None:
     """The published cost-curve example: SQLite's AES-256-CBC costs nothing resolved at data 1.1x
     the cache (12 MB: +2.9%, inside the placebo's floor) and +21.3% at 1.5x (9 MB); the sentence names
     both, nothing between."""
-    example = Path(__file__).parents[2] / "docs" / "examples" / "cost-curve"
-    for name in ("plan.toml", "environment.json", "manifest.json"):
-        (tmp_path / name).write_bytes((example / name).read_bytes())
-    (tmp_path / "results.jsonl").write_bytes(lzma.decompress((example / "results.jsonl.xz").read_bytes()))
-    run = read_run(tmp_path)
+    run = read_published(Path(__file__).parents[2] / "docs" / "examples" / "cost-curve")
     said = knee.sentences(run, summary_records(run))
     cbc = next(s for s in said if s.startswith("sqlite aes-256-cbc · tpch sf0.01 · power test"))
     assert "the cost sets in between data 1.1× (12 MB: +2.9%" in cbc
