@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -93,7 +94,8 @@ class DaskCluster:
     def start_worker(self, name: str) -> None:
         self.workers[name] = self._spawn(name, [DASK, "worker", self.address, "--name", name, "--nthreads", "1",
                                                 "--resources", "machine=1", "--no-nanny", "--no-dashboard",
-                                                "--host", "127.0.0.1"])
+                                                "--host", "127.0.0.1",  # its scratch here, not in /tmp after it
+                                                "--local-directory", str(self.directory / name)])
         wait_for(lambda: self._joined(name), 60, f"worker {name} to join")
 
     def _joined(self, name: str) -> bool:
@@ -282,6 +284,20 @@ def test_a_cluster_without_workers_or_with_a_bad_address_is_bad_input(tmp_path: 
     result = invoke("run", str(sequential), "--out", str(tmp_path / "out"), "--cluster", "local:2")
     assert result.exit_code == 2 and 'not "sequential"' in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_local_workers_leave_no_scratch_directory_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--cluster local:N`'s workers keep their scratch in a directory of tdebench's, removed with
+    them (Dask's default, dask-scratch-space in the temporary directory, outlives them)."""
+    from tdebench.cluster.client import Cluster  # after importorskip("distributed")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with Cluster("local:1") as running:
+        assert running.client is not None and len(running.client.scheduler_info()["workers"]) == 1
+        made = list(tmp_path.iterdir())
+        assert [path.name[:len("tdebench-dask-")] for path in made] == ["tdebench-dask-"]
+        assert any(made[0].iterdir())  # the worker's scratch is in it
+    assert list(tmp_path.iterdir()) == []
 
 
 def _shape(files: list[str]) -> list[str]:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import socket
+import tempfile
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -60,14 +62,21 @@ class Cluster:
             raise SetupError(str(exc)) from None
         self.address = address
         self._local: LocalCluster | None = None
+        self._scratch: Path | None = None  # the local workers' directory, removed with them
         self.client: Client | None = None
 
     def __enter__(self) -> "Cluster":
         if self.local_workers is not None:
-            self._local = LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
-                                       resources={"machine": 1}, host="127.0.0.1", dashboard_address=None,
-                                       silence_logs=logging.ERROR)
-            self.client = Client(self._local)
+            # Dask's own default, /tmp/dask-scratch-space, stays behind after the workers stop
+            self._scratch = Path(tempfile.mkdtemp(prefix="tdebench-dask-"))
+            try:
+                self._local = LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
+                                           resources={"machine": 1}, host="127.0.0.1", dashboard_address=None,
+                                           silence_logs=logging.ERROR, local_directory=str(self._scratch))
+                self.client = Client(self._local)
+            except BaseException:
+                self.__exit__(None, None, None)
+                raise
             return self
         try:
             _answers(self.address)
@@ -79,10 +88,14 @@ class Cluster:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        if self.client is not None:
-            self.client.close()
-        if self._local is not None:
-            self._local.close()
+        try:
+            if self.client is not None:
+                self.client.close()
+            if self._local is not None:
+                self._local.close()
+        finally:
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _connected(self) -> Client:
         assert self.client is not None, "use Cluster in a with block"
