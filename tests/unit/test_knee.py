@@ -22,14 +22,14 @@ def test_the_knee_names_the_caches_either_side_of_where_the_cost_is_resolved(tmp
 
 
 def test_the_knee_lies_between_an_unresolved_and_a_resolved_cache() -> None:
-    """The published cost-curve example: SQLite's AES-256-CBC costs nothing resolved at data 1.1x
-    the cache (12 MB: +2.9%, inside the placebo's floor) and +21.3% at 1.5x (9 MB); the sentence names
-    both, nothing between."""
+    """The published cost-curve example: SQLite's AES-256-CBC costs nothing resolved at data 0.88x
+    the cache (15 MB: -0.6%, inside the placebo's floor) and +3.1% at 1.1x (12 MB); the sentence
+    names both, nothing between."""
     run = read_published(Path(__file__).parents[2] / "docs" / "examples" / "cost-curve")
     said = knee.sentences(run, summary_records(run))
     cbc = next(s for s in said if s.startswith("sqlite aes-256-cbc · tpch sf0.01 · power test"))
-    assert "the cost sets in between data 1.1× (12 MB: +2.9%" in cbc
-    assert ", not resolved) and 1.5× (9 MB: +21.3%" in cbc
+    assert "the cost sets in between data 0.88× (15 MB: -0.6%" in cbc
+    assert ", not resolved) and 1.1× (12 MB: +3.1%" in cbc
     assert any(s.startswith("duckdb aes-256-gcm · tpch sf0.01 · power test: no cost resolved") for s in said)
 
 
