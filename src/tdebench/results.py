@@ -519,6 +519,8 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
         return exactly
     if hint is Any:
         return lambda value: value
+    if hint is TrialKey:
+        return _interned(_record_converter(hint))
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _record_converter(hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -542,6 +544,24 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
             return dict(_each(item, value.items(), ".{}", keyed=True))
         return mapping
     raise TypeError(f"no JSON reading for {hint!r}")
+
+
+def _interned(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`convert`, made once per distinct JSON object of scalars: a run's tens of thousands of
+    records name its few hundred trials, and each trial is read (and checked) once, then shared
+    (equal objects convert to equal values, so sharing one changes nothing but the time)."""
+    made: dict[tuple[Any, ...], Any] = {}
+
+    def intern(value: Any) -> Any:
+        try:  # the values' types too: 1, 1.0 and true are equal keys, and only one may be valid
+            key = (*value.items(), *map(type, value.values()))
+            return made[key]
+        except (AttributeError, TypeError):  # not an object, or one holding a list or object
+            return convert(value)
+        except KeyError:
+            made[key] = convert(value)
+            return made[key]
+    return intern
 
 
 def _record_converter(cls: type) -> Callable[[Any], Any]:

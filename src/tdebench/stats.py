@@ -401,12 +401,7 @@ def round_logs(base: np.ndarray, treat: np.ndarray, how: str) -> np.ndarray:
 def pairable(base: np.ndarray, treat: np.ndarray, how: str) -> bool:
     """Whether (rounds, units) arrays of equal shape, two rounds at least, give every round a
     finite log ratio."""
-    base, treat = np.asarray(base, dtype=float), np.asarray(treat, dtype=float)
-    if base.shape != treat.shape or base.ndim != 2 or base.shape[0] < 2:
-        return False
-    if how == LOG_MEAN and (np.any(base <= 0) or np.any(treat <= 0)):
-        return False
-    return bool(np.all(np.isfinite(round_logs(base, treat, how))))
+    return paired_overheads([(base, treat, how)])[0] is not None
 
 
 def paired_overhead(baseline: np.ndarray, treatment: np.ndarray, how: str = SUM_RATIO) -> Overhead:
@@ -418,18 +413,47 @@ def paired_overhead(baseline: np.ndarray, treatment: np.ndarray, how: str = SUM_
     paired with unit u of the baseline; they must be `pairable`. Without spread (every round
     alike) the interval is the point and p is NaN.
     """
-    if not pairable(baseline, treatment, how):
+    compared = paired_overheads([(baseline, treatment, how)])[0]
+    if compared is None:
         raise ValueError("cannot pair: equal (rounds ≥ 2, units) shapes with finite round ratios are needed")
-    logs = round_logs(baseline, treatment, how)
-    rounds = logs.size
-    mean = float(np.mean(logs))
-    deviation = float(np.std(logs, ddof=1))
+    return compared
+
+
+def paired_overheads(pairs: Sequence[tuple[np.ndarray, np.ndarray, str]]) -> list[Overhead | None]:
+    """`paired_overhead` of every (baseline, treatment, how), None for one that is not `pairable`:
+    the same figures bit for bit, computed for all pairs of one shape and `how` at once (a run
+    compares thousands of cells, most of them a value or a few per round)."""
+    arrays = [(np.asarray(base, dtype=float), np.asarray(treat, dtype=float), how) for base, treat, how in pairs]
+    batches: dict[tuple[tuple[int, ...], str], list[int]] = defaultdict(list)
+    for index, (base, treat, how) in enumerate(arrays):
+        if base.shape == treat.shape and base.ndim == 2 and base.shape[0] >= 2:
+            batches[(base.shape, how)].append(index)
+    results: list[Overhead | None] = [None] * len(arrays)
+    for ((rounds, _), how), members in batches.items():
+        base = np.stack([arrays[index][0] for index in members])
+        treat = np.stack([arrays[index][1] for index in members])
+        logs = round_logs(base, treat, how)  # (pairs, rounds)
+        usable = np.all(np.isfinite(logs), axis=-1)
+        if how == LOG_MEAN:
+            usable &= np.all(base > 0, axis=(1, 2)) & np.all(treat > 0, axis=(1, 2))
+        with np.errstate(invalid="ignore"):  # the rows not usable: their NaN is never read
+            means = np.mean(logs, axis=-1).tolist()
+            deviations = np.std(logs, ddof=1, axis=-1).tolist()
+        critical = _critical(rounds - 1)
+        for row, index in enumerate(members):
+            if usable[row]:
+                results[index] = _paired(means[row], deviations[row], rounds, critical)
+    return results
+
+
+def _paired(mean: float, deviation: float, rounds: int, critical: float) -> Overhead:
+    """A paired overhead from its round log ratios' mean and standard deviation."""
     if deviation == 0.0:
         low = high = mean
         p = math.nan
     else:
         standard_error = deviation / math.sqrt(rounds)
-        half = _critical(rounds - 1) * standard_error
+        half = critical * standard_error
         low, high = mean - half, mean + half
         p = _two_sided_p(abs(mean) / standard_error, rounds - 1)
     return Overhead(pct=math.expm1(mean) * 100.0, ci_low=math.expm1(low) * 100.0,

@@ -9,13 +9,14 @@ time has its own 5% log-normal noise. The encryption costs a true 3% (or nothing
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from tdebench.plan import DEFAULT_REPETITIONS
-from tdebench.stats import (LOG_MEAN, PAIRED, SUM_RATIO, minimum_detectable_effect, overhead, paired_overhead,
-                            pairable)
+from tdebench.stats import (LOG_MEAN, PAIRED, SUM_RATIO, _critical, _paired, minimum_detectable_effect, overhead,
+                            paired_overhead, paired_overheads, pairable, round_logs)
 
 QUERIES = 22
 PLANS = 200
@@ -95,6 +96,28 @@ def test_what_cannot_be_paired() -> None:
     assert pairable(np.array([[0.0, 1.0]] * 2), np.ones((2, 2)), SUM_RATIO)  # but its sum has a ratio
     with pytest.raises(ValueError):
         paired_overhead(np.ones((1, 3)), np.ones((1, 3)))
+
+
+def test_a_batch_of_pairs_gives_each_pair_s_figures_bit_for_bit() -> None:
+    """paired_overheads computes every pair of one shape at once; each result is what the round
+    log ratios of that pair alone give (1-D means and deviations), exactly, and a pair that
+    cannot be paired is None in its place."""
+    rng = np.random.default_rng(7)
+    pairs = []
+    for rounds, units, how in [(2, 1, SUM_RATIO), (3, 22, LOG_MEAN), (5, 4, SUM_RATIO), (3, 22, LOG_MEAN)] * 3:
+        base = np.exp(rng.normal(0.0, 1.0, (rounds, units)))
+        pairs.append((base, base * np.exp(rng.normal(0.03, 0.05, (rounds, units))), how))
+    pairs.insert(4, (np.zeros((3, 1)), np.ones((3, 1)), SUM_RATIO))
+    pairs.insert(7, (np.ones((3, 2)), np.ones((3, 2)), SUM_RATIO))  # every round alike: no spread
+    batch = paired_overheads(pairs)
+    assert batch[4] is None
+    for (base, treat, how), compared in zip(pairs, batch):
+        if compared is None:
+            continue
+        logs = round_logs(base, treat, how)
+        expected = _paired(float(np.mean(logs)), float(np.std(logs, ddof=1)), logs.size, _critical(logs.size - 1))
+        assert compared == expected or (math.isnan(compared.p_value) and math.isnan(expected.p_value)
+                                        and replace(compared, p_value=0.0) == replace(expected, p_value=0.0))
 
 
 def test_the_minimum_detectable_effect_of_a_placebo_is_its_noise_floor() -> None:

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, median, overheads, paired_overhead,
-                            pairable, summarize_many)
+from tdebench.stats import (LOG_MEAN, SUM_RATIO, Overhead, Summary, geomean, median, overheads, paired_overheads,
+                            summarize_many)
 from tdebench.plan import PAIRED_ORDERS, Group, order_before_recorded
 from tdebench.report.data import declared
 from tdebench.report.data.declared import Headline
@@ -301,10 +301,16 @@ def cell_data(run: RunData) -> dict[CellKey, CellData]:
     kept, blocks = measured(run), host_blocks(run)
     trial_order = {trial: rank for rank, trial in enumerate(sorted({m.trial for m in kept}))}  # compared once each
     groups: dict[CellKey, CellData] = defaultdict(CellData)
+    # a step's cells, by metric, for every repetition of its configuration: a run has tens of
+    # thousands of measurements of a few thousand cells, so each cell's key is made once
+    steps: dict[tuple, dict[str, CellData]] = defaultdict(dict)
     for m in sorted(kept, key=lambda m: (trial_order[m.trial], m.test, m.stream or 0, step_order(m.step))):
         host, round_, unit = blocks.group(m.trial), blocks.round_of(m.trial), (m.stream or 0, m.step)
+        cells = steps[(m.trial.config, m.test, m.step, host)]
         for metric, value in _with_rates(m).items():
-            data = groups[_cell(m.trial, m.test, m.step, metric, host)]
+            data = cells.get(metric)
+            if data is None:
+                data = cells[metric] = groups[_cell(m.trial, m.test, m.step, metric, host)]
             data.values.append(float(value))
             data.rounds[round_][unit] = float(value)
     groups.update(_geomean_values(kept, blocks))
@@ -362,13 +368,11 @@ def compare(pairs: list[tuple[CellData, CellData]], paired: bool) -> list[Overhe
     """The overhead of every (baseline, encryption) pair: from paired rounds where the design
     pairs them and their rounds give finite ratios, else from the groups' medians."""
     results: dict[int, Overhead] = {}
-    unpaired: list[int] = []
-    for index, (baseline, record) in enumerate(pairs):
-        arrays = _paired_arrays(baseline, record) if paired else None
-        if arrays is not None and pairable(*arrays, record.how):
-            results[index] = paired_overhead(*arrays, record.how)
-        else:
-            unpaired.append(index)
+    arrays = {index: found for index, (baseline, record) in enumerate(pairs) if paired
+              and (found := _paired_arrays(baseline, record)) is not None}
+    compared = paired_overheads([(*arrays[index], pairs[index][1].how) for index in arrays])
+    results.update((index, overhead) for index, overhead in zip(arrays, compared) if overhead is not None)
+    unpaired = [index for index in range(len(pairs)) if index not in results]
     computed = overheads([(pairs[i][0].values, pairs[i][1].values) for i in unpaired]) if unpaired else []
     results.update(zip(unpaired, computed))
     return [results[index] for index in range(len(pairs))]
