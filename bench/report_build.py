@@ -43,6 +43,8 @@ def raw_files(source: Path, target: Path, trials: int | None) -> int:
     """The run's raw files copied into `target` (results.jsonl decompressed; with `trials`, only
     the records of its first `trials` trials and those of no trial); returns the trials kept."""
     target.mkdir(parents=True)
+    # no manifest.json: both codes read the records as the oldest format (the earlier code may not
+    # know the run's own), and each build's warning that the manifest is missing is not printed
     for name in (PLAN, ENVIRONMENT):
         shutil.copy(source / name, target / name)
     packed = source / (RESULTS + ".xz")
@@ -74,8 +76,10 @@ def timed_build(src: Path, run_dir: Path) -> tuple[float, float]:
     environment = {**os.environ, "PYTHONPATH": str(src)}
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tdebench.cli", "report", str(run_dir)], env=environment, check=True,
-                   stdout=subprocess.DEVNULL)
+    built = subprocess.run([sys.executable, "-m", "tdebench.cli", "report", str(run_dir)], env=environment,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if built.returncode != 0:
+        raise SystemExit(f"tdebench report {run_dir} (code in {src}) exited {built.returncode}:\n{built.stderr}")
     wall = time.perf_counter() - started
     now = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from tdebench.report.summaries.findings import (DEFAULT_QUERY_TIMEOUT_S, alerts,
                                                 findings, floor_sentence, overhead_sentence, query_timeouts,
                                                 timeout_alerts, verdict_summary)
 from tdebench.report.summaries.noise import noisy_figures, widest_headlines  # noqa: E402
+from tdebench.report.summaries import plots  # noqa: E402
 from tdebench.report.summaries.plots import needs_log_scale, resource_plots  # noqa: E402
 from tdebench.report.data.records import CellKey, SummaryRecord, summary_records  # noqa: E402
 from tdebench.report.summaries.cipher_cost import NO_BYTES, cipher_cost_table  # noqa: E402
@@ -67,6 +69,29 @@ def test_build_writes_every_file_and_rebuilds_identically(built: tuple[Path, lis
     first = {path: path.read_bytes() for path in written}
     assert build(directory) == written
     assert {path: path.read_bytes() for path in written} == first  # a pure function of the raw data
+
+
+def test_plots_drawn_by_worker_processes_are_those_drawn_here(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """draw_all forks a worker per core (here none while a test runner's threads run, so the test
+    says there are none): each figure's PNG comes back byte for byte as drawn in this process."""
+    run = read_run(run_dir)
+    here, there = (plots.overhead_plots(summary_records(run)) for _ in range(2))
+    assert len(here) >= 2
+    monkeypatch.setattr(plots.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(plots.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(plots, "_draw", _drawn_in_child)
+    plots.draw_all(there)
+    assert all("png" in figure.__dict__ for figure in there)  # drawn by draw_all, not when asked below
+    assert [figure.png for figure in there] == [figure.png for figure in here]
+
+
+def _drawn_in_child(index: int) -> bytes:
+    """plots._draw, failing where it runs in the parent: the PNG must come from a worker."""
+    assert os.getpid() != _PARENT, "drawn in the parent"
+    return plots._DRAWING[index].draw()
+
+
+_PARENT = os.getpid()
 
 
 def test_derived_names_every_file_build_writes_at_the_top(built: tuple[Path, list[Path]]) -> None:

@@ -20,7 +20,7 @@ from tdebench.report.sections.compare import COMPARE_HTML, COMPARE_MD, Compariso
 from tdebench.report.writers import csvfiles, html, markdown
 from tdebench.report.sections.document import CSV_FILES, assemble
 from tdebench.report.sections.headline import Glance
-from tdebench.report.summaries.plots import Figure
+from tdebench.report.summaries.plots import Figure, draw_all
 from tdebench.report.data.records import summary_records
 from tdebench.results import RunData
 from tdebench.store import RAW_FILES, manifest, read_run, record_written, writing
@@ -82,6 +82,7 @@ def _write(run_dir: Path, run: RunData) -> Built:
     (a full disk) leaves no file behind that `run --force` would not know to remove."""
     records = summary_records(run)
     report = assemble(run, records)
+    draw_all(report.figures)  # every plot at once, on every core: report.md's files, report.html's images
     csvs = [(table, run_dir / name) for name, table in report.csvs]  # only the sources the run has
     texts = [(run_dir / REPORT_MD, markdown.render(report)), (run_dir / REPORT_HTML, html.render(report))]
     planned = [path for _, path in csvs] + [run_dir / markdown.PLOTS_DIR / f.name for f in report.figures]

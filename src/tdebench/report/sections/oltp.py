@@ -350,39 +350,44 @@ def throughput_plots(run: RunData) -> list[plots.Figure]:
         tests = sorted(test for test, by_enc in by_test.items() if by_enc)
         if not tests:
             continue
-        figure = MplFigure(figsize=(plots.WIDTH_INCHES, 0.9 + 2.6 * len(tests)), dpi=plots.DPI)
-        FigureCanvasAgg(figure)
-        panels = figure.subplots(len(tests), 1, squeeze=False)[:, 0]
-        encryptions = sorted({e for by_enc in by_test.values() for e in by_enc}, key=lambda e: (e != BASELINE, e))
-        colours = colormaps["tab10" if len(encryptions) <= 10 else "tab20"]
-        for axes, test in zip(panels, tests):
-            top = 0.0
-            for index, encryption in enumerate(encryptions):
-                runs = by_test[test].get(encryption)
-                if not runs:
-                    continue
-                repetition = min(runs)
-                points = sorted(runs[repetition], key=lambda m: m.stream or 0)
-                starts, tpm = [0.0], []
-                for point in points:
-                    starts.append(starts[-1] + point.metrics["elapsed_s"])
-                    tpm.append(per_minute(point, "committed") or 0.0)
-                label = encryption if repetition == 1 else f"{encryption} (repetition {repetition})"
-                # each interval's rate held from its start to its end
-                axes.step(starts, tpm + tpm[-1:], where="post", color=colours(index), linewidth=1.3,
-                          label=label)
-                top = max(top, *tpm)
-            axes.set_ylim(0, top * 1.1 or 1)
-            axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
-            axes.set_xlim(left=0)
-            axes.set_ylabel("TPM", fontsize="small")
-            axes.set_title(f"{test} test", fontsize="medium")
-            axes.grid(alpha=0.3)
-        panels[-1].set_xlabel("seconds into the measured window")
-        panels[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
         title = f"{engine} · oltp W={scale:g}: committed transactions per minute over time"
-        figure.suptitle(title)
-        figure.tight_layout()
         figures.append(plots.Figure(title, f"oltp-throughput-{engine}-w{scale:g}.png".replace(" ", "_"),
-                                    plots._png(figure)))
+                                    plots.later(_throughput_figure, title, tests, by_test)))
     return figures
+
+
+def _throughput_figure(title: str, tests: list[str],
+                       by_test: dict[str, dict[str, dict[int, list[Measurement]]]]) -> MplFigure:
+    figure = MplFigure(figsize=(plots.WIDTH_INCHES, 0.9 + 2.6 * len(tests)), dpi=plots.DPI)
+    FigureCanvasAgg(figure)
+    panels = figure.subplots(len(tests), 1, squeeze=False)[:, 0]
+    encryptions = sorted({e for by_enc in by_test.values() for e in by_enc}, key=lambda e: (e != BASELINE, e))
+    colours = colormaps["tab10" if len(encryptions) <= 10 else "tab20"]
+    for axes, test in zip(panels, tests):
+        top = 0.0
+        for index, encryption in enumerate(encryptions):
+            runs = by_test[test].get(encryption)
+            if not runs:
+                continue
+            repetition = min(runs)
+            points = sorted(runs[repetition], key=lambda m: m.stream or 0)
+            starts, tpm = [0.0], []
+            for point in points:
+                starts.append(starts[-1] + point.metrics["elapsed_s"])
+                tpm.append(per_minute(point, "committed") or 0.0)
+            label = encryption if repetition == 1 else f"{encryption} (repetition {repetition})"
+            # each interval's rate held from its start to its end
+            axes.step(starts, tpm + tpm[-1:], where="post", color=colours(index), linewidth=1.3,
+                      label=label)
+            top = max(top, *tpm)
+        axes.set_ylim(0, top * 1.1 or 1)
+        axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+        axes.set_xlim(left=0)
+        axes.set_ylabel("TPM", fontsize="small")
+        axes.set_title(f"{test} test", fontsize="medium")
+        axes.grid(alpha=0.3)
+    panels[-1].set_xlabel("seconds into the measured window")
+    panels[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.suptitle(title)
+    figure.tight_layout()
+    return figure

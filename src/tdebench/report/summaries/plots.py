@@ -3,17 +3,24 @@
 Matplotlib's Agg backend draws without a display, so reports build on headless machines.
 Figures are made with `matplotlib.figure.Figure` directly, not pyplot: no global figure
 manager to register with and close, so nothing leaks between plots and setup is cheaper.
+A section gathers its figures' data; each figure is built and drawn later (`later`): `draw_all`
+builds and draws a report's figures in a process per core, since they are most of its time.
 """
 
 from __future__ import annotations
 
-import math
-
 import base64
+import functools
 import io
+import math
+import multiprocessing
+import os
 import re
 import textwrap
+import threading
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,15 +59,53 @@ MIN_SERIES = 2
 overhead table's rows, so it is not drawn."""
 
 
+Drawing = Callable[[], bytes]
+"""A figure's PNG, built and drawn when first asked for (`later`); `draw_all` draws a report's on every core."""
+
+
 @dataclass(frozen=True)
 class Figure:
     title: str
     name: str  # file name, safe for every file system
-    png: bytes
+    draw: Drawing
+
+    @functools.cached_property
+    def png(self) -> bytes:
+        return self.draw()
 
     @property
     def data_uri(self) -> str:
         return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+_DRAWING: list[Figure] = []
+"""The figures `draw_all` hands its worker processes, which inherit them (fork): a matplotlib
+figure is not picklable, an index is."""
+
+
+def _draw(index: int) -> bytes:
+    return _DRAWING[index].draw()
+
+
+def draw_all(figures: list[Figure]) -> None:
+    """Draw every figure's PNG not yet drawn, a process per core (Agg draws on one thread: a report
+    with dozens of plots waits on them most). Forked, the workers hold the figures as built here
+    and send back only bytes. They are drawn here, one by one, when they are asked for: with one
+    core or figure, where fork is not offered, or while another thread runs here (it might hold
+    a lock a forked worker would wait on forever; a test runner's threads, a progress display's)."""
+    pending = [figure for figure in figures if "png" not in figure.__dict__]
+    workers = min(len(os.sched_getaffinity(0)), len(pending))
+    if (workers < 2 or "fork" not in multiprocessing.get_all_start_methods()
+            or threading.active_count() > 1):
+        return
+    _DRAWING[:] = pending
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            drawn = pool.map(_draw, range(len(pending)), chunksize=1)
+    finally:
+        _DRAWING.clear()
+    for figure, png in zip(pending, drawn):
+        figure.__dict__["png"] = png  # what the cached property would have drawn
 
 
 def _file_name(*parts: object) -> str:
@@ -73,13 +118,22 @@ def _new_figure(height_inches: float) -> tuple[MplFigure, Axes]:
     return figure, figure.add_subplot()
 
 
-def _png(figure: MplFigure, layout: bool = True) -> bytes:
-    """The figure as a PNG of at most PALETTE colours: a chart's flat fills, lines and
-    anti-aliased text lose nothing visible, and the file is about a third of a true-colour
-    one's, which matters twice over since report.html embeds every plot. `layout`: fit the
-    figure's parts (a figure that placed them itself, around a legend, says False)."""
-    if layout:
-        figure.tight_layout()
+def later(build: Callable[..., MplFigure], *args: Any) -> Drawing:
+    """The PNG of the figure `build(*args)` makes, built and drawn when first asked for: a section
+    makes its figures' data here, and `draw_all` builds and draws them on every core (building,
+    a figure's axes, ticks and artists, is a good part of a plot's time too)."""
+    return functools.partial(_built_png, build, args)
+
+
+def _built_png(build: Callable[..., MplFigure], args: tuple[Any, ...]) -> bytes:
+    return _png(build(*args))
+
+
+def _png(figure: MplFigure) -> bytes:
+    """The figure (its parts fitted: `tight_layout`, by whoever built it) as a PNG of at most
+    PALETTE colours: a chart's flat fills, lines and anti-aliased text lose nothing visible, and
+    the file is about a third of a true-colour one's, which matters twice over since report.html
+    embeds every plot."""
     canvas = figure.canvas
     assert isinstance(canvas, FigureCanvasAgg)
     canvas.draw()
@@ -154,12 +208,18 @@ def query_plots(records: list[SummaryRecord]) -> list[Figure]:
                                                                           for q in queries])), enc))
         grid = np.array([[by_encryption[enc].get(q, np.nan) for q in queries] for enc in rows], dtype=float)
         title = f"{engine} · {workload} {scale_label(workload, scale)} · {test} test: overhead per query vs {BASELINE}"
-        figure, axes = _new_figure(1.3 + 0.32 * len(rows))
-        _heat_map(axes, grid, rows, [f"{q}\n{_ms(medians[config].get(q))}" for q in queries])
-        axes.set_title(title + " (%; none's median under each query)", fontsize="medium")
+        columns = [f"{q}\n{_ms(medians[config].get(q))}" for q in queries]
         name = _file_name("queries", engine, workload, scale_label(workload, scale), test)
-        figures.append(Figure(title, name, _png(figure)))
+        figures.append(Figure(title, name, later(_query_figure, title, grid, rows, columns)))
     return figures
+
+
+def _query_figure(title: str, grid: np.ndarray, rows: list[str], columns: list[str]) -> MplFigure:
+    figure, axes = _new_figure(1.3 + 0.32 * len(rows))
+    _heat_map(axes, grid, rows, columns)
+    axes.set_title(title + " (%; none's median under each query)", fontsize="medium")
+    figure.tight_layout()
+    return figure
 
 
 def _ms(value: float | None) -> str:
@@ -227,33 +287,38 @@ def resource_plots(samples: list[Sample], side_by_side: bool = False) -> list[Fi
         lines = _lines(by_encryption)
         if not lines:
             continue
-        figure = MplFigure(figsize=(WIDTH_INCHES, 4.4), dpi=DPI)
-        FigureCanvasAgg(figure)
-        cpu, memory = figure.subplots(2, 1, sharex=True)
-        colours = colormaps["tab10" if len(lines) <= 10 else "tab20"]
-        for index, (label, chosen) in enumerate(lines):
-            times = [s.t_s for s in chosen]
-            style = {"color": colours(index), "linewidth": 1.4,
-                     "marker": "o" if len(chosen) < MARKERS_BELOW else None, "markersize": 3, "label": label}
-            cpu.plot(times, [s.cpu_pct for s in chosen], **style)
-            memory.plot(times, [s.mem_bytes / MIB for s in chosen], **style)
-        cpu.set_ylim(0, 105)
-        cpu.set_ylabel("system CPU (%)")
-        memory.set_ylim(bottom=0)
-        memory.set_ylabel("engine memory (MiB)")
-        memory.set_xlabel("time since the trial started (s)")
-        memory.set_xlim(left=0)
-        for axes in (cpu, memory):
-            axes.grid(alpha=0.3)
-        cpu.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
         title = f"{engine} · {workload} {scale_label(workload, scale)}: CPU and engine memory during repetition 1"
         if side_by_side:
             title += ("\n(lockstep: the encryptions ran side by side; CPU, and an embedded engine's memory, "
                       "are the group's)")
-        cpu.set_title(title)
         name = _file_name("resources", engine, workload, scale_label(workload, scale))
-        figures.append(Figure(title, name, _png(figure)))
+        figures.append(Figure(title, name, later(_resource_figure, title, lines)))
     return figures
+
+
+def _resource_figure(title: str, lines: list[tuple[str, list[Sample]]]) -> MplFigure:
+    figure = MplFigure(figsize=(WIDTH_INCHES, 4.4), dpi=DPI)
+    FigureCanvasAgg(figure)
+    cpu, memory = figure.subplots(2, 1, sharex=True)
+    colours = colormaps["tab10" if len(lines) <= 10 else "tab20"]
+    for index, (label, chosen) in enumerate(lines):
+        times = [s.t_s for s in chosen]
+        style = {"color": colours(index), "linewidth": 1.4,
+                 "marker": "o" if len(chosen) < MARKERS_BELOW else None, "markersize": 3, "label": label}
+        cpu.plot(times, [s.cpu_pct for s in chosen], **style)
+        memory.plot(times, [s.mem_bytes / MIB for s in chosen], **style)
+    cpu.set_ylim(0, 105)
+    cpu.set_ylabel("system CPU (%)")
+    memory.set_ylim(bottom=0)
+    memory.set_ylabel("engine memory (MiB)")
+    memory.set_xlabel("time since the trial started (s)")
+    memory.set_xlim(left=0)
+    for axes in (cpu, memory):
+        axes.grid(alpha=0.3)
+    cpu.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    cpu.set_title(title)
+    figure.tight_layout()
+    return figure
 
 
 def _plain_log_axis(axis) -> None:
@@ -284,39 +349,49 @@ def scaling_plots(records: list[SummaryRecord], workload: str, tests: tuple[str,
                  and len({scale for by_enc in by_test[test].values() for scale, *_ in by_enc}) >= MIN_POINTS]
         if not shown:
             continue
-        columns = min(3, len(shown))
-        rows = -(-len(shown) // columns)
-        figure = MplFigure(figsize=(WIDTH_INCHES, 0.8 + 2.8 * rows), dpi=DPI)
-        FigureCanvasAgg(figure)
-        grid = figure.subplots(rows, columns, squeeze=False)
-        encryptions = sorted({enc for by_enc in by_test.values() for enc in by_enc}, key=lambda e: (e != BASELINE, e))
-        colours = colormaps["tab10" if len(encryptions) <= 10 else "tab20"]
-        for axes, test in zip(grid.flat, shown):
-            for index, encryption in enumerate(encryptions):
-                if by_test[test].get(encryption):
-                    x, y, below, above = (np.array(column) for column in zip(*sorted(by_test[test][encryption])))
-                    axes.errorbar(x, y, yerr=np.vstack([below, above]), color=colours(index), marker="o",
-                                  markersize=3, linewidth=1.2, capsize=2, label=encryption)
-            scales = [scale for by_enc in by_test[test].values() for scale, *_ in by_enc]
-            if needs_log_scale(scales):
-                axes.set_xscale("log")
-            _plain_log_axis(axes.xaxis)
-            if needs_log_scale([median for by_enc in by_test[test].values() for _, median, *_ in by_enc]):
-                axes.set_yscale("log")
-                _plain_log_axis(axes.yaxis)
-            else:
-                axes.set_ylim(bottom=0)  # a linear time axis from zero, so a gap looks as big as it is
-            axes.set_title(test, fontsize="medium")
-            axes.set_xlabel(x_label, fontsize="small")
-            axes.set_ylabel("median elapsed (ms)", fontsize="small")
-            axes.grid(alpha=0.3)
-        for axes in list(grid.flat)[len(shown):]:
-            axes.set_visible(False)
-        grid.flat[0].legend(fontsize="small")
         title = f"{engine} · {workload}: elapsed time by {x_label} (median, 95% CI)"
-        figure.suptitle(title)
-        figures.append(Figure(title, _file_name("scaling", engine, workload), _png(figure)))
+        figures.append(Figure(title, _file_name("scaling", engine, workload),
+                              later(_scaling_figure, title, shown, by_test, x_label)))
     return figures
+
+
+Points = list[tuple[float, float, float, float]]
+"""A series of a plot with error bars: (x, y, and the interval's two ends or distances from y)."""
+
+
+def _scaling_figure(title: str, shown: list[str], by_test: dict[str, dict[str, Points]], x_label: str) -> MplFigure:
+    columns = min(3, len(shown))
+    rows = -(-len(shown) // columns)
+    figure = MplFigure(figsize=(WIDTH_INCHES, 0.8 + 2.8 * rows), dpi=DPI)
+    FigureCanvasAgg(figure)
+    grid = figure.subplots(rows, columns, squeeze=False)
+    encryptions = sorted({enc for by_enc in by_test.values() for enc in by_enc}, key=lambda e: (e != BASELINE, e))
+    colours = colormaps["tab10" if len(encryptions) <= 10 else "tab20"]
+    for axes, test in zip(grid.flat, shown):
+        for index, encryption in enumerate(encryptions):
+            if by_test[test].get(encryption):
+                x, y, below, above = (np.array(column) for column in zip(*sorted(by_test[test][encryption])))
+                axes.errorbar(x, y, yerr=np.vstack([below, above]), color=colours(index), marker="o",
+                              markersize=3, linewidth=1.2, capsize=2, label=encryption)
+        scales = [scale for by_enc in by_test[test].values() for scale, *_ in by_enc]
+        if needs_log_scale(scales):
+            axes.set_xscale("log")
+        _plain_log_axis(axes.xaxis)
+        if needs_log_scale([median for by_enc in by_test[test].values() for _, median, *_ in by_enc]):
+            axes.set_yscale("log")
+            _plain_log_axis(axes.yaxis)
+        else:
+            axes.set_ylim(bottom=0)  # a linear time axis from zero, so a gap looks as big as it is
+        axes.set_title(test, fontsize="medium")
+        axes.set_xlabel(x_label, fontsize="small")
+        axes.set_ylabel("median elapsed (ms)", fontsize="small")
+        axes.grid(alpha=0.3)
+    for axes in list(grid.flat)[len(shown):]:
+        axes.set_visible(False)
+    grid.flat[0].legend(fontsize="small")
+    figure.suptitle(title)
+    figure.tight_layout()
+    return figure
 
 
 @dataclass(frozen=True)
@@ -376,16 +451,18 @@ def headline_plot(panels: list[Panel]) -> Figure | None:
     encryption's headline overhead (a point and its 95% CI, cheapest at the top), the placebo's
     noise floor shaded, the verdict as the point's mark and the cache regime in the title.
     None when no panel has a row."""
-    png = _forest_figure(panels, columns=PANEL_COLUMNS)
-    return Figure("What each encryption costs, and whether it encrypted", "headline.png", png) if png else None
+    drawing = _forest_figure(panels, columns=PANEL_COLUMNS)
+    return Figure("What each encryption costs, and whether it encrypted", "headline.png", drawing) if drawing else None
 
 
-def _forest_figure(panels: list[Panel], columns: int, title: str = "") -> bytes | None:
+def _forest_figure(panels: list[Panel], columns: int, title: str = "") -> Drawing | None:
     """`panels` as forest plots, `columns` side by side, with one legend below them (the
     verdict marks shown, the placebo's band where one is drawn). None without a row."""
     panels = [panel for panel in panels if panel.rows]
-    if not panels:
-        return None
+    return later(_forest_plots, panels, columns, title) if panels else None
+
+
+def _forest_plots(panels: list[Panel], columns: int, title: str) -> MplFigure:
     columns = min(columns, len(panels))
     rows_of_panels = -(-len(panels) // columns)
     tallest = max(len(panel.rows) for panel in panels)
@@ -414,7 +491,7 @@ def _forest_figure(panels: list[Panel], columns: int, title: str = "") -> bytes 
         figure.suptitle(title)
     legend_rows = -(-len(handles) // 3)
     figure.tight_layout(rect=(0, min(0.3, 0.3 * legend_rows / height) if handles else 0, 1, 1))
-    return _png(figure, layout=False)
+    return figure
 
 
 def _x_limits(panels: list[Panel]) -> tuple[float, float]:
@@ -484,18 +561,23 @@ def cost_curves(records: list[SummaryRecord], ratios: dict[Config, float]) -> li
                  and len({x for series in by_figure[h.label].values() for x, *_ in series}) >= MIN_POINTS]
         if not shown:
             continue
-        figure = MplFigure(figsize=(WIDTH_INCHES, 3.8), dpi=DPI)
-        FigureCanvasAgg(figure)
-        panels = figure.subplots(1, len(shown), squeeze=False)[0]
-        for axes, label in zip(panels, shown):
-            _cost_panel(axes, label, by_figure[label])
-        panels[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
         where = f"{engine}{f' ({host})' if host else ''} · {workload} {scale_label(workload, scale)}"
         title = f"{where}: overhead vs {BASELINE} by data ÷ engine cache (95% CI; grey: placebo's noise floor)"
-        figure.suptitle(title, fontsize="medium")
         figures.append(Figure(title, _file_name("cost-curve", engine, host, workload, scale_label(workload, scale)),
-                              _png(figure)))
+                              later(_cost_figure, title, shown, by_figure)))
     return figures
+
+
+def _cost_figure(title: str, shown: list[str], by_figure: dict[str, dict[str, Points]]) -> MplFigure:
+    figure = MplFigure(figsize=(WIDTH_INCHES, 3.8), dpi=DPI)
+    FigureCanvasAgg(figure)
+    panels = figure.subplots(1, len(shown), squeeze=False)[0]
+    for axes, label in zip(panels, shown):
+        _cost_panel(axes, label, by_figure[label])
+    panels[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.suptitle(title, fontsize="medium")
+    figure.tight_layout()
+    return figure
 
 
 GAP = 2.0

@@ -24,7 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
 from tdebench.measure.process import LAYER_CPU
-from tdebench.report.summaries.plots import DPI, WIDTH_INCHES, Figure, _file_name, _png
+from tdebench.report.summaries.plots import DPI, WIDTH_INCHES, Figure, _file_name, later
 from tdebench.report.data.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, cell_order, engine_label,
                                           memory_order, run_order, scale_label)
 from tdebench.report.summaries.tables import (Column, Table, config_columns, n_text, num, samples_by_config, text,
@@ -136,25 +136,30 @@ def resource_view(rows: list[dict[str, Any]], side_by_side: bool = False) -> lis
         encryptions = sorted({row["encryption"] for row in chosen}, key=_order)
         if len(encryptions) < 2:
             continue
-        tests = list(dict.fromkeys(row["test"] for row in chosen))
-        cells = {(row["test"], row["encryption"]): row for row in chosen}
-        height = 0.9 + len(tests) * (0.8 + 0.24 * len(encryptions))
-        figure = MplFigure(figsize=(WIDTH_INCHES, height), dpi=DPI)
-        FigureCanvasAgg(figure)
-        grid = figure.subplots(len(tests), 3, squeeze=False)
-        for line, test in enumerate(tests):
-            found = [cells.get((test, encryption)) for encryption in encryptions]
-            _cpu_panel(grid[line][0], test, encryptions, found)
-            _io_panel(grid[line][1], test, encryptions, found)
-            if line == 0:
-                _memory_panel(grid[line][2], encryptions, found, side_by_side)
-            else:
-                grid[line][2].set_visible(False)
         title = f"{engine} · {workload} {scale_label(workload, scale)}: CPU, I/O and memory per encryption"
-        figure.suptitle(title)
         figures.append(Figure(title, _file_name("resource-view", engine, workload, scale_label(workload, scale)),
-                              _png(figure)))
+                              later(_view_figure, title, encryptions, chosen, side_by_side)))
     return figures
+
+
+def _view_figure(title: str, encryptions: list[str], chosen: list[dict[str, Any]], side_by_side: bool) -> MplFigure:
+    tests = list(dict.fromkeys(row["test"] for row in chosen))
+    cells = {(row["test"], row["encryption"]): row for row in chosen}
+    height = 0.9 + len(tests) * (0.8 + 0.24 * len(encryptions))
+    figure = MplFigure(figsize=(WIDTH_INCHES, height), dpi=DPI)
+    FigureCanvasAgg(figure)
+    grid = figure.subplots(len(tests), 3, squeeze=False)
+    for line, test in enumerate(tests):
+        found = [cells.get((test, encryption)) for encryption in encryptions]
+        _cpu_panel(grid[line][0], test, encryptions, found)
+        _io_panel(grid[line][1], test, encryptions, found)
+        if line == 0:
+            _memory_panel(grid[line][2], encryptions, found, side_by_side)
+        else:
+            grid[line][2].set_visible(False)
+    figure.suptitle(title)
+    figure.tight_layout()
+    return figure
 
 
 def _value(row: dict[str, Any] | None, key: str) -> float:
