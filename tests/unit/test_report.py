@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import multiprocessing
 import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,32 @@ def test_plots_drawn_by_worker_processes_are_those_drawn_here(run_dir: Path, mon
     plots.draw_all(there)
     assert all("png" in figure.__dict__ for figure in there)  # drawn by draw_all, not when asked below
     assert [figure.png for figure in there] == [figure.png for figure in here]
+    assert multiprocessing.active_children() == []  # every worker ended
+
+
+def test_a_worker_ends_on_sigterm_though_the_process_that_forked_it_catches_it(
+        run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tdebench run` catches SIGINT and SIGTERM, and a forked worker inherits the handlers: the
+    pool ends its workers by SIGTERM after Ctrl-C or a failed figure, holding the lock their next
+    task waits on, so a worker that caught it would wait for ever and draw_all with it. Each worker
+    sets both back to the default before its first figure."""
+    figures = plots.overhead_plots(summary_records(read_run(run_dir)))
+    monkeypatch.setattr(plots.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(plots.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(plots, "_draw", _signals_as_a_worker_has_them)
+    caught = [signal.signal(number, lambda *_: None) for number in (signal.SIGINT, signal.SIGTERM)]
+    try:
+        plots.draw_all(figures)
+    finally:
+        for number, handler in zip((signal.SIGINT, signal.SIGTERM), caught):
+            signal.signal(number, handler)
+    assert {figure.png for figure in figures} == {b"SIGINT default, SIGTERM default"}
+    assert multiprocessing.active_children() == []
+
+
+def _signals_as_a_worker_has_them(index: int) -> bytes:
+    return ", ".join(f"{number.name} {'default' if signal.getsignal(number) == signal.SIG_DFL else 'caught'}"
+                     for number in (signal.SIGINT, signal.SIGTERM)).encode()
 
 
 def _drawn_in_child(index: int) -> bytes:

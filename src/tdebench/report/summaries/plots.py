@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import base64
 import functools
+import gc
 import io
 import math
 import multiprocessing
 import os
 import re
+import signal
 import textwrap
 import threading
 from collections import defaultdict
@@ -99,13 +101,31 @@ def draw_all(figures: list[Figure]) -> None:
             or threading.active_count() > 1):
         return
     _DRAWING[:] = pending
+    # what exists now is never collected in a worker: no finalizer of an engine's object (whose
+    # threads a fork does not copy) runs there
+    gc.freeze()
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            drawn = pool.map(_draw, range(len(pending)), chunksize=1)
+        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_as_a_new_process)
     finally:
+        gc.unfreeze()
+    try:
+        drawn = pool.map(_draw, range(len(pending)), chunksize=1)
+        pool.close()  # the workers finish and exit
+    except BaseException:
+        pool.terminate()  # Ctrl-C, an error in a worker: SIGTERM, which a worker does not catch
+        raise
+    finally:
+        pool.join()
         _DRAWING.clear()
     for figure, png in zip(pending, drawn):
         figure.__dict__["png"] = png  # what the cached property would have drawn
+
+
+def _as_a_new_process() -> None:
+    """A forked worker's signals as a new process has them: it inherits this one's handlers (`tdebench
+    run` catches SIGINT and SIGTERM to stop cleanly), with which the pool's SIGTERM would not end it."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
 
 
 def _file_name(*parts: object) -> str:
