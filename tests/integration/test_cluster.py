@@ -89,13 +89,14 @@ class DaskCluster:
 
     def _spawn(self, name: str, command: list[str]) -> subprocess.Popen:
         log = (self.directory / f"{name}.log").open("ab")
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        # Dask's scratch (dask-scratch-space) in the test's directory, not in /tmp after the test
+        environment = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(self.directory)}
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=environment)
 
     def start_worker(self, name: str) -> None:
         self.workers[name] = self._spawn(name, [DASK, "worker", self.address, "--name", name, "--nthreads", "1",
                                                 "--resources", "machine=1", "--no-nanny", "--no-dashboard",
-                                                "--host", "127.0.0.1",  # its scratch here, not in /tmp after it
-                                                "--local-directory", str(self.directory / name)])
+                                                "--host", "127.0.0.1"])
         wait_for(lambda: self._joined(name), 60, f"worker {name} to join")
 
     def _joined(self, name: str) -> bool:
