@@ -81,8 +81,8 @@ class Figure:
 
 
 _DRAWING: list[Figure] = []
-"""The figures `draw_all` hands its worker processes, which inherit them (fork): a matplotlib
-figure is not picklable, an index is."""
+"""The figures `draw_all` hands its worker processes, which inherit them (fork): a figure's data
+need not be picklable, an index is."""
 
 
 def _draw(index: int) -> bytes:
@@ -90,9 +90,9 @@ def _draw(index: int) -> bytes:
 
 
 def draw_all(figures: list[Figure]) -> None:
-    """Draw every figure's PNG not yet drawn, a process per core (Agg draws on one thread: a report
-    with dozens of plots waits on them most). Forked, the workers hold the figures as built here
-    and send back only bytes. They are drawn here, one by one, when they are asked for: with one
+    """Build and draw every figure's PNG not yet drawn, a process per core (Agg draws on one thread:
+    a report with dozens of plots waits on them most). Forked, the workers hold the figures' data
+    as gathered here and send back only bytes. They are drawn here, one by one, when they are asked for: with one
     core or figure, where fork is not offered, or while another thread runs here (it might hold
     a lock a forked worker would wait on forever; a test runner's threads, a progress display's)."""
     pending = [figure for figure in figures if "png" not in figure.__dict__]
