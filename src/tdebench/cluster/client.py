@@ -68,14 +68,14 @@ class Cluster:
 
     def __enter__(self) -> "Cluster":
         if self.local_workers is not None:
-            # Dask's own default, /tmp/dask-scratch-space (the scheduler's and the workers'), stays
-            # behind after they stop
+            # the scheduler's and the workers' scratch: Dask's own default, /tmp/dask-scratch-space,
+            # stays behind after they stop
             self._scratch = Path(tempfile.mkdtemp(prefix="tdebench-dask-"))
             try:
                 with dask.config.set({"temporary-directory": str(self._scratch)}):
                     self._local = LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
                                                resources={"machine": 1}, host="127.0.0.1", dashboard_address=None,
-                                               silence_logs=logging.ERROR, local_directory=str(self._scratch))
+                                               silence_logs=logging.ERROR)
                 self.client = Client(self._local)
             except BaseException:
                 self.__exit__(None, None, None)
