@@ -92,9 +92,9 @@ def _draw(index: int) -> bytes:
 def draw_all(figures: list[Figure]) -> None:
     """Build and draw every figure's PNG not yet drawn, a process per core (Agg draws on one thread:
     a report with dozens of plots waits on them most). Forked, the workers hold the figures' data
-    as gathered here and send back only bytes. They are drawn here, one by one, when they are asked for: with one
-    core or figure, where fork is not offered, or while another thread runs here (it might hold
-    a lock a forked worker would wait on forever; a test runner's threads, a progress display's)."""
+    as gathered here and send back only bytes. They are drawn here, one by one, when they are
+    asked for: with one core or figure, where fork is not offered, or while another thread runs
+    here (it might hold a lock a forked worker would wait on forever; a progress display's)."""
     pending = [figure for figure in figures if "png" not in figure.__dict__]
     workers = min(len(os.sched_getaffinity(0)), len(pending))
     if (workers < 2 or "fork" not in multiprocessing.get_all_start_methods()
