@@ -32,11 +32,12 @@ from tdebench.measure.environment import cpu_text
 from tdebench.report.sections import backup, layers
 from tdebench.report.summaries import connection, noise
 from tdebench.report.summaries.cache import cache_fit_table
+from tdebench.report.summaries.tables import overhead_table
 from tdebench.report.summaries.cipher_cost import raw_speed
 from tdebench.report.data.declared import timed
 from tdebench.report.data.records import (PLACEBO, CellKey, SummaryRecord, headline_records, measured, resolution,
                                           summary_records)
-from tdebench.report.data.units import change, mib, number, percent, ratio_percent, signed_ms, times
+from tdebench.report.data.units import change, display_unit, mib, number, percent, ratio_percent, signed_ms, times
 from tdebench.results import RunData
 from tdebench.stats import PAIRED, Overhead
 from tdebench.plan import load_plan
@@ -51,8 +52,9 @@ HEADLINES = {"power": "power geomean", "throughput": "throughput total", "load":
              "size": "database size"}
 """A headline figure's word in a marker → its label in the report (workloads' `Headline.label`)."""
 FIGURES = {*HEADLINES, "cost", "rounds", "trials", "busy", "data", "fit", "sizes", "open", "raw", "host", "sealed"}
-HOW = ("point", "floor")
-"""What may follow a headline's words: its overhead alone, or the placebo's resolution."""
+HOW = ("point", "floor", "median")
+"""What may follow a headline's words: its overhead alone, the placebo's resolution, or the figure
+itself (the median of the configuration's trials, `none`'s too, as the Overhead table gives it)."""
 PARTS = ("layer", "cipher", "share")
 """What may follow a headline of an fs-layer encryption run beside its bare layer: the layer's part
 (the bare layer against none), the cipher's (the encryption against the bare layer), the layer's
@@ -150,8 +152,13 @@ def _with_interval(compared: Overhead) -> str:
 
 
 def _overhead(found: Example, chosen: Selection, records: list[SummaryRecord], how: str) -> str:
-    """A headline's overhead against none with its 95% CI (`how` ""), its point ("point"), or
-    the placebo's resolution ("floor"); several configurations give a range of points or floors."""
+    """A headline's overhead against none with its 95% CI (`how` ""), its point ("point"), the
+    placebo's resolution ("floor"), or one configuration's median ("median", `none`'s too); several
+    configurations give a range of points or floors."""
+    if how == "median":
+        record = _one(records)
+        unit, factor = display_unit(record.unit)
+        return f"{number(record.summary.median * factor)} {unit}"
     records = [r for r in records if r.overhead is not None]
     if how == "floor":
         floors = [r for r in records if r.cell.encryption == PLACEBO]
@@ -278,7 +285,7 @@ def _takes(word: str, args: list[str]) -> bool:
     cipher and page size, nothing for the others."""
     if word in HEADLINES:
         return args == [] or (len(args) == 1 and args[0] in HOW + PARTS)
-    if word == "cost":  # TEST STEP [METRIC] [SCALE] [point|floor]
+    if word == "cost":  # TEST STEP [METRIC] [SCALE] [point|floor|median]
         return _cost_words(args) is not None
     if word == "sealed":  # METHOD CIPHER [cpu]
         return len(args) == 2 or (len(args) == 3 and args[2] == "cpu")
@@ -309,8 +316,8 @@ def figure(spec: str) -> str:
     if word in RUN_WIDE and chosen != Selection():
         raise FigureError(f"{word} is a figure of the whole run: name no engine before it")
     if not _takes(word, args):
-        takes = ("point, floor, layer, cipher, share or nothing" if word in HEADLINES
-                 else "CIPHER BYTES" if word == "raw" else "TEST STEP [METRIC] [SCALE] [point|floor]" if word == "cost"
+        takes = ("point, floor, median, layer, cipher, share or nothing" if word in HEADLINES
+                 else "CIPHER BYTES" if word == "raw" else "TEST STEP [METRIC] [SCALE] [point|floor|median]" if word == "cost"
                  else "METHOD CIPHER [cpu]" if word == "sealed"
                  else "nothing")
         raise FigureError(f"{word} takes {takes} after it, not {' '.join(args) or 'nothing'}")
@@ -403,13 +410,14 @@ def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
     ("quick sqlite 64MB aes-256-cbc power", "quick ran no sqlite 64 MB aes-256-cbc"),
     ("quick sqlite power", "overheads; name the engine, memory and encryption of one"),
     ("quick sqlite aes-256-cbc speed", "names no figure: speed"),
-    ("quick sqlite aes-256-cbc power median",
-     "power takes point, floor, layer, cipher, share or nothing after it, not median"),
+    ("quick sqlite aes-256-cbc power mean",
+     "power takes point, floor, median, layer, cipher, share or nothing after it, not mean"),
+    ("quick sqlite none power", "names 0 overheads"),
     ("quick sqlite aes-256-cbc power cipher", "ran without its bare layer beside it"),
     ("quick raw aes-256-gcm", "raw takes CIPHER BYTES after it, not aes-256-gcm"),
     ("at-rest mariadb power floor", "there is no placebo there"),
     ("quick raw aes-256-gcm 12345", "did not measure"),
-    ("quick sqlite aes-256-cbc cost", "cost takes TEST STEP [METRIC] [SCALE] [point|floor] after it, not nothing"),
+    ("quick sqlite aes-256-cbc cost", "cost takes TEST STEP [METRIC] [SCALE] [point|floor|median] after it, not nothing"),
     ("quick sqlite aes-256-cbc cost power geomean elapsed_s 0.01 x", "cost takes TEST STEP [METRIC] [SCALE]"),
     ("quick sqlite aes-256-cbc cost power geomean nopm", "names 0 overheads"),
     ("quick sqlite aes-256-cbc cost power nothing", "names 0 overheads"),
@@ -421,6 +429,18 @@ def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
 def test_a_marker_naming_what_does_not_exist_fails(spec: str, why: str) -> None:
     with pytest.raises(FigureError, match=re.escape(why)):
         figure(spec)
+
+
+def test_a_median_is_the_overhead_tables_figure_of_that_configuration() -> None:
+    """The quick example's SQLite power test, without a key and with AES-256-CBC, as the report's
+    Overhead table gives them (`none (median)` and `median`, in ms)."""
+    found = example("quick")
+    rows = [row for row in overhead_table(found.records).rows
+            if row["engine"] == "sqlite" and row["encryption"] == "aes-256-cbc" and row["figure"] == "power geomean"]
+    assert len(rows) == 1 and rows[0]["unit"] == "ms"
+    assert figure("quick sqlite none power median") == f"{number(rows[0]['baseline'])} ms"
+    assert figure("quick sqlite aes-256-cbc power median") == f"{number(rows[0]['median'])} ms"
+    assert rows[0]["median"] > rows[0]["baseline"]
 
 
 def test_a_figure_edited_in_the_docs_no_longer_reads_as_its_example() -> None:
