@@ -7,6 +7,7 @@ engine and encryption for real) and `integration` (tests/integration: the CLI en
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,6 +71,37 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         terminalreporter.write_sep("=", f"slowest {SLOWEST_FILES} files")
         for name, seconds in sorted(_seconds_of_file.items(), key=lambda pair: -pair[1])[:SLOWEST_FILES]:
             terminalreporter.write_line(f"{seconds:8.2f}s {name}")
+
+
+NO_PLOTS = "TDEBENCH_NO_PLOTS"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _reports_without_plots(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Where the session runs integration tests, their `tdebench run` and `report` (in this process
+    or one it starts, a module's shared run too) write their reports without plots (`--no-plots`, by
+    its environment variable): drawing them is most of a report's time, and most tests read the
+    report's tables and files, not its pictures. A test that reads them is marked `plots`
+    (`_plots_where_read`). scripts/test.sh runs the unit tier in a session of its own."""
+    if not any(item.get_closest_marker("integration") for item in request.session.items):
+        yield
+        return
+    before = os.environ.get(NO_PLOTS)
+    os.environ[NO_PLOTS] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(NO_PLOTS, None)
+        else:
+            os.environ[NO_PLOTS] = before
+
+
+@pytest.fixture(autouse=True)
+def _plots_where_read(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked `plots` reads the report's plots: its runs draw them."""
+    if request.node.get_closest_marker("plots"):
+        monkeypatch.delenv(NO_PLOTS, raising=False)
 
 
 @pytest.fixture(scope="module")

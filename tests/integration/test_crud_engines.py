@@ -130,6 +130,7 @@ def test_the_report_has_the_crud_sections(every_engine: Path) -> None:
     assert "scaling-" not in markdown  # one table size: a scaling figure would be a single point per line
 
 
+@pytest.mark.plots  # reads the report's plots
 def test_a_cold_plan_goes_cold_before_each_statement(tmp_path: Path) -> None:
     out = run_plan(tmp_path, COLD)
     run = read_run(out)

@@ -7,6 +7,8 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from click.testing import CliRunner
 
 from tdebench.cli import main
@@ -93,6 +95,7 @@ def test_a_sqlite_database_larger_than_its_default_page_cache_does_not_fit(tmp_p
     assert "the data is larger than the engine's cache on sqlite" in report
 
 
+@pytest.mark.plots  # reads the report's plots
 def test_two_cache_sizes_report_the_overhead_at_each_and_draw_the_cost_curve(tmp_path: Path) -> None:
     out = _run_plan(tmp_path, SQLITE_PLAN.format(repetitions=2, encryptions='["none", "aes-256-cbc"]',
                                                  memory="memory_mb = [2, 64]", workload=POWER))

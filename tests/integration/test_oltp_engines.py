@@ -375,6 +375,7 @@ interval_s = 0.5
 '''
 
 
+@pytest.mark.plots  # reads the report's plots
 def test_the_cli_runs_oltp_and_reports_tpm_nopm_latency_and_throughput_over_time(tmp_path: Path,
                                                                                   data_dir: Path) -> None:
     (tmp_path / "plan.toml").write_text(PLAN)

@@ -317,7 +317,8 @@ def figure(spec: str) -> str:
         raise FigureError(f"{word} is a figure of the whole run: name no engine before it")
     if not _takes(word, args):
         takes = ("point, floor, median, layer, cipher, share or nothing" if word in HEADLINES
-                 else "CIPHER BYTES" if word == "raw" else "TEST STEP [METRIC] [SCALE] [point|floor|median]" if word == "cost"
+                 else "CIPHER BYTES" if word == "raw"
+                 else "TEST STEP [METRIC] [SCALE] [point|floor|median]" if word == "cost"
                  else "METHOD CIPHER [cpu]" if word == "sealed"
                  else "nothing")
         raise FigureError(f"{word} takes {takes} after it, not {' '.join(args) or 'nothing'}")
@@ -417,7 +418,8 @@ def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
     ("quick raw aes-256-gcm", "raw takes CIPHER BYTES after it, not aes-256-gcm"),
     ("at-rest mariadb power floor", "there is no placebo there"),
     ("quick raw aes-256-gcm 12345", "did not measure"),
-    ("quick sqlite aes-256-cbc cost", "cost takes TEST STEP [METRIC] [SCALE] [point|floor|median] after it, not nothing"),
+    ("quick sqlite aes-256-cbc cost",
+     "cost takes TEST STEP [METRIC] [SCALE] [point|floor|median] after it, not nothing"),
     ("quick sqlite aes-256-cbc cost power geomean elapsed_s 0.01 x", "cost takes TEST STEP [METRIC] [SCALE]"),
     ("quick sqlite aes-256-cbc cost power geomean nopm", "names 0 overheads"),
     ("quick sqlite aes-256-cbc cost power nothing", "names 0 overheads"),

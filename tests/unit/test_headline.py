@@ -121,6 +121,38 @@ def test_a_workload_with_timed_figures_of_its_own_leads_with_them_not_its_load(t
     assert re.search(r"costs \+3[1-4]\.\d%: aes-256-gcm \+3[1-4]\.\d% \[\+\d", sentence), sentence
 
 
+def test_every_engine_of_a_run_leads_with_the_same_figure_of_its_workload(tmp_path: Path) -> None:
+    """Like with like: DuckDB's and SQLite's backups both resolve, only SQLite's restore does (and
+    more narrowly than its backup); both engines' lines read the backup, not SQLite its restore."""
+    from tdebench.report.sections.headline import chosen_figures
+    from tdebench.results import Measurement, TrialKey, TrialOutcome
+    from tdebench.store import ResultStore
+
+    store = ResultStore(tmp_path)
+    store.start('name = "b"\nrepetitions = 3\n\n[[workloads]]\nname = "backup"\nscale = 0.01\n', {})
+    for repetition in (1, 2, 3):
+        for engine in ("duckdb", "sqlite"):
+            for encryption in ("none", "aes-256-cbc" if engine == "sqlite" else "aes-256-gcm"):
+                trial = TrialKey(engine, encryption, "backup", 0.01, repetition)
+                encrypted = encryption != "none"
+                spread = 1 / 100 if engine == "duckdb" else 4 / 100  # sqlite's backup: resolved, wider
+                backup = 1.3 * (1 + repetition * spread) if encrypted else 1.0
+                tight = 1.2 * (1 + repetition / 1000) if encrypted else 1.0  # sqlite's restore: the narrowest
+                noisy = 1 + (4 - repetition if encrypted else repetition) / 5  # duckdb's: ratios 2.0, 1.0, 0.5
+                store.append(Measurement(trial, "load", "total", {"elapsed_s": 2.0}))
+                store.append(Measurement(trial, "full", "backup", {"elapsed_s": 0.4 * backup}))
+                store.append(Measurement(trial, "full", "restore",
+                                         {"elapsed_s": 0.5 * (tight if engine == "sqlite" else noisy)}))
+                store.append(TrialOutcome(trial, "ok", "warm", False, 9.0))
+    run = read_run(tmp_path)
+    records = summary_records(run)
+    read = {config[0]: (figure.test, figure.steps) for config, figure, _, _ in chosen_figures(records)}
+    assert read == {"duckdb": ("full", ("backup",)), "sqlite": ("full", ("backup",))}, read
+    sentences = headline(run, records)
+    assert [s.split(" (")[0] for s in sentences[:2]] == ["duckdb · backup sf0.01 · full backup",
+                                                         "sqlite · backup sf0.01 · full backup"], sentences
+
+
 def test_a_figure_with_a_resolved_cost_leads_over_a_narrower_one_with_none(tmp_path: Path) -> None:
     """As in the io-bound example: SQLite's load within a few percent of none (the narrowest
     interval, no cost) and its power test +20% beyond the placebo's floor: the sentence, the

@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
 import signal
 from pathlib import Path
 
@@ -71,6 +72,43 @@ def test_build_writes_every_file_and_rebuilds_identically(built: tuple[Path, lis
     first = {path: path.read_bytes() for path in written}
     assert build(directory) == written
     assert {path: path.read_bytes() for path in written} == first  # a pure function of the raw data
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_a_report_without_plots_is_the_same_report_but_its_pictures_and_says_so(
+        built: tuple[Path, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """`tdebench report --no-plots` (or TDEBENCH_NO_PLOTS=1, which the integration tests set): every
+    CSV byte for byte, report.md line for line but its images and one line under the title that
+    says they were left out, no image in report.html, no plots/ written; a plot of an earlier build
+    is removed (report.md no longer shows it)."""
+    from click.testing import CliRunner
+
+    from tdebench.cli import main
+    from tdebench.report.sections.document import PLOTS_LEFT_OUT
+
+    directory, written = built
+    copy = tmp_path / "run"
+    shutil.copytree(directory, copy)
+    args = ["report", str(copy)] + (["--no-plots"] if how == "flag" else [])
+    if how == "environment":
+        monkeypatch.setenv("TDEBENCH_NO_PLOTS", "1")
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    assert not (copy / "plots").exists()
+    for path in written:
+        if path.suffix == ".csv":
+            assert (copy / path.name).read_bytes() == path.read_bytes(), path.name
+    with_plots = (directory / "report.md").read_text().splitlines()
+    without = (copy / "report.md").read_text().splitlines()
+    assert without[:4] == with_plots[:2] + [PLOTS_LEFT_OUT, ""]
+    pictures = [line for line in with_plots if line.startswith("![")]
+    assert len(pictures) == sum(path.suffix == ".png" for path in written)
+    assert without[:2] + without[4:] == [
+        line for index, line in enumerate(with_plots)
+        if not line.startswith("![") and not (index and with_plots[index - 1].startswith("!["))]
+    html = (copy / "report.html").read_text()
+    assert "data:image/png" not in html and PLOTS_LEFT_OUT in html
+    assert "data:image/png" in (directory / "report.html").read_text()
 
 
 def test_plots_drawn_by_worker_processes_are_those_drawn_here(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

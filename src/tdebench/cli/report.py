@@ -13,25 +13,32 @@ from tdebench.results import RunData
 from tdebench.store import MANIFEST, RESULTS, OutputError, read_run_torn
 
 
-def report_or_exit(run_dir: Path, run: RunData | None = None):
-    """Build the report of `run_dir` (a report.Built; `run`: the run in it, when read already); exit
-    2 if it cannot be written (no space left, …)."""
+def report_or_exit(run_dir: Path, run: RunData | None = None, plots: bool = True):
+    """Build the report of `run_dir` (a report.Built; `run`: the run in it, when read already; without
+    `plots`: --no-plots); exit 2 if it cannot be written (no space left, …)."""
     from tdebench import report
 
     try:
-        return report.build_report(run_dir, run)
+        return report.build_report(run_dir, run, plots=plots)
     except OutputError as exc:
         raise OutputError(f"{exc}; the raw records are kept: `tdebench report {run_dir}` writes the report later") \
             from None
 
 
+no_plots_option = click.option(
+    "--no-plots", is_flag=True, envvar="TDEBENCH_NO_PLOTS", show_envvar=True,
+    help="Write the report without its plots: its tables and text, in a fraction of the time (drawing the "
+         "plots is most of a report's); `tdebench report DIR` draws them later.")
+
+
 @click.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-def report_command(run_dir: Path) -> None:
+@no_plots_option
+def report_command(run_dir: Path, no_plots: bool) -> None:
     """Rebuild every derived file of RUN_DIR from its raw results.jsonl, plan.toml and environment.json.
     A half-written last line of results.jsonl (a run killed mid-write) is left out, with a
     warning naming it; a results.jsonl without a trial is exit 2."""
-    for path in report_or_exit(run_dir, run_or_exit(run_dir)).paths:
+    for path in report_or_exit(run_dir, run_or_exit(run_dir), plots=not no_plots).paths:
         out.print(str(path), highlight=False)
 
 

@@ -15,7 +15,7 @@ from tdebench.cli.console import err, plain, wrapped
 from tdebench.cli.places import Work, place
 from tdebench.cli.plans import default_plan, expected, plan_or_exit, plan_path
 from tdebench.cli.progress import ProgressBar
-from tdebench.cli.report import report_or_exit
+from tdebench.cli.report import no_plots_option, report_or_exit
 from tdebench.errors import InputError
 from tdebench.plan import Plan, PlanError, as_stored, parse_plan
 from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_run
@@ -54,9 +54,10 @@ from tdebench.store import PLAN, RESULTS, Cut, OutputError, ResultStore, read_ru
                    "--nthreads 1 --resources machine=1), a round of each comparison group on one host; or "
                    "local:N, N workers on this machine (testing only: their trials disturb each other). "
                    "--key-file, --data-dir and --work-dir are then paths on every worker. Needs tdebench[cluster].")
+@no_plots_option
 def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, data_dir: Path | None,
                 work_dir: Path | None, engines: tuple[str, ...], quiet: bool, force: bool, resume_dir: Path | None,
-                retry_failed: bool, owned: bool, cluster: str | None) -> None:
+                retry_failed: bool, owned: bool, cluster: str | None, no_plots: bool) -> None:
     """Run PLAN (a TOML file, or the name of a built-in plan such as servers; default: quick)
     and write its report to --out; or, with --resume DIR, finish the interrupted run in DIR.
 
@@ -79,7 +80,7 @@ def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, 
         if given:
             raise InputError(f"--resume continues the run in its directory with the plan stored there: "
                              f"leave out {', '.join(given)}")
-        _resume(resume_dir, key_file, data_dir, work_dir, quiet, retry_failed, cluster, owned)
+        _resume(resume_dir, key_file, data_dir, work_dir, quiet, retry_failed, cluster, owned, not no_plots)
     if retry_failed:
         raise InputError("--retry-failed runs the failed trials of an interrupted run again: use it with --resume DIR")
     if out_dir is None:
@@ -95,7 +96,7 @@ def run_command(plan: Path | None, out_dir: Path | None, key_file: Path | None, 
             store = ResultStore(out_dir)
             store.start(the_plan.as_run, where.environment())
             err.print(expected(the_plan), highlight=False, soft_wrap=True, markup=False)
-            _measure(out_dir, quiet, where.work(store))
+            _measure(out_dir, quiet, where.work(store), plots=not no_plots)
         finally:
             outdir.unlock(out_dir, out_lock)
 
@@ -118,7 +119,7 @@ def _only(the_plan: Plan, engines: tuple[str, ...], source: str) -> Plan:
 
 def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_dir: Path | None,
             quiet: bool, retry_failed: bool = False, cluster: str | None = None,
-            owned: bool = False) -> NoReturn:
+            owned: bool = False, plots: bool = True) -> NoReturn:
     """`run --resume DIR`: check the run in DIR and its plan, lock DIR, cut its results down to
     the complete trials, record the resume, and run the rest."""
     from tdebench.run import outdir
@@ -139,7 +140,7 @@ def _resume(directory: Path, key_file: Path | None, data_dir: Path | None, work_
             raise InputError(f"--resume {directory} is not writable: {exc.strerror}") from None
         try:  # the lock is held until the run has written its report
             cut = _cut(directory, the_plan, where.environment(), retry_failed)
-            _measure(directory, quiet, where.work(ResultStore(directory), resumed=cut))
+            _measure(directory, quiet, where.work(ResultStore(directory), resumed=cut), plots)
         finally:
             outdir.unlock(directory, resume_lock)
 
@@ -163,10 +164,10 @@ def _cut(directory: Path, the_plan: Plan, environment: dict, retry_failed: bool 
     return cut
 
 
-def _measure(out_dir: Path, quiet: bool, work: Work) -> NoReturn:
+def _measure(out_dir: Path, quiet: bool, work: Work, plots: bool = True) -> NoReturn:
     """Run the trials (`work`: a new run's, or the rest of a resumed one) into `out_dir` and report
-    them; exits 0 (all ok), 1 (a trial failed or a verdict was unexpected), 2 (no space left in
-    `out_dir`) or 130 (interrupted)."""
+    them (without plots: --no-plots); exits 0 (all ok), 1 (a trial failed or a verdict was
+    unexpected), 2 (no space left in `out_dir`) or 130 (interrupted)."""
     interrupted = threading.Event()
     runsetup.handle_interrupts(interrupted, lambda: err.print("[yellow]still cleaning up: servers, mounts, "
                                                               "workspaces…[/]"))
@@ -186,7 +187,7 @@ def _measure(out_dir: Path, quiet: bool, work: Work) -> NoReturn:
                   f"finished are in {out_dir / RESULTS}: tdebench report {out_dir} writes their report, "
                   f"tdebench run --resume {out_dir} finishes the run", highlight=False, soft_wrap=True)
         sys.exit(130)  # the program exits at once (cli.command), with no interpreter finalization
-    built = report_or_exit(out_dir)
+    built = report_or_exit(out_dir, plots=plots)
     _print_summary(summary, built.paths)
     if built.glance.lines:  # the report's first lines: what a reader came for
         err.print("In one minute:", highlight=False)

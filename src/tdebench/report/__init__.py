@@ -18,7 +18,7 @@ from pathlib import Path
 from tdebench.report.sections import answer
 from tdebench.report.sections.compare import COMPARE_HTML, COMPARE_MD, Comparison, document
 from tdebench.report.writers import csvfiles, html, markdown
-from tdebench.report.sections.document import CSV_FILES, assemble
+from tdebench.report.sections.document import CSV_FILES, assemble, without_plots
 from tdebench.report.sections.headline import Glance
 from tdebench.report.summaries.plots import Figure, draw_all
 from tdebench.report.data.records import summary_records
@@ -36,13 +36,15 @@ manifest lists; these names serve runs from before manifests (run/outdir.py)."""
 
 def _write_plots(report_dir: Path, figures: list[Figure]) -> list[Path]:
     """Plots for report.md; the plots of an earlier build (those its manifest lists, never
-    another file in plots/) are removed first."""
+    another file in plots/) are removed first, and plots/ with them when nothing is left in it."""
     plots_dir = report_dir / markdown.PLOTS_DIR
     for name in manifest(report_dir) or ():
         if name.startswith(f"{markdown.PLOTS_DIR}/"):
             (report_dir / name).unlink(missing_ok=True)
     if figures:
         plots_dir.mkdir(exist_ok=True)
+    elif plots_dir.is_dir() and not any(plots_dir.iterdir()):
+        plots_dir.rmdir()  # emptied of this report's plots (--no-plots): a file of the user's keeps it
     written = []
     for figure in figures:
         path = plots_dir / figure.name
@@ -60,28 +62,28 @@ class Built:
     answer: list[str]  # the answer table a line per encryption (answer.lines)
 
 
-def build(run_dir: Path) -> list[Path]:
+def build(run_dir: Path, plots: bool = True) -> list[Path]:
     """Read the run in `run_dir` and write the CSV files of its report's sources (summary.csv,
     queries.csv, verdicts.csv, resources.csv, and the CSV of each workload section the report
     has: crud.csv, oltp.csv, backups.csv, maintenance.csv, strength.csv; document.SOURCES),
     report.md (with plots/*.png) and a self-contained report.html into it. Returns the paths
-    written."""
-    return build_report(run_dir).paths
+    written. Without `plots`, none is drawn (document.without_plots) and plots/ is not written."""
+    return build_report(run_dir, plots=plots).paths
 
 
-def build_report(run_dir: Path, run: RunData | None = None) -> Built:
+def build_report(run_dir: Path, run: RunData | None = None, plots: bool = True) -> Built:
     """`build`, also returning the report's "In one minute" sentences; `run`: the run in `run_dir`
     when the caller has read it already."""
     run = run if run is not None else read_run(run_dir)
     with writing(run_dir):  # no space left, read-only: an OutputError that says so
-        return _write(run_dir, run)
+        return _write(run_dir, run, plots)
 
 
-def _write(run_dir: Path, run: RunData) -> Built:
+def _write(run_dir: Path, run: RunData, plots: bool) -> Built:
     """Every derived file, each named in the manifest before it is written: a write cut short
     (a full disk) leaves no file behind that `run --force` would not know to remove."""
     records = summary_records(run)
-    report = assemble(run, records)
+    report = assemble(run, records) if plots else without_plots(assemble(run, records))
     draw_all(report.figures)  # every plot at once, on every core: report.md's files, report.html's images
     csvs = [(table, run_dir / name) for name, table in report.csvs]  # only the sources the run has
     texts = [(run_dir / REPORT_MD, markdown.render(report)), (run_dir / REPORT_HTML, html.render(report))]

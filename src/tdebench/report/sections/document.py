@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tdebench.report.sections import answer, backup, core, crud, headline, layers, maintenance, oltp, strength
 from tdebench.report.summaries import findings, plots, tables
@@ -115,6 +115,7 @@ class Report:
     entries: tuple[Content, ...] = ()  # what each of SOURCES that applies to the run holds, in order
     headline_figure: plots.Figure | None = None  # the first picture: headline.panels as a forest plot
     answer: tables.Table | None = None  # after “In one minute”, before “In full”: report/sections/answer.py
+    plots_left_out: bool = False  # built without its plots (`without_plots`): the renderers say so under the title
 
     @property
     def headline(self) -> list[str]:
@@ -159,6 +160,19 @@ def assemble(run: RunData, records: list[SummaryRecord]) -> Report:
         headline_figure=plots.headline_plot(headline.panels(run, records, answer.integrity_marks(run))),
         answer=answer.answer_table(run, records),
     )
+
+
+def without_plots(report: Report) -> Report:
+    """`report` without its plots (`tdebench report --no-plots`): its tables and sentences alone, in a
+    fraction of the time (drawing the plots is most of a report's), saying under its title that
+    they were left out."""
+    entries = tuple(replace(content, blocks=tuple(replace(block, figures=()) for block in content.blocks))
+                    for content in report.entries)
+    return replace(report, entries=entries, headline_figure=None, plots_left_out=True)
+
+
+PLOTS_LEFT_OUT = "Plots left out (--no-plots): tdebench report on the run directory draws them."
+"""What a report built `without_plots` says under its title."""
 
 
 @dataclass(frozen=True)

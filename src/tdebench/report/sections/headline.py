@@ -6,8 +6,9 @@ on one figure kind per configuration, not whichever resolves first, so that line
 like with like: the first of the power test, the throughput test and the load that the run
 measured (a DBA asks what the queries cost and pays the load once; the load gets a panel of its
 own in the picture, never swapped in for the power test); for a workload with timed
-figures of its own, the best resolved of those (a backup's backups and restores, crud's and maintenance's
-operations, oltp's TPM and NOPM, where a cost is a drop), with the run's resolution
+figures of its own, one of those for every engine of the run, the one it resolves best (a backup's
+backups and restores, crud's and maintenance's operations, oltp's TPM and NOPM, where a cost is a
+drop: `_own_figures`), with the run's resolution
 (the placebo's noise floor) where the plan ran one, and the regime it was measured in: the data
 against the cache the engine really had (cache.regimes), since an encryption that more than
 doubles the time when every read decrypts a page again may cost nothing when the data fits. An
@@ -198,17 +199,37 @@ def chosen_figures(records: list[SummaryRecord]) -> list[Chosen]:
     and its placebo's record (None without one), in the report's order. The sentences and the
     headline picture both read these, so they cannot disagree."""
     floor_of = floors(records)
+    by_config = _figures_by_config(records)
+    own_choice = _own_figures(by_config, floor_of)
     chosen_ones = []
-    for config, by_figure in sorted(_figures_by_config(records).items()):
+    for config, by_figure in sorted(by_config.items()):
         own = {figure: chosen for figure, chosen in by_figure.items() if figure not in LABELLED}
-        if own:  # a backup plan is read for its backups, not for its TPC-H load: the best resolved of them
-            figure, chosen = min(own.items(), key=lambda item: (
-                not any(resolved(r, floor_of.get(r.cell.comparison)) for r in item[1]),
-                _width(item[1]), _order(item[0])))
+        if own:  # a backup plan is read for its backups, not for its TPC-H load: the workload's one figure
+            figure = own_choice[config[3]] if own_choice[config[3]] in own else min(own, key=_order)
         else:  # the first labelled figure in the declared order, not whichever resolves first: like with like
-            figure, chosen = min(by_figure.items(), key=lambda item: _order(item[0]))
+            figure = min(by_figure, key=_order)
+        chosen = by_figure[figure]
         chosen_ones.append((config, figure, chosen, floor_of.get(chosen[0].cell.comparison)))
     return chosen_ones
+
+
+def _own_figures(by_config: dict[tuple, dict[Headline, list[SummaryRecord]]],
+                 floor_of: dict[tuple, SummaryRecord]) -> dict[str, Headline]:
+    """Per workload with timed figures of its own, the one figure every engine's headline reads, so
+    that its lines and panels compare like with like (oltp's load NOPM on every engine, never one
+    engine's stress TPM beside the others' load): the figure the run resolves for the most
+    configurations, then the one with the narrowest intervals (the median of its configurations'
+    `_width`), then the declared order."""
+    found: dict[str, dict[Headline, list[tuple[bool, float]]]] = defaultdict(lambda: defaultdict(list))
+    for config, by_figure in by_config.items():
+        for figure, chosen in by_figure.items():
+            if figure not in LABELLED:
+                found[config[3]][figure].append(
+                    (any(resolved(r, floor_of.get(r.cell.comparison)) for r in chosen), _width(chosen)))
+    return {workload: min(figures, key=lambda figure: (-sum(ok for ok, _ in figures[figure]),
+                                                       statistics.median(width for _, width in figures[figure]),
+                                                       _order(figure)))
+            for workload, figures in found.items()}
 
 
 def _load_figures(records: list[SummaryRecord]) -> list[Chosen]:

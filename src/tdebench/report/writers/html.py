@@ -8,7 +8,7 @@ from typing import Any
 
 import jinja2
 
-from tdebench.report.sections.document import CompareReport, Report
+from tdebench.report.sections.document import PLOTS_LEFT_OUT, CompareReport, Report
 
 TEMPLATE, COMPARE_TEMPLATE = "report.html.j2", "compare.html.j2"
 
@@ -25,7 +25,7 @@ def render_template(name: str, **context: Any) -> str:
 
 
 def render(report: Report) -> str:
-    return render_template(TEMPLATE, report=report)
+    return render_template(TEMPLATE, report=report, plots_left_out_text=PLOTS_LEFT_OUT)
 
 
 def render_comparison(report: CompareReport) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tdebench.report.sections.document import FINDINGS, CompareReport, Report, Section
+from tdebench.report.sections.document import FINDINGS, PLOTS_LEFT_OUT, CompareReport, Report, Section
 from tdebench.report.summaries.plots import Figure
 from tdebench.report.sections import Bullets, Paragraph, Piece
 from tdebench.report.summaries.tables import Table
@@ -71,6 +71,8 @@ def contents(report: Report) -> list[str]:
 
 def render(report: Report) -> str:
     lines = [f"# {escape(report.title)}", ""]
+    if report.plots_left_out:
+        lines += [escape(PLOTS_LEFT_OUT), ""]
     if report.headline_figure:
         lines += figure(report.headline_figure)
     if report.headline:
