@@ -7,7 +7,6 @@ engine and encryption for real) and `integration` (tests/integration: the CLI en
 
 from __future__ import annotations
 
-import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,18 +82,10 @@ def _reports_without_plots(request: pytest.FixtureRequest) -> Iterator[None]:
     its environment variable): drawing them is most of a report's time, and most tests read the
     report's tables and files, not its pictures. A test that reads them is marked `plots`
     (`_plots_where_read`). scripts/test.sh runs the unit tier in a session of its own."""
-    if not any(item.get_closest_marker("integration") for item in request.session.items):
+    with pytest.MonkeyPatch.context() as patch:  # what monkeypatch does for a test, for the session
+        if any(item.get_closest_marker("integration") for item in request.session.items):
+            patch.setenv(NO_PLOTS, "1")
         yield
-        return
-    before = os.environ.get(NO_PLOTS)
-    os.environ[NO_PLOTS] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(NO_PLOTS, None)
-        else:
-            os.environ[NO_PLOTS] = before
 
 
 @pytest.fixture(autouse=True)
