@@ -10,7 +10,10 @@ DuckDB database (no encryption) as a trial does, at DuckDB's default limit, and 
 loads a fresh database at that limit. It prints, per limit, the data ÷ limit, whether the load
 ran, and the queries that ran out of memory; then the least limit at which everything ran.
 
-    .venv/bin/python bench/duckdb_memory_floor.py [--scale 0.1] [--memory-mb 15 20 30 40 48]
+    .venv/bin/python bench/duckdb_memory_floor.py [--scale 0.1] [--memory-mb 15 20 30 40 48] [--keys none]
+
+`--keys none` loads without primary keys (TPC-H's `keys` plan setting): DuckDB builds a key's ART
+index in memory, which is what ran out of memory first in the loads at SF 0.3 and SF 1.
 
 Tiny, for CI: --scale 0.01 --memory-mb 4 64.
 """
@@ -27,7 +30,7 @@ from tdebench.engines import NONE, get_engine
 from tdebench.engines.duckdb import DuckDBDatabase
 from tdebench.report.data.units import MIB
 from tdebench.store import ResultStore
-from tdebench.workloads.tpch import TpchWorkload
+from tdebench.workloads.tpch import TpchWorkload, schema
 from tdebench.workloads.tpch.queries import query
 from tdebench.workloads.tpch.streams import POWER_ORDER
 
@@ -64,8 +67,9 @@ def failed_queries(root: Path, memory_mb: int) -> list[int]:
     return failed
 
 
-def loads(root: Path, memory_mb: int, scale: float, data_dir: Path, seed: int) -> bool:
-    """Whether a fresh database in `root` loads TPC-H at `scale` with `memory_mb` as its limit."""
+def loads(root: Path, memory_mb: int, scale: float, data_dir: Path, seed: int, keys: str) -> bool:
+    """Whether a fresh database in `root` loads TPC-H at `scale` (primary keys as `keys` says)
+    with `memory_mb` as its limit."""
     engine = get_engine("duckdb", memory_mb=memory_mb)
     database = engine.provision(root, NONE, None)
     store = ResultStore(root / "out")
@@ -74,7 +78,8 @@ def loads(root: Path, memory_mb: int, scale: float, data_dir: Path, seed: int) -
         database.create()
         conn = database.connect()
         try:
-            TpchWorkload().load(tpch_context(engine, database, store, scale, data_dir, seed), conn)
+            TpchWorkload().load(tpch_context(engine, database, store, scale, data_dir, seed, options={"keys": keys}),
+                                conn)
         finally:
             conn.close()
     except Exception as exc:
@@ -90,25 +95,28 @@ def main() -> None:
     parser = data_arguments(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--memory-mb", type=int, nargs="+", default=[15, 20, 30, 40, 48])
+    parser.add_argument("--keys", choices=schema.KEYS, default="default",
+                        help="TPC-H's primary keys: as DuckDB's layout has them, or none")
     args = parser.parse_args()
     import duckdb
 
     with tempfile.TemporaryDirectory(prefix="tdebench-bench-") as tmp:
         root = Path(tmp)
-        _, ctx, conn = loaded_duckdb(root, args.scale, args.data_dir, args.seed)
+        _, ctx, conn = loaded_duckdb(root, args.scale, args.data_dir, args.seed, options={"keys": args.keys})
         conn.close()
         database = ctx.database
         assert isinstance(database, DuckDBDatabase)
         database.close()
         data_mib = database.data_bytes() / MIB
-        print(f"DuckDB {duckdb.__version__}, TPC-H SF {args.scale:g}: {data_mib:.1f} MiB of tables and indexes "
+        print(f"DuckDB {duckdb.__version__}, TPC-H SF {args.scale:g}"
+              f"{', no primary keys' if args.keys == 'none' else ''}: {data_mib:.1f} MiB of tables and indexes "
               "after the load (loaded at DuckDB's default memory_limit)")
         print(f"{'memory_limit':>12}  {'data ÷ limit':>12}  {'the load':>15}  the power test's queries out of memory")
         whole = []
         for memory_mb in sorted(args.memory_mb):
             failed = failed_queries(root, memory_mb)
             (root / f"load-{memory_mb}").mkdir()
-            loaded = loads(root / f"load-{memory_mb}", memory_mb, args.scale, args.data_dir, args.seed)
+            loaded = loads(root / f"load-{memory_mb}", memory_mb, args.scale, args.data_dir, args.seed, args.keys)
             print(f"{memory_mb:>9} MB  {data_mib / memory_mb:>11.1f}×  "
                   f"{'ran' if loaded else 'out of memory':>15}  {', '.join(map(str, failed)) or 'none'}")
             if loaded and not failed:

@@ -100,10 +100,11 @@ def data_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def loaded_duckdb(root: Path, scale: float, data_dir: Path, seed: int,
-                  memory_mb: int | None = None) -> tuple[TpchWorkload, RunContext, Connection]:
-    """A DuckDB database (no encryption) in `root`/db loaded with TPC-H at `scale`, its context
-    recording into `root`/out, and the open connection the power test runs on."""
+def loaded_duckdb(root: Path, scale: float, data_dir: Path, seed: int, memory_mb: int | None = None,
+                  options: Mapping[str, Any] | None = None) -> tuple[TpchWorkload, RunContext, Connection]:
+    """A DuckDB database (no encryption) in `root`/db loaded with TPC-H at `scale` (the workload's
+    `options`, e.g. keys), its context recording into `root`/out, and the open connection the
+    power test runs on."""
     engine = get_engine("duckdb", memory_mb=memory_mb)
     workload = TpchWorkload()
     workload.prepare(scale, data_dir, seed)
@@ -112,7 +113,7 @@ def loaded_duckdb(root: Path, scale: float, data_dir: Path, seed: int,
     database.create()
     store = ResultStore(root / "out")
     store.start("name = 'bench'\n", {})
-    ctx = tpch_context(engine, database, store, scale, data_dir, seed)
+    ctx = tpch_context(engine, database, store, scale, data_dir, seed, options=options)
     conn = database.connect()
     workload.load(ctx, conn)
     return workload, ctx, conn

@@ -66,7 +66,7 @@ def _one_round(name: str) -> str:
     for pattern, replacement in ((r"(?m)^repetitions = \d+", "repetitions = 1"), (r"(?m)^warmups = \d+", "warmups = 0"),
                                  (r"(?m)^placebo = true", "placebo = false"), (r"(?m)^passes = \d+", "passes = 1"),
                                  (r"(?m)^(target_ci_pct|target_tests|max_minutes) = .*$", ""),
-                                 (r"(?m)^scale = 0\.1$", "scale = 0.01")):
+                                 (r"(?m)^scale = (0\.1|1)$", "scale = 0.01")):
         text = re.sub(pattern, replacement, text)
     return text
 
@@ -110,6 +110,7 @@ def test_the_assess_plan_fills_every_column_of_every_row(tmp_path: Path, engine:
         assert found["aes-256-gcm"]["advice"].startswith("recommended")
         assert "tag detects" in found["aes-256-gcm"]["integrity"]
         assert found["aes-256-gcm-plaintemp"]["temp"].startswith("plaintext (")
+        assert "no primary keys" in found["aes-256-gcm"]["cost"]  # the plan's keys = "none", named beside the cost
     report = (out / "report.md").read_text()
     table = report[report.index("**The answer:**"):report.index("**In full:**")]
     assert f"| {engine} | aes-256-" in table

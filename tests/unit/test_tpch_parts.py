@@ -3,6 +3,7 @@ files, each part a step of its own, and every load figure still the sum of its p
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -129,3 +130,17 @@ def test_the_load_gathers_planner_statistics_as_asked_and_its_record_says_which(
     assert any(s.startswith("ANALYZE") for s in loads.statements) == analyzed
     assert loads.notes["indexes"] == note
     assert loads.notes["total"] is None  # the note belongs to the step that gathers them
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "sqlite", "mysql", "postgres"])
+def test_keys_none_leaves_every_primary_key_out_and_the_record_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dialect: str) -> None:
+    kept, _ = load(tmp_path, monkeypatch, 0, dialect)
+    assert any("PRIMARY KEY" in s for s in kept.statements)  # inline or after the load
+    loads, _ = load(tmp_path, monkeypatch, 0, dialect, keys="none")
+    assert not any("PRIMARY KEY" in s for s in loads.statements)
+    assert loads.notes["indexes"].endswith(", no primary keys")
+    assert not kept.notes["indexes"].endswith("primary keys")
+    # the rest of the layout is the engine's: its tables, secondary indexes and statistics as before
+    assert loads.statements == [re.sub(r",\n    PRIMARY KEY \([^)]*\)", "", s) for s in kept.statements
+                                if not s.startswith("ALTER TABLE") or "PRIMARY KEY" not in s]

@@ -55,6 +55,7 @@ class Layout:
     keys_after_load: bool
     analyze: bool
     secondary_indexes: bool
+    primary_keys: bool = True  # False: the tables get none, inline or after the load
 
 
 def layout(name: str, departures: Mapping[str, Departure], schema: str) -> Layout:
@@ -72,7 +73,7 @@ def create_tables(tables: Iterable[Table], layout: Layout) -> list[str]:
     for table in tables:
         lines = [f"    {c.name} {spec.column_type(c.kind, c.length)}{'' if c.nullable else ' NOT NULL'}"
                  for c in table.columns]
-        if table.primary_key and not layout.keys_after_load:
+        if table.primary_key and layout.primary_keys and not layout.keys_after_load:
             lines.append(f"    PRIMARY KEY ({', '.join(table.primary_key)})")
         options = f" {spec.table_options}" if spec.table_options else ""
         statements.append(f"CREATE TABLE {table.name} (\n" + ",\n".join(lines) + "\n)" + options)
@@ -82,7 +83,7 @@ def create_tables(tables: Iterable[Table], layout: Layout) -> list[str]:
 def after_load(tables: Sequence[Table], layout: Layout, indexes: Iterable[str]) -> list[str]:
     """What follows the load: deferred primary keys, the secondary `indexes` (CREATE INDEX
     statements) where the layout builds them, and planner statistics."""
-    statements = add_primary_keys(tables) if layout.keys_after_load else []
+    statements = add_primary_keys(tables) if layout.keys_after_load and layout.primary_keys else []
     statements += list(indexes) if layout.secondary_indexes else []
     analyze = layout.dialect.analyze([t.name for t in tables]) if layout.analyze else ""
     return statements + ([analyze] if analyze else [])

@@ -106,9 +106,10 @@ _DEPARTURES: dict[str, ddl.Departure] = {
 DIALECTS: tuple[str, ...] = tuple(dialects.DIALECTS)
 
 
-def create_tables(dialect: str) -> list[str]:
-    """CREATE TABLE statements in load order (primary keys inline where the dialect wants)."""
-    return ddl.create_tables(SCHEMA, ddl.layout(dialect, _DEPARTURES, "TPC-H"))
+def create_tables(dialect: str, keys: str = "default") -> list[str]:
+    """CREATE TABLE statements in load order (primary keys inline where the dialect wants; none
+    with `keys` "none")."""
+    return ddl.create_tables(SCHEMA, _layout(dialect, "default", keys))
 
 
 # The plan's `statistics` for TPC-H: as the dialect's layout above has it, or ANALYZE after
@@ -116,26 +117,36 @@ def create_tables(dialect: str) -> list[str]:
 # statistics, other plans, other pages read and decrypted.
 STATISTICS = ("default", "analyze", "none")
 
+# The plan's `keys` for TPC-H: the primary keys as the dialect's layout has them, or none. DuckDB
+# builds a key's ART index in memory: at SF 1 and a 64 MB memory_limit its load runs out of memory
+# with them (546 MiB of tables and indexes) and runs without (264 MiB, 4.1x the limit), and none of
+# its hash-join plans reads them (bench/duckdb_memory_floor.py --keys none).
+KEYS = ("default", "none")
 
-def _layout(dialect: str, statistics: str) -> ddl.Layout:
+
+def _layout(dialect: str, statistics: str, keys: str = "default") -> ddl.Layout:
     found = ddl.layout(dialect, _DEPARTURES, "TPC-H")
+    found = found if keys == "default" else replace(found, primary_keys=False)
     return found if statistics == "default" else replace(found, analyze=statistics == "analyze")
 
 
-def create_indexes(dialect: str, statistics: str = "default") -> list[str]:
-    """What to build after the load: primary keys (where deferred), foreign-key indexes and
-    planner statistics (`statistics`: one of STATISTICS)."""
+def create_indexes(dialect: str, statistics: str = "default", keys: str = "default") -> list[str]:
+    """What to build after the load: primary keys (where deferred; none with `keys` "none"),
+    foreign-key indexes and planner statistics (`statistics`: one of STATISTICS)."""
     indexes = [f"CREATE INDEX {table}_{'_'.join(columns)} ON {table} ({', '.join(columns)})"
                for table, columns in FOREIGN_KEY_INDEXES]
-    return ddl.after_load(SCHEMA, _layout(dialect, statistics), indexes)
+    return ddl.after_load(SCHEMA, _layout(dialect, statistics, keys), indexes)
 
 
-def statistics_note(dialect: str, statistics: str = "default") -> str:
+def statistics_note(dialect: str, statistics: str = "default", keys: str = "default") -> str:
     """What the planner knew of the loaded data, as the load's `indexes` record says it (the
-    report names it beside the cost: a query's plan, and so its cost, moves with it)."""
-    layout = _layout(dialect, statistics)
+    report names it beside the cost: a query's plan, and so its cost, moves with it), and that
+    the tables had no primary keys where `keys` left them out."""
+    layout = _layout(dialect, statistics, keys)
     if not layout.analyze:
-        return "no ANALYZE after the load"
-    if not layout.dialect.analyze(["lineitem"]):
-        return "the engine's own statistics"
-    return "ANALYZE after the load"
+        said = "no ANALYZE after the load"
+    elif not layout.dialect.analyze(["lineitem"]):
+        said = "the engine's own statistics"
+    else:
+        said = "ANALYZE after the load"
+    return said if layout.primary_keys else f"{said}, no primary keys"

@@ -65,6 +65,10 @@ class TpchWorkload(Workload):
                                         "(\"default\": ANALYZE everywhere but SQLite, whose TPC-H plans it made "
                                         "slower), \"analyze\" or \"none\"; the report names which beside the cost",
                              choices=schema.STATISTICS),
+        "keys": Option("default", "primary keys: as the engine's layout has them (\"default\") or \"none\" (DuckDB "
+                                  "builds a key's index in memory, so its load cannot run with the data far past "
+                                  "its memory_limit with them); the report names which beside the cost",
+                       choices=schema.KEYS),
     }
 
     @classmethod
@@ -93,7 +97,8 @@ class TpchWorkload(Workload):
         part_rows = int(ctx.options.get("load_part_rows", 0))
         # cached by prepare() (the parts by the first load that takes them): untimed either way
         files = data.parts(data.generate(ctx.scale, ctx.data_dir), part_rows)
-        for statement in schema.create_tables(ctx.dialect):
+        keys = str(ctx.options.get("keys", "default"))
+        for statement in schema.create_tables(ctx.dialect, keys):
             conn.execute(statement)
         for table in schema.SCHEMA:
             if table.name in schema.SENSITIVE:  # a no-op unless the encryption is column-level
@@ -106,11 +111,11 @@ class TpchWorkload(Workload):
             add_metrics(tables, loaded)
             yield
         statistics = str(ctx.options.get("statistics", "default"))
-        statements = schema.create_indexes(ctx.dialect, statistics)
+        statements = schema.create_indexes(ctx.dialect, statistics, keys)
         indexes = yield from _in_turns(ctx, [functools.partial(conn.execute, s) for s in statements]
                                        if part_rows and statements else [lambda: [conn.execute(s) for s in statements]])
         ctx.recorder.record("load", "tables", tables)
-        ctx.recorder.record("load", "indexes", indexes, note=schema.statistics_note(ctx.dialect, statistics))
+        ctx.recorder.record("load", "indexes", indexes, note=schema.statistics_note(ctx.dialect, statistics, keys))
         ctx.recorder.record("load", "total", add_metrics(dict(tables), indexes))
 
     def plant_canaries(self, ctx: RunContext, conn: Connection, canaries: Sequence[str]) -> bool:
