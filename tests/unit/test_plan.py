@@ -214,7 +214,7 @@ def test_a_workloads_own_options_are_checked_typed_and_defaulted(monkeypatch: py
             parse_plan(base + bad + "\n", "p.toml")
         assert info.value.line == len((base + bad).splitlines())
     with pytest.raises(PlanError,
-                       match="unknown key 'virtual_users'.*valid: load_part_rows, memory_mb, name, passes, "
+                       match="unknown key 'virtual_users'.*valid: keys, load_part_rows, memory_mb, name, passes, "
                              "query_timeout_s"):
         parse_plan(EXAMPLE_PLAN + "virtual_users = 8\n")
 
