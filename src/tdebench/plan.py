@@ -811,6 +811,8 @@ class Checker:
         value = table.get(key, default)
         if value is None:
             raise self.error(f"missing {key}; valid: {', '.join(valid)}", "[[")
+        if isinstance(value, int) and not isinstance(value, bool) and str(value) in valid:
+            value = str(value)  # a count among the choices (threads = 2), written as a number
         if value not in valid:
             raise self.error(f"unknown {key} {shown(value)}; valid: {', '.join(valid)}", str(value), key)
         return str(value)  # one of `valid`: already a str

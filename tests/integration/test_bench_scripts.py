@@ -133,8 +133,10 @@ def test_load_parts_prints_each_grains_spread_and_floor_for_the_load_and_lineite
 
 
 def test_duckdb_memory_floor_prints_each_limit_with_its_load_and_failed_queries() -> None:
-    out = run("duckdb_memory_floor.py", "--scale", "0.01", "--memory-mb", "4", "64")
-    assert re.search(r"^DuckDB [\d.]+, TPC-H SF 0\.01: \d+\.\d MiB of tables and indexes", out, re.M), out
+    out = run("duckdb_memory_floor.py", "--scale", "0.01", "--memory-mb", "4", "64", "--keys", "none", "--threads", "1")
+    assert re.search(r"^DuckDB [\d.]+, TPC-H SF 0\.01, no primary keys: \d+\.\d MiB of tables and indexes", out,
+                     re.M), out
+    assert "the limited databases: 1 thread(s)" in out, out
     rows = re.findall(r"^ +(\d+) MB +\d+\.\d× +(ran|out of memory) +(.+)$", out, re.M)
     assert [row[0] for row in rows] == ["4", "64"], out
     assert rows[0][1:] != ("ran", "none"), out  # 4 MB is far below what DuckDB needs: something runs out

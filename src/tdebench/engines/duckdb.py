@@ -47,6 +47,12 @@ _TAG_BYTES = 16  # GCM's tag after each encrypted log entry (none under CTR)
 _CIPHERS = {"aes-256-gcm": "GCM", "aes-256-ctr": "CTR"}
 _ALIAS = "db"
 ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH = "default", "flush"  # the plan's allocator values
+THREADS_DEFAULT = "default"
+THREADS = (THREADS_DEFAULT, "1", "2", "4", "8", "16", "32", "64")
+"""The plan's threads: DuckDB's own (a thread per core) or this many. Each thread takes memory of its
+own, so a small memory_limit holds on a host with more cores only with the threads fixed: TPC-H SF 1
+without keys at 64 MB ran every query with 2 threads, and ran query 21 (once 9 and 21) out of memory
+with 4, eight to ten queries with 16 (DuckDB 1.5.5, bench/duckdb_memory_floor.py --threads, 2026-12-07)."""
 _FLUSH_EVERY_TASK: "Config" = {"allocator_flush_threshold": "0 bytes",
                                "allocator_bulk_deallocation_flush_threshold": "0 bytes"}
 """allocator = "flush": DuckDB gives the memory a task freed back to the kernel when the task ends
@@ -105,6 +111,7 @@ class DuckDBConnection:
 class DuckDBDatabase(Database, Reencrypts, Backups):
     memory_mb: int | None = None  # DuckDB's memory_limit in MiB; None: DuckDB's default (80% of RAM)
     allocator: str = ALLOCATOR_DEFAULT  # the plan's allocator: ALLOCATOR_FLUSH returns freed memory after each task
+    threads: str = THREADS_DEFAULT  # the plan's threads (THREADS): DuckDB's own, or this many
     path: Path = field(init=False)
     _instance: Any = field(default=None, init=False, repr=False)
     _open: int = field(default=0, init=False, repr=False)
@@ -170,13 +177,14 @@ class DuckDBDatabase(Database, Reencrypts, Backups):
         workspace (inside the at-rest scan) and encrypted where the encryption claims them (set
         here, before anything spills: DuckDB refuses to change it while temp files exist), and
         the plan's memory_mb as memory_limit (MiB, as the servers count it; what does not fit
-        spills), and the plan's allocator (_FLUSH_EVERY_TASK)."""
+        spills), and the plan's allocator (_FLUSH_EVERY_TASK) and threads."""
         from tdebench.engines.duckdb_extensions import OFFLINE
 
         memory: Config = {} if self.memory_mb is None else {"memory_limit": f"{self.memory_mb}MiB"}
         flush = _FLUSH_EVERY_TASK if self.allocator == ALLOCATOR_FLUSH else {}
+        threads: Config = {} if self.threads == THREADS_DEFAULT else {"threads": int(self.threads)}
         return {**OFFLINE, "temp_directory": str(self.temp_directory), "temp_file_encryption": self._temp_encrypted,
-                **memory, **flush}
+                **memory, **flush, **threads}
 
     def encryption_state(self) -> str:
         """What DuckDB says: whether the attached database is encrypted and with which cipher, and
@@ -412,8 +420,9 @@ class DuckDBEngine(Engine):
     name = "duckdb"
     dialect = "duckdb"
     capabilities = Capabilities(embedded=True, concurrent_streams=True)
-    # allocator = "flush": freed memory back to the kernel after every task (_FLUSH_EVERY_TASK)
-    settings = {"allocator": (ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH)}
+    # allocator = "flush": freed memory back to the kernel after every task (_FLUSH_EVERY_TASK);
+    # threads = 2: that many threads, not one per core (THREADS)
+    settings = {"allocator": (ALLOCATOR_DEFAULT, ALLOCATOR_FLUSH), "threads": THREADS}
     memory_use = ("memory_limit (its buffer manager: data pages, hash tables, sorts; what does not fit "
                   "spills to temp files in the workspace); without it DuckDB's default, 80% of RAM")
     default_cache_share = DEFAULT_MEMORY_SHARE
@@ -459,7 +468,7 @@ class DuckDBEngine(Engine):
 
     def provision_native(self, workspace: Path, encryption: Encryption, key: Secret | None) -> Database:
         return DuckDBDatabase(workspace=workspace, encryption=encryption, key=key, memory_mb=self.memory_mb,
-                              allocator=self.setting["allocator"])
+                              allocator=self.setting["allocator"], threads=self.setting["threads"])
 
 
 def _scrubbed(exc: Exception, *keys: Secret | None) -> str:
