@@ -23,49 +23,41 @@ allocator = "flush"
 name = "tpch"
 scale = 0.01
 '''
-ASK = ("SELECT current_setting('allocator_flush_threshold'), "
-       "current_setting('allocator_bulk_deallocation_flush_threshold')")
 
 
-def _thresholds(settings: dict[str, str], workspace: Path) -> tuple[str, str]:
+def _current(settings: dict[str, str], workspace: Path, *names: str) -> tuple[str, ...]:
+    """What DuckDB says its settings `names` are in the instance a database of `settings` opens."""
     database = get_engine("duckdb", settings=settings).provision(workspace, NONE, None)
     conn = database.connect()
     try:
-        ((flush, bulk),) = conn.execute(ASK)
+        (found,) = conn.execute("SELECT " + ", ".join(f"current_setting('{name}')" for name in names))
     finally:
         conn.close()
-    return flush, bulk
+    return tuple(str(value) for value in found)
+
+
+THRESHOLDS = ("allocator_flush_threshold", "allocator_bulk_deallocation_flush_threshold")
 
 
 def test_flush_reaches_the_duckdb_instance_and_the_default_keeps_duckdbs_thresholds(tmp_path: Path) -> None:
     choice = parse_plan(PLAN).engines[0]
     assert choice.settings == (("allocator", "flush"),)
-    assert _thresholds(dict(choice.settings), tmp_path / "flush") == ("0 bytes", "0 bytes")
-    assert _thresholds({}, tmp_path / "default") == ("128.0 MiB", "512.0 MiB")  # DuckDB 1.5's own
-
-
-def _threads(settings: dict[str, str], workspace: Path) -> int:
-    database = get_engine("duckdb", settings=settings).provision(workspace, NONE, None)
-    conn = database.connect()
-    try:
-        ((threads,),) = conn.execute("SELECT current_setting('threads')")
-    finally:
-        conn.close()
-    return int(threads)
+    assert _current(dict(choice.settings), tmp_path / "flush", *THRESHOLDS) == ("0 bytes", "0 bytes")
+    assert _current({}, tmp_path / "default", *THRESHOLDS) == ("128.0 MiB", "512.0 MiB")  # DuckDB 1.5's own
 
 
 def test_threads_reach_the_duckdb_instance_and_the_default_keeps_one_per_core(tmp_path: Path) -> None:
     plan = PLAN.replace('allocator = "flush"', "threads = 1")
     choice = parse_plan(plan).engines[0]
     assert choice.settings == (("threads", "1"),)  # the number as its choice
-    assert _threads(dict(choice.settings), tmp_path / "one") == 1
+    assert _current(dict(choice.settings), tmp_path / "one", "threads") == ("1",)
     assert parse_plan(plan.replace("threads = 1", 'threads = "1"')).engines[0].settings == (("threads", "1"),)
     own = duckdb.connect(":memory:")
     try:
         ((cores,),) = own.execute("SELECT current_setting('threads')").fetchall()  # DuckDB's own: a thread per core
     finally:
         own.close()
-    assert _threads({}, tmp_path / "default") == int(cores)
+    assert _current({}, tmp_path / "default", "threads") == (str(cores),)
 
 
 @pytest.mark.parametrize(("given", "bad", "choices"), [
