@@ -17,7 +17,7 @@ from fake_clock import FakeClock
 from tdebench.plan import EngineChoice, Plan, WorkloadSpec
 from tdebench.report.data import units
 from tdebench.report.sections import answer
-from tdebench.report.summaries import cache, plots
+from tdebench.report.summaries import cache, plots, resources
 from tdebench.report.data.records import summary_records
 from tdebench.run.runner import Runner
 from tdebench.results import FORMAT, Measurement, RunData, TrialKey, TrialOutcome, from_json, to_json, upgrade
@@ -120,7 +120,62 @@ def test_an_encryption_is_compared_with_none_at_the_same_memory(two_memories: Pa
     text = (tmp_path / "report.md").read_text()
     assert "- duckdb 4 MB aes-256-gcm (3 rounds): power test +9." in text
     assert "- duckdb 64 MB aes-256-gcm (3 rounds): power test +3." in text
-    assert (tmp_path / "plots" / "overhead-duckdb_4_MB-tpch-sf0.01.png").is_file()
+    assert (tmp_path / "plots" / "overhead-duckdb-tpch-sf0.01.png").is_file()
+
+
+def _built(figure: plots.Figure):
+    """The Matplotlib figure behind `figure` (`plots.later`), built but not drawn."""
+    build, args = figure.draw.args
+    return build(*args)
+
+
+def _rows(axes) -> list[str]:
+    """An axes' row labels, top to bottom."""
+    labels = [(tick.get_position()[1], tick.get_text()) for tick in axes.get_yticklabels()]
+    top_down = sorted(labels, reverse=not axes.yaxis_inverted())
+    return [text for _, text in top_down]
+
+
+def test_an_engine_at_two_memories_gets_one_figure_of_each_kind_its_rows_by_cache_size(two_memories: Path) -> None:
+    """The per-query heat map, the resource view and the overhead plot show an engine's cache
+    sizes in one figure, the largest on top, each row named by its size, not a figure per size;
+    the lines over time stay one figure per size (a size's trials ran apart)."""
+    names = sorted(path.name for path in (two_memories / "plots").iterdir() if "duckdb" in path.name)
+    assert names == ["cost-curve-duckdb--tpch-sf0.01.png", "overhead-duckdb-tpch-sf0.01.png",
+                     "queries-duckdb-tpch-sf0.01-power.png", "queries-duckdb-tpch-sf0.01-throughput.png",
+                     "resource-view-duckdb-tpch-sf0.01.png", "resources-duckdb_4_MB-tpch-sf0.01.png",
+                     "resources-duckdb_64_MB-tpch-sf0.01.png"]
+    run = read_run(two_memories)
+    records = summary_records(run)
+    heat_map = next(f for f in plots.query_plots(records) if f.name == "queries-duckdb-tpch-sf0.01-power.png")
+    axes = _built(heat_map).axes[0]
+    rows = _rows(axes)
+    assert [row.split(" · ")[0] for row in rows] == ["64 MB"] * 3 + ["4 MB"] * 3
+    assert sorted(row.split(" · ")[1] for row in rows[:3]) == ["aes-256-ctr", "aes-256-gcm", "placebo"]
+    assert "none's median under each query, its range over the cache sizes" in axes.get_title()
+    used = resources.cpu_rows(run, records)
+    view = next(f for f in resources.resource_view(used) if "duckdb" in f.name)
+    cpu = _built(view).axes[0]
+    assert [row.split(" · ")[0] for row in _rows(cpu)] == ["64 MB"] * 4 + ["4 MB"] * 4
+    assert _rows(cpu)[0] == "64 MB · none"
+
+
+def test_an_overhead_plot_leaves_to_the_cost_curve_the_figures_it_draws_at_every_size(two_memories: Path) -> None:
+    """A headline figure the cost curve draws against data ÷ cache is not drawn again a size at a
+    time: the overhead plot keeps the others (the database size), each row with its size's floor."""
+    run = read_run(two_memories)
+    records = summary_records(run)
+    ratios = {config: regime.ratio for config, regime in cache.regimes(run).items()}
+    drawn = plots.curved(records, ratios)
+    assert ("duckdb", "", "tpch", 0.01, "power geomean") in drawn
+    everything = next(f for f in plots.overhead_plots(records) if "duckdb" in f.name)
+    left = next(f for f in plots.overhead_plots(records, drawn) if "duckdb" in f.name)
+    titles = [[axes.get_title().split("\n")[0] for axes in _built(figure).axes if axes.get_visible()]
+              for figure in (everything, left)]
+    assert "power geomean" in titles[0] and "power geomean" not in titles[1]
+    assert titles[1] and set(titles[1]) < set(titles[0])
+    rows = _rows(_built(left).axes[0])
+    assert [row.split(" · ")[0] for row in rows] == ["64 MB"] * 2 + ["4 MB"] * 2  # the placebo is the band
 
 
 def test_a_run_without_memory_has_no_memory_column(tmp_path: Path) -> None:

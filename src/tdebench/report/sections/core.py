@@ -63,17 +63,23 @@ def failures(run: RunData, records: list[SummaryRecord]) -> Content | None:
     return _one(table.title, (Part(table),)) if table.rows else None
 
 
+def _ratios(run: RunData) -> dict[plots.Config, float]:
+    """Data ÷ cache per configuration, where it is known: the cost curve's x."""
+    return {config: regime.ratio for config, regime in cache.regimes(run).items()}
+
+
 def overhead(run: RunData, records: list[SummaryRecord]) -> Content | None:
-    """Every labelled headline figure against none, as a table and forest plots."""
+    """Every labelled headline figure against none, as a table and forest plots (those a cost
+    curve does not draw at every cache size)."""
     timed = _timed(records)
-    table, figures = tables.overhead_table(timed), plots.overhead_plots(timed)
+    table = tables.overhead_table(timed)
+    figures = plots.overhead_plots(timed, drawn=plots.curved(records, _ratios(run)))
     return _one("Overhead", (Part(table),), figures) if table.rows or figures else None
 
 
 def cost_curve(run: RunData, records: list[SummaryRecord]) -> Content | None:
     """Configurations measured at several cache sizes: the overhead against data ÷ cache."""
-    ratios = {config: regime.ratio for config, regime in cache.regimes(run).items()}
-    figures = plots.cost_curves(records, ratios)
+    figures = plots.cost_curves(records, _ratios(run))
     if not figures:
         return None
     return Content(blocks=(Block("Cost curve", (), tuple(figures)),),

@@ -21,7 +21,7 @@ import signal
 import textwrap
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import Any
 from dataclasses import dataclass
 
@@ -164,34 +164,43 @@ def _png(figure: MplFigure) -> bytes:
     return buffer.getvalue()
 
 
-def overhead_plots(records: list[SummaryRecord]) -> list[Figure]:
-    """Per engine and workload, small multiples: one forest plot per headline figure (load,
-    power, throughput), each encryption's overhead and 95% CI, the placebo's floor shaded;
-    none where fewer than MIN_SERIES encryptions (the placebo counts) compare."""
-    per_config: dict[tuple, dict[str, list[SummaryRecord]]] = defaultdict(lambda: defaultdict(list))
+def overhead_plots(records: list[SummaryRecord], drawn: Set[tuple] = frozenset()) -> list[Figure]:
+    """Per engine, workload and scale, small multiples: one forest plot per headline figure (load,
+    power, throughput, size), each encryption's overhead and 95% CI, the placebo's floor shaded;
+    none where fewer than MIN_SERIES encryptions (the placebo counts) compare, and no panel for a
+    figure a cost curve draws at every cache size (`drawn`: `curved`). An engine measured at
+    several cache sizes (memory_mb) gets one figure, its rows grouped by size, the largest cache on
+    top, each row's band its own size's floor."""
+    per_group: dict[tuple, dict[str, list[SummaryRecord]]] = defaultdict(lambda: defaultdict(list))
     for headline, record in headline_records(records):
         cell = record.cell
-        if record.overhead is not None:
-            config = (cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale)
-            per_config[config][headline.label].append(record)
+        group = (cell.engine, cell.host or "", cell.workload, cell.scale)
+        if record.overhead is not None and (*group, headline.label) not in drawn:
+            per_group[group][headline.label].append(record)
     figures = []
-    for (_, _, engine, workload, scale), by_figure in sorted(per_config.items()):
-        if max(len(chosen) for chosen in by_figure.values()) < MIN_SERIES:
+    for (engine, host, workload, scale), by_figure in sorted(per_group.items()):
+        sizes = sorted({(-memory_order(r.cell.memory_mb), r.cell.memory_mb) for rs in by_figure.values() for r in rs})
+        several = len(sizes) > 1
+        if max(len(chosen) for chosen in by_figure.values()) < MIN_SERIES * len(sizes):
             continue
-        floor_of = {r.cell.comparison: r for chosen in by_figure.values() for r in chosen
+        floor_of = {r.cell.comparison: resolution(r) for chosen in by_figure.values() for r in chosen
                     if r.cell.encryption == PLACEBO}
         panels = []
         for label in (h.label for h in LABELLED if h.label in by_figure):
-            chosen = [r for r in by_figure[label] if r.cell.encryption != PLACEBO]
-            floor = floor_of.get(chosen[0].cell.comparison) if chosen else None
-            panels.append(Panel(label, tuple(PanelRow(r.cell.encryption, r.overhead.pct, r.overhead.ci_low,
-                                                      r.overhead.ci_high, "plain") for r in chosen
-                                             if r.overhead is not None),
-                                resolution(floor) if floor is not None else None))
-        title = f"{engine} · {workload} {scale_label(workload, scale)}: overhead vs {BASELINE} (95% CI)"
+            chosen = sorted(((r.cell, r.overhead) for r in by_figure[label]
+                             if r.cell.encryption != PLACEBO and r.overhead is not None),
+                            key=lambda pair: (-memory_order(pair[0].memory_mb), pair[1].pct, pair[0].encryption))
+            rows = tuple(PanelRow(row_label(cell.encryption, cell.memory_mb, several), compared.pct,
+                                  compared.ci_low, compared.ci_high, "plain",
+                                  floor=floor_of.get(cell.comparison) if several else None)
+                         for cell, compared in chosen)
+            floor = floor_of.get(chosen[0][0].comparison) if chosen and not several else None
+            panels.append(Panel(label, rows, floor, ordered=several))
+        configured = (engine if several else engine_label(engine, sizes[0][1])) + (f" @ {host}" if host else "")
+        title = f"{configured} · {workload} {scale_label(workload, scale)}: overhead vs {BASELINE} (95% CI)"
         figure = _forest_figure(panels, columns=len(panels), title=title)
         if figure is not None:
-            figures.append(Figure(title, _file_name("overhead", engine, workload, scale_label(workload, scale)),
+            figures.append(Figure(title, _file_name("overhead", configured, workload, scale_label(workload, scale)),
                                   figure))
     return figures
 
@@ -203,43 +212,73 @@ def needs_log_scale(medians: list[float]) -> bool:
 
 
 def query_plots(records: list[SummaryRecord]) -> list[Figure]:
-    """Per engine, workload and query test, one idea: which queries an encryption slows down. A
-    heat map of each query's overhead against none (rows: encryptions and the placebo, dearest
-    at the bottom; columns: queries, none's median under each), a cell's colour and number its
-    overhead in percent (blue: faster, red: slower, white: the same), a blank where a query
-    has no overhead. The tables and queries.csv have the medians and intervals."""
-    per_config: dict[tuple, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    medians: dict[tuple, dict[str, float]] = defaultdict(dict)
+    """Per engine, workload, scale and query test, one idea: which queries an encryption slows
+    down. A heat map of each query's overhead against none (rows: encryptions and the placebo,
+    dearest at the bottom; columns: queries, none's median under each), a cell's colour and
+    number its overhead in percent (blue: faster, red: slower, white: the same), a blank where a
+    query has no overhead. An engine measured at several cache sizes (memory_mb) gets one map
+    whose rows are grouped by size, the largest cache on top, so a query's cost is read setting
+    in as the cache shrinks; none's median under a query is then its range over the sizes. The
+    tables and queries.csv have the medians and intervals."""
+    groups: dict[tuple, dict[tuple, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    medians: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
         cell = record.cell
         if not (cell.test in QUERY_TESTS and is_query(cell.step) and cell.metric == "elapsed_s"):
             continue
-        config = (cell.engine, memory_order(cell.memory_mb), cell.configured, cell.workload, cell.scale, cell.test)
+        group = (cell.engine, cell.host or "", cell.workload, cell.scale, cell.test)
         if cell.encryption == BASELINE:
-            medians[config][cell.step] = record.summary.median * 1000
+            medians[group][cell.step].append(record.summary.median * 1000)
         elif record.overhead is not None:
-            per_config[config][cell.encryption][cell.step] = record.overhead.pct
+            row = (-memory_order(cell.memory_mb), cell.memory_mb, cell.encryption)
+            groups[group][row][cell.step] = record.overhead.pct
     figures = []
-    for config, by_encryption in sorted(per_config.items()):
-        _, _, engine, workload, scale, test = config
-        queries = list(dict.fromkeys(step for step in medians[config]))
-        queries += [q for values in by_encryption.values() for q in values if q not in queries]
-        rows = sorted(by_encryption, key=lambda enc: (float(np.nanmean([by_encryption[enc].get(q, np.nan)
-                                                                          for q in queries])), enc))
-        grid = np.array([[by_encryption[enc].get(q, np.nan) for q in queries] for enc in rows], dtype=float)
-        title = f"{engine} · {workload} {scale_label(workload, scale)} · {test} test: overhead per query vs {BASELINE}"
-        columns = [f"{q}\n{_ms(medians[config].get(q))}" for q in queries]
-        name = _file_name("queries", engine, workload, scale_label(workload, scale), test)
-        figures.append(Figure(title, name, later(_query_figure, title, grid, rows, columns)))
+    for group, by_row in sorted(groups.items()):
+        engine, host, workload, scale, test = group
+        queries = list(medians[group])
+        queries += [q for values in by_row.values() for q in values if q not in queries]
+        sizes = sorted({row[:2] for row in by_row})
+        several = len(sizes) > 1
+        rows = sorted(by_row, key=lambda row: (row[0], float(np.nanmean([by_row[row].get(q, np.nan)
+                                                                          for q in queries])), row[2]))
+        grid = np.array([[by_row[row].get(q, np.nan) for q in queries] for row in rows], dtype=float)
+        labels = [row_label(encryption, memory_mb, several) for _, memory_mb, encryption in rows]
+        breaks = [index for index in range(1, len(rows)) if rows[index][0] != rows[index - 1][0]]
+        configured = engine if several else engine_label(engine, sizes[0][1])
+        configured += f" @ {host}" if host else ""
+        title = (f"{configured} · {workload} {scale_label(workload, scale)} · {test} test: overhead per query "
+                 f"vs {BASELINE}")
+        columns = [f"{q}\n{_ms_range(medians[group].get(q, []))}" for q in queries]
+        name = _file_name("queries", configured, workload, scale_label(workload, scale), test)
+        figures.append(Figure(title, name, later(_query_figure, title, grid, labels, columns, breaks, several)))
     return figures
 
 
-def _query_figure(title: str, grid: np.ndarray, rows: list[str], columns: list[str]) -> MplFigure:
-    figure, axes = _new_figure(1.3 + 0.32 * len(rows))
-    _heat_map(axes, grid, rows, columns)
-    axes.set_title(title + " (%; none's median under each query)", fontsize="medium")
+def row_label(encryption: str, memory_mb: int | None, several: bool) -> str:
+    """A row of a figure that shows one engine's several cache sizes names its size: "12 MB · none"."""
+    if not several:
+        return encryption
+    return f"{'default' if memory_mb is None else f'{memory_mb} MB'} · {encryption}"
+
+
+def _query_figure(title: str, grid: np.ndarray, rows: list[str], columns: list[str], breaks: list[int],
+                  several: bool) -> MplFigure:
+    figure, axes = _new_figure(1.3 + 0.32 * len(rows) + (0.15 if several else 0))
+    _heat_map(axes, grid, rows, columns, small=several or len(columns) > ROTATE_LABELS_ABOVE)
+    for index in breaks:  # between two cache sizes
+        axes.axhline(index - 0.5, color="black", linewidth=1.5)
+    medians = "none's median under each query" + (", its range over the cache sizes" if several else "")
+    axes.set_title(f"{title}{chr(10) if several else ' '}(%; {medians})", fontsize="medium")
     figure.tight_layout()
     return figure
+
+
+def _ms_range(values: list[float]) -> str:
+    """A query's medians in ms: the one, or the lowest and highest ("1.3–\n1.46 ms")."""
+    if not values:
+        return ""
+    low, high = _ms(min(values)), _ms(max(values))
+    return low if low == high else f"{low.removesuffix(' ms')}–\n{high}"
 
 
 def _ms(value: float | None) -> str:
@@ -248,9 +287,10 @@ def _ms(value: float | None) -> str:
     return f"{value:.3g} ms" if value < 100 else f"{value:,.0f} ms"
 
 
-def _heat_map(axes: Axes, grid: np.ndarray, rows: list[str], columns: list[str]) -> None:
+def _heat_map(axes: Axes, grid: np.ndarray, rows: list[str], columns: list[str], small: bool) -> None:
     """`grid` (percent, NaN blank) as coloured cells with their numbers: a diverging scale
-    centred on 0 whose reach is the largest overhead (at least 5%, so noise stays pale)."""
+    centred on 0 whose reach is the largest overhead (at least 5%, so noise stays pale);
+    `small`: the columns' labels in the smallest font (many columns, or ranges under them)."""
     finite = grid[np.isfinite(grid)]
     reach = max(5.0, float(np.abs(finite).max())) if finite.size else 5.0
     image = axes.imshow(np.ma.masked_invalid(grid), cmap="RdBu_r", vmin=-reach, vmax=reach, aspect="auto")
@@ -260,7 +300,6 @@ def _heat_map(axes: Axes, grid: np.ndarray, rows: list[str], columns: list[str])
             axes.text(x, y, f"{value:+.0f}", ha="center", va="center", fontsize="x-small",
                       color="white" if dark else "black")
     axes.set_yticks(np.arange(len(rows)), rows)
-    small = len(columns) > ROTATE_LABELS_ABOVE
     axes.set_xticks(np.arange(len(columns)), columns, fontsize="xx-small" if small else "x-small")
     axes.tick_params(length=0)
     axes.figure.colorbar(image, ax=axes, fraction=0.025, pad=0.01).set_label("overhead vs none (%)",
@@ -428,6 +467,7 @@ class PanelRow:
     # what the strength tests showed (the headline picture's marker shape, `INTEGRITY_MARKS`): "tag",
     # "no tag", "broken" or "" (not measured); None in a plot that does not show it
     integrity: str | None = None
+    floor: float | None = None  # the row's own noise floor, in a panel whose rows have each their own
 
     @property
     def drawn(self) -> tuple[float, float]:
@@ -446,6 +486,7 @@ class Panel:
     rate: bool = False  # a TPM or NOPM: a cost is a drop, so below zero
     regime: str = ""  # the cache regime (cache.TrialFit.regime) its trials all ran in, if one
     kind: str = ""  # the figure it shows (“power geomean”): panels of one kind share their x-scale
+    ordered: bool = False  # its rows top to bottom as given (grouped by cache size), not cheapest first
 
 
 TITLE_CHARS = 50
@@ -502,7 +543,7 @@ def _forest_plots(panels: list[Panel], columns: int, title: str) -> MplFigure:
                        linestyle="", label=label)
                 for integrity, (marker, filled, label) in INTEGRITY_MARKS.items()
                 if shown.get(f"integrity:{integrity}")]
-    if any(panel.floor is not None for panel in panels):
+    if any(panel.floor is not None or any(row.floor is not None for row in panel.rows) for panel in panels):
         handles.append(Patch(color="0.85", label="placebo: the run's noise floor"))
     if handles:
         figure.legend(handles=handles, loc="lower center", ncols=min(len(handles), 3), fontsize="small",
@@ -517,7 +558,7 @@ def _forest_plots(panels: list[Panel], columns: int, title: str) -> MplFigure:
 def _x_limits(panels: list[Panel]) -> tuple[float, float]:
     """The x-range that shows every interval and floor of `panels`, with room for the labels."""
     rows = [row for panel in panels for row in panel.rows]
-    floors = [panel.floor or 0.0 for panel in panels]
+    floors = [panel.floor or 0.0 for panel in panels] + [row.floor or 0.0 for row in rows]
     low = min([row.drawn[0] for row in rows] + [-min(f, FULL_DROP) for f in floors] + [0])
     high = max([row.drawn[1] for row in rows] + floors + [0])
     span = max(high - low, 1.0)
@@ -525,10 +566,15 @@ def _x_limits(panels: list[Panel]) -> tuple[float, float]:
 
 
 def _forest(axes: Axes, panel: Panel, shown: dict[str, bool], limits: tuple[float, float] | None = None) -> None:
-    rows = sorted(panel.rows, key=lambda r: (-r.pct if panel.rate else r.pct, r.encryption), reverse=True)
+    rows = (list(reversed(panel.rows)) if panel.ordered  # the first at the top
+            else sorted(panel.rows, key=lambda r: (-r.pct if panel.rate else r.pct, r.encryption), reverse=True))
     positions = np.arange(len(rows))
     if panel.floor is not None:  # no time or rate falls by more than all of it: the band stops at -100%
         axes.axvspan(-min(panel.floor, FULL_DROP), panel.floor, color="0.85", zorder=0)
+    for y, row in zip(positions, rows):
+        if row.floor is not None:  # the row's own band
+            axes.fill_betweenx([y - 0.45, y + 0.45], -min(row.floor, FULL_DROP), row.floor, color="0.85",
+                               linewidth=0, zorder=0)
     axes.axvline(0, color="black", linewidth=0.8, zorder=1)
     for y, row in zip(positions, rows):
         marker, colour, _ = _MARKS[row.verdict]
@@ -547,7 +593,7 @@ def _forest(axes: Axes, panel: Panel, shown: dict[str, bool], limits: tuple[floa
     axes.set_ylim(-0.7, len(rows) - 0.3)
     axes.set_xlim(*(limits or _x_limits([panel])))
     axes.xaxis.set_major_locator(MaxNLocator(nbins=5))  # "+1500%" labels do not run into each other
-    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:+.0f}%"))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:+.10g}%"))  # +0.5% where ticks are close
     axes.set_xlabel("change of the rate vs none (a cost is below 0)" if panel.rate
                     else "overhead vs none (95% CI)", fontsize="small")
     regime = textwrap.fill(panel.regime, width=TITLE_CHARS) if panel.regime else ""
@@ -559,15 +605,11 @@ Config = tuple[str, int | None, str, float]
 """engine, memory_mb, workload, scale: a configuration whose data ÷ cache is one point of a curve."""
 
 
-def cost_curves(records: list[SummaryRecord], ratios: dict[Config, float]) -> list[Figure]:
-    """The cost curve, per engine, workload and scale measured at MIN_POINTS cache sizes or more:
-    each timed headline figure's overhead per encryption (95% CI as error bars) against data ÷
-    cache (`ratios`, measured per configuration: cache.regimes) on a log axis, the placebo's CI as
-    a grey band (the run's noise floor at each cache size), and a line where the data just fits.
-    Left of it every page stays in the engine's cache; right of it pages are decrypted again on
-    every read: where the lines leave the band is where encryption starts to cost."""
-    points: dict[tuple, dict[str, dict[str, list[tuple[float, float, float, float]]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list)))
+def _cost_points(records: list[SummaryRecord], ratios: dict[Config, float]
+                 ) -> dict[tuple, dict[str, dict[str, Points]]]:
+    """Per engine, host, workload and scale, per headline figure drawn (`cost_curves`) and
+    encryption: its overheads against data ÷ cache, (ratio, pct, ci_low, ci_high)."""
+    points: dict[tuple, dict[str, dict[str, Points]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for headline, record in headline_records(records):
         cell, compared = record.cell, record.overhead
         ratio = ratios.get((cell.engine, cell.memory_mb, cell.workload, cell.scale))
@@ -575,16 +617,34 @@ def cost_curves(records: list[SummaryRecord], ratios: dict[Config, float]) -> li
             continue
         points[(cell.engine, cell.host or "", cell.workload, cell.scale)][headline.label][cell.encryption].append(
             (ratio, compared.pct, compared.ci_low, compared.ci_high))
+    curves = {}
+    for config, by_figure in points.items():
+        shown = {label: by_figure[label] for label in (h.label for h in LABELLED) if label in by_figure
+                 and len({x for series in by_figure[label].values() for x, *_ in series}) >= MIN_POINTS}
+        if shown:
+            curves[config] = shown
+    return curves
+
+
+def curved(records: list[SummaryRecord], ratios: dict[Config, float]) -> set[tuple]:
+    """The (engine, host, workload, scale, headline figure) a cost curve draws: every overhead of
+    it at every cache size, so an overhead plot need not draw them again one size at a time."""
+    return {(*config, label) for config, by_figure in _cost_points(records, ratios).items() for label in by_figure}
+
+
+def cost_curves(records: list[SummaryRecord], ratios: dict[Config, float]) -> list[Figure]:
+    """The cost curve, per engine, workload and scale measured at MIN_POINTS cache sizes or more:
+    each timed headline figure's overhead per encryption (95% CI as error bars) against data ÷
+    cache (`ratios`, measured per configuration: cache.regimes) on a log axis, the placebo's CI as
+    a grey band (the run's noise floor at each cache size), and a line where the data just fits.
+    Left of it every page stays in the engine's cache; right of it pages are decrypted again on
+    every read: where the lines leave the band is where encryption starts to cost."""
     figures = []
-    for (engine, host, workload, scale), by_figure in sorted(points.items()):
-        shown = [h.label for h in LABELLED if h.label in by_figure
-                 and len({x for series in by_figure[h.label].values() for x, *_ in series}) >= MIN_POINTS]
-        if not shown:
-            continue
+    for (engine, host, workload, scale), by_figure in sorted(_cost_points(records, ratios).items()):
         where = f"{engine}{f' ({host})' if host else ''} · {workload} {scale_label(workload, scale)}"
         title = f"{where}: overhead vs {BASELINE} by data ÷ engine cache (95% CI; grey: placebo's noise floor)"
         figures.append(Figure(title, _file_name("cost-curve", engine, host, workload, scale_label(workload, scale)),
-                              later(_cost_figure, title, shown, by_figure)))
+                              later(_cost_figure, title, list(by_figure), by_figure)))
     return figures
 
 

@@ -24,7 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
 from tdebench.measure.process import LAYER_CPU
-from tdebench.report.summaries.plots import DPI, WIDTH_INCHES, Figure, _file_name, later
+from tdebench.report.summaries.plots import DPI, WIDTH_INCHES, Figure, _file_name, row_label, later
 from tdebench.report.data.records import (BASELINE, PLACEBO, CellKey, SummaryRecord, cell_order, engine_label,
                                           memory_order, run_order, scale_label)
 from tdebench.report.summaries.tables import (Column, Table, config_columns, n_text, num, samples_by_config, text,
@@ -125,38 +125,52 @@ def _order(encryption: str) -> tuple:
 def resource_view(rows: list[dict[str, Any]], side_by_side: bool = False) -> list[Figure]:
     """Per engine, workload and scale, small multiples with none and each encryption side by
     side: per test a row of CPU-seconds (95% CI as error bars, the overhead against none beside
-    each) and MiB read and written; in the first row the engine's peak memory. None for a
-    configuration with a single encryption."""
+    each) and MiB read and written; in the first row the engine's peak memory. An engine measured
+    at several cache sizes (memory_mb) gets one figure, its bars grouped by size, the largest cache
+    on top. None for a configuration with a single encryption."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        groups[(row["engine"], memory_order(row["memory_mb"]), engine_label(row["engine"], row["memory_mb"]),
-                row["workload"], row["scale"])].append(row)
+        groups[(row["engine"], row["workload"], row["scale"])].append(row)
     figures = []
-    for (_, _, engine, workload, scale), chosen in sorted(groups.items()):
-        encryptions = sorted({row["encryption"] for row in chosen}, key=_order)
-        if len(encryptions) < 2:
+    for (engine, workload, scale), chosen in sorted(groups.items()):
+        bars = sorted({(-memory_order(row["memory_mb"]), row["memory_mb"], row["encryption"]) for row in chosen},
+                      key=lambda bar: (bar[0], _order(bar[2])))
+        sizes = sorted({bar[:2] for bar in bars})
+        if len(bars) == len(sizes):  # a single encryption at each size
             continue
-        title = f"{engine} · {workload} {scale_label(workload, scale)}: CPU, I/O and memory per encryption"
-        figures.append(Figure(title, _file_name("resource-view", engine, workload, scale_label(workload, scale)),
-                              later(_view_figure, title, encryptions, chosen, side_by_side)))
+        several = len(sizes) > 1
+        configured = engine if several else engine_label(engine, sizes[0][1])
+        title = f"{configured} · {workload} {scale_label(workload, scale)}: CPU, I/O and memory per encryption"
+        figures.append(Figure(title, _file_name("resource-view", configured, workload, scale_label(workload, scale)),
+                              later(_view_figure, title, [bar[1:] for bar in bars], chosen, side_by_side)))
     return figures
 
 
-def _view_figure(title: str, encryptions: list[str], chosen: list[dict[str, Any]], side_by_side: bool) -> MplFigure:
+Bar = tuple[int | None, str]
+"""A bar of the resource view: the engine's memory_mb and an encryption."""
+
+
+def _view_figure(title: str, bars: list[Bar], chosen: list[dict[str, Any]], side_by_side: bool) -> MplFigure:
     tests = list(dict.fromkeys(row["test"] for row in chosen))
-    cells = {(row["test"], row["encryption"]): row for row in chosen}
-    height = 0.9 + len(tests) * (0.8 + 0.24 * len(encryptions))
+    cells = {(row["test"], row["memory_mb"], row["encryption"]): row for row in chosen}
+    several = len({memory_mb for memory_mb, _ in bars}) > 1
+    labels = [row_label(encryption, memory_mb, several) for memory_mb, encryption in bars]
+    breaks = [index for index in range(1, len(bars)) if bars[index][0] != bars[index - 1][0]]
+    height = 0.9 + len(tests) * (0.8 + (0.16 if several else 0.24) * len(bars))
     figure = MplFigure(figsize=(WIDTH_INCHES, height), dpi=DPI)
     FigureCanvasAgg(figure)
     grid = figure.subplots(len(tests), 3, squeeze=False)
     for line, test in enumerate(tests):
-        found = [cells.get((test, encryption)) for encryption in encryptions]
-        _cpu_panel(grid[line][0], test, encryptions, found)
-        _io_panel(grid[line][1], test, encryptions, found)
+        found = [cells.get((test, *bar)) for bar in bars]
+        _cpu_panel(grid[line][0], test, labels, found)
+        _io_panel(grid[line][1], test, labels, found)
         if line == 0:
-            _memory_panel(grid[line][2], encryptions, found, side_by_side)
+            _memory_panel(grid[line][2], labels, found, side_by_side)
         else:
             grid[line][2].set_visible(False)
+        for axes in grid[line]:
+            for index in breaks:  # between two cache sizes
+                axes.axhline(index - 0.5, color="0.5", linewidth=0.8)
     figure.suptitle(title)
     figure.tight_layout()
     return figure
@@ -175,8 +189,8 @@ def _bars(axes: Axes, labels: list[str]) -> np.ndarray:
     return positions
 
 
-def _cpu_panel(axes: Axes, test: str, encryptions: list[str], rows: list[dict[str, Any] | None]) -> None:
-    positions = _bars(axes, encryptions)
+def _cpu_panel(axes: Axes, test: str, labels: list[str], rows: list[dict[str, Any] | None]) -> None:
+    positions = _bars(axes, labels)
     values = np.array([_value(row, "cpu_s") for row in rows])
     axes.barh(positions, np.nan_to_num(values), color="tab:blue")
     for y, row, value in zip(positions, rows, values):
@@ -195,8 +209,8 @@ def _cpu_panel(axes: Axes, test: str, encryptions: list[str], rows: list[dict[st
     axes.set_title(f"{test}: CPU s (vs none)", fontsize="medium")
 
 
-def _io_panel(axes: Axes, test: str, encryptions: list[str], rows: list[dict[str, Any] | None]) -> None:
-    positions = _bars(axes, encryptions)
+def _io_panel(axes: Axes, test: str, labels: list[str], rows: list[dict[str, Any] | None]) -> None:
+    positions = _bars(axes, labels)
     read = np.array([_value(row, "read_bytes") for row in rows]) / MIB
     written = np.array([_value(row, "write_bytes") for row in rows]) / MIB
     axes.barh(positions - 0.2, np.nan_to_num(read), height=0.4, color="tab:green", label="read")
@@ -206,9 +220,9 @@ def _io_panel(axes: Axes, test: str, encryptions: list[str], rows: list[dict[str
     axes.legend(fontsize="x-small", loc="lower right")
 
 
-def _memory_panel(axes: Axes, encryptions: list[str], rows: list[dict[str, Any] | None],
+def _memory_panel(axes: Axes, labels: list[str], rows: list[dict[str, Any] | None],
                   side_by_side: bool) -> None:
-    positions = _bars(axes, encryptions)
+    positions = _bars(axes, labels)
     axes.barh(positions, np.nan_to_num(np.array([_value(row, "mem_bytes_max") for row in rows]) / MIB),
               color="tab:purple")
     axes.set_xlim(left=0)
