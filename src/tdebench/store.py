@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tdebench.collector import GC_PAUSE
 from tdebench.errors import InputError
 from tdebench.results import (FORMAT, TRIAL_RECORDS, CipherSpeed, Record, RunData, TrialOutcome, complete_trials,
                               from_json, to_json, upgrade)
@@ -160,6 +161,11 @@ def _records(path: Path, text: bytes | None = None) -> tuple[list[tuple[bytes, R
         raise NewerFormat(f"{path.parent}: written by a newer tdebench: format {version}, this one reads up to "
                           f"{FORMAT} (upgrade tdebench to read it)")
     lines = (path.read_bytes() if text is None else text).splitlines(keepends=True)
+    with GC_PAUSE():  # tens of thousands of new records, none of them garbage
+        return _parsed(path, lines, version)
+
+
+def _parsed(path: Path, lines: list[bytes], version: int) -> tuple[list[tuple[bytes, Record]], int | None]:
     records: list[tuple[bytes, Record]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

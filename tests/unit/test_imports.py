@@ -29,7 +29,7 @@ TIERS = (
     ("plan", "workloads", "report", "capture"),  # capture: the transient scan while a trial runs (verify below)
     ("engines", "measure", "verify"),
     ("keys", "store", "stats", "byte_counts"),  # byte_counts: verify's compiled entropy loop (numba)
-    ("results", "runstate"),  # the record types and the run's process registry: nothing of tdebench below
+    ("results", "runstate", "collector"),  # the record types, the run's process registry, the collector's pause
     ("errors",),  # the base of the errors a user can fix: imports nothing
 )
 """Every top-level piece of tdebench, highest first: a piece imports only pieces of lower tiers

@@ -1,19 +1,23 @@
 """The Recorder pauses Python's garbage collector while a statement's clock runs, so a
 collection (the driver allocating result rows) never lands inside a measured query; it is
 resumed afterwards, also when the statement fails, and concurrent statements (throughput
-streams) resume it only when the last one ends."""
+streams) resume it only when the last one ends. Reading a run holds the same pause."""
 
 from __future__ import annotations
 
 import gc
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from fakes import write_fake_run
 from fake_clock import FakeClock
-from tdebench.measure.recorder import GC_PAUSE, GcPause, Recorder
+from tdebench.collector import GC_PAUSE, GcPause
+from tdebench.measure.recorder import Recorder
 from tdebench.results import TrialKey
+from tdebench.store import RESULTS, read_run
 
 
 class _Store:
@@ -118,3 +122,19 @@ def test_concurrent_statements_resume_the_collector_when_the_last_one_ends() -> 
         thread.join(10)
     assert seen == {"after the first ended": False}
     assert gc.isenabled()
+
+
+def test_reading_a_run_holds_the_same_pause(tmp_path: Path) -> None:
+    """A run's records are read with the collector paused (many new objects, none garbage) through
+    the pause statements share: it is on again after the read, also after one that fails, and a
+    read while a statement runs does not turn it on under the statement."""
+    write_fake_run(tmp_path)
+    assert read_run(tmp_path).trials and gc.isenabled()
+    with GC_PAUSE():
+        read_run(tmp_path)
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    (tmp_path / RESULTS).write_bytes(b"not json\n{}\n")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        read_run(tmp_path)
+    assert gc.isenabled() and not GC_PAUSE.held

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gc
 import json
 import multiprocessing
 import os
@@ -124,6 +125,35 @@ def test_plots_drawn_by_worker_processes_are_those_drawn_here(run_dir: Path, mon
     assert all("png" in figure.__dict__ for figure in there)  # drawn by draw_all, not when asked below
     assert [figure.png for figure in there] == [figure.png for figure in here]
     assert multiprocessing.active_children() == []  # every worker ended
+
+
+def test_a_build_leaves_nothing_frozen_and_draw_all_keeps_a_callers_freeze(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report build freezes what exists out of the collector's sight while it runs (the run's
+    records live as long as it) and unfreezes it after, also after a failed build; draw_all's own
+    freeze around its fork does not end the caller's."""
+    write_fake_run(tmp_path)
+    assert gc.get_freeze_count() == 0
+    build(tmp_path)
+    assert gc.get_freeze_count() == 0
+    monkeypatch.setattr("tdebench.report.draw_all", _fails)
+    with pytest.raises(RuntimeError, match="a figure failed"):
+        build(tmp_path)
+    assert gc.get_freeze_count() == 0
+    monkeypatch.undo()
+    monkeypatch.setattr(plots.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(plots.os, "sched_getaffinity", lambda pid: {0, 1})
+    figures = plots.overhead_plots(summary_records(read_run(tmp_path)))
+    gc.freeze()
+    try:
+        plots.draw_all(figures)
+        assert gc.get_freeze_count() > 0 and all("png" in figure.__dict__ for figure in figures)
+    finally:
+        gc.unfreeze()
+
+
+def _fails(figures: list) -> None:
+    raise RuntimeError("a figure failed")
 
 
 def test_a_worker_ends_on_sigterm_though_the_process_that_forked_it_catches_it(

@@ -16,6 +16,7 @@ another key source);
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -92,7 +93,9 @@ def command() -> None:
     on a busy machine (numba's and matplotlib's teardown): the run has stopped its servers,
     unmounted and removed its workspaces, and its records are on disk (fsynced; the run
     directory's flock goes with the process). `main` itself, which tests invoke in-process, exits
-    as usual."""
+    as usual. Any other exit freezes what is left out of the cyclic collector's sight first: its
+    last full pass, at the interpreter's exit, scanned a report build's every object (0.3 s of a
+    3 s build); every module's teardown and exit handler still runs."""
     try:
         main()
     except SystemExit as exc:
@@ -100,6 +103,7 @@ def command() -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(130)
+        gc.freeze()
         raise
 
 

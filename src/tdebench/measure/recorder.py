@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -11,6 +9,7 @@ from typing import Protocol, TypeVar
 
 import psutil
 
+from tdebench.collector import GC_PAUSE
 from tdebench.measure.clock import Clock
 from tdebench.measure import process as counters
 from tdebench.results import Measurement, TrialKey
@@ -25,42 +24,6 @@ class Step:
     answer: str | None = None
 
 
-class GcPause:
-    """Pauses Python's cyclic garbage collector while at least one measured statement runs.
-
-    A collection starts whenever enough Python objects were allocated, wherever that happens:
-    inside a query's interval (the driver building result rows) it is the harness's pause, not
-    the engine's time. `timeit` pauses the collector for the same reason. The collector is
-    resumed, if it was on, when the last concurrent statement (throughput streams) ends; the
-    garbage that piled up is then collected at the next allocation, between statements."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._running = 0
-        self._resume = False
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self._lock:
-            if self._running == 0:
-                self._resume = gc.isenabled()
-                gc.disable()
-            self._running += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._running -= 1
-                if self._running == 0 and self._resume:
-                    gc.enable()
-
-    @property
-    def held(self) -> bool:
-        """Whether a statement (of any thread) has the collector paused now."""
-        return self._running > 0
-
-
-GC_PAUSE = GcPause()  # one per process: the collector is process-wide
 
 
 class Appends(Protocol):
@@ -75,7 +38,7 @@ class Recorder:
 
     `process=False` skips the process counters, for steps that run concurrently with others
     (throughput streams), where this process's CPU time and I/O cannot be given to one query.
-    `timed` statements run with Python's garbage collector paused (`GcPause`) unless
+    `timed` statements run with Python's garbage collector paused (`collector.GcPause`) unless
     `pause_gc` is False (bench/precision.py's reference arm).
     """
 

@@ -102,12 +102,14 @@ def draw_all(figures: list[Figure]) -> None:
         return
     _DRAWING[:] = pending
     # what exists now is never collected in a worker: no finalizer of an engine's object (whose
-    # threads a fork does not copy) runs there
+    # threads a fork does not copy) runs there; a caller's freeze (the report build's) stays
+    frozen = gc.get_freeze_count() > 0
     gc.freeze()
     try:
         pool = multiprocessing.get_context("fork").Pool(workers, initializer=_as_a_new_process)
     finally:
-        gc.unfreeze()
+        if not frozen:
+            gc.unfreeze()
     try:
         drawn = pool.map(_draw, range(len(pending)), chunksize=1)
         pool.close()  # the workers finish and exit
