@@ -78,6 +78,11 @@ def test_every_method_backs_up_restores_and_is_checked(run_dir: Path) -> None:
     # gzip shrinks the plaintext backup; the encrypted one does not compress at all
     assert steps[("none", "full-compressed", "backup")].metrics["ratio"] > 2
     assert steps[("aes-256-gcm", "full-compressed", "backup")].metrics["ratio"] < 1.01
+    # nor has it blocks of zeros, which compress whether encrypted or not; a text dump has none either
+    shares = {(e, m): steps[(e, m, "backup")].metrics["zero_share"] for e in ("none", "aes-256-gcm")
+              for m in ("full", "full-compressed", "logical")}
+    assert all(0.0 <= share <= 1.0 for share in shares.values()), shares
+    assert shares[("aes-256-gcm", "full")] < 0.01 and shares[("none", "logical")] == 0.0, shares
 
 
 def test_the_plaintext_export_never_reaches_the_trials_verdict(run_dir: Path) -> None:

@@ -145,3 +145,20 @@ def test_test_names_round_trip() -> None:
     assert sealing.sealed_test("full-compressed", "3des") == "full-compressed+3des"
     assert sealing.split_test("full-compressed+3des") == ("full-compressed", "3des")
     assert sealing.split_test("logical") == ("logical", "none")
+
+
+def test_zero_share_counts_the_bytes_in_whole_blocks_of_zeros_in_every_file(tmp_path: Path) -> None:
+    """Blocks of 4 KiB from each file's start: a block with one byte set is not zeros, a file's
+    shorter last block is when it is all zeros, and every file of a directory counts."""
+    block = artifact.ZERO_BLOCK
+    one_set = bytearray(block)
+    one_set[block // 2] = 1
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "ibdata1").write_bytes(bytes(3 * block) + bytes(one_set) + bytes(100))
+    (tmp_path / "data" / "redo").write_bytes(os.urandom(block) + b"\x00" * 10 + b"\x01")
+    assert artifact.zero_share(tmp_path / "data" / "ibdata1") == (3 * block + 100) / (4 * block + 100)
+    assert artifact.zero_share(tmp_path / "data") == (3 * block + 100) / (4 * block + 100 + block + 11)
+    (tmp_path / "large").write_bytes(bytes(9 << 20) + os.urandom(block))  # read in more than one piece
+    assert artifact.zero_share(tmp_path / "large") == (9 << 20) / ((9 << 20) + block)
+    (tmp_path / "empty").mkdir()
+    assert artifact.zero_share(tmp_path / "empty") != artifact.zero_share(tmp_path / "empty")  # NaN: no bytes

@@ -92,6 +92,7 @@ def _row(config: Config, figures: dict[tuple[str, str], SummaryRecord],
         "size_bytes": median("backup", "size_bytes"),
         "database_bytes": median("backup", "database_bytes"),
         "ratio": median("backup", "ratio"),
+        "zero_share": median("backup", "zero_share"),
         "construction": _worst(answers.get((config, "encrypt"), ()), tuple(BACKUP.constructions.values())),
         "encrypt_s": median("encrypt", "elapsed_s"),
         "encrypt_cpu_s": median("encrypt", "cpu_s"),
@@ -143,6 +144,7 @@ _PLAIN_COLUMNS = (
     num("backup_s", "backup (ms)", ms), num("backup_overhead_pct", "vs none", percent),
     num("backup_cpu_s", "CPU (ms)", ms), num("size_bytes", "size (MiB)", mib),
     num("database_bytes", "database (MiB)", mib), num("ratio", "compression", ratio),
+    num("zero_share", "zeros", ratio_percent),
     Column("artifact", "backup at rest"), num("restore_s", "restore (ms)", ms),
     num("restore_cpu_s", "restore CPU (ms)", ms), Column("restore", "restore checked"),
     Column("without_key", "restore with a wrong key"))
@@ -187,7 +189,10 @@ def views(table: Table) -> tuple[Table, Table]:
         note=("Backup and restore: elapsed time; CPU: the engine's processes plus the tools it ran "
               "(mariadb-backup, pg_basebackup, gzip, …). vs none: the backup's time against the same "
               "method without encryption. Compression: the artifact's decompressed size ÷ its size "
-              "(gzip level 6 everywhere; 1.00× = uncompressed or incompressible). Backup at rest: "
+              "(gzip level 6 everywhere; 1.00× = uncompressed or incompressible). Zeros: the share of the "
+              "decompressed backup in 4 KiB blocks of zero bytes, space the tool copied unwritten "
+              "(preallocated extents, a system tablespace's free pages), which compresses to almost "
+              "nothing whether the engine encrypts its pages or not. Backup at rest: "
               "encrypted (no canary found; under column encryption the sealed columns only), "
               "plaintext (a canary found), inconclusive (the unencrypted baseline showed none: the "
               "scan proves nothing). Restore checked: ok when every table's row count and "
@@ -329,5 +334,19 @@ def _compression_sentences(rows: list[dict[str, Any]]) -> list[str]:
                 if baseline["compression_share"] is not None and not math.isnan(baseline["compression_share"])
                 else "")
         sentences.append(f"{engine} {method}: compression shrank the backup {ratio(baseline['ratio'])} "
-                         f"without encryption, {others}.{took}")
+                         f"without encryption, {others}{_zeros_clause(baseline, by_encryption)}.{took}")
     return sentences
+
+
+def _zeros_clause(baseline: dict[str, Any], by_encryption: dict[str, dict[str, Any]]) -> str:
+    """How much of each compressed backup was blocks of zeros, and how far those alone would shrink
+    it (to nothing, the rest as it is: 1 ÷ the rest's share), so a reader sees whether an encrypted
+    backup's compression is its data or its unwritten space; "" for a run that did not measure it."""
+    rows = [baseline] + [row for encryption, row in sorted(by_encryption.items()) if encryption != BASELINE]
+    found = [row.get("zero_share") for row in rows]
+    shares = [share for share in found if share is not None and not math.isnan(share)]
+    if len(shares) < len(found):
+        return ""
+    alone = ["without bound" if share >= 1 else ratio(1 / (1 - share)) for share in shares]
+    return (f"; of their bytes, {' and '.join(ratio_percent(share) for share in shares)} lay in 4 KiB blocks of "
+            f"zeros (unwritten space), which alone would shrink them {' and '.join(alone)}")

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from tdebench.engines.base import Database
 from tdebench.results import FileScan
 from tdebench.workloads.base import RunContext
@@ -70,3 +72,28 @@ def check_sealed(ctx: RunContext, sealed: Path, payload_start: int, canaries_rea
     verdict = ctx.judge_at_rest(sealed, "encrypted", readable=canaries_readable,
                                 plaintext_format=bool(magic_found(sealed, payload_start)))
     return ArtifactCheck(verdict.verdict, "encrypted", verdict.files)
+
+
+ZERO_BLOCK = 4096
+"""The block `zero_share` counts in: a page of every engine here is a whole number of them."""
+_READ = ZERO_BLOCK * 2048  # 8 MiB read at a time
+
+
+def zero_share(contents: Path) -> float:
+    """The share of the bytes under `contents` (a file, or every file below a directory) that lie
+    in blocks of ZERO_BLOCK zero bytes, each file cut into blocks from its start (a last, shorter
+    block counts when it is all zeros): space a tool copied unwritten (preallocated extents, a
+    system tablespace's free pages), which compresses to almost nothing whether the engine
+    encrypts its pages or not. NaN when there are no bytes."""
+    files = [contents] if contents.is_file() else sorted(p for p in contents.rglob("*") if p.is_file())
+    zeros = total = 0
+    for path in files:
+        with path.open("rb") as fh:
+            while chunk := fh.read(_READ):
+                whole = len(chunk) - len(chunk) % ZERO_BLOCK
+                blocks = np.frombuffer(chunk, dtype=np.uint8, count=whole).reshape(-1, ZERO_BLOCK)
+                zeros += ZERO_BLOCK * int(np.count_nonzero(~blocks.any(axis=1)))
+                if whole < len(chunk) and not any(chunk[whole:]):
+                    zeros += len(chunk) - whole
+                total += len(chunk)
+    return zeros / total if total else float("nan")

@@ -16,7 +16,7 @@ and records these steps:
 
 | step                  | timed | metrics                                                             |
 |-----------------------|-------|---------------------------------------------------------------------|
-| `backup`              | yes   | `elapsed_s`, `cpu_s` (engine and tools), `tool_cpu_s`, I/O, `size_bytes` (artifact), `unpacked_bytes` (artifact decompressed), `ratio` (= unpacked / size: the compression ratio, 1 uncompressed), `database_bytes`, `compressed` (1 or 0, the method's); `full-compressed` also `compression_elapsed_share` and `compression_cpu_share` (its excess over the same trial's `full`, as a share of its own) |
+| `backup`              | yes   | `elapsed_s`, `cpu_s` (engine and tools), `tool_cpu_s`, I/O, `size_bytes` (artifact), `unpacked_bytes` (artifact decompressed), `ratio` (= unpacked / size: the compression ratio, 1 uncompressed), `zero_share` (of the unpacked bytes, those in 4 KiB blocks of zeros: unwritten space, which compresses whether encrypted or not), `database_bytes`, `compressed` (1 or 0, the method's); `full-compressed` also `compression_elapsed_share` and `compression_cpu_share` (its excess over the same trial's `full`, as a share of its own) |
 | `scan`                | no    | `canary_hits`, `marker_hits`, `plaintext_headers`, `files_scanned`; its `answer` is the artifact's verdict: `encrypted`, `plaintext` or `inconclusive` |
 | `restore`             | yes   | the restore into a fresh instance with the same key, until it can be connected to; `restore_ok` (1: row counts and checksums of every table equal the original's), `rows`; `answer` `ok` or `failed` |
 | `restore-without-key` | no    | encrypted configurations only: the restore into a fresh instance with a wrong key (a new random one); `restore_without_key_failed` (1: it raised, or what it restored differs); `answer` `refused` or `accepted` |
@@ -148,7 +148,7 @@ class BackupWorkload(Workload):
         size = backup.size_bytes()
         unpacked = Backup(method, contents).size_bytes()
         metrics.update(size_bytes=float(size), unpacked_bytes=float(unpacked),
-                       ratio=unpacked / size if size else float("nan"),
+                       ratio=unpacked / size if size else float("nan"), zero_share=artifact.zero_share(contents),
                        database_bytes=float(database.size_bytes()), compressed=float(method.compressed))
         metrics.update(self._compression_shares(method, test, warmup, metrics))
         ctx.recorder.record(test, "backup", metrics, warmup=warmup)
