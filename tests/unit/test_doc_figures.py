@@ -37,7 +37,8 @@ from tdebench.report.summaries.cipher_cost import raw_speed
 from tdebench.report.data.declared import timed
 from tdebench.report.data.records import (PLACEBO, CellKey, SummaryRecord, headline_records, measured, resolution,
                                           summary_records)
-from tdebench.report.data.units import change, display_unit, mib, number, percent, ratio_percent, signed_ms, times
+from tdebench.report.data.units import (change, display_unit, mib, number, percent, ratio, ratio_percent, signed_ms,
+                                        times)
 from tdebench.results import RunData
 from tdebench.stats import PAIRED, Overhead
 from tdebench.plan import load_plan
@@ -51,7 +52,8 @@ LOOK_BACK = 400
 HEADLINES = {"power": "power geomean", "throughput": "throughput total", "load": "data load elapsed",
              "size": "database size"}
 """A headline figure's word in a marker → its label in the report (workloads' `Headline.label`)."""
-FIGURES = {*HEADLINES, "cost", "rounds", "trials", "busy", "data", "fit", "sizes", "open", "raw", "host", "sealed"}
+FIGURES = {*HEADLINES, "cost", "rounds", "trials", "busy", "data", "fit", "sizes", "open", "raw", "host", "sealed",
+           "compression", "zeros"}
 HOW = ("point", "floor", "median")
 """What may follow a headline's words: its overhead alone, the placebo's resolution, or the figure
 itself (the median of the configuration's trials, `none`'s too, as the Overhead table gives it)."""
@@ -259,6 +261,20 @@ def _sealed(found: Example, chosen: Selection, method: str, cipher: str, what: s
     return str(rows[0]["cpu_share_shown" if what == "cpu" else "time_share_shown"])
 
 
+def _stored_backup(found: Example, chosen: Selection, method: str, column: str) -> float:
+    """A column of one engine and encryption's backup by `method`, stored as the tool made it (the
+    "Backup and restore" table's row)."""
+    if chosen.engine is None or chosen.encryption is None:
+        raise FigureError("a backup's figure names one engine and encryption's backup: name both before it")
+    rows = [row for row in _backups(found.name) if (row["engine"], row["encryption"], row["method"],
+                                                   row["backup_encryption"]) == (chosen.engine, chosen.encryption,
+                                                                                 method, backup.NONE)
+            and chosen.takes(row["engine"], row["memory_mb"], row["encryption"])]
+    if len(rows) != 1:
+        raise FigureError(f"names {len(rows)} backups by {method}")
+    return float(rows[0][column])
+
+
 def _selection(found: Example, words: list[str]) -> Selection:
     """The engine, memory and encryption at the front of `words` (taken from it), each checked
     against the configurations the example ran."""
@@ -289,6 +305,8 @@ def _takes(word: str, args: list[str]) -> bool:
         return _cost_words(args) is not None
     if word == "sealed":  # METHOD CIPHER [cpu]
         return len(args) == 2 or (len(args) == 3 and args[2] == "cpu")
+    if word in ("compression", "zeros"):  # METHOD
+        return len(args) == 1
     return len(args) == (2 if word == "raw" else 0)
 
 
@@ -320,6 +338,7 @@ def figure(spec: str) -> str:
                  else "CIPHER BYTES" if word == "raw"
                  else "TEST STEP [METRIC] [SCALE] [point|floor|median]" if word == "cost"
                  else "METHOD CIPHER [cpu]" if word == "sealed"
+                 else "METHOD" if word in ("compression", "zeros")
                  else "nothing")
         raise FigureError(f"{word} takes {takes} after it, not {' '.join(args) or 'nothing'}")
     if word in HEADLINES and args and args[0] in PARTS:
@@ -342,6 +361,8 @@ def figure(spec: str) -> str:
         "raw": lambda: _raw(found, *args),
         "host": lambda: cpu_text(found.run.environment),
         "sealed": lambda: _sealed(found, chosen, *args),
+        "compression": lambda: ratio(_stored_backup(found, chosen, args[0], "ratio")),
+        "zeros": lambda: ratio_percent(_stored_backup(found, chosen, args[0], "zero_share")),
     }
     return computed[word]()
 
@@ -427,6 +448,9 @@ def test_a_doc_figure_is_what_its_example_holds(marker: Marker) -> None:
     ("backup-encryption duckdb sealed full aes-256", "name both before it"),
     ("quick sqlite aes-256-cbc sealed full aes-256", "names 0 backups sealed with aes-256 by full"),
     ("backup-encryption duckdb none sealed full", "sealed takes METHOD CIPHER [cpu] after it"),
+    ("backup-encryption mariadb zeros full-compressed", "name both before it"),
+    ("backup-encryption mariadb aes-256-cbc zeros logical", "names 0 backups by logical"),
+    ("backup-encryption mariadb aes-256-cbc compression", "compression takes METHOD after it"),
 ])
 def test_a_marker_naming_what_does_not_exist_fails(spec: str, why: str) -> None:
     with pytest.raises(FigureError, match=re.escape(why)):
