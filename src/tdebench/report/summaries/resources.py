@@ -226,5 +226,5 @@ def _memory_panel(axes: Axes, labels: list[str], rows: list[dict[str, Any] | Non
     axes.barh(positions, np.nan_to_num(np.array([_value(row, "mem_bytes_max") for row in rows]) / MIB),
               color="tab:purple")
     axes.set_xlim(left=0)
-    axes.set_title("peak engine memory (MiB)" + ("\n(embedded, lockstep: the group's)"
-                                                  if side_by_side else ""), fontsize="medium")
+    axes.set_title("peak engine memory (MiB)" + ("\n(embedded, lockstep: the group's)" if side_by_side else ""),
+                   fontsize="small" if side_by_side else "medium")  # two lines: at the figure's edge
