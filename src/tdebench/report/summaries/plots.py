@@ -276,7 +276,7 @@ def _query_figure(title: str, grid: np.ndarray, rows: list[str], columns: list[s
 
 
 def _ms_range(values: list[float]) -> str:
-    """A query's medians in ms: the one, or the lowest and highest ("1.3–\n1.46 ms")."""
+    """A query's medians in ms: the one, or the lowest and highest on two lines ("1.3–" over "1.46 ms")."""
     if not values:
         return ""
     low, high = _ms(min(values)), _ms(max(values))
