@@ -312,3 +312,30 @@ def test_the_answer_states_each_encryptions_own_data_to_cache_ratio_as_the_cache
     assert len({ratio for found in stated.values() for memory, ratio in found if memory == "4"}) > 1
     for (engine, encryption), found in stated.items():
         assert [ratio for _, ratio in found] == [given[(engine, encryption, int(memory))] for memory, _ in found]
+
+
+def test_the_headline_picture_shows_an_engines_cache_sizes_in_one_panel_per_figure(two_memories: Path) -> None:
+    """headline.panels: an engine at two cache sizes has one panel per figure, not one per size: its
+    rows grouped by size, the largest on top and cheapest first within it, each with its own size's
+    floor band, and data ÷ cache of both sizes under the title (each size's, from the cache fit)."""
+    from tdebench.report.data.records import floors, resolution
+    from tdebench.report.sections.headline import panels
+
+    run = read_run(two_memories)
+    records = summary_records(run)
+    drawn = [panel for panel in panels(run, records) if panel.title.startswith("duckdb ·")]
+    assert [panel.title for panel in drawn] == ["duckdb · tpch sf0.01 · power test", "duckdb · tpch sf0.01 · data load"]
+    power = drawn[0]
+    assert power.ordered and power.floor is None
+    sizes = [row.encryption.split(" · ")[0] for row in power.rows]
+    assert sizes == ["64 MB"] * 2 + ["4 MB"] * 2
+    for size in ("64 MB", "4 MB"):
+        pcts = [row.pct for row in power.rows if row.encryption.startswith(size)]
+        assert pcts == sorted(pcts)  # cheapest first within a size
+    placebo = {record.cell.memory_mb: record for record in floors(records).values()
+               if (record.cell.engine, record.cell.test, record.cell.step) == ("duckdb", "power", "geomean")}
+    assert [row.floor for row in power.rows] == [resolution(placebo[64])] * 2 + [resolution(placebo[4])] * 2
+    ratios = cache.regimes(run)
+    assert power.regime == (f"data ÷ cache: 64 MB {units.times(ratios[('duckdb', 64, 'tpch', 0.01)].ratio)}, "
+                            f"4 MB {units.times(ratios[('duckdb', 4, 'tpch', 0.01)].ratio)}")
+    assert plots.headline_plot(drawn) is not None

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tdebench.report.summaries import cache, plots
 from tdebench.report.data import declared
@@ -279,7 +279,8 @@ def panels(run: RunData, records: list[SummaryRecord],
     overhead on the figure the headline sentence reads, its verdict (the colour), what the
     strength tests showed of it (`integrity`: the marker's shape, from answer.integrity_marks), the
     placebo's band and the cache regime its trials ran in; then the load of each such config in a
-    panel of its own. Panels of one figure share an x-scale (plots.headline_plot)."""
+    panel of its own. Panels of one figure share an x-scale (plots.headline_plot). An engine
+    measured at several cache sizes gets one panel per figure, its rows grouped by size (`_by_size`)."""
     marks: dict[tuple, set[str]] = defaultdict(set)
     for verdict in judged(run):
         t = verdict.trial
@@ -288,7 +289,7 @@ def panels(run: RunData, records: list[SummaryRecord],
             else "encrypted" if verdict.as_expected else "unsure")
     regimes, figures = cache.regimes(run), chosen_figures(records) + _load_figures(records)
     splits = _splits(run, records, figures)
-    result = []
+    result: list[tuple[tuple, int | None, plots.Panel]] = []
     for (engine, _, memory, workload, scale), figure, chosen, floor in figures:
         rows = []
         for record in chosen:
@@ -302,11 +303,44 @@ def panels(run: RunData, records: list[SummaryRecord],
         regime = regimes.get((engine, memory, workload, scale))
         title = (f"{engine_label(engine, memory)} · {workload} {scale_label(workload, scale)} · "
                  f"{figure.short or figure.label}")
-        result.append(plots.Panel(title, tuple(rows), resolution(floor) if floor is not None else None,
-                                  rate=figure.metric in PER_MINUTE,
-                                  regime=regime.said(layer_bound(chosen, splits)) if regime else "",
-                                  kind=figure.label or figure.short))
-    return result
+        panel = plots.Panel(title, tuple(rows), resolution(floor) if floor is not None else None,
+                            rate=figure.metric in PER_MINUTE,
+                            regime=regime.said(layer_bound(chosen, splits)) if regime else "",
+                            kind=figure.label or figure.short)
+        group = (engine, workload, scale, panel.kind, f"{workload} {scale_label(workload, scale)} · "
+                 f"{figure.short or figure.label}")
+        result.append((group, memory, panel))
+    return _by_size(result, regimes)
+
+
+def _by_size(panels: list[tuple[tuple, int | None, plots.Panel]], regimes: dict[tuple, cache.Regime]
+             ) -> list[plots.Panel]:
+    """The panels, those of one engine, workload, scale and figure at several cache sizes made one:
+    its rows grouped by size, the largest cache on top ("12 MB · sqlcipher", cheapest first within
+    a size), each with its own size's floor band, and data ÷ cache of every size under its title,
+    where the regime of one would be; at the place of the first of them."""
+    groups: dict[tuple, list[tuple[int | None, plots.Panel]]] = defaultdict(list)
+    for group, memory, panel in panels:
+        groups[group].append((memory, panel))
+    merged = []
+    for (engine, workload, scale, _, what), members in groups.items():
+        if len(members) == 1:
+            merged.append(members[0][1])
+            continue
+        members.sort(key=lambda member: -memory_order(member[0]))
+        rows = []
+        for memory, panel in members:
+            cheapest_first = sorted(panel.rows, key=lambda row: (-row.pct if panel.rate else row.pct, row.encryption))
+            rows += [replace(row, encryption=plots.row_label(row.encryption, memory, True), floor=panel.floor)
+                     for row in cheapest_first]
+        ratios = [(memory, regimes.get((engine, memory, workload, scale))) for memory, _ in members]
+        known = [f"{plots.size_label(memory)} {times(regime.ratio)}"
+                 for memory, regime in ratios if regime is not None]
+        first = members[0][1]
+        merged.append(plots.Panel(f"{engine} · {what}", tuple(rows), None, rate=first.rate,
+                                  regime=f"data ÷ cache: {', '.join(known)}" if known else "",
+                                  kind=first.kind, ordered=True))
+    return merged
 
 
 def _floor_text(floor: SummaryRecord | None, without: str) -> str:

@@ -256,11 +256,14 @@ def query_plots(records: list[SummaryRecord]) -> list[Figure]:
     return figures
 
 
+def size_label(memory_mb: int | None) -> str:
+    """A cache size as a figure names it: "12 MB", or "default" (the engine's own)."""
+    return "default" if memory_mb is None else f"{memory_mb} MB"
+
+
 def row_label(encryption: str, memory_mb: int | None, several: bool) -> str:
     """A row of a figure that shows one engine's several cache sizes names its size: "12 MB · none"."""
-    if not several:
-        return encryption
-    return f"{'default' if memory_mb is None else f'{memory_mb} MB'} · {encryption}"
+    return f"{size_label(memory_mb)} · {encryption}" if several else encryption
 
 
 def _query_figure(title: str, grid: np.ndarray, rows: list[str], columns: list[str], breaks: list[int],
