@@ -167,7 +167,14 @@ def test_an_overhead_plot_leaves_to_the_cost_curve_the_figures_it_draws_at_every
     records = summary_records(run)
     ratios = {config: regime.ratio for config, regime in cache.regimes(run).items()}
     drawn = plots.curved(records, ratios)
-    assert ("duckdb", "", "tpch", 0.01, "power geomean") in drawn
+    assert {("duckdb", "", "tpch", 0.01, "power geomean", memory) for memory in (4, 64)} <= drawn
+    # a size whose data ÷ cache is not known is not on the curve (here, one size left: no curve at
+    # all): its overheads stay in the plot
+    unknown = {config: ratio for config, ratio in ratios.items() if config != ("duckdb", 4, "tpch", 0.01)}
+    assert not {key for key in plots.curved(records, unknown) if key[0] == "duckdb"}
+    kept = next(f for f in plots.overhead_plots(records, plots.curved(records, unknown)) if "duckdb" in f.name)
+    power = next(axes for axes in _built(kept).axes if axes.get_title().startswith("power geomean"))
+    assert [row.split(" · ")[0] for row in _rows(power)] == ["64 MB"] * 2 + ["4 MB"] * 2
     everything = next(f for f in plots.overhead_plots(records) if "duckdb" in f.name)
     left = next(f for f in plots.overhead_plots(records, drawn) if "duckdb" in f.name)
     titles = [[axes.get_title().split("\n")[0] for axes in _built(figure).axes if axes.get_visible()]

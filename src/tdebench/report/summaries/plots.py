@@ -177,7 +177,7 @@ def overhead_plots(records: list[SummaryRecord], drawn: Set[tuple] = frozenset()
     for headline, record in headline_records(records):
         cell = record.cell
         group = (cell.engine, cell.host or "", cell.workload, cell.scale)
-        if record.overhead is not None and (*group, headline.label) not in drawn:
+        if record.overhead is not None and (*group, headline.label, cell.memory_mb) not in drawn:
             per_group[group][headline.label].append(record)
     figures = []
     for (engine, host, workload, scale), by_figure in sorted(per_group.items()):
@@ -632,9 +632,13 @@ def _cost_points(records: list[SummaryRecord], ratios: dict[Config, float]
 
 
 def curved(records: list[SummaryRecord], ratios: dict[Config, float]) -> set[tuple]:
-    """The (engine, host, workload, scale, headline figure) a cost curve draws: every overhead of
-    it at every cache size, so an overhead plot need not draw them again one size at a time."""
-    return {(*config, label) for config, by_figure in _cost_points(records, ratios).items() for label in by_figure}
+    """The (engine, host, workload, scale, headline figure, memory_mb) a cost curve draws: an
+    overhead plot need not draw them again one size at a time (a size whose data ÷ cache is not
+    known is not on the curve, so it is not here either)."""
+    shown = {(*config, label) for config, by_figure in _cost_points(records, ratios).items() for label in by_figure}
+    return {(*key, cell.memory_mb) for headline, record in headline_records(records)
+            if (key := ((cell := record.cell).engine, cell.host or "", cell.workload, cell.scale, headline.label))
+            in shown and (cell.engine, cell.memory_mb, cell.workload, cell.scale) in ratios}
 
 
 def cost_curves(records: list[SummaryRecord], ratios: dict[Config, float]) -> list[Figure]:
