@@ -166,7 +166,7 @@ size, the decryption's and the restore's time); scale only when the run has more
 
 def _with_interval(value: float | None, record: SummaryRecord | None) -> str:
     """A share and its interval in one cell, in percent: "3.9% [2.7, 5.1]"."""
-    if value is None or math.isnan(value):
+    if not _known(value):
         return "–"
     if record is None or math.isnan(record.summary.ci_low):
         return ratio_percent(value)
@@ -321,7 +321,7 @@ def _compression_sentences(rows: list[dict[str, Any]]) -> list[str]:
     backup's time without encryption (against the same trial's uncompressed backup)."""
     groups: dict[tuple, dict[str, dict[str, Any]]] = defaultdict(dict)
     for row in rows:
-        if row["compressed"] and row["ratio"] is not None and not math.isnan(row["ratio"]):
+        if row["compressed"] and _known(row["ratio"]):
             groups[(*_configured(row), row["scale"], row["method"])][row["encryption"]] = row
     sentences = []
     for (_, _, engine, _, method), by_encryption in sorted(groups.items()):
@@ -341,6 +341,7 @@ def _compression_sentences(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _known(value: float | None) -> bool:
+    """A figure the run has: not missing (None) and not NaN."""
     return value is not None and not math.isnan(value)
 
 
